@@ -1,0 +1,193 @@
+//! Inputs of the ADR-013 join: the run anchor and window, power and energy-counter
+//! series per device, canonical engine counter series, per-step usage and the
+//! concurrency condition.
+//!
+//! Every time is `elapsed_ns` (u64 nanoseconds from the run's reference instant, ADR-003);
+//! every raw value is an integer (mW, mJ, tokens). Series must be sorted by `elapsed_ns`
+//! (non-decreasing); an unsorted series withholds the trajectory
+//! ([`super::WithholdReason::InvalidSeries`]).
+
+use serde::{Deserialize, Serialize};
+
+/// Largest accepted power reading, mW (1 MW per device).
+///
+/// The bound keeps every doubled mW·ns accumulator inside `u128` and every mJ figure
+/// inside `u64` for any run up to `u64::MAX` ns; a reading above it withholds the
+/// trajectory as [`super::SeriesProblem::PowerOutOfRange`].
+pub const MAX_POWER_MW: u64 = 1_000_000_000;
+
+/// Trailing window of an averaged power reading, ns (NVML `power_usage()` on Ampere
+/// except GA100 and newer averages over 1 s; energy-and-engine-metrics.md §1.2, field case
+/// C20). A step shorter than this window on an `averaged_1s` series is `low_confidence`.
+pub const AVERAGED_POWER_WINDOW_NS: u64 = 1_000_000_000;
+
+/// What a power reading means (field case C20; energy-and-engine-metrics.md §1.2, §1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PowerBasis {
+    /// Instantaneous power (`NVML_FI_DEV_POWER_INSTANT`, or `power_usage()` on GA100 and
+    /// older).
+    Instant,
+    /// `power_usage()` on Ampere (except GA100) and newer: a 1 s trailing average.
+    #[serde(rename = "averaged_1s")]
+    Averaged1s,
+    /// The built-in simulator's modelled power (no device measured anything).
+    Simulated,
+}
+
+impl PowerBasis {
+    /// The label written in reports: `instant`, `averaged_1s`, `simulated`.
+    pub fn label(self) -> &'static str {
+        match self {
+            PowerBasis::Instant => "instant",
+            PowerBasis::Averaged1s => "averaged_1s",
+            PowerBasis::Simulated => "simulated",
+        }
+    }
+}
+
+/// One power reading of one device: `elapsed_ns` from the reference instant and power in
+/// mW (integer). A sampler drops 0 mW / `NotSupported` readings as missing before they get
+/// here (energy-and-engine-metrics.md §1.3); attribution takes every sample as given and
+/// never deduplicates equal readings (§1.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PowerSample {
+    /// ns from the run's reference instant.
+    pub elapsed_ns: u64,
+    /// Power, mW; at most [`MAX_POWER_MW`].
+    pub power_mw: u64,
+}
+
+/// The power timeline of one device (ADR-010 / ADR-013 integration basis).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PowerSeries {
+    /// Device key (e.g. `gpu0` or a UUID); matches [`EnergyCounterSeries::device`].
+    pub device: String,
+    /// What each reading means.
+    pub basis: PowerBasis,
+    /// Readings sorted by `elapsed_ns` (non-decreasing).
+    pub samples: Vec<PowerSample>,
+}
+
+/// One reading of a device's cumulative energy counter (NVML
+/// `nvmlDeviceGetTotalEnergyConsumption`, mJ since the driver was last loaded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnergyCounterSample {
+    /// ns from the run's reference instant.
+    pub elapsed_ns: u64,
+    /// Cumulative energy, mJ. A decrease starts a new epoch (driver reload; field case
+    /// C19): that interval's energy is taken from the power integral, never a negative or
+    /// wrapped delta.
+    pub energy_mj: u64,
+}
+
+/// The energy-counter timeline of one device (optional; absent when `NotSupported`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnergyCounterSeries {
+    /// Device key; matches [`PowerSeries::device`].
+    pub device: String,
+    /// Readings sorted by `elapsed_ns` (non-decreasing).
+    pub samples: Vec<EnergyCounterSample>,
+}
+
+/// Canonical engine counters (issue 5 item 2; engine profiles map vLLM / SGLang / llama.cpp
+/// families onto these names, energy-and-engine-metrics.md §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CounterName {
+    /// Prompt tokens processed (vLLM `vllm:prompt_tokens_total`).
+    PromptTokens,
+    /// Generated tokens (vLLM `vllm:generation_tokens_total`).
+    GenerationTokens,
+    /// Prefix-cache queries, tokens (vLLM `vllm:prefix_cache_queries_total`).
+    PrefixCacheQueries,
+    /// Prefix-cache hits, tokens (vLLM `vllm:prefix_cache_hits_total`).
+    PrefixCacheHits,
+}
+
+impl CounterName {
+    /// The canonical name as written in reports (`prompt_tokens`, …).
+    pub fn label(self) -> &'static str {
+        match self {
+            CounterName::PromptTokens => "prompt_tokens",
+            CounterName::GenerationTokens => "generation_tokens",
+            CounterName::PrefixCacheQueries => "prefix_cache_queries",
+            CounterName::PrefixCacheHits => "prefix_cache_hits",
+        }
+    }
+}
+
+/// One scrape of a canonical counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterPoint {
+    /// ns from the run's reference instant.
+    pub elapsed_ns: u64,
+    /// Counter value (summed over the served model's series by the scraper).
+    pub value: u64,
+    /// `true` when the scraper saw this point start a new epoch (a decrease, a `_created`
+    /// change, an engine restart). The increase over the interval ending here is then
+    /// `value` (the counter restarted from 0). A decrease without this flag is a
+    /// regression and withholds the trajectory (ADR-013 withholding rule).
+    pub reset: bool,
+}
+
+/// The timeline of one canonical counter. A counter that was never scraped has no series
+/// at all (its deltas are `null`); a series that exists was scraped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterSeries {
+    /// Which canonical counter.
+    pub name: CounterName,
+    /// Scrapes sorted by `elapsed_ns` (non-decreasing).
+    pub samples: Vec<CounterPoint>,
+}
+
+/// Exact token counts from one LLM step's own response `usage` (energy-and-engine-metrics.md
+/// §4.6: per-response usage is exact per request; counters advance asynchronously). Each is
+/// `null` when the server did not report it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepUsage {
+    /// `usage.prompt_tokens` (includes cached tokens).
+    pub prompt_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens` (or llama.cpp `timings.cache_n`).
+    pub cached_tokens: Option<u64>,
+    /// `usage.completion_tokens`.
+    pub completion_tokens: Option<u64>,
+}
+
+/// The measured window of the run, `[start_elapsed_ns, end_elapsed_ns]` (closed), in ns
+/// from the reference instant. Steps must lie inside it; the whole-run integral is taken
+/// over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunWindow {
+    /// Window start, ns.
+    pub start_elapsed_ns: u64,
+    /// Window end, ns (≥ start, else the trajectory is withheld).
+    pub end_elapsed_ns: u64,
+}
+
+/// The concurrency condition of the run (ADR-013 "The wall: controlled concurrency only").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Concurrency {
+    /// Most trajectories in flight at once (the job's configured concurrency). More than
+    /// one makes every energy figure `apportioned`, not `measured`.
+    pub max_trajectories_in_flight: u32,
+}
+
+/// Everything the join needs besides the step markers and per-step usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttributionInput {
+    /// Unix-epoch ns of the reference instant (`RunClock::reference_instant_unix_ns`);
+    /// `None` (a pre-ADR-013 report) withholds the trajectory.
+    pub reference_instant_unix_ns: Option<u64>,
+    /// The run's measured window.
+    pub run_window: RunWindow,
+    /// Power timelines, one per device (empty when no power source was available: energy
+    /// figures are then `null`).
+    pub power: Vec<PowerSeries>,
+    /// Energy-counter timelines, one per device where the counter is supported.
+    pub energy_counters: Vec<EnergyCounterSeries>,
+    /// Canonical counter timelines; a counter absent here was never scraped.
+    pub counters: Vec<CounterSeries>,
+    /// Trajectories in flight.
+    pub concurrency: Concurrency,
+}

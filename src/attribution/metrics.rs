@@ -1,0 +1,496 @@
+//! Output of the ADR-013 join: [`StepMetrics`], [`TrajectoryMetrics`], the typed
+//! [`TrajectoryOutcome`] (attributed or withheld, never a silent `None`), dropped steps and
+//! marker flags.
+//!
+//! Every `Option` serializes as `null` (never skipped); raw figures are integers (ns, mJ,
+//! tokens); ratios are the only floats and are always finite.
+
+use serde::Serialize;
+
+use super::input::{CounterName, PowerBasis, RunWindow, StepUsage};
+use super::markers::StepKind;
+
+/// Whether an energy figure is a measurement (ADR-013 "The wall: controlled concurrency
+/// only").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnergyBasis {
+    /// One trajectory in flight: the window's device energy is the step's cost plus idle
+    /// draw.
+    Measured,
+    /// More than one trajectory in flight: windows mix concurrent work; the figure is an
+    /// apportionment (ADR-012's wall), not a measurement.
+    Apportioned,
+}
+
+impl EnergyBasis {
+    /// `measured` or `apportioned`.
+    pub fn label(self) -> &'static str {
+        match self {
+            EnergyBasis::Measured => "measured",
+            EnergyBasis::Apportioned => "apportioned",
+        }
+    }
+}
+
+/// The power source behind a step's or trajectory's energy: one device basis, or `mixed`
+/// when devices differ (field case C20: the report records which source was used).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PowerSourceLabel {
+    /// Instantaneous power.
+    Instant,
+    /// 1 s trailing-average power.
+    #[serde(rename = "averaged_1s")]
+    Averaged1s,
+    /// The simulator's modelled power.
+    Simulated,
+    /// Devices with different bases.
+    Mixed,
+}
+
+impl PowerSourceLabel {
+    /// `instant`, `averaged_1s`, `simulated` or `mixed`.
+    pub fn label(self) -> &'static str {
+        match self {
+            PowerSourceLabel::Instant => "instant",
+            PowerSourceLabel::Averaged1s => "averaged_1s",
+            PowerSourceLabel::Simulated => "simulated",
+            PowerSourceLabel::Mixed => "mixed",
+        }
+    }
+}
+
+impl From<PowerBasis> for PowerSourceLabel {
+    fn from(b: PowerBasis) -> Self {
+        match b {
+            PowerBasis::Instant => PowerSourceLabel::Instant,
+            PowerBasis::Averaged1s => PowerSourceLabel::Averaged1s,
+            PowerBasis::Simulated => PowerSourceLabel::Simulated,
+        }
+    }
+}
+
+/// Kind of a sampled source, for [`SourceSamples`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// A device power series.
+    Power,
+    /// A device energy-counter series.
+    EnergyCounter,
+    /// A canonical engine counter series.
+    Counter,
+}
+
+impl SourceKind {
+    /// `power`, `energy_counter` or `counter`.
+    pub fn label(self) -> &'static str {
+        match self {
+            SourceKind::Power => "power",
+            SourceKind::EnergyCounter => "energy_counter",
+            SourceKind::Counter => "counter",
+        }
+    }
+}
+
+/// How many samples of one source fall inside a step window `[start, end]` (closed): the
+/// grid resolution, declared per step and per source (ADR-013).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceSamples {
+    /// Kind of source.
+    pub source_kind: SourceKind,
+    /// Device key, or canonical counter name.
+    pub source: String,
+    /// Samples with `start ≤ elapsed_ns ≤ end`.
+    pub samples_in_window: u64,
+}
+
+/// One device's share of one step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepDeviceEnergy {
+    /// Device key.
+    pub device: String,
+    /// Basis of the device's power series; `null` when only an energy counter exists.
+    pub power_basis: Option<PowerBasis>,
+    /// Power samples inside the window; `null` without a power series.
+    pub samples_in_window: Option<u64>,
+    /// ns of the window covered by inter-sample segments fully inside it; `null` without
+    /// a power series.
+    pub covered_ns: Option<u64>,
+    /// Integer trapezoid over segments fully inside the window, floored to mJ once;
+    /// `null` without a power series or when no segment of positive length is inside.
+    pub energy_mj: Option<u64>,
+    /// Energy-counter samples inside the window; `null` without a counter series.
+    pub counter_samples_in_window: Option<u64>,
+    /// Counter-basis energy, mJ: counter increments between the baseline (last counter
+    /// sample at or before the window start) and the last counter sample at or before the
+    /// window end; an epoch-reset interval inside that bracket is filled with the power
+    /// trapezoid over it (field case C19). `null` without a counter series, without two
+    /// distinct bracketing samples, or when a reset interval cannot be filled.
+    pub counter_energy_mj: Option<u64>,
+    /// Epoch resets inside the counter bracket (filled from power); `null` without a
+    /// counter figure.
+    pub counter_epoch_resets: Option<u64>,
+}
+
+/// Per-step figures (ADR-013 `StepMetrics`, with issue 5's corrections: `Option` deltas,
+/// per-source samples, exact usage beside the counter deltas, counter-basis energy and
+/// basis labels).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepMetrics {
+    /// Marker `step_id`.
+    pub step_id: u64,
+    /// `llm_call` or `tool`.
+    pub kind: StepKind,
+    /// Marker `name` (`chat`, tool name), `null` when the marker had none.
+    pub name: Option<String>,
+    /// Window start, ns from the reference instant (`t_start_unix_ns − anchor`).
+    pub start_elapsed_ns: u64,
+    /// Window end, ns from the reference instant.
+    pub end_elapsed_ns: u64,
+    /// `end − start`, ns.
+    pub duration_ns: u64,
+    /// Power samples inside the window (the fewest over devices: the worst-resolved
+    /// device); `null` without any power series.
+    pub samples_in_window: Option<u64>,
+    /// Samples inside the window per source.
+    pub samples_by_source: Vec<SourceSamples>,
+    /// Share of the window covered by segments fully inside it (`covered_ns / duration_ns`,
+    /// the fewest over devices, energy-and-engine-metrics.md §1.5); `null` for a
+    /// zero-length step or without power.
+    pub coverage: Option<f64>,
+    /// Sum over devices of the per-device trapezoid energy (doubled mW·ns in `u128`,
+    /// floored to mJ once per device and step); `null` when no device had a segment of
+    /// positive length fully inside the window, or without power. A segment straddling a
+    /// window boundary is never counted here (it is unattributed).
+    pub energy_mj: Option<u64>,
+    /// `measured` or `apportioned` (concurrency condition).
+    pub energy_basis: EnergyBasis,
+    /// Power source behind `energy_mj`; `null` without power.
+    pub power_basis: Option<PowerSourceLabel>,
+    /// `true` when an `averaged_1s` series covers a window shorter than its 1 s averaging
+    /// window (field case C20).
+    pub low_confidence: bool,
+    /// Sum over devices of the counter-basis energy (field case C20's preferred figure);
+    /// `null` when no device has a counter figure for this window. Never reconciled with
+    /// `energy_mj` (separate bases, ADR-013).
+    pub counter_energy_mj: Option<u64>,
+    /// Per-device breakdown.
+    pub devices: Vec<StepDeviceEnergy>,
+    /// `prompt_tokens` counter delta: `null` when never scraped or when the window holds no
+    /// scrape after its baseline; `Some(0)` when scraped and unmoved.
+    pub prompt_tokens_delta: Option<u64>,
+    /// `generation_tokens` counter delta (same rules).
+    pub generation_tokens_delta: Option<u64>,
+    /// `prefix_cache_hits` counter delta, tokens (same rules).
+    pub cache_hits_delta: Option<u64>,
+    /// `prefix_cache_queries` counter delta, tokens (same rules).
+    pub cache_queries_delta: Option<u64>,
+    /// Exact tokens from this step's own response usage (all `null` when none was
+    /// recorded, e.g. tool steps).
+    pub usage: StepUsage,
+    /// `generation_tokens_delta / (energy_mj / 1000)`, tokens per J; `null` for tool steps,
+    /// zero or absent tokens, zero or absent energy.
+    pub tokens_per_joule: Option<f64>,
+    /// `usage.completion_tokens / (energy_mj / 1000)`; same `null` rules.
+    pub usage_tokens_per_joule: Option<f64>,
+    /// `cache_hits_delta / cache_queries_delta`; `null` when the queries delta is 0 or
+    /// absent.
+    pub cache_hit_rate: Option<f64>,
+    /// `usage.cached_tokens / usage.prompt_tokens`; `null` when either is absent or the
+    /// prompt is 0 tokens.
+    pub usage_cache_hit_rate: Option<f64>,
+}
+
+/// Why a step was left out of attribution (ADR-013 `dropped_steps`; field case C22).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// The window is not inside the run window (or starts before the anchor).
+    OutsideRun,
+    /// The window overlaps another step's window of the same trajectory (would
+    /// double-count energy).
+    OverlapsNeighbour,
+    /// `t_end_unix_ns < t_start_unix_ns` (a wall clock stepped backwards, C22).
+    EndsBeforeStart,
+    /// Another marker of the same trajectory has the same `step_id`.
+    DuplicateStepId,
+}
+
+impl DropReason {
+    /// The snake_case reason label.
+    pub fn label(self) -> &'static str {
+        match self {
+            DropReason::OutsideRun => "outside_run",
+            DropReason::OverlapsNeighbour => "overlaps_neighbour",
+            DropReason::EndsBeforeStart => "ends_before_start",
+            DropReason::DuplicateStepId => "duplicate_step_id",
+        }
+    }
+}
+
+/// A step named in the `dropped_steps` diagnostic list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DroppedStep {
+    /// Marker `step_id`.
+    pub step_id: u64,
+    /// Marker `kind`.
+    pub kind: StepKind,
+    /// Marker start, unix ns (as written).
+    pub t_start_unix_ns: u64,
+    /// Marker end, unix ns (as written).
+    pub t_end_unix_ns: u64,
+    /// Why it was dropped.
+    pub reason: DropReason,
+    /// For `overlaps_neighbour`: a step it overlaps; `null` otherwise.
+    pub neighbour_step_id: Option<u64>,
+}
+
+/// A kept step whose marker goes backwards in file order: it starts before the previous
+/// kept marker ends (field case C22). Flagged, never reordered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MarkerFlag {
+    /// The flagged step.
+    pub step_id: u64,
+    /// The kept step before it in file order.
+    pub previous_step_id: u64,
+    /// What is wrong.
+    pub issue: MarkerIssue,
+}
+
+/// Issue of a flagged marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkerIssue {
+    /// The marker lies before the previous kept marker in file order (time goes backwards;
+    /// field case C22).
+    GoesBackwards,
+}
+
+/// The concurrency condition, stated next to the numbers (ADR-013).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConcurrencyCondition {
+    /// Most trajectories in flight.
+    pub max_trajectories_in_flight: u32,
+    /// `measured` when at most one, else `apportioned`.
+    pub energy_basis: EnergyBasis,
+    /// The statement printed beside the figures.
+    pub statement: String,
+}
+
+/// Run-level energy figures of one device, and the counter/trapezoid quality check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceRunEnergy {
+    /// Device key.
+    pub device: String,
+    /// Basis of its power series; `null` without one.
+    pub power_basis: Option<PowerBasis>,
+    /// Power samples inside the run window; `null` without a power series.
+    pub samples_in_run: Option<u64>,
+    /// Whole-run integral: trapezoid over segments fully inside the run window, floored to
+    /// mJ once; `null` without power or without a segment of positive length.
+    pub whole_run_energy_mj: Option<u64>,
+    /// Sum of this device's step figures (kept steps); `null` when `whole_run_energy_mj`
+    /// is.
+    pub steps_energy_mj: Option<u64>,
+    /// `whole_run_energy_mj − steps_energy_mj` exactly.
+    pub unattributed_energy_mj: Option<u64>,
+    /// Energy-counter samples inside the run window; `null` without a counter series.
+    pub counter_samples_in_run: Option<u64>,
+    /// Counter-basis energy over the run window (same bracketing and C19 reset filling as
+    /// steps); `null` when unavailable.
+    pub counter_energy_mj: Option<u64>,
+    /// Epoch resets in the run's counter bracket; `null` without a counter figure.
+    pub counter_epoch_resets: Option<u64>,
+    /// `counter_energy_mj / whole_run_energy_mj`, a data-quality indicator (≈ 1 when the
+    /// bases agree; energy-and-engine-metrics.md §1.5, zeus #181); `null` when either is
+    /// absent or the trapezoid is 0.
+    pub counter_to_trapezoid_ratio: Option<f64>,
+}
+
+/// Per-trajectory figures (ADR-013 `TrajectoryMetrics`, with issue 5's corrections).
+///
+/// Reconciliation (asserted in tests): `whole_run_energy_mj ==
+/// total_energy_mj.unwrap_or(0) + unattributed_energy_mj` whenever `whole_run_energy_mj` is `Some`, and the same per
+/// device. Definition: each step's device figure is floored to mJ once from its exact
+/// `u128` doubled-mW·ns sum; `unattributed_energy_mj` is defined as the floored whole-run
+/// figure minus the sum of floored step figures. It therefore holds the energy of every
+/// segment not fully inside a kept step (gaps, straddling segments, dropped steps) plus
+/// the sub-mJ flooring remainder of each step (< 1 mJ per step and device). It is never
+/// negative, because the steps' segments are disjoint subsets of the run's segments.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrajectoryMetrics {
+    /// Trajectory label of the markers (`null` when the markers carry none).
+    pub trajectory: Option<String>,
+    /// The anchor the windows were computed from, unix ns.
+    pub reference_instant_unix_ns: u64,
+    /// The run window.
+    pub run_window: RunWindow,
+    /// Kept steps, in marker-file order (never reordered).
+    pub steps: Vec<StepMetrics>,
+    /// Steps left out, with reasons, in marker-file order.
+    pub dropped_steps: Vec<DroppedStep>,
+    /// Kept markers that go backwards in file order (C22).
+    pub marker_flags: Vec<MarkerFlag>,
+    /// Sum of step energies (`llm_energy_mj + tool_energy_mj`); `null` when no step has an
+    /// energy figure.
+    pub total_energy_mj: Option<u64>,
+    /// Sum over `llm_call` steps with a figure; `null` when none has one.
+    pub llm_energy_mj: Option<u64>,
+    /// Sum over `tool` steps with a figure; `null` when none has one.
+    pub tool_energy_mj: Option<u64>,
+    /// Run energy not inside any kept step window: `whole_run_energy_mj −
+    /// total_energy_mj` (see the type's doc); `null` without power.
+    pub unattributed_energy_mj: Option<u64>,
+    /// Whole-run trapezoid integral on the same basis (sum of devices); `null` without
+    /// power.
+    pub whole_run_energy_mj: Option<u64>,
+    /// Sum of step counter-basis energies; `null` when no step has one. Not reconciled
+    /// with the trapezoid figures (separate basis).
+    pub total_counter_energy_mj: Option<u64>,
+    /// Sum of `generation_tokens_delta` over `llm_call` steps; `null` unless every LLM
+    /// step has a delta (a partial sum is not a total).
+    pub total_generation_tokens: Option<u64>,
+    /// Sum of `usage.completion_tokens` over `llm_call` steps; `null` unless every LLM step
+    /// reported it.
+    pub total_usage_completion_tokens: Option<u64>,
+    /// `total_generation_tokens / (total_energy_mj / 1000)`; `null` when either is absent
+    /// or zero.
+    pub trajectory_tokens_per_joule: Option<f64>,
+    /// `total_usage_completion_tokens / (total_energy_mj / 1000)`; same rules.
+    pub trajectory_usage_tokens_per_joule: Option<f64>,
+    /// `measured` or `apportioned`.
+    pub energy_basis: EnergyBasis,
+    /// Power source of the energy figures; `null` without power.
+    pub power_basis: Option<PowerSourceLabel>,
+    /// `true` when any step is `low_confidence`.
+    pub low_confidence: bool,
+    /// The concurrency condition and its statement.
+    pub concurrency: ConcurrencyCondition,
+    /// Canonical counters that were scraped (a counter missing here was never scraped).
+    pub counters_scraped: Vec<CounterName>,
+    /// Run-level figures per device, with the counter/trapezoid ratio.
+    pub devices: Vec<DeviceRunEnergy>,
+}
+
+/// What a series problem was, for [`WithholdReason::InvalidSeries`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesProblem {
+    /// `elapsed_ns` decreases somewhere in the series.
+    Unsorted,
+    /// Two series for the same device or counter name.
+    DuplicateSeries,
+    /// A power reading above [`super::input::MAX_POWER_MW`].
+    PowerOutOfRange,
+}
+
+impl SeriesProblem {
+    /// `unsorted`, `duplicate_series` or `power_out_of_range`.
+    pub fn label(self) -> &'static str {
+        match self {
+            SeriesProblem::Unsorted => "unsorted",
+            SeriesProblem::DuplicateSeries => "duplicate_series",
+            SeriesProblem::PowerOutOfRange => "power_out_of_range",
+        }
+    }
+}
+
+/// Why a trajectory's metrics are withheld (ADR-013 withholding rules, plus input checks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum WithholdReason {
+    /// The report has no `reference_instant_unix_ns`: markers cannot be mapped.
+    NoAnchor,
+    /// No step-marker file was supplied.
+    NoStepFile,
+    /// The step-marker file holds no markers.
+    NoSteps,
+    /// Every marker was dropped (see `dropped_steps`).
+    NoValidSteps,
+    /// A canonical counter decreased without a reset flag.
+    CounterRegression {
+        /// Which counter.
+        counter: CounterName,
+        /// Where, ns.
+        at_elapsed_ns: u64,
+        /// The value before.
+        previous_value: u64,
+        /// The lower value.
+        value: u64,
+    },
+    /// The run window ends before it starts.
+    InvalidRunWindow {
+        /// Start, ns.
+        start_elapsed_ns: u64,
+        /// End, ns.
+        end_elapsed_ns: u64,
+    },
+    /// An input series cannot be used.
+    InvalidSeries {
+        /// Kind of series.
+        source_kind: SourceKind,
+        /// Device key or counter name.
+        source: String,
+        /// What is wrong.
+        problem: SeriesProblem,
+    },
+}
+
+/// A trajectory whose metrics are withheld, with every reason found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WithheldTrajectory {
+    /// Trajectory label of the markers, `null` when none.
+    pub trajectory: Option<String>,
+    /// Every reason found (at least one).
+    pub reasons: Vec<WithholdReason>,
+    /// Number of markers supplied for this trajectory.
+    pub markers: u64,
+    /// Steps that would have been dropped (empty when windows could not be computed).
+    pub dropped_steps: Vec<DroppedStep>,
+    /// The concurrency condition.
+    pub concurrency: ConcurrencyCondition,
+}
+
+/// The typed result of attributing one trajectory: serialized with a `status` tag,
+/// `attributed` or `withheld`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum TrajectoryOutcome {
+    /// Figures computed.
+    Attributed(Box<TrajectoryMetrics>),
+    /// Figures withheld, with the reasons.
+    Withheld(WithheldTrajectory),
+}
+
+impl TrajectoryOutcome {
+    /// The metrics when attributed.
+    pub fn metrics(&self) -> Option<&TrajectoryMetrics> {
+        match self {
+            TrajectoryOutcome::Attributed(m) => Some(m),
+            TrajectoryOutcome::Withheld(_) => None,
+        }
+    }
+
+    /// The withholding record when withheld.
+    pub fn withheld(&self) -> Option<&WithheldTrajectory> {
+        match self {
+            TrajectoryOutcome::Attributed(_) => None,
+            TrajectoryOutcome::Withheld(w) => Some(w),
+        }
+    }
+}
+
+/// Attribution of every trajectory of one run ([`super::attribute_run`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunAttribution {
+    /// The concurrency the caller declared.
+    pub declared_max_trajectories_in_flight: u32,
+    /// The most trajectories whose marker spans overlap in time.
+    pub observed_max_trajectories_in_flight: u32,
+    /// The condition applied (the larger of the two).
+    pub concurrency: ConcurrencyCondition,
+    /// One outcome per trajectory, in order of first marker.
+    pub trajectories: Vec<TrajectoryOutcome>,
+}

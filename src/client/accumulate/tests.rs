@@ -1,0 +1,753 @@
+//! Field-case tests of the pure accumulator (cases README C01, C02, C07–C09, C11, C12).
+//! Times are given in ms after `send_ns = 0`, as in the cases.
+
+use super::*;
+use crate::client::record::{RecordWarning, RequestStatus, TokenSource};
+
+const MS: u64 = 1_000_000;
+
+fn head() -> RequestHead {
+    RequestHead {
+        request_id: "t".into(),
+        stream: true,
+        ..RequestHead::default()
+    }
+}
+
+/// Feeds `(ms, event type, data)` events, stopping at Done/Failed like the client does,
+/// then finishes with a clean EOF at the last event's arrival.
+fn run_typed(events: &[(u64, Option<&str>, &str)]) -> RequestRecord {
+    let mut acc = StreamAccumulator::new();
+    let mut end = 0;
+    for &(ms, ty, data) in events {
+        end = ms * MS;
+        if acc.on_event(ty, data, ms * MS) != Flow::Continue {
+            break;
+        }
+    }
+    acc.finish(head(), end, true)
+}
+
+fn run(events: &[(u64, &str)]) -> RequestRecord {
+    let typed: Vec<_> = events.iter().map(|&(ms, d)| (ms, None, d)).collect();
+    run_typed(&typed)
+}
+
+fn ms(v: Option<f64>) -> Option<f64> {
+    v.map(|x| (x * 1000.0).round() / 1000.0)
+}
+
+#[test]
+fn c01a_role_only_first_chunk_is_not_ttft() {
+    let r = run(&[
+        (
+            5,
+            r#"{"id":"t1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        ),
+        (
+            120,
+            r#"{"id":"t1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#,
+        ),
+        (
+            140,
+            r#"{"id":"t1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}]}"#,
+        ),
+        (
+            160,
+            r#"{"id":"t1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ),
+        (161, "[DONE]"),
+    ]);
+    assert_eq!(r.status, RequestStatus::Success);
+    assert_eq!(r.ttft_ms(), Some(120.0));
+    assert_eq!(r.ttfo_ms(), Some(120.0));
+    assert_eq!(r.itl_ms(), vec![20.0]);
+    assert_eq!(r.last_token_ms(), Some(140.0));
+    assert_eq!(r.e2e_ms(), Some(161.0));
+    assert_eq!(r.output.text, "Hi there");
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(r.token_event_count, 2);
+    assert_eq!(r.chunk_count, 4);
+}
+
+#[test]
+fn c01b_role_frame_with_null_content() {
+    let r = run(&[
+        (
+            5,
+            r#"{"id":"t1","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}"#,
+        ),
+        (
+            120,
+            r#"{"id":"t1","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#,
+        ),
+        (
+            140,
+            r#"{"id":"t1","choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}]}"#,
+        ),
+        (
+            160,
+            r#"{"id":"t1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ),
+        (161, "[DONE]"),
+    ]);
+    assert_eq!(r.ttft_ms(), Some(120.0));
+    assert_eq!(r.itl_ms(), vec![20.0]);
+    assert_eq!(r.last_token_ms(), Some(140.0));
+    assert_eq!(r.e2e_ms(), Some(161.0));
+    assert_eq!(r.output.text, "Hi there");
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+}
+
+#[test]
+fn c01c_all_empty_stream_has_null_ttft_and_succeeds() {
+    let r = run(&[
+        (
+            5,
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+        ),
+        (20, r#"{"choices":[{"index":0,"delta":{"content":""}}]}"#),
+        (
+            30,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ),
+        (31, "[DONE]"),
+    ]);
+    assert_eq!(r.status, RequestStatus::Success);
+    assert_eq!(r.ttft_ns, None);
+    assert_eq!(r.ttft_ms(), None);
+    assert_eq!(r.ttfo_ns, None);
+    assert_eq!(r.last_token_ns, None);
+    assert!(r.itl_ns.is_empty());
+    assert_eq!(r.tpot_ms(), None);
+    assert_eq!(r.completion_tokens, Some(0));
+    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
+    assert_eq!(r.e2e_ms(), Some(31.0));
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains(r#""ttft_ns":null"#));
+}
+
+#[test]
+fn c02_usage_only_final_chunk_with_empty_choices() {
+    let r = run(&[
+        (
+            90,
+            r#"{"id":"t2","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+        ),
+        (
+            110,
+            r#"{"id":"t2","choices":[{"index":0,"delta":{"content":"A"}}]}"#,
+        ),
+        (
+            130,
+            r#"{"id":"t2","choices":[{"index":0,"delta":{"content":"B"}}]}"#,
+        ),
+        (
+            150,
+            r#"{"id":"t2","choices":[{"index":0,"delta":{"content":"C"},"finish_reason":"stop"}],"usage":null}"#,
+        ),
+        (151, r#"{"id":"t2","choices":[],"usage":null}"#),
+        (
+            400,
+            r#"{"id":"t2","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":8}}}"#,
+        ),
+        (401, "[DONE]"),
+    ]);
+    assert_eq!(r.status, RequestStatus::Success);
+    assert_eq!(r.error, None);
+    assert_eq!(r.ttft_ms(), Some(110.0));
+    assert_eq!(r.itl_ms(), vec![20.0, 20.0]);
+    assert_eq!(r.last_token_ms(), Some(150.0));
+    assert_eq!(r.e2e_ms(), Some(401.0));
+    assert_eq!(r.completion_tokens, Some(3));
+    assert_eq!(r.token_source, Some(TokenSource::Server));
+    assert_eq!(r.prompt_tokens, Some(12));
+    assert_eq!(r.total_tokens, Some(15));
+    assert_eq!(r.cached_tokens, Some(8));
+    assert_eq!(r.tpot_ms(), Some(20.0));
+    assert_eq!(r.token_event_count, 3);
+    assert_eq!(r.chunk_count, 4);
+    assert_eq!(r.output.text, "ABC");
+}
+
+const C07_PREFIX: [(u64, &str); 3] = [
+    (
+        40,
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+    ),
+    (
+        200,
+        r#"{"choices":[{"index":0,"delta":{"content":"Par"}}]}"#,
+    ),
+    (
+        220,
+        r#"{"choices":[{"index":0,"delta":{"content":"tial"}}]}"#,
+    ),
+];
+
+#[test]
+fn c07a_error_object_after_200_fails_the_request() {
+    let mut ev = C07_PREFIX.to_vec();
+    ev.push((230, r#"{"error":{"message":"generation failed (sanitized)","type":"InternalServerError","param":null,"code":500}}"#));
+    ev.push((231, "[DONE]"));
+    let r = run(&ev);
+    assert_eq!(r.status, RequestStatus::Failed);
+    assert_eq!(r.failure_code, Some(FailureCode::StreamError));
+    assert_eq!(r.error.as_deref(), Some("generation failed (sanitized)"));
+    assert_eq!(r.e2e_ms(), Some(230.0));
+    assert!(!r.is_success());
+}
+
+#[test]
+fn c07b_error_string_after_200_fails_the_request() {
+    let mut ev = C07_PREFIX.to_vec();
+    ev.push((
+        230,
+        r#"{"error":"Request failed during generation: out of memory","error_type":"generation"}"#,
+    ));
+    ev.push((231, "[DONE]"));
+    let r = run(&ev);
+    assert_eq!(r.status, RequestStatus::Failed);
+    assert_eq!(r.failure_code, Some(FailureCode::StreamError));
+    assert_eq!(
+        r.error.as_deref(),
+        Some("Request failed during generation: out of memory")
+    );
+}
+
+#[test]
+fn c07c_error_event_type_fails_the_request() {
+    let mut ev: Vec<(u64, Option<&str>, &str)> =
+        C07_PREFIX.iter().map(|&(t, d)| (t, None, d)).collect();
+    ev.push((230, Some("error"), r#"{"message":"bad request"}"#));
+    let r = run_typed(&ev);
+    assert_eq!(r.status, RequestStatus::Failed);
+    assert_eq!(r.failure_code, Some(FailureCode::StreamError));
+    assert_eq!(r.error.as_deref(), Some("bad request"));
+}
+
+#[test]
+fn c07d_stream_without_finish_or_done_is_incomplete() {
+    // `error: {"code":500}` is an unknown SSE field: it dispatches nothing, then EOF.
+    let r = run(&C07_PREFIX);
+    assert_eq!(r.status, RequestStatus::Failed);
+    assert_eq!(r.failure_code, Some(FailureCode::IncompleteStream));
+}
+
+#[test]
+fn legacy_object_error_and_null_error_member() {
+    let r = run(&[(10, r#"{"object":"error","message":"too long","code":400}"#)]);
+    assert_eq!(r.failure_code, Some(FailureCode::StreamError));
+    assert_eq!(r.error.as_deref(), Some("too long"));
+    let ok = run(&[
+        (
+            10,
+            r#"{"error":null,"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}"#,
+        ),
+        (11, "[DONE]"),
+    ]);
+    assert!(ok.is_success());
+}
+
+#[test]
+fn c08_reasoning_tokens_before_visible_content() {
+    let r = run(&[
+        (
+            40,
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+        ),
+        (
+            300,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"Check","content":null}}]}"#,
+        ),
+        (
+            320,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":" 91=7*13"}}]}"#,
+        ),
+        (
+            340,
+            r#"{"choices":[{"index":0,"delta":{"reasoning":"."}}]}"#,
+        ),
+        (
+            1000,
+            r#"{"choices":[{"index":0,"delta":{"content":"No"}}]}"#,
+        ),
+        (
+            1020,
+            r#"{"choices":[{"index":0,"delta":{"content":"."},"finish_reason":"stop"}]}"#,
+        ),
+        (
+            1021,
+            r#"{"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":9,"total_tokens":29,"completion_tokens_details":{"reasoning_tokens":6}}}"#,
+        ),
+        (1022, "[DONE]"),
+    ]);
+    assert!(r.is_success());
+    assert_eq!(r.ttft_ms(), Some(300.0));
+    assert_eq!(r.ttfo_ms(), Some(1000.0));
+    assert_eq!(r.reasoning_tokens, Some(6));
+    assert_eq!(r.completion_tokens, Some(9));
+    assert_eq!(r.token_source, Some(TokenSource::Server));
+    assert_eq!(r.output.text, "No.");
+    assert_eq!(r.output.reasoning, "Check 91=7*13.");
+    assert_eq!(r.itl_ms(), vec![20.0, 20.0, 660.0, 20.0]);
+    assert_eq!(r.tpot_ms(), Some(90.0));
+    assert_eq!(r.e2e_ms(), Some(1022.0));
+}
+
+#[test]
+fn c08_reasoning_only_stream_has_ttft_but_no_ttfo() {
+    let r = run(&[
+        (
+            40,
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+        ),
+        (
+            300,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"Check","content":null}}]}"#,
+        ),
+        (
+            320,
+            r#"{"choices":[{"index":0,"delta":{"reasoning":" more"},"finish_reason":"length"}]}"#,
+        ),
+        (321, "[DONE]"),
+    ]);
+    assert!(r.is_success());
+    assert_eq!(r.ttft_ms(), Some(300.0));
+    assert_eq!(r.ttfo_ns, None);
+    assert_eq!(r.ttfo_ms(), None);
+    assert_eq!(r.output.text, "");
+    assert_eq!(r.output.reasoning, "Check more");
+    assert_eq!(r.finish_reason.as_deref(), Some("length"));
+}
+
+#[test]
+fn reasoning_sent_under_both_names_is_taken_once() {
+    let r = run(&[
+        (
+            10,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"ab","reasoning":"ab"}}]}"#,
+        ),
+        (11, "[DONE]"),
+    ]);
+    assert_eq!(r.output.reasoning, "ab");
+}
+
+#[test]
+fn c09a_interleaved_tool_calls_with_duplicate_index_entries() {
+    let r = run(&[
+        (
+            200,
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}},{"index":0,"function":{"arguments":"{\"ci"}}]}}]}"#,
+        ),
+        (
+            220,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"get_time","arguments":"{\"tz\":"}}]}}]}"#,
+        ),
+        (
+            240,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"ty\":\"Oslo\"}"}}]}}]}"#,
+        ),
+        (
+            260,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"\"UTC\"}"}}]}}]}"#,
+        ),
+        (
+            270,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ),
+        (271, "[DONE]"),
+    ]);
+    assert!(r.is_success());
+    assert_eq!(r.ttft_ms(), Some(200.0));
+    assert_eq!(r.ttfo_ns, None);
+    let calls = &r.output.tool_calls;
+    assert_eq!(calls.len(), 2);
+    assert_eq!(r.tool_call_count, 2);
+    assert_eq!(
+        (
+            calls[0].id.as_str(),
+            calls[0].name.as_str(),
+            calls[0].arguments.as_str()
+        ),
+        ("call_a", "get_weather", r#"{"city":"Oslo"}"#)
+    );
+    assert_eq!(
+        (
+            calls[1].id.as_str(),
+            calls[1].name.as_str(),
+            calls[1].arguments.as_str()
+        ),
+        ("call_b", "get_time", r#"{"tz":"UTC"}"#)
+    );
+    for c in calls {
+        serde_json::from_str::<Value>(&c.arguments).expect("valid JSON arguments");
+    }
+    assert!(r.output.is_tool_call_turn());
+}
+
+fn check_two_write_file_calls(r: &RequestRecord) {
+    assert!(r.is_success());
+    let calls = &r.output.tool_calls;
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].id, "c1");
+    assert_eq!(calls[1].id, "c2");
+    assert_eq!(calls[0].name, "write_file");
+    assert_eq!(calls[1].name, "write_file");
+    assert_eq!(calls[0].arguments, r#"{"path":"a.txt"}"#);
+    assert_eq!(calls[1].arguments, r#"{"path":"b.txt"}"#);
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert!(r.output.is_tool_call_turn());
+}
+
+#[test]
+fn c09b_reused_index_with_new_id_starts_a_new_call() {
+    let r = run(&[
+        (
+            300,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"a.txt\"}"}}]}}]}"#,
+        ),
+        (
+            310,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c2","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"b.txt\"}"}}]}}]}"#,
+        ),
+        (
+            320,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ),
+    ]);
+    check_two_write_file_calls(&r);
+    assert_eq!(r.e2e_ms(), Some(320.0));
+}
+
+#[test]
+fn c09c_absent_index_is_not_zero() {
+    let r = run(&[
+        (
+            300,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c1","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"a.txt\"}"}}]}}]}"#,
+        ),
+        (
+            310,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c2","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"b.txt\"}"}}]}}]}"#,
+        ),
+        (
+            320,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ),
+    ]);
+    check_two_write_file_calls(&r);
+}
+
+#[test]
+fn c09d_parameterless_tool_gets_empty_object_arguments() {
+    let r = run(&[
+        (
+            100,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c9","type":"function","function":{"name":"switch_led_on"}}]}}]}"#,
+        ),
+        (
+            110,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ),
+        (111, "[DONE]"),
+    ]);
+    assert!(r.is_success());
+    let calls = &r.output.tool_calls;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].id, "c9");
+    assert_eq!(calls[0].name, "switch_led_on");
+    assert_eq!(calls[0].arguments, "{}");
+    assert_eq!(r.ttft_ms(), Some(100.0));
+}
+
+const C11_A: [(u64, &str); 3] = [
+    (
+        100,
+        r#"{"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#,
+    ),
+    (130, r#"{"choices":[{"index":0,"delta":{"content":"lo"}}]}"#),
+    (
+        160,
+        r#"{"choices":[{"index":0,"delta":{"content":" world"},"finish_reason":"stop"}]}"#,
+    ),
+];
+
+#[test]
+fn c11a_chunks_are_not_tokens() {
+    let mut ev = C11_A.to_vec();
+    ev.push((
+        161,
+        r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}"#,
+    ));
+    ev.push((162, "[DONE]"));
+    let r = run(&ev);
+    assert_eq!(r.completion_tokens, Some(2));
+    assert_eq!(r.token_source, Some(TokenSource::Server));
+    assert_eq!(r.chunk_count, 3);
+    assert_eq!(r.tpot_ms(), Some(60.0));
+}
+
+#[test]
+fn c11a_without_usage_estimates_once_over_the_whole_text() {
+    let mut ev = C11_A.to_vec();
+    ev.push((162, "[DONE]"));
+    let r = run(&ev);
+    assert_eq!(r.output.text, "Hello world");
+    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
+    // ceil(11 bytes / 4) = 3 over the joined text; per chunk it would be 1 + 1 + 2 = 4.
+    assert_eq!(r.completion_tokens, Some(3));
+    assert_eq!(r.tpot_ms(), Some(30.0));
+    assert_eq!(r.prompt_tokens, None);
+}
+
+#[test]
+fn c11b_multi_token_events_are_one_itl_sample_each() {
+    let r = run(&[
+        (
+            100,
+            r#"{"choices":[{"index":0,"delta":{"content":"one two three"}}]}"#,
+        ),
+        (
+            110,
+            r#"{"choices":[{"index":0,"delta":{"content":" four five"}}]}"#,
+        ),
+        (
+            120,
+            r#"{"choices":[{"index":0,"delta":{"content":" six seven"}}]}"#,
+        ),
+        (
+            130,
+            r#"{"choices":[{"index":0,"delta":{"content":" eight nine ten"},"finish_reason":"stop"}]}"#,
+        ),
+        (
+            131,
+            r#"{"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":10,"total_tokens":14}}"#,
+        ),
+        (132, "[DONE]"),
+    ]);
+    assert_eq!(r.itl_ms(), vec![10.0, 10.0, 10.0]);
+    assert_eq!(r.token_event_count, 4);
+    assert_eq!(ms(r.tpot_ms()), Some(3.333));
+    let exact = r.tpot_ms().unwrap();
+    assert!((exact - 30.0 / 9.0).abs() < 1e-9);
+}
+
+fn usage_stream(usage: &str) -> RequestRecord {
+    let last = format!(r#"{{"choices":[],"usage":{usage}}}"#);
+    let ev = [
+        (
+            10,
+            r#"{"choices":[{"index":0,"delta":{"content":"some output"},"finish_reason":"stop"}]}"#,
+        ),
+        (11, last.as_str()),
+        (12, "[DONE]"),
+    ];
+    run(&ev)
+}
+
+#[test]
+fn c12b_null_prompt_tokens_details_means_unknown_cached_tokens() {
+    let r = usage_stream(
+        r#"{"prompt_tokens":1000,"completion_tokens":50,"total_tokens":1050,"prompt_tokens_details":null}"#,
+    );
+    assert_eq!(r.cached_tokens, None);
+    assert_eq!(r.prompt_tokens, Some(1000));
+    assert_eq!(r.completion_tokens, Some(50));
+    assert!(
+        serde_json::to_string(&r)
+            .unwrap()
+            .contains(r#""cached_tokens":null"#)
+    );
+}
+
+#[test]
+fn c12c_zero_cached_tokens_is_a_real_miss() {
+    let r = usage_stream(
+        r#"{"prompt_tokens":1000,"completion_tokens":50,"total_tokens":1050,"prompt_tokens_details":{"cached_tokens":0}}"#,
+    );
+    assert_eq!(r.cached_tokens, Some(0));
+    assert!(
+        serde_json::to_string(&r)
+            .unwrap()
+            .contains(r#""cached_tokens":0"#)
+    );
+}
+
+#[test]
+fn c12d_all_zero_usage_with_output_is_treated_as_missing() {
+    let r = usage_stream(r#"{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}"#);
+    assert!(r.is_success());
+    assert_eq!(r.warnings, vec![RecordWarning::UsageAllZero]);
+    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
+    assert_eq!(r.completion_tokens, Some(3)); // ceil(11 / 4)
+    assert_eq!(r.prompt_tokens, None);
+    assert_eq!(r.total_tokens, None);
+}
+
+#[test]
+fn c12a_stream_without_usage_is_a_client_estimate() {
+    let r = run(&[
+        (
+            10,
+            r#"{"choices":[{"index":0,"delta":{"content":"abcdefgh"},"finish_reason":"stop"}]}"#,
+        ),
+        (12, "[DONE]"),
+    ]);
+    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
+    assert_eq!(r.completion_tokens, Some(2));
+    assert_eq!(r.cached_tokens, None);
+    assert!(r.warnings.is_empty());
+}
+
+#[test]
+fn llama_cpp_timings_fill_prompt_and_cached_tokens() {
+    // usage without prompt_tokens_details: cached from timings.cache_n.
+    let r = usage_stream(
+        r#"{"prompt_tokens":1824,"completion_tokens":4,"total_tokens":1828},"timings":{"cache_n":1823,"prompt_n":1}"#,
+    );
+    assert_eq!(r.prompt_tokens, Some(1824));
+    assert_eq!(r.cached_tokens, Some(1823));
+    // No usage at all: prompt = prompt_n + cache_n.
+    let r = run(&[
+        (
+            10,
+            r#"{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"length"}],"timings":{"cache_n":7,"prompt_n":1817,"prompt_ms":63.0}}"#,
+        ),
+        (11, "[DONE]"),
+    ]);
+    assert_eq!(r.prompt_tokens, Some(1824));
+    assert_eq!(r.cached_tokens, Some(7));
+    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
+    // usage's own cached_tokens wins over timings.
+    let r = usage_stream(
+        r#"{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":4}},"timings":{"cache_n":9,"prompt_n":1}"#,
+    );
+    assert_eq!(r.cached_tokens, Some(4));
+}
+
+#[test]
+fn malformed_json_data_event_fails() {
+    let r = run(&[
+        (10, r#"{"choices":[{"index":0,"delta":{"content":"a"}}]}"#),
+        (20, r#"{"choices":[{"index":0,"delta":{"content":"b"#),
+        (30, "[DONE]"),
+    ]);
+    assert_eq!(r.failure_code, Some(FailureCode::MalformedEvent));
+    assert_eq!(r.e2e_ms(), Some(20.0));
+    let r = run(&[(10, "42")]);
+    assert_eq!(r.failure_code, Some(FailureCode::MalformedEvent));
+}
+
+#[test]
+fn unknown_event_types_and_blank_data_are_ignored() {
+    let r = run_typed(&[
+        (10, Some("ping"), "{}"),
+        (11, None, "   "),
+        (
+            12,
+            None,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}"#,
+        ),
+        (13, Some("message"), "[DONE]"),
+    ]);
+    assert!(r.is_success());
+    assert_eq!(r.chunk_count, 1);
+    assert_eq!(r.e2e_ms(), Some(13.0));
+}
+
+#[test]
+fn completions_text_is_a_token_event() {
+    let r = run(&[
+        (
+            10,
+            r#"{"object":"text_completion","choices":[{"index":0,"text":"","finish_reason":null}]}"#,
+        ),
+        (
+            20,
+            r#"{"object":"text_completion","choices":[{"index":0,"text":"ab","finish_reason":null}]}"#,
+        ),
+        (
+            25,
+            r#"{"object":"text_completion","choices":[{"index":0,"text":"c","finish_reason":"length"}]}"#,
+        ),
+        (26, "[DONE]"),
+    ]);
+    assert_eq!(r.ttft_ms(), Some(20.0));
+    assert_eq!(r.ttfo_ms(), Some(20.0));
+    assert_eq!(r.output.text, "abc");
+    assert_eq!(r.itl_ms(), vec![5.0]);
+}
+
+#[test]
+fn finish_reason_then_clean_eof_succeeds_at_eof_time() {
+    let mut acc = StreamAccumulator::new();
+    acc.on_event(
+        None,
+        r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}"#,
+        10 * MS,
+    );
+    let r = acc.finish(head(), 15 * MS, true);
+    assert!(r.is_success());
+    assert_eq!(r.e2e_ms(), Some(15.0));
+}
+
+#[test]
+fn unclean_end_is_disconnect_and_external_failure_keeps_partial_timing() {
+    let mut acc = StreamAccumulator::new();
+    acc.on_event(
+        None,
+        r#"{"choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+        10 * MS,
+    );
+    let r = acc.finish(head(), 15 * MS, false);
+    assert_eq!(r.failure_code, Some(FailureCode::Disconnect));
+    assert_eq!(r.ttft_ms(), Some(10.0));
+
+    let mut acc = StreamAccumulator::new();
+    acc.on_event(
+        None,
+        r#"{"choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+        10 * MS,
+    );
+    acc.fail(FailureCode::IdleTimeout, "no bytes for 20000 ms");
+    acc.fail(FailureCode::Timeout, "later failures do not overwrite");
+    let r = acc.finish(head(), 30 * MS, false);
+    assert_eq!(r.failure_code, Some(FailureCode::IdleTimeout));
+    assert_eq!(r.error.as_deref(), Some("no bytes for 20000 ms"));
+    assert_eq!(r.e2e_ms(), Some(30.0));
+}
+
+#[test]
+fn non_streamed_body_is_parsed() {
+    let mut acc = StreamAccumulator::new();
+    let body = r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello","reasoning_content":"think","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0}}}"#;
+    assert_eq!(acc.on_body(body, 50 * MS), Flow::Done);
+    let mut h = head();
+    h.stream = false;
+    let r = acc.finish(h, 50 * MS, true);
+    assert!(r.is_success());
+    assert_eq!(r.ttft_ns, None);
+    assert_eq!(r.e2e_ms(), Some(50.0));
+    assert_eq!(r.output.text, "Hello");
+    assert_eq!(r.output.reasoning, "think");
+    assert_eq!(r.output.tool_calls[0].arguments, r#"{"a":1}"#);
+    assert_eq!(r.completion_tokens, Some(5));
+    assert_eq!(r.cached_tokens, Some(0));
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+
+    let mut acc = StreamAccumulator::new();
+    assert_eq!(acc.on_body("<html>", MS), Flow::Failed);
+    assert_eq!(
+        acc.finish(head(), MS, true).failure_code,
+        Some(FailureCode::InvalidResponse)
+    );
+    let mut acc = StreamAccumulator::new();
+    assert_eq!(
+        acc.on_body(r#"{"error":{"message":"nope"}}"#, MS),
+        Flow::Failed
+    );
+    let r = acc.finish(head(), MS, true);
+    assert_eq!(r.failure_code, Some(FailureCode::StreamError));
+    assert_eq!(r.error.as_deref(), Some("nope"));
+}

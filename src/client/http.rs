@@ -1,0 +1,685 @@
+//! The HTTP edge: an OpenAI-compatible chat-completions client over reqwest 0.13 (rustls).
+//!
+//! Timing (rust-conventions §4.3): `send_ns` is taken just before the request is handed to
+//! reqwest, `headers_ns` when the response head is in, and every SSE event carries the
+//! arrival of the network read that completed it (see [`super::sse`]). All values are
+//! `elapsed_ns` on the run's [`RunClock`].
+//!
+//! Failures never escape as `Err` or panics from [`Client::chat`]: each becomes a
+//! [`RequestRecord`] with `status = failed` and a typed [`FailureCode`].
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use serde_json::{Map, Value, json};
+use tokio::time::Instant as TokioInstant;
+
+use super::accumulate::{Flow, RequestHead, StreamAccumulator};
+use super::record::{FailureCode, RecordWarning, RequestRecord, sanitize_error};
+use super::sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEventStream};
+use crate::clock::RunClock;
+
+/// Client settings.
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// Base URL of the OpenAI-compatible API, ending in `/v1` (e.g.
+    /// `http://127.0.0.1:8000/v1`); a trailing `/` is ignored. Requests go to
+    /// `{base_url}/chat/completions` and `{base_url}/models`.
+    pub base_url: String,
+    /// Bearer token sent as `Authorization: Bearer …`; never logged or serialized.
+    pub api_key: Option<String>,
+    /// Deadline for a whole request, from send to the end of the body → `timeout`.
+    pub request_timeout: Duration,
+    /// Longest silence (no bytes at all; SSE comments count as bytes) allowed on a streamed
+    /// body after the response head → `idle_timeout` (C03).
+    pub idle_timeout: Duration,
+    /// Cap on one SSE event (bytes buffered since the last event boundary), and on a
+    /// non-streamed body → `event_too_large` (C30). Default 16 MiB.
+    pub max_event_bytes: usize,
+    /// Idle connections kept per host for reuse. reqwest/hyper never limit the number of
+    /// concurrent connections, so this never caps concurrency; size it to at least the
+    /// concurrency so every connection can be reused (no reconnect inside TTFT).
+    pub max_connections: usize,
+}
+
+impl ClientConfig {
+    /// Defaults: no API key, request timeout 600 s, idle timeout 60 s, max event 16 MiB,
+    /// 256 pooled connections.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: None,
+            request_timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(60),
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_connections: 256,
+        }
+    }
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_event_bytes", &self.max_event_bytes)
+            .field("max_connections", &self.max_connections)
+            .finish()
+    }
+}
+
+/// Errors of [`Client::new`] and [`Client::list_models`] (preflight). Messages are
+/// lowercase fragments that read after "failed to …".
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// `base_url` is not an absolute http(s) URL.
+    #[error("invalid base URL {url:?}: {reason}")]
+    InvalidBaseUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// reqwest could not build its client (TLS setup).
+    #[error("build HTTP client: {0}")]
+    Build(String),
+    /// The request failed before a response head (connect, reset, TLS).
+    #[error("reach {url}: {reason}")]
+    Request {
+        /// Request URL.
+        url: String,
+        /// Transport error text.
+        reason: String,
+    },
+    /// The server answered with a non-2xx status.
+    #[error("{url} answered HTTP {status}: {message}")]
+    HttpStatus {
+        /// Request URL.
+        url: String,
+        /// HTTP status code.
+        status: u16,
+        /// Sanitized error text from the body.
+        message: String,
+    },
+    /// The body was not the expected JSON.
+    #[error("read response of {url}: {reason}")]
+    InvalidResponse {
+        /// Request URL.
+        url: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// No complete response within `request_timeout`.
+    #[error("{url} did not answer within {timeout_ms} ms")]
+    Timeout {
+        /// Request URL.
+        url: String,
+        /// The timeout, ms.
+        timeout_ms: u128,
+    },
+}
+
+/// One chat-completions request.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatRequest {
+    /// Caller-chosen id, sent as `X-Request-ID` and copied into the record.
+    pub request_id: String,
+    /// Model name.
+    pub model: String,
+    /// OpenAI `messages` array entries.
+    pub messages: Vec<Value>,
+    /// OpenAI `tools` entries; omitted from the body when empty.
+    pub tools: Vec<Value>,
+    /// `max_tokens`; omitted when `None`.
+    pub max_tokens: Option<u32>,
+    /// `temperature`; omitted when `None`.
+    pub temperature: Option<f64>,
+    /// `seed`; omitted when `None`.
+    pub seed: Option<u64>,
+    /// Streamed (SSE) or not.
+    pub stream: bool,
+    /// Extra body members (e.g. `tool_choice`); cannot override `model`, `messages`,
+    /// `tools`, `stream` or `stream_options`.
+    pub extra: Map<String, Value>,
+}
+
+const RESERVED_KEYS: [&str; 5] = ["model", "messages", "tools", "stream", "stream_options"];
+
+impl ChatRequest {
+    /// The JSON body. Streaming requests always carry
+    /// `"stream":true,"stream_options":{"include_usage":true}` (C12 A), serialized last and
+    /// in that order.
+    pub fn body_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("model".into(), Value::String(self.model.clone()));
+        m.insert("messages".into(), Value::Array(self.messages.clone()));
+        if !self.tools.is_empty() {
+            m.insert("tools".into(), Value::Array(self.tools.clone()));
+        }
+        if let Some(n) = self.max_tokens {
+            m.insert("max_tokens".into(), json!(n));
+        }
+        if let Some(t) = self.temperature {
+            m.insert("temperature".into(), json!(t));
+        }
+        if let Some(s) = self.seed {
+            m.insert("seed".into(), json!(s));
+        }
+        for (k, v) in &self.extra {
+            if !RESERVED_KEYS.contains(&k.as_str()) {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        m.insert("stream".into(), Value::Bool(self.stream));
+        if self.stream {
+            m.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        Value::Object(m)
+    }
+}
+
+/// The OpenAI-compatible client. Cheap to share by reference across tasks (`Send + Sync`).
+#[derive(Clone, Debug)]
+pub struct Client {
+    http: reqwest::Client,
+    chat_url: String,
+    models_url: String,
+    config: ClientConfig,
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn at(clock: &RunClock, elapsed_ns: u64) -> TokioInstant {
+    TokioInstant::from_std(clock.origin() + Duration::from_nanos(elapsed_ns))
+}
+
+/// Transport error text: the error and its sources, joined by `: `.
+fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let t = inner.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = inner.source();
+    }
+    sanitize_error(&s)
+}
+
+/// Error text of a non-2xx body: a string `error.message`, `error`, `message` or `detail`
+/// of a JSON body (never other members, which may echo the request), else the text.
+fn error_body_text(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    match serde_json::from_str::<Value>(&text) {
+        Ok(v) => {
+            let pick = |v: &Value| -> Option<String> {
+                v.get("error")
+                    .and_then(|e| e.get("message"))
+                    .or_else(|| v.get("error"))
+                    .or_else(|| v.get("message"))
+                    .or_else(|| v.get("detail"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            };
+            sanitize_error(&pick(&v).unwrap_or_default())
+        }
+        Err(_) => sanitize_error(&text),
+    }
+}
+
+impl Client {
+    /// Builds the client: validates `base_url`, installs the ring rustls crypto provider
+    /// (idempotent), disables proxies and redirects, enables TCP_NODELAY and sizes the
+    /// idle pool to `max_connections`.
+    ///
+    /// Errors: [`ClientError::InvalidBaseUrl`], [`ClientError::Build`].
+    pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
+        let base = config.base_url.trim_end_matches('/').to_string();
+        let url = reqwest::Url::parse(&base).map_err(|e| ClientError::InvalidBaseUrl {
+            url: config.base_url.clone(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ClientError::InvalidBaseUrl {
+                url: config.base_url.clone(),
+                reason: format!("scheme {:?} is not http or https", url.scheme()),
+            });
+        }
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(config.max_connections.max(1))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .user_agent(concat!("inferscope-bench/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ClientError::Build(describe(&e)))?;
+        Ok(Self {
+            http,
+            chat_url: format!("{base}/chat/completions"),
+            models_url: format!("{base}/models"),
+            config,
+        })
+    }
+
+    /// The configuration this client was built with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Preflight: `GET {base_url}/models`, returning the `data[].id` values in order.
+    ///
+    /// Errors: [`ClientError::Request`], [`ClientError::Timeout`],
+    /// [`ClientError::HttpStatus`], [`ClientError::InvalidResponse`].
+    pub async fn list_models(&self) -> Result<Vec<String>, ClientError> {
+        let url = self.models_url.clone();
+        let mut rb = self.http.get(&url);
+        if let Some(key) = &self.config.api_key {
+            rb = rb.bearer_auth(key);
+        }
+        let timeout = self.config.request_timeout;
+        let fut = async {
+            let resp = rb.send().await.map_err(|e| ClientError::Request {
+                url: url.clone(),
+                reason: describe(&e),
+            })?;
+            let status = resp.status();
+            let body = resp.bytes().await.map_err(|e| ClientError::Request {
+                url: url.clone(),
+                reason: describe(&e),
+            })?;
+            if !status.is_success() {
+                return Err(ClientError::HttpStatus {
+                    url: url.clone(),
+                    status: status.as_u16(),
+                    message: error_body_text(&body[..body.len().min(8192)]),
+                });
+            }
+            let invalid = |reason: &str| ClientError::InvalidResponse {
+                url: url.clone(),
+                reason: reason.to_string(),
+            };
+            let v: Value = serde_json::from_slice(&body)
+                .map_err(|e| invalid(&format!("body is not JSON: {e}")))?;
+            let data = v
+                .get("data")
+                .and_then(Value::as_array)
+                .ok_or_else(|| invalid("no data array"))?;
+            Ok(data
+                .iter()
+                .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
+                .collect())
+        };
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(ClientError::Timeout {
+                url,
+                timeout_ms: timeout.as_millis(),
+            }),
+        }
+    }
+
+    /// Sends one chat-completions request and measures it. Never panics, never errors:
+    /// every failure is a record with `status = failed` and a [`FailureCode`].
+    ///
+    /// `scheduled_ns` is when the request was due (elapsed ns on `clock`); the record keeps
+    /// it beside the actual `send_ns`. A streaming request whose server answers with a JSON
+    /// body is parsed as non-streamed (warning `not_streamed`, no TTFT).
+    pub async fn chat(
+        &self,
+        req: &ChatRequest,
+        clock: &RunClock,
+        scheduled_ns: u64,
+    ) -> RequestRecord {
+        let body = match serde_json::to_vec(&req.body_json()) {
+            Ok(b) => b,
+            Err(e) => {
+                let now = clock.elapsed_ns();
+                let head = head_for(req, scheduled_ns, now);
+                return failed(
+                    head,
+                    FailureCode::Connect,
+                    &format!("cannot encode body: {e}"),
+                    now,
+                );
+            }
+        };
+        let mut rb = self
+            .http
+            .post(&self.chat_url)
+            .header(CONTENT_TYPE, "application/json")
+            .header("x-request-id", &req.request_id)
+            .body(body);
+        if req.stream {
+            rb = rb.header(ACCEPT, "text/event-stream");
+        }
+        if let Some(key) = &self.config.api_key {
+            rb = rb.bearer_auth(key);
+        }
+        let request = match rb.build() {
+            Ok(r) => r,
+            Err(e) => {
+                let now = clock.elapsed_ns();
+                let head = head_for(req, scheduled_ns, now);
+                return failed(head, FailureCode::Connect, &describe(&e), now);
+            }
+        };
+
+        let send_ns = clock.elapsed_ns();
+        let mut head = head_for(req, scheduled_ns, send_ns);
+        let deadline = at(
+            clock,
+            send_ns.saturating_add(ns(self.config.request_timeout)),
+        );
+
+        let resp = match tokio::time::timeout_at(deadline, self.http.execute(request)).await {
+            Err(_) => {
+                let now = clock.elapsed_ns();
+                return failed(
+                    head,
+                    FailureCode::Timeout,
+                    "no response head within request_timeout",
+                    now,
+                );
+            }
+            Ok(Err(e)) => {
+                let now = clock.elapsed_ns();
+                let code = if e.is_timeout() {
+                    FailureCode::Timeout
+                } else {
+                    FailureCode::Connect
+                };
+                return failed(head, code, &describe(&e), now);
+            }
+            Ok(Ok(r)) => r,
+        };
+        let headers_ns = clock.elapsed_ns();
+        head.headers_ns = Some(headers_ns);
+        let status = resp.status();
+        head.http_status = Some(status.as_u16());
+
+        if !status.is_success() {
+            let text = read_error_body(resp, deadline).await;
+            let now = clock.elapsed_ns();
+            let msg = if text.is_empty() {
+                format!("HTTP {}", status.as_u16())
+            } else {
+                format!("HTTP {}: {text}", status.as_u16())
+            };
+            return failed(head, FailureCode::HttpStatus, &msg, now);
+        }
+
+        let is_json = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| {
+                ct.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("application/json")
+            });
+        if req.stream && !is_json {
+            self.read_stream(resp, head, clock, deadline).await
+        } else {
+            let mut acc = StreamAccumulator::new();
+            if req.stream {
+                acc.warn(RecordWarning::NotStreamed);
+            }
+            self.read_body(resp, head, acc, clock, deadline).await
+        }
+    }
+
+    async fn read_stream(
+        &self,
+        resp: reqwest::Response,
+        mut head: RequestHead,
+        clock: &RunClock,
+        deadline: TokioInstant,
+    ) -> RequestRecord {
+        let headers_ns = head.headers_ns.unwrap_or(head.send_ns);
+        let stamp_clock = clock.clone();
+        // The clock is read in this closure, i.e. as soon as each read completes and before
+        // any framing or parsing (rust-conventions §4.3).
+        let reads = resp
+            .bytes_stream()
+            .map(move |r: Result<Bytes, reqwest::Error>| {
+                let t = stamp_clock.elapsed_ns();
+                r.map(|b| (t, b))
+            });
+        let mut events = SseEventStream::new(Box::pin(reads), self.config.max_event_bytes);
+        let stamps = std::sync::Arc::clone(events.stamps());
+        let mut acc = StreamAccumulator::new();
+        let idle_ns = ns(self.config.idle_timeout);
+        let idle = tokio::time::sleep_until(at(clock, headers_ns.saturating_add(idle_ns)));
+        let overall = tokio::time::sleep_until(deadline);
+        tokio::pin!(idle);
+        tokio::pin!(overall);
+
+        let (end_ns, clean, done) = loop {
+            tokio::select! {
+                biased;
+                item = events.next() => match item {
+                    Some(Ok(ev)) => match acc.on_event(ev.event_type.as_deref(), &ev.data, ev.arrival_ns) {
+                        Flow::Continue => {}
+                        Flow::Done => break (clock.elapsed_ns(), true, true),
+                        Flow::Failed => break (clock.elapsed_ns(), true, false),
+                    },
+                    Some(Err(e)) => {
+                        let now = clock.elapsed_ns();
+                        let code = e.failure_code();
+                        let msg = match &e {
+                            SseError::Transport(t) => format!("response body error: {}", describe(t)),
+                            other => other.to_string(),
+                        };
+                        acc.fail(code, &msg);
+                        break (now, false, false);
+                    }
+                    None => break (clock.elapsed_ns(), true, false),
+                },
+                () = &mut idle => {
+                    let now = clock.elapsed_ns();
+                    let last = stamps.last_read_ns().unwrap_or(0).max(headers_ns);
+                    if now.saturating_sub(last) >= idle_ns {
+                        let msg = format!(
+                            "no bytes for {} ms (idle_timeout)",
+                            now.saturating_sub(last) / 1_000_000
+                        );
+                        acc.fail(FailureCode::IdleTimeout, &msg);
+                        break (now, false, false);
+                    }
+                    idle.as_mut().reset(at(clock, last.saturating_add(idle_ns)));
+                }
+                () = &mut overall => {
+                    acc.fail(FailureCode::Timeout, "request_timeout passed while streaming");
+                    break (clock.elapsed_ns(), false, false);
+                }
+            }
+        };
+        if done {
+            // Read the (usually already arrived) end of the body so the connection returns
+            // to the pool; bounded, and after every timestamp was taken.
+            let drain = async { while let Some(Ok(_)) = events.next().await {} };
+            let _ = tokio::time::timeout(Duration::from_millis(50), drain).await;
+        }
+        head.first_byte_ns = stamps.first_read_ns();
+        acc.finish(head, end_ns, clean)
+    }
+
+    async fn read_body(
+        &self,
+        mut resp: reqwest::Response,
+        mut head: RequestHead,
+        mut acc: StreamAccumulator,
+        clock: &RunClock,
+        deadline: TokioInstant,
+    ) -> RequestRecord {
+        let cap = self.config.max_event_bytes;
+        let mut body: Vec<u8> = Vec::new();
+        loop {
+            match tokio::time::timeout_at(deadline, resp.chunk()).await {
+                Err(_) => {
+                    acc.fail(
+                        FailureCode::Timeout,
+                        "request_timeout passed while reading the body",
+                    );
+                    return acc.finish(head, clock.elapsed_ns(), false);
+                }
+                Ok(Err(e)) => {
+                    acc.fail(
+                        FailureCode::Disconnect,
+                        &format!("response body error: {}", describe(&e)),
+                    );
+                    return acc.finish(head, clock.elapsed_ns(), false);
+                }
+                Ok(Ok(Some(chunk))) => {
+                    if head.first_byte_ns.is_none() && !chunk.is_empty() {
+                        head.first_byte_ns = Some(clock.elapsed_ns());
+                    }
+                    if body.len() + chunk.len() > cap {
+                        let msg = format!("response body exceeds max_event_bytes ({cap} bytes)");
+                        acc.fail(FailureCode::EventTooLarge, &msg);
+                        return acc.finish(head, clock.elapsed_ns(), false);
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(Ok(None)) => break,
+            }
+        }
+        let end_ns = clock.elapsed_ns();
+        match std::str::from_utf8(&body) {
+            Ok(text) => {
+                acc.on_body(text, end_ns);
+            }
+            Err(_) => acc.fail(FailureCode::InvalidResponse, "response body is not UTF-8"),
+        }
+        acc.finish(head, end_ns, true)
+    }
+}
+
+fn head_for(req: &ChatRequest, scheduled_ns: u64, send_ns: u64) -> RequestHead {
+    RequestHead {
+        request_id: req.request_id.clone(),
+        scheduled_ns,
+        send_ns,
+        stream: req.stream,
+        ..RequestHead::default()
+    }
+}
+
+/// A failed record for a request that produced no response body to read.
+fn failed(head: RequestHead, code: FailureCode, message: &str, end_ns: u64) -> RequestRecord {
+    let mut rec = RequestRecord::new(
+        &head.request_id,
+        head.scheduled_ns,
+        head.send_ns,
+        head.stream,
+    );
+    rec.headers_ns = head.headers_ns;
+    rec.first_byte_ns = head.first_byte_ns;
+    rec.http_status = head.http_status;
+    rec.end_ns = Some(end_ns);
+    rec.failure_code = Some(code);
+    rec.error = Some(sanitize_error(message));
+    rec
+}
+
+/// Reads at most 8 KiB of an error body, for at most 2 s (and never past the deadline).
+async fn read_error_body(mut resp: reqwest::Response, deadline: TokioInstant) -> String {
+    let limit = deadline.min(TokioInstant::now() + Duration::from_secs(2));
+    let mut body = Vec::new();
+    while body.len() < 8192 {
+        match tokio::time::timeout_at(limit, resp.chunk()).await {
+            Ok(Ok(Some(c))) => body.extend_from_slice(&c),
+            _ => break,
+        }
+    }
+    body.truncate(8192);
+    error_body_text(&body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c12a_streaming_body_requests_usage() {
+        let req = ChatRequest {
+            request_id: "r1".into(),
+            model: "m".into(),
+            messages: vec![json!({"role":"user","content":"hi"})],
+            max_tokens: Some(8),
+            stream: true,
+            ..ChatRequest::default()
+        };
+        let body = serde_json::to_string(&req.body_json()).unwrap();
+        assert!(
+            body.contains(r#""stream":true,"stream_options":{"include_usage":true}"#),
+            "{body}"
+        );
+        assert!(!body.contains("tools"));
+        assert!(body.contains(r#""max_tokens":8"#));
+        assert!(!body.contains("temperature"));
+    }
+
+    #[test]
+    fn non_streaming_body_has_no_stream_options_and_extra_cannot_override() {
+        let mut extra = Map::new();
+        extra.insert("stream".into(), json!(true));
+        extra.insert("tool_choice".into(), json!("auto"));
+        let req = ChatRequest {
+            model: "m".into(),
+            tools: vec![json!({"type":"function"})],
+            extra,
+            ..ChatRequest::default()
+        };
+        let body = serde_json::to_string(&req.body_json()).unwrap();
+        assert!(
+            body.ends_with(r#""tool_choice":"auto","stream":false}"#),
+            "{body}"
+        );
+        assert!(!body.contains("stream_options"));
+        assert!(body.contains(r#""tools":[{"type":"function"}]"#));
+    }
+
+    #[test]
+    fn error_body_text_takes_only_message_strings() {
+        assert_eq!(
+            error_body_text(br#"{"error":{"message":"model not found","code":404}}"#),
+            "model not found"
+        );
+        assert_eq!(error_body_text(br#"{"error":"boom"}"#), "boom");
+        assert_eq!(
+            error_body_text(br#"{"detail":[{"input":"SECRET PROMPT"}]}"#),
+            ""
+        );
+        assert_eq!(error_body_text(b"Bad Gateway\n"), "Bad Gateway");
+    }
+
+    #[test]
+    fn config_debug_redacts_key() {
+        let mut c = ClientConfig::new("http://127.0.0.1:1/v1");
+        c.api_key = Some("sk-SECRET".into());
+        assert!(!format!("{c:?}").contains("SECRET"));
+    }
+
+    #[test]
+    fn invalid_base_url_is_rejected() {
+        assert!(matches!(
+            Client::new(ClientConfig::new("not a url")),
+            Err(ClientError::InvalidBaseUrl { .. })
+        ));
+        assert!(matches!(
+            Client::new(ClientConfig::new("ftp://x/v1")),
+            Err(ClientError::InvalidBaseUrl { .. })
+        ));
+    }
+}

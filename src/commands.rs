@@ -1,0 +1,304 @@
+//! The subcommands behind the CLI: each takes parsed arguments and returns the process
+//! exit status (0 ok, 100 a job/gate failed, 2 bad input, 1 integrity error, 3
+//! inconclusive). Console output goes to stdout; diagnostics to stderr.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::cli::{Command, MessageFormat, ReportFormat, RunArgs, TimelineCommand};
+use crate::gate::EXIT_BAD_INPUT;
+use crate::render::{self, JobReportView, RunTotals, Style};
+use crate::runner::{self, RunOptions, report::RunReport};
+use crate::suite::{self, ResolvedSuite, RunOverrides, SuiteError};
+
+/// Runs one parsed command.
+pub async fn dispatch(cmd: Command) -> i32 {
+    match cmd {
+        Command::Check { suites } => check(&suites),
+        Command::List { suites, filter } => list(&suites, filter.as_deref()),
+        Command::Run(args) => run(args).await,
+        Command::Sim(args) => match crate::sim::serve(args).await {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: simulator: {e}");
+                EXIT_BAD_INPUT
+            }
+        },
+        Command::Timeline {
+            command: TimelineCommand::Verify { run_dir },
+        } => {
+            let r = crate::timeline::verify(&run_dir);
+            println!("{r}");
+            r.exit_code()
+        }
+        Command::Report {
+            run_dir,
+            format,
+            output,
+        } => report(&run_dir, format, output.as_deref()),
+        Command::Trajectory {
+            samples,
+            steps,
+            out,
+        } => runner::energy::offline_join(&samples, &steps, out.as_deref()),
+    }
+}
+
+/// Prints a suite error: the one-line `file:line:col: message` form, then the
+/// source-located diagnostic.
+pub fn print_suite_error(e: &SuiteError) {
+    eprintln!("error: {e}");
+    let report = miette::Report::new(e.clone());
+    eprintln!("{report:?}");
+}
+
+/// Loads every suite or returns the first error (already printed).
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<suite::Suite>, i32> {
+    let mut out = Vec::new();
+    for p in paths {
+        match suite::load(p) {
+            Ok(s) => out.push(s),
+            Err(e) => {
+                print_suite_error(&e);
+                return Err(EXIT_BAD_INPUT);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn check(paths: &[PathBuf]) -> i32 {
+    match load_all(paths) {
+        Ok(suites) => {
+            for s in &suites {
+                println!(
+                    "ok: {} ({} jobs, {} tools)",
+                    s.file.display(),
+                    s.jobs.len(),
+                    s.tools.len()
+                );
+            }
+            0
+        }
+        Err(code) => code,
+    }
+}
+
+fn list(paths: &[PathBuf], filter: Option<&str>) -> i32 {
+    match load_all(paths) {
+        Ok(suites) => {
+            for s in &suites {
+                for j in &s.jobs {
+                    if filter.is_none_or(|f| suite::filter_matches(f, &j.id)) {
+                        println!("{}  {}", j.id, j.kind_name().as_str());
+                    }
+                }
+            }
+            0
+        }
+        Err(code) => code,
+    }
+}
+
+/// Loads and resolves suites for `run` (exit 2 on any problem, before any request).
+pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
+    let overrides = RunOverrides {
+        endpoint: args.endpoint.clone(),
+        model: args.model.clone(),
+        capture_timeline: args.capture_timeline,
+        filter: args.filter.clone(),
+    };
+    if let Err(e) = overrides.validate() {
+        eprintln!("error: {e}");
+        return Err(EXIT_BAD_INPUT);
+    }
+    let suites = load_all(&args.suites)?;
+    let resolved: Vec<ResolvedSuite> = suites
+        .iter()
+        .map(|s| suite::resolve(s, &overrides))
+        .collect();
+    for r in &resolved {
+        if let Err(e) = r.api_key() {
+            print_suite_error(&e);
+            return Err(EXIT_BAD_INPUT);
+        }
+        if let Err(e) = r.model_name()
+            && !matches!(r.endpoint.value, suite::EndpointSetting::Simulated)
+        {
+            print_suite_error(&e);
+            return Err(EXIT_BAD_INPUT);
+        }
+        for j in &r.jobs {
+            if let Err(problems) = crate::gate::validate_spec(&j.gates) {
+                for p in problems {
+                    eprintln!(
+                        "error: {}: job `{}`: gate {p}",
+                        r.suite.file.display(),
+                        j.job.id
+                    );
+                }
+                return Err(EXIT_BAD_INPUT);
+            }
+        }
+    }
+    if resolved.iter().all(|r| r.jobs.is_empty()) {
+        eprintln!(
+            "error: no job selected{}",
+            args.filter
+                .as_deref()
+                .map(|f| format!(" by --filter {f:?}"))
+                .unwrap_or_default()
+        );
+        return Err(EXIT_BAD_INPUT);
+    }
+    Ok(resolved)
+}
+
+async fn run(args: RunArgs) -> i32 {
+    let resolved = match resolve_run(&args) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    if args.dry_run {
+        for r in &resolved {
+            println!("{}", r.dry_run_text());
+        }
+        println!("dry run: nothing was sent");
+        return 0;
+    }
+    let jobs: usize = resolved.iter().map(|r| r.jobs.len()).sum();
+    let simulated = resolved
+        .iter()
+        .any(|r| matches!(r.endpoint.value, suite::EndpointSetting::Simulated));
+    let label = match resolved.first().map(|r| &r.endpoint.value) {
+        Some(suite::EndpointSetting::Url(u)) if !simulated => render::EndpointLabel::Url(u.clone()),
+        _ => render::EndpointLabel::Simulated,
+    };
+    if args.message_format == MessageFormat::Human {
+        println!(
+            "{}",
+            render::start_line(jobs, resolved.len(), &label, Style::PLAIN)
+        );
+    }
+    let cancelled = runner::install_signal_flag();
+    let outcome = runner::run(
+        RunOptions {
+            suites: resolved,
+            out: args.out.clone(),
+            progress: true,
+            sink_override: None,
+            quiet: false,
+        },
+        cancelled,
+    )
+    .await;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match args.message_format {
+        MessageFormat::Human => {
+            let (body, tail) = outcome
+                .console
+                .split_at(outcome.console.len().saturating_sub(2));
+            for l in body {
+                let _ = writeln!(out, "{l}");
+            }
+            for t in runner::report::trajectory_tables(&outcome.report) {
+                let _ = writeln!(out, "{t}");
+            }
+            if let Some(d) = &outcome.report.capture.diagnostic {
+                let _ = writeln!(out, "warning: timeline capture: {d}");
+            }
+            for l in tail {
+                let _ = writeln!(out, "{l}");
+            }
+        }
+        MessageFormat::Json => {
+            for j in &outcome.report.jobs {
+                let _ = writeln!(out, "{}", render::job_message(&j.view()));
+            }
+            let views: Vec<JobReportView> = outcome.report.jobs.iter().map(|j| j.view()).collect();
+            let totals = RunTotals::from_jobs(&views, outcome.report.summary.duration_ns);
+            let _ = writeln!(
+                out,
+                "{}",
+                render::summary_message(&totals, &runner::report::endpoint_label(&outcome.report))
+            );
+        }
+    }
+    if let Some(path) = &args.junit
+        && let Err(e) = write_junit(&outcome.report, path)
+    {
+        eprintln!("error: --junit {}: {e}", path.display());
+    }
+    let _ = writeln!(out, "run directory: {}", outcome.run_dir.display());
+    outcome.exit_status
+}
+
+fn views(report: &RunReport) -> (Vec<JobReportView>, RunTotals) {
+    let views: Vec<JobReportView> = report.jobs.iter().map(|j| j.view()).collect();
+    let totals = RunTotals::from_jobs(&views, report.summary.duration_ns);
+    (views, totals)
+}
+
+fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
+    let (views, _) = views(report);
+    let xml = render::junit_xml("inferscope-bench", &views, report.summary.duration_ns)
+        .map_err(|e| e.to_string())?;
+    std::fs::write(path, xml).map_err(|e| e.to_string())
+}
+
+/// Reads a run's `report.json`.
+pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
+    let p = run_dir.join("report.json");
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn report(run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
+    let rep = match read_report(run_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let (views, totals) = views(&rep);
+    let text = match format {
+        ReportFormat::Markdown => {
+            render::markdown_summary(&views, &totals, &runner::report::endpoint_label(&rep))
+        }
+        ReportFormat::Junit => {
+            match render::junit_xml("inferscope-bench", &views, rep.summary.duration_ns) {
+                Ok(x) => x,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 1;
+                }
+            }
+        }
+        ReportFormat::Json => serde_json::to_string_pretty(&rep).unwrap_or_default(),
+        ReportFormat::Perfetto => match runner::energy::perfetto(run_dir, &rep) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_BAD_INPUT;
+            }
+        },
+    };
+    match output {
+        Some(p) => match std::fs::write(p, text) {
+            Ok(()) => {
+                println!("wrote {}", p.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", p.display());
+                EXIT_BAD_INPUT
+            }
+        },
+        None => {
+            println!("{text}");
+            0
+        }
+    }
+}

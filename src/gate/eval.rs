@@ -1,0 +1,497 @@
+//! [`evaluate`]: a job's [`FigureSet`] against its merged [`GateSpec`] (DESIGN §7,
+//! issue 6 item 1), and [`validate_spec`] for `check` / bad-input detection.
+
+use super::figures::{Figure, FigureSet, LatencyFigures, basis};
+use super::spec::{GateSpec, PercentileBounds, WhenUnavailable};
+use super::verdict::{Comparison, Verdict};
+
+/// The built-in gate's key: a job with zero successful requests always fails.
+pub const SUCCESSFUL_REQUESTS_GATE: &str = "successful_requests";
+
+/// One non-percentile gate: its key, figure name, unit, direction, bound and figure.
+struct ScalarGate<'a> {
+    gate: &'static str,
+    figure: &'static str,
+    unit: &'static str,
+    cmp: Comparison,
+    bound: Option<f64>,
+    value: &'a Figure,
+}
+
+/// Evaluates every bound `spec` declares against `figures`.
+///
+/// Order: the built-in `successful_requests >= 1` verdict first (always present, never
+/// skippable), then TTFT, ITL, TPOT, E2E (p50, p90, p95, p99, mean each), error rate, grade
+/// pass rate, tokens per joule, cache hit rate, energy per trajectory, regression. An absent
+/// bound gives no verdict. Gate keys and figure names:
+///
+/// | gate key | figure | comparison | unit |
+/// |---|---|---|---|
+/// | `successful_requests` | `successful_requests` | `>=` 1 | |
+/// | `ttft_ms.p99` (…) | `ttft_ms.p99` | `<=` | ms |
+/// | `max_error_rate` | `error_rate` | `<=` | fraction |
+/// | `min_grade_pass_rate` | `grade_pass_rate` | `>=` | fraction |
+/// | `min_tokens_per_joule` | `tokens_per_joule` | `>=` | tokens/J |
+/// | `min_cache_hit_rate` | `cache_hit_rate` | `>=` | fraction |
+/// | `max_energy_per_trajectory_j` | `energy_per_trajectory_j` | `<=` | J |
+/// | `regression_pct` | `regression_pct` | `<=` | % |
+pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
+    let when = spec.when_unavailable.unwrap_or_default();
+    let mut out = Vec::new();
+
+    out.push(Verdict::judge(
+        SUCCESSFUL_REQUESTS_GATE,
+        SUCCESSFUL_REQUESTS_GATE,
+        "",
+        Comparison::AtLeast,
+        1.0,
+        &Figure::available(figures.successful_requests as f64, basis::REQUEST_OUTCOMES),
+        WhenUnavailable::Fail,
+    ));
+
+    let latency: [(&str, &Option<PercentileBounds>, &LatencyFigures); 4] = [
+        ("ttft_ms", &spec.ttft_ms, &figures.ttft_ms),
+        ("itl_ms", &spec.itl_ms, &figures.itl_ms),
+        ("tpot_ms", &spec.tpot_ms, &figures.tpot_ms),
+        ("e2e_ms", &spec.e2e_ms, &figures.e2e_ms),
+    ];
+    for (name, bounds, figs) in latency {
+        let Some(b) = bounds else { continue };
+        let stats = [
+            ("p50", b.p50, &figs.p50),
+            ("p90", b.p90, &figs.p90),
+            ("p95", b.p95, &figs.p95),
+            ("p99", b.p99, &figs.p99),
+            ("mean", b.mean, &figs.mean),
+        ];
+        for (stat, bound, fig) in stats {
+            if let Some(bound) = bound {
+                let key = format!("{name}.{stat}");
+                out.push(Verdict::judge(
+                    &key,
+                    &key,
+                    "ms",
+                    Comparison::AtMost,
+                    bound,
+                    fig,
+                    when,
+                ));
+            }
+        }
+    }
+
+    let scalar = [
+        ScalarGate {
+            gate: "max_error_rate",
+            figure: "error_rate",
+            unit: "",
+            cmp: Comparison::AtMost,
+            bound: spec.max_error_rate,
+            value: &figures.error_rate,
+        },
+        ScalarGate {
+            gate: "min_grade_pass_rate",
+            figure: "grade_pass_rate",
+            unit: "",
+            cmp: Comparison::AtLeast,
+            bound: spec.min_grade_pass_rate,
+            value: &figures.grade_pass_rate,
+        },
+        ScalarGate {
+            gate: "min_tokens_per_joule",
+            figure: "tokens_per_joule",
+            unit: "tokens/J",
+            cmp: Comparison::AtLeast,
+            bound: spec.min_tokens_per_joule,
+            value: &figures.tokens_per_joule,
+        },
+        ScalarGate {
+            gate: "min_cache_hit_rate",
+            figure: "cache_hit_rate",
+            unit: "",
+            cmp: Comparison::AtLeast,
+            bound: spec.min_cache_hit_rate,
+            value: &figures.cache_hit_rate,
+        },
+        ScalarGate {
+            gate: "max_energy_per_trajectory_j",
+            figure: "energy_per_trajectory_j",
+            unit: "J",
+            cmp: Comparison::AtMost,
+            bound: spec.max_energy_per_trajectory_j,
+            value: &figures.energy_per_trajectory_j,
+        },
+        ScalarGate {
+            gate: "regression_pct",
+            figure: "regression_pct",
+            unit: "%",
+            cmp: Comparison::AtMost,
+            bound: spec.regression_pct,
+            value: &figures.regression_pct,
+        },
+    ];
+    for g in scalar {
+        if let Some(bound) = g.bound {
+            out.push(Verdict::judge(
+                g.gate, g.figure, g.unit, g.cmp, bound, g.value, when,
+            ));
+        }
+    }
+    out
+}
+
+/// One invalid bound in a [`GateSpec`]: the gate key and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecProblem {
+    /// Gate key, e.g. `ttft_ms.p99` or `max_error_rate`.
+    pub gate: String,
+    /// What is wrong, e.g. `must be a finite number >= 0`.
+    pub problem: String,
+}
+
+impl std::fmt::Display for SpecProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "gate `{}`: {}", self.gate, self.problem)
+    }
+}
+
+/// Checks every bound's range: latencies, tokens/J, energy and regression finite and
+/// `>= 0`; rates finite and within `0..=1`. Errors are bad input (exit 2), found before a
+/// run starts. Returns every problem, in evaluation order.
+pub fn validate_spec(spec: &GateSpec) -> Result<(), Vec<SpecProblem>> {
+    let mut problems = Vec::new();
+    let mut check = |gate: String, v: Option<f64>, rate: bool| {
+        let Some(v) = v else { return };
+        let ok = v.is_finite() && v >= 0.0 && (!rate || v <= 1.0);
+        if !ok {
+            problems.push(SpecProblem {
+                gate,
+                problem: if rate {
+                    format!("{v} must be a fraction between 0 and 1")
+                } else {
+                    format!("{v} must be a finite number >= 0")
+                },
+            });
+        }
+    };
+    for (name, b) in [
+        ("ttft_ms", &spec.ttft_ms),
+        ("itl_ms", &spec.itl_ms),
+        ("tpot_ms", &spec.tpot_ms),
+        ("e2e_ms", &spec.e2e_ms),
+    ] {
+        if let Some(b) = b {
+            for (stat, v) in [
+                ("p50", b.p50),
+                ("p90", b.p90),
+                ("p95", b.p95),
+                ("p99", b.p99),
+                ("mean", b.mean),
+            ] {
+                check(format!("{name}.{stat}"), v, false);
+            }
+        }
+    }
+    check("max_error_rate".into(), spec.max_error_rate, true);
+    check("min_grade_pass_rate".into(), spec.min_grade_pass_rate, true);
+    check(
+        "min_tokens_per_joule".into(),
+        spec.min_tokens_per_joule,
+        false,
+    );
+    check("min_cache_hit_rate".into(), spec.min_cache_hit_rate, true);
+    check(
+        "max_energy_per_trajectory_j".into(),
+        spec.max_energy_per_trajectory_j,
+        false,
+    );
+    check("regression_pct".into(), spec.regression_pct, false);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::verdict::{
+        EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, JobOutcome, Outcome, exit_status,
+    };
+    use crate::stats::{AggregateParams, JobStats, RequestFigures};
+
+    fn spec(toml_src: &str) -> GateSpec {
+        toml::from_str(toml_src).unwrap()
+    }
+
+    fn stats_with_ttft(ttfts: &[f64]) -> JobStats {
+        let reqs: Vec<RequestFigures> = ttfts
+            .iter()
+            .map(|&t| RequestFigures {
+                ok: true,
+                ttft_ms: Some(t),
+                ..Default::default()
+            })
+            .collect();
+        JobStats::aggregate(&reqs, AggregateParams::new(1_000_000_000))
+    }
+
+    #[test]
+    fn failing_latency_gate_names_figure_value_bound_basis() {
+        let mut figs = FigureSet {
+            successful_requests: 5,
+            ..FigureSet::default()
+        };
+        figs.ttft_ms.p99 = Figure::available(812.4, basis::CLIENT_TIMING);
+        let v = evaluate(&spec("ttft_ms = { p99 = 500.0 }"), &figs);
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].gate, "successful_requests");
+        assert_eq!(v[0].outcome, Outcome::Pass);
+        assert_eq!(
+            v[0].message,
+            "successful_requests = 5 >= bound 1 (request outcomes)"
+        );
+        let t = &v[1];
+        assert_eq!(t.gate, "ttft_ms.p99");
+        assert_eq!(t.outcome, Outcome::Fail);
+        assert_eq!(
+            t.message,
+            "ttft_ms.p99 = 812.4 ms > bound 500 ms (client timing)"
+        );
+        assert_eq!(
+            (t.value, t.bound, t.comparison),
+            (Some(812.4), 500.0, Comparison::AtMost)
+        );
+        assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Fail);
+    }
+
+    #[test]
+    fn passing_gates_from_job_stats() {
+        let figs = FigureSet::from_job_stats(&stats_with_ttft(&[100.0, 200.0, 300.0]));
+        let v = evaluate(
+            &spec("max_error_rate = 0.0\nttft_ms = { p50 = 200.0, mean = 250.0 }"),
+            &figs,
+        );
+        let msgs: Vec<&str> = v.iter().map(|v| v.message.as_str()).collect();
+        assert_eq!(
+            msgs,
+            [
+                "successful_requests = 3 >= bound 1 (request outcomes)",
+                "ttft_ms.p50 = 200 ms <= bound 200 ms (client timing)",
+                "ttft_ms.mean = 200 ms <= bound 250 ms (client timing)",
+                "error_rate = 0 <= bound 0 (request outcomes)",
+            ]
+        );
+        assert!(v.iter().all(|v| v.outcome == Outcome::Pass));
+        assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Pass);
+        assert_eq!(
+            JobOutcome::from_verdicts(&v, false),
+            JobOutcome::Fail,
+            "grading failed"
+        );
+    }
+
+    #[test]
+    fn unavailable_figure_fails_unless_skip() {
+        let mut figs = FigureSet::from_job_stats(&stats_with_ttft(&[100.0]));
+        figs.tokens_per_joule =
+            Figure::unavailable(basis::MEASURED, "no GPU: NVML library not found");
+        let v = evaluate(&spec("min_tokens_per_joule = 2.0"), &figs);
+        assert_eq!(v[1].outcome, Outcome::Unavailable);
+        assert_eq!(v[1].value, None);
+        assert_eq!(
+            v[1].message,
+            "tokens_per_joule = unavailable (no GPU: NVML library not found), bound >= 2 tokens/J (measured)"
+        );
+        assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Fail);
+
+        let v = evaluate(
+            &spec("min_tokens_per_joule = 2.0\nwhen_unavailable = \"skip\""),
+            &figs,
+        );
+        assert_eq!(v[1].outcome, Outcome::Skipped);
+        assert!(
+            v[1].message
+                .ends_with("; skipped (when_unavailable = \"skip\")"),
+            "{}",
+            v[1].message
+        );
+        assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Pass);
+    }
+
+    #[test]
+    fn energy_basis_is_carried_into_verdict() {
+        let mut figs = FigureSet::from_job_stats(&stats_with_ttft(&[100.0]));
+        figs.tokens_per_joule = Figure::available(1.5, basis::APPORTIONED);
+        figs.energy_per_trajectory_j = Figure::available(12.25, basis::SIMULATED);
+        let v = evaluate(
+            &spec("min_tokens_per_joule = 2.0\nmax_energy_per_trajectory_j = 20.0"),
+            &figs,
+        );
+        assert_eq!(v[1].basis, "apportioned");
+        assert_eq!(
+            v[1].message,
+            "tokens_per_joule = 1.5 tokens/J < bound 2 tokens/J (apportioned)"
+        );
+        assert_eq!(v[1].outcome, Outcome::Fail);
+        assert_eq!(
+            v[2].message,
+            "energy_per_trajectory_j = 12.25 J <= bound 20 J (simulated)"
+        );
+        assert_eq!(v[2].outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn zero_successful_requests_always_fails_even_without_gates_and_with_skip() {
+        let reqs = vec![RequestFigures::default(); 3]; // ok = false
+        let stats = JobStats::aggregate(&reqs, AggregateParams::new(1));
+        let figs = FigureSet::from_job_stats(&stats);
+        let v = evaluate(&spec("when_unavailable = \"skip\""), &figs);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].outcome, Outcome::Fail);
+        assert_eq!(
+            v[0].message,
+            "successful_requests = 0 < bound 1 (request outcomes)"
+        );
+        assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Fail);
+        // latency gates on a job with no successes are unavailable with the reason
+        let v = evaluate(&spec("ttft_ms = { p99 = 1.0 }"), &figs);
+        assert_eq!(v[1].outcome, Outcome::Unavailable);
+        assert!(
+            v[1].message.contains("(no successful requests)"),
+            "{}",
+            v[1].message
+        );
+        assert_eq!(
+            evaluate(&GateSpec::default(), &FigureSet::default())[0].outcome,
+            Outcome::Fail
+        );
+    }
+
+    #[test]
+    fn cache_gate_uses_reporting_requests_and_names_coverage() {
+        let r = |c: Option<u64>| RequestFigures {
+            ok: true,
+            prompt_tokens: Some(100),
+            cached_tokens: c,
+            ..Default::default()
+        };
+        let stats = JobStats::aggregate(
+            &[r(Some(80)), r(Some(60)), r(None)],
+            AggregateParams::new(1),
+        );
+        let v = evaluate(
+            &spec("min_cache_hit_rate = 0.8"),
+            &FigureSet::from_job_stats(&stats),
+        );
+        assert_eq!(
+            v[1].message,
+            "cache_hit_rate = 0.7 < bound 0.8 (server usage (2/3 requests))"
+        );
+        let stats = JobStats::aggregate(&[r(None)], AggregateParams::new(1));
+        let v = evaluate(
+            &spec("min_cache_hit_rate = 0.8"),
+            &FigureSet::from_job_stats(&stats),
+        );
+        assert_eq!(v[1].outcome, Outcome::Unavailable);
+        assert!(v[1].message.contains("no request reported cached tokens"));
+    }
+
+    #[test]
+    fn every_gate_kind_and_order() {
+        let mut figs = FigureSet::from_job_stats(&stats_with_ttft(&[1.0]));
+        figs.grade_pass_rate = Figure::available(0.5, basis::GRADING);
+        figs.regression_pct = Figure::available(12.5, basis::BASELINE);
+        let s = spec(
+            "regression_pct = 10.0\nmin_grade_pass_rate = 1.0\n\
+             e2e_ms = { p90 = 1.0 }\nitl_ms = { p95 = 1.0 }\ntpot_ms = { p50 = 1.0 }",
+        );
+        let v = evaluate(&s, &figs);
+        let gates: Vec<&str> = v.iter().map(|v| v.gate.as_str()).collect();
+        assert_eq!(
+            gates,
+            [
+                "successful_requests",
+                "itl_ms.p95",
+                "tpot_ms.p50",
+                "e2e_ms.p90",
+                "min_grade_pass_rate",
+                "regression_pct"
+            ]
+        );
+        assert_eq!(v[4].message, "grade_pass_rate = 0.5 < bound 1 (grading)");
+        assert_eq!(
+            v[5].message,
+            "regression_pct = 12.5% > bound 10% (baseline comparison)"
+        );
+        assert!(v[1].message.contains("no token gaps"));
+    }
+
+    #[test]
+    fn non_finite_figure_is_unavailable_and_bad_bound_fails() {
+        let f = Figure::available(f64::NAN, basis::MEASURED);
+        assert_eq!(f.value, None);
+        assert_eq!(f.reason.as_deref(), Some("non-finite value"));
+        let mut figs = FigureSet::from_job_stats(&stats_with_ttft(&[1.0]));
+        figs.tokens_per_joule = Figure::available(5.0, basis::MEASURED);
+        let s = GateSpec {
+            min_tokens_per_joule: Some(f64::NAN),
+            ..GateSpec::default()
+        };
+        assert_eq!(evaluate(&s, &figs)[1].outcome, Outcome::Fail);
+        let errs = validate_spec(&s).unwrap_err();
+        assert_eq!(errs[0].gate, "min_tokens_per_joule");
+    }
+
+    #[test]
+    fn validate_spec_ranges() {
+        assert!(validate_spec(&spec("max_error_rate = 0.0\nttft_ms = { p99 = 500.0 }")).is_ok());
+        let errs = validate_spec(&spec(
+            "max_error_rate = 1.5\nmin_cache_hit_rate = -0.1\nttft_ms = { p50 = -1.0 }",
+        ))
+        .unwrap_err();
+        let gates: Vec<&str> = errs.iter().map(|e| e.gate.as_str()).collect();
+        assert_eq!(
+            gates,
+            ["ttft_ms.p50", "max_error_rate", "min_cache_hit_rate"]
+        );
+        assert_eq!(
+            errs[1].to_string(),
+            "gate `max_error_rate`: 1.5 must be a fraction between 0 and 1"
+        );
+    }
+
+    #[test]
+    fn exit_status_codes() {
+        assert_eq!(exit_status(&[JobOutcome::Pass, JobOutcome::Pass]), EXIT_OK);
+        assert_eq!(
+            exit_status(&[JobOutcome::Pass, JobOutcome::Fail]),
+            EXIT_FAILED
+        );
+        assert_eq!(exit_status(&[]), EXIT_BAD_INPUT);
+        assert_eq!((EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT), (0, 100, 2));
+    }
+
+    #[test]
+    fn number_formatting() {
+        use crate::gate::format_number as f;
+        assert_eq!(f(812.4), "812.4");
+        assert_eq!(f(500.0), "500");
+        assert_eq!(f(200.0 / 12.0), "16.667");
+        assert_eq!(f(0.0), "0");
+        assert_eq!(f(-0.0001), "-1.000e-4");
+        assert_eq!(f(0.00012), "1.200e-4");
+        assert_eq!(f(-2.5), "-2.5");
+    }
+
+    #[test]
+    fn verdict_serializes_with_null_value_and_symbols() {
+        let figs = FigureSet::default();
+        let v = evaluate(&spec("min_tokens_per_joule = 2.0"), &figs);
+        let j = serde_json::to_value(&v[1]).unwrap();
+        assert!(j["value"].is_null());
+        assert_eq!(j["comparison"], ">=");
+        assert_eq!(j["outcome"], "unavailable");
+    }
+}

@@ -1,0 +1,29 @@
+//! inferscope-bench: a benchmark runner for OpenAI-compatible LLM inference endpoints
+//! (vLLM, SGLang, llama.cpp, anything OpenAI-compatible).
+//!
+//! It reads declarative TOML suites ([`suite`]), drives context, agentic and SWE jobs
+//! against an endpoint or the built-in simulator ([`sim`]) with a streaming client
+//! ([`client`]) and fixture tools ([`tools`]), records phase, request and tool spans on one
+//! monotonic clock ([`clock`], [`timeline`]), samples GPU power, the engine's `/proc` and
+//! its `/metrics` ([`telemetry`]), attributes energy and prefix-cache behaviour to each step
+//! of each trajectory ([`attribution`], ADR-013), and turns the results into pass/fail gates
+//! ([`gate`]) with nextest-style output ([`render`]).
+//!
+//! Pure logic (parsing, statistics, attribution, gates) does no I/O; I/O lives at the edges
+//! (`client`, `telemetry`, `timeline` persistence, `sim`, `runner`).
+
+pub mod attribution;
+pub mod cli;
+pub mod client;
+pub mod clock;
+pub mod commands;
+pub mod gate;
+pub mod grade;
+pub mod render;
+pub mod runner;
+pub mod sim;
+pub mod stats;
+pub mod suite;
+pub mod telemetry;
+pub mod timeline;
+pub mod tools;

@@ -1,0 +1,510 @@
+//! Agentic driver: the model-driven tool loop and the scripted replay (DESIGN §4).
+//!
+//! Generic over an [`LlmExecutor`] and a [`ToolExec`] so the loop logic is tested with
+//! mocks (the hyperfine executor pattern): no network in the unit tests.
+//!
+//! - `mode = "model"`: the model chooses tool calls; the loop ends at a final answer, at
+//!   `max_steps` LLM calls, or when the same call (tool name + parsed-JSON-equal
+//!   arguments) repeats `max_repeated_tool_calls` times in a row (field case C27, reason
+//!   `repeated_tool_call`; the repeated call is not executed).
+//! - `mode = "scripted"`: a fixed trajectory: each script entry is one LLM call whose
+//!   assistant turn is *replaced* by the scripted tool call, then that tool runs; one final
+//!   LLM call follows. The same requests are sent every run, so engines and commits are
+//!   compared on identical work, and history grows each step (prefix-cache reuse).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::client::{ChatRequest, RequestRecord};
+use crate::runner::capture::Capture;
+use crate::runner::steps::{StepKind, StepRecord, StepStatus, StopReason, TrajectoryRecord};
+
+/// Sends one chat request and returns its record (never fails: failures are records).
+pub trait LlmExecutor: Sync {
+    /// Performs the request; the record's times are on the run clock.
+    fn chat(&self, req: &ChatRequest) -> impl Future<Output = RequestRecord> + Send;
+    /// Now, in ns from the reference instant.
+    fn now_ns(&self) -> u64;
+}
+
+/// The result of one fixture-tool execution as the driver needs it.
+#[derive(Debug, Clone)]
+pub struct ToolOutcome {
+    /// Text returned to the model as the tool message (never written to artifacts).
+    pub content: String,
+    /// `None` on success, else the tool error code (e.g. `sandbox_violation`).
+    pub error_code: Option<String>,
+    /// Declared latency the driver waits before returning the result.
+    pub latency: Duration,
+}
+
+/// Executes fixture tools.
+pub trait ToolExec: Sync {
+    /// Runs tool `name` with JSON `arguments`; errors are outcomes, never panics.
+    fn execute(&self, name: &str, arguments: &str) -> ToolOutcome;
+}
+
+/// Settings of one agentic trajectory.
+#[derive(Debug, Clone)]
+pub struct AgenticPlan {
+    /// `suite::job#index`.
+    pub trajectory_id: String,
+    /// Repeat index.
+    pub index: u32,
+    /// Model name sent in each request.
+    pub model: String,
+    /// System prompt (omitted when empty).
+    pub system: Option<String>,
+    /// The user task.
+    pub task: String,
+    /// OpenAI tool declarations offered on each call.
+    pub tools: Vec<Value>,
+    /// Max tokens per LLM call.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Request seed.
+    pub seed: Option<u64>,
+    /// Max LLM calls (model mode).
+    pub max_steps: u32,
+    /// Identical consecutive calls that stop the loop (model mode).
+    pub max_repeated_tool_calls: u32,
+    /// `Some(script)` for scripted mode: `(tool name, JSON arguments)` per entry.
+    pub script: Option<Vec<(String, Value)>>,
+}
+
+/// Shared run state the drivers need: step ids, cancellation, capture.
+#[derive(Clone)]
+pub struct DriverCtx {
+    /// Run-wide step id counter (ADR-013 `step_id`s are unique in `steps.jsonl`).
+    pub next_step_id: Arc<AtomicU64>,
+    /// Set by Ctrl-C: no new work starts.
+    pub cancelled: Arc<AtomicBool>,
+    /// Timeline capture (no-op when off).
+    pub capture: Capture,
+}
+
+impl DriverCtx {
+    /// Allocates the next step id (starting at 1).
+    pub fn step_id(&self) -> u64 {
+        self.next_step_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+    /// Whether Ctrl-C was received.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs one LLM call as a step (request span in the timeline).
+pub async fn llm_step<E: LlmExecutor>(
+    exec: &E,
+    ctx: &DriverCtx,
+    case_id: &str,
+    req: &ChatRequest,
+) -> StepRecord {
+    let step_id = ctx.step_id();
+    let span = ctx.capture.request_start(&req.request_id, case_id);
+    let start_ns = exec.now_ns();
+    let rec = exec.chat(req).await;
+    let end_ns = rec.end_ns.unwrap_or_else(|| exec.now_ns()).max(start_ns);
+    ctx.capture.request_end(span, &rec);
+    let ok = rec.is_success();
+    StepRecord {
+        step_id,
+        kind: StepKind::LlmCall,
+        name: "chat".into(),
+        start_ns,
+        end_ns,
+        status: if ok {
+            StepStatus::Completed
+        } else {
+            StepStatus::Failed
+        },
+        failure_code: rec.failure_code.map(|c| c.as_str().to_string()),
+        request: Some(rec),
+    }
+}
+
+/// Runs one tool call as a step (fixture span in the timeline).
+pub async fn tool_step<T: ToolExec>(
+    tools: &T,
+    ctx: &DriverCtx,
+    now_ns: impl Fn() -> u64,
+    case_id: &str,
+    name: &str,
+    arguments: &str,
+) -> (StepRecord, ToolOutcome) {
+    let step_id = ctx.step_id();
+    let span = ctx.capture.fixture_start(name, case_id);
+    let start_ns = now_ns();
+    let out = tools.execute(name, arguments);
+    if !out.latency.is_zero() {
+        tokio::time::sleep(out.latency).await;
+    }
+    let end_ns = now_ns().max(start_ns);
+    ctx.capture.fixture_end(span, out.error_code.is_none());
+    let step = StepRecord {
+        step_id,
+        kind: StepKind::Tool,
+        name: name.to_string(),
+        start_ns,
+        end_ns,
+        status: if out.error_code.is_none() {
+            StepStatus::Completed
+        } else {
+            StepStatus::Failed
+        },
+        failure_code: out.error_code.clone(),
+        request: None,
+    };
+    (step, out)
+}
+
+fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
+    ChatRequest {
+        request_id: format!("{}.llm{}", plan.trajectory_id.replace('#', ".t"), n),
+        model: plan.model.clone(),
+        messages: messages.to_vec(),
+        tools: plan.tools.clone(),
+        max_tokens: plan.max_tokens,
+        temperature: plan.temperature,
+        seed: plan.seed,
+        stream: true,
+        ..Default::default()
+    }
+}
+
+fn assistant_tool_message(text: Option<&str>, calls: &[(String, String, String)]) -> Value {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    json!({"role": "assistant", "content": text.filter(|t| !t.is_empty()), "tool_calls": tool_calls})
+}
+
+/// Parses tool arguments for equality (C27: `{"q":"x"}` equals `{ "q" : "x" }`);
+/// unparsable text compares as a string.
+fn parsed_args(args: &str) -> Value {
+    serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.to_string()))
+}
+
+/// Runs one agentic trajectory to its end.
+pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
+    exec: &E,
+    tools: &T,
+    ctx: &DriverCtx,
+    plan: &AgenticPlan,
+) -> TrajectoryRecord {
+    let start_ns = exec.now_ns();
+    let mut messages: Vec<Value> = Vec::new();
+    if let Some(s) = plan.system.as_deref().filter(|s| !s.is_empty()) {
+        messages.push(json!({"role": "system", "content": s}));
+    }
+    messages.push(json!({"role": "user", "content": plan.task}));
+    let mut steps = Vec::new();
+    let mut tools_called = Vec::new();
+    let mut final_answer = None;
+    let case_id = plan.trajectory_id.as_str();
+    let now = || exec.now_ns();
+
+    let stop_reason = match &plan.script {
+        Some(script) => {
+            let mut reason = StopReason::FinalAnswer;
+            for (k, (tool, args)) in script.iter().enumerate() {
+                if ctx.is_cancelled() {
+                    reason = StopReason::Cancelled;
+                    break;
+                }
+                let step = llm_step(exec, ctx, case_id, &request(plan, &messages, k)).await;
+                let ok = step.status == StepStatus::Completed;
+                steps.push(step);
+                if !ok {
+                    reason = StopReason::RequestFailed;
+                    break;
+                }
+                let id = format!("call_{k}");
+                let args_text = args.to_string();
+                messages.push(assistant_tool_message(
+                    None,
+                    &[(id.clone(), tool.clone(), args_text.clone())],
+                ));
+                let (tstep, out) = tool_step(tools, ctx, now, case_id, tool, &args_text).await;
+                steps.push(tstep);
+                tools_called.push(tool.clone());
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": out.content}));
+            }
+            if reason == StopReason::FinalAnswer {
+                if ctx.is_cancelled() {
+                    reason = StopReason::Cancelled;
+                } else {
+                    let step =
+                        llm_step(exec, ctx, case_id, &request(plan, &messages, script.len())).await;
+                    if step.status == StepStatus::Completed {
+                        final_answer = step.request.as_ref().map(|r| r.output.text.clone());
+                    } else {
+                        reason = StopReason::RequestFailed;
+                    }
+                    steps.push(step);
+                }
+            }
+            reason
+        }
+        None => {
+            let mut reason = StopReason::MaxSteps;
+            let mut last_call: Option<(String, Value)> = None;
+            let mut repeats = 0u32;
+            'outer: for n in 0..plan.max_steps as usize {
+                if ctx.is_cancelled() {
+                    reason = StopReason::Cancelled;
+                    break;
+                }
+                let step = llm_step(exec, ctx, case_id, &request(plan, &messages, n)).await;
+                let ok = step.status == StepStatus::Completed;
+                let output = step.request.as_ref().map(|r| r.output.clone());
+                steps.push(step);
+                if !ok {
+                    reason = StopReason::RequestFailed;
+                    break;
+                }
+                let output = output.unwrap_or_default();
+                if output.tool_calls.is_empty() {
+                    final_answer = Some(output.text);
+                    reason = StopReason::FinalAnswer;
+                    break;
+                }
+                let calls: Vec<(String, String, String)> = output
+                    .tool_calls
+                    .iter()
+                    .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
+                    .collect();
+                messages.push(assistant_tool_message(Some(&output.text), &calls));
+                for (id, name, args) in &calls {
+                    let key = (name.clone(), parsed_args(args));
+                    repeats = if last_call.as_ref() == Some(&key) {
+                        repeats + 1
+                    } else {
+                        1
+                    };
+                    last_call = Some(key);
+                    if repeats >= plan.max_repeated_tool_calls.max(1) {
+                        reason = StopReason::RepeatedToolCall;
+                        break 'outer;
+                    }
+                    let (tstep, out) = tool_step(tools, ctx, now, case_id, name, args).await;
+                    steps.push(tstep);
+                    tools_called.push(name.clone());
+                    messages
+                        .push(json!({"role": "tool", "tool_call_id": id, "content": out.content}));
+                }
+            }
+            reason
+        }
+    };
+    TrajectoryRecord {
+        id: plan.trajectory_id.clone(),
+        index: plan.index,
+        stop_reason,
+        steps,
+        tools_called,
+        final_answer,
+        stdout: None,
+        start_ns,
+        end_ns: exec.now_ns(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{AssistantOutput, ToolCall};
+    use std::sync::Mutex;
+
+    /// A mock model: returns scripted outputs in order, logical time advancing 10 ms a call.
+    struct MockModel {
+        outputs: Mutex<Vec<AssistantOutput>>,
+        clock: AtomicU64,
+        requests: Mutex<Vec<ChatRequest>>,
+    }
+
+    impl MockModel {
+        fn new(outputs: Vec<AssistantOutput>) -> Self {
+            Self {
+                outputs: Mutex::new(outputs.into_iter().rev().collect()),
+                clock: AtomicU64::new(0),
+                requests: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    impl LlmExecutor for MockModel {
+        fn chat(&self, req: &ChatRequest) -> impl Future<Output = RequestRecord> + Send {
+            self.requests.lock().unwrap().push(req.clone());
+            let t0 = self.clock.fetch_add(10_000_000, Ordering::SeqCst);
+            let out = self.outputs.lock().unwrap().pop().unwrap_or_default();
+            let mut rec = RequestRecord::new(&req.request_id, t0, t0, true);
+            rec.end_ns = Some(t0 + 10_000_000);
+            rec.finish_reason = Some("stop".into());
+            rec.status = crate::client::RequestStatus::Success;
+            rec.output = out;
+            async move { rec }
+        }
+        fn now_ns(&self) -> u64 {
+            self.clock.load(Ordering::SeqCst)
+        }
+    }
+
+    struct EmptyTool;
+    impl ToolExec for EmptyTool {
+        fn execute(&self, _name: &str, _arguments: &str) -> ToolOutcome {
+            ToolOutcome {
+                content: "[]".into(),
+                error_code: None,
+                latency: Duration::ZERO,
+            }
+        }
+    }
+
+    fn call(args: &str) -> AssistantOutput {
+        AssistantOutput {
+            tool_calls: vec![ToolCall {
+                id: "c".into(),
+                id_synthesized: false,
+                name: "search".into(),
+                arguments: args.into(),
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn ctx() -> DriverCtx {
+        DriverCtx {
+            next_step_id: Arc::new(AtomicU64::new(0)),
+            cancelled: Arc::new(AtomicBool::new(false)),
+            capture: Capture::off(),
+        }
+    }
+
+    fn plan(script: Option<Vec<(String, Value)>>) -> AgenticPlan {
+        AgenticPlan {
+            trajectory_id: "s::j#0".into(),
+            index: 0,
+            model: "m".into(),
+            system: Some("sys".into()),
+            task: "task".into(),
+            tools: vec![],
+            max_tokens: Some(8),
+            temperature: Some(0.0),
+            seed: None,
+            max_steps: 8,
+            max_repeated_tool_calls: 3,
+            script,
+        }
+    }
+
+    #[tokio::test]
+    async fn c27_repeated_identical_tool_call_stops_the_loop() {
+        let model = MockModel::new(vec![
+            call(r#"{"q":"x"}"#),
+            call(r#"{"q":"x"}"#),
+            call(r#"{ "q" : "x" }"#),
+            call(r#"{"q":"x"}"#),
+        ]);
+        let t = run_trajectory(&model, &EmptyTool, &ctx(), &plan(None)).await;
+        assert_eq!(t.stop_reason, StopReason::RepeatedToolCall);
+        let llm = t
+            .steps
+            .iter()
+            .filter(|s| s.kind == StepKind::LlmCall)
+            .count();
+        let tool = t.steps.iter().filter(|s| s.kind == StepKind::Tool).count();
+        assert!(llm <= 3 && tool <= 3, "llm {llm} tool {tool}");
+        assert_eq!(llm, 3);
+        assert_eq!(tool, 2, "the repeated call is not executed");
+    }
+
+    #[tokio::test]
+    async fn model_mode_reaches_final_answer_and_history_grows() {
+        let model = MockModel::new(vec![
+            call(r#"{"q":"a"}"#),
+            AssistantOutput {
+                text: "done".into(),
+                ..Default::default()
+            },
+        ]);
+        let t = run_trajectory(&model, &EmptyTool, &ctx(), &plan(None)).await;
+        assert_eq!(t.stop_reason, StopReason::FinalAnswer);
+        assert_eq!(t.final_answer.as_deref(), Some("done"));
+        assert_eq!(t.tools_called, vec!["search"]);
+        let reqs = model.requests.lock().unwrap();
+        assert_eq!(reqs[0].messages.len(), 2);
+        assert_eq!(
+            reqs[1].messages.len(),
+            4,
+            "assistant tool call + tool result appended"
+        );
+        assert_eq!(
+            t.steps.iter().map(|s| s.step_id).collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+    }
+
+    #[tokio::test]
+    async fn max_steps_without_answer() {
+        let outs = (0..10).map(|i| call(&format!(r#"{{"q":{i}}}"#))).collect();
+        let model = MockModel::new(outs);
+        let mut p = plan(None);
+        p.max_steps = 4;
+        let t = run_trajectory(&model, &EmptyTool, &ctx(), &p).await;
+        assert_eq!(t.stop_reason, StopReason::MaxSteps);
+        assert_eq!(
+            t.steps
+                .iter()
+                .filter(|s| s.kind == StepKind::LlmCall)
+                .count(),
+            4
+        );
+    }
+
+    #[tokio::test]
+    async fn scripted_replay_sends_identical_requests_every_run() {
+        let script = vec![
+            ("read_file".to_string(), json!({"path": "a"})),
+            ("read_file".to_string(), json!({"path": "b"})),
+        ];
+        let mut sent = Vec::new();
+        for _ in 0..2 {
+            // The model's own answers differ between runs; the requests must not.
+            let model = MockModel::new(vec![call(r#"{"q":"zz"}"#), AssistantOutput::default()]);
+            let t = run_trajectory(&model, &EmptyTool, &ctx(), &plan(Some(script.clone()))).await;
+            assert_eq!(t.stop_reason, StopReason::FinalAnswer);
+            assert_eq!(t.steps.len(), 5, "2 llm + 2 tool + final llm");
+            let reqs = model.requests.lock().unwrap();
+            sent.push(
+                reqs.iter()
+                    .map(|r| serde_json::to_string(&r.messages).unwrap())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        assert_eq!(sent[0], sent[1]);
+        assert!(
+            sent[0][2].len() > sent[0][1].len(),
+            "history grows each step"
+        );
+    }
+
+    #[tokio::test]
+    async fn cancellation_stops_before_next_step() {
+        let model = MockModel::new(vec![call(r#"{"q":"a"}"#)]);
+        let c = ctx();
+        c.cancelled.store(true, Ordering::Relaxed);
+        let t = run_trajectory(&model, &EmptyTool, &c, &plan(None)).await;
+        assert_eq!(t.stop_reason, StopReason::Cancelled);
+        assert!(t.steps.is_empty());
+    }
+}

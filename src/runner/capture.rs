@@ -1,0 +1,170 @@
+//! The drivers' view of timeline capture: phase, request, fixture and harness spans
+//! (DESIGN §6, PRD R001–R005). With capture off every method is a no-op; with it on,
+//! each call is one non-blocking, allocation-free insertion into the bounded sink
+//! ([`crate::timeline::TimelineSink`]). Only validated ids and closed names are passed:
+//! prompts, responses and tool payloads cannot reach the sink through this API.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use crate::client::RequestRecord;
+use crate::timeline::{FailureCode, Phase, Sink, SpanContext, SpanEnd, SpanId, SpanName};
+
+/// A cloneable handle on the run's capture (or nothing).
+#[derive(Clone, Default)]
+pub struct Capture {
+    sink: Option<Arc<dyn Sink>>,
+    /// Open request/fixture/harness spans, closed as `cancelled` on Ctrl-C.
+    open: Arc<Mutex<Vec<SpanId>>>,
+    /// The current phase span (parent of request and fixture spans).
+    phase: Arc<Mutex<Option<SpanId>>>,
+}
+
+impl Capture {
+    /// Capture off.
+    pub fn off() -> Self {
+        Self::default()
+    }
+
+    /// Capture into `sink`.
+    pub fn on(sink: Arc<dyn Sink>) -> Self {
+        Self {
+            sink: Some(sink),
+            ..Self::default()
+        }
+    }
+
+    /// Whether capture is on.
+    pub fn is_on(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// The sink, when on.
+    pub fn sink(&self) -> Option<&Arc<dyn Sink>> {
+        self.sink.as_ref()
+    }
+
+    /// Opens a phase span (closing the previous phase, if any, as completed).
+    pub fn phase(&self, phase: Phase) {
+        let Some(sink) = &self.sink else { return };
+        let mut cur = self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(prev) = cur.take() {
+            sink.span_end(prev, SpanEnd::completed());
+        }
+        *cur = sink.span_start(SpanName::Phase(phase), None, SpanContext::default());
+    }
+
+    /// Closes the current phase span (completed, or cancelled).
+    pub fn end_phase(&self, cancelled: bool) {
+        let Some(sink) = &self.sink else { return };
+        let mut cur = self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(prev) = cur.take() {
+            sink.span_end(
+                prev,
+                if cancelled {
+                    SpanEnd::cancelled()
+                } else {
+                    SpanEnd::completed()
+                },
+            );
+        }
+    }
+
+    fn parent(&self) -> Option<SpanId> {
+        *self.phase.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn start(&self, name: SpanName<'_>, request_id: Option<&str>, case_id: &str) -> Option<SpanId> {
+        let sink = self.sink.as_ref()?;
+        let id = sink.span_start(
+            name,
+            self.parent(),
+            SpanContext {
+                request_id,
+                case_id: Some(case_id),
+                attempt: Some(1),
+            },
+        )?;
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+        Some(id)
+    }
+
+    fn end(&self, span: Option<SpanId>, end: SpanEnd<'_>) {
+        let (Some(sink), Some(span)) = (&self.sink, span) else {
+            return;
+        };
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = open.iter().position(|s| *s == span) {
+            open.swap_remove(i);
+            drop(open);
+            sink.span_end(span, end);
+        }
+    }
+
+    /// A `chat_completion` request span starts.
+    pub fn request_start(&self, request_id: &str, case_id: &str) -> Option<SpanId> {
+        self.start(SpanName::ChatCompletion, Some(request_id), case_id)
+    }
+
+    /// The request span ends with the record's status, tokens and failure code.
+    pub fn request_end(&self, span: Option<SpanId>, rec: &RequestRecord) {
+        let end = if rec.is_success() {
+            SpanEnd::completed()
+        } else {
+            SpanEnd::failed(
+                rec.failure_code
+                    .and_then(|c| FailureCode::from_code(c.as_str())),
+            )
+        };
+        self.end(
+            span,
+            end.with_tokens(rec.prompt_tokens, rec.completion_tokens),
+        );
+    }
+
+    /// A fixture-tool span starts (name must be a declared tool).
+    pub fn fixture_start(&self, tool: &str, case_id: &str) -> Option<SpanId> {
+        self.start(SpanName::Fixture(tool), None, case_id)
+    }
+
+    /// The fixture span ends.
+    pub fn fixture_end(&self, span: Option<SpanId>, ok: bool) {
+        self.end(
+            span,
+            if ok {
+                SpanEnd::completed()
+            } else {
+                SpanEnd::failed(Some(FailureCode::ToolError))
+            },
+        );
+    }
+
+    /// An SWE harness span starts.
+    pub fn harness_start(&self, case_id: &str) -> Option<SpanId> {
+        self.start(SpanName::SweHarness, None, case_id)
+    }
+
+    /// The harness span ends.
+    pub fn harness_end(&self, span: Option<SpanId>, ok: bool, timed_out: bool) {
+        let end = if ok {
+            SpanEnd::completed()
+        } else if timed_out {
+            SpanEnd::failed(Some(FailureCode::HarnessTimeout))
+        } else {
+            SpanEnd::failed(Some(FailureCode::HarnessFailed))
+        };
+        self.end(span, end);
+    }
+
+    /// Ctrl-C: every open request/fixture/harness span gets a `cancelled` end, then the
+    /// phase is closed as cancelled.
+    pub fn cancel_open_spans(&self) {
+        let Some(sink) = &self.sink else { return };
+        let open: Vec<SpanId> =
+            std::mem::take(&mut *self.open.lock().unwrap_or_else(|e| e.into_inner()));
+        for s in open {
+            sink.span_end(s, SpanEnd::cancelled());
+        }
+        self.end_phase(true);
+    }
+}

@@ -1,0 +1,187 @@
+//! Context driver: deterministic long prompts of given sizes, optionally repeated with a
+//! shared prefix, to measure TTFT against context length and prefix reuse (DESIGN §4).
+//!
+//! Filler is seeded: the same `(seed, size)` gives the same prompt every run. Sizes are in
+//! approximate tokens of 4 bytes (the simulator's tokenizer; real engines differ, and the
+//! report always shows the server's own `prompt_tokens`).
+
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use crate::client::ChatRequest;
+use crate::runner::agentic::{DriverCtx, LlmExecutor, llm_step};
+use crate::runner::steps::{StepStatus, StopReason, TrajectoryRecord};
+
+/// Built-in filler vocabulary used when a job names no filler file.
+const WORDS: &[&str] = &[
+    "the",
+    "engine",
+    "serves",
+    "tokens",
+    "cache",
+    "prefix",
+    "block",
+    "latency",
+    "request",
+    "stream",
+    "energy",
+    "joule",
+    "batch",
+    "decode",
+    "prefill",
+    "kernel",
+    "memory",
+    "queue",
+    "sample",
+    "trace",
+    "window",
+    "counter",
+    "model",
+    "layer",
+    "weight",
+    "vector",
+    "matrix",
+    "attention",
+    "context",
+    "history",
+    "agent",
+    "tool",
+    "step",
+    "trajectory",
+    "answer",
+];
+
+/// Bytes per approximate token for sizing filler.
+pub const BYTES_PER_TOKEN: usize = 4;
+
+/// A deterministic filler text of about `tokens × 4` bytes from `words` (or the built-in
+/// vocabulary when empty), seeded by `seed`.
+pub fn filler(seed: u64, tokens: usize, words: &[String]) -> String {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let target = tokens.saturating_mul(BYTES_PER_TOKEN);
+    let mut out = String::with_capacity(target + 16);
+    let mut sentence = 0usize;
+    while out.len() < target {
+        let w: &str = if words.is_empty() {
+            WORDS.choose(&mut rng).copied().unwrap_or("token")
+        } else {
+            words
+                .choose(&mut rng)
+                .map(String::as_str)
+                .unwrap_or("token")
+        };
+        out.push_str(w);
+        sentence += 1;
+        if sentence > rng.random_range(6..14) {
+            out.push_str(". ");
+            sentence = 0;
+        } else {
+            out.push(' ');
+        }
+    }
+    out.truncate(target.max(1));
+    out
+}
+
+/// Settings of one context sweep.
+#[derive(Debug, Clone)]
+pub struct ContextPlan {
+    /// `suite::job#repeat`-style id prefix.
+    pub job_id: String,
+    /// Model name.
+    pub model: String,
+    /// Prompt sizes, approximate tokens.
+    pub sizes: Vec<usize>,
+    /// Requests per size.
+    pub repeat: u32,
+    /// Repeats reuse the identical prompt (cache hits) when true; otherwise each repeat
+    /// has a different seed.
+    pub shared_prefix: bool,
+    /// Filler seed.
+    pub seed: u64,
+    /// Filler vocabulary (empty = built in).
+    pub words: Vec<String>,
+    /// Max tokens per request.
+    pub max_tokens: Option<u32>,
+    /// Temperature.
+    pub temperature: Option<f64>,
+}
+
+/// Runs the sweep: for each size, `repeat` requests back to back. One trajectory record
+/// holds all steps (each request an `llm_call` step).
+pub async fn run_context<E: LlmExecutor>(
+    exec: &E,
+    ctx: &DriverCtx,
+    plan: &ContextPlan,
+) -> TrajectoryRecord {
+    let start_ns = exec.now_ns();
+    let mut steps = Vec::new();
+    let mut reason = StopReason::Completed;
+    let mut last_text = None;
+    let id = format!("{}#0", plan.job_id);
+    'sizes: for (si, &size) in plan.sizes.iter().enumerate() {
+        for r in 0..plan.repeat.max(1) {
+            if ctx.is_cancelled() {
+                reason = StopReason::Cancelled;
+                break 'sizes;
+            }
+            let seed = if plan.shared_prefix {
+                plan.seed ^ (size as u64)
+            } else {
+                plan.seed ^ (size as u64) ^ ((r as u64 + 1) << 32)
+            };
+            let prompt = filler(seed, size, &plan.words);
+            let req = ChatRequest {
+                request_id: format!("{}.s{size}.r{r}", id.replace('#', ".t")),
+                model: plan.model.clone(),
+                messages: vec![json!({"role": "user", "content": prompt})],
+                tools: vec![],
+                max_tokens: plan.max_tokens,
+                temperature: plan.temperature,
+                seed: Some(plan.seed),
+                stream: true,
+                ..Default::default()
+            };
+            let case_id = format!("{id}/s{si}r{r}");
+            let step = llm_step(exec, ctx, &case_id, &req).await;
+            if step.status == StepStatus::Completed {
+                last_text = step.request.as_ref().map(|r| r.output.text.clone());
+            }
+            steps.push(step);
+        }
+    }
+    TrajectoryRecord {
+        id,
+        index: 0,
+        stop_reason: reason,
+        steps,
+        tools_called: vec![],
+        final_answer: last_text,
+        stdout: None,
+        start_ns,
+        end_ns: exec.now_ns(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filler_is_deterministic_and_sized() {
+        let a = filler(7, 256, &[]);
+        let b = filler(7, 256, &[]);
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 1024);
+        assert_ne!(a, filler(8, 256, &[]));
+    }
+
+    #[test]
+    fn filler_uses_given_words() {
+        let words = vec!["alpha".to_string()];
+        let f = filler(1, 10, &words);
+        assert!(f.starts_with("alpha"));
+    }
+}

@@ -1,0 +1,478 @@
+//! Glue between the samplers ([`crate::telemetry`]) and the ADR-013 join
+//! ([`crate::attribution`]): which sources a run starts, how sampled timelines become
+//! attribution input, the per-step figures in `report.json`, the offline `trajectory`
+//! command, and the Perfetto export with resource counter tracks.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::attribution::{
+    self as attr, AttributionInput, Concurrency, CounterName, CounterPoint, CounterSeries,
+    EnergyCounterSample, EnergyCounterSeries, PowerSeries, RunAttribution, RunWindow, StepKey,
+    StepMarker, StepUsage, TrajectoryOutcome,
+};
+use crate::clock::RunClock;
+use crate::gate::{self, Figure};
+use crate::runner::execute::{GradedJob, Session, SuiteRuntime};
+use crate::runner::report::RunReport;
+use crate::runner::steps::StepKind;
+use crate::sim::SimHandle;
+use crate::suite::{EngineProfile as SuiteProfile, GpuMode};
+use crate::telemetry::{
+    self, EngineProfile, GpuConfig, MetricsConfig, PowerBasis, ProbeReading, ProcConfig,
+    TelemetryConfig, TelemetryHandle, TelemetryRun,
+};
+use crate::timeline::{CounterTrack, TraceMeta};
+
+fn profile(p: SuiteProfile, simulated: bool) -> EngineProfile {
+    match p {
+        SuiteProfile::Vllm => EngineProfile::Vllm,
+        SuiteProfile::Sglang => EngineProfile::Sglang,
+        SuiteProfile::Llamacpp => EngineProfile::Llamacpp,
+        SuiteProfile::Sim => EngineProfile::Sim,
+        SuiteProfile::Auto if simulated => EngineProfile::Sim,
+        SuiteProfile::Auto => EngineProfile::Auto,
+    }
+}
+
+/// Starts the run's samplers from the first suite's `[telemetry]` table: `/proc` of
+/// `engine_pid`, NVML GPUs (`gpu = "auto"`, real endpoints only), the simulator's power
+/// model (labelled `simulated`), and the endpoint's `/metrics`. Returns the handle and
+/// the power label.
+pub fn start_telemetry(
+    suites: &[SuiteRuntime],
+    sim: Option<&SimHandle>,
+    clock: &RunClock,
+) -> (Option<TelemetryHandle>, Option<String>) {
+    let Some(first) = suites.first() else {
+        return (None, None);
+    };
+    let t = &first.resolved.suite.telemetry;
+    let mut cfg = TelemetryConfig {
+        period: Duration::from_millis(t.sample_period_ms.max(1)),
+        ..TelemetryConfig::default()
+    };
+    if let Some(pid) = t.engine_pid {
+        cfg.proc = Some(ProcConfig {
+            pid,
+            include_descendants: t.include_descendants,
+        });
+    }
+    let mut label = None;
+    if first.simulated {
+        if let Some(s) = sim {
+            let state = s.state();
+            cfg.probes.push(telemetry::probe_fn(
+                "simulated",
+                PowerBasis::Simulated,
+                move || ProbeReading {
+                    power_mw: Some(state.power_mw()),
+                    energy_mj: Some(state.energy_mj()),
+                },
+            ));
+            label = Some("simulated".to_string());
+        }
+    } else if t.gpu == GpuMode::Auto {
+        cfg.gpu = Some(GpuConfig::default());
+        label = Some("nvml".to_string());
+    }
+    if let Some(url) = first.resolved.metrics_url(&first.base_url) {
+        let mut m = MetricsConfig::new(
+            url,
+            profile(first.resolved.suite.engine, first.simulated),
+            Some(first.model.clone()),
+        );
+        m.period = Duration::from_millis(t.metrics_period_ms.max(1));
+        cfg.metrics = Some(m);
+    }
+    (Some(telemetry::start(cfg, clock)), label)
+}
+
+/// Converts sampled timelines into the ADR-013 join's input (one trajectory in flight:
+/// the runner executes trajectories sequentially).
+pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInput {
+    let mut power = Vec::new();
+    let mut energy_counters = Vec::new();
+    if let Some(p) = &t.power {
+        for d in &p.devices {
+            let basis = match d.power_basis {
+                Some(PowerBasis::Instant) => attr::PowerBasis::Instant,
+                Some(PowerBasis::Averaged1s) => attr::PowerBasis::Averaged1s,
+                Some(PowerBasis::Simulated) => attr::PowerBasis::Simulated,
+                None => continue,
+            };
+            let samples: Vec<attr::PowerSample> = p
+                .device_samples(d.device)
+                .filter_map(|s| {
+                    s.power_mw.map(|mw| attr::PowerSample {
+                        elapsed_ns: s.elapsed_ns,
+                        power_mw: mw,
+                    })
+                })
+                .collect();
+            if !samples.is_empty() {
+                power.push(PowerSeries {
+                    device: d.label.clone(),
+                    basis,
+                    samples,
+                });
+            }
+            let counter: Vec<EnergyCounterSample> = p
+                .device_samples(d.device)
+                .filter_map(|s| {
+                    s.energy_mj.map(|e| EnergyCounterSample {
+                        elapsed_ns: s.elapsed_ns,
+                        energy_mj: e,
+                    })
+                })
+                .collect();
+            if !counter.is_empty() {
+                energy_counters.push(EnergyCounterSeries {
+                    device: d.label.clone(),
+                    samples: counter,
+                });
+            }
+        }
+    }
+    let mut counters = Vec::new();
+    if let Some(m) = &t.metrics {
+        for name in [
+            CounterName::PromptTokens,
+            CounterName::GenerationTokens,
+            CounterName::PrefixCacheQueries,
+            CounterName::PrefixCacheHits,
+        ] {
+            let samples: Vec<CounterPoint> = m
+                .samples
+                .iter()
+                .filter_map(|s| {
+                    let (v, r) = match name {
+                        CounterName::PromptTokens => {
+                            (s.counters.prompt_tokens, s.resets.prompt_tokens)
+                        }
+                        CounterName::GenerationTokens => {
+                            (s.counters.generation_tokens, s.resets.generation_tokens)
+                        }
+                        CounterName::PrefixCacheQueries => (
+                            s.counters.prefix_cache_queries,
+                            s.resets.prefix_cache_queries,
+                        ),
+                        CounterName::PrefixCacheHits => {
+                            (s.counters.prefix_cache_hits, s.resets.prefix_cache_hits)
+                        }
+                    };
+                    v.map(|value| CounterPoint {
+                        elapsed_ns: s.elapsed_ns,
+                        value,
+                        reset: r,
+                    })
+                })
+                .collect();
+            if !samples.is_empty() {
+                counters.push(CounterSeries { name, samples });
+            }
+        }
+    }
+    AttributionInput {
+        reference_instant_unix_ns: Some(t.reference_instant_unix_ns),
+        run_window: RunWindow {
+            start_elapsed_ns: t.started_elapsed_ns,
+            end_elapsed_ns: t.stopped_elapsed_ns,
+        },
+        power,
+        energy_counters,
+        counters,
+        concurrency: Concurrency {
+            max_trajectories_in_flight: max_in_flight,
+        },
+    }
+}
+
+/// One step's energy as shown in `report.json`.
+#[derive(Debug, Clone)]
+pub struct StepEnergy {
+    /// mJ, `None` when unattributed.
+    pub energy_mj: Option<u64>,
+    /// `measured`, `apportioned` or `simulated`.
+    pub basis: String,
+}
+
+/// Per-job energy figures for the gates.
+#[derive(Debug, Clone)]
+pub struct JobEnergy {
+    /// Trajectory tokens per joule (generated tokens from usage / trajectory energy).
+    pub tokens_per_joule: Figure,
+    /// Mean trajectory energy, J.
+    pub energy_per_trajectory_j: Figure,
+    /// Notes (basis, withheld reasons).
+    pub notes: Vec<String>,
+}
+
+/// The run's attribution and lookups into it.
+pub struct Attribution {
+    run: Option<RunAttribution>,
+    steps: HashMap<(String, u64), StepEnergy>,
+    by_trajectory: HashMap<String, usize>,
+    power_label: Option<String>,
+}
+
+impl Attribution {
+    /// Energy of one step.
+    pub fn step(&self, trajectory: &str, step_id: u64) -> Option<&StepEnergy> {
+        self.steps.get(&(trajectory.to_string(), step_id))
+    }
+
+    fn outcome(&self, trajectory: &str) -> Option<&TrajectoryOutcome> {
+        let i = *self.by_trajectory.get(trajectory)?;
+        self.run.as_ref()?.trajectories.get(i)
+    }
+
+    /// Energy figures of a job's trajectories (`suite::job#k`).
+    pub fn job_figures(&self, job_id: &str) -> JobEnergy {
+        let basis = self
+            .power_label
+            .clone()
+            .unwrap_or_else(|| "measured".into());
+        let prefix = format!("{job_id}#");
+        let mut tokens = 0u64;
+        let mut mj = 0u64;
+        let mut n = 0u64;
+        let mut notes = Vec::new();
+        let mut any = false;
+        let mut keys: Vec<&String> = self
+            .by_trajectory
+            .keys()
+            .filter(|k| k.starts_with(&prefix))
+            .collect();
+        keys.sort();
+        for k in keys {
+            any = true;
+            match self.outcome(k) {
+                Some(TrajectoryOutcome::Attributed(m)) => {
+                    if let Some(e) = m.total_energy_mj {
+                        mj += e;
+                        n += 1;
+                        tokens += m.total_usage_completion_tokens.unwrap_or(0);
+                    }
+                }
+                Some(TrajectoryOutcome::Withheld(w)) => {
+                    notes.push(format!("{k}: attribution withheld ({:?})", w.reasons));
+                }
+                None => {}
+            }
+        }
+        let unavailable = |why: &str| Figure::unavailable(basis.clone(), why.to_string());
+        if !any || n == 0 || mj == 0 {
+            let why = if self.power_label.is_none() {
+                "no power source (no GPU, not simulated)"
+            } else {
+                "no energy attributed"
+            };
+            return JobEnergy {
+                tokens_per_joule: unavailable(why),
+                energy_per_trajectory_j: unavailable(why),
+                notes,
+            };
+        }
+        if basis == "simulated" {
+            notes.push("energy is simulated (built-in simulator power model), not measured".into());
+        }
+        JobEnergy {
+            tokens_per_joule: Figure::available(
+                tokens as f64 / (mj as f64 / 1000.0),
+                basis.clone(),
+            ),
+            energy_per_trajectory_j: Figure::available(mj as f64 / 1000.0 / n as f64, basis),
+            notes,
+        }
+    }
+
+    /// The per-step tables of every trajectory (ADR-013 columns), each headed by the
+    /// power source label and the concurrency condition.
+    pub fn tables(&self) -> Vec<String> {
+        self.run
+            .iter()
+            .flat_map(|r| r.trajectories.iter())
+            .map(|o| attr::render_outcome(o).trim_end().to_string())
+            .collect()
+    }
+
+    /// The whole attribution as JSON for `report.json`'s `trajectory` field.
+    pub fn run_value(&self) -> Option<serde_json::Value> {
+        let mut v = serde_json::to_value(self.run.as_ref()?).ok()?;
+        if let (Some(obj), Some(l)) = (v.as_object_mut(), &self.power_label) {
+            obj.insert("power_source".into(), serde_json::Value::String(l.clone()));
+        }
+        Some(v)
+    }
+}
+
+/// Runs the ADR-013 join over every trajectory of the run.
+pub fn attribute(
+    _clock: &RunClock,
+    graded: &[GradedJob],
+    telemetry: Option<&TelemetryRun>,
+    session: &Session,
+    _end_ns: u64,
+) -> Attribution {
+    let empty = Attribution {
+        run: None,
+        steps: HashMap::new(),
+        by_trajectory: HashMap::new(),
+        power_label: session.power_label.clone(),
+    };
+    let Some(t) = telemetry else { return empty };
+    let input = attribution_input(t, 1);
+    let anchor = t.reference_instant_unix_ns;
+    let mut markers = Vec::new();
+    let mut usage = BTreeMap::new();
+    for g in graded {
+        for tr in &g.executed.trajectories {
+            for s in &tr.steps {
+                markers.push(StepMarker {
+                    step_id: s.step_id,
+                    kind: match s.kind {
+                        StepKind::LlmCall => attr::StepKind::LlmCall,
+                        StepKind::Tool => attr::StepKind::Tool,
+                    },
+                    t_start_unix_ns: anchor + s.start_ns,
+                    t_end_unix_ns: anchor + s.end_ns,
+                    trajectory: Some(tr.id.clone()),
+                    name: Some(s.name.clone()),
+                });
+                if let Some(r) = &s.request {
+                    usage.insert(
+                        StepKey {
+                            trajectory: Some(tr.id.clone()),
+                            step_id: s.step_id,
+                        },
+                        StepUsage {
+                            prompt_tokens: r.prompt_tokens,
+                            cached_tokens: r.cached_tokens,
+                            completion_tokens: r.completion_tokens,
+                        },
+                    );
+                }
+            }
+        }
+    }
+    let run = attr::attribute_run(&input, Some(&markers), &usage);
+    let simulated = session.power_label.as_deref() == Some("simulated");
+    let mut steps = HashMap::new();
+    let mut by_trajectory = HashMap::new();
+    for (i, o) in run.trajectories.iter().enumerate() {
+        let Some(m) = o.metrics() else {
+            if let TrajectoryOutcome::Withheld(w) = o
+                && let Some(id) = &w.trajectory
+            {
+                by_trajectory.insert(id.clone(), i);
+            }
+            continue;
+        };
+        let Some(id) = &m.trajectory else { continue };
+        by_trajectory.insert(id.clone(), i);
+        for s in &m.steps {
+            let basis = if simulated {
+                "simulated".to_string()
+            } else {
+                s.energy_basis.label().to_string()
+            };
+            steps.insert(
+                (id.clone(), s.step_id),
+                StepEnergy {
+                    energy_mj: s.energy_mj,
+                    basis,
+                },
+            );
+        }
+    }
+    Attribution {
+        run: Some(run),
+        steps,
+        by_trajectory,
+        power_label: session.power_label.clone(),
+    }
+}
+
+/// `inferscope-bench trajectory --samples DIR --steps FILE`: the offline ADR-013 join of
+/// an external driver's step markers with a run's sampled timelines. Exit 0 on success,
+/// 2 on unreadable input.
+pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
+    let t = match TelemetryRun::read_samples(samples) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: {e}", samples.display());
+            return gate::EXIT_BAD_INPUT;
+        }
+    };
+    let markers = match attr::read_step_markers(steps) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {}: {e}", steps.display());
+            return gate::EXIT_BAD_INPUT;
+        }
+    };
+    let input = attribution_input(&t, 1);
+    let run = attr::attribute_run(&input, Some(&markers), &BTreeMap::new());
+    for o in &run.trajectories {
+        println!("{}", attr::render_outcome(o).trim_end());
+    }
+    if let Some(p) = out {
+        let json = match serde_json::to_vec_pretty(&run) {
+            Ok(j) => j,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 1;
+            }
+        };
+        if let Err(e) = std::fs::write(p, json) {
+            eprintln!("error: {}: {e}", p.display());
+            return gate::EXIT_BAD_INPUT;
+        }
+        println!("wrote {}", p.display());
+    }
+    0
+}
+
+/// Perfetto/Chrome trace JSON of a run: its captured timeline (when present and valid)
+/// plus counter tracks for power and engine counters (never summed across devices).
+pub fn perfetto(run_dir: &Path, report: &RunReport) -> Result<String, String> {
+    let tl = crate::timeline::read_timeline(run_dir).map_err(|r| r.summary())?;
+    let mut counters = Vec::new();
+    if let Ok(t) = TelemetryRun::read_samples(run_dir) {
+        if let Some(p) = &t.power {
+            for d in &p.devices {
+                counters.push(CounterTrack {
+                    name: format!("{} power", d.label),
+                    unit: "mW".into(),
+                    points: p
+                        .device_samples(d.device)
+                        .filter_map(|s| s.power_mw.map(|v| (s.elapsed_ns, v as f64)))
+                        .collect(),
+                });
+            }
+        }
+        if let Some(m) = &t.metrics {
+            counters.push(CounterTrack {
+                name: "engine prompt_tokens".into(),
+                unit: "tokens".into(),
+                points: m
+                    .samples
+                    .iter()
+                    .filter_map(|s| s.counters.prompt_tokens.map(|v| (s.elapsed_ns, v as f64)))
+                    .collect(),
+            });
+        }
+    }
+    let meta = TraceMeta {
+        process_name: format!("inferscope-bench run {}", report.run_id),
+        run_id: Some(report.run_id.clone()),
+        clock_domain_id: Some(report.clock_domain_id.clone()),
+        reference_instant_unix_ns: Some(report.reference_instant_unix_ns),
+        quality: Some(tl.manifest.quality),
+        dropped_count: Some(tl.manifest.dropped_count),
+    };
+    let v = crate::timeline::perfetto_trace(&tl.events, &counters, &meta);
+    serde_json::to_string(&v).map_err(|e| e.to_string())
+}

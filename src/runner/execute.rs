@@ -1,0 +1,603 @@
+//! The I/O edge of a run: the simulator, clients, tool registries and samplers of one
+//! session, and the execution of each job with its driver.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::attribution::{StepKind as MarkerKind, read_step_markers};
+use crate::client::{ChatRequest, Client, ClientConfig, RequestRecord};
+use crate::clock::RunClock;
+use crate::grade::{CheckResult, GradeSubject, evaluate};
+use crate::runner::RunOptions;
+use crate::runner::agentic::{
+    AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory,
+};
+use crate::runner::context::{ContextPlan, run_context};
+use crate::runner::steps::{StepKind, StepRecord, StepStatus, StopReason, TrajectoryRecord};
+use crate::runner::swe::{SweOutcome, SwePlan, resolve_arg, run_harness};
+use crate::sim::{SimConfig, SimHandle};
+use crate::suite::{AgenticMode, EndpointSetting, JobKind, ResolvedJob, ResolvedSuite, SIM_MODEL};
+use crate::telemetry::{TelemetryHandle, TelemetryRun};
+use crate::timeline::{BlockingSink, DiskWriteSink, Phase, Sink, SinkConfig, TimelineSink};
+use crate::tools::{ToolRegistry, ToolStatus};
+
+/// Which capture sink a run uses: the real one, or a negative control (overhead command).
+#[derive(Debug, Clone)]
+pub enum SinkChoice {
+    /// The real bounded, non-blocking sink.
+    Timeline,
+    /// NEGATIVE CONTROL: blocks on every insert.
+    Blocking,
+    /// NEGATIVE CONTROL: writes and fsyncs every event to this file.
+    DiskWrite(PathBuf),
+}
+
+/// Makes the run's capture sink.
+pub fn make_sink(
+    clock: &RunClock,
+    run_id: &str,
+    tool_names: &[String],
+    choice: Option<&SinkChoice>,
+) -> Result<Arc<dyn Sink>, String> {
+    let mut cfg = SinkConfig::new(run_id);
+    cfg.tool_names = tool_names.to_vec();
+    let sink = TimelineSink::with_run_clock(clock, cfg).map_err(|e| e.to_string())?;
+    Ok(match choice {
+        None | Some(SinkChoice::Timeline) => Arc::new(sink),
+        Some(SinkChoice::Blocking) => Arc::new(BlockingSink::new(sink, Duration::from_millis(2))),
+        Some(SinkChoice::DiskWrite(p)) => {
+            Arc::new(DiskWriteSink::create(sink, p).map_err(|e| e.to_string())?)
+        }
+    })
+}
+
+/// Why a job could not be planned (reported as the job's failure).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum JobPlanError {
+    /// The suite's client or tools could not be set up.
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// One suite's runtime: endpoint, client, tools.
+pub struct SuiteRuntime {
+    /// The resolved suite.
+    pub resolved: ResolvedSuite,
+    /// Base URL actually used (the simulator's when simulated).
+    pub base_url: String,
+    /// Whether the endpoint is the built-in simulator.
+    pub simulated: bool,
+    /// Effective model name.
+    pub model: String,
+    /// API key from the suite's `api_key_env` (never logged).
+    api_key: Option<String>,
+    client: Option<Client>,
+    tools: Option<ToolRegistry>,
+    /// Set-up problems (the suite's jobs fail with this).
+    pub setup_error: Option<String>,
+    /// Preflight notes (model not listed, endpoint unreachable).
+    pub preflight_notes: Vec<String>,
+}
+
+/// Everything a run holds between preparation and shutdown.
+pub struct Session {
+    /// The run clock.
+    pub clock: RunClock,
+    /// Per-suite runtimes, in order.
+    pub suites: Vec<SuiteRuntime>,
+    sim: Option<SimHandle>,
+    telemetry: Option<TelemetryHandle>,
+    /// The telemetry's power label (`simulated`, `nvml`, …) when a power source ran.
+    pub power_label: Option<String>,
+}
+
+/// A job as executed (before grading).
+pub struct ExecutedJob {
+    /// Index into [`Session::suites`].
+    pub suite_index: usize,
+    /// The resolved job.
+    pub job: ResolvedJob,
+    /// Trajectories, in order.
+    pub trajectories: Vec<TrajectoryRecord>,
+    /// Job start, ns.
+    pub start_ns: u64,
+    /// Job end, ns.
+    pub end_ns: u64,
+    /// SWE harness outcome.
+    pub harness: Option<SweOutcome>,
+    /// Notes shown with the job.
+    pub notes: Vec<String>,
+    /// Set-up failure (no requests were made).
+    pub setup_error: Option<String>,
+}
+
+/// A job after grading.
+pub struct GradedJob {
+    /// The executed job.
+    pub executed: ExecutedJob,
+    /// Check results per trajectory (outer index = trajectory).
+    pub checks: Vec<Vec<CheckResult>>,
+}
+
+impl GradedJob {
+    /// Fraction of trajectories whose checks all passed (`None` without checks).
+    pub fn grade_pass_rate(&self) -> Option<f64> {
+        if self.executed.job.job.checks.is_empty() || self.checks.is_empty() {
+            return None;
+        }
+        let passed = self
+            .checks
+            .iter()
+            .filter(|c| c.iter().all(|r| r.passed))
+            .count();
+        Some(passed as f64 / self.checks.len() as f64)
+    }
+    /// Whether grading passed (true without checks).
+    pub fn grading_passed(&self) -> bool {
+        self.checks.iter().all(|c| c.iter().all(|r| r.passed))
+    }
+}
+
+/// Grades every job's trajectories with its checks.
+pub fn grade_all(executed: Vec<ExecutedJob>) -> Vec<GradedJob> {
+    executed
+        .into_iter()
+        .map(|e| {
+            let checks = e
+                .trajectories
+                .iter()
+                .map(|t| {
+                    evaluate(
+                        &e.job.job.checks,
+                        &GradeSubject {
+                            final_answer: t.final_answer.as_deref(),
+                            stdout: t.stdout.as_deref(),
+                            tool_calls: &t.tools_called,
+                        },
+                    )
+                })
+                .collect();
+            GradedJob {
+                executed: e,
+                checks,
+            }
+        })
+        .collect()
+}
+
+struct NetExec<'a> {
+    client: &'a Client,
+    clock: &'a RunClock,
+    cancelled: &'a AtomicBool,
+}
+
+async fn wait_flag(flag: &AtomicBool) {
+    while !flag.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+impl LlmExecutor for NetExec<'_> {
+    async fn chat(&self, req: &ChatRequest) -> RequestRecord {
+        let scheduled = self.clock.elapsed_ns();
+        tokio::select! {
+            r = self.client.chat(req, self.clock, scheduled) => r,
+            _ = wait_flag(self.cancelled) => {
+                let now = self.clock.elapsed_ns();
+                let mut r = RequestRecord::new(&req.request_id, scheduled, scheduled, req.stream);
+                r.status = crate::client::RequestStatus::Failed;
+                r.error = Some("cancelled".into());
+                r.end_ns = Some(now);
+                r
+            }
+        }
+    }
+    fn now_ns(&self) -> u64 {
+        self.clock.elapsed_ns()
+    }
+}
+
+struct Tools<'a>(&'a ToolRegistry);
+
+impl ToolExec for Tools<'_> {
+    fn execute(&self, name: &str, arguments: &str) -> ToolOutcome {
+        let r = self.0.execute(name, arguments);
+        ToolOutcome {
+            content: r.content,
+            error_code: match r.status {
+                ToolStatus::Ok => None,
+                _ => Some(
+                    r.error_code
+                        .map(|c| c.as_str().to_string())
+                        .unwrap_or_else(|| "tool_error".into()),
+                ),
+            },
+            latency: r.latency,
+        }
+    }
+}
+
+impl Session {
+    /// Preparation: starts the simulator when any suite needs it, builds clients and tool
+    /// registries, and starts the samplers.
+    pub async fn prepare(
+        opts: &RunOptions,
+        clock: &RunClock,
+        ctx: &DriverCtx,
+        _run_dir: &Path,
+    ) -> Session {
+        ctx.capture.phase(Phase::Preparation);
+        let mut sim: Option<SimHandle> = None;
+        let mut suites = Vec::new();
+        for rs in &opts.suites {
+            let mut setup_error = None;
+            let (base_url, simulated) = match &rs.endpoint.value {
+                EndpointSetting::Url(u) => (u.clone(), false),
+                EndpointSetting::Simulated => {
+                    if sim.is_none() {
+                        let cfg = SimConfig {
+                            seed: rs.suite.seed,
+                            ..SimConfig::default()
+                        };
+                        match crate::sim::spawn(cfg, "127.0.0.1:0".parse().expect("addr")).await {
+                            Ok(h) => sim = Some(h),
+                            Err(e) => setup_error = Some(format!("cannot start simulator: {e}")),
+                        }
+                    }
+                    (sim.as_ref().map(|s| s.base_url()).unwrap_or_default(), true)
+                }
+            };
+            let model = match rs.model_name() {
+                Ok(m) => m.to_string(),
+                Err(_) if simulated => SIM_MODEL.to_string(),
+                Err(e) => {
+                    setup_error.get_or_insert(e.to_string());
+                    String::new()
+                }
+            };
+            let api_key = match rs.api_key() {
+                Ok(k) => k,
+                Err(e) => {
+                    setup_error.get_or_insert(e.to_string());
+                    None
+                }
+            };
+            let client = ClientConfig {
+                base_url: base_url.clone(),
+                api_key: api_key.clone(),
+                request_timeout: rs.suite.request_timeout,
+                idle_timeout: rs.suite.idle_timeout,
+                max_event_bytes: rs.suite.max_event_bytes as usize,
+                max_connections: 64,
+            };
+            let client = match Client::new(client) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    setup_error.get_or_insert(format!("client: {e}"));
+                    None
+                }
+            };
+            let tools = match ToolRegistry::new(&rs.suite) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    setup_error.get_or_insert(format!("tools: {e}"));
+                    None
+                }
+            };
+            suites.push(SuiteRuntime {
+                resolved: rs.clone(),
+                base_url,
+                simulated,
+                model,
+                api_key,
+                client,
+                tools,
+                setup_error,
+                preflight_notes: Vec::new(),
+            });
+        }
+        let (telemetry, power_label) = super::energy::start_telemetry(&suites, sim.as_ref(), clock);
+        Session {
+            clock: clock.clone(),
+            suites,
+            sim,
+            telemetry,
+            power_label,
+        }
+    }
+
+    /// The simulator handle, when one runs.
+    pub fn sim(&self) -> Option<&SimHandle> {
+        self.sim.as_ref()
+    }
+
+    /// Preflight: each endpoint reachable and the model listed (a model missing from
+    /// `/v1/models` is a note, since several engines serve any name).
+    pub async fn preflight(&mut self) {
+        for s in &mut self.suites {
+            let Some(client) = &s.client else { continue };
+            match tokio::time::timeout(Duration::from_secs(10), client.list_models()).await {
+                Ok(Ok(models)) => {
+                    if !models.iter().any(|m| m == &s.model) {
+                        s.preflight_notes.push(format!(
+                            "model `{}` is not listed by {} (listed: {})",
+                            s.model,
+                            s.base_url,
+                            if models.is_empty() {
+                                "none".to_string()
+                            } else {
+                                models.join(", ")
+                            }
+                        ));
+                    }
+                }
+                Ok(Err(e)) => s
+                    .preflight_notes
+                    .push(format!("preflight: {} unreachable: {e}", s.base_url)),
+                Err(_) => s
+                    .preflight_notes
+                    .push(format!("preflight: {} did not answer in 10 s", s.base_url)),
+            }
+        }
+    }
+
+    /// Runs every selected job, one trajectory at a time.
+    pub async fn execute_jobs(&self, opts: &RunOptions, ctx: &DriverCtx) -> Vec<ExecutedJob> {
+        let total: usize = self.suites.iter().map(|s| s.resolved.jobs.len()).sum();
+        let bar = progress_bar(total as u64, opts.progress && !opts.quiet);
+        let mut out = Vec::new();
+        for (si, s) in self.suites.iter().enumerate() {
+            for job in &s.resolved.jobs {
+                bar.set_message(job.job.id.clone());
+                let start_ns = self.clock.elapsed_ns();
+                let executed = if ctx.is_cancelled() {
+                    ExecutedJob {
+                        suite_index: si,
+                        job: job.clone(),
+                        trajectories: vec![],
+                        start_ns,
+                        end_ns: start_ns,
+                        harness: None,
+                        notes: vec!["not run: cancelled".into()],
+                        setup_error: Some("cancelled before start".into()),
+                    }
+                } else {
+                    self.run_job(si, s, job, ctx).await
+                };
+                out.push(executed);
+                bar.inc(1);
+            }
+        }
+        bar.finish_and_clear();
+        out
+    }
+
+    async fn run_job(
+        &self,
+        si: usize,
+        s: &SuiteRuntime,
+        job: &ResolvedJob,
+        ctx: &DriverCtx,
+    ) -> ExecutedJob {
+        let start_ns = self.clock.elapsed_ns();
+        let mut ex = ExecutedJob {
+            suite_index: si,
+            job: job.clone(),
+            trajectories: vec![],
+            start_ns,
+            end_ns: start_ns,
+            harness: None,
+            notes: s.preflight_notes.clone(),
+            setup_error: s.setup_error.clone(),
+        };
+        let (Some(client), Some(tools)) = (&s.client, &s.tools) else {
+            ex.end_ns = self.clock.elapsed_ns();
+            return ex;
+        };
+        let exec = NetExec {
+            client,
+            clock: &self.clock,
+            cancelled: &ctx.cancelled,
+        };
+        let j = &job.job;
+        let seed = s.resolved.suite.seed;
+        match &j.kind {
+            JobKind::Agentic(a) => {
+                let tool_names: Vec<String> = if a.tools.is_empty() {
+                    let mut v: Vec<String> = a.script.iter().map(|x| x.tool.clone()).collect();
+                    v.dedup();
+                    v
+                } else {
+                    a.tools.clone()
+                };
+                let offered = tools.openai_tools(&tool_names);
+                for r in 0..j.repeat.max(1) {
+                    if ctx.is_cancelled() {
+                        break;
+                    }
+                    let plan = AgenticPlan {
+                        trajectory_id: format!("{}#{r}", j.id),
+                        index: r,
+                        model: s.model.clone(),
+                        system: a.system.clone(),
+                        task: a.task.clone(),
+                        tools: offered.clone(),
+                        max_tokens: Some(j.max_tokens),
+                        temperature: Some(j.temperature),
+                        seed: Some(seed),
+                        max_steps: a.max_steps,
+                        max_repeated_tool_calls: a.max_repeated_tool_calls,
+                        script: (a.mode == AgenticMode::Scripted).then(|| {
+                            a.script
+                                .iter()
+                                .map(|x| (x.tool.clone(), x.arguments.clone()))
+                                .collect()
+                        }),
+                    };
+                    let t = run_trajectory(&exec, &Tools(tools), ctx, &plan).await;
+                    ex.trajectories.push(t);
+                }
+            }
+            JobKind::Context(c) => {
+                let words = match &c.filler {
+                    Some(p) => match std::fs::read_to_string(p) {
+                        Ok(t) => t.split_whitespace().map(str::to_string).collect(),
+                        Err(e) => {
+                            ex.notes
+                                .push(format!("filler {}: {e}; built-in words used", p.display()));
+                            vec![]
+                        }
+                    },
+                    None => vec![],
+                };
+                let plan = ContextPlan {
+                    job_id: j.id.clone(),
+                    model: s.model.clone(),
+                    sizes: c.sizes.iter().map(|&x| x as usize).collect(),
+                    repeat: j.repeat.max(1),
+                    shared_prefix: c.shared_prefix,
+                    seed,
+                    words,
+                    max_tokens: Some(j.max_tokens),
+                    temperature: Some(j.temperature),
+                };
+                ex.trajectories.push(run_context(&exec, ctx, &plan).await);
+            }
+            JobKind::Swe(w) => {
+                for r in 0..j.repeat.max(1) {
+                    if ctx.is_cancelled() {
+                        break;
+                    }
+                    let (t, o) = self.run_swe(s, j, w, r, ctx).await;
+                    ex.trajectories.push(t);
+                    ex.harness = Some(o);
+                }
+            }
+        }
+        ex.end_ns = self.clock.elapsed_ns();
+        ex
+    }
+
+    async fn run_swe(
+        &self,
+        s: &SuiteRuntime,
+        j: &crate::suite::Job,
+        w: &crate::suite::SweJob,
+        r: u32,
+        ctx: &DriverCtx,
+    ) -> (TrajectoryRecord, SweOutcome) {
+        let tmp = tempfile::tempdir().ok();
+        let steps_file = tmp
+            .as_ref()
+            .map(|d| d.path().join("steps.jsonl"))
+            .unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("inferscope-steps-{}.jsonl", std::process::id()))
+            });
+        let root = &s.resolved.suite.project_root;
+        let plan = SwePlan {
+            command: w
+                .command
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    if i == 0 {
+                        a.clone()
+                    } else {
+                        resolve_arg(root, a)
+                    }
+                })
+                .collect(),
+            cwd: w.cwd.clone(),
+            env: w.env.clone(),
+            timeout: w.timeout,
+            endpoint: s.base_url.clone(),
+            model: s.model.clone(),
+            api_key: s.api_key.clone(),
+            steps_file: steps_file.clone(),
+        };
+        let traj_id = format!("{}#{r}", j.id);
+        let span = ctx.capture.harness_start(&traj_id);
+        let start_ns = self.clock.elapsed_ns();
+        let outcome = run_harness(&plan).await;
+        let end_ns = self.clock.elapsed_ns();
+        let ok = outcome.exit_code == Some(0);
+        ctx.capture.harness_end(span, ok, outcome.timed_out);
+        let mut steps = Vec::new();
+        if steps_file.exists()
+            && let Ok(markers) = read_step_markers(&steps_file)
+        {
+            {
+                let anchor = self.clock.reference_instant_unix_ns();
+                for m in markers {
+                    // Harness step ids are renumbered run-unique; times map onto the
+                    // run clock through the anchor (ADR-013 join).
+                    steps.push(StepRecord {
+                        step_id: ctx.step_id(),
+                        kind: match m.kind {
+                            MarkerKind::LlmCall => StepKind::LlmCall,
+                            MarkerKind::Tool => StepKind::Tool,
+                        },
+                        name: m.name.clone().unwrap_or_else(|| m.kind.label().into()),
+                        start_ns: m.t_start_unix_ns.saturating_sub(anchor),
+                        end_ns: m.t_end_unix_ns.saturating_sub(anchor),
+                        status: StepStatus::Completed,
+                        failure_code: None,
+                        request: None,
+                    });
+                }
+            }
+        }
+        let stop_reason = if outcome.timed_out {
+            StopReason::Timeout
+        } else if ok {
+            StopReason::Completed
+        } else {
+            StopReason::HarnessFailed
+        };
+        let t = TrajectoryRecord {
+            id: traj_id,
+            index: r,
+            stop_reason,
+            steps,
+            tools_called: vec![],
+            final_answer: None,
+            stdout: Some(outcome.stdout.clone()),
+            start_ns,
+            end_ns,
+        };
+        (t, outcome)
+    }
+
+    /// Stops the samplers (after the measured window) and returns their timelines.
+    pub fn stop_telemetry(&mut self) -> Option<TelemetryRun> {
+        self.telemetry.take().map(TelemetryHandle::stop)
+    }
+
+    /// Stops the simulator.
+    pub async fn shutdown(self) {
+        if let Some(s) = self.sim {
+            s.shutdown().await;
+        }
+    }
+}
+
+fn progress_bar(len: u64, wanted: bool) -> ProgressBar {
+    use std::io::IsTerminal;
+    let ci = std::env::var("CI")
+        .map(|v| v == "true" || v == "1")
+        .unwrap_or(false);
+    if !wanted || ci || !std::io::stderr().is_terminal() {
+        return ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
+    }
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb
+}

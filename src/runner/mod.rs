@@ -1,0 +1,190 @@
+//! The `run` command: drives resolved suites against an endpoint (or the built-in
+//! simulator), then grades, attributes and gates (DESIGN §3 `driver`, §4–§7).
+//!
+//! Phases, in order, each a span when capture is on: `preparation` (simulator, clients,
+//! tools, samplers), `preflight` (endpoint reachable, model listed), `request_execution`
+//! (the jobs, one trajectory in flight at a time: the ADR-013 controlled-concurrency
+//! condition), `grading`, `finalization` (statistics, attribution, gates, artifacts).
+//! Artifacts are written only after the measured window.
+
+pub mod agentic;
+pub mod capture;
+pub mod context;
+pub mod energy;
+pub mod execute;
+pub mod report;
+pub mod steps;
+pub mod swe;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::clock::RunClock;
+use crate::suite::ResolvedSuite;
+use crate::timeline::Phase;
+
+use self::agentic::DriverCtx;
+use self::capture::Capture;
+pub use self::execute::{ExecutedJob, JobPlanError};
+
+/// Options of one `run` invocation (already resolved from suites and flags).
+pub struct RunOptions {
+    /// Resolved suites, in command-line order.
+    pub suites: Vec<ResolvedSuite>,
+    /// `--out DIR`: artifacts go exactly here; default `target/inferscope/runs/<run_id>`.
+    pub out: Option<PathBuf>,
+    /// Show an indicatif progress bar (hidden anyway when not a terminal or `CI=true`).
+    pub progress: bool,
+    /// Capture sink override for the overhead command's negative controls.
+    pub sink_override: Option<execute::SinkChoice>,
+    /// Print job lines while running (false for the overhead command's inner runs).
+    pub quiet: bool,
+}
+
+/// What a run produced.
+pub struct RunOutcome {
+    /// Exit status: 0 all jobs and gates passed, 100 any failed.
+    pub exit_status: i32,
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// The report (also written as `report.json`).
+    pub report: report::RunReport,
+    /// Human lines per job, the summary and the plain line, in print order.
+    pub console: Vec<String>,
+}
+
+/// A run id: `YYYYMMDDTHHMMSSZ-xxxxxx` (UTC start + 6 random hex digits).
+pub fn new_run_id(clock: &RunClock) -> String {
+    let secs = (clock.reference_instant_unix_ns() / 1_000_000_000) as i64;
+    let stamp = chrono::DateTime::from_timestamp(secs, 0)
+        .map(|d| d.format("%Y%m%dT%H%M%SZ").to_string())
+        .unwrap_or_else(|| "run".into());
+    let r: u32 = rand::random();
+    format!("{stamp}-{:06x}", r & 0x00ff_ffff)
+}
+
+/// The default run directory for `run_id` under the current directory.
+pub fn default_run_dir(run_id: &str) -> PathBuf {
+    Path::new("target")
+        .join("inferscope")
+        .join("runs")
+        .join(run_id)
+}
+
+/// Runs every selected job of `opts.suites`, writes the artifacts, and returns the
+/// outcome. Cancellation (Ctrl-C / SIGTERM) is observed through `cancelled`: no new step
+/// starts, in-flight spans end `cancelled`, and what exists is finalized as `partial`.
+pub async fn run(opts: RunOptions, cancelled: Arc<AtomicBool>) -> RunOutcome {
+    let clock = RunClock::start();
+    let run_id = new_run_id(&clock);
+    let run_dir = opts.out.clone().unwrap_or_else(|| default_run_dir(&run_id));
+    let capture_on = opts.suites.iter().any(|s| s.capture_timeline.value);
+    let tool_names: Vec<String> = {
+        let mut v: Vec<String> = opts
+            .suites
+            .iter()
+            .flat_map(|s| s.suite.tools.iter().map(|t| t.name.clone()))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let capture = if capture_on {
+        match execute::make_sink(&clock, &run_id, &tool_names, opts.sink_override.as_ref()) {
+            Ok(sink) => Capture::on(sink),
+            Err(e) => {
+                eprintln!("warning: timeline capture disabled: {e}");
+                Capture::off()
+            }
+        }
+    } else {
+        Capture::off()
+    };
+    let ctx = DriverCtx {
+        next_step_id: Arc::new(AtomicU64::new(0)),
+        cancelled: cancelled.clone(),
+        capture: capture.clone(),
+    };
+    let io_before = crate::timeline::proc_self_io();
+    let mut session = execute::Session::prepare(&opts, &clock, &ctx, &run_dir).await;
+    capture.phase(Phase::Preflight);
+    session.preflight().await;
+    capture.phase(Phase::RequestExecution);
+    let executed = session.execute_jobs(&opts, &ctx).await;
+    if ctx.cancelled.load(Ordering::Relaxed) {
+        capture.cancel_open_spans();
+    }
+    let telemetry = session.stop_telemetry();
+    let io_after = crate::timeline::proc_self_io();
+    capture.phase(Phase::Grading);
+    let graded = execute::grade_all(executed);
+    capture.phase(Phase::Finalization);
+    let mut report = report::build(
+        &run_id,
+        &clock,
+        &session,
+        &graded,
+        telemetry.as_ref(),
+        ctx.cancelled.load(Ordering::Relaxed),
+    );
+    capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
+    let console = report::console_lines(&report, &session);
+    let writes = report::write_artifacts(
+        &run_dir,
+        &mut report,
+        &graded,
+        telemetry.as_ref(),
+        &capture,
+        io_before,
+        io_after,
+        ctx.cancelled.load(Ordering::Relaxed),
+    );
+    if let Err(e) = writes {
+        eprintln!("error: writing artifacts to {}: {e}", run_dir.display());
+    }
+    session.shutdown().await;
+    RunOutcome {
+        exit_status: report.summary.exit_status,
+        run_dir,
+        report,
+        console,
+    }
+}
+
+/// Installs Ctrl-C and SIGTERM handlers that set the returned flag (second signal: exit
+/// 130 at once).
+pub fn install_signal_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => return,
+            };
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            if f.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+            eprintln!("\ninterrupt: finishing in-flight work and finalizing (again to abort)");
+        }
+    });
+    flag
+}
+
+/// Sleep helper used by drivers that honour cancellation while waiting.
+pub async fn sleep_unless_cancelled(d: Duration, cancelled: &AtomicBool) {
+    let step = Duration::from_millis(20);
+    let mut left = d;
+    while !left.is_zero() && !cancelled.load(Ordering::Relaxed) {
+        let s = left.min(step);
+        tokio::time::sleep(s).await;
+        left -= s;
+    }
+}

@@ -1,0 +1,607 @@
+//! `report.json`, `steps.jsonl` and the console lines of a run (DESIGN §7, §10).
+//!
+//! `report.json` schema `inferscope-bench.report/v1`: per request the times in ns from the
+//! reference instant, tokens, cached tokens and failure code; per job the p50/p90/p95/p99
+//! of TTFT, ITL, TPOT and E2E, throughput, success, grade and gate verdicts; per
+//! trajectory its steps with exact usage and TTFT; the ADR-013 attribution under
+//! `trajectory`. Missing values are `null`, never 0. No prompt, response or tool payload
+//! is written.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::attribution::{StepMarker, step_markers_to_jsonl};
+use crate::client::RequestRecord;
+use crate::clock::{RunClock, unix_ns_to_rfc3339};
+use crate::gate::{self, Figure, FigureSet, JobOutcome, Verdict};
+use crate::grade::CheckResult;
+use crate::render::{self, EndpointLabel, GradingCheck, JobReportView, RunTotals, Style};
+use crate::runner::capture::Capture;
+use crate::runner::energy;
+use crate::runner::execute::{GradedJob, Session};
+use crate::runner::steps::{StepKind, StepRecord, StepStatus, StopReason};
+use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
+use crate::telemetry::TelemetryRun;
+use crate::timeline::{IoCounters, ManifestInfo};
+
+/// Schema id of `report.json`.
+pub const REPORT_SCHEMA: &str = "inferscope-bench.report/v1";
+
+/// The endpoint a suite ran against.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EndpointReport {
+    /// Suite name.
+    pub suite: String,
+    /// Base URL used (the simulator's loopback URL when simulated).
+    pub base_url: String,
+    /// True when the built-in simulator served the suite (never a real-engine figure).
+    pub simulated: bool,
+    /// Model name sent.
+    pub model: String,
+    /// Metrics profile (`auto`, `vllm`, `sglang`, `llamacpp`, `sim`).
+    pub engine_profile: String,
+}
+
+/// Timeline capture summary.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CaptureReport {
+    /// Whether capture was on.
+    pub enabled: bool,
+    /// `complete`, `partial` or `unavailable`; `null` when off.
+    pub quality: Option<String>,
+    /// Events kept.
+    pub events: Option<u64>,
+    /// Events dropped (overflow).
+    pub dropped: Option<u64>,
+    /// Events rejected by validation.
+    pub rejected: Option<u64>,
+    /// Relative path of the manifest when written.
+    pub manifest: Option<String>,
+    /// Bytes the runner wrote to disk during the measured window (`/proc/self/io`
+    /// `write_bytes` delta); `null` when unreadable.
+    pub window_write_bytes: Option<u64>,
+    /// Persistence problem, if any (never changes job results or the exit status).
+    pub diagnostic: Option<String>,
+}
+
+/// One step in the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepReport {
+    /// Run-unique step id.
+    pub step_id: u64,
+    /// `llm_call` or `tool`.
+    pub kind: String,
+    /// `chat` or the tool name.
+    pub name: String,
+    /// Start, ns from the reference instant.
+    pub start_ns: u64,
+    /// End, ns from the reference instant.
+    pub end_ns: u64,
+    /// Duration, ms.
+    pub duration_ms: f64,
+    /// `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// Failure code, `null` on success.
+    pub failure_code: Option<String>,
+    /// Prompt tokens from this response's usage (exact); `null` for tools or unreported.
+    pub prompt_tokens: Option<u64>,
+    /// Cached prompt tokens from this response's usage; `null` when not reported.
+    pub cached_tokens: Option<u64>,
+    /// Completion tokens from this response's usage.
+    pub completion_tokens: Option<u64>,
+    /// TTFT, ms from send; `null` for tools or when no token arrived.
+    pub ttft_ms: Option<f64>,
+    /// Step energy, mJ (ADR-013 trapezoid; basis in `energy_basis`); `null` when
+    /// unattributed or unmeasured.
+    pub energy_mj: Option<u64>,
+    /// `measured`, `apportioned`, `simulated` or `null`.
+    pub energy_basis: Option<String>,
+}
+
+/// One trajectory in the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrajectoryReport {
+    /// `suite::job#index`.
+    pub id: String,
+    /// Repeat index.
+    pub index: u32,
+    /// Why it stopped.
+    pub stop_reason: String,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+    /// Whether every check passed for this trajectory (`null` without checks).
+    pub graded_pass: Option<bool>,
+    /// Steps.
+    pub steps: Vec<StepReport>,
+}
+
+/// SWE harness result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HarnessReport {
+    /// Exit code (`null` when killed or not started).
+    pub exit_code: Option<i32>,
+    /// Killed after the timeout.
+    pub timed_out: bool,
+    /// Why it could not start.
+    pub spawn_error: Option<String>,
+}
+
+/// One job in the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobReport {
+    /// `suite::job`.
+    pub id: String,
+    /// `agentic`, `context` or `swe`.
+    pub kind: String,
+    /// `pass` or `fail`.
+    pub status: String,
+    /// Job duration, ns.
+    pub duration_ns: u64,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+    /// Request statistics (`null` when the job made no requests of its own).
+    pub stats: Option<JobStats>,
+    /// Gate verdicts (the built-in `successful_requests` first).
+    pub verdicts: Vec<Verdict>,
+    /// Grading checks: `(description, passed, reason)` over all trajectories.
+    pub grading: Vec<GradingCheck>,
+    /// Fraction of trajectories that passed grading (`null` without checks).
+    pub grade_pass_rate: Option<f64>,
+    /// Failed requests per failure code.
+    pub failure_codes: Vec<(String, u64)>,
+    /// Notes (preflight, set-up, energy basis).
+    pub notes: Vec<String>,
+    /// SWE harness outcome.
+    pub harness: Option<HarnessReport>,
+    /// Trajectories.
+    pub trajectories: Vec<TrajectoryReport>,
+    /// Every request of the job (no content).
+    pub requests: Vec<RequestRecord>,
+}
+
+impl JobReport {
+    /// The renderers' view of this job.
+    pub fn view(&self) -> JobReportView {
+        JobReportView {
+            id: self.id.clone(),
+            kind: self.kind.clone(),
+            passed: self.status == "pass",
+            duration_ns: self.duration_ns,
+            verdicts: self.verdicts.clone(),
+            grading: self.grading.clone(),
+            stats: self.stats.clone(),
+            failure_codes: self.failure_codes.clone(),
+            notes: self.notes.clone(),
+        }
+    }
+}
+
+/// Run totals.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SummaryReport {
+    /// Jobs run.
+    pub jobs: usize,
+    /// Jobs passed.
+    pub passed: usize,
+    /// Jobs failed.
+    pub failed: usize,
+    /// Run duration, ns.
+    pub duration_ns: u64,
+    /// 0 all passed, 100 any failed.
+    pub exit_status: i32,
+}
+
+/// `report.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    /// [`REPORT_SCHEMA`].
+    pub schema: String,
+    /// Run id.
+    pub run_id: String,
+    /// `inferscope-bench <version>`.
+    pub tool: String,
+    /// Run start, RFC 3339 UTC (display only).
+    pub started_utc: String,
+    /// ADR-013 anchor: unix ns of the reference instant.
+    pub reference_instant_unix_ns: u64,
+    /// Clock domain of every `*_ns` value.
+    pub clock_domain_id: String,
+    /// Percentile method of every percentile.
+    pub percentile_method: String,
+    /// True when Ctrl-C ended the run early.
+    pub cancelled: bool,
+    /// The first suite's endpoint (see `endpoints` for all).
+    pub endpoint: Option<EndpointReport>,
+    /// Every suite's endpoint.
+    pub endpoints: Vec<EndpointReport>,
+    /// Timeline capture.
+    pub capture: CaptureReport,
+    /// Sampler status (sources, periods, counts, reasons).
+    pub telemetry: Option<serde_json::Value>,
+    /// Jobs.
+    pub jobs: Vec<JobReport>,
+    /// ADR-013 trajectory attribution (`null` when withheld for the whole run).
+    pub trajectory: Option<serde_json::Value>,
+    /// Totals.
+    pub summary: SummaryReport,
+    /// Rendered per-step tables (console only).
+    #[serde(skip)]
+    pub tables: Vec<String>,
+}
+
+fn figures(r: &RequestRecord) -> RequestFigures {
+    RequestFigures {
+        ok: r.is_success(),
+        ttft_ms: r.ttft_ms(),
+        itl_ms: r.itl_ms(),
+        tpot_ms: r.tpot_ms(),
+        e2e_ms: r.e2e_ms(),
+        output_tokens: r.output_tokens(),
+        prompt_tokens: r.prompt_tokens,
+        cached_tokens: r.cached_tokens,
+        schedule_lag_ms: Some(r.schedule_lag_ns() as f64 / 1e6),
+    }
+}
+
+fn step_status(s: StepStatus) -> &'static str {
+    match s {
+        StepStatus::Completed => "completed",
+        StepStatus::Failed => "failed",
+        StepStatus::Cancelled => "cancelled",
+    }
+}
+
+fn stop_reason(s: StopReason) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>) -> StepReport {
+    let r = s.request.as_ref();
+    StepReport {
+        step_id: s.step_id,
+        kind: match s.kind {
+            StepKind::LlmCall => "llm_call".into(),
+            StepKind::Tool => "tool".into(),
+        },
+        name: s.name.clone(),
+        start_ns: s.start_ns,
+        end_ns: s.end_ns,
+        duration_ms: s.duration_ms(),
+        status: if s.status == StepStatus::Failed
+            && r.is_some_and(|r| r.error.as_deref() == Some("cancelled"))
+        {
+            "cancelled".into()
+        } else {
+            step_status(s.status).into()
+        },
+        failure_code: s.failure_code.clone(),
+        prompt_tokens: r.and_then(|r| r.prompt_tokens),
+        cached_tokens: r.and_then(|r| r.cached_tokens),
+        completion_tokens: r.and_then(|r| r.completion_tokens),
+        ttft_ms: r.and_then(|r| r.ttft_ms()),
+        energy_mj: energy.and_then(|e| e.energy_mj),
+        energy_basis: energy.map(|e| e.basis.clone()),
+    }
+}
+
+/// Builds the report: statistics, attribution, gates.
+pub fn build(
+    run_id: &str,
+    clock: &RunClock,
+    session: &Session,
+    graded: &[GradedJob],
+    telemetry: Option<&TelemetryRun>,
+    cancelled: bool,
+) -> RunReport {
+    let end_ns = clock.elapsed_ns();
+    let attribution = energy::attribute(clock, graded, telemetry, session, end_ns);
+    let mut jobs = Vec::new();
+    for g in graded {
+        let e = &g.executed;
+        let rs = &session.suites[e.suite_index];
+        let requests: Vec<RequestRecord> = e
+            .trajectories
+            .iter()
+            .flat_map(|t| t.steps.iter().filter_map(|s| s.request.clone()))
+            .collect();
+        let duration_ns = e.end_ns.saturating_sub(e.start_ns);
+        let stats = (!requests.is_empty()).then(|| {
+            let figs: Vec<RequestFigures> = requests.iter().map(figures).collect();
+            JobStats::aggregate(&figs, AggregateParams::new(duration_ns.max(1)))
+        });
+        let mut figs = stats
+            .as_ref()
+            .map(FigureSet::from_job_stats)
+            .unwrap_or_default();
+        let is_swe = e.harness.is_some();
+        if is_swe {
+            // An SWE harness talks to the endpoint itself: its success stands for the
+            // built-in "at least one successful request" rule.
+            let harness_ok = e.harness.as_ref().is_some_and(|h| h.exit_code == Some(0));
+            figs.successful_requests = u64::from(harness_ok);
+            figs.error_rate = Figure::unavailable(gate::basis::REQUEST_OUTCOMES, "swe harness");
+        }
+        figs.grade_pass_rate = match g.grade_pass_rate() {
+            Some(v) => Figure::available(v, gate::basis::GRADING),
+            None => Figure::unavailable(gate::basis::GRADING, "no checks"),
+        };
+        let job_energy = attribution.job_figures(&e.job.job.id);
+        figs.tokens_per_joule = job_energy.tokens_per_joule.clone();
+        figs.energy_per_trajectory_j = job_energy.energy_per_trajectory_j.clone();
+        let spec = &e.job.gates;
+        let verdicts = gate::evaluate(spec, &figs);
+        let grading: Vec<GradingCheck> = g
+            .checks
+            .iter()
+            .enumerate()
+            .flat_map(|(i, cs)| {
+                let multi = g.checks.len() > 1;
+                cs.iter().map(move |c: &CheckResult| {
+                    let name = if multi {
+                        format!("#{i} {}", c.check)
+                    } else {
+                        c.check.clone()
+                    };
+                    (name, c.passed, c.reason.clone())
+                })
+            })
+            .collect();
+        let mut notes = e.notes.clone();
+        if let Some(err) = &e.setup_error {
+            notes.push(format!("not run: {err}"));
+        }
+        notes.extend(job_energy.notes.iter().cloned());
+        let mut harness_ok = true;
+        if let Some(h) = &e.harness {
+            if h.timed_out {
+                notes.push("harness timed out; its process group was killed".into());
+                harness_ok = false;
+            } else if let Some(err) = &h.spawn_error {
+                notes.push(format!("harness: {err}"));
+                harness_ok = false;
+            } else if h.exit_code != Some(0) {
+                notes.push(format!("harness exited with {:?}", h.exit_code));
+                harness_ok = false;
+            }
+        }
+        let outcome = JobOutcome::from_verdicts(&verdicts, g.grading_passed());
+        let passed = outcome == JobOutcome::Pass && harness_ok && e.setup_error.is_none();
+        let mut failure_codes: BTreeMap<String, u64> = BTreeMap::new();
+        for r in requests.iter().filter(|r| !r.is_success()) {
+            let code = r
+                .failure_code
+                .map(|c| c.as_str().to_string())
+                .unwrap_or_else(|| r.error.clone().unwrap_or_else(|| "failed".into()));
+            *failure_codes.entry(code).or_default() += 1;
+        }
+        let trajectories = e
+            .trajectories
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TrajectoryReport {
+                id: t.id.clone(),
+                index: t.index,
+                stop_reason: stop_reason(t.stop_reason),
+                start_ns: t.start_ns,
+                end_ns: t.end_ns,
+                graded_pass: g
+                    .checks
+                    .get(i)
+                    .filter(|c| !c.is_empty())
+                    .map(|c| c.iter().all(|r| r.passed)),
+                steps: t
+                    .steps
+                    .iter()
+                    .map(|s| step_report(s, attribution.step(&t.id, s.step_id)))
+                    .collect(),
+            })
+            .collect();
+        jobs.push(JobReport {
+            id: e.job.job.id.clone(),
+            kind: e.job.job.kind_name().as_str().into(),
+            status: if passed { "pass" } else { "fail" }.into(),
+            duration_ns,
+            start_ns: e.start_ns,
+            end_ns: e.end_ns,
+            stats,
+            verdicts,
+            grading,
+            grade_pass_rate: g.grade_pass_rate(),
+            failure_codes: failure_codes.into_iter().collect(),
+            notes,
+            harness: e.harness.as_ref().map(|h| HarnessReport {
+                exit_code: h.exit_code,
+                timed_out: h.timed_out,
+                spawn_error: h.spawn_error.clone(),
+            }),
+            trajectories,
+            requests,
+        });
+        let _ = rs;
+    }
+    let passed = jobs.iter().filter(|j| j.status == "pass").count();
+    let failed = jobs.len() - passed;
+    let any_runner_requests = jobs.iter().any(|j| j.stats.is_some());
+    let successful: u64 = jobs
+        .iter()
+        .filter_map(|j| j.stats.as_ref())
+        .map(|s| s.succeeded)
+        .sum();
+    // Zero successful requests in a run that made requests always fails (DESIGN §7);
+    // a run that selected no job is bad input (exit 2).
+    let exit_status = if jobs.is_empty() {
+        gate::EXIT_BAD_INPUT
+    } else if failed > 0 || (any_runner_requests && successful == 0) || cancelled {
+        gate::EXIT_FAILED
+    } else {
+        gate::EXIT_OK
+    };
+    let endpoints: Vec<EndpointReport> = session
+        .suites
+        .iter()
+        .map(|s| EndpointReport {
+            suite: s.resolved.suite.name.clone(),
+            base_url: s.base_url.clone(),
+            simulated: s.simulated,
+            model: s.model.clone(),
+            engine_profile: s.resolved.suite.engine.as_str().into(),
+        })
+        .collect();
+    RunReport {
+        schema: REPORT_SCHEMA.into(),
+        run_id: run_id.into(),
+        tool: format!("inferscope-bench {}", env!("CARGO_PKG_VERSION")),
+        started_utc: unix_ns_to_rfc3339(clock.reference_instant_unix_ns()),
+        reference_instant_unix_ns: clock.reference_instant_unix_ns(),
+        clock_domain_id: clock.clock_domain_id().into(),
+        percentile_method: PERCENTILE_METHOD.into(),
+        cancelled,
+        endpoint: endpoints.first().cloned(),
+        endpoints,
+        capture: CaptureReport::default(),
+        telemetry: telemetry.map(|t| {
+            serde_json::json!({"proc": t.proc, "power": t.power, "metrics": t.metrics,
+                "started_elapsed_ns": t.started_elapsed_ns, "stopped_elapsed_ns": t.stopped_elapsed_ns})
+        }),
+        jobs,
+        trajectory: attribution.run_value(),
+        tables: attribution.tables(),
+        summary: SummaryReport {
+            jobs: passed + failed,
+            passed,
+            failed,
+            duration_ns: end_ns,
+            exit_status,
+        },
+    }
+}
+
+/// The endpoint label for console output.
+pub fn endpoint_label(report: &RunReport) -> EndpointLabel {
+    match &report.endpoint {
+        Some(e) if e.simulated => EndpointLabel::Simulated,
+        Some(e) => EndpointLabel::Url(e.base_url.clone()),
+        None => EndpointLabel::Simulated,
+    }
+}
+
+/// nextest-style lines: one block per job, the summary line, the plain line.
+pub fn console_lines(report: &RunReport, _session: &Session) -> Vec<String> {
+    let style = Style::PLAIN;
+    let views: Vec<JobReportView> = report.jobs.iter().map(JobReport::view).collect();
+    let mut out = Vec::new();
+    for v in &views {
+        out.push(
+            render::job_block(v, style)
+                .trim_end_matches('\n')
+                .to_string(),
+        );
+    }
+    let totals = RunTotals::from_jobs(&views, report.summary.duration_ns);
+    out.push(render::summary_line(&totals, style));
+    out.push(render::plain_line(&totals));
+    out
+}
+
+/// Per-step tables of the attribution, one per trajectory (printed after the job lines).
+pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
+    report.tables.clone()
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// The ADR-013 markers of every step of every trajectory (unix ns from the anchor).
+pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
+    let anchor = report.reference_instant_unix_ns;
+    report
+        .jobs
+        .iter()
+        .flat_map(|j| j.trajectories.iter())
+        .flat_map(|t| {
+            t.steps.iter().map(move |s| StepMarker {
+                step_id: s.step_id,
+                kind: if s.kind == "tool" {
+                    crate::attribution::StepKind::Tool
+                } else {
+                    crate::attribution::StepKind::LlmCall
+                },
+                t_start_unix_ns: anchor + s.start_ns,
+                t_end_unix_ns: anchor + s.end_ns,
+                trajectory: Some(t.id.clone()),
+                name: Some(s.name.clone()),
+            })
+        })
+        .collect()
+}
+
+/// Writes `report.json`, `steps.jsonl`, `samples/` and the timeline (when captured)
+/// into `run_dir`, after the measured window. A timeline persistence failure is recorded
+/// as a capture diagnostic and never changes results.
+#[allow(clippy::too_many_arguments)]
+pub fn write_artifacts(
+    run_dir: &Path,
+    report: &mut RunReport,
+    _graded: &[GradedJob],
+    telemetry: Option<&TelemetryRun>,
+    capture: &Capture,
+    io_before: Option<IoCounters>,
+    io_after: Option<IoCounters>,
+    cancelled: bool,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(run_dir)?;
+    report.capture.enabled = capture.is_on();
+    report.capture.window_write_bytes = match (io_before, io_after) {
+        (Some(a), Some(b)) => Some(b.write_bytes.saturating_sub(a.write_bytes)),
+        _ => None,
+    };
+    if let Some(sink) = capture.sink() {
+        let tl = sink.timeline();
+        let summary = tl.finalize(cancelled);
+        report.capture.events = Some(summary.event_count);
+        report.capture.dropped = Some(summary.dropped.total());
+        report.capture.rejected = Some(summary.rejected.total());
+        report.capture.quality = Some(summary.quality.as_str().into());
+        let info = ManifestInfo {
+            io_before,
+            io_after,
+            telemetry_session_id: None,
+        };
+        match tl.persist(run_dir, &info) {
+            Ok(p) => {
+                report.capture.quality = Some(p.quality.as_str().into());
+                report.capture.manifest = Some("timeline/manifest.json".into());
+            }
+            Err(e) => report.capture.diagnostic = Some(e.to_string()),
+        }
+    }
+    if let Some(t) = telemetry
+        && let Err(e) = t.write_samples(&run_dir.join("samples"))
+    {
+        eprintln!("warning: samples not written: {e}");
+    }
+    let markers = step_markers(report);
+    write_atomic(
+        &run_dir.join("steps.jsonl"),
+        step_markers_to_jsonl(&markers).as_bytes(),
+    )?;
+    let json = serde_json::to_vec_pretty(report).map_err(std::io::Error::other)?;
+    write_atomic(&run_dir.join("report.json"), &json)?;
+    Ok(())
+}

@@ -1,0 +1,263 @@
+//! The built-in OpenAI-compatible simulator: the embedded default endpoint and the
+//! project's test double (issue 2 item 6; DESIGN.md §9). It never stands in for a
+//! measurement of a real engine: every consumer labels its figures `simulated`.
+//!
+//! What it does:
+//! - `GET /v1/models` (OpenAI list), `POST /v1/chat/completions` (stream and non-stream,
+//!   vLLM's shape: [`stream`]), `GET /metrics` (vLLM V1 names: [`metrics`]), `GET /health`;
+//! - a deterministic ChatML-like rendering and 4-byte tokenizer ([`prompt`]), a 16-token
+//!   block-hash prefix cache with LRU eviction ([`cache`]), reported as
+//!   `usage.prompt_tokens_details.cached_tokens`;
+//! - a seeded latency model: TTFT = base + per-token cost × uncached prompt tokens, ITL
+//!   with seeded jitter ([`config::SimConfig`], [`generate`]);
+//! - deterministic tool calls and final answers that quote the last tool result
+//!   ([`generate`]);
+//! - fault injection, every Nth request or per request by header ([`fault`]);
+//! - a simulated power model and energy counter for attribution without a GPU ([`power`]).
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use inferscope_bench::sim::{SimConfig, spawn};
+//! let sim = spawn(SimConfig::default(), "127.0.0.1:0".parse().unwrap()).await?;
+//! println!("{}", sim.base_url()); // http://127.0.0.1:PORT/v1
+//! sim.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+pub mod cache;
+pub mod config;
+pub mod fault;
+pub mod generate;
+pub mod metrics;
+pub mod power;
+pub mod prompt;
+mod server;
+mod stream;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::serve::ListenerExt;
+use tokio::sync::{Semaphore, oneshot};
+use tokio::task::JoinHandle;
+
+pub use config::{FaultConfig, SimArgs, SimConfig};
+pub use fault::{FAULT_HEADER, Faults};
+pub use metrics::MetricsSnapshot;
+pub use power::PowerModel;
+
+use cache::PrefixCache;
+use metrics::Counters;
+use power::EnergyMeter;
+
+/// How long [`SimHandle::shutdown`] waits for open connections before aborting them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The simulator's shared state: configuration, prefix cache, engine counters and the
+/// simulated power meter. Shared by the router's handlers and readable by the embedding
+/// process (power and energy reads are lock-free).
+#[derive(Debug)]
+pub struct SimState {
+    cfg: SimConfig,
+    cache: Mutex<PrefixCache>,
+    pub(crate) counters: Counters,
+    pub(crate) meter: EnergyMeter,
+    pub(crate) seqs: Option<Arc<Semaphore>>,
+    requests: AtomicU64,
+    pub(crate) created_unix_s: f64,
+}
+
+impl SimState {
+    /// Fresh state (empty cache, zero counters, idle power, zero energy) for `cfg`.
+    pub fn new(cfg: SimConfig) -> Self {
+        let created_unix_s = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        let seqs =
+            (cfg.max_num_seqs > 0).then(|| Arc::new(Semaphore::new(cfg.max_num_seqs as usize)));
+        Self {
+            cache: Mutex::new(PrefixCache::new(
+                cfg.block_size.max(1) as usize,
+                cfg.cache_capacity_blocks,
+            )),
+            counters: Counters::default(),
+            meter: EnergyMeter::new(cfg.power),
+            seqs,
+            requests: AtomicU64::new(0),
+            created_unix_s,
+            cfg,
+        }
+    }
+
+    /// The configuration this simulator runs with.
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// Simulated board power now, milliwatts (see [`power`]; lock-free).
+    pub fn power_mw(&self) -> u64 {
+        self.meter.power_mw()
+    }
+
+    /// Simulated cumulative energy since this state was created, millijoules; monotonic,
+    /// integrated exactly from the power model (see [`power`]; lock-free).
+    pub fn energy_mj(&self) -> u64 {
+        self.meter.energy_mj()
+    }
+
+    /// Chat-completion requests received so far (including rejected ones).
+    pub fn requests_received(&self) -> u64 {
+        self.requests.load(Relaxed)
+    }
+
+    /// Blocks currently held by the prefix cache.
+    pub fn cached_blocks(&self) -> usize {
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len_blocks()
+    }
+
+    /// A copy of the engine metrics now.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let c = &self.counters;
+        MetricsSnapshot {
+            model_name: self.cfg.model.clone(),
+            prompt_tokens_total: c.prompt_tokens.load(Relaxed),
+            generation_tokens_total: c.generation_tokens.load(Relaxed),
+            prefix_cache_queries_total: c.prefix_cache_queries.load(Relaxed),
+            prefix_cache_hits_total: c.prefix_cache_hits.load(Relaxed),
+            request_success_stop: c.success_stop.load(Relaxed),
+            request_success_length: c.success_length.load(Relaxed),
+            request_success_abort: c.success_abort.load(Relaxed),
+            num_requests_running: c.running.load(Relaxed),
+            num_requests_waiting: c.waiting.load(Relaxed),
+            kv_blocks_in_use: c.kv_blocks_in_use.load(Relaxed),
+            kv_capacity_blocks: self.cfg.cache_capacity_blocks,
+            block_size: self.cfg.block_size,
+            power_mw: self.power_mw(),
+            energy_mj: self.energy_mj(),
+            created_unix_s: self.created_unix_s,
+        }
+    }
+
+    /// The `/metrics` body (Prometheus text format 0.0.4).
+    pub fn render_metrics(&self) -> String {
+        self.metrics().render_prometheus()
+    }
+
+    pub(crate) fn next_request_number(&self) -> u64 {
+        self.requests.fetch_add(1, Relaxed) + 1
+    }
+
+    pub(crate) fn lookup_and_insert(&self, hashes: &[u64], prompt_tokens: usize) -> usize {
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .lookup_and_insert(hashes, prompt_tokens)
+    }
+}
+
+/// The simulator's routes over `state` (see the module docs).
+pub fn router(state: Arc<SimState>) -> axum::Router {
+    server::build_router(state)
+}
+
+/// A running simulator. Dropping it shuts the server down gracefully in the background;
+/// [`SimHandle::shutdown`] waits for that.
+#[derive(Debug)]
+pub struct SimHandle {
+    addr: SocketAddr,
+    state: Arc<SimState>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl SimHandle {
+    /// The bound socket address (the real port when bound to port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// OpenAI base URL, `http://IP:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Prometheus endpoint, `http://IP:PORT/metrics`.
+    pub fn metrics_url(&self) -> String {
+        format!("http://{}/metrics", self.addr)
+    }
+
+    /// The shared state (power, energy, counters).
+    pub fn state(&self) -> Arc<SimState> {
+        self.state.clone()
+    }
+
+    /// Stops accepting, lets open requests finish for up to 5 s, then aborts the rest.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(mut task) = self.task.take()
+            && tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
+                .await
+                .is_err()
+        {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Binds `bind` (use `127.0.0.1:0` for a free port) and serves the simulator on the
+/// current tokio runtime. Errors: the bind error.
+pub async fn spawn(cfg: SimConfig, bind: SocketAddr) -> std::io::Result<SimHandle> {
+    let listener = tokio::net::TcpListener::bind(bind).await?;
+    let addr = listener.local_addr()?;
+    let state = Arc::new(SimState::new(cfg));
+    let app = router(state.clone());
+    let (tx, rx) = oneshot::channel::<()>();
+    let listener = listener.tap_io(|tcp| {
+        // Small SSE frames must not wait for Nagle.
+        let _ = tcp.set_nodelay(true);
+    });
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await
+    });
+    Ok(SimHandle {
+        addr,
+        state,
+        shutdown: Some(tx),
+        task: Some(task),
+    })
+}
+
+/// `inferscope-bench sim`: serves until Ctrl-C, after printing the listening URL.
+/// Errors: bind failure or a failure to listen for Ctrl-C.
+pub async fn serve(args: SimArgs) -> std::io::Result<()> {
+    let handle = spawn(args.to_config(), args.socket_addr()).await?;
+    println!(
+        "inferscope-bench sim: simulated endpoint listening on {} (model {}, metrics {})",
+        handle.base_url(),
+        handle.state().config().model,
+        handle.metrics_url()
+    );
+    tokio::signal::ctrl_c().await?;
+    handle.shutdown().await;
+    Ok(())
+}

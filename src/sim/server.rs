@@ -1,0 +1,392 @@
+//! HTTP routes of the simulator and the per-request engine bookkeeping.
+//!
+//! Routes: `GET /v1/models`, `POST /v1/chat/completions`, `GET /metrics`, `GET /health`.
+//! Errors use the OpenAI/vLLM body `{"error":{"message","type","param","code"}}`:
+//! bad JSON or an unsupported request → 400 `BadRequestError`; an unknown model → 404
+//! `NotFoundError` with `param: "model"`.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+
+use super::SimState;
+use super::cache::block_hashes;
+use super::fault::{FAULT_HEADER, Faults};
+use super::generate::{
+    Completion, FinishReason, PlanError, effective_seed, jitter_rng_seed, plan_completion,
+    token_schedule_us, ttft_us,
+};
+use super::metrics::Counters;
+use super::prompt::{ChatRequest, render_prompt, tokenize};
+use super::stream::{ChunkEncoder, TimedBody, Usage, build_stream, disconnecting_body, fault_cut};
+
+/// Largest accepted request body (long-context prompts), bytes.
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+pub(crate) fn build_router(state: Arc<SimState>) -> Router {
+    Router::new()
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/metrics", get(metrics))
+        .route("/health", get(health))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+fn unix_now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn error_response(
+    status: StatusCode,
+    kind: &str,
+    message: String,
+    param: Option<&str>,
+) -> Response {
+    let body = json!({"error": {
+        "message": message,
+        "type": kind,
+        "param": param,
+        "code": status.as_u16(),
+    }});
+    (status, axum::Json(body)).into_response()
+}
+
+fn bad_request(message: String) -> Response {
+    error_response(StatusCode::BAD_REQUEST, "BadRequestError", message, None)
+}
+
+async fn health() -> StatusCode {
+    StatusCode::OK
+}
+
+async fn models(State(st): State<Arc<SimState>>) -> Response {
+    let m = &st.config().model;
+    axum::Json(json!({
+        "object": "list",
+        "data": [{
+            "id": m,
+            "object": "model",
+            "created": st.created_unix_s as u64,
+            "owned_by": "inferscope-sim",
+            "root": m,
+            "parent": null,
+        }]
+    }))
+    .into_response()
+}
+
+async fn metrics(State(st): State<Arc<SimState>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        st.render_metrics(),
+    )
+        .into_response()
+}
+
+/// Holds `vllm:num_requests_waiting` up while a request waits for a running slot.
+struct WaitingGuard<'a>(&'a SimState);
+
+impl Drop for WaitingGuard<'_> {
+    fn drop(&mut self) {
+        Counters::sub(&self.0.counters.waiting, 1);
+    }
+}
+
+async fn acquire_slot(st: &SimState) -> Option<OwnedSemaphorePermit> {
+    let sem = st.seqs.as_ref()?;
+    match sem.clone().try_acquire_owned() {
+        Ok(p) => Some(p),
+        Err(_) => {
+            Counters::add(&st.counters.waiting, 1);
+            let _w = WaitingGuard(st);
+            sem.clone().acquire_owned().await.ok()
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Prefill,
+    Decode,
+    Ended,
+}
+
+/// One admitted request's share of the engine state: running gauge, KV blocks, power
+/// (prefill → decode → ended) and the token/success counters. Dropping it before the
+/// end (client gone, fault) counts the request as `abort`.
+pub(crate) struct RequestGuard {
+    state: Arc<SimState>,
+    phase: Phase,
+    prompt_tokens: u64,
+    kv_blocks: u64,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl RequestGuard {
+    fn admit(
+        state: Arc<SimState>,
+        permit: Option<OwnedSemaphorePermit>,
+        prompt_tokens: u64,
+        cached_tokens: u64,
+        kv_blocks: u64,
+    ) -> Self {
+        let c = &state.counters;
+        Counters::add(&c.prefix_cache_queries, prompt_tokens);
+        Counters::add(&c.prefix_cache_hits, cached_tokens);
+        Counters::add(&c.running, 1);
+        Counters::add(&c.kv_blocks_in_use, kv_blocks);
+        state.meter.change(1, 0);
+        Self {
+            state,
+            phase: Phase::Prefill,
+            prompt_tokens,
+            kv_blocks,
+            permit,
+        }
+    }
+
+    /// Prefill ends: the prompt counts as processed, power switches to decode.
+    pub(crate) fn first_token(&mut self) {
+        if self.phase == Phase::Prefill {
+            self.phase = Phase::Decode;
+            self.state.meter.change(-1, 1);
+            Counters::add(&self.state.counters.prompt_tokens, self.prompt_tokens);
+        }
+    }
+
+    /// `n` completion tokens were sent.
+    pub(crate) fn generated(&mut self, n: u64) {
+        Counters::add(&self.state.counters.generation_tokens, n);
+    }
+
+    /// The request finished normally.
+    pub(crate) fn finish(&mut self, reason: FinishReason) {
+        if self.phase == Phase::Ended {
+            return;
+        }
+        self.first_token();
+        let c = &self.state.counters;
+        match reason {
+            FinishReason::Length => Counters::add(&c.success_length, 1),
+            FinishReason::Stop | FinishReason::ToolCalls => Counters::add(&c.success_stop, 1),
+        }
+        self.end();
+    }
+
+    /// The request ended abnormally (no-op once ended).
+    pub(crate) fn abort(&mut self) {
+        if self.phase != Phase::Ended {
+            Counters::add(&self.state.counters.success_abort, 1);
+            self.end();
+        }
+    }
+
+    fn end(&mut self) {
+        match self.phase {
+            Phase::Prefill => self.state.meter.change(-1, 0),
+            Phase::Decode => self.state.meter.change(0, -1),
+            Phase::Ended => return,
+        }
+        self.phase = Phase::Ended;
+        let c = &self.state.counters;
+        Counters::sub(&c.running, 1);
+        Counters::sub(&c.kv_blocks_in_use, self.kv_blocks);
+        self.permit.take();
+    }
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+async fn sleep_until_us(start: Instant, at_us: u64) {
+    if at_us > 0 {
+        let deadline = start + Duration::from_micros(at_us);
+        if Instant::now() < deadline {
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
+fn completion_message(c: &Completion) -> Value {
+    match c {
+        Completion::Text { pieces, .. } => json!({"role": "assistant", "content": pieces.concat()}),
+        Completion::ToolCall {
+            id,
+            name,
+            fragments,
+        } => json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [{
+                "id": id,
+                "type": "function",
+                "function": {"name": name, "arguments": fragments.concat()},
+            }],
+        }),
+    }
+}
+
+async fn chat_completions(
+    State(st): State<Arc<SimState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let number = st.next_request_number();
+    let cfg = st.config();
+    let mut faults = Faults::for_request(&cfg.faults, number);
+    if let Some(v) = headers.get(FAULT_HEADER) {
+        let parsed = v
+            .to_str()
+            .map_err(|_| format!("{FAULT_HEADER}: not ASCII"))
+            .and_then(Faults::parse_header);
+        match parsed {
+            Ok(f) => faults = faults.merge(f),
+            Err(e) => return bad_request(e),
+        }
+    }
+    let req: ChatRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad_request(format!("invalid request body: {e}")),
+    };
+    if req.model != cfg.model {
+        return error_response(
+            StatusCode::NOT_FOUND,
+            "NotFoundError",
+            format!("The model `{}` does not exist.", req.model),
+            Some("model"),
+        );
+    }
+    if req.messages.is_empty() {
+        return bad_request("`messages` must not be empty".into());
+    }
+    if req.n.is_some_and(|n| n != 1) {
+        return bad_request("the simulator supports only n = 1".into());
+    }
+    if req.output_cap() == Some(0) {
+        return bad_request("max_tokens must be at least 1".into());
+    }
+    let prompt = render_prompt(&req.messages, req.tools());
+    let completion = match plan_completion(cfg, &req, &prompt) {
+        Ok(c) => c,
+        Err(PlanError(m)) => return bad_request(m),
+    };
+    let tokens = tokenize(&prompt);
+    let prompt_tokens = tokens.len();
+    let bs = cfg.block_size.max(1) as usize;
+    let hashes = block_hashes(&tokens, bs);
+    drop(tokens);
+
+    if faults.slow_first_byte_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(faults.slow_first_byte_ms)).await;
+    }
+
+    // Admission (scheduling): a running slot, the prefix-cache lookup, the guard.
+    let permit = acquire_slot(&st).await;
+    let cached = st.lookup_and_insert(&hashes, prompt_tokens);
+    let out_tokens = completion.tokens();
+    let kv_blocks = (prompt_tokens + out_tokens).div_ceil(bs) as u64;
+    let start = Instant::now();
+    let mut guard = RequestGuard::admit(
+        st.clone(),
+        permit,
+        prompt_tokens as u64,
+        cached as u64,
+        kv_blocks,
+    );
+
+    let ttft = ttft_us(cfg, prompt_tokens, cached);
+    let jitter_seed = jitter_rng_seed(effective_seed(cfg, &req), &prompt);
+    let schedule = token_schedule_us(cfg, ttft, out_tokens, jitter_seed);
+    let usage = Usage {
+        prompt_tokens,
+        completion_tokens: out_tokens,
+        cached_tokens: cached,
+    };
+    let id = format!("chatcmpl-sim-{number}");
+    let created = unix_now_s();
+
+    if req.is_stream() {
+        let include_usage = req.include_usage();
+        let enc = ChunkEncoder::new(&id, created, &cfg.model, include_usage);
+        let usage_chunk = (include_usage && !faults.no_usage).then_some(&usage);
+        let segs = build_stream(&enc, &completion, &schedule, usage_chunk, &faults);
+        let body = Body::from_stream(TimedBody::new(segs, start, guard));
+        return (
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/event-stream"),
+                ),
+                (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            ],
+            body,
+        )
+            .into_response();
+    }
+
+    // Non-streaming: wait out the schedule, keeping the phases in step.
+    sleep_until_us(start, ttft).await;
+    guard.first_token();
+    if faults.disconnect || faults.error_mid_stream {
+        let k = fault_cut(out_tokens);
+        let at = schedule.get(k).or(schedule.last()).copied().unwrap_or(0);
+        sleep_until_us(start, at).await;
+        guard.generated(k as u64);
+        guard.abort();
+        if faults.disconnect {
+            let partial = Bytes::from(format!("{{\"id\":\"{id}\",\"object\":\"chat.comp"));
+            return (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                disconnecting_body(partial),
+            )
+                .into_response();
+        }
+        return error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "inferscope-sim: injected error".into(),
+            None,
+        );
+    }
+    sleep_until_us(start, schedule.last().copied().unwrap_or(0)).await;
+    guard.generated(out_tokens as u64);
+    guard.finish(completion.finish());
+    let mut body = json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": cfg.model,
+        "choices": [{
+            "index": 0,
+            "message": completion_message(&completion),
+            "logprobs": null,
+            "finish_reason": completion.finish().as_str(),
+        }],
+    });
+    if !faults.no_usage {
+        body["usage"] = serde_json::from_str(&usage.json()).unwrap_or(Value::Null);
+    }
+    axum::Json(body).into_response()
+}

@@ -1,0 +1,345 @@
+//! [`SuiteError`]: one located problem in a suite file.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode};
+
+/// A 1-based position in the suite file plus the byte span it labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// 1-based line number.
+    pub line: usize,
+    /// 1-based column, in characters (not bytes) from the start of the line.
+    pub column: usize,
+    /// Byte offset of the labelled span in the file.
+    pub offset: usize,
+    /// Byte length of the labelled span (at least 1 for display).
+    pub len: usize,
+}
+
+/// The class of a suite error; also the miette diagnostic code `suite::<kind>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuiteErrorKind {
+    /// The suite file could not be read.
+    Io,
+    /// The file is not valid TOML (duplicate key, bad string, ...).
+    Syntax,
+    /// A key that the table does not accept.
+    UnknownField,
+    /// A table (`[name]`) that the suite does not accept.
+    UnknownTable,
+    /// A key that belongs to another job or check kind.
+    WrongKindField,
+    /// A value of the wrong type (string for an integer, table for a string, ...).
+    WrongType,
+    /// A required key is absent.
+    MissingField,
+    /// Two jobs or two tools with the same name.
+    Duplicate,
+    /// A job refers to a tool that is not declared in `[[tools]]`.
+    UnknownReference,
+    /// A value out of range or otherwise invalid (regex, JSON path, URL, name, ...).
+    InvalidValue,
+    /// A referenced fixture file or directory does not exist or leaves the fixtures root.
+    Fixture,
+    /// A literal secret (`api_key`) in the suite.
+    Secret,
+    /// `api_key_env` names an environment variable that is not set.
+    EnvVar,
+}
+
+impl SuiteErrorKind {
+    /// Stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SuiteErrorKind::Io => "io",
+            SuiteErrorKind::Syntax => "syntax",
+            SuiteErrorKind::UnknownField => "unknown_field",
+            SuiteErrorKind::UnknownTable => "unknown_table",
+            SuiteErrorKind::WrongKindField => "wrong_kind_field",
+            SuiteErrorKind::WrongType => "wrong_type",
+            SuiteErrorKind::MissingField => "missing_field",
+            SuiteErrorKind::Duplicate => "duplicate",
+            SuiteErrorKind::UnknownReference => "unknown_reference",
+            SuiteErrorKind::InvalidValue => "invalid_value",
+            SuiteErrorKind::Fixture => "fixture",
+            SuiteErrorKind::Secret => "secret",
+            SuiteErrorKind::EnvVar => "env_var",
+        }
+    }
+}
+
+/// One problem in a suite, found before any network I/O (field case C31).
+///
+/// `Display` is the plain one-line form
+/// `suites/x.toml:7:1: unknown field `concurency` in `jobs[0]`; did you mean `concurrency`?`
+/// (`file:line:col: message[; hint]`, or `file: message` without a position). The
+/// [`Diagnostic`] impl carries the source text and a labelled span for miette's
+/// graphical rendering — except for [`SuiteErrorKind::Secret`], whose source line would
+/// print the secret.
+///
+/// Field paths are dotted from the document root with array indices, 0-based:
+/// `jobs[1].max_steps`, `tools[0].responses[2].when`, `telemetry.sample_period_ms`;
+/// a top-level key is its bare name (`capture_timeline`).
+///
+/// Boxed inside (one pointer wide) so `Result<_, SuiteError>` stays small.
+#[derive(Debug, Clone)]
+pub struct SuiteError {
+    inner: Box<Inner>,
+}
+
+#[derive(Debug, Clone)]
+struct Inner {
+    file: PathBuf,
+    location: Option<Location>,
+    path: Option<String>,
+    message: String,
+    hint: Option<String>,
+    kind: SuiteErrorKind,
+    label: String,
+    source: Option<Arc<NamedSource<Arc<str>>>>,
+}
+
+impl SuiteError {
+    /// An error without source text (I/O, environment).
+    pub(crate) fn plain(file: PathBuf, kind: SuiteErrorKind, message: String) -> Self {
+        Self {
+            inner: Box::new(Inner {
+                file,
+                location: None,
+                path: None,
+                message,
+                hint: None,
+                kind,
+                label: String::new(),
+                source: None,
+            }),
+        }
+    }
+
+    /// A located error over `text` (the whole suite file) at byte `span`.
+    pub(crate) fn located(
+        file: PathBuf,
+        text: &Arc<str>,
+        span: std::ops::Range<usize>,
+        kind: SuiteErrorKind,
+        path: Option<String>,
+        message: String,
+    ) -> Self {
+        let location = location_of(text, span);
+        let source = (kind != SuiteErrorKind::Secret).then(|| {
+            Arc::new(NamedSource::new(
+                file.display().to_string(),
+                Arc::clone(text),
+            ))
+        });
+        Self {
+            inner: Box::new(Inner {
+                file,
+                location: Some(location),
+                path,
+                message,
+                hint: None,
+                label: default_label(kind).to_string(),
+                kind,
+                source,
+            }),
+        }
+    }
+
+    /// Adds a hint (did-you-mean or fix).
+    pub(crate) fn with_hint(mut self, hint: Option<String>) -> Self {
+        self.inner.hint = hint;
+        self
+    }
+
+    /// Replaces the span label.
+    pub(crate) fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.inner.label = label.into();
+        self
+    }
+
+    /// Sets the dotted field path.
+    pub(crate) fn with_path(mut self, path: impl Into<String>) -> Self {
+        self.inner.path = Some(path.into());
+        self
+    }
+
+    /// The suite file as given by the caller (not canonicalized).
+    pub fn file(&self) -> &Path {
+        &self.inner.file
+    }
+
+    /// Where in the file; `None` only for errors without a position (unreadable file,
+    /// environment).
+    pub fn location(&self) -> Option<Location> {
+        self.inner.location
+    }
+
+    /// 1-based line, if located.
+    pub fn line(&self) -> Option<usize> {
+        self.inner.location.map(|l| l.line)
+    }
+
+    /// 1-based column (characters), if located.
+    pub fn column(&self) -> Option<usize> {
+        self.inner.location.map(|l| l.column)
+    }
+
+    /// Dotted field path of the offending key or table (`jobs[0].max_stpes`); `None` for
+    /// syntax and I/O errors.
+    pub fn path(&self) -> Option<&str> {
+        self.inner.path.as_deref()
+    }
+
+    /// What is wrong, one line, never containing a secret value.
+    pub fn message(&self) -> &str {
+        &self.inner.message
+    }
+
+    /// A did-you-mean suggestion (`did you mean `max_steps`?`) or the fix.
+    pub fn hint(&self) -> Option<&str> {
+        self.inner.hint.as_deref()
+    }
+
+    /// The error class.
+    pub fn kind(&self) -> SuiteErrorKind {
+        self.inner.kind
+    }
+
+    /// miette's graphical rendering: the message, the source snippet with the labelled
+    /// span (file:line:col in its header), and the hint as `help:`. `color` selects ANSI
+    /// colors. Unlike rendering `self` directly, the headline is not repeated with the
+    /// location and hint already shown below it. Errors without source text (I/O,
+    /// secrets) keep the `file:line:col` prefix in the headline.
+    pub fn render(&self, color: bool) -> String {
+        let theme = if color {
+            miette::GraphicalTheme::unicode()
+        } else {
+            miette::GraphicalTheme::unicode_nocolor()
+        };
+        let mut out = String::new();
+        let handler = miette::GraphicalReportHandler::new_themed(theme);
+        if handler.render_report(&mut out, &Pretty(self)).is_err() {
+            return self.to_string();
+        }
+        out
+    }
+}
+
+/// [`SuiteError`] whose `Display` is the bare message when a snippet shows the location.
+#[derive(Debug)]
+struct Pretty<'a>(&'a SuiteError);
+
+impl fmt::Display for Pretty<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = &self.0.inner;
+        if e.source.is_some() && e.location.is_some() {
+            f.write_str(&e.message)
+        } else {
+            write!(f, "{}", e.file.display())?;
+            if let Some(l) = e.location {
+                write!(f, ":{}:{}", l.line, l.column)?;
+            }
+            write!(f, ": {}", e.message)
+        }
+    }
+}
+
+impl std::error::Error for Pretty<'_> {}
+
+impl Diagnostic for Pretty<'_> {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.0.code()
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.0.help()
+    }
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.0.source_code()
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        self.0.labels()
+    }
+}
+
+fn default_label(kind: SuiteErrorKind) -> &'static str {
+    match kind {
+        SuiteErrorKind::UnknownField => "unknown field",
+        SuiteErrorKind::UnknownTable => "unknown table",
+        SuiteErrorKind::WrongKindField => "not for this kind",
+        SuiteErrorKind::WrongType => "wrong type",
+        SuiteErrorKind::MissingField => "in this table",
+        SuiteErrorKind::Duplicate => "duplicate",
+        SuiteErrorKind::UnknownReference => "not declared",
+        SuiteErrorKind::Fixture => "fixture",
+        SuiteErrorKind::Secret => "secret",
+        SuiteErrorKind::EnvVar => "names this variable",
+        SuiteErrorKind::Syntax | SuiteErrorKind::InvalidValue | SuiteErrorKind::Io => "here",
+    }
+}
+
+/// 1-based line and character column of byte `span.start` in `text`.
+pub(crate) fn location_of(text: &str, span: std::ops::Range<usize>) -> Location {
+    let offset = span.start.min(text.len());
+    let offset = (0..=offset)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let column = text[line_start..offset].chars().count() + 1;
+    let end = span.end.clamp(offset, text.len());
+    Location {
+        line,
+        column,
+        offset,
+        len: (end - offset).max(1),
+    }
+}
+
+impl fmt::Display for SuiteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = &self.inner;
+        write!(f, "{}", e.file.display())?;
+        if let Some(l) = e.location {
+            write!(f, ":{}:{}", l.line, l.column)?;
+        }
+        write!(f, ": {}", e.message)?;
+        if let Some(h) = &e.hint {
+            write!(f, "; {h}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SuiteError {}
+
+impl Diagnostic for SuiteError {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(format!("suite::{}", self.inner.kind.as_str())))
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.inner
+            .hint
+            .as_ref()
+            .map(|h| Box::new(h.as_str()) as Box<dyn fmt::Display + 'a>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.inner.source.as_deref().map(|s| s as &dyn SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let loc = self.inner.location?;
+        self.inner.source.as_ref()?;
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            Some(self.inner.label.clone()),
+            (loc.offset, loc.len),
+        ))))
+    }
+}

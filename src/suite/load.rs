@@ -1,0 +1,219 @@
+//! The load pipeline: TOML with spans → secret scan → unknown-key walk → serde types →
+//! semantic validation. Each stage reports the first problem in file order.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toml::de::DeTable;
+
+use super::doc::{DocIndex, parent_of};
+use super::error::{SuiteError, SuiteErrorKind};
+use super::fields::did_you_mean;
+use super::model::Suite;
+use super::raw::RawSuite;
+use super::{keys, validate};
+
+/// The file being loaded: its name, text and span index; builds located errors.
+pub(crate) struct Ctx {
+    pub file: PathBuf,
+    pub text: Arc<str>,
+    pub index: DocIndex,
+}
+
+impl Ctx {
+    /// An error at byte `span`.
+    pub fn err(
+        &self,
+        span: Range<usize>,
+        kind: SuiteErrorKind,
+        path: Option<String>,
+        message: String,
+    ) -> SuiteError {
+        SuiteError::located(self.file.clone(), &self.text, span, kind, path, message)
+    }
+
+    /// An error at the key of `path` (the header of an array-of-tables element).
+    pub fn at_key(&self, path: &str, kind: SuiteErrorKind, message: String) -> SuiteError {
+        let span = self.span_or_parent(path, true);
+        self.err(span, kind, Some(path.to_string()), message)
+    }
+
+    /// An error at the value of `path`.
+    pub fn at_value(&self, path: &str, kind: SuiteErrorKind, message: String) -> SuiteError {
+        let span = self.span_or_parent(path, false);
+        self.err(span, kind, Some(path.to_string()), message)
+    }
+
+    /// The span of `path`, or of the closest ancestor present in the file (a missing key
+    /// is reported at its table), or the start of the file.
+    fn span_or_parent(&self, path: &str, key: bool) -> Range<usize> {
+        let mut p = path;
+        loop {
+            let found = if key {
+                self.index.key_span(p)
+            } else {
+                self.index.value_span(p)
+            };
+            if let Some(s) = found {
+                return s;
+            }
+            if p.is_empty() {
+                return 0..0;
+            }
+            // `jobs[0].x` → `jobs[0]`; `jobs[0]` → `jobs`.
+            p = match p.rfind(['.', '[']) {
+                Some(i) => &p[..i],
+                None => "",
+            };
+        }
+    }
+}
+
+/// Parses and validates `text` as the suite file `origin`; see [`super::parse`].
+pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
+    let file = origin.to_path_buf();
+    let shared: Arc<str> = Arc::from(text);
+    let doc = match DeTable::parse(text) {
+        Ok(d) => d,
+        Err(e) => {
+            let span = e.span().unwrap_or(0..0);
+            return Err(SuiteError::located(
+                file,
+                &shared,
+                span,
+                SuiteErrorKind::Syntax,
+                None,
+                format!("invalid TOML: {}", e.message().trim()),
+            ));
+        }
+    };
+    let ctx = Ctx {
+        file,
+        text: shared,
+        index: DocIndex::build(doc.get_ref()),
+    };
+    keys::check(doc.get_ref(), &ctx)?;
+    let raw: RawSuite = toml::from_str(text).map_err(|e| serde_error(&e, &ctx))?;
+    validate::validate(raw, &ctx, origin)
+}
+
+/// Maps a serde/toml deserialization error to a located [`SuiteError`] with the dotted
+/// path of the offending value.
+fn serde_error(e: &toml::de::Error, ctx: &Ctx) -> SuiteError {
+    let span = e.span().unwrap_or(0..0);
+    let path = ctx.index.path_at(&span).map(str::to_string);
+    let msg = e.message().trim();
+    let where_ = |p: &Option<String>| match p.as_deref() {
+        None | Some("") => "the top level".to_string(),
+        Some(p) => format!("`{p}`"),
+    };
+    if let Some(field) = backticked_after(msg, "missing field ") {
+        if field == "jobs" && path.is_none() {
+            return ctx
+                .err(
+                    span,
+                    SuiteErrorKind::MissingField,
+                    Some("jobs".into()),
+                    "a suite needs at least one `[[jobs]]` table".into(),
+                )
+                .with_label("no jobs");
+        }
+        let full = match path.as_deref() {
+            None | Some("") => field.to_string(),
+            Some(p) => format!("{p}.{field}"),
+        };
+        return ctx.err(
+            span,
+            SuiteErrorKind::MissingField,
+            Some(full),
+            format!("missing required key `{field}` in {}", where_(&path)),
+        );
+    }
+    if let Some(variant) = backticked_after(msg, "unknown variant ") {
+        let expected = backticked_list(msg.split_once("expected").map_or("", |x| x.1));
+        let hint =
+            did_you_mean(variant, expected.iter().copied()).map(|s| format!("did you mean `{s}`?"));
+        return ctx
+            .err(
+                span,
+                SuiteErrorKind::InvalidValue,
+                path.clone(),
+                format!(
+                    "invalid value for {}: `{variant}` is not one of {}",
+                    where_(&path),
+                    expected
+                        .iter()
+                        .map(|s| format!("`{s}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .with_hint(hint)
+            .with_label("unknown value");
+    }
+    if let Some(field) = backticked_after(msg, "unknown field ") {
+        // The key walker reports these first; kept for tables it does not model.
+        let expected = backticked_list(msg.split_once("expected").map_or("", |x| x.1));
+        let hint =
+            did_you_mean(field, expected.iter().copied()).map(|s| format!("did you mean `{s}`?"));
+        let table = path.as_deref().map(parent_of).unwrap_or("");
+        return ctx
+            .err(
+                span,
+                SuiteErrorKind::UnknownField,
+                path.clone(),
+                format!(
+                    "unknown field `{field}` in {}",
+                    where_(&Some(table.to_string()))
+                ),
+            )
+            .with_hint(hint);
+    }
+    ctx.err(
+        span,
+        SuiteErrorKind::WrongType,
+        path.clone(),
+        format!("wrong type for {}: {}", where_(&path), friendly_types(msg)),
+    )
+}
+
+/// The first backticked word after `prefix` in `msg`.
+fn backticked_after<'a>(msg: &'a str, prefix: &str) -> Option<&'a str> {
+    let rest = &msg[msg.find(prefix)? + prefix.len()..];
+    let rest = rest.strip_prefix('`')?;
+    Some(&rest[..rest.find('`')?])
+}
+
+/// All backticked words in `s`.
+fn backticked_list(s: &str) -> Vec<&str> {
+    s.split('`').skip(1).step_by(2).collect()
+}
+
+/// serde's Rust type names in plain words (no internal struct names).
+fn friendly_types(msg: &str) -> String {
+    let mut out = msg.to_string();
+    for (from, to) in [
+        ("expected u64", "expected a non-negative integer"),
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u16", "expected a non-negative integer"),
+        ("expected i64", "expected an integer"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected a table"),
+        ("wanted string or table", "expected a string"),
+        ("invalid type: map", "invalid type: table"),
+        ("invalid type: sequence", "invalid type: array"),
+    ] {
+        out = out.replace(from, to);
+    }
+    // `expected struct RawTelemetry` → `expected a table`.
+    if let Some(i) = out.find("expected struct ") {
+        let rest = &out[i + "expected struct ".len()..];
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        out = format!("{}expected a table{}", &out[..i], &rest[end..]);
+    }
+    out
+}

@@ -1,0 +1,67 @@
+//! Suite files: TOML schema, validation with located errors, resolution of run settings.
+//!
+//! The contract is `SUITE_SCHEMA.md` (DESIGN §4; issue 2 item 2). Loading is strict:
+//! every table rejects unknown keys with file:line:col and a did-you-mean hint, keys of
+//! another job kind are errors, wrong types and the schema's semantic rules (duplicate
+//! names, unknown tools, missing operands, invalid regexes and JSON paths, missing
+//! fixture files, a literal `api_key`) are errors — all found before any I/O other than
+//! reading the suite and checking that referenced fixture files exist (field case C31:
+//! a typo is never silently run with defaults).
+//!
+//! Errors carry dotted field paths from the document root with 0-based array indices:
+//! `jobs[1].max_steps`, `tools[0].responses[2].when`, `telemetry.gpu`; a top-level key
+//! is its bare name. See [`SuiteError`].
+//!
+//! Pipeline: `toml::de::DeTable` (spans) → secret scan and unknown-key walk
+//! (`keys`) → serde structs with `deny_unknown_fields` (`raw`) → semantic validation and
+//! defaults (`validate`) → [`Suite`]; [`resolve`] then applies CLI flags.
+
+mod doc;
+mod dry_run;
+mod error;
+mod fields;
+mod keys;
+mod load;
+mod model;
+mod raw;
+mod resolve;
+mod validate;
+
+use std::path::Path;
+
+pub use dry_run::ResolvedSetting;
+pub use error::{Location, SuiteError, SuiteErrorKind};
+pub use model::*;
+pub use resolve::{
+    EndpointSetting, ResolvedJob, ResolvedSuite, RunOverrides, Setting, SettingSource,
+    filter_matches, list_text, metrics_url_for, resolve,
+};
+pub use validate::normalize_endpoint;
+
+/// Reads and validates the suite file at `path`.
+///
+/// Errors: [`SuiteErrorKind::Io`] when the file cannot be read (no location), otherwise
+/// any error of [`parse`].
+pub fn load(path: &Path) -> Result<Suite, SuiteError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        SuiteError::plain(
+            path.to_path_buf(),
+            SuiteErrorKind::Io,
+            format!("cannot read the suite: {e}"),
+        )
+    })?;
+    parse(&text, path)
+}
+
+/// Validates `text` as the suite file `origin` (used for error messages, the default
+/// suite name — the file stem — and the fixtures root, which is resolved from `origin`'s
+/// directory; referenced fixture files are checked to exist).
+///
+/// Errors: the first problem in file order, located ([`SuiteError::location`]) and with
+/// its dotted path.
+pub fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
+    load::parse(text, origin)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,381 @@
+//! The loaded suite: defaults applied, paths resolved, cross-references checked.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::gate::spec::{GateSpec, OverheadSpec};
+use crate::grade::Check;
+
+/// Default model name when the built-in simulator is the endpoint.
+pub const SIM_MODEL: &str = "inferscope-sim";
+/// Default per-request timeout, seconds (`request_timeout_s`).
+pub const DEFAULT_REQUEST_TIMEOUT_S: f64 = 120.0;
+/// Default idle-stream timeout, seconds (`idle_timeout_s`); SSE comments reset it.
+pub const DEFAULT_IDLE_TIMEOUT_S: f64 = 30.0;
+/// Default largest accepted SSE event, bytes (`max_event_bytes`, field case C30: 16 MiB).
+pub const DEFAULT_MAX_EVENT_BYTES: u64 = 16 * 1024 * 1024;
+/// Default /proc and GPU sampling period, ms (ADR-003).
+pub const DEFAULT_SAMPLE_PERIOD_MS: u64 = 50;
+/// Default `/metrics` scrape period, ms.
+pub const DEFAULT_METRICS_PERIOD_MS: u64 = 200;
+/// Default `max_tokens` per LLM call.
+pub const DEFAULT_MAX_TOKENS: u32 = 64;
+/// Default `max_steps` (LLM calls) of an agentic job.
+pub const DEFAULT_MAX_STEPS: u32 = 8;
+/// Default number of identical consecutive tool calls that stop an agentic loop.
+pub const DEFAULT_MAX_REPEATED_TOOL_CALLS: u32 = 3;
+/// Default SWE harness timeout, seconds.
+pub const DEFAULT_SWE_TIMEOUT_S: f64 = 300.0;
+/// Environment variables the SWE driver always exports; a job's `env` may not set them.
+pub const RESERVED_SWE_ENV: [&str; 3] = [
+    "INFERSCOPE_ENDPOINT",
+    "INFERSCOPE_MODEL",
+    "INFERSCOPE_STEPS_FILE",
+];
+
+/// Metric profile of the endpoint (`engine`): which `/metrics` names and usage fields to
+/// read (DESIGN §9).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineProfile {
+    /// Detect from `/metrics` names.
+    #[default]
+    Auto,
+    /// vLLM V1 (`vllm:*`).
+    Vllm,
+    /// SGLang (`sglang:*`).
+    Sglang,
+    /// llama.cpp `llama-server` (`llamacpp:*`, `timings.cache_n`).
+    Llamacpp,
+    /// The built-in simulator (vLLM names).
+    Sim,
+}
+
+impl EngineProfile {
+    /// The name used in suites.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineProfile::Auto => "auto",
+            EngineProfile::Vllm => "vllm",
+            EngineProfile::Sglang => "sglang",
+            EngineProfile::Llamacpp => "llamacpp",
+            EngineProfile::Sim => "sim",
+        }
+    }
+}
+
+/// `telemetry.gpu`: sample GPUs through NVML when available, or never.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuMode {
+    /// Sample when NVML and a device are present; otherwise the source is unavailable.
+    #[default]
+    Auto,
+    /// Do not sample GPUs.
+    Off,
+}
+
+impl GpuMode {
+    /// The name used in suites.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuMode::Auto => "auto",
+            GpuMode::Off => "off",
+        }
+    }
+}
+
+/// `jobs.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobKindName {
+    /// LLM calls interleaved with fixture-tool calls.
+    Agentic,
+    /// Long-prompt sweeps.
+    Context,
+    /// An external harness process.
+    Swe,
+}
+
+impl JobKindName {
+    /// The name used in suites and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKindName::Agentic => "agentic",
+            JobKindName::Context => "context",
+            JobKindName::Swe => "swe",
+        }
+    }
+
+    /// All kinds, in schema order.
+    pub const ALL: [JobKindName; 3] =
+        [JobKindName::Agentic, JobKindName::Context, JobKindName::Swe];
+}
+
+/// `jobs.mode` of an agentic job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgenticMode {
+    /// The model chooses tool calls; loop to a final answer or `max_steps`.
+    Model,
+    /// A fixed trajectory (`[[jobs.script]]`), then one final graded LLM call.
+    Scripted,
+}
+
+impl AgenticMode {
+    /// The name used in suites.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgenticMode::Model => "model",
+            AgenticMode::Scripted => "scripted",
+        }
+    }
+}
+
+/// `[telemetry]` with defaults applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Telemetry {
+    /// /proc and GPU sampling period, ms (default 50).
+    pub sample_period_ms: u64,
+    /// `/metrics` scrape period, ms (default 200).
+    pub metrics_period_ms: u64,
+    /// Explicit `/metrics` URL; `None` = derived from the endpoint
+    /// ([`super::metrics_url_for`]).
+    pub metrics_url: Option<String>,
+    /// Whether to scrape `/metrics` (default true).
+    pub metrics: bool,
+    /// Engine process to sample under /proc; `None` = no /proc sampling.
+    pub engine_pid: Option<u32>,
+    /// Include the engine's descendant processes (vLLM runs several).
+    pub include_descendants: bool,
+    /// GPU sampling mode (default auto).
+    pub gpu: GpuMode,
+}
+
+/// A fixture tool declared in `[[tools]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// `[a-z][a-z0-9_]{0,63}`, unique in the suite.
+    pub name: String,
+    /// Shown to the model (default empty).
+    pub description: String,
+    /// JSON-schema object of the arguments (`{"type":"object",...}`); default
+    /// `{"type":"object","properties":{}}`.
+    pub parameters: serde_json::Value,
+    /// Simulated execution time, awaited by the driver (default 0).
+    pub latency: Duration,
+    /// Where the tool's output comes from.
+    pub source: ToolSource,
+}
+
+/// The response source of a fixture tool (exactly one per tool).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolSource {
+    /// `response_file`: the same content for every call.
+    File(PathBuf),
+    /// `read_root` + `path_argument`: returns the file named by that argument under
+    /// `root` (sandboxed: `..`, absolute paths and escaping symlinks are tool errors).
+    ReadRoot {
+        /// The directory under the fixtures root.
+        root: PathBuf,
+        /// The argument that names the file.
+        path_argument: String,
+    },
+    /// `[[tools.responses]]`: the first entry whose `when` equals the arguments
+    /// (parsed-JSON equality), else `default`, else a `no_matching_response` tool error.
+    Table {
+        /// Entries in file order.
+        responses: Vec<ToolResponse>,
+        /// `default_text` / `default_file`.
+        default: Option<ResponseBody>,
+    },
+}
+
+/// One row of a response table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResponse {
+    /// The arguments this row answers (a JSON object).
+    pub when: serde_json::Value,
+    /// The content returned.
+    pub body: ResponseBody,
+}
+
+/// Inline text or a file under the fixtures root.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseBody {
+    /// Inline text.
+    Text(String),
+    /// A file (checked to exist at load, read when the tool registry is built).
+    File(PathBuf),
+}
+
+/// A job of a suite.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// `[A-Za-z0-9_.-]+`, unique in the suite.
+    pub name: String,
+    /// `"{suite}::{job}"`, the id used in output, reports and `--filter`.
+    pub id: String,
+    /// Position of the job in the file (0-based).
+    pub index: usize,
+    /// Free text.
+    pub description: Option<String>,
+    /// `max_tokens` per LLM call (default 64).
+    pub max_tokens: u32,
+    /// Sampling temperature (default 0.0).
+    pub temperature: f64,
+    /// Trajectories (agentic), sweeps (context) or runs (swe); default 1.
+    pub repeat: u32,
+    /// The job's own `[jobs.gates]` (not merged; see [`super::Suite::gates_for`]).
+    pub gates: GateSpec,
+    /// Grading checks, all must pass.
+    pub checks: Vec<Check>,
+    /// Kind-specific settings.
+    pub kind: JobKind,
+}
+
+impl Job {
+    /// The job's kind name.
+    pub fn kind_name(&self) -> JobKindName {
+        match self.kind {
+            JobKind::Agentic(_) => JobKindName::Agentic,
+            JobKind::Context(_) => JobKindName::Context,
+            JobKind::Swe(_) => JobKindName::Swe,
+        }
+    }
+}
+
+/// Kind-specific job settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobKind {
+    /// `kind = "agentic"`.
+    Agentic(AgenticJob),
+    /// `kind = "context"`.
+    Context(ContextJob),
+    /// `kind = "swe"`.
+    Swe(SweJob),
+}
+
+/// Settings of an agentic job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgenticJob {
+    /// Model-driven or scripted.
+    pub mode: AgenticMode,
+    /// System prompt, if any.
+    pub system: Option<String>,
+    /// The user message.
+    pub task: String,
+    /// Tools offered to the model, each declared in `[[tools]]`.
+    pub tools: Vec<String>,
+    /// LLM calls at most (default 8).
+    pub max_steps: u32,
+    /// Identical consecutive tool calls (parsed-JSON equality) that stop the loop with
+    /// `stop_reason = repeated_tool_call` (default 3).
+    pub max_repeated_tool_calls: u32,
+    /// The fixed trajectory (scripted mode only; empty in model mode).
+    pub script: Vec<ScriptStep>,
+}
+
+/// One scripted tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptStep {
+    /// Tool name (declared and listed in the job's `tools`).
+    pub tool: String,
+    /// Arguments as a JSON object, valid against the tool's parameters.
+    pub arguments: serde_json::Value,
+}
+
+/// Settings of a context job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextJob {
+    /// Prompt sizes in approximate tokens (4 bytes per token), each ≥ 1.
+    pub sizes: Vec<u32>,
+    /// With `repeat > 1`, repeats reuse the same prompt (default false).
+    pub shared_prefix: bool,
+    /// Filler source under the fixtures root; `None` = built-in filler.
+    pub filler: Option<PathBuf>,
+}
+
+/// Settings of a SWE job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweJob {
+    /// argv, non-empty; relative paths are relative to `cwd`.
+    pub command: Vec<String>,
+    /// Working directory: the project root (the fixtures root's parent).
+    pub cwd: PathBuf,
+    /// Harness timeout (default 300 s); on timeout the process group is killed.
+    pub timeout: Duration,
+    /// Extra environment (never the reserved `INFERSCOPE_*` names).
+    pub env: BTreeMap<String, String>,
+}
+
+/// A loaded, validated suite (`SUITE_SCHEMA.md`) with defaults applied.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    /// `name`, default the file stem.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// The suite file as given.
+    pub file: PathBuf,
+    /// The fixtures root (absolute): `fixtures_dir`, else `<suite dir>/fixtures`, else
+    /// `<suite dir>/../fixtures` when only that one exists.
+    pub fixtures_root: PathBuf,
+    /// The fixtures root's parent: cwd of SWE harnesses.
+    pub project_root: PathBuf,
+    /// Endpoint base URL (`…/v1`, no trailing slash); `None` = built-in simulator.
+    pub endpoint: Option<String>,
+    /// Model as written; the effective one is in [`super::ResolvedSuite`].
+    pub model: Option<String>,
+    /// Name of the env var holding the API key (never the key).
+    pub api_key_env: Option<String>,
+    /// `capture_timeline` as written (default false); `--capture-timeline` overrides.
+    pub capture_timeline: bool,
+    /// Seed of filler, simulator and arrivals (default 0).
+    pub seed: u64,
+    /// Metric profile (default auto).
+    pub engine: EngineProfile,
+    /// Per-request timeout (default 120 s).
+    pub request_timeout: Duration,
+    /// Idle-stream timeout (default 30 s).
+    pub idle_timeout: Duration,
+    /// Largest accepted SSE event, bytes (default 16 MiB, field case C30).
+    pub max_event_bytes: u64,
+    /// `[telemetry]` with defaults.
+    pub telemetry: Telemetry,
+    /// Suite-wide `[gates]` (empty when absent).
+    pub gates: GateSpec,
+    /// `[overhead]` budgets (PRD defaults when absent).
+    pub overhead: OverheadSpec,
+    /// Fixture tools.
+    pub tools: Vec<ToolSpec>,
+    /// Jobs in file order (at least one).
+    pub jobs: Vec<Job>,
+    pub(crate) explicit: BTreeSet<String>,
+    pub(crate) text: Arc<str>,
+    pub(crate) api_key_env_span: Option<Range<usize>>,
+}
+
+impl Suite {
+    /// Whether the key at dotted `path` (e.g. `seed`, `telemetry.gpu`,
+    /// `jobs[0].max_steps`) was written in the file (vs. a default).
+    pub fn is_set(&self, path: &str) -> bool {
+        self.explicit.contains(path)
+    }
+
+    /// The job's gates merged over the suite's, field by field
+    /// ([`GateSpec::merged_with`]).
+    pub fn gates_for(&self, job: &Job) -> GateSpec {
+        self.gates.merged_with(&job.gates)
+    }
+
+    /// The declared tool named `name`.
+    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}

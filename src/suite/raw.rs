@@ -1,0 +1,145 @@
+//! The suite file as written: serde structs mirroring `SUITE_SCHEMA.md`, every table
+//! with `deny_unknown_fields`. Defaults are applied and cross-references checked in
+//! `validate`, which turns these into the public [`super::Suite`].
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::model::{AgenticMode, EngineProfile, GpuMode, JobKindName};
+use crate::gate::spec::{GateSpec, OverheadSpec};
+use crate::grade::RawCheck;
+
+/// Top level of a suite file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSuite {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+    pub capture_timeline: Option<bool>,
+    pub seed: Option<u64>,
+    pub engine: Option<EngineProfile>,
+    pub request_timeout_s: Option<f64>,
+    pub idle_timeout_s: Option<f64>,
+    pub max_event_bytes: Option<u64>,
+    pub fixtures_dir: Option<String>,
+    pub telemetry: Option<RawTelemetry>,
+    pub gates: Option<GateSpec>,
+    pub overhead: Option<OverheadSpec>,
+    #[serde(default)]
+    pub tools: Vec<RawTool>,
+    pub jobs: Vec<RawJob>,
+}
+
+/// `[telemetry]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTelemetry {
+    pub sample_period_ms: Option<u64>,
+    pub metrics_period_ms: Option<u64>,
+    pub metrics_url: Option<String>,
+    pub metrics: Option<bool>,
+    pub engine_pid: Option<u32>,
+    pub include_descendants: Option<bool>,
+    pub gpu: Option<GpuMode>,
+}
+
+/// `[[tools]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTool {
+    pub name: String,
+    pub description: Option<String>,
+    pub parameters: Option<toml::Table>,
+    pub latency_ms: Option<u64>,
+    pub response_file: Option<String>,
+    pub read_root: Option<String>,
+    pub path_argument: Option<String>,
+    pub responses: Option<Vec<RawResponse>>,
+    pub default_text: Option<String>,
+    pub default_file: Option<String>,
+}
+
+/// `[[tools.responses]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawResponse {
+    pub when: toml::Table,
+    pub text: Option<String>,
+    pub file: Option<String>,
+}
+
+/// `[[jobs]]`: one flat struct for all kinds; which keys a kind accepts is
+/// [`common_job_keys`] plus [`kind_job_keys`], enforced by the key walker.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawJob {
+    pub name: String,
+    pub kind: JobKindName,
+    pub description: Option<String>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+    pub repeat: Option<u32>,
+    pub gates: Option<GateSpec>,
+    #[serde(default)]
+    pub checks: Vec<RawCheck>,
+    // agentic
+    pub mode: Option<AgenticMode>,
+    pub system: Option<String>,
+    pub task: Option<String>,
+    pub tools: Option<Vec<String>>,
+    pub max_steps: Option<u32>,
+    pub max_repeated_tool_calls: Option<u32>,
+    pub script: Option<Vec<RawScriptStep>>,
+    // context
+    pub sizes: Option<Vec<u32>>,
+    pub shared_prefix: Option<bool>,
+    pub filler: Option<String>,
+    // swe
+    pub command: Option<Vec<String>>,
+    pub timeout_s: Option<f64>,
+    pub env: Option<BTreeMap<String, String>>,
+}
+
+/// `[[jobs.script]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScriptStep {
+    pub tool: String,
+    #[serde(default)]
+    pub arguments: toml::Table,
+}
+
+/// Keys every job kind accepts.
+pub(crate) fn common_job_keys() -> &'static [&'static str] {
+    &[
+        "name",
+        "kind",
+        "description",
+        "max_tokens",
+        "temperature",
+        "repeat",
+        "gates",
+        "checks",
+    ]
+}
+
+/// Keys only jobs of `kind` accept.
+pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
+    match kind {
+        JobKindName::Agentic => &[
+            "mode",
+            "system",
+            "task",
+            "tools",
+            "max_steps",
+            "max_repeated_tool_calls",
+            "script",
+        ],
+        JobKindName::Context => &["sizes", "shared_prefix", "filler"],
+        JobKindName::Swe => &["command", "timeout_s", "env"],
+    }
+}

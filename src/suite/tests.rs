@@ -1,0 +1,1062 @@
+//! Tests of suite loading, validation errors (location, path, hint) and resolution.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// `fixtures/testdata/suite` of the product tree. `file!()` is relative to the package
+/// root in the product crate (tests run there) and absolute when a scratch crate
+/// includes this file by path.
+fn testdata() -> PathBuf {
+    let here = Path::new(file!());
+    let src = here
+        .ancestors()
+        .find(|a| a.ends_with("src"))
+        .expect("tests live under src/");
+    src.parent().unwrap().join("fixtures/testdata/suite")
+}
+
+fn full() -> Suite {
+    load(&testdata().join("suites/full.toml")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A throwaway project: `suites/` and `fixtures/` with a few fixture files.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let fx = dir.path().join("fixtures");
+        std::fs::create_dir_all(fx.join("tools")).unwrap();
+        std::fs::create_dir_all(fx.join("repo")).unwrap();
+        std::fs::create_dir_all(dir.path().join("suites")).unwrap();
+        std::fs::write(fx.join("tools/weather.json"), "{\"t\": 4}").unwrap();
+        std::fs::write(fx.join("repo/a.txt"), "alpha").unwrap();
+        Self { dir }
+    }
+
+    fn origin(&self) -> PathBuf {
+        self.dir.path().join("suites/t.toml")
+    }
+
+    fn parse(&self, text: &str) -> Result<Suite, SuiteError> {
+        parse(text, &self.origin())
+    }
+
+    fn err(&self, text: &str) -> SuiteError {
+        match self.parse(text) {
+            Ok(_) => panic!("expected an error for:\n{text}"),
+            Err(e) => e,
+        }
+    }
+}
+
+/// 1-based (line, column) of the first occurrence of `needle` in `text`.
+fn pos(text: &str, needle: &str) -> (usize, usize) {
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("`{needle}` not in text"));
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+        .chars()
+        .count()
+        + 1;
+    (line, col)
+}
+
+#[track_caller]
+fn assert_at(e: &SuiteError, kind: SuiteErrorKind, text: &str, needle: &str, path: &str) {
+    assert_eq!(e.kind(), kind, "{e}");
+    assert_eq!(
+        (e.line().unwrap(), e.column().unwrap()),
+        pos(text, needle),
+        "{e}"
+    );
+    assert_eq!(e.path(), Some(path), "{e}");
+}
+
+const TOOLS: &str = r#"
+[[tools]]
+name = "weather"
+parameters = { type = "object", properties = { city = { type = "string" } }, required = ["city"] }
+response_file = "tools/weather.json"
+
+[[tools]]
+name = "read_file"
+parameters = { type = "object", properties = { path = { type = "string" } }, required = ["path"] }
+read_root = "repo"
+path_argument = "path"
+"#;
+
+fn with_tools(jobs: &str) -> String {
+    format!("{TOOLS}\n{jobs}")
+}
+
+const AGENTIC: &str = r#"
+[[jobs]]
+name = "a"
+kind = "agentic"
+mode = "model"
+task = "t"
+tools = ["weather"]
+"#;
+
+// ---------------------------------------------------------------- loading
+
+#[test]
+fn full_fixture_suite_loads_with_defaults_and_resolved_paths() {
+    let s = full();
+    let root = testdata().canonicalize().unwrap();
+    assert_eq!(s.name, "full");
+    // The suite lives in suites/, so fixtures/ resolves against its parent.
+    assert_eq!(s.fixtures_root, root.join("fixtures"));
+    assert_eq!(s.project_root, root);
+    assert_eq!(s.seed, 42);
+    assert!(s.capture_timeline);
+    assert_eq!(s.endpoint, None);
+    assert_eq!(s.request_timeout, std::time::Duration::from_secs(60));
+    assert_eq!(s.idle_timeout, std::time::Duration::from_secs(30));
+    assert_eq!(s.max_event_bytes, 16 * 1024 * 1024);
+    assert_eq!(s.telemetry.sample_period_ms, 25);
+    assert_eq!(s.telemetry.metrics_period_ms, 200);
+    assert_eq!(s.telemetry.gpu, GpuMode::Off);
+    assert_eq!(s.engine, EngineProfile::Auto);
+    let ids: Vec<&str> = s.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["full::lookup", "full::replay", "full::ctx", "full::harness"]
+    );
+    let lookup = &s.jobs[0];
+    assert_eq!(lookup.max_tokens, 64);
+    assert_eq!(lookup.repeat, 1);
+    assert_eq!(lookup.checks.len(), 2);
+    let JobKind::Agentic(a) = &lookup.kind else {
+        panic!("agentic")
+    };
+    assert_eq!(a.mode, AgenticMode::Model);
+    assert_eq!(a.max_steps, 6);
+    assert_eq!(a.max_repeated_tool_calls, 3);
+    let JobKind::Agentic(r) = &s.jobs[1].kind else {
+        panic!("agentic")
+    };
+    assert_eq!(r.mode, AgenticMode::Scripted);
+    assert_eq!(r.max_steps, 8);
+    assert_eq!(
+        r.script[1].arguments,
+        serde_json::json!({"city": "Bergen", "days": 1})
+    );
+    let JobKind::Context(c) = &s.jobs[2].kind else {
+        panic!("context")
+    };
+    assert_eq!(c.sizes, [256, 1024]);
+    assert!(c.shared_prefix);
+    assert_eq!(
+        c.filler.as_deref(),
+        Some(root.join("fixtures/filler/lorem.txt").as_path())
+    );
+    let JobKind::Swe(w) = &s.jobs[3].kind else {
+        panic!("swe")
+    };
+    assert_eq!(w.cwd, root);
+    assert_eq!(w.timeout, std::time::Duration::from_secs(30));
+    assert_eq!(w.env.get("HARNESS_MODE").map(String::as_str), Some("quick"));
+    let rf = s.tool("read_file").unwrap();
+    assert_eq!(rf.latency, std::time::Duration::from_millis(5));
+    assert_eq!(
+        rf.source,
+        ToolSource::ReadRoot {
+            root: root.join("fixtures/repo"),
+            path_argument: "path".into()
+        }
+    );
+    assert_eq!(
+        s.tool("forecast").unwrap().parameters,
+        serde_json::json!({"type": "object", "properties": {}})
+    );
+    assert!(s.is_set("seed"));
+    assert!(s.is_set("jobs[0].max_steps"));
+    assert!(!s.is_set("jobs[1].max_steps"));
+}
+
+#[test]
+fn fixtures_root_prefers_the_suite_dir_then_its_parent_then_fixtures_dir() {
+    let p = Project::new();
+    // suites/t.toml has no suites/fixtures → ../fixtures.
+    let s = p.parse(&with_tools(AGENTIC)).unwrap();
+    assert_eq!(
+        s.fixtures_root,
+        p.dir.path().canonicalize().unwrap().join("fixtures")
+    );
+    // A suite next to fixtures/ uses it.
+    let top = p.dir.path().join("top.toml");
+    let s = parse(&with_tools(AGENTIC), &top).unwrap();
+    assert_eq!(
+        s.fixtures_root,
+        p.dir.path().canonicalize().unwrap().join("fixtures")
+    );
+    assert_eq!(s.name, "top");
+    // fixtures_dir overrides, relative to the suite file.
+    let alt = p.dir.path().join("alt");
+    std::fs::create_dir_all(alt.join("tools")).unwrap();
+    std::fs::create_dir_all(alt.join("repo")).unwrap();
+    std::fs::write(alt.join("tools/weather.json"), "{}").unwrap();
+    let text = format!("fixtures_dir = \"../alt\"\n{}", with_tools(AGENTIC));
+    let s = p.parse(&text).unwrap();
+    assert_eq!(s.fixtures_root, alt.canonicalize().unwrap());
+    let e = p.err(&format!("fixtures_dir = \"nope\"\n{}", with_tools(AGENTIC)));
+    assert_eq!(e.kind(), SuiteErrorKind::Fixture);
+    assert_eq!(e.path(), Some("fixtures_dir"));
+}
+
+#[test]
+fn unreadable_file_is_an_io_error_without_location() {
+    let e = load(Path::new("/nonexistent/suite.toml")).unwrap_err();
+    assert_eq!(e.kind(), SuiteErrorKind::Io);
+    assert_eq!(e.location(), None);
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/suite.toml: cannot read"),
+        "{e}"
+    );
+}
+
+// ---------------------------------------------------------------- unknown keys (C31)
+
+#[test]
+fn c31_job_key_typo_suggests_the_real_key() {
+    let p = Project::new();
+    let text = with_tools(&format!("{AGENTIC}max_stpes = 4\n"));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownField,
+        &text,
+        "max_stpes",
+        "jobs[0].max_stpes",
+    );
+    assert_eq!(e.hint(), Some("did you mean `max_steps`?"));
+    let (line, col) = pos(&text, "max_stpes");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}:{line}:{col}: unknown field `max_stpes` in `jobs[0]`; did you mean `max_steps`?",
+            p.origin().display()
+        )
+    );
+}
+
+#[test]
+fn c31_top_level_typo_suggests_capture_timeline() {
+    let p = Project::new();
+    let text = format!("seed = 1\ncapture_timline = true\n{}", with_tools(AGENTIC));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownField,
+        &text,
+        "capture_timline",
+        "capture_timline",
+    );
+    assert_eq!(
+        e.message(),
+        "unknown field `capture_timline` at the top level"
+    );
+    assert_eq!(e.hint(), Some("did you mean `capture_timeline`?"));
+    assert_eq!((e.line(), e.column()), (Some(2), Some(1)));
+}
+
+#[test]
+fn c31_typo_inside_a_table_names_the_dotted_path() {
+    let p = Project::new();
+    let text = format!("[telemetry]\nsample_perod_ms = 10\n{}", with_tools(AGENTIC));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownField,
+        &text,
+        "sample_perod_ms",
+        "telemetry.sample_perod_ms",
+    );
+    assert_eq!(e.hint(), Some("did you mean `sample_period_ms`?"));
+    // Gate tables (GateSpec, PercentileBounds) are walked too.
+    let text = format!(
+        "{}\n[jobs.gates]\nttft_ms = {{ p99 = 1.0, p95x = 2.0 }}\n",
+        with_tools(AGENTIC)
+    );
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownField,
+        &text,
+        "p95x",
+        "jobs[0].gates.ttft_ms.p95x",
+    );
+    assert_eq!(e.hint(), Some("did you mean `p95`?"));
+}
+
+#[test]
+fn c31_case_input_fails_before_any_io_on_the_unknown_table() {
+    // The field case's input verbatim: `[load]` is not a table of this schema.
+    let text = "[endpoint]\nbase_url = \"http://127.0.0.1:8000/v1\"\nmodel = \"m\"\n\n[load]\nconcurency = 64\nrate_rps = 5.0\n";
+    let p = Project::new();
+    let e = p.err(text);
+    assert_at(&e, SuiteErrorKind::UnknownTable, text, "load", "load");
+    assert_eq!(
+        e.message(),
+        "unknown table `[load]`: a suite has no such table"
+    );
+    assert!(e.hint().unwrap().contains("`[[jobs]]`"), "{e}");
+    // Without `[load]`, the `[endpoint]` table is a wrong type: endpoint is a URL string.
+    let text = "[endpoint]\nbase_url = \"http://127.0.0.1:8000/v1\"\n";
+    let e = p.err(text);
+    assert_eq!(e.kind(), SuiteErrorKind::WrongType, "{e}");
+    assert_eq!(e.path(), Some("endpoint"));
+    assert!(e.message().contains("expected a string"), "{e}");
+}
+
+#[test]
+fn unknown_table_close_to_a_real_one_gets_a_hint() {
+    let p = Project::new();
+    let text = format!("[telemtry]\ngpu = \"off\"\n{}", with_tools(AGENTIC));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownTable,
+        &text,
+        "telemtry",
+        "telemtry",
+    );
+    assert_eq!(e.hint(), Some("did you mean `telemetry`?"));
+}
+
+#[test]
+fn misplaced_key_says_where_it_belongs() {
+    let p = Project::new();
+    let text = format!("max_steps = 3\n{}", with_tools(AGENTIC));
+    let e = p.err(&text);
+    assert_eq!(e.kind(), SuiteErrorKind::UnknownField);
+    assert_eq!(e.hint(), Some("`max_steps` belongs in a `[[jobs]]` table"));
+}
+
+#[test]
+fn key_of_another_job_kind_is_an_error() {
+    let p = Project::new();
+    let text = with_tools(&format!("{AGENTIC}sizes = [1]\n"));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::WrongKindField,
+        &text,
+        "sizes",
+        "jobs[0].sizes",
+    );
+    assert_eq!(
+        e.message(),
+        "`sizes` is a key of `context` jobs, but `jobs[0]` has `kind = \"agentic\"`"
+    );
+    let text = "[[jobs]]\nname = \"c\"\nkind = \"context\"\nsizes = [8]\nmax_steps = 2\n";
+    let e = p.err(text);
+    assert_at(
+        &e,
+        SuiteErrorKind::WrongKindField,
+        text,
+        "max_steps",
+        "jobs[0].max_steps",
+    );
+}
+
+#[test]
+fn job_key_lists_cover_exactly_the_raw_job_fields() {
+    use super::fields::struct_fields;
+    use super::raw::{RawJob, common_job_keys, kind_job_keys};
+    let mut listed: Vec<&str> = common_job_keys().to_vec();
+    for k in JobKindName::ALL {
+        listed.extend(kind_job_keys(k));
+    }
+    listed.sort_unstable();
+    let mut fields = struct_fields::<RawJob>().to_vec();
+    fields.sort_unstable();
+    assert_eq!(listed, fields);
+}
+
+// ---------------------------------------------------------------- types and syntax
+
+#[test]
+fn wrong_type_is_located_at_the_value() {
+    let p = Project::new();
+    let text = with_tools(&format!("{AGENTIC}max_steps = \"8\"\n"));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::WrongType,
+        &text,
+        "\"8\"",
+        "jobs[0].max_steps",
+    );
+    assert!(
+        e.message().contains("expected a non-negative integer"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_enum_value_suggests_a_variant() {
+    let p = Project::new();
+    let text = format!("engine = \"vlm\"\n{}", with_tools(AGENTIC));
+    let e = p.err(&text);
+    assert_at(&e, SuiteErrorKind::InvalidValue, &text, "\"vlm\"", "engine");
+    assert_eq!(e.hint(), Some("did you mean `vllm`?"));
+    let text = with_tools(&AGENTIC.replace("agentic", "agentc"));
+    let e = p.err(&text);
+    assert_eq!(e.path(), Some("jobs[0].kind"));
+    assert_eq!(e.hint(), Some("did you mean `agentic`?"));
+}
+
+#[test]
+fn syntax_error_is_located() {
+    let p = Project::new();
+    let text = "seed = 1\nseed = 2\n";
+    let e = p.err(text);
+    assert_eq!(e.kind(), SuiteErrorKind::Syntax);
+    assert_eq!((e.line(), e.column()), (Some(2), Some(1)));
+}
+
+#[test]
+fn a_suite_needs_jobs() {
+    let p = Project::new();
+    let e = p.err("seed = 1\n");
+    assert_eq!(e.kind(), SuiteErrorKind::MissingField);
+    assert_eq!(e.path(), Some("jobs"));
+    assert_eq!(e.message(), "a suite needs at least one `[[jobs]]` table");
+}
+
+#[test]
+fn missing_required_key_names_its_table() {
+    let p = Project::new();
+    let text = "[[jobs]]\nkind = \"context\"\nsizes = [1]\n";
+    let e = p.err(text);
+    assert_eq!(e.kind(), SuiteErrorKind::MissingField, "{e}");
+    assert_eq!(e.path(), Some("jobs[0].name"));
+    assert_eq!(e.message(), "missing required key `name` in `jobs[0]`");
+    assert_eq!(e.line(), Some(1));
+}
+
+// ---------------------------------------------------------------- semantic rules
+
+#[test]
+fn duplicate_job_and_tool_names() {
+    let p = Project::new();
+    let text = with_tools(&format!("{AGENTIC}{AGENTIC}"));
+    let e = p.err(&text);
+    assert_eq!(e.kind(), SuiteErrorKind::Duplicate);
+    assert_eq!(e.path(), Some("jobs[1].name"));
+    let first = pos(&text, "name = \"a\"").0;
+    assert_eq!(
+        e.message(),
+        format!("duplicate job name `a` (first declared on line {first})")
+    );
+    assert!(e.line().unwrap() > first);
+    let text = format!(
+        "{TOOLS}{}",
+        TOOLS
+            .split("[[tools]]")
+            .nth(1)
+            .map(|t| format!("[[tools]]{t}"))
+            .unwrap()
+    ) + AGENTIC;
+    let e = p.err(&text);
+    assert_eq!(e.kind(), SuiteErrorKind::Duplicate);
+    assert_eq!(e.path(), Some("tools[2].name"));
+}
+
+#[test]
+fn unknown_tool_reference_suggests_a_declared_tool() {
+    let p = Project::new();
+    let text = with_tools(&AGENTIC.replace("[\"weather\"]", "[\"weather\", \"wether\"]"));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownReference,
+        &text,
+        "\"wether\"",
+        "jobs[0].tools[1]",
+    );
+    assert_eq!(e.hint(), Some("did you mean `weather`?"));
+}
+
+#[test]
+fn script_on_a_model_job_and_missing_mode() {
+    let p = Project::new();
+    let text = with_tools(&format!(
+        "{AGENTIC}\n[[jobs.script]]\ntool = \"weather\"\narguments = {{ city = \"Oslo\" }}\n"
+    ));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::WrongKindField,
+        &text,
+        "script]]",
+        "jobs[0].script",
+    );
+    let text = with_tools(&AGENTIC.replace("mode = \"model\"\n", ""));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::MissingField,
+        &text,
+        "[[jobs]]",
+        "jobs[0]",
+    );
+    assert_eq!(e.message(), "agentic job `a` has no `mode`");
+}
+
+#[test]
+fn scripted_job_rules() {
+    let p = Project::new();
+    let scripted = AGENTIC.replace("\"model\"", "\"scripted\"");
+    // No script at all.
+    let e = p.err(&with_tools(&scripted));
+    assert_eq!(e.kind(), SuiteErrorKind::MissingField);
+    // A step calling a tool the job does not offer.
+    let text = with_tools(&format!(
+        "{scripted}\n[[jobs.script]]\ntool = \"read_file\"\narguments = {{ path = \"a.txt\" }}\n"
+    ));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownReference,
+        &text,
+        "\"read_file\"\narguments",
+        "jobs[0].script[0].tool",
+    );
+    // Arguments that do not fit the tool's parameters.
+    let text = with_tools(&format!(
+        "{scripted}\n[[jobs.script]]\ntool = \"weather\"\narguments = {{ city = 3 }}\n"
+    ));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "{ city = 3 }",
+        "jobs[0].script[0].arguments",
+    );
+    assert!(e.message().contains("`city` must be of type string"), "{e}");
+    // max_steps smaller than script + final answer.
+    let text = with_tools(&format!(
+        "{scripted}max_steps = 1\n\n[[jobs.script]]\ntool = \"weather\"\narguments = {{ city = \"Oslo\" }}\n"
+    ));
+    let e = p.err(&text);
+    assert_eq!(e.path(), Some("jobs[0].max_steps"));
+    assert!(e.message().contains("makes 2 LLM calls"), "{e}");
+}
+
+#[test]
+fn context_and_swe_required_keys() {
+    let p = Project::new();
+    let text = "[[jobs]]\nname = \"c\"\nkind = \"context\"\n";
+    let e = p.err(text);
+    assert_eq!(e.kind(), SuiteErrorKind::MissingField);
+    assert_eq!(e.message(), "context job `c` has no `sizes`");
+    assert_eq!((e.line(), e.path()), (Some(1), Some("jobs[0]")));
+    let text = "[[jobs]]\nname = \"s\"\nkind = \"swe\"\n";
+    let e = p.err(text);
+    assert_eq!(e.message(), "swe job `s` has no `command`");
+    let text = "[[jobs]]\nname = \"s\"\nkind = \"swe\"\ncommand = [\"true\"]\nenv = { INFERSCOPE_MODEL = \"x\" }\n";
+    let e = p.err(text);
+    assert_eq!(e.path(), Some("jobs[0].env.INFERSCOPE_MODEL"));
+    let text = "[[jobs]]\nname = \"c\"\nkind = \"context\"\nsizes = [4, 0]\n";
+    let e = p.err(text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        text,
+        "0]",
+        "jobs[0].sizes[1]",
+    );
+}
+
+#[test]
+fn check_rules_missing_operand_wrong_key_invalid_regex_and_path() {
+    let p = Project::new();
+    let text = with_tools(&format!(
+        "{AGENTIC}\n[[jobs.checks]]\nkind = \"contains\"\n"
+    ));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::MissingField,
+        &text,
+        "[[jobs.checks]]",
+        "jobs[0].checks[0]",
+    );
+    assert_eq!(e.message(), "a `contains` check needs `value`");
+    let text = with_tools(&format!(
+        "{AGENTIC}\n[[jobs.checks]]\nkind = \"contains\"\nvalue = \"x\"\npattern = \"y\"\n"
+    ));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::WrongKindField,
+        &text,
+        "pattern",
+        "jobs[0].checks[0].pattern",
+    );
+    let text = with_tools(&format!(
+        "{AGENTIC}\n[[jobs.checks]]\nkind = \"regex\"\npattern = \"(unclosed\"\n"
+    ));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "\"(unclosed\"",
+        "jobs[0].checks[0].pattern",
+    );
+    assert!(
+        e.message().starts_with("invalid regex: unclosed group"),
+        "{e}"
+    );
+    let text = with_tools(&format!(
+        "{AGENTIC}\n[[jobs.checks]]\nkind = \"json_path\"\npath = \"$.[\"\n"
+    ));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "\"$.[\"",
+        "jobs[0].checks[0].path",
+    );
+    assert!(e.message().starts_with("invalid JSON path"), "{e}");
+    let text = with_tools(&format!(
+        "{AGENTIC}\n[[jobs.checks]]\nkind = \"tool_called\"\ntool = \"read_file\"\nmin_times = 1\n"
+    ));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownReference,
+        &text,
+        "\"read_file\"\nmin_times",
+        "jobs[0].checks[0].tool",
+    );
+    let text = with_tools(&format!(
+        "{AGENTIC}\n[[jobs.checks]]\nkind = \"contains\"\nvalue = \"x\"\ntarget = \"stdout\"\n"
+    ));
+    let e = p.err(&text);
+    assert_eq!(e.path(), Some("jobs[0].checks[0].target"));
+    let text = "[[jobs]]\nname = \"s\"\nkind = \"swe\"\ncommand = [\"true\"]\n[[jobs.checks]]\nkind = \"contains\"\nvalue = \"ok\"\n";
+    let e = p.err(text);
+    assert_eq!(
+        e.hint(),
+        Some("set `target = \"stdout\"` to check the harness's output")
+    );
+}
+
+#[test]
+fn fixture_files_must_exist_under_the_root() {
+    let p = Project::new();
+    let text = format!(
+        "{AGENTIC}\n[[tools]]\nname = \"weather\"\nresponse_file = \"tools/missing.json\"\n"
+    );
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::Fixture,
+        &text,
+        "\"tools/missing.json\"",
+        "tools[0].response_file",
+    );
+    let text = format!(
+        "{AGENTIC}\n[[tools]]\nname = \"weather\"\nresponse_file = \"fixtures/tools/weather.json\"\n"
+    );
+    let e = p.err(&text);
+    assert_eq!(
+        e.hint(),
+        Some("paths are relative to the fixtures root; did you mean `tools/weather.json`?")
+    );
+    let text =
+        format!("{AGENTIC}\n[[tools]]\nname = \"weather\"\nresponse_file = \"../suites/t.toml\"\n");
+    let e = p.err(&text);
+    assert_eq!(e.kind(), SuiteErrorKind::Fixture);
+    assert!(e.message().contains("`..` is not allowed"), "{e}");
+    let text =
+        format!("{AGENTIC}\n[[tools]]\nname = \"weather\"\nresponse_file = \"/etc/hostname\"\n");
+    let e = p.err(&text);
+    assert!(e.message().contains("must be relative"), "{e}");
+    // A symlink inside fixtures/ pointing outside is refused at load time.
+    let outside = p.dir.path().join("secret.txt");
+    std::fs::write(&outside, "s").unwrap();
+    std::os::unix::fs::symlink(&outside, p.dir.path().join("fixtures/tools/link.json")).unwrap();
+    let text =
+        format!("{AGENTIC}\n[[tools]]\nname = \"weather\"\nresponse_file = \"tools/link.json\"\n");
+    let e = p.err(&text);
+    assert_eq!(e.kind(), SuiteErrorKind::Fixture);
+    assert!(e.message().contains("outside the fixtures root"), "{e}");
+}
+
+#[test]
+fn tool_declaration_rules() {
+    let p = Project::new();
+    let jobs = "[[jobs]]\nname = \"c\"\nkind = \"context\"\nsizes = [1]\n";
+    let e = p.err(&format!("[[tools]]\nname = \"x\"\n{jobs}"));
+    assert_eq!(e.kind(), SuiteErrorKind::MissingField);
+    assert_eq!(e.path(), Some("tools[0]"));
+    let text = format!(
+        "[[tools]]\nname = \"x\"\nresponse_file = \"tools/weather.json\"\nread_root = \"repo\"\npath_argument = \"p\"\n{jobs}"
+    );
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "read_root",
+        "tools[0].read_root",
+    );
+    let text =
+        format!("[[tools]]\nname = \"x\"\nread_root = \"repo\"\npath_argument = \"file\"\n{jobs}");
+    let e = p.err(&text);
+    assert_eq!(e.kind(), SuiteErrorKind::UnknownReference);
+    assert_eq!(e.path(), Some("tools[0].path_argument"));
+    let text =
+        format!("[[tools]]\nname = \"Bad-Name\"\nresponse_file = \"tools/weather.json\"\n{jobs}");
+    assert_eq!(p.err(&text).path(), Some("tools[0].name"));
+    let text = format!(
+        "[[tools]]\nname = \"x\"\nresponse_file = \"tools/weather.json\"\ndefault_text = \"d\"\n{jobs}"
+    );
+    assert_eq!(p.err(&text).kind(), SuiteErrorKind::WrongKindField);
+    // A response row whose `when` cannot fit the parameters can never match.
+    let text = format!(
+        "[[tools]]\nname = \"x\"\nparameters = {{ type = \"object\", properties = {{ city = {{ type = \"string\" }} }}, additionalProperties = false }}\n[[tools.responses]]\nwhen = {{ cty = \"Oslo\" }}\ntext = \"t\"\n{jobs}"
+    );
+    let e = p.err(&text);
+    assert_eq!(e.path(), Some("tools[0].responses[0].when"));
+    assert!(e.message().contains("unexpected argument `cty`"), "{e}");
+    let text = format!(
+        "[[tools]]\nname = \"x\"\nparameters = {{ type = \"string\" }}\nresponse_file = \"tools/weather.json\"\n{jobs}"
+    );
+    assert_eq!(p.err(&text).path(), Some("tools[0].parameters"));
+}
+
+#[test]
+fn value_ranges_are_checked() {
+    let p = Project::new();
+    for (line, path) in [
+        ("request_timeout_s = 0.0", "request_timeout_s"),
+        ("idle_timeout_s = -1.0", "idle_timeout_s"),
+        ("max_event_bytes = 0", "max_event_bytes"),
+        ("endpoint = \"ftp://x\"", "endpoint"),
+        ("model = \"\"", "model"),
+        ("name = \"has space\"", "name"),
+    ] {
+        let e = p.err(&format!("{line}\n{}", with_tools(AGENTIC)));
+        assert_eq!(e.kind(), SuiteErrorKind::InvalidValue, "{line}: {e}");
+        assert_eq!(e.path(), Some(path), "{line}");
+        assert_eq!(e.line(), Some(1), "{line}");
+    }
+    let e = p.err(&with_tools(&format!(
+        "{AGENTIC}max_repeated_tool_calls = 1\n"
+    )));
+    assert_eq!(e.path(), Some("jobs[0].max_repeated_tool_calls"));
+}
+
+// ---------------------------------------------------------------- secrets
+
+#[test]
+fn a_literal_api_key_is_rejected_without_echoing_it() {
+    let p = Project::new();
+    let text = format!("api_key = \"sk-SECRET-MARKER\"\n{}", with_tools(AGENTIC));
+    let e = p.err(&text);
+    assert_at(&e, SuiteErrorKind::Secret, &text, "api_key", "api_key");
+    assert!(e.hint().unwrap().contains("api_key_env"), "{e}");
+    assert!(!e.to_string().contains("SECRET-MARKER"));
+    // The graphical rendering has no source snippet, so the secret is not printed.
+    let rendered = render(&e);
+    assert!(!rendered.contains("SECRET-MARKER"), "{rendered}");
+    // Anywhere, including a free-form env table.
+    let text =
+        "[[jobs]]\nname = \"s\"\nkind = \"swe\"\ncommand = [\"true\"]\nenv = { API_KEY = \"x\" }\n";
+    let e = p.err(text);
+    assert_eq!(e.kind(), SuiteErrorKind::Secret);
+    assert_eq!(e.path(), Some("jobs[0].env.API_KEY"));
+}
+
+#[test]
+fn api_key_env_must_be_a_name_and_is_resolved_from_the_environment() {
+    let p = Project::new();
+    let e = p.err(&format!(
+        "api_key_env = \"sk-abc123-MARKER\"\n{}",
+        with_tools(AGENTIC)
+    ));
+    assert_eq!(e.kind(), SuiteErrorKind::InvalidValue);
+    assert!(!e.to_string().contains("MARKER"), "{e}");
+    let s = p
+        .parse(&format!(
+            "api_key_env = \"BENCH_KEY\"\n{}",
+            with_tools(AGENTIC)
+        ))
+        .unwrap();
+    assert_eq!(
+        s.api_key_with(|n| (n == "BENCH_KEY").then(|| "k-123".into()))
+            .unwrap(),
+        Some("k-123".to_string())
+    );
+    let e = s.api_key_with(|_| None).unwrap_err();
+    assert_eq!(e.kind(), SuiteErrorKind::EnvVar);
+    assert_eq!(
+        e.message(),
+        "environment variable `BENCH_KEY` (named by `api_key_env`) is not set"
+    );
+    assert_eq!((e.line(), e.path()), (Some(1), Some("api_key_env")));
+    let e = s.api_key_with(|_| Some("".into())).unwrap_err();
+    assert!(e.message().ends_with("is set but empty"));
+    let none = p.parse(&with_tools(AGENTIC)).unwrap();
+    assert_eq!(none.api_key().unwrap(), None);
+}
+
+// ---------------------------------------------------------------- rendering
+
+fn render(e: &SuiteError) -> String {
+    let mut out = String::new();
+    miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+        .render_report(&mut out, e)
+        .unwrap();
+    out
+}
+
+#[test]
+fn miette_rendering_shows_the_line_label_and_hint() {
+    let p = Project::new();
+    let text = with_tools(&format!("{AGENTIC}max_stpes = 4\n"));
+    let e = p.err(&text);
+    // `render` keeps the headline short: location and hint appear once, below it.
+    let pretty = e.render(false);
+    assert!(
+        pretty.contains("× unknown field `max_stpes` in `jobs[0]`\n"),
+        "{pretty}"
+    );
+    assert_eq!(pretty.matches("did you mean").count(), 1, "{pretty}");
+    assert!(pretty.contains("max_stpes = 4"), "{pretty}");
+    let out = render(&e);
+    assert!(out.contains("suite::unknown_field"), "{out}");
+    assert!(out.contains("max_stpes = 4"), "{out}");
+    assert!(out.contains("unknown field"), "{out}");
+    assert!(out.contains("help: did you mean `max_steps`?"), "{out}");
+    let (line, col) = pos(&text, "max_stpes");
+    assert!(out.contains(&format!("t.toml:{line}:{col}")), "{out}");
+}
+
+// ---------------------------------------------------------------- resolution
+
+#[test]
+fn dry_run_shows_capture_timeline_default_suite_and_flag() {
+    let p = Project::new();
+    let s = p.parse(&with_tools(AGENTIC)).unwrap();
+    let r = resolve(&s, &RunOverrides::default());
+    let text = r.dry_run_text();
+    assert!(
+        text.contains("\ncapture_timeline: false (default)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nendpoint: simulated (built-in) (default)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nmodel: inferscope-sim (default)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nrequest_timeout_s: 120 (default)\n"),
+        "{text}"
+    );
+    let flagged = resolve(
+        &s,
+        &RunOverrides {
+            capture_timeline: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(flagged.capture_timeline.source, SettingSource::Flag);
+    assert!(
+        flagged
+            .dry_run_text()
+            .contains("\ncapture_timeline: true (flag)\n")
+    );
+    let s = p
+        .parse(&format!(
+            "capture_timeline = false\n{}",
+            with_tools(AGENTIC)
+        ))
+        .unwrap();
+    let text = resolve(&s, &RunOverrides::default()).dry_run_text();
+    assert!(
+        text.contains("\ncapture_timeline: false (suite)\n"),
+        "{text}"
+    );
+    // The flag overrides a suite's false.
+    let r = resolve(
+        &s,
+        &RunOverrides {
+            capture_timeline: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        (r.capture_timeline.value, r.capture_timeline.source),
+        (true, SettingSource::Flag)
+    );
+}
+
+#[test]
+fn dry_run_lists_every_setting_and_merged_job_gates() {
+    let s = full();
+    let text = resolve(&s, &RunOverrides::default()).dry_run_text();
+    for line in [
+        "suite: full (default)",
+        "capture_timeline: true (suite)",
+        "seed: 42 (suite)",
+        "engine: auto (default)",
+        "request_timeout_s: 60 (suite)",
+        "idle_timeout_s: 30 (default)",
+        "max_event_bytes: 16777216 (default)",
+        "telemetry.sample_period_ms: 25 (suite)",
+        "telemetry.metrics_period_ms: 200 (default)",
+        "telemetry.metrics_url: the simulator's /metrics (default)",
+        "telemetry.gpu: off (suite)",
+        "gates: ttft_ms.p50=100.0, ttft_ms.p99=2000.0, max_error_rate=0.0 (suite)",
+        "tools.read_file: read_root repo (path_argument `path`), latency_ms 5",
+        "tools.weather: 3 response(s), default text, latency_ms 0",
+        "jobs: 4 of 4 selected",
+        "job full::lookup (agentic)",
+        "  max_steps: 6 (suite)",
+        "  max_tokens: 64 (default)",
+        "  gates: ttft_ms.p50=100.0, ttft_ms.p99=500.0, max_error_rate=0.0 (suite)",
+        "  checks: contains(final_answer), tool_called(weather, min 1)",
+        "  script[0]: read_file {\"path\":\"src/lib.rs\"}",
+        "  sizes: [256, 1024] (suite)",
+        "  timeout_s: 30 (suite)",
+        "  env: [HARNESS_MODE] (values not shown) (suite)",
+        "api_key_env: none (default)",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing `{line}` in:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn endpoint_and_model_flags() {
+    let s = full();
+    let r = resolve(
+        &s,
+        &RunOverrides {
+            endpoint: Some("http://127.0.0.1:9/v1/".into()),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        r.endpoint.value,
+        EndpointSetting::Url("http://127.0.0.1:9/v1".into())
+    );
+    assert_eq!(r.endpoint.source, SettingSource::Flag);
+    assert_eq!(r.model.value, None);
+    let e = r.model_name().unwrap_err();
+    assert_eq!(e.kind(), SuiteErrorKind::MissingField);
+    assert!(e.hint().unwrap().contains("--model"));
+    let text = r.dry_run_text();
+    assert!(
+        text.contains("\nendpoint: http://127.0.0.1:9/v1 (flag)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\ntelemetry.metrics_url: http://127.0.0.1:9/metrics (default)\n"),
+        "{text}"
+    );
+    assert_eq!(
+        r.metrics_url("http://127.0.0.1:9/v1").as_deref(),
+        Some("http://127.0.0.1:9/metrics")
+    );
+    let r = resolve(
+        &s,
+        &RunOverrides {
+            endpoint: Some("http://h/v1".into()),
+            model: Some("tiny".into()),
+            ..Default::default()
+        },
+    );
+    assert_eq!(r.model_name().unwrap(), "tiny");
+    assert_eq!(r.model.source, SettingSource::Flag);
+    assert!(
+        RunOverrides {
+            endpoint: Some("localhost:8000".into()),
+            ..Default::default()
+        }
+        .validate()
+        .is_err()
+    );
+    assert!(
+        RunOverrides {
+            endpoint: Some("http://localhost:8000/v1".into()),
+            ..Default::default()
+        }
+        .validate()
+        .is_ok()
+    );
+}
+
+#[test]
+fn filter_matches_substrings_and_globs() {
+    assert!(filter_matches("look", "full::lookup"));
+    assert!(!filter_matches("Look", "full::lookup"));
+    assert!(filter_matches("full::*", "full::lookup"));
+    assert!(filter_matches("*::ctx", "full::ctx"));
+    assert!(!filter_matches("*::ctx", "full::ctx2"));
+    assert!(filter_matches("f*l*p", "full::lookup"));
+    assert!(filter_matches("*", "x::y"));
+    assert!(!filter_matches("full::*x", "full::lookup"));
+    let s = full();
+    let r = resolve(
+        &s,
+        &RunOverrides {
+            filter: Some("*::re*".into()),
+            ..Default::default()
+        },
+    );
+    let ids: Vec<&str> = r.jobs.iter().map(|j| j.job.id.as_str()).collect();
+    assert_eq!(ids, ["full::replay"]);
+    assert!(
+        r.dry_run_text()
+            .contains("\nfilter: *::re* (flag)\njobs: 1 of 4 selected\n")
+    );
+    let r = resolve(
+        &s,
+        &RunOverrides {
+            filter: Some("nothing".into()),
+            ..Default::default()
+        },
+    );
+    assert!(r.jobs.is_empty());
+}
+
+#[test]
+fn list_text_has_one_job_per_line_with_kind() {
+    assert_eq!(
+        list_text(&full()),
+        "full::lookup (agentic)\nfull::replay (agentic)\nfull::ctx (context)\nfull::harness (swe)\n"
+    );
+}
+
+#[test]
+fn metrics_url_default_replaces_v1() {
+    assert_eq!(metrics_url_for("http://h:8000/v1"), "http://h:8000/metrics");
+    assert_eq!(
+        metrics_url_for("http://h:8000/v1/"),
+        "http://h:8000/metrics"
+    );
+    assert_eq!(metrics_url_for("http://h:8000"), "http://h:8000/metrics");
+}

@@ -1,0 +1,370 @@
+//! `[[jobs]]` validation: common settings, then the kind's own keys, then checks.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::super::fields::did_you_mean;
+use super::super::load::Ctx;
+use super::super::model::*;
+use super::super::raw::{RawJob, RawScriptStep};
+use super::fixtures::{Fixtures, Want};
+use super::{K, R, check_name, is_env_name, seconds, unknown_tool};
+use crate::grade::{Check, CheckProblem, CheckTarget};
+use crate::tools::json::table_to_json;
+use crate::tools::schema::validate_arguments;
+
+/// Validates job `i` of suite `suite` against the declared `tools`.
+pub(super) fn job(
+    ctx: &Ctx,
+    fx: &Fixtures,
+    tools: &[ToolSpec],
+    suite: &str,
+    i: usize,
+    mut j: RawJob,
+) -> R<Job> {
+    let p = format!("jobs[{i}]");
+    check_name(&j.name).map_err(|m| ctx.at_value(&format!("{p}.name"), K::InvalidValue, m))?;
+    let max_tokens = positive(ctx, &p, "max_tokens", j.max_tokens, DEFAULT_MAX_TOKENS)?;
+    let repeat = positive(ctx, &p, "repeat", j.repeat, 1)?;
+    let temperature = j.temperature.unwrap_or(0.0);
+    if !(temperature.is_finite() && temperature >= 0.0) {
+        return Err(ctx.at_value(
+            &format!("{p}.temperature"),
+            K::InvalidValue,
+            "`temperature` must be a finite number ≥ 0".into(),
+        ));
+    }
+    let kind = match j.kind {
+        JobKindName::Agentic => JobKind::Agentic(agentic(ctx, tools, &p, &mut j)?),
+        JobKindName::Context => JobKind::Context(context(ctx, fx, &p, &mut j)?),
+        JobKindName::Swe => JobKind::Swe(swe(ctx, fx, &p, &mut j)?),
+    };
+    let checks = checks(ctx, &p, &kind, std::mem::take(&mut j.checks))?;
+    Ok(Job {
+        id: format!("{suite}::{}", j.name),
+        name: j.name,
+        index: i,
+        description: j.description,
+        max_tokens,
+        temperature,
+        repeat,
+        gates: j.gates.unwrap_or_default(),
+        checks,
+        kind,
+    })
+}
+
+/// `value` or the default, which must be at least 1.
+fn positive(ctx: &Ctx, p: &str, key: &str, value: Option<u32>, default: u32) -> R<u32> {
+    match value.unwrap_or(default) {
+        0 => Err(ctx.at_value(
+            &format!("{p}.{key}"),
+            K::InvalidValue,
+            format!("`{key}` must be at least 1"),
+        )),
+        n => Ok(n),
+    }
+}
+
+fn missing(ctx: &Ctx, p: &str, message: String, hint: &str) -> super::super::SuiteError {
+    ctx.at_key(p, K::MissingField, message)
+        .with_hint(Some(hint.to_string()))
+}
+
+fn agentic(ctx: &Ctx, tools: &[ToolSpec], p: &str, j: &mut RawJob) -> R<AgenticJob> {
+    let Some(mode) = j.mode else {
+        return Err(missing(
+            ctx,
+            p,
+            format!("agentic job `{}` has no `mode`", j.name),
+            "add `mode = \"model\"` or `mode = \"scripted\"`",
+        ));
+    };
+    let Some(task) = j.task.take() else {
+        return Err(missing(
+            ctx,
+            p,
+            format!("agentic job `{}` has no `task`", j.name),
+            "`task` is the user message that starts the trajectory",
+        ));
+    };
+    let job_tools = j.tools.take().unwrap_or_default();
+    for (k, t) in job_tools.iter().enumerate() {
+        let at = format!("{p}.tools[{k}]");
+        if !tools.iter().any(|d| &d.name == t) {
+            return Err(unknown_tool(ctx, &at, t, tools));
+        }
+        if job_tools[..k].contains(t) {
+            return Err(ctx.at_value(&at, K::Duplicate, format!("tool `{t}` is listed twice")));
+        }
+    }
+    let max_steps = positive(ctx, p, "max_steps", j.max_steps, DEFAULT_MAX_STEPS)?;
+    let max_repeated_tool_calls = j
+        .max_repeated_tool_calls
+        .unwrap_or(DEFAULT_MAX_REPEATED_TOOL_CALLS);
+    if max_repeated_tool_calls < 2 {
+        return Err(ctx.at_value(
+            &format!("{p}.max_repeated_tool_calls"),
+            K::InvalidValue,
+            "`max_repeated_tool_calls` must be at least 2 (it counts identical consecutive \
+             calls)"
+                .into(),
+        ));
+    }
+    let script = match (mode, j.script.take()) {
+        (AgenticMode::Model, Some(_)) => {
+            return Err(ctx
+                .at_key(
+                    &format!("{p}.script"),
+                    K::WrongKindField,
+                    format!("`script` on job `{}`, which is not scripted", j.name),
+                )
+                .with_hint(Some("`[[jobs.script]]` needs `mode = \"scripted\"`".into())));
+        }
+        (AgenticMode::Model, None) => Vec::new(),
+        (AgenticMode::Scripted, None) => {
+            return Err(missing(
+                ctx,
+                p,
+                format!("scripted job `{}` has no `[[jobs.script]]` steps", j.name),
+                "add one `[[jobs.script]]` table per tool call, with `tool` and `arguments`",
+            ));
+        }
+        (AgenticMode::Scripted, Some(steps)) => {
+            let out = script(ctx, tools, &job_tools, p, &j.name, steps)?;
+            let calls = out.len() + 1;
+            if let Some(ms) = j.max_steps
+                && (ms as usize) < calls
+            {
+                return Err(ctx.at_value(
+                    &format!("{p}.max_steps"),
+                    K::InvalidValue,
+                    format!(
+                        "this scripted job makes {calls} LLM calls ({} script steps and the \
+                         final answer), more than `max_steps = {ms}`",
+                        out.len()
+                    ),
+                ));
+            }
+            out
+        }
+    };
+    Ok(AgenticJob {
+        mode,
+        system: j.system.take(),
+        task,
+        tools: job_tools,
+        max_steps,
+        max_repeated_tool_calls,
+        script,
+    })
+}
+
+/// The steps of a scripted job: each tool declared, offered by the job, and called with
+/// arguments that fit its parameters.
+fn script(
+    ctx: &Ctx,
+    tools: &[ToolSpec],
+    job_tools: &[String],
+    p: &str,
+    name: &str,
+    steps: Vec<RawScriptStep>,
+) -> R<Vec<ScriptStep>> {
+    if steps.is_empty() {
+        return Err(ctx.at_value(
+            &format!("{p}.script"),
+            K::MissingField,
+            format!("scripted job `{name}` has an empty script"),
+        ));
+    }
+    let mut out = Vec::with_capacity(steps.len());
+    for (k, s) in steps.into_iter().enumerate() {
+        let sp = format!("{p}.script[{k}]");
+        let Some(spec) = tools.iter().find(|d| d.name == s.tool) else {
+            return Err(unknown_tool(ctx, &format!("{sp}.tool"), &s.tool, tools));
+        };
+        if !job_tools.contains(&s.tool) {
+            return Err(ctx
+                .at_value(
+                    &format!("{sp}.tool"),
+                    K::UnknownReference,
+                    format!(
+                        "script step calls `{}`, which is not in this job's `tools`",
+                        s.tool
+                    ),
+                )
+                .with_hint(Some(format!("add `\"{}\"` to `tools`", s.tool))));
+        }
+        let at = format!("{sp}.arguments");
+        let arguments = Value::Object(
+            table_to_json(&s.arguments).map_err(|m| ctx.at_value(&at, K::InvalidValue, m))?,
+        );
+        validate_arguments(&spec.parameters, &arguments).map_err(|m| {
+            ctx.at_value(
+                &at,
+                K::InvalidValue,
+                format!("arguments do not fit tool `{}`: {m}", s.tool),
+            )
+        })?;
+        out.push(ScriptStep {
+            tool: s.tool,
+            arguments,
+        });
+    }
+    Ok(out)
+}
+
+fn context(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<ContextJob> {
+    let Some(sizes) = j.sizes.take() else {
+        return Err(missing(
+            ctx,
+            p,
+            format!("context job `{}` has no `sizes`", j.name),
+            "for example `sizes = [256, 1024, 4096]` (approximate tokens)",
+        ));
+    };
+    if sizes.is_empty() {
+        return Err(ctx.at_value(
+            &format!("{p}.sizes"),
+            K::InvalidValue,
+            "`sizes` is empty".into(),
+        ));
+    }
+    if let Some(k) = sizes.iter().position(|s| *s == 0) {
+        return Err(ctx.at_value(
+            &format!("{p}.sizes[{k}]"),
+            K::InvalidValue,
+            "a prompt size must be at least 1 token".into(),
+        ));
+    }
+    let filler = match &j.filler {
+        None => None,
+        Some(f) => Some(fx.path(ctx, &format!("{p}.filler"), f, Want::File)?),
+    };
+    Ok(ContextJob {
+        sizes,
+        shared_prefix: j.shared_prefix.unwrap_or(false),
+        filler,
+    })
+}
+
+fn swe(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<SweJob> {
+    let Some(command) = j.command.take() else {
+        return Err(missing(
+            ctx,
+            p,
+            format!("swe job `{}` has no `command`", j.name),
+            "for example `command = [\"bash\", \"swe/harness.sh\"]`",
+        ));
+    };
+    if command.first().is_none_or(|c| c.trim().is_empty()) {
+        return Err(ctx.at_value(
+            &format!("{p}.command"),
+            K::InvalidValue,
+            "`command` needs a program as its first element".into(),
+        ));
+    }
+    let timeout = seconds(
+        ctx,
+        &format!("{p}.timeout_s"),
+        j.timeout_s,
+        DEFAULT_SWE_TIMEOUT_S,
+    )?;
+    let env: BTreeMap<String, String> = j.env.take().unwrap_or_default();
+    for k in env.keys() {
+        let at = super::super::doc::join(&format!("{p}.env"), k);
+        if !is_env_name(k) {
+            return Err(ctx.at_key(
+                &at,
+                K::InvalidValue,
+                format!("`{k}` is not a valid environment variable name"),
+            ));
+        }
+        if RESERVED_SWE_ENV.contains(&k.as_str()) {
+            return Err(ctx.at_key(
+                &at,
+                K::InvalidValue,
+                format!("`{k}` is set by the runner and cannot be overridden"),
+            ));
+        }
+    }
+    let cwd = fx
+        .root
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| fx.root.clone());
+    Ok(SweJob {
+        command,
+        cwd,
+        timeout,
+        env,
+    })
+}
+
+/// Compiles the checks and checks they can apply to this kind of job.
+fn checks(ctx: &Ctx, p: &str, kind: &JobKind, raw: Vec<crate::grade::RawCheck>) -> R<Vec<Check>> {
+    let mut out = Vec::with_capacity(raw.len());
+    for (k, raw) in raw.into_iter().enumerate() {
+        let cp = format!("{p}.checks[{k}]");
+        let check = Check::try_from(raw).map_err(|e| match e.problem {
+            CheckProblem::Missing => ctx.at_key(&cp, K::MissingField, e.message),
+            CheckProblem::NotApplicable => {
+                ctx.at_key(&format!("{cp}.{}", e.field), K::WrongKindField, e.message)
+            }
+            CheckProblem::Invalid => {
+                ctx.at_value(&format!("{cp}.{}", e.field), K::InvalidValue, e.message)
+            }
+        })?;
+        let is_swe = matches!(kind, JobKind::Swe(_));
+        match check.target() {
+            Some(CheckTarget::Stdout) if !is_swe => {
+                return Err(ctx.at_value(
+                    &format!("{cp}.target"),
+                    K::InvalidValue,
+                    "`target = \"stdout\"` only applies to swe jobs".into(),
+                ));
+            }
+            Some(CheckTarget::FinalAnswer) if is_swe => {
+                return Err(ctx
+                    .at_key(
+                        &cp,
+                        K::InvalidValue,
+                        "a swe job has no final answer to check".into(),
+                    )
+                    .with_hint(Some(
+                        "set `target = \"stdout\"` to check the harness's output".into(),
+                    )));
+            }
+            _ => {}
+        }
+        if let Check::ToolCalled { tool, .. } = &check {
+            match kind {
+                JobKind::Context(_) => {
+                    return Err(ctx.at_key(
+                        &cp,
+                        K::InvalidValue,
+                        "a context job calls no tools: `tool_called` cannot pass".into(),
+                    ));
+                }
+                JobKind::Agentic(a) if !a.tools.contains(tool) => {
+                    return Err(ctx
+                        .at_value(
+                            &format!("{cp}.tool"),
+                            K::UnknownReference,
+                            format!("`tool_called` names `{tool}`, which this job does not offer"),
+                        )
+                        .with_hint(
+                            did_you_mean(tool, a.tools.iter().map(String::as_str))
+                                .map(|s| format!("did you mean `{s}`?")),
+                        ));
+                }
+                // A SWE harness's tools are its own (step markers), not `[[tools]]`.
+                _ => {}
+            }
+        }
+        out.push(check);
+    }
+    Ok(out)
+}

@@ -1,0 +1,294 @@
+//! Semantic validation: defaults, names, cross-references, fixture files (the schema's
+//! list of validation errors, each located at the offending key or value).
+
+mod fixtures;
+mod job;
+mod tool;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use super::error::{SuiteError, SuiteErrorKind, location_of};
+use super::fields::did_you_mean;
+use super::load::Ctx;
+use super::model::*;
+use super::raw::RawSuite;
+use fixtures::Fixtures;
+
+type R<T> = Result<T, SuiteError>;
+use SuiteErrorKind as K;
+
+/// Turns the deserialized file into a [`Suite`].
+pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> R<Suite> {
+    let name = match &raw.name {
+        Some(n) => {
+            check_name(n).map_err(|m| ctx.at_value("name", K::InvalidValue, m))?;
+            n.clone()
+        }
+        None => {
+            let stem = origin
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            check_name(&stem).map_err(|m| {
+                ctx.err(
+                    0..0,
+                    K::InvalidValue,
+                    Some("name".into()),
+                    format!("the suite is named after its file, and {m}"),
+                )
+                .with_hint(Some("set `name = \"...\"` at the top of the suite".into()))
+            })?;
+            stem
+        }
+    };
+    let endpoint = match &raw.endpoint {
+        None => None,
+        Some(e) => {
+            Some(normalize_endpoint(e).map_err(|m| ctx.at_value("endpoint", K::InvalidValue, m))?)
+        }
+    };
+    if let Some(m) = &raw.model
+        && m.trim().is_empty()
+    {
+        return Err(ctx.at_value("model", K::InvalidValue, "`model` is empty".into()));
+    }
+    if let Some(var) = &raw.api_key_env
+        && !is_env_name(var)
+    {
+        // Never echo the value: it may be the key itself.
+        return Err(ctx
+            .at_value(
+                "api_key_env",
+                K::InvalidValue,
+                "`api_key_env` must be the NAME of an environment variable \
+                 (letters, digits and `_`), not a key"
+                    .into(),
+            )
+            .with_hint(Some(
+                "for example `api_key_env = \"OPENAI_API_KEY\"`".into(),
+            )));
+    }
+    let request_timeout = seconds(
+        ctx,
+        "request_timeout_s",
+        raw.request_timeout_s,
+        DEFAULT_REQUEST_TIMEOUT_S,
+    )?;
+    let idle_timeout = seconds(
+        ctx,
+        "idle_timeout_s",
+        raw.idle_timeout_s,
+        DEFAULT_IDLE_TIMEOUT_S,
+    )?;
+    let max_event_bytes = raw.max_event_bytes.unwrap_or(DEFAULT_MAX_EVENT_BYTES);
+    if max_event_bytes == 0 {
+        return Err(ctx.at_value(
+            "max_event_bytes",
+            K::InvalidValue,
+            "`max_event_bytes` must be at least 1".into(),
+        ));
+    }
+    let fx = Fixtures::locate(ctx, origin, raw.fixtures_dir.as_deref())?;
+    let telemetry = telemetry(ctx, raw.telemetry.unwrap_or_default())?;
+
+    let mut tools = Vec::new();
+    for (i, t) in raw.tools.into_iter().enumerate() {
+        let spec = tool::tool(ctx, &fx, i, t)?;
+        if let Some(first) = tools.iter().position(|o: &ToolSpec| o.name == spec.name) {
+            return Err(duplicate(
+                ctx,
+                "tool",
+                &spec.name,
+                &format!("tools[{i}].name"),
+                &format!("tools[{first}].name"),
+            ));
+        }
+        tools.push(spec);
+    }
+
+    let mut jobs: Vec<Job> = Vec::new();
+    for (i, j) in raw.jobs.into_iter().enumerate() {
+        let job = job::job(ctx, &fx, &tools, &name, i, j)?;
+        if let Some(first) = jobs.iter().position(|o| o.name == job.name) {
+            return Err(duplicate(
+                ctx,
+                "job",
+                &job.name,
+                &format!("jobs[{i}].name"),
+                &format!("jobs[{first}].name"),
+            ));
+        }
+        jobs.push(job);
+    }
+    if jobs.is_empty() {
+        return Err(ctx.at_key(
+            "jobs",
+            K::MissingField,
+            "a suite needs at least one `[[jobs]]` table".into(),
+        ));
+    }
+
+    Ok(Suite {
+        name,
+        description: raw.description,
+        file: ctx.file.clone(),
+        project_root: fx
+            .root
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| fx.root.clone()),
+        fixtures_root: fx.root,
+        endpoint,
+        model: raw.model,
+        api_key_env: raw.api_key_env,
+        capture_timeline: raw.capture_timeline.unwrap_or(false),
+        seed: raw.seed.unwrap_or(0),
+        engine: raw.engine.unwrap_or_default(),
+        request_timeout,
+        idle_timeout,
+        max_event_bytes,
+        telemetry,
+        gates: raw.gates.unwrap_or_default(),
+        overhead: raw.overhead.unwrap_or_default(),
+        tools,
+        jobs,
+        explicit: ctx.index.paths().map(str::to_string).collect(),
+        text: ctx.text.clone(),
+        api_key_env_span: ctx.index.value_span("api_key_env"),
+    })
+}
+
+fn duplicate(ctx: &Ctx, what: &str, name: &str, at: &str, first: &str) -> SuiteError {
+    let line = ctx
+        .index
+        .value_span(first)
+        .map(|s| location_of(&ctx.text, s).line);
+    let msg = match line {
+        Some(l) => format!("duplicate {what} name `{name}` (first declared on line {l})"),
+        None => format!("duplicate {what} name `{name}`"),
+    };
+    ctx.at_value(at, K::Duplicate, msg)
+}
+
+/// `[A-Za-z0-9_.-]+`: suite and job names (they form job ids `suite::job`).
+fn check_name(n: &str) -> Result<(), String> {
+    if !n.is_empty()
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{n}` is not a valid name: use letters, digits, `_`, `.` and `-`"
+        ))
+    }
+}
+
+pub(crate) fn is_env_name(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// An `http(s)://host...` base URL without a trailing slash.
+pub fn normalize_endpoint(e: &str) -> Result<String, String> {
+    let t = e.trim();
+    let rest = t
+        .strip_prefix("http://")
+        .or_else(|| t.strip_prefix("https://"))
+        .ok_or_else(|| format!("`{t}` is not an http:// or https:// URL"))?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return Err(format!("`{t}` has no host"));
+    }
+    if host.contains('@') {
+        return Err("credentials in the endpoint URL are not allowed; use `api_key_env`".into());
+    }
+    Ok(t.trim_end_matches('/').to_string())
+}
+
+fn seconds(ctx: &Ctx, key: &str, v: Option<f64>, default: f64) -> R<Duration> {
+    let s = v.unwrap_or(default);
+    match Duration::try_from_secs_f64(s) {
+        Ok(d) if s > 0.0 => Ok(d),
+        _ => Err(ctx.at_value(
+            key,
+            K::InvalidValue,
+            format!("`{key}` must be a positive number of seconds"),
+        )),
+    }
+}
+
+fn telemetry(ctx: &Ctx, t: super::raw::RawTelemetry) -> R<Telemetry> {
+    let period = |key: &str, v: Option<u64>, d: u64| -> R<u64> {
+        match v.unwrap_or(d) {
+            0 => Err(ctx.at_value(
+                &format!("telemetry.{key}"),
+                K::InvalidValue,
+                format!("`telemetry.{key}` must be at least 1 ms"),
+            )),
+            p => Ok(p),
+        }
+    };
+    if t.engine_pid == Some(0) {
+        return Err(ctx.at_value(
+            "telemetry.engine_pid",
+            K::InvalidValue,
+            "`telemetry.engine_pid` must be a process id (> 0)".into(),
+        ));
+    }
+    let metrics_url = match t.metrics_url {
+        None => None,
+        Some(u) => Some(
+            normalize_endpoint(&u)
+                .map_err(|m| ctx.at_value("telemetry.metrics_url", K::InvalidValue, m))?,
+        ),
+    };
+    Ok(Telemetry {
+        sample_period_ms: period(
+            "sample_period_ms",
+            t.sample_period_ms,
+            DEFAULT_SAMPLE_PERIOD_MS,
+        )?,
+        metrics_period_ms: period(
+            "metrics_period_ms",
+            t.metrics_period_ms,
+            DEFAULT_METRICS_PERIOD_MS,
+        )?,
+        metrics_url,
+        metrics: t.metrics.unwrap_or(true),
+        engine_pid: t.engine_pid,
+        include_descendants: t.include_descendants.unwrap_or(false),
+        gpu: t.gpu.unwrap_or_default(),
+    })
+}
+
+/// An unknown-tool error with a did-you-mean hint or the list of declared tools.
+fn unknown_tool(ctx: &Ctx, at: &str, name: &str, tools: &[ToolSpec]) -> SuiteError {
+    let hint = did_you_mean(name, tools.iter().map(|t| t.name.as_str()))
+        .map(|s| format!("did you mean `{s}`?"))
+        .or_else(|| {
+            let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            Some(if names.is_empty() {
+                "the suite declares no `[[tools]]`".to_string()
+            } else {
+                format!(
+                    "declared tools: {}",
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+        });
+    ctx.at_value(
+        at,
+        K::UnknownReference,
+        format!("unknown tool `{name}`: not declared in `[[tools]]`"),
+    )
+    .with_hint(hint)
+}

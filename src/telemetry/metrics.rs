@@ -1,0 +1,216 @@
+//! Engine `/metrics` sampling: scrape over HTTP, parse ([`super::prom`]), map through an engine
+//! profile ([`super::profile`]) and track counters across scrapes ([`super::counters`]).
+//!
+//! A failed scrape (connect error, timeout, non-2xx, oversized body) is a counted gap with its
+//! reason — never a zero sample. Each sample records when the request was sent and when the
+//! response was complete; the engine took its snapshot somewhere in between.
+
+use super::counters::CounterTracker;
+use super::profile::{CanonicalSnapshot, CounterId};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Canonical counter values of one scrape (tokens); `None` = not exposed or not finite.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterValues {
+    /// Prompt tokens (cached included).
+    pub prompt_tokens: Option<u64>,
+    /// Generated tokens.
+    pub generation_tokens: Option<u64>,
+    /// Prefix-cache queries, tokens.
+    pub prefix_cache_queries: Option<u64>,
+    /// Prefix-cache hits, tokens.
+    pub prefix_cache_hits: Option<u64>,
+}
+
+impl CounterValues {
+    /// The value of one counter.
+    pub fn get(&self, id: CounterId) -> Option<u64> {
+        match id {
+            CounterId::PromptTokens => self.prompt_tokens,
+            CounterId::GenerationTokens => self.generation_tokens,
+            CounterId::PrefixCacheQueries => self.prefix_cache_queries,
+            CounterId::PrefixCacheHits => self.prefix_cache_hits,
+        }
+    }
+
+    fn set(&mut self, id: CounterId, v: Option<u64>) {
+        match id {
+            CounterId::PromptTokens => self.prompt_tokens = v,
+            CounterId::GenerationTokens => self.generation_tokens = v,
+            CounterId::PrefixCacheQueries => self.prefix_cache_queries = v,
+            CounterId::PrefixCacheHits => self.prefix_cache_hits = v,
+        }
+    }
+}
+
+/// Per-counter reset flags of one sample: `true` when the interval ending at this sample
+/// contains a counter reset (value decreased or `_created` changed, C15).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResetFlags {
+    /// `prompt_tokens` reset.
+    pub prompt_tokens: bool,
+    /// `generation_tokens` reset.
+    pub generation_tokens: bool,
+    /// `prefix_cache_queries` reset.
+    pub prefix_cache_queries: bool,
+    /// `prefix_cache_hits` reset.
+    pub prefix_cache_hits: bool,
+}
+
+impl ResetFlags {
+    /// The flag of one counter.
+    pub fn get(&self, id: CounterId) -> bool {
+        match id {
+            CounterId::PromptTokens => self.prompt_tokens,
+            CounterId::GenerationTokens => self.generation_tokens,
+            CounterId::PrefixCacheQueries => self.prefix_cache_queries,
+            CounterId::PrefixCacheHits => self.prefix_cache_hits,
+        }
+    }
+
+    fn set(&mut self, id: CounterId, v: bool) {
+        match id {
+            CounterId::PromptTokens => self.prompt_tokens = v,
+            CounterId::GenerationTokens => self.generation_tokens = v,
+            CounterId::PrefixCacheQueries => self.prefix_cache_queries = v,
+            CounterId::PrefixCacheHits => self.prefix_cache_hits = v,
+        }
+    }
+}
+
+/// One successful scrape (a line of `samples/metrics.jsonl`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricsSample {
+    /// When the response was fully read, ns from the reference instant (the engine's snapshot
+    /// is at or before this).
+    pub elapsed_ns: u64,
+    /// When the request was sent, ns (the snapshot is at or after this).
+    pub request_sent_ns: u64,
+    /// Canonical counters.
+    pub counters: CounterValues,
+    /// Reset flags of the interval ending here.
+    pub resets: ResetFlags,
+    /// Canonical gauges (`requests_running`, `requests_waiting`, `kv_cache_usage`, and for
+    /// SGLang `cache_hit_rate`); `null` when absent or non-finite.
+    pub gauges: BTreeMap<String, Option<f64>>,
+    /// Names whose exposed value was NaN/±Inf (or a negative counter): written as `null`
+    /// above, flagged here (C17).
+    pub non_finite: Vec<String>,
+}
+
+/// Turns canonical snapshots into samples, tracking counter resets across scrapes. Pure.
+#[derive(Debug, Default)]
+pub struct MetricsTracker {
+    trackers: [CounterTracker; 4],
+}
+
+impl MetricsTracker {
+    /// A tracker that has seen nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ingests one scrape's snapshot, stamped `(request_sent_ns, elapsed_ns)`.
+    pub fn ingest(
+        &mut self,
+        request_sent_ns: u64,
+        elapsed_ns: u64,
+        snap: &CanonicalSnapshot,
+    ) -> MetricsSample {
+        let mut counters = CounterValues::default();
+        let mut resets = ResetFlags::default();
+        for id in CounterId::ALL {
+            let r = &snap.counters[id as usize];
+            counters.set(id, r.value);
+            resets.set(id, self.trackers[id as usize].observe(r.value, &r.created));
+        }
+        MetricsSample {
+            elapsed_ns,
+            request_sent_ns,
+            counters,
+            resets,
+            gauges: snap.gauges.clone(),
+            non_finite: snap.non_finite.clone(),
+        }
+    }
+
+    /// Resets seen per canonical counter (name → count).
+    pub fn resets(&self) -> BTreeMap<String, u32> {
+        CounterId::ALL
+            .iter()
+            .map(|id| (id.name().to_string(), self.trackers[*id as usize].resets()))
+            .collect()
+    }
+}
+
+/// The largest scrape body accepted, bytes.
+pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// The `Accept` header sent: 0.0.4 text preferred, OpenMetrics accepted.
+pub const ACCEPT: &str =
+    "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1";
+
+/// Builds the scrape client: short timeouts, no proxy (the engine is scraped directly).
+pub(crate) fn build_client(timeout: std::time::Duration) -> Result<reqwest::Client, String> {
+    // reqwest is built with `rustls-no-provider`: a provider must be installed before a
+    // client is built. Installing twice is harmless (the second call returns Err).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .no_proxy()
+        .build()
+        .map_err(|e| format!("http client: {e}"))
+}
+
+/// One scrape: `(body, content type)` or the reason it failed.
+pub(crate) async fn scrape(
+    client: &reqwest::Client,
+    url: &str,
+) -> Result<(String, Option<String>), String> {
+    let mut resp = client
+        .get(url)
+        .header(reqwest::header::ACCEPT, ACCEPT)
+        .send()
+        .await
+        .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(format!("HTTP {status}"));
+    }
+    let ct = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let mut body: Vec<u8> = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("reading body: {}", error_chain(&e)))?
+    {
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(format!("body larger than {MAX_BODY_BYTES} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let text = String::from_utf8(body).map_err(|_| "body is not UTF-8".to_string())?;
+    Ok((text, ct))
+}
+
+/// `e: source: source…` on one line (reqwest's own text omits the cause, e.g. "connection
+/// refused" or "operation timed out").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !out.contains(&t) {
+            out.push_str(": ");
+            out.push_str(&t);
+        }
+        cur = s.source();
+    }
+    out
+}

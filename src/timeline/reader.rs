@@ -1,0 +1,493 @@
+//! The validating reader (issue 4 §5; PRD T003 checks reused by the API): manifest
+//! presence, schema, byte length and SHA-256 of the events file, strict JSON of every
+//! line (unknown fields, negative and non-integer numbers rejected), line size, sequence
+//! order and duplicates, clock order, clock domain and wall-time binding to the manifest
+//! anchor, parent references and span matching.
+//!
+//! Span rules (PRD "Proposed data contract"): a parent must be a span started earlier in
+//! the same file (it may have ended by then: the sink checks "parent still open" when a
+//! child starts, but a parent ended concurrently can precede the child's start); an
+//! unmatched start is a span with unknown
+//! end (never closed by the reader); an unmatched end or parent in a `partial` capture is
+//! a visible gap; the same in a `complete` capture is an integrity error, and so is an
+//! unknown-end span (a complete capture closed every span it kept).
+//!
+//! `inferscope-bench timeline verify RUN_DIR` prints [`VerifyReport`] (its `Display`) and
+//! exits with [`VerifyReport::exit_code`]: **0** the timeline is intact (complete or
+//! partial), **1** an integrity error, **2** unavailable or bad input (no run directory,
+//! no manifest: capture off, a killed run, or a failed persistence).
+//!
+//! I/O is confined to [`verify`] / [`read_timeline`]; [`check_manifest`] and the event
+//! checks behind `verify` are pure functions of the bytes read.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::accounting::{Quality, QualityReason};
+use super::bounds::{Bounds, MAX_MANIFEST_BYTES};
+use super::event::{SpanFamily, TimelineEvent, validate_event};
+use super::ids::is_valid_id;
+use super::manifest::{EVENTS_REL_PATH, MANIFEST_FILE, SCHEMA, TIMELINE_DIR, TimelineManifest};
+pub use super::verify_report::{
+    ErrorKind, Gap, IntegrityError, MAX_ITEMIZED, Unavailable, VerifyReport, VerifyStatus,
+};
+
+/// A fixed description of a JSON error, never quoting the input (a tampered artifact
+/// could hold any text): the kind of fault and its column.
+fn json_fault(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    let what = [
+        "unknown field",
+        "duplicate field",
+        "missing field",
+        "unknown variant",
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "trailing characters",
+    ]
+    .into_iter()
+    .find(|p| msg.starts_with(p))
+    .unwrap_or(match e.classify() {
+        serde_json::error::Category::Syntax => "syntax error",
+        serde_json::error::Category::Eof => "unexpected end of input",
+        serde_json::error::Category::Data => "invalid data",
+        serde_json::error::Category::Io => "read error",
+    });
+    format!("{what} at column {}", e.column())
+}
+
+/// Reads a regular file (no symlink, no FIFO), at most `limit + 1` bytes.
+fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ErrorKind> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ErrorKind::Unreadable("file", e.to_string())),
+    };
+    if !meta.file_type().is_file() {
+        return Err(ErrorKind::NotRegularFile("file"));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| ErrorKind::Unreadable("file", e.to_string()))?;
+    let mut buf = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| ErrorKind::Unreadable("file", e.to_string()))?;
+    Ok(Some(buf))
+}
+
+fn rename_what(k: ErrorKind, what: &'static str) -> ErrorKind {
+    match k {
+        ErrorKind::NotRegularFile(_) => ErrorKind::NotRegularFile(what),
+        ErrorKind::Unreadable(_, e) => ErrorKind::Unreadable(what, e),
+        other => other,
+    }
+}
+
+/// Verifies the timeline of `run_dir` (reads `timeline/manifest.json` and the events file
+/// it names). Never panics on hostile input; reads at most 16 KiB of manifest and the
+/// manifest's byte budget (≤ 8 MiB) of events.
+pub fn verify(run_dir: &Path) -> VerifyReport {
+    let mut report = VerifyReport::new(run_dir);
+    if !run_dir.is_dir() {
+        report.unavailable = Some(Unavailable::RunDirMissing);
+        return report;
+    }
+    let dir = run_dir.join(TIMELINE_DIR);
+    let manifest_bytes = match read_bounded(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES.into()) {
+        Ok(Some(b)) => b,
+        Ok(None) => {
+            report.unavailable = Some(Unavailable::NoManifest);
+            return report;
+        }
+        Err(k) => {
+            report.error(None, None, rename_what(k, "manifest"));
+            return report;
+        }
+    };
+    if manifest_bytes.len() > MAX_MANIFEST_BYTES as usize {
+        report.error(
+            None,
+            None,
+            ErrorKind::ManifestTooLarge {
+                limit: MAX_MANIFEST_BYTES,
+            },
+        );
+        return report;
+    }
+    let manifest: TimelineManifest = match serde_json::from_slice(&manifest_bytes) {
+        Ok(m) => m,
+        Err(e) => {
+            report.error(None, None, ErrorKind::ManifestMalformed(json_fault(&e)));
+            return report;
+        }
+    };
+    let manifest_faults = check_manifest(&manifest);
+    let usable = !manifest_faults.iter().any(|k| {
+        matches!(
+            k,
+            ErrorKind::UnknownSchema
+                | ErrorKind::ManifestInvalid("events.path")
+                | ErrorKind::ManifestInvalid("bounds")
+        )
+    });
+    for k in manifest_faults {
+        report.error(None, None, k);
+    }
+    report.manifest = Some(manifest.clone());
+    if !usable {
+        return report;
+    }
+    let events_path = run_dir.join(EVENTS_REL_PATH);
+    let limit = u64::from(manifest.bounds.max_total_bytes);
+    let bytes = match read_bounded(&events_path, limit) {
+        Ok(Some(b)) => b,
+        Ok(None) => {
+            report.error(None, None, ErrorKind::EventsMissing);
+            return report;
+        }
+        Err(k) => {
+            report.error(None, None, rename_what(k, "events file"));
+            return report;
+        }
+    };
+    if bytes.len() as u64 > limit {
+        report.error(None, None, ErrorKind::EventsTooLarge);
+        return report;
+    }
+    if bytes.len() as u64 != manifest.events.byte_length {
+        report.error(
+            None,
+            None,
+            ErrorKind::LengthMismatch {
+                manifest: manifest.events.byte_length,
+                actual: bytes.len() as u64,
+            },
+        );
+    }
+    if hex::encode(Sha256::digest(&bytes)) != manifest.events.sha256 {
+        report.error(None, None, ErrorKind::HashMismatch);
+    }
+    check_events(&manifest, &bytes, &mut report);
+    report
+}
+
+/// A verified timeline: the manifest and every event, in `seq` order.
+#[derive(Clone, Debug)]
+pub struct VerifiedTimeline {
+    /// The manifest.
+    pub manifest: TimelineManifest,
+    /// The events.
+    pub events: Vec<TimelineEvent>,
+    /// Visible gaps (partial captures).
+    pub gaps: Vec<Gap>,
+    /// Spans with unknown end.
+    pub unknown_end_spans: Vec<u64>,
+}
+
+/// The lower-level reader for exports and the API: the events of `run_dir` only when
+/// [`verify`] finds the timeline intact; otherwise the full report.
+pub fn read_timeline(run_dir: &Path) -> Result<VerifiedTimeline, Box<VerifyReport>> {
+    let report = verify(run_dir);
+    if !report.ok() {
+        return Err(Box::new(report));
+    }
+    match report.manifest {
+        Some(manifest) => Ok(VerifiedTimeline {
+            manifest,
+            events: report.events,
+            gaps: report.gaps,
+            unknown_end_spans: report.unknown_end_spans,
+        }),
+        None => Err(Box::new(VerifyReport::new(run_dir))),
+    }
+}
+
+/// Checks the manifest's own rules (pure): schema, id syntax, events path and hash
+/// syntax, bounds, counts consistent with reasons and quality.
+pub fn check_manifest(m: &TimelineManifest) -> Vec<ErrorKind> {
+    let mut out = Vec::new();
+    let mut bad = |cond: bool, rule: &'static str| {
+        if cond {
+            out.push(ErrorKind::ManifestInvalid(rule));
+        }
+    };
+    bad(!is_valid_id(&m.run_id), "run_id syntax");
+    bad(!is_valid_id(&m.timeline_id), "timeline_id syntax");
+    bad(
+        m.telemetry_session_id
+            .as_deref()
+            .is_some_and(|s| !is_valid_id(s)),
+        "telemetry_session_id syntax",
+    );
+    bad(!is_valid_id(&m.clock_domain_id), "clock_domain_id syntax");
+    bad(m.events.path != EVENTS_REL_PATH, "events.path");
+    bad(
+        m.events.sha256.len() != 64
+            || !m
+                .events
+                .sha256
+                .bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)),
+        "events.sha256 syntax",
+    );
+    bad(m.bounds.validate().is_err(), "bounds");
+    bad(
+        m.events.byte_length > u64::from(m.bounds.max_total_bytes),
+        "events.byte_length over max_total_bytes",
+    );
+    bad(
+        m.event_count > u64::from(m.bounds.max_events),
+        "event_count over max_events",
+    );
+    bad(
+        m.start_utc
+            != crate::clock::unix_ns_to_rfc3339(
+                m.reference_instant_unix_ns
+                    .saturating_add(m.start_elapsed_ns),
+            ),
+        "start_utc is not anchor + start_elapsed_ns",
+    );
+    bad(
+        m.end_elapsed_ns < m.start_elapsed_ns,
+        "end_elapsed_ns before start",
+    );
+    bad(
+        m.dropped_count != m.dropped.total(),
+        "dropped_count != sum of dropped",
+    );
+    bad(
+        m.rejected_count != m.rejected.total(),
+        "rejected_count != sum of rejected",
+    );
+    let mut seen = Vec::new();
+    for r in &m.quality_reasons {
+        if seen.contains(r) {
+            bad(true, "duplicate quality reason");
+        }
+        seen.push(*r);
+    }
+    let has = |r| m.quality_reasons.contains(&r);
+    bad(
+        (m.dropped.capacity > 0) != has(QualityReason::CapacityExceeded)
+            || (m.dropped.byte_budget > 0) != has(QualityReason::ByteBudgetExceeded)
+            || (m.dropped.event_too_large > 0) != has(QualityReason::EventTooLarge)
+            || (m.dropped.slot_contention + m.dropped.unwritten > 0)
+                != has(QualityReason::EventsLost)
+            || (m.rejected_count > 0) != has(QualityReason::EventsRejected)
+            || (m.unclosed_span_count > 0) != has(QualityReason::UnclosedSpans),
+        "quality_reasons inconsistent with counts",
+    );
+    match m.quality {
+        Quality::Complete => bad(!m.quality_reasons.is_empty(), "complete with reasons"),
+        Quality::Partial => bad(m.quality_reasons.is_empty(), "partial without reasons"),
+        Quality::Unavailable => bad(true, "a manifest cannot say unavailable"),
+    }
+    if m.schema != SCHEMA {
+        out.insert(0, ErrorKind::UnknownSchema);
+    }
+    out
+}
+
+struct SpanState {
+    family: SpanFamily,
+    name: String,
+    parent: Option<u64>,
+    ended: bool,
+}
+
+/// Checks the bytes of `events.jsonl` against `manifest` (pure), filling `report`'s
+/// events, errors, gaps and unknown-end spans.
+pub(crate) fn check_events(manifest: &TimelineManifest, bytes: &[u8], report: &mut VerifyReport) {
+    let complete = manifest.quality == Quality::Complete;
+    let bounds: Bounds = manifest.bounds;
+    if manifest.dropped_count > 0 {
+        report.gap(Gap::DroppedEvents {
+            count: manifest.dropped_count,
+        });
+    }
+    if manifest.rejected_count > 0 {
+        report.gap(Gap::RejectedEvents {
+            count: manifest.rejected_count,
+        });
+    }
+    if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
+        report.error(None, None, ErrorKind::MissingFinalNewline);
+    }
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let lines: Vec<&[u8]> = if bytes.is_empty() {
+        Vec::new()
+    } else {
+        body.split(|&b| b == b'\n').collect()
+    };
+    if lines.len() as u64 != manifest.event_count {
+        report.error(
+            None,
+            None,
+            ErrorKind::EventCountMismatch {
+                manifest: manifest.event_count,
+                actual: lines.len() as u64,
+            },
+        );
+    }
+    let mut spans: HashMap<u64, SpanState> = HashMap::new();
+    let mut prev_seq = 0u64;
+    let mut prev_elapsed = 0u64;
+    for (i, line) in lines.iter().enumerate() {
+        let ln = Some(i as u64 + 1);
+        if line.len() > bounds.max_event_bytes as usize {
+            report.error(
+                ln,
+                None,
+                ErrorKind::LineTooLong {
+                    bytes: line.len(),
+                    limit: bounds.max_event_bytes,
+                },
+            );
+            continue;
+        }
+        let e: TimelineEvent = match serde_json::from_slice(line) {
+            Ok(e) => e,
+            Err(err) => {
+                report.error(ln, None, ErrorKind::LineMalformed(json_fault(&err)));
+                continue;
+            }
+        };
+        let seq = Some(e.seq);
+        if let Err(fault) = validate_event(&e) {
+            report.error(ln, seq, ErrorKind::EventInvalid(fault));
+            continue;
+        }
+        if e.seq == prev_seq {
+            report.error(ln, seq, ErrorKind::DuplicateSeq);
+            continue;
+        }
+        if e.seq < prev_seq {
+            report.error(ln, seq, ErrorKind::SeqOutOfOrder { previous: prev_seq });
+            continue;
+        }
+        if e.seq > prev_seq + 1 {
+            if complete {
+                report.error(ln, seq, ErrorKind::SeqGap { previous: prev_seq });
+            } else {
+                report.gap(Gap::SeqGap {
+                    previous: prev_seq,
+                    next: e.seq,
+                });
+            }
+        }
+        prev_seq = e.seq;
+        if e.elapsed_ns < prev_elapsed {
+            report.error(
+                ln,
+                seq,
+                ErrorKind::ClockRegression {
+                    previous_ns: prev_elapsed,
+                    elapsed_ns: e.elapsed_ns,
+                },
+            );
+        }
+        prev_elapsed = prev_elapsed.max(e.elapsed_ns);
+        if e.clock_domain_id != manifest.clock_domain_id {
+            report.error(ln, seq, ErrorKind::ClockDomainMismatch);
+        }
+        let wall = crate::clock::unix_ns_to_rfc3339(
+            manifest
+                .reference_instant_unix_ns
+                .saturating_add(e.elapsed_ns),
+        );
+        if e.wall_time_utc != wall {
+            report.error(ln, seq, ErrorKind::WallTimeMismatch);
+        }
+        let family = e.kind.family();
+        if e.kind.is_start() {
+            if spans.contains_key(&e.span_id) {
+                report.error(
+                    ln,
+                    seq,
+                    ErrorKind::DuplicateSpanStart { span_id: e.span_id },
+                );
+            } else {
+                if let Some(p) = e.parent_span_id {
+                    match spans.get(&p) {
+                        None if complete => report.error(
+                            ln,
+                            seq,
+                            ErrorKind::UnknownParent {
+                                span_id: e.span_id,
+                                parent: p,
+                            },
+                        ),
+                        None => report.gap(Gap::MissingParent {
+                            span_id: e.span_id,
+                            parent: p,
+                        }),
+                        Some(_) => {}
+                    }
+                }
+                spans.insert(
+                    e.span_id,
+                    SpanState {
+                        family,
+                        name: e.name.clone(),
+                        parent: e.parent_span_id,
+                        ended: false,
+                    },
+                );
+            }
+        } else {
+            match spans.get_mut(&e.span_id) {
+                None if complete => {
+                    report.error(ln, seq, ErrorKind::UnmatchedEnd { span_id: e.span_id })
+                }
+                None => report.gap(Gap::MissingStart {
+                    span_id: e.span_id,
+                    seq: e.seq,
+                }),
+                Some(s) if s.ended => {
+                    report.error(ln, seq, ErrorKind::DuplicateEnd { span_id: e.span_id })
+                }
+                Some(s)
+                    if s.family != family || s.name != e.name || s.parent != e.parent_span_id =>
+                {
+                    report.error(ln, seq, ErrorKind::EndMismatch { span_id: e.span_id })
+                }
+                Some(s) => s.ended = true,
+            }
+        }
+        report.events.push(e);
+    }
+    let mut open: Vec<u64> = spans
+        .iter()
+        .filter(|(_, s)| !s.ended)
+        .map(|(id, _)| *id)
+        .collect();
+    open.sort_unstable();
+    if complete {
+        for &span_id in &open {
+            report.error(
+                None,
+                None,
+                ErrorKind::UnclosedSpanInCompleteCapture { span_id },
+            );
+        }
+    }
+    if open.len() as u64 != manifest.unclosed_span_count {
+        report.error(
+            None,
+            None,
+            ErrorKind::UnclosedCountMismatch {
+                manifest: manifest.unclosed_span_count,
+                actual: open.len() as u64,
+            },
+        );
+    }
+    report.unknown_end_spans = open;
+}

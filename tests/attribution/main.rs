@@ -1,0 +1,4 @@
+//! Integration tests of `attribution`.
+mod fixtures;
+mod markers;
+mod property;

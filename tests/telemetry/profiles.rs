@@ -1,0 +1,200 @@
+use inferscope_bench::telemetry::profile::detect_profile;
+use inferscope_bench::telemetry::prom::{ExpositionFormat, parse_exposition};
+use inferscope_bench::telemetry::{
+    CounterId, EngineProfile, MetricsTracker, counter_increase, map_exposition,
+};
+use std::path::Path;
+
+fn fixture(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/metrics")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn parse(name: &str) -> inferscope_bench::telemetry::Exposition {
+    let e = parse_exposition(&fixture(name), ExpositionFormat::PrometheusText);
+    assert!(e.errors.is_empty(), "{name}: {:?}", e.errors);
+    e
+}
+
+#[test]
+fn vllm_sums_engines_of_the_served_model_only() {
+    let e = parse("vllm_two_models_dp.prom");
+    let s = map_exposition(&e, EngineProfile::Vllm, Some("served"));
+    assert_eq!(s.profile, Some(EngineProfile::Vllm));
+    assert_eq!(s.counter(CounterId::PromptTokens), Some(3000));
+    assert_eq!(s.counter(CounterId::GenerationTokens), Some(700));
+    assert_eq!(s.counter(CounterId::PrefixCacheQueries), Some(3000));
+    assert_eq!(s.counter(CounterId::PrefixCacheHits), Some(768));
+    assert_eq!(s.gauge("requests_running"), Some(3.0));
+    assert_eq!(s.gauge("requests_waiting"), Some(3.0));
+    assert_eq!(s.gauge("kv_cache_usage"), Some(0.75));
+    // The histogram named *_total is never read as a counter.
+    assert!(e.counter("vllm:iteration_tokens_total").is_none());
+
+    let other = map_exposition(&e, EngineProfile::Vllm, Some("other"));
+    assert_eq!(other.counter(CounterId::PromptTokens), Some(99999));
+
+    // A model that is not served: null with a note, never 0.
+    let none = map_exposition(&e, EngineProfile::Vllm, Some("absent"));
+    assert_eq!(none.counter(CounterId::PromptTokens), None);
+    assert_eq!(none.gauge("requests_running"), None);
+    assert!(none.notes.iter().any(|n| n.contains("no series for model")));
+
+    // No served model named and several models present: refuse to sum.
+    let amb = map_exposition(&e, EngineProfile::Vllm, None);
+    assert_eq!(amb.counter(CounterId::PromptTokens), None);
+}
+
+#[test]
+fn sim_profile_reads_vllm_names() {
+    let e = parse("sim_scrape_1.prom");
+    let s = map_exposition(&e, EngineProfile::Sim, Some("sim-model"));
+    assert_eq!(s.counter(CounterId::PromptTokens), Some(250));
+    assert_eq!(s.counter(CounterId::GenerationTokens), Some(52));
+    assert_eq!(s.counter(CounterId::PrefixCacheQueries), Some(250));
+    assert_eq!(s.counter(CounterId::PrefixCacheHits), Some(96));
+    assert_eq!(s.gauge("kv_cache_usage"), Some(0.25));
+}
+
+#[test]
+fn sglang_counters_and_gauges_deduplicated_over_tp_rank() {
+    let e = parse("sglang.prom");
+    assert_eq!(detect_profile(&e), Some(EngineProfile::Sglang));
+    let s = map_exposition(&e, EngineProfile::Auto, Some("qwen"));
+    assert_eq!(s.profile, Some(EngineProfile::Sglang));
+    assert_eq!(s.counter(CounterId::PromptTokens), Some(1200));
+    assert_eq!(s.counter(CounterId::GenerationTokens), Some(345));
+    // Queries are the prompt tokens; hits are the cached_tokens counter.
+    assert_eq!(s.counter(CounterId::PrefixCacheQueries), Some(1200));
+    assert_eq!(s.counter(CounterId::PrefixCacheHits), Some(800));
+    // tp_rank duplicates are not double counted.
+    assert_eq!(s.gauge("requests_running"), Some(2.0));
+    assert_eq!(s.gauge("requests_waiting"), Some(1.0));
+    assert_eq!(s.gauge("kv_cache_usage"), Some(0.25));
+    // The hit-rate gauge is kept as a gauge, never a counter.
+    assert_eq!(s.gauge("cache_hit_rate"), Some(0.5));
+    assert_eq!(s.mapping["prefix_cache_hits"], "sglang:cached_tokens");
+}
+
+#[test]
+fn sglang_declared_counter_without_series_reads_zero() {
+    let e = parse("sglang_no_hit_yet.prom");
+    let s = map_exposition(&e, EngineProfile::Sglang, Some("qwen"));
+    assert_eq!(s.counter(CounterId::PrefixCacheHits), Some(0));
+    assert_eq!(s.counter(CounterId::PrefixCacheQueries), Some(40));
+    // Gauges not exposed: absent, not 0.
+    assert_eq!(s.gauge("requests_running"), None);
+}
+
+#[test]
+fn llamacpp_prompt_tokens_include_cached_and_cached_are_hits() {
+    let e = parse("llamacpp.prom");
+    assert_eq!(detect_profile(&e), Some(EngineProfile::Llamacpp));
+    // No model label on llama.cpp series: included whatever the served model.
+    let s = map_exposition(&e, EngineProfile::Llamacpp, Some("tiny"));
+    assert_eq!(s.counter(CounterId::PromptTokens), Some(1818 + 1830));
+    assert_eq!(s.counter(CounterId::GenerationTokens), Some(16));
+    assert_eq!(s.counter(CounterId::PrefixCacheQueries), Some(1818 + 1830));
+    assert_eq!(s.counter(CounterId::PrefixCacheHits), Some(1830));
+    assert_eq!(s.gauge("requests_running"), Some(1.0));
+    assert_eq!(s.gauge("requests_waiting"), Some(2.0));
+    assert_eq!(s.gauge("kv_cache_usage"), None);
+    assert_eq!(
+        s.mapping["prompt_tokens"],
+        "llamacpp:prompt_tokens + llamacpp:prompt_tokens_cached"
+    );
+}
+
+#[test]
+fn llamacpp_without_cached_counter_has_no_cache_figures() {
+    let e = parse("llamacpp_without_cached_counter.prom");
+    let s = map_exposition(&e, EngineProfile::Auto, None);
+    assert_eq!(s.counter(CounterId::PromptTokens), Some(500));
+    assert!(s.notes.iter().any(|n| n.contains("fallback")));
+    assert_eq!(s.counter(CounterId::PrefixCacheQueries), None);
+    assert_eq!(s.counter(CounterId::PrefixCacheHits), None);
+    assert_eq!(s.gauge("requests_running"), Some(0.0));
+}
+
+#[test]
+fn auto_with_no_known_engine_gives_nulls() {
+    let e = parse_exposition(
+        "# TYPE foo counter\nfoo_total 3\n",
+        ExpositionFormat::PrometheusText,
+    );
+    let s = map_exposition(&e, EngineProfile::Auto, None);
+    assert_eq!(s.profile, None);
+    assert!(CounterId::ALL.iter().all(|id| s.counter(*id).is_none()));
+}
+
+#[test]
+fn non_finite_values_are_null_and_flagged() {
+    let e = parse("vllm_nonfinite_gauge.prom");
+    let s = map_exposition(&e, EngineProfile::Vllm, Some("m"));
+    assert_eq!(s.counter(CounterId::PromptTokens), Some(10));
+    assert_eq!(s.counter(CounterId::GenerationTokens), None);
+    assert_eq!(s.gauge("requests_running"), None);
+    assert_eq!(s.gauge("kv_cache_usage"), None);
+    for n in ["generation_tokens", "requests_running", "kv_cache_usage"] {
+        assert!(s.non_finite.iter().any(|x| x == n), "{n} not flagged");
+    }
+}
+
+/// C15: 10000, 10500, 300, 800 with `_created` changing between the 2nd and 3rd scrape →
+/// increase 1300, counter_resets = 1; with only 10000 → 800: ≥ 800, lower_bound.
+#[test]
+fn c15_counter_reset_between_scrapes() {
+    let mut tracker = MetricsTracker::new();
+    let samples: Vec<_> = (1..=4)
+        .map(|i| {
+            let e = parse(&format!("c15_scrape_{i}.prom"));
+            let snap = map_exposition(&e, EngineProfile::Vllm, Some("m"));
+            let t = i as u64 * 10_000_000_000;
+            tracker.ingest(t - 1_000_000, t, &snap)
+        })
+        .collect();
+    let values: Vec<_> = samples.iter().map(|s| s.counters.prompt_tokens).collect();
+    assert_eq!(values, vec![Some(10000), Some(10500), Some(300), Some(800)]);
+    let flags: Vec<_> = samples.iter().map(|s| s.resets.prompt_tokens).collect();
+    assert_eq!(flags, vec![false, false, true, false]);
+    assert_eq!(tracker.resets()["prompt_tokens"], 1);
+    let inc = counter_increase(
+        samples
+            .iter()
+            .map(|s| (s.counters.prompt_tokens, s.resets.prompt_tokens)),
+    );
+    assert_eq!(inc.increase, Some(1300));
+    assert_eq!(inc.counter_resets, 1);
+
+    // Two scrapes only: reset detected, ≥ 800, lower bound; never −9200 or a wrapped value.
+    let two = counter_increase([
+        (samples[0].counters.prompt_tokens, false),
+        (samples[3].counters.prompt_tokens, false),
+    ]);
+    assert_eq!(two.increase, Some(800));
+    assert_eq!(two.counter_resets, 1);
+    assert!(two.lower_bound);
+}
+
+#[test]
+fn created_change_alone_flags_a_reset() {
+    // The value grows past its old level after a restart; only `_created` reveals the reset.
+    let a = "# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{model_name=\"m\"} 100\nvllm:prompt_tokens_created{model_name=\"m\"} 1.0e9\n# EOF\n";
+    let b = "# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{model_name=\"m\"} 150\nvllm:prompt_tokens_created{model_name=\"m\"} 2.0e9\n# EOF\n";
+    let mut tracker = MetricsTracker::new();
+    let mut out = Vec::new();
+    for (i, t) in [a, b].iter().enumerate() {
+        let e = parse_exposition(t, ExpositionFormat::OpenMetrics);
+        let s = map_exposition(&e, EngineProfile::Vllm, Some("m"));
+        out.push(tracker.ingest(i as u64, i as u64 + 1, &s));
+    }
+    assert!(out[1].resets.prompt_tokens);
+    let inc = counter_increase(
+        out.iter()
+            .map(|s| (s.counters.prompt_tokens, s.resets.prompt_tokens)),
+    );
+    assert_eq!(inc.increase, Some(150));
+    assert!(inc.lower_bound);
+}
