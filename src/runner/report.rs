@@ -592,7 +592,7 @@ pub fn write_artifacts(
         }
     }
     if let Some(t) = telemetry
-        && let Err(e) = t.write_samples(&run_dir.join("samples"))
+        && let Err(e) = t.write_samples(run_dir)
     {
         eprintln!("warning: samples not written: {e}");
     }
