@@ -111,8 +111,14 @@ pub async fn llm_step<E: LlmExecutor>(
     let start_ns = exec.now_ns();
     let rec = exec.chat(req).await;
     let end_ns = rec.end_ns.unwrap_or_else(|| exec.now_ns()).max(start_ns);
-    ctx.capture.request_end(span, &rec);
     let ok = rec.is_success();
+    // A request cut short by Ctrl-C ends `cancelled`, not `failed` (PRD lifecycle).
+    let cancelled = !ok && rec.failure_code.is_none() && ctx.is_cancelled();
+    if cancelled {
+        ctx.capture.request_cancelled(span);
+    } else {
+        ctx.capture.request_end(span, &rec);
+    }
     StepRecord {
         step_id,
         kind: StepKind::LlmCall,
@@ -121,6 +127,8 @@ pub async fn llm_step<E: LlmExecutor>(
         end_ns,
         status: if ok {
             StepStatus::Completed
+        } else if cancelled {
+            StepStatus::Cancelled
         } else {
             StepStatus::Failed
         },

@@ -122,6 +122,11 @@ impl Capture {
         );
     }
 
+    /// The request span ends `cancelled` (Ctrl-C while it was in flight).
+    pub fn request_cancelled(&self, span: Option<SpanId>) {
+        self.end(span, SpanEnd::cancelled());
+    }
+
     /// A fixture-tool span starts (name must be a declared tool).
     pub fn fixture_start(&self, tool: &str, case_id: &str) -> Option<SpanId> {
         self.start(SpanName::Fixture(tool), None, case_id)

@@ -277,13 +277,7 @@ fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>) -> StepRepor
         start_ns: s.start_ns,
         end_ns: s.end_ns,
         duration_ms: s.duration_ms(),
-        status: if s.status == StepStatus::Failed
-            && r.is_some_and(|r| r.error.as_deref() == Some("cancelled"))
-        {
-            "cancelled".into()
-        } else {
-            step_status(s.status).into()
-        },
+        status: step_status(s.status).into(),
         failure_code: s.failure_code.clone(),
         prompt_tokens: r.and_then(|r| r.prompt_tokens),
         cached_tokens: r.and_then(|r| r.cached_tokens),
