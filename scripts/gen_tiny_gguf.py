@@ -3,7 +3,7 @@
 
 Usage:
     python gen_tiny_gguf.py OUT.gguf [--seed 0] [--n-embd 256] [--n-layer 4] [--n-head 4]
-                            [--n-head-kv 4] [--n-ff 704] [--n-ctx 4096]
+                            [--n-head-kv 4] [--n-ff 4096] [--n-ctx 4096]
 
 Needs the pinned `gguf==0.19.0` and numpy (the venv made by `scripts/llama-server.sh venv`).
 Facts and the recipe: ../shared/ref/llama-cpp-real-engine.md ("Model generator", pitfall 4).
@@ -29,9 +29,14 @@ What it writes (llama architecture, F32 tensors):
     printable text and never EOS: every request runs to ``max_tokens``
     (``finish_reason: "length"``).
 
-Default size (256 wide, 4 layers, FFN 704; ~13 MB): a cold prefill of ~1,500 tokens costs
-several times a warm step that adds ~100 tokens on 2 cores, while a whole suite stays fast.
-Measured figures are in the report of issue 3 and in scripts/real-engine-test.sh's output.
+Default size: 256 wide, 4 layers, 4 heads, a wide FFN of 4096 (~67 MB, ~16 M parameters).
+The wide FFN makes prefill compute-heavy, while a warm step's cost is mostly fixed request
+overhead and attention over the cached context, so the cold/warm TTFT gap is wide. Measured
+with llama-server -t 2 on the 2-core machine, over the llama-cpp suite's trajectory (cold
+prompt 2,222 tokens, warm steps adding 117-152 tokens): idle, cold TTFT 0.87-1.18 s vs warm
+mean 0.10 s (ratio 8.7-11.5, cold/slowest warm 6.5-9.0); with two busy loops competing,
+cold 2.6-5.2 s vs warm mean 0.4-0.65 s (ratio 4.1-13, cold/slowest warm 2.9-8.0). Decode is
+~5 ms/token idle. The narrower FFN of 704 gave ratios of only 5-6 idle.
 """
 
 from __future__ import annotations
@@ -189,7 +194,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--n-layer", type=int, default=4, help="transformer blocks (default 4)")
     p.add_argument("--n-head", type=int, default=4, help="attention heads (default 4)")
     p.add_argument("--n-head-kv", type=int, default=4, help="KV heads (default 4)")
-    p.add_argument("--n-ff", type=int, default=704, help="FFN width (default 704)")
+    p.add_argument("--n-ff", type=int, default=4096, help="FFN width (default 4096)")
     p.add_argument("--n-ctx", type=int, default=4096, help="training context (default 4096)")
     args = p.parse_args(argv)
     for name in ("n_embd", "n_layer", "n_head", "n_head_kv", "n_ff", "n_ctx"):

@@ -356,9 +356,15 @@ _llama_main() {
         [ $# -ge 3 ] && [ "$2" = "--" ] || { _llama_die "usage: $0 run MODEL.gguf -- CMD [ARGS...]"; return 2; }
         local model="$1"
         shift 2
-        trap 'llama_stop' EXIT
-        trap 'llama_stop; exit 130' INT
-        trap 'llama_stop; exit 143' TERM
+        # A log this command made itself is removed when CMD succeeds, kept otherwise.
+        _LLAMA_RUN_OWN_LOG=""
+        if [ -z "${LLAMA_LOG:-}" ]; then
+            LLAMA_LOG="$(mktemp "${TMPDIR:-/tmp}/llama-server.XXXXXX.log")" || return 1
+            _LLAMA_RUN_OWN_LOG="$LLAMA_LOG"
+        fi
+        trap '_llama_rc=$?; llama_stop; if [ "$_llama_rc" -eq 0 ] && [ -n "$_LLAMA_RUN_OWN_LOG" ]; then rm -f "$_LLAMA_RUN_OWN_LOG"; elif [ -n "$_LLAMA_RUN_OWN_LOG" ]; then _llama_log "server log kept: $_LLAMA_RUN_OWN_LOG"; fi' EXIT
+        trap 'exit 130' INT
+        trap 'exit 143' TERM
         llama_start "$model" || return 1
         INFERSCOPE_ENDPOINT="$LLAMA_URL"
         export INFERSCOPE_ENDPOINT

@@ -4,10 +4,11 @@
 # Usage: scripts/real-engine-test.sh            (from anywhere; works in the repo root)
 #
 # Steps:
-#   1. python3 scripts/check_llama_report.py --self-test (the checker's own fixture tests);
-#   2. build or reuse the cached llama-server and tool venv (scripts/llama-server.sh; a cold
-#      build is ~7 min on 2 cores, a warm run seconds);
-#   3. generate the random-weight model into a temp dir (scripts/gen_tiny_gguf.py --seed 0);
+#   1. build or reuse the cached llama-server and tool venv (scripts/llama-server.sh; a cold
+#      build is ~7 min on an idle 2-core machine, a warm run seconds);
+#   2. python3 scripts/check_llama_report.py --self-test (the checker's own fixture tests);
+#   3. generate the random-weight model into a temp dir (scripts/gen_tiny_gguf.py --seed 0),
+#      twice, and require byte-identical files;
 #   4. start llama-server on a kernel-chosen loopback port, stopped by PID on every exit path;
 #   5. run  ${INFERSCOPE_BIN:-target/debug/inferscope-bench} run suites/llama-cpp.toml
 #             --endpoint http://127.0.0.1:PORT/v1 --out RUN_DIR   (must exit 0);
@@ -36,6 +37,7 @@ T0=$(date +%s)
 WORK=""
 cleanup() {
     local rc=$?
+    trap '' PIPE # a closed stdout (`| head`) must not cut the cleanup short
     llama_stop
     if [ -n "$WORK" ] && [ -d "$WORK" ]; then
         if [ "${KEEP_WORK:-0}" = 1 ]; then
@@ -50,16 +52,25 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-say "checker self-test"
-python3 scripts/check_llama_report.py --self-test
-
+# Build first: on a fresh machine this also installs python3 (with venv) and a toolchain.
 BIN_PATH="$(llama_build | tail -n 1)"
 PY="$(llama_venv | tail -n 1)"
+
+say "checker self-test"
+python3 scripts/check_llama_report.py --self-test
 say "llama-server: $BIN_PATH ($("$BIN_PATH" --version 2>&1 | grep -m1 -o 'version: .*' || true))"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/inferscope-real-engine.XXXXXX")"
 "$PY" scripts/gen_tiny_gguf.py "$WORK/tiny.gguf" --seed 0
-say "model: $WORK/tiny.gguf ($(sha256sum "$WORK/tiny.gguf" | cut -c1-16)…)"
+# The generator is deterministic: the same arguments give a byte-identical file.
+"$PY" scripts/gen_tiny_gguf.py "$WORK/tiny-again.gguf" --seed 0 2>/dev/null
+SHA="$(sha256sum "$WORK/tiny.gguf" | cut -d' ' -f1)"
+if [ "$SHA" != "$(sha256sum "$WORK/tiny-again.gguf" | cut -d' ' -f1)" ]; then
+    say "FAIL: gen_tiny_gguf.py wrote different bytes for the same arguments"
+    exit 1
+fi
+rm -f "$WORK/tiny-again.gguf"
+say "model: $WORK/tiny.gguf (sha256 $SHA, reproducible)"
 
 LLAMA_LOG="$WORK/llama-server.log"
 llama_start "$WORK/tiny.gguf"
@@ -88,6 +99,10 @@ rc=0
 if [ "$rc" -ne 0 ]; then
     say "FAIL: inferscope-bench exited $rc; llama-server log tail:"
     tail -n 30 "$LLAMA_LOG" >&2 || true
+    if [ -f "$RUN_DIR/report.json" ]; then
+        say "per-step table of the failed run:"
+        python3 scripts/check_llama_report.py "$RUN_DIR/report.json" || true
+    fi
     exit 1
 fi
 

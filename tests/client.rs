@@ -636,3 +636,72 @@ async fn chat_future_is_send_and_can_be_spawned() {
     assert_eq!(r.scheduled_ns, 0);
     assert!(r.schedule_lag_ns() > 0);
 }
+
+/// A pooled connection that the server drops when the next request arrives (llama-server
+/// closes after each streamed response while advertising keep-alive): the request is sent
+/// once more on a fresh connection, succeeds, and carries the `retried_stale_connection`
+/// warning; the server saw exactly one complete request on the fresh connection.
+#[tokio::test]
+async fn stale_pooled_connection_is_retried_once_on_a_fresh_connection() {
+    use inferscope_bench::client::RecordWarning;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let body = format!("{ROLE}{}{FINISH}{DONE}", content("ok"));
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: keep-alive\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let served2 = served.clone();
+    tokio::spawn(async move {
+        let mut conn = 0;
+        while let Ok((mut sock, _)) = listener.accept().await {
+            conn += 1;
+            let response = response.clone();
+            let served = served2.clone();
+            tokio::spawn(async move {
+                let mut tmp = [0u8; 65536];
+                let mut requests_on_conn = 0;
+                loop {
+                    match sock.read(&mut tmp).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                    requests_on_conn += 1;
+                    // Connection 1 answers its first request, then drops the next one.
+                    if conn == 1 && requests_on_conn == 2 {
+                        return;
+                    }
+                    served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if sock.write_all(response.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let client = Client::new(config(&format!("http://{addr}/v1"))).unwrap();
+    let clock = RunClock::start();
+    let first = client
+        .chat(&request("r1", true), &clock, clock.elapsed_ns())
+        .await;
+    assert!(first.is_success(), "{first:?}");
+    assert!(
+        !first
+            .warnings
+            .contains(&RecordWarning::RetriedStaleConnection)
+    );
+    let second = client
+        .chat(&request("r2", true), &clock, clock.elapsed_ns())
+        .await;
+    assert!(second.is_success(), "{second:?}");
+    assert!(
+        second
+            .warnings
+            .contains(&RecordWarning::RetriedStaleConnection),
+        "{:?}",
+        second.warnings
+    );
+    assert!(second.send_ns >= second.scheduled_ns);
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2);
+}

@@ -374,34 +374,63 @@ impl Client {
             }
         };
 
-        let send_ns = clock.elapsed_ns();
-        let mut head = head_for(req, scheduled_ns, send_ns);
-        let deadline = at(
-            clock,
-            send_ns.saturating_add(ns(self.config.request_timeout)),
-        );
-
-        let resp = match tokio::time::timeout_at(deadline, self.http.execute(request)).await {
-            Err(_) => {
-                let now = clock.elapsed_ns();
-                return failed(
-                    head,
-                    FailureCode::Timeout,
-                    "no response head within request_timeout",
-                    now,
-                );
+        let mut retry = request.try_clone();
+        let mut request = request;
+        let mut retried = false;
+        let (resp, head, deadline) = loop {
+            let send_ns = clock.elapsed_ns();
+            let head = head_for(req, scheduled_ns, send_ns);
+            let deadline = at(
+                clock,
+                send_ns.saturating_add(ns(self.config.request_timeout)),
+            );
+            match tokio::time::timeout_at(deadline, self.http.execute(request)).await {
+                Err(_) => {
+                    let now = clock.elapsed_ns();
+                    return failed(
+                        head,
+                        FailureCode::Timeout,
+                        "no response head within request_timeout",
+                        now,
+                    );
+                }
+                Ok(Err(e)) => {
+                    // A pooled connection the server already closed fails before any
+                    // response head without being a connect error: the request never
+                    // reached the server. Send it once more on a fresh connection.
+                    if is_stale_connection(&e)
+                        && let Some(again) = retry.take()
+                    {
+                        request = again;
+                        retried = true;
+                        continue;
+                    }
+                    let now = clock.elapsed_ns();
+                    let code = if e.is_timeout() {
+                        FailureCode::Timeout
+                    } else {
+                        FailureCode::Connect
+                    };
+                    return failed(head, code, &describe(&e), now);
+                }
+                Ok(Ok(r)) => break (r, head, deadline),
             }
-            Ok(Err(e)) => {
-                let now = clock.elapsed_ns();
-                let code = if e.is_timeout() {
-                    FailureCode::Timeout
-                } else {
-                    FailureCode::Connect
-                };
-                return failed(head, code, &describe(&e), now);
-            }
-            Ok(Ok(r)) => r,
         };
+        let mut rec = self.read_response(req, resp, head, clock, deadline).await;
+        if retried {
+            rec.warnings.push(RecordWarning::RetriedStaleConnection);
+        }
+        rec
+    }
+
+    async fn read_response(
+        &self,
+        req: &ChatRequest,
+        resp: reqwest::Response,
+        mut head: RequestHead,
+        clock: &RunClock,
+        deadline: TokioInstant,
+    ) -> RequestRecord {
         let headers_ns = clock.elapsed_ns();
         head.headers_ns = Some(headers_ns);
         let status = resp.status();
@@ -682,4 +711,10 @@ mod tests {
             Err(ClientError::InvalidBaseUrl { .. })
         ));
     }
+}
+
+/// Whether `e` is the failure of a reused connection that the peer had closed: a request
+/// error that is neither a connect failure nor a timeout and produced no response head.
+fn is_stale_connection(e: &reqwest::Error) -> bool {
+    e.is_request() && !e.is_connect() && !e.is_timeout() && e.status().is_none()
 }

@@ -111,6 +111,11 @@ pub enum RecordWarning {
     /// A streaming request was answered with a non-SSE (JSON) body; it was parsed as a
     /// non-streamed response and has no TTFT.
     NotStreamed,
+    /// The first attempt died on a pooled connection that the server had already closed
+    /// (no response head; e.g. llama-server closes after every streamed response while
+    /// advertising keep-alive). The request was sent once more on a fresh connection;
+    /// `send_ns` is the second send, `scheduled_ns` keeps the original due time.
+    RetriedStaleConnection,
 }
 
 /// One assembled tool call (field case C09).
