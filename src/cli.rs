@@ -36,9 +36,19 @@ pub enum Command {
         filter: Option<String>,
     },
     /// Run suites against an endpoint (the built-in simulator when none is named).
-    Run(RunArgs),
+    Run {
+        /// Suites, endpoint, capture and output.
+        #[command(flatten)]
+        args: RunArgs,
+        /// Baseline comparison and OTLP delivery.
+        #[command(flatten)]
+        after: RunAfterArgs,
+    },
     /// Serve the built-in OpenAI-compatible simulator until Ctrl-C.
     Sim(crate::sim::SimArgs),
+    /// Serve the read-only, authenticated timeline API and dashboard page over retained
+    /// run directories until Ctrl-C.
+    Serve(crate::serve::ServeArgs),
     /// Timeline artifact tools.
     Timeline {
         /// Timeline subcommand.
@@ -55,6 +65,45 @@ pub enum Command {
         /// Output file (default: standard output).
         #[arg(long, short)]
         output: Option<PathBuf>,
+        /// Also send the run's OTLP trace spans to this collector (OTLP/HTTP JSON,
+        /// `POST URL/v1/traces`).
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
+    },
+    /// Saved baselines (`.inferscope/baselines/NAME.json` under the current directory).
+    Baseline {
+        /// Baseline subcommand.
+        #[command(subcommand)]
+        command: BaselineCommand,
+    },
+    /// Compare a finished run with a saved baseline: per job and figure, improved,
+    /// regressed or within noise (exit 0; 100 with --regression-pct exceeded; 2 bad input).
+    Compare {
+        /// The run directory (holds report.json).
+        run_dir: PathBuf,
+        /// The baseline's name.
+        #[arg(long)]
+        baseline: String,
+        /// Changes smaller than this percent are within noise even when the runs' 95%
+        /// intervals do not overlap.
+        #[arg(long, value_name = "PCT", default_value_t = crate::baseline::DEFAULT_NOISE_PCT)]
+        noise_pct: f64,
+        /// Exit 100 when any figure regressed by more than PCT percent.
+        #[arg(long, value_name = "PCT")]
+        regression_pct: Option<f64>,
+    },
+    /// Measure the overhead of timeline capture: interleaved capture-off/on runs of a
+    /// suite against the `[overhead]` budgets. Exit 0 pass, 100 fail, 3 inconclusive.
+    Overhead(crate::overhead::OverheadArgs),
+    /// Write each job's redacted trajectory report of a finished run as an insta
+    /// `.snap.new` file (review with `cargo insta review`). Exit 0 when every snapshot
+    /// matches, 100 when any is new or changed, 2 bad input.
+    Snapshot {
+        /// The run directory (holds report.json).
+        run_dir: PathBuf,
+        /// The snapshots directory (`snapshots/` of the repository).
+        #[arg(long, value_name = "DIR")]
+        into: PathBuf,
     },
     /// Offline ADR-013 join of an external driver's step markers with sampled timelines.
     Trajectory {
@@ -81,6 +130,32 @@ pub enum TimelineCommand {
     },
 }
 
+/// `baseline` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Save a finished run's summary (figures and their spread) as baseline NAME.
+    Save {
+        /// The run directory (holds report.json).
+        run_dir: PathBuf,
+        /// The baseline's name (`[A-Za-z0-9_.-]+`).
+        #[arg(long)]
+        name: String,
+    },
+}
+
+/// What `run` does after the run: compare with a baseline, send OTLP spans.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RunAfterArgs {
+    /// Compare every job with this saved baseline (printed per figure; feeds
+    /// `[gates] regression_pct`).
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// Send the run's OTLP trace spans to this collector after the run (OTLP/HTTP JSON,
+    /// `POST URL/v1/traces`).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+}
+
 /// Output formats of `report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -92,6 +167,11 @@ pub enum ReportFormat {
     Junit,
     /// The report.json itself (validated and re-emitted).
     Json,
+    /// The dashboard's view of the run as one self-contained HTML file (data inline).
+    Html,
+    /// OTLP/JSON trace spans (one trace per trajectory, GenAI attributes), anchored at
+    /// the run's reference instant.
+    OtlpJson,
 }
 
 /// Console message formats.

@@ -16,7 +16,8 @@ pub async fn dispatch(cmd: Command) -> i32 {
     match cmd {
         Command::Check { suites } => check(&suites),
         Command::List { suites, filter } => list(&suites, filter.as_deref()),
-        Command::Run(args) => run(args).await,
+        Command::Run { args, after } => run(args, after).await,
+        Command::Serve(args) => crate::serve::run(args).await,
         Command::Sim(args) => match crate::sim::serve(args).await {
             Ok(()) => 0,
             Err(e) => {
@@ -35,12 +36,27 @@ pub async fn dispatch(cmd: Command) -> i32 {
             run_dir,
             format,
             output,
-        } => report(&run_dir, format, output.as_deref()),
+            otlp_endpoint,
+        } => match (report(&run_dir, format, output.as_deref()), otlp_endpoint) {
+            (0, Some(url)) => crate::otlp::send_run_command(&run_dir, &url).await,
+            (code, _) => code,
+        },
+        Command::Baseline {
+            command: crate::cli::BaselineCommand::Save { run_dir, name },
+        } => crate::baseline::save_command(&run_dir, &name),
+        Command::Compare {
+            run_dir,
+            baseline,
+            noise_pct,
+            regression_pct,
+        } => crate::baseline::compare_command(&run_dir, &baseline, noise_pct, regression_pct),
         Command::Trajectory {
             samples,
             steps,
             out,
         } => runner::energy::offline_join(&samples, &steps, out.as_deref()),
+        Command::Overhead(args) => crate::overhead::command(args).await,
+        Command::Snapshot { run_dir, into } => crate::harness::snapshot_command(&run_dir, &into),
     }
 }
 
@@ -154,10 +170,20 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
     Ok(resolved)
 }
 
-async fn run(args: RunArgs) -> i32 {
+async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
     let resolved = match resolve_run(&args) {
         Ok(r) => r,
         Err(code) => return code,
+    };
+    let baseline = match &after.baseline {
+        None => None,
+        Some(name) => match crate::baseline::Baseline::load(Path::new("."), name) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("error: --baseline: {e}");
+                return EXIT_BAD_INPUT;
+            }
+        },
     };
     if args.dry_run {
         for r in &resolved {
@@ -181,7 +207,7 @@ async fn run(args: RunArgs) -> i32 {
         );
     }
     let cancelled = runner::install_signal_flag();
-    let outcome = runner::run(
+    let outcome = runner::run_with(
         RunOptions {
             suites: resolved,
             out: args.out.clone(),
@@ -190,6 +216,7 @@ async fn run(args: RunArgs) -> i32 {
             quiet: false,
         },
         cancelled,
+        runner::RunExtras { baseline },
     )
     .await;
     let stdout = std::io::stdout();
@@ -231,6 +258,10 @@ async fn run(args: RunArgs) -> i32 {
         eprintln!("error: --junit {}: {e}", path.display());
     }
     let _ = writeln!(out, "run directory: {}", outcome.run_dir.display());
+    if let Some(url) = &after.otlp_endpoint {
+        // Delivery problems are reported and never change the run's result.
+        crate::otlp::send_report(&outcome.report, url).await;
+    }
     outcome.exit_status
 }
 
@@ -277,6 +308,19 @@ fn report(run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
             }
         }
         ReportFormat::Json => serde_json::to_string_pretty(&rep).unwrap_or_default(),
+        ReportFormat::OtlpJson => {
+            serde_json::to_string_pretty(&crate::otlp::export(&rep)).unwrap_or_default()
+        }
+        ReportFormat::Html => {
+            let (page, integrity_error) = crate::serve::html::report_html(run_dir);
+            if integrity_error {
+                eprintln!(
+                    "warning: {}: the timeline failed verification; the page shows the error",
+                    run_dir.display()
+                );
+            }
+            page
+        }
         ReportFormat::Perfetto => match runner::energy::perfetto(run_dir, &rep) {
             Ok(v) => v,
             Err(e) => {

@@ -13,14 +13,20 @@
 //! (`client`, `telemetry`, `timeline` persistence, `sim`, `runner`).
 
 pub mod attribution;
+pub mod baseline;
 pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod commands;
 pub mod gate;
 pub mod grade;
+pub mod harness;
+pub mod load;
+pub mod otlp;
+pub mod overhead;
 pub mod render;
 pub mod runner;
+pub mod serve;
 pub mod sim;
 pub mod stats;
 pub mod suite;

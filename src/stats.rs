@@ -257,16 +257,23 @@ impl JobStats {
         let per_s = |count: f64| (params.window_ns > 0).then(|| count / window_s);
         let ratio = |num: u64, den: u64| (den > 0).then(|| num as f64 / den as f64);
 
+        // Server-reported counts are untrusted input: sums saturate instead of overflowing
+        // (a hostile `usage` of u64::MAX must not panic or wrap), and a request never
+        // counts more cached tokens than its prompt had (hit rate stays within 0..=1).
+        let sat_sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
         let reported_out: Vec<u64> = ok.iter().filter_map(|r| r.output_tokens).collect();
         let output_tokens = (n_ok > 0 && reported_out.len() as u64 == n_ok)
-            .then(|| reported_out.iter().sum::<u64>());
+            .then(|| sat_sum(&mut reported_out.iter().copied()));
 
         let cache_pairs: Vec<(u64, u64)> = ok
             .iter()
-            .filter_map(|r| Some((r.cached_tokens?, r.prompt_tokens?)))
+            .filter_map(|r| {
+                let prompt = r.prompt_tokens?;
+                Some((r.cached_tokens?.min(prompt), prompt))
+            })
             .collect();
-        let cached_sum: u64 = cache_pairs.iter().map(|p| p.0).sum();
-        let prompt_sum: u64 = cache_pairs.iter().map(|p| p.1).sum();
+        let cached_sum: u64 = sat_sum(&mut cache_pairs.iter().map(|p| p.0));
+        let prompt_sum: u64 = sat_sum(&mut cache_pairs.iter().map(|p| p.1));
 
         let lags: Vec<f64> = requests.iter().filter_map(|r| r.schedule_lag_ms).collect();
         let misses = (!lags.is_empty()).then(|| {
@@ -522,5 +529,29 @@ mod tests {
         assert_eq!(s.output_tokens, None);
         assert_eq!(s.output_tokens_per_s, None);
         assert_eq!(s.output_tokens_coverage, Some(0.5));
+    }
+
+    #[test]
+    fn hostile_usage_saturates_and_hit_rate_stays_a_fraction() {
+        let r = |prompt: u64, cached: u64, out: u64| RequestFigures {
+            ok: true,
+            prompt_tokens: Some(prompt),
+            cached_tokens: Some(cached),
+            output_tokens: Some(out),
+            ..Default::default()
+        };
+        let s = JobStats::aggregate(
+            &[r(u64::MAX, u64::MAX, u64::MAX), r(5, 500, 3)],
+            AggregateParams::new(1_000_000_000),
+        );
+        assert_eq!(s.output_tokens, Some(u64::MAX));
+        let rate = s.cache_hit_rate.unwrap();
+        assert!((0.0..=1.0).contains(&rate), "{rate}");
+        let s = JobStats::aggregate(&[r(5, 500, 3)], AggregateParams::new(1_000_000_000));
+        assert_eq!(
+            s.cache_hit_rate,
+            Some(1.0),
+            "cached is capped at the prompt"
+        );
     }
 }

@@ -399,17 +399,17 @@ pub fn attribute(
 /// an external driver's step markers with a run's sampled timelines. Exit 0 on success,
 /// 2 on unreadable input.
 pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
-    let t = match TelemetryRun::read_samples(samples) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {}: {e}", samples.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-    };
     let markers = match attr::read_step_markers(steps) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {}: {e}", steps.display());
+            return gate::EXIT_BAD_INPUT;
+        }
+    };
+    let t = match TelemetryRun::read_samples(samples) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: {e}", samples.display());
             return gate::EXIT_BAD_INPUT;
         }
     };

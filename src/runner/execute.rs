@@ -12,6 +12,8 @@ use crate::attribution::{StepKind as MarkerKind, read_step_markers};
 use crate::client::{ChatRequest, Client, ClientConfig, RequestRecord};
 use crate::clock::RunClock;
 use crate::grade::{CheckResult, GradeSubject, evaluate};
+use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
+use crate::load::{LoadSpec, PointRecord};
 use crate::runner::RunOptions;
 use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory,
@@ -76,7 +78,7 @@ pub struct SuiteRuntime {
     /// API key from the suite's `api_key_env` (never logged).
     api_key: Option<String>,
     client: Option<Client>,
-    tools: Option<ToolRegistry>,
+    tools: Option<Arc<ToolRegistry>>,
     /// Set-up problems (the suite's jobs fail with this).
     pub setup_error: Option<String>,
     /// Preflight notes (model not listed, endpoint unreachable).
@@ -113,6 +115,9 @@ pub struct ExecutedJob {
     pub notes: Vec<String>,
     /// Set-up failure (no requests were made).
     pub setup_error: Option<String>,
+    /// The executed load points when the job ran under load (issue 8); `None` for the
+    /// sequential drivers.
+    pub load: Option<crate::load::LoadRun>,
 }
 
 /// A job after grading.
@@ -205,19 +210,32 @@ struct Tools<'a>(&'a ToolRegistry);
 
 impl ToolExec for Tools<'_> {
     fn execute(&self, name: &str, arguments: &str) -> ToolOutcome {
-        let r = self.0.execute(name, arguments);
-        ToolOutcome {
-            content: r.content,
-            error_code: match r.status {
-                ToolStatus::Ok => None,
-                _ => Some(
-                    r.error_code
-                        .map(|c| c.as_str().to_string())
-                        .unwrap_or_else(|| "tool_error".into()),
-                ),
-            },
-            latency: r.latency,
-        }
+        tool_outcome(self.0, name, arguments)
+    }
+}
+
+/// The suite's tools shared with load units running as their own tasks.
+struct SharedTools(Arc<ToolRegistry>);
+
+impl ToolExec for SharedTools {
+    fn execute(&self, name: &str, arguments: &str) -> ToolOutcome {
+        tool_outcome(&self.0, name, arguments)
+    }
+}
+
+fn tool_outcome(tools: &ToolRegistry, name: &str, arguments: &str) -> ToolOutcome {
+    let r = tools.execute(name, arguments);
+    ToolOutcome {
+        content: r.content,
+        error_code: match r.status {
+            ToolStatus::Ok => None,
+            _ => Some(
+                r.error_code
+                    .map(|c| c.as_str().to_string())
+                    .unwrap_or_else(|| "tool_error".into()),
+            ),
+        },
+        latency: r.latency,
     }
 }
 
@@ -272,7 +290,7 @@ impl Session {
                 request_timeout: rs.suite.request_timeout,
                 idle_timeout: rs.suite.idle_timeout,
                 max_event_bytes: rs.suite.max_event_bytes as usize,
-                max_connections: 64,
+                max_connections: pool_size(rs),
             };
             let client = match Client::new(client) {
                 Ok(c) => Some(c),
@@ -282,7 +300,7 @@ impl Session {
                 }
             };
             let tools = match ToolRegistry::new(&rs.suite) {
-                Ok(t) => Some(t),
+                Ok(t) => Some(Arc::new(t)),
                 Err(e) => {
                     setup_error.get_or_insert(format!("tools: {e}"));
                     None
@@ -364,6 +382,7 @@ impl Session {
                         harness: None,
                         notes: vec!["not run: cancelled".into()],
                         setup_error: Some("cancelled before start".into()),
+                        load: None,
                     }
                 } else {
                     self.run_job(si, s, job, ctx).await
@@ -393,6 +412,7 @@ impl Session {
             harness: None,
             notes: s.preflight_notes.clone(),
             setup_error: s.setup_error.clone(),
+            load: None,
         };
         let (Some(client), Some(tools)) = (&s.client, &s.tools) else {
             ex.end_ns = self.clock.elapsed_ns();
@@ -415,29 +435,18 @@ impl Session {
                     a.tools.clone()
                 };
                 let offered = tools.openai_tools(&tool_names);
+                if let Some(spec) = &j.load {
+                    let template = UnitTemplate::Agentic(agentic_plan(j, a, s, &offered, 0, seed));
+                    self.run_load_job(&mut ex, si, s, client, tools, ctx, spec, template)
+                        .await;
+                    ex.end_ns = self.clock.elapsed_ns();
+                    return ex;
+                }
                 for r in 0..j.repeat.max(1) {
                     if ctx.is_cancelled() {
                         break;
                     }
-                    let plan = AgenticPlan {
-                        trajectory_id: format!("{}#{r}", j.id),
-                        index: r,
-                        model: s.model.clone(),
-                        system: a.system.clone(),
-                        task: a.task.clone(),
-                        tools: offered.clone(),
-                        max_tokens: Some(j.max_tokens),
-                        temperature: Some(j.temperature),
-                        seed: Some(seed),
-                        max_steps: a.max_steps,
-                        max_repeated_tool_calls: a.max_repeated_tool_calls,
-                        script: (a.mode == AgenticMode::Scripted).then(|| {
-                            a.script
-                                .iter()
-                                .map(|x| (x.tool.clone(), x.arguments.clone()))
-                                .collect()
-                        }),
-                    };
+                    let plan = agentic_plan(j, a, s, &offered, r, seed);
                     let t = run_trajectory(&exec, &Tools(tools), ctx, &plan).await;
                     ex.trajectories.push(t);
                 }
@@ -465,6 +474,13 @@ impl Session {
                     max_tokens: Some(j.max_tokens),
                     temperature: Some(j.temperature),
                 };
+                if let Some(spec) = &j.load {
+                    let template = UnitTemplate::Context(plan);
+                    self.run_load_job(&mut ex, si, s, client, tools, ctx, spec, template)
+                        .await;
+                    ex.end_ns = self.clock.elapsed_ns();
+                    return ex;
+                }
                 ex.trajectories.push(run_context(&exec, ctx, &plan).await);
             }
             JobKind::Swe(w) => {
@@ -480,6 +496,37 @@ impl Session {
         }
         ex.end_ns = self.clock.elapsed_ns();
         ex
+    }
+
+    /// Runs a job under load (issue 8): every point of its sweep, its units concurrently
+    /// per the point's closed or open loop; records the points on `ex.load`.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_load_job(
+        &self,
+        ex: &mut ExecutedJob,
+        _si: usize,
+        s: &SuiteRuntime,
+        client: &Client,
+        tools: &Arc<ToolRegistry>,
+        ctx: &DriverCtx,
+        spec: &LoadSpec,
+        template: UnitTemplate,
+    ) {
+        let env = LoadEnv {
+            client: client.clone(),
+            clock: self.clock.clone(),
+            tools: Arc::new(SharedTools(Arc::clone(tools))),
+            ctx: ctx.clone(),
+            job_id: ex.job.job.id.clone(),
+            job_index: ex.job.job.index,
+            suite_seed: s.resolved.suite.seed,
+            client_max_connections: client.config().max_connections,
+        };
+        let (trajectories, run) = run_load(env, spec, template).await;
+        ex.notes
+            .extend(run.points.iter().filter_map(PointRecord::shortfall_note));
+        ex.trajectories = trajectories;
+        ex.load = Some(run);
     }
 
     async fn run_swe(
@@ -583,6 +630,49 @@ impl Session {
             s.shutdown().await;
         }
     }
+}
+
+/// The plan of agentic trajectory `r` of job `j` (shared by the sequential driver and
+/// the load executor's template).
+fn agentic_plan(
+    j: &crate::suite::Job,
+    a: &crate::suite::AgenticJob,
+    s: &SuiteRuntime,
+    offered: &[serde_json::Value],
+    r: u32,
+    seed: u64,
+) -> AgenticPlan {
+    AgenticPlan {
+        trajectory_id: format!("{}#{r}", j.id),
+        index: r,
+        model: s.model.clone(),
+        system: a.system.clone(),
+        task: a.task.clone(),
+        tools: offered.to_vec(),
+        max_tokens: Some(j.max_tokens),
+        temperature: Some(j.temperature),
+        seed: Some(seed),
+        max_steps: a.max_steps,
+        max_repeated_tool_calls: a.max_repeated_tool_calls,
+        script: (a.mode == AgenticMode::Scripted).then(|| {
+            a.script
+                .iter()
+                .map(|x| (x.tool.clone(), x.arguments.clone()))
+                .collect()
+        }),
+    }
+}
+
+/// Idle connections the suite's client keeps: 64, or the largest load concurrency of its
+/// jobs when larger (256 for an uncapped open loop). reqwest never caps concurrent
+/// connections; sizing the idle pool to the concurrency keeps every connection reusable,
+/// so no reconnect lands inside a TTFT (issue 8: the pool never silently caps load).
+fn pool_size(rs: &ResolvedSuite) -> usize {
+    rs.jobs
+        .iter()
+        .filter_map(|j| j.job.load.as_ref())
+        .map(|l| l.max_concurrency().map_or(256, |c| c as usize))
+        .fold(64, usize::max)
 }
 
 fn progress_bar(len: u64, wanted: bool) -> ProgressBar {

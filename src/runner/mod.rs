@@ -4,7 +4,8 @@
 //! Phases, in order, each a span when capture is on: `preparation` (simulator, clients,
 //! tools, samplers), `preflight` (endpoint reachable, model listed), `request_execution`
 //! (the jobs, one trajectory in flight at a time: the ADR-013 controlled-concurrency
-//! condition), `grading`, `finalization` (statistics, attribution, gates, artifacts).
+//! condition — except jobs with load keys, which run their units concurrently per
+//! [`crate::load`] and are labelled `apportioned` above one in flight), `grading`, `finalization` (statistics, attribution, gates, artifacts).
 //! Artifacts are written only after the measured window.
 
 pub mod agentic;
@@ -15,6 +16,7 @@ pub mod execute;
 pub mod report;
 pub mod steps;
 pub mod swe;
+pub mod table;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,6 +43,14 @@ pub struct RunOptions {
     pub sink_override: Option<execute::SinkChoice>,
     /// Print job lines while running (false for the overhead command's inner runs).
     pub quiet: bool,
+}
+
+/// Inputs of a run beyond [`RunOptions`] (issue 8): kept apart so existing callers of
+/// [`run`] are unchanged.
+#[derive(Debug, Clone, Default)]
+pub struct RunExtras {
+    /// `--baseline NAME`: compare every job with it and feed `[gates] regression_pct`.
+    pub baseline: Option<crate::baseline::Baseline>,
 }
 
 /// What a run produced.
@@ -77,6 +87,15 @@ pub fn default_run_dir(run_id: &str) -> PathBuf {
 /// outcome. Cancellation (Ctrl-C / SIGTERM) is observed through `cancelled`: no new step
 /// starts, in-flight spans end `cancelled`, and what exists is finalized as `partial`.
 pub async fn run(opts: RunOptions, cancelled: Arc<AtomicBool>) -> RunOutcome {
+    run_with(opts, cancelled, RunExtras::default()).await
+}
+
+/// [`run`] with [`RunExtras`] (a baseline to compare against).
+pub async fn run_with(
+    opts: RunOptions,
+    cancelled: Arc<AtomicBool>,
+    extras: RunExtras,
+) -> RunOutcome {
     let clock = RunClock::start();
     let run_id = new_run_id(&clock);
     let run_dir = opts.out.clone().unwrap_or_else(|| default_run_dir(&run_id));
@@ -128,6 +147,7 @@ pub async fn run(opts: RunOptions, cancelled: Arc<AtomicBool>) -> RunOutcome {
         &graded,
         telemetry.as_ref(),
         ctx.cancelled.load(Ordering::Relaxed),
+        extras.baseline.as_ref(),
     );
     capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
     let console = report::console_lines(&report, &session);

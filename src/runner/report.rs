@@ -7,21 +7,28 @@
 //! `trajectory`. Missing values are `null`, never 0. No prompt, response or tool payload
 //! is written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::attribution::{StepMarker, step_markers_to_jsonl};
+use crate::baseline::{self, Baseline, JobComparison};
 use crate::client::RequestRecord;
 use crate::clock::{RunClock, unix_ns_to_rfc3339};
 use crate::gate::{self, Figure, FigureSet, JobOutcome, Verdict};
 use crate::grade::CheckResult;
+use crate::load::curve::{PointFacts, PointRequest};
+use crate::load::energy::RunEnergy;
+use crate::load::{
+    GoodputCriteria, LoadReport, LoadRun, Sweep, SweepReport, render_curve, summarize_point,
+    warmup_flags,
+};
 use crate::render::{self, EndpointLabel, GradingCheck, JobReportView, RunTotals, Style};
 use crate::runner::capture::Capture;
 use crate::runner::energy;
-use crate::runner::execute::{GradedJob, Session};
+use crate::runner::execute::{ExecutedJob, GradedJob, Session};
 use crate::runner::steps::{StepKind, StepRecord, StepStatus, StopReason};
 use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
 use crate::telemetry::TelemetryRun;
@@ -97,8 +104,12 @@ pub struct StepReport {
     /// Step energy, mJ (ADR-013 trapezoid; basis in `energy_basis`); `null` when
     /// unattributed or unmeasured.
     pub energy_mj: Option<u64>,
-    /// `measured`, `apportioned`, `simulated` or `null`.
+    /// `measured`, `apportioned`, `simulated` or `null`. Above one trajectory in flight
+    /// (load jobs) always `apportioned`, never `measured` (ADR-013 wall).
     pub energy_basis: Option<String>,
+    /// A warm-up request of a load point: recorded, excluded from statistics.
+    #[serde(default)]
+    pub warmup: bool,
 }
 
 /// One trajectory in the report.
@@ -160,6 +171,17 @@ pub struct JobReport {
     pub notes: Vec<String>,
     /// SWE harness outcome.
     pub harness: Option<HarnessReport>,
+    /// Load settings and what was achieved (`null` for a sequential job; issue 8).
+    #[serde(default)]
+    pub load: Option<LoadReport>,
+    /// The load curve: one point per sweep value, or one point (`null` for a sequential
+    /// job).
+    #[serde(default)]
+    pub sweep: Option<SweepReport>,
+    /// Comparison with `--baseline NAME` (`null` without one, or when the baseline lacks
+    /// this job).
+    #[serde(default)]
+    pub baseline: Option<JobComparison>,
     /// Trajectories.
     pub trajectories: Vec<TrajectoryReport>,
     /// Every request of the job (no content).
@@ -265,7 +287,7 @@ fn stop_reason(s: StopReason) -> String {
         .unwrap_or_default()
 }
 
-fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>) -> StepReport {
+fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>, warmup: bool) -> StepReport {
     let r = s.request.as_ref();
     StepReport {
         step_id: s.step_id,
@@ -285,7 +307,68 @@ fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>) -> StepRepor
         ttft_ms: r.and_then(|r| r.ttft_ms()),
         energy_mj: energy.and_then(|e| e.energy_mj),
         energy_basis: energy.map(|e| e.basis.clone()),
+        warmup,
     }
+}
+
+/// Request ids of the warm-up requests of every point of a load job (the first `warmup`
+/// of each point by scheduled, then actual send time).
+fn warmup_ids(e: &ExecutedJob, l: &LoadRun) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &l.points {
+        let reqs: Vec<&RequestRecord> = e.trajectories[p.trajectories.clone()]
+            .iter()
+            .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
+            .collect();
+        let keys: Vec<(u64, u64)> = reqs.iter().map(|r| (r.scheduled_ns, r.send_ns)).collect();
+        for (r, w) in reqs.iter().zip(warmup_flags(&keys, p.point.warmup)) {
+            if w {
+                out.push(r.request_id.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The curve of a load job: one summary per point (see [`crate::load::curve`]).
+fn curve(
+    e: &ExecutedJob,
+    l: &LoadRun,
+    warm: &HashSet<&str>,
+    energy: &RunEnergy,
+) -> Vec<crate::load::PointSummary> {
+    let criteria = GoodputCriteria::from_gates(&e.job.gates);
+    l.points
+        .iter()
+        .map(|p| {
+            let reqs: Vec<PointRequest> = e.trajectories[p.trajectories.clone()]
+                .iter()
+                .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
+                .map(|r| PointRequest {
+                    figures: figures(r),
+                    warmup: warm.contains(r.request_id.as_str()),
+                })
+                .collect();
+            let value = match &l.spec.sweep {
+                None => None,
+                Some(Sweep::Concurrency(v)) => v.get(p.point.index).map(|&c| f64::from(c)),
+                Some(Sweep::Rate(v)) => v.get(p.point.index).copied(),
+            };
+            let facts = PointFacts {
+                index: p.point.index,
+                value,
+                label: p.point.label(),
+                concurrency: p.point.concurrency,
+                rate: p.point.rate,
+                achieved_concurrency: p.max_units_in_flight,
+                max_requests_in_flight: p.max_requests_in_flight,
+                units: p.units_started,
+                window_ns: p.window_ns(),
+                energy: energy.window(p.start_ns, p.end_ns),
+            };
+            summarize_point(facts, &reqs, criteria.as_ref())
+        })
+        .collect()
 }
 
 /// Builds the report: statistics, attribution, gates.
@@ -296,9 +379,10 @@ pub fn build(
     graded: &[GradedJob],
     telemetry: Option<&TelemetryRun>,
     cancelled: bool,
+    baseline: Option<&Baseline>,
 ) -> RunReport {
     let end_ns = clock.elapsed_ns();
-    let attribution = energy::attribute(clock, graded, telemetry, session, end_ns);
+    let attribution = RunEnergy::attribute(clock, graded, telemetry, session, end_ns);
     let mut jobs = Vec::new();
     for g in graded {
         let e = &g.executed;
@@ -309,9 +393,24 @@ pub fn build(
             .flat_map(|t| t.steps.iter().filter_map(|s| s.request.clone()))
             .collect();
         let duration_ns = e.end_ns.saturating_sub(e.start_ns);
-        let stats = (!requests.is_empty()).then(|| {
-            let figs: Vec<RequestFigures> = requests.iter().map(figures).collect();
-            JobStats::aggregate(&figs, AggregateParams::new(duration_ns.max(1)))
+        // Load jobs: warm-up requests stay recorded but leave every statistic, and rates
+        // are over the points' windows (not the gaps between points).
+        let warm_ids: Vec<String> = e
+            .load
+            .as_ref()
+            .map(|l| warmup_ids(e, l))
+            .unwrap_or_default();
+        let warm: HashSet<&str> = warm_ids.iter().map(String::as_str).collect();
+        let window_ns = e.load.as_ref().map_or(duration_ns, |l| {
+            l.points.iter().map(|p| p.window_ns()).sum()
+        });
+        let measured: Vec<&RequestRecord> = requests
+            .iter()
+            .filter(|r| !warm.contains(r.request_id.as_str()))
+            .collect();
+        let stats = (!measured.is_empty()).then(|| {
+            let figs: Vec<RequestFigures> = measured.iter().map(|r| figures(r)).collect();
+            JobStats::aggregate(&figs, AggregateParams::new(window_ns.max(1)))
         });
         let mut figs = stats
             .as_ref()
@@ -329,11 +428,58 @@ pub fn build(
             Some(v) => Figure::available(v, gate::basis::GRADING),
             None => Figure::unavailable(gate::basis::GRADING, "no checks"),
         };
-        let job_energy = attribution.job_figures(&e.job.job.id);
+        let job_energy = match &e.load {
+            Some(l) => attribution.load_job_figures(l, &e.trajectories),
+            None => attribution
+                .job_figures(&e.job.job.id)
+                .unwrap_or_else(|| energy::JobEnergy {
+                    tokens_per_joule: Figure::unavailable(gate::basis::MEASURED, "no telemetry"),
+                    energy_per_trajectory_j: Figure::unavailable(
+                        gate::basis::MEASURED,
+                        "no telemetry",
+                    ),
+                    notes: Vec::new(),
+                }),
+        };
         figs.tokens_per_joule = job_energy.tokens_per_joule.clone();
         figs.energy_per_trajectory_j = job_energy.energy_per_trajectory_j.clone();
+        let (load, sweep) = match &e.load {
+            Some(l) => (
+                Some(LoadReport::new(l, warm_ids.clone())),
+                Some(SweepReport::new(&l.spec, curve(e, l, &warm, &attribution))),
+            ),
+            None => (None, None),
+        };
+        let comparison = baseline.and_then(|b| {
+            let (samples, n, ok) = baseline::samples_of(requests.iter(), &warm, e.load.is_some());
+            let kind = e.job.job.kind_name().as_str();
+            b.compare(
+                &baseline::job_summary(&e.job.job.id, kind, n, ok, &samples),
+                baseline::DEFAULT_NOISE_PCT,
+            )
+        });
+        figs.regression_pct = baseline::compare::regression_figure(
+            comparison.as_ref(),
+            baseline.map(|b| b.name.as_str()),
+            &e.job.job.id,
+        );
         let spec = &e.job.gates;
-        let verdicts = gate::evaluate(spec, &figs);
+        let mut verdicts = gate::evaluate(spec, &figs);
+        if baseline.is_none() {
+            // `regression_pct` compares with `--baseline NAME`; a run without one (e.g. the
+            // run a baseline is saved from) reports the gate as skipped, never passed.
+            for v in verdicts.iter_mut().filter(|v| v.gate == "regression_pct") {
+                *v = gate::Verdict::judge(
+                    &v.gate,
+                    &v.figure,
+                    &v.unit,
+                    v.comparison,
+                    v.bound,
+                    &figs.regression_pct,
+                    gate::spec::WhenUnavailable::Skip,
+                );
+            }
+        }
         let grading: Vec<GradingCheck> = g
             .checks
             .iter()
@@ -351,6 +497,9 @@ pub fn build(
             })
             .collect();
         let mut notes = e.notes.clone();
+        if let (Some(b), None) = (baseline, &comparison) {
+            notes.push(format!("baseline {} has no job {}", b.name, e.job.job.id));
+        }
         if let Some(err) = &e.setup_error {
             notes.push(format!("not run: {err}"));
         }
@@ -396,7 +545,13 @@ pub fn build(
                 steps: t
                     .steps
                     .iter()
-                    .map(|s| step_report(s, attribution.step(&t.id, s.step_id)))
+                    .map(|s| {
+                        let warmup = s
+                            .request
+                            .as_ref()
+                            .is_some_and(|r| warm.contains(r.request_id.as_str()));
+                        step_report(s, attribution.step(&t.id, s.step_id), warmup)
+                    })
                     .collect(),
             })
             .collect();
@@ -418,6 +573,9 @@ pub fn build(
                 timed_out: h.timed_out,
                 spawn_error: h.spawn_error.clone(),
             }),
+            load,
+            sweep,
+            baseline: comparison,
             trajectories,
             requests,
         });
@@ -494,12 +652,20 @@ pub fn console_lines(report: &RunReport, _session: &Session) -> Vec<String> {
     let style = Style::PLAIN;
     let views: Vec<JobReportView> = report.jobs.iter().map(JobReport::view).collect();
     let mut out = Vec::new();
-    for v in &views {
-        out.push(
-            render::job_block(v, style)
-                .trim_end_matches('\n')
-                .to_string(),
-        );
+    for (v, j) in views.iter().zip(&report.jobs) {
+        let mut block = render::job_block(v, style)
+            .trim_end_matches('\n')
+            .to_string();
+        // Load jobs: the curve; `--baseline`: the per-figure comparison.
+        if let Some(sw) = &j.sweep {
+            block.push('\n');
+            block.push_str(&render_curve(&j.id, sw.variable.as_deref(), &sw.points));
+        }
+        if let Some(c) = &j.baseline {
+            block.push('\n');
+            block.push_str(&crate::baseline::render_job(c));
+        }
+        out.push(block);
     }
     let totals = RunTotals::from_jobs(&views, report.summary.duration_ns);
     out.push(render::summary_line(&totals, style));
@@ -509,7 +675,7 @@ pub fn console_lines(report: &RunReport, _session: &Session) -> Vec<String> {
 
 /// Per-step tables of the attribution, one per trajectory (printed after the job lines).
 pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
-    report.tables.clone()
+    super::table::step_tables(report)
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -222,6 +222,24 @@ impl ResolvedSuite {
                 r.file("env", format!("[{}] (values not shown)", env.join(", ")));
             }
         }
+        if let Some(l) = &j.load {
+            let opt = |v: Option<String>| v.unwrap_or_else(|| "none".to_string());
+            r.file("concurrency", opt(l.concurrency.map(|c| c.to_string())));
+            r.file("rate", opt(l.rate.map(|x| format!("{x}/s"))));
+            r.file("arrival", l.arrival.as_str());
+            match l.stop {
+                crate::load::Stop::Count(n) => r.file("count", n),
+                crate::load::Stop::Duration(ns) => r.file("duration_s", ns as f64 / 1e9),
+            }
+            r.file("warmup", l.warmup);
+            let sweep = match &l.sweep {
+                None => "none".to_string(),
+                Some(crate::load::Sweep::Concurrency(v)) => format!("concurrency {v:?}"),
+                Some(crate::load::Sweep::Rate(v)) => format!("rate {v:?}"),
+            };
+            r.file("sweep", sweep);
+            r.fact("load", l.describe());
+        }
         let gates_source = if s.is_set("gates") || s.is_set(&format!("{}gates", r.prefix)) {
             SettingSource::Suite
         } else {

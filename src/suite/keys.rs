@@ -11,8 +11,8 @@ use super::fields::{did_you_mean, struct_fields};
 use super::load::Ctx;
 use super::model::JobKindName;
 use super::raw::{
-    RawJob, RawResponse, RawScriptStep, RawSuite, RawTelemetry, RawTool, common_job_keys,
-    kind_job_keys,
+    RawJob, RawResponse, RawScriptStep, RawSuite, RawSweep, RawTelemetry, RawTool, common_job_keys,
+    kind_job_keys, load_job_keys, load_kinds,
 };
 use crate::gate::spec::{GateSpec, OverheadSpec, PercentileBounds};
 use crate::grade::RawCheck;
@@ -145,14 +145,43 @@ impl Walker<'_> {
         match kind {
             None => self.keys(path, job, all, Where::Other),
             Some(kind) => {
+                let load: &[&str] = if load_kinds().contains(&kind) {
+                    load_job_keys()
+                } else {
+                    &[]
+                };
                 let allowed: Vec<&str> = common_job_keys()
                     .iter()
                     .chain(kind_job_keys(kind))
+                    .chain(load)
                     .copied()
                     .collect();
                 for (k, _) in sorted_entries(job) {
                     let key = k.get_ref().as_ref();
                     if allowed.contains(&key) {
+                        continue;
+                    }
+                    if load_job_keys().contains(&key) {
+                        let kinds: Vec<&str> = load_kinds().iter().map(|k| k.as_str()).collect();
+                        self.errors.push(
+                            self.ctx
+                                .err(
+                                    k.span(),
+                                    SuiteErrorKind::WrongKindField,
+                                    Some(join(path, key)),
+                                    format!(
+                                        "`{key}` is a load key of `{}` jobs, but `{path}` has \
+                                         `kind = \"{}\"`",
+                                        kinds.join("` and `"),
+                                        kind.as_str()
+                                    ),
+                                )
+                                .with_hint(Some(
+                                    "a swe harness drives the endpoint itself; run it under \
+                                     load from the harness"
+                                        .to_string(),
+                                )),
+                        );
                         continue;
                     }
                     let owner = JobKindName::ALL
@@ -193,6 +222,14 @@ impl Walker<'_> {
                 let cp = format!("{path}.checks[{j}]");
                 self.keys(&cp, check, struct_fields::<RawCheck>(), Where::Other);
             }
+        }
+        if let Some(DeValue::Table(sw)) = job.get("sweep").map(|v| v.get_ref()) {
+            self.keys(
+                &join(path, "sweep"),
+                sw,
+                struct_fields::<RawSweep>(),
+                Where::Other,
+            );
         }
         if let Some(s) = job.get("script") {
             for (j, step) in array_tables(s.get_ref()) {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::gate::spec::{GateSpec, OverheadSpec};
 use crate::grade::Check;
+use crate::load::LoadSpec;
 
 /// Default model name when the built-in simulator is the endpoint.
 pub const SIM_MODEL: &str = "inferscope-sim";
@@ -237,6 +238,10 @@ pub struct Job {
     pub checks: Vec<Check>,
     /// Kind-specific settings.
     pub kind: JobKind,
+    /// Load settings (`concurrency`, `rate`, `arrival`, `duration_s`, `count`, `warmup`,
+    /// `sweep`; agentic and context jobs); `None` = the sequential drivers, one trajectory
+    /// in flight (see [`crate::load`]).
+    pub load: Option<LoadSpec>,
 }
 
 impl Job {

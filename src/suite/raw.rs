@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::model::{AgenticMode, EngineProfile, GpuMode, JobKindName};
 use crate::gate::spec::{GateSpec, OverheadSpec};
 use crate::grade::RawCheck;
+use crate::load::Arrival;
 
 /// Top level of a suite file.
 #[derive(Debug, Deserialize)]
@@ -73,7 +74,8 @@ pub(crate) struct RawResponse {
 }
 
 /// `[[jobs]]`: one flat struct for all kinds; which keys a kind accepts is
-/// [`common_job_keys`] plus [`kind_job_keys`], enforced by the key walker.
+/// [`common_job_keys`] plus [`kind_job_keys`] (plus [`load_job_keys`] for the kinds in
+/// [`load_kinds`]), enforced by the key walker.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawJob {
@@ -102,6 +104,22 @@ pub(crate) struct RawJob {
     pub command: Option<Vec<String>>,
     pub timeout_s: Option<f64>,
     pub env: Option<BTreeMap<String, String>>,
+    // load (agentic and context)
+    pub concurrency: Option<u32>,
+    pub rate: Option<f64>,
+    pub arrival: Option<Arrival>,
+    pub duration_s: Option<f64>,
+    pub count: Option<u64>,
+    pub warmup: Option<u64>,
+    pub sweep: Option<RawSweep>,
+}
+
+/// `sweep = { concurrency = [..] }` or `sweep = { rate = [..] }` of a job.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSweep {
+    pub concurrency: Option<Vec<u32>>,
+    pub rate: Option<Vec<f64>>,
 }
 
 /// `[[jobs.script]]`.
@@ -142,4 +160,23 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
         JobKindName::Context => &["sizes", "shared_prefix", "filler"],
         JobKindName::Swe => &["command", "timeout_s", "env"],
     }
+}
+
+/// Load keys (issue 8): accepted by the kinds in [`load_kinds`].
+pub(crate) fn load_job_keys() -> &'static [&'static str] {
+    &[
+        "concurrency",
+        "rate",
+        "arrival",
+        "duration_s",
+        "count",
+        "warmup",
+        "sweep",
+    ]
+}
+
+/// The job kinds that run under load (agentic trajectories, context requests); an SWE
+/// harness drives the endpoint itself.
+pub(crate) fn load_kinds() -> &'static [JobKindName] {
+    &[JobKindName::Agentic, JobKindName::Context]
 }

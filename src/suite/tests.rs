@@ -371,11 +371,12 @@ fn key_of_another_job_kind_is_an_error() {
 #[test]
 fn job_key_lists_cover_exactly_the_raw_job_fields() {
     use super::fields::struct_fields;
-    use super::raw::{RawJob, common_job_keys, kind_job_keys};
+    use super::raw::{RawJob, common_job_keys, kind_job_keys, load_job_keys};
     let mut listed: Vec<&str> = common_job_keys().to_vec();
     for k in JobKindName::ALL {
         listed.extend(kind_job_keys(k));
     }
+    listed.extend(load_job_keys());
     listed.sort_unstable();
     let mut fields = struct_fields::<RawJob>().to_vec();
     fields.sort_unstable();
@@ -1059,4 +1060,196 @@ fn metrics_url_default_replaces_v1() {
         "http://h:8000/metrics"
     );
     assert_eq!(metrics_url_for("http://h:8000"), "http://h:8000/metrics");
+}
+
+// ---------------------------------------------------------------- load keys (issue 8)
+
+#[test]
+fn load_keys_parse_into_a_load_spec() {
+    use crate::load::{Arrival, LoadSpec, Stop, Sweep};
+    let p = Project::new();
+    let text = with_tools(&format!(
+        "{AGENTIC}count = 8\nwarmup = 2\nsweep = {{ concurrency = [1, 4, 16] }}\n"
+    ));
+    let s = p.parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.jobs[0].load,
+        Some(LoadSpec {
+            concurrency: None,
+            rate: None,
+            arrival: Arrival::Poisson,
+            stop: Stop::Count(8),
+            warmup: 2,
+            sweep: Some(Sweep::Concurrency(vec![1, 4, 16])),
+        })
+    );
+    let text = "[[jobs]]\nname = \"c\"\nkind = \"context\"\nsizes = [8, 16]\nrepeat = 3\n\
+                rate = 20\narrival = \"constant\"\nconcurrency = 2\n";
+    let s = p.parse(text).unwrap_or_else(|e| panic!("{e}"));
+    let l = s.jobs[0].load.clone().unwrap();
+    assert_eq!(l.rate, Some(20.0), "an integer rate is accepted");
+    assert_eq!(l.arrival, Arrival::Constant);
+    assert_eq!(l.concurrency, Some(2));
+    assert_eq!(
+        l.stop,
+        Stop::Count(6),
+        "default: len(sizes) x repeat requests"
+    );
+    let text = with_tools(&format!("{AGENTIC}rate = 2.5\nduration_s = 1.5\n"));
+    let l = p.parse(&text).unwrap().jobs[0].load.clone().unwrap();
+    assert_eq!(l.stop, Stop::Duration(1_500_000_000));
+    assert!(
+        p.parse(&with_tools(AGENTIC)).unwrap().jobs[0]
+            .load
+            .is_none()
+    );
+}
+
+#[test]
+fn load_key_typos_are_located_with_a_hint() {
+    let p = Project::new();
+    let text = with_tools(&format!("{AGENTIC}concurency = 4\n"));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownField,
+        &text,
+        "concurency",
+        "jobs[0].concurency",
+    );
+    assert_eq!(e.hint(), Some("did you mean `concurrency`?"));
+    let text = with_tools(&format!("{AGENTIC}sweep = {{ concurency = [1, 2] }}\n"));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::UnknownField,
+        &text,
+        "concurency",
+        "jobs[0].sweep.concurency",
+    );
+    assert_eq!(e.hint(), Some("did you mean `concurrency`?"));
+    let text = with_tools(&format!("{AGENTIC}rate = 1.0\narrival = \"poison\"\n"));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "\"poison\"",
+        "jobs[0].arrival",
+    );
+    assert_eq!(e.hint(), Some("did you mean `poisson`?"));
+    let text = with_tools(&format!("{AGENTIC}rate = \"fast\"\n"));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::WrongType,
+        &text,
+        "\"fast\"",
+        "jobs[0].rate",
+    );
+}
+
+#[test]
+fn load_keys_on_a_swe_job_are_a_wrong_kind() {
+    let p = Project::new();
+    let text = "[[jobs]]\nname = \"w\"\nkind = \"swe\"\ncommand = [\"true\"]\nconcurrency = 4\n";
+    let e = p.err(text);
+    assert_at(
+        &e,
+        SuiteErrorKind::WrongKindField,
+        text,
+        "concurrency",
+        "jobs[0].concurrency",
+    );
+    assert!(e.message().contains("`agentic` and `context`"), "{e}");
+}
+
+#[test]
+fn load_semantic_rules() {
+    let p = Project::new();
+    let cases: [(&str, &str, &str); 9] = [
+        (
+            "arrival = \"constant\"\n",
+            "\"constant\"",
+            "jobs[0].arrival",
+        ),
+        ("concurrency = 0\n", "0", "jobs[0].concurrency"),
+        ("rate = -1.0\n", "-1.0", "jobs[0].rate"),
+        ("count = 3\nduration_s = 2.0\n", "2.0", "jobs[0].duration_s"),
+        ("count = 3\nrepeat = 2\n", "3", "jobs[0].count"),
+        (
+            "sweep = { concurrency = [1, 0] }\n",
+            "0 ]",
+            "jobs[0].sweep.concurrency[1]",
+        ),
+        (
+            "sweep = { concurrency = [1], rate = [1.0] }\n",
+            "{ concurrency = [1], rate",
+            "jobs[0].sweep",
+        ),
+        (
+            "concurrency = 2\nsweep = { concurrency = [1, 4] }\n",
+            "2\n",
+            "jobs[0].concurrency",
+        ),
+        ("duration_s = 0.0\n", "0.0", "jobs[0].duration_s"),
+    ];
+    for (extra, needle, path) in cases {
+        let extra = extra.replace("[1, 0]", "[1, 0 ]");
+        let text = with_tools(&format!("{AGENTIC}{extra}"));
+        let e = p.err(&text);
+        assert_eq!(e.path(), Some(path), "{extra}: {e}");
+        let kind = e.kind();
+        assert!(
+            matches!(kind, SuiteErrorKind::InvalidValue),
+            "{extra}: {kind:?} {e}"
+        );
+        // Located at the offending value, searched from where the extra keys begin.
+        let from = text.find(&extra).unwrap();
+        let before = &text[..from + text[from..].find(needle).unwrap()];
+        let line = before.matches('\n').count() + 1;
+        let col = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+            .chars()
+            .count()
+            + 1;
+        assert_eq!(
+            (e.line().unwrap(), e.column().unwrap()),
+            (line, col),
+            "{extra}: {e}"
+        );
+    }
+    let text = "[[jobs]]\nname = \"c\"\nkind = \"context\"\nsizes = [8]\ncount = 2\nwarmup = 5\n";
+    let e = p.err(text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        text,
+        "5\n",
+        "jobs[0].warmup",
+    );
+    let text = with_tools(&format!("{AGENTIC}sweep = {{}}\n"));
+    assert_eq!(p.err(&text).kind(), SuiteErrorKind::MissingField);
+}
+
+#[test]
+fn dry_run_shows_load_settings() {
+    let p = Project::new();
+    let text = with_tools(&format!(
+        "{AGENTIC}rate = 4\ncount = 10\nsweep = {{ rate = [1.0, 2.0] }}\n"
+    ));
+    let err = p.err(&text);
+    assert_eq!(err.path(), Some("jobs[0].rate"), "rate and a rate sweep");
+    let text = with_tools(&format!(
+        "{AGENTIC}concurrency = 3\ncount = 10\nwarmup = 1\nsweep = {{ rate = [1.0, 2.0] }}\n"
+    ));
+    let s = p.parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    let out = resolve(&s, &RunOverrides::default()).dry_run_text();
+    assert!(out.contains("  concurrency: 3 (suite)"), "{out}");
+    assert!(out.contains("  count: 10 (suite)"), "{out}");
+    assert!(out.contains("  arrival: poisson (default)"), "{out}");
+    assert!(out.contains("  sweep: rate [1.0, 2.0] (suite)"), "{out}");
+    assert!(
+        out.contains("  load: open loop (poisson arrivals), concurrency 3, sweep rate"),
+        "{out}"
+    );
 }

@@ -12,6 +12,7 @@ use super::super::raw::{RawJob, RawScriptStep};
 use super::fixtures::{Fixtures, Want};
 use super::{K, R, check_name, is_env_name, seconds, unknown_tool};
 use crate::grade::{Check, CheckProblem, CheckTarget};
+use crate::load::{LoadSpec, Stop, Sweep};
 use crate::tools::json::table_to_json;
 use crate::tools::schema::validate_arguments;
 
@@ -42,6 +43,7 @@ pub(super) fn job(
         JobKindName::Swe => JobKind::Swe(swe(ctx, fx, &p, &mut j)?),
     };
     let checks = checks(ctx, &p, &kind, std::mem::take(&mut j.checks))?;
+    let load = load(ctx, &p, &j, &kind, repeat)?;
     Ok(Job {
         id: format!("{suite}::{}", j.name),
         name: j.name,
@@ -53,7 +55,172 @@ pub(super) fn job(
         gates: j.gates.unwrap_or_default(),
         checks,
         kind,
+        load,
     })
+}
+
+/// The load keys of a job (issue 8; see [`crate::load`]): `None` when none is set.
+///
+/// Rules: `concurrency` ≥ 1; `rate` finite > 0; `arrival` needs a rate (or a rate sweep);
+/// one of `count` (≥ 1) or `duration_s` (> 0), and `count` not with `repeat`; a sweep sets
+/// exactly one of `concurrency` / `rate`, with values valid as above, and not the key the
+/// job also sets; a context job's `warmup` must leave at least one request of `count`.
+/// Default stop: `count = repeat` trajectories (agentic) or `len(sizes) × repeat` requests
+/// (context).
+fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option<LoadSpec>> {
+    let any = j.concurrency.is_some()
+        || j.rate.is_some()
+        || j.arrival.is_some()
+        || j.duration_s.is_some()
+        || j.count.is_some()
+        || j.warmup.is_some()
+        || j.sweep.is_some();
+    if !any {
+        return Ok(None);
+    }
+    let at = |k: &str| format!("{p}.{k}");
+    let invalid = |k: &str, m: String| ctx.at_value(&at(k), K::InvalidValue, m);
+    if j.concurrency == Some(0) {
+        return Err(invalid(
+            "concurrency",
+            "`concurrency` must be at least 1".into(),
+        ));
+    }
+    if let Some(r) = j.rate
+        && !(r.is_finite() && r > 0.0)
+    {
+        return Err(invalid(
+            "rate",
+            "`rate` must be a positive number of arrivals per second".into(),
+        ));
+    }
+    let sweep = match &j.sweep {
+        None => None,
+        Some(sw) => Some(match (&sw.concurrency, &sw.rate) {
+            (Some(_), Some(_)) => {
+                return Err(ctx
+                    .at_value(
+                        &at("sweep"),
+                        K::InvalidValue,
+                        "a sweep varies one thing: `concurrency` or `rate`, not both".into(),
+                    )
+                    .with_hint(Some("split it into two jobs".into())));
+            }
+            (None, None) => {
+                return Err(ctx
+                    .at_value(
+                        &at("sweep"),
+                        K::MissingField,
+                        "`sweep` names no values".into(),
+                    )
+                    .with_hint(Some(
+                        "for example `sweep = { concurrency = [1, 4, 16] }`".into(),
+                    )));
+            }
+            (Some(c), None) => {
+                if c.is_empty() {
+                    return Err(invalid("sweep.concurrency", "the sweep is empty".into()));
+                }
+                if let Some(k) = c.iter().position(|&v| v == 0) {
+                    return Err(invalid(
+                        &format!("sweep.concurrency[{k}]"),
+                        "a concurrency must be at least 1".into(),
+                    ));
+                }
+                if j.concurrency.is_some() {
+                    return Err(invalid(
+                        "concurrency",
+                        "`concurrency` is set by `sweep.concurrency` at each point".into(),
+                    ));
+                }
+                Sweep::Concurrency(c.clone())
+            }
+            (None, Some(r)) => {
+                if r.is_empty() {
+                    return Err(invalid("sweep.rate", "the sweep is empty".into()));
+                }
+                if let Some(k) = r.iter().position(|&v| !(v.is_finite() && v > 0.0)) {
+                    return Err(invalid(
+                        &format!("sweep.rate[{k}]"),
+                        "a rate must be a positive number of arrivals per second".into(),
+                    ));
+                }
+                if j.rate.is_some() {
+                    return Err(invalid(
+                        "rate",
+                        "`rate` is set by `sweep.rate` at each point".into(),
+                    ));
+                }
+                Sweep::Rate(r.clone())
+            }
+        }),
+    };
+    let open = j.rate.is_some() || matches!(sweep, Some(Sweep::Rate(_)));
+    if j.arrival.is_some() && !open {
+        return Err(ctx
+            .at_value(
+                &at("arrival"),
+                K::InvalidValue,
+                "`arrival` shapes an open loop and needs `rate`".into(),
+            )
+            .with_hint(Some(
+                "add `rate = R` (arrivals per second), or drop `arrival` for a closed loop".into(),
+            )));
+    }
+    let stop = match (j.count, j.duration_s) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "duration_s",
+                "`count` and `duration_s` are both set: a load point stops on one".into(),
+            ));
+        }
+        (Some(0), None) => return Err(invalid("count", "`count` must be at least 1".into())),
+        (Some(n), None) => {
+            if j.repeat.is_some() {
+                return Err(ctx
+                    .at_value(
+                        &at("count"),
+                        K::InvalidValue,
+                        "`count` and `repeat` are both set".into(),
+                    )
+                    .with_hint(Some(
+                        "under load, `count` is the number of units per point; drop `repeat`"
+                            .into(),
+                    )));
+            }
+            Stop::Count(n)
+        }
+        (None, Some(d)) => match std::time::Duration::try_from_secs_f64(d) {
+            Ok(x) if d > 0.0 => Stop::Duration(u64::try_from(x.as_nanos()).unwrap_or(u64::MAX)),
+            _ => {
+                return Err(invalid(
+                    "duration_s",
+                    "`duration_s` must be a positive number of seconds".into(),
+                ));
+            }
+        },
+        (None, None) => Stop::Count(match kind {
+            JobKind::Context(c) => c.sizes.len() as u64 * u64::from(repeat),
+            _ => u64::from(repeat),
+        }),
+    };
+    let warmup = j.warmup.unwrap_or(0);
+    if let (JobKind::Context(_), Stop::Count(n)) = (kind, stop)
+        && warmup >= n
+    {
+        return Err(invalid(
+            "warmup",
+            format!("`warmup = {warmup}` would exclude every one of the {n} requests per point"),
+        ));
+    }
+    Ok(Some(LoadSpec {
+        concurrency: j.concurrency,
+        rate: j.rate,
+        arrival: j.arrival.unwrap_or_default(),
+        stop,
+        warmup,
+        sweep,
+    }))
 }
 
 /// `value` or the default, which must be at least 1.

@@ -1,0 +1,337 @@
+//! Comparing a run's job summaries with a baseline's (pure; issue 8 item 2).
+//!
+//! Per figure (every figure is a latency, lower is better):
+//! `change_pct = (current − baseline) / baseline × 100` (`null` when the baseline is ≤ 0).
+//! The verdict uses the spread of **both** runs (their distribution-free 95 % CIs, see
+//! [`super::summary`]) and a noise threshold:
+//! - `regressed`: the current CI lies entirely above the baseline CI (current lower end >
+//!   baseline upper end, both bounded) **and** the change exceeds `+noise_pct`;
+//! - `improved`: the current CI lies entirely below **and** the change is below
+//!   `−noise_pct`;
+//! - `within_noise`: otherwise — overlapping intervals, an unbounded end (too few samples
+//!   to bound a tail quantile), or a shift too small to matter (sampling CIs do not
+//!   capture run-to-run drift of the machine, which the threshold absorbs; default
+//!   [`DEFAULT_NOISE_PCT`]).
+//!
+//! The `[gates] regression_pct` bound reads [`JobComparison::regression_figure`]: the worst
+//! `change_pct` among regressed figures (0 when none regressed).
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::summary::{FigureSummary, JobSummary};
+use crate::gate::{Figure, basis, format_number};
+
+/// Default noise threshold, percent.
+pub const DEFAULT_NOISE_PCT: f64 = 5.0;
+
+/// A figure's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeVerdict {
+    /// Better beyond the spread of both runs and the noise threshold.
+    Improved,
+    /// Worse beyond the spread of both runs and the noise threshold.
+    Regressed,
+    /// Not distinguishable from noise.
+    WithinNoise,
+}
+
+impl ChangeVerdict {
+    /// `improved`, `regressed` or `within noise`.
+    pub fn label(self) -> &'static str {
+        match self {
+            ChangeVerdict::Improved => "improved",
+            ChangeVerdict::Regressed => "regressed",
+            ChangeVerdict::WithinNoise => "within noise",
+        }
+    }
+}
+
+/// One figure compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigureChange {
+    /// Figure name, e.g. `ttft_ms.p99`.
+    pub figure: String,
+    /// The baseline's figure.
+    pub baseline: FigureSummary,
+    /// This run's figure.
+    pub current: FigureSummary,
+    /// Relative change, percent (positive = slower); `null` when the baseline is ≤ 0.
+    pub change_pct: Option<f64>,
+    /// The verdict.
+    pub verdict: ChangeVerdict,
+}
+
+/// One job compared (`jobs[].baseline` in report.json).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobComparison {
+    /// `suite::job`.
+    pub job: String,
+    /// Baseline name.
+    pub baseline: String,
+    /// The run the baseline was saved from.
+    pub baseline_run_id: String,
+    /// Noise threshold applied, percent.
+    pub noise_pct: f64,
+    /// Figures present in both, in name order.
+    pub figures: Vec<FigureChange>,
+    /// Figures of the baseline this run lacks (e.g. no successful request).
+    pub missing: Vec<String>,
+}
+
+impl JobComparison {
+    /// Figures with the given verdict.
+    pub fn count(&self, v: ChangeVerdict) -> usize {
+        self.figures.iter().filter(|f| f.verdict == v).count()
+    }
+
+    /// The worst regression, percent: the largest `change_pct` among regressed figures,
+    /// 0 when none regressed.
+    pub fn worst_regression_pct(&self) -> f64 {
+        self.figures
+            .iter()
+            .filter(|f| f.verdict == ChangeVerdict::Regressed)
+            .map(|f| f.change_pct.unwrap_or(f64::INFINITY))
+            .fold(0.0, f64::max)
+    }
+
+    /// The gate figure `regression_pct` (basis `baseline comparison (NAME)`).
+    pub fn regression_figure(&self) -> Figure {
+        Figure::available(
+            self.worst_regression_pct(),
+            format!("{} ({})", basis::BASELINE, self.baseline),
+        )
+    }
+}
+
+/// Compares one figure (see the module docs).
+pub fn compare_figure(
+    name: &str,
+    base: &FigureSummary,
+    cur: &FigureSummary,
+    noise_pct: f64,
+) -> FigureChange {
+    let change_pct = (base.value > 0.0).then(|| (cur.value - base.value) / base.value * 100.0);
+    let worse = matches!((cur.ci_low, base.ci_high), (Some(c), Some(b)) if c > b);
+    let better = matches!((cur.ci_high, base.ci_low), (Some(c), Some(b)) if c < b);
+    let verdict = match change_pct {
+        Some(c) if worse && c > noise_pct => ChangeVerdict::Regressed,
+        Some(c) if better && c < -noise_pct => ChangeVerdict::Improved,
+        None if worse => ChangeVerdict::Regressed,
+        None if better => ChangeVerdict::Improved,
+        _ => ChangeVerdict::WithinNoise,
+    };
+    FigureChange {
+        figure: name.to_string(),
+        baseline: base.clone(),
+        current: cur.clone(),
+        change_pct,
+        verdict,
+    }
+}
+
+/// Compares a job's summary with the baseline's summary of the same job.
+pub fn compare_job(
+    base: &JobSummary,
+    cur: &JobSummary,
+    baseline_name: &str,
+    baseline_run_id: &str,
+    noise_pct: f64,
+) -> JobComparison {
+    let mut figures = Vec::new();
+    let mut missing = Vec::new();
+    for (name, b) in &base.figures {
+        match cur.figures.get(name) {
+            Some(c) => figures.push(compare_figure(name, b, c, noise_pct)),
+            None => missing.push(name.clone()),
+        }
+    }
+    JobComparison {
+        job: cur.id.clone(),
+        baseline: baseline_name.to_string(),
+        baseline_run_id: baseline_run_id.to_string(),
+        noise_pct,
+        figures,
+        missing,
+    }
+}
+
+/// The gate figure `regression_pct` of a job: from its comparison, or unavailable with
+/// the reason (no `--baseline`, or the job is not in the baseline).
+pub fn regression_figure(cmp: Option<&JobComparison>, baseline: Option<&str>, job: &str) -> Figure {
+    match (cmp, baseline) {
+        (Some(c), _) => c.regression_figure(),
+        (None, Some(name)) => Figure::unavailable(
+            format!("{} ({name})", basis::BASELINE),
+            format!("job `{job}` is not in baseline `{name}`"),
+        ),
+        (None, None) => {
+            Figure::unavailable(basis::BASELINE, "no baseline (run with --baseline NAME)")
+        }
+    }
+}
+
+fn fig(f: &FigureSummary) -> String {
+    let end =
+        |v: Option<f64>, unbounded: &str| v.map_or_else(|| unbounded.to_string(), format_number);
+    format!(
+        "{} [{}, {}]",
+        format_number(f.value),
+        end(f.ci_low, "-inf"),
+        end(f.ci_high, "inf")
+    )
+}
+
+/// The per-figure table of one job, e.g.
+///
+/// ```text
+/// baseline main (run 20261129T131500Z-3f9a1c) · agentic::lookup · ms, [95% CI], noise 5%
+///   figure       baseline               current                change   verdict
+///   ttft_ms.p50  21.3 [20.9, 21.8]      63.1 [62.2, 64]        +196.2%  regressed
+///   ttft_ms.p99  30.2 [24.1, inf]       70.9 [65.3, inf]       +134.8%  within noise
+/// ```
+pub fn render_job(c: &JobComparison) -> String {
+    let mut rows: Vec<[String; 5]> = vec![[
+        "figure".into(),
+        "baseline".into(),
+        "current".into(),
+        "change".into(),
+        "verdict".into(),
+    ]];
+    for f in &c.figures {
+        rows.push([
+            f.figure.clone(),
+            fig(&f.baseline),
+            fig(&f.current),
+            f.change_pct
+                .map_or_else(|| "—".to_string(), |p| format!("{p:+.1}%")),
+            f.verdict.label().to_string(),
+        ]);
+    }
+    let mut widths = [0usize; 5];
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "baseline {} (run {}) · {} · ms, [95% CI], noise {}%",
+        c.baseline,
+        c.baseline_run_id,
+        c.job,
+        format_number(c.noise_pct)
+    );
+    for r in &rows {
+        let mut l = String::from("  ");
+        for (i, (cell, w)) in r.iter().zip(widths).enumerate() {
+            if i > 0 {
+                l.push_str("  ");
+            }
+            l.push_str(cell);
+            l.push_str(&" ".repeat(w - cell.chars().count()));
+        }
+        let _ = writeln!(out, "{}", l.trim_end());
+    }
+    if !c.missing.is_empty() {
+        let _ = writeln!(out, "  not in this run: {}", c.missing.join(", "));
+    }
+    let _ = write!(
+        out,
+        "  {} regressed, {} improved, {} within noise",
+        c.count(ChangeVerdict::Regressed),
+        c.count(ChangeVerdict::Improved),
+        c.count(ChangeVerdict::WithinNoise)
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(value: f64, lo: f64, hi: f64) -> FigureSummary {
+        FigureSummary {
+            value,
+            ci_low: Some(lo),
+            ci_high: Some(hi),
+            n: 10,
+            p25: lo,
+            p75: hi,
+            unit: "ms".into(),
+        }
+    }
+
+    #[test]
+    fn verdicts_need_disjoint_intervals_and_a_change_beyond_noise() {
+        let base = f(100.0, 95.0, 105.0);
+        let v = |c| compare_figure("x", &base, &c, 5.0).verdict;
+        assert_eq!(v(f(200.0, 190.0, 210.0)), ChangeVerdict::Regressed);
+        assert_eq!(v(f(50.0, 45.0, 55.0)), ChangeVerdict::Improved);
+        assert_eq!(
+            v(f(120.0, 104.0, 130.0)),
+            ChangeVerdict::WithinNoise,
+            "overlapping intervals"
+        );
+        assert_eq!(
+            v(f(104.0, 105.5, 106.0)),
+            ChangeVerdict::WithinNoise,
+            "disjoint but within the noise threshold"
+        );
+        let c = compare_figure("x", &base, &f(200.0, 190.0, 210.0), 5.0);
+        assert_eq!(c.change_pct, Some(100.0));
+        let unbounded = FigureSummary {
+            ci_high: None,
+            ..base.clone()
+        };
+        assert_eq!(
+            compare_figure("x", &unbounded, &f(500.0, 400.0, 600.0), 5.0).verdict,
+            ChangeVerdict::WithinNoise,
+            "a baseline tail too thin to bound cannot be called regressed"
+        );
+    }
+
+    #[test]
+    fn regression_figure_is_the_worst_regressed_change() {
+        let base = JobSummary {
+            id: "s::j".into(),
+            kind: "agentic".into(),
+            requests: 10,
+            succeeded: 10,
+            figures: [
+                ("a".to_string(), f(100.0, 99.0, 101.0)),
+                ("b".to_string(), f(100.0, 99.0, 101.0)),
+                ("c".to_string(), f(100.0, 99.0, 101.0)),
+            ]
+            .into(),
+        };
+        let mut cur = base.clone();
+        cur.figures.insert("a".into(), f(150.0, 149.0, 151.0));
+        cur.figures.insert("b".into(), f(300.0, 299.0, 301.0));
+        cur.figures.remove("c");
+        let c = compare_job(&base, &cur, "main", "r1", 5.0);
+        assert_eq!(c.count(ChangeVerdict::Regressed), 2);
+        assert_eq!(c.missing, vec!["c"]);
+        assert_eq!(c.worst_regression_pct(), 200.0);
+        assert_eq!(c.regression_figure().value, Some(200.0));
+        let same = compare_job(&base, &base, "main", "r1", 5.0);
+        assert_eq!(same.regression_figure().value, Some(0.0));
+        let t = render_job(&c);
+        assert!(t.contains("regressed"), "{t}");
+        assert!(t.contains("+200.0%"), "{t}");
+        assert!(
+            t.ends_with("2 regressed, 0 improved, 0 within noise"),
+            "{t}"
+        );
+        assert_eq!(regression_figure(None, None, "s::j").value, None);
+        assert!(
+            regression_figure(None, Some("main"), "s::j")
+                .reason
+                .unwrap()
+                .contains("not in baseline")
+        );
+    }
+}

@@ -1,0 +1,353 @@
+//! Saved baselines and comparisons against them (issue 8 item 2).
+//!
+//! - `inferscope-bench baseline save RUN_DIR --name NAME` keeps the run's summary — per job,
+//!   latency figures and their spread ([`summary`]) — in
+//!   `.inferscope/baselines/NAME.json` under the current directory (schema
+//!   [`BASELINE_SCHEMA`]);
+//! - `inferscope-bench compare RUN_DIR --baseline NAME` and `run … --baseline NAME` print
+//!   per-job, per-figure changes with a verdict — improved, regressed or within noise —
+//!   from the spread of both runs ([`compare`]);
+//! - a job's `[gates] regression_pct` bound fails the job (exit 100) when its worst
+//!   regressed figure is slower than the baseline by more than that percent.
+//!
+//! Summaries are computed from `report.json`'s per-request records (warm-up requests
+//! excluded), so a baseline can be saved from any finished run. Names are
+//! `[A-Za-z0-9_.-]+` (no path separators).
+
+pub mod compare;
+pub mod summary;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::RequestRecord;
+use crate::runner::report::{JobReport, RunReport};
+pub use compare::{
+    ChangeVerdict, DEFAULT_NOISE_PCT, FigureChange, JobComparison, compare_job, render_job,
+};
+pub use summary::{
+    FigureSummary, JobSamples, JobSummary, SPREAD_METHOD, job_summary, quantile_ci_ranks,
+};
+
+/// Schema id of a baseline file.
+pub const BASELINE_SCHEMA: &str = "inferscope-bench.baseline/v1";
+
+/// Where baselines live, relative to the current directory (gitignored).
+pub const BASELINES_DIR: &str = ".inferscope/baselines";
+
+/// A saved baseline: one run's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// [`BASELINE_SCHEMA`].
+    pub schema: String,
+    /// The baseline's name.
+    pub name: String,
+    /// The run it was saved from.
+    pub run_id: String,
+    /// `inferscope-bench <version>` that ran it.
+    pub tool: String,
+    /// Run start, RFC 3339 UTC (display only).
+    pub started_utc: String,
+    /// True when any suite of the run was served by the built-in simulator.
+    pub simulated: bool,
+    /// [`SPREAD_METHOD`].
+    pub spread_method: String,
+    /// [`crate::stats::PERCENTILE_METHOD`].
+    pub percentile_method: String,
+    /// Per-job summaries, in run order.
+    pub jobs: Vec<JobSummary>,
+}
+
+/// Errors of saving and loading baselines (bad input: exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// The name is not `[A-Za-z0-9_.-]+`.
+    #[error("invalid baseline name {0:?}: use letters, digits, `_`, `.` and `-`")]
+    InvalidName(String),
+    /// No such baseline.
+    #[error("no baseline named `{name}` ({path} does not exist)")]
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// The path looked at.
+        path: String,
+    },
+    /// Reading, parsing or writing failed.
+    #[error("{path}: {reason}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// The file of baseline `name` under `root` (`root/.inferscope/baselines/NAME.json`).
+///
+/// Errors: [`BaselineError::InvalidName`].
+pub fn path_for(root: &Path, name: &str) -> Result<PathBuf, BaselineError> {
+    let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if !ok {
+        return Err(BaselineError::InvalidName(name.to_string()));
+    }
+    Ok(root.join(BASELINES_DIR).join(format!("{name}.json")))
+}
+
+/// Per-request samples of `requests` (successful, non-`warmup` ones): TTFT, E2E, ITL
+/// gaps, TPOT, and E2E from schedule when `load` (a load job). Returns the samples, the
+/// number of non-warm-up requests and of those that succeeded.
+pub fn samples_of<'a>(
+    requests: impl Iterator<Item = &'a RequestRecord>,
+    warmup: &HashSet<&str>,
+    load: bool,
+) -> (JobSamples, u64, u64) {
+    let mut s = JobSamples::default();
+    let (mut n, mut ok) = (0u64, 0u64);
+    for r in requests.filter(|r| !warmup.contains(r.request_id.as_str())) {
+        n += 1;
+        if !r.is_success() {
+            continue;
+        }
+        ok += 1;
+        s.ttft_ms.extend(r.ttft_ms());
+        if let Some(e) = r.e2e_ms() {
+            s.e2e_ms.push(e);
+            if load {
+                s.e2e_from_schedule_ms
+                    .push(e + r.schedule_lag_ns() as f64 / 1e6);
+            }
+        }
+        s.itl_ms.extend(r.itl_ms());
+        s.tpot_ms.extend(r.tpot_ms());
+    }
+    (s, n, ok)
+}
+
+/// [`samples_of`] a job of a report (its warm-up ids from `jobs[].load`).
+pub fn job_samples(job: &JobReport) -> (JobSamples, u64, u64) {
+    let warm: HashSet<&str> = job
+        .load
+        .as_ref()
+        .map(|l| l.warmup_requests.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    samples_of(job.requests.iter(), &warm, job.load.is_some())
+}
+
+/// The summary of one job of a report.
+pub fn summarize_job(job: &JobReport) -> JobSummary {
+    let (samples, n, ok) = job_samples(job);
+    job_summary(&job.id, &job.kind, n, ok, &samples)
+}
+
+impl Baseline {
+    /// The baseline of `report` named `name` (every job summarised).
+    pub fn from_report(report: &RunReport, name: &str) -> Baseline {
+        Baseline {
+            schema: BASELINE_SCHEMA.into(),
+            name: name.into(),
+            run_id: report.run_id.clone(),
+            tool: report.tool.clone(),
+            started_utc: report.started_utc.clone(),
+            simulated: report.endpoints.iter().any(|e| e.simulated),
+            spread_method: SPREAD_METHOD.into(),
+            percentile_method: report.percentile_method.clone(),
+            jobs: report.jobs.iter().map(summarize_job).collect(),
+        }
+    }
+
+    /// The summary of job `id`.
+    pub fn job(&self, id: &str) -> Option<&JobSummary> {
+        self.jobs.iter().find(|j| j.id == id)
+    }
+
+    /// Writes the baseline to `root/.inferscope/baselines/NAME.json` (atomically),
+    /// creating the directory. Returns the path.
+    pub fn save(&self, root: &Path) -> Result<PathBuf, BaselineError> {
+        let path = path_for(root, &self.name)?;
+        let io = |e: std::io::Error| BaselineError::Io {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        };
+        let dir = path.parent().unwrap_or(root);
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let json = serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+        std::io::Write::write_all(&mut tmp, &json).map_err(io)?;
+        tmp.persist(&path).map_err(|e| io(e.error))?;
+        Ok(path)
+    }
+
+    /// Reads baseline `name` from `root/.inferscope/baselines/`.
+    pub fn load(root: &Path, name: &str) -> Result<Baseline, BaselineError> {
+        let path = path_for(root, name)?;
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                BaselineError::NotFound {
+                    name: name.into(),
+                    path: path.display().to_string(),
+                }
+            } else {
+                BaselineError::Io {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                }
+            }
+        })?;
+        let b: Baseline = serde_json::from_str(&text).map_err(|e| BaselineError::Io {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        if b.schema != BASELINE_SCHEMA {
+            return Err(BaselineError::Io {
+                path: path.display().to_string(),
+                reason: format!("schema {:?}, expected {BASELINE_SCHEMA:?}", b.schema),
+            });
+        }
+        Ok(b)
+    }
+
+    /// Compares job `cur` with this baseline's summary of the same job (`None` when the
+    /// baseline lacks it).
+    pub fn compare(&self, cur: &JobSummary, noise_pct: f64) -> Option<JobComparison> {
+        self.job(&cur.id)
+            .map(|b| compare_job(b, cur, &self.name, &self.run_id, noise_pct))
+    }
+}
+
+/// Compares every job of `report` with `baseline`: per job its comparison (or `None` when
+/// the baseline lacks the job), in report order.
+pub fn compare_report(
+    baseline: &Baseline,
+    report: &RunReport,
+    noise_pct: f64,
+) -> Vec<(String, Option<JobComparison>)> {
+    report
+        .jobs
+        .iter()
+        .map(|j| (j.id.clone(), baseline.compare(&summarize_job(j), noise_pct)))
+        .collect()
+}
+
+/// The console text of a comparison: one table per job, a line for jobs the baseline
+/// lacks, and a closing count.
+pub fn render_comparison(
+    baseline: &Baseline,
+    run_id: &str,
+    jobs: &[(String, Option<JobComparison>)],
+) -> String {
+    let mut out = format!(
+        "compare run {run_id} with baseline {} (run {}, {})\n",
+        baseline.name,
+        baseline.run_id,
+        if baseline.simulated {
+            "simulated endpoint"
+        } else {
+            "real endpoint"
+        }
+    );
+    let (mut reg, mut imp, mut noise) = (0, 0, 0);
+    for (id, c) in jobs {
+        match c {
+            Some(c) => {
+                out.push_str(&render_job(c));
+                out.push('\n');
+                reg += c.count(ChangeVerdict::Regressed);
+                imp += c.count(ChangeVerdict::Improved);
+                noise += c.count(ChangeVerdict::WithinNoise);
+            }
+            None => out.push_str(&format!("job {id}: not in baseline {}\n", baseline.name)),
+        }
+    }
+    out.push_str(&format!(
+        "summary: {reg} regressed, {imp} improved, {noise} within noise"
+    ));
+    out
+}
+
+/// `baseline save RUN_DIR --name NAME`: writes `.inferscope/baselines/NAME.json` under the
+/// current directory. Exit 0, or 2 on an unreadable run or a bad name.
+pub fn save_command(run_dir: &Path, name: &str) -> i32 {
+    if let Err(e) = path_for(Path::new("."), name) {
+        eprintln!("error: {e}");
+        return crate::gate::EXIT_BAD_INPUT;
+    }
+    let report = match crate::commands::read_report(run_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::gate::EXIT_BAD_INPUT;
+        }
+    };
+    let b = Baseline::from_report(&report, name);
+    match b.save(Path::new(".")) {
+        Ok(p) => {
+            let figures: usize = b.jobs.iter().map(|j| j.figures.len()).sum();
+            println!(
+                "saved baseline {name}: run {}, {} jobs, {figures} figures -> {}",
+                b.run_id,
+                b.jobs.len(),
+                p.display()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            crate::gate::EXIT_BAD_INPUT
+        }
+    }
+}
+
+/// `compare RUN_DIR --baseline NAME [--noise-pct P] [--regression-pct P]`: prints the
+/// comparison. Exit 0; 100 when `regression_pct` is given and a figure regressed by more;
+/// 2 on bad input (unreadable run, unknown baseline, negative percent).
+pub fn compare_command(
+    run_dir: &Path,
+    name: &str,
+    noise_pct: f64,
+    regression_pct: Option<f64>,
+) -> i32 {
+    if !(noise_pct.is_finite() && noise_pct >= 0.0)
+        || regression_pct.is_some_and(|p| !(p.is_finite() && p >= 0.0))
+    {
+        eprintln!("error: --noise-pct and --regression-pct must be finite numbers >= 0");
+        return crate::gate::EXIT_BAD_INPUT;
+    }
+    let report = match crate::commands::read_report(run_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::gate::EXIT_BAD_INPUT;
+        }
+    };
+    let baseline = match Baseline::load(Path::new("."), name) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::gate::EXIT_BAD_INPUT;
+        }
+    };
+    let jobs = compare_report(&baseline, &report, noise_pct);
+    println!("{}", render_comparison(&baseline, &report.run_id, &jobs));
+    let worst = jobs
+        .iter()
+        .filter_map(|(_, c)| c.as_ref())
+        .map(JobComparison::worst_regression_pct)
+        .fold(0.0, f64::max);
+    match regression_pct {
+        Some(bound) if worst > bound => {
+            println!(
+                "regression: {worst:.1}% > --regression-pct {}",
+                crate::gate::format_number(bound)
+            );
+            crate::gate::EXIT_FAILED
+        }
+        _ => 0,
+    }
+}

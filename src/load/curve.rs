@@ -1,0 +1,593 @@
+//! The curve of a load run (pure): per-point statistics, goodput against the job's latency
+//! gates, energy per output token over the point's window, warm-up selection and the
+//! console table (issue 8 item 1).
+//!
+//! Definitions:
+//! - latency is reported **from send** (the job statistics' own TTFT/E2E) and **from
+//!   schedule** (`+ schedule lag`, so time spent queueing in the client is never hidden,
+//!   field case C24);
+//! - **goodput**: a request is *good* when it succeeded and meets every latency bound the
+//!   job's gates declare, each bound applied per request as its highest declared percentile
+//!   (`p99`, else `p95`, `p90`, `p50`, `mean`): TTFT and E2E **from schedule** (what the
+//!   user waits), the request's mean ITL, its TPOT. A request without a TTFT or E2E does
+//!   not meet a bound on it; a request with no ITL gap or no TPOT (≤ 1 output token, C26)
+//!   does not violate one. `goodput_fraction = good / requests`, `goodput_rps = good /
+//!   window`. Without latency bounds goodput is `null` (missing, not 0);
+//! - **energy per output token**: the device energy over the point's window (energy-counter
+//!   delta between the samples bracketing the window, else the integer power trapezoid over
+//!   the segments inside it; summed over devices) divided by every output token the
+//!   point's requests reported (warm-up included: they ran inside the window). It is a
+//!   window measurement at any concurrency — never a per-step attribution — labelled with
+//!   the power source's basis (`simulated` for the simulator);
+//! - **warm-up**: the first `K` requests of a point ordered by scheduled, then actual send
+//!   time.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::gate::spec::{GateSpec, PercentileBounds};
+use crate::stats::{AggregateParams, JobStats, RequestFigures, Summary};
+
+/// One request of a point as the curve needs it: its figures (from send) plus identity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointRequest {
+    /// The client's figures (TTFT/E2E from send, ITL, TPOT, schedule lag, tokens).
+    pub figures: RequestFigures,
+    /// Excluded from statistics (warm-up).
+    pub warmup: bool,
+}
+
+/// Per-request thresholds derived from a job's gates for goodput (ms).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GoodputCriteria {
+    /// TTFT from schedule at most, ms.
+    pub ttft_ms: Option<f64>,
+    /// Mean ITL of the request at most, ms.
+    pub itl_ms: Option<f64>,
+    /// TPOT of the request at most, ms.
+    pub tpot_ms: Option<f64>,
+    /// E2E from schedule at most, ms.
+    pub e2e_ms: Option<f64>,
+}
+
+fn loosest(b: &Option<PercentileBounds>) -> Option<f64> {
+    let b = b.as_ref()?;
+    b.p99.or(b.p95).or(b.p90).or(b.p50).or(b.mean)
+}
+
+impl GoodputCriteria {
+    /// The per-request thresholds of `gates` (see the module docs); `None` when the gates
+    /// declare no latency bound.
+    pub fn from_gates(gates: &GateSpec) -> Option<GoodputCriteria> {
+        let c = GoodputCriteria {
+            ttft_ms: loosest(&gates.ttft_ms),
+            itl_ms: loosest(&gates.itl_ms),
+            tpot_ms: loosest(&gates.tpot_ms),
+            e2e_ms: loosest(&gates.e2e_ms),
+        };
+        (c != GoodputCriteria::default()).then_some(c)
+    }
+
+    /// Whether one request is good.
+    pub fn meets(&self, r: &RequestFigures) -> bool {
+        if !r.ok {
+            return false;
+        }
+        let lag = r.schedule_lag_ms.unwrap_or(0.0);
+        let within = |v: Option<f64>, bound: Option<f64>, missing_ok: bool| match (bound, v) {
+            (None, _) => true,
+            (Some(_), None) => missing_ok,
+            (Some(b), Some(v)) => v <= b,
+        };
+        let mean_itl =
+            (!r.itl_ms.is_empty()).then(|| r.itl_ms.iter().sum::<f64>() / r.itl_ms.len() as f64);
+        within(r.ttft_ms.map(|t| t + lag), self.ttft_ms, false)
+            && within(r.e2e_ms.map(|t| t + lag), self.e2e_ms, false)
+            && within(mean_itl, self.itl_ms, true)
+            && within(r.tpot_ms, self.tpot_ms, true)
+    }
+
+    /// `ttft_ms <= 2000, e2e_ms <= 5000` (from schedule).
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = [
+            ("ttft_ms", self.ttft_ms),
+            ("itl_ms", self.itl_ms),
+            ("tpot_ms", self.tpot_ms),
+            ("e2e_ms", self.e2e_ms),
+        ]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k} <= {}", crate::gate::format_number(v))))
+        .collect();
+        parts.join(", ")
+    }
+}
+
+/// Goodput of one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Goodput {
+    /// Requests (warm-up excluded) that met every bound.
+    pub good_requests: u64,
+    /// `good_requests / requests`; `None` with no request.
+    pub fraction: Option<f64>,
+    /// `good_requests` per second of the point's window; `None` for an empty window.
+    pub rps: Option<f64>,
+    /// The per-request thresholds applied.
+    pub criteria: GoodputCriteria,
+}
+
+/// Energy of one point's window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointEnergy {
+    /// Device energy over the window, mJ (summed over devices).
+    pub energy_mj: u64,
+    /// Output tokens reported by every request of the point (warm-up included).
+    pub output_tokens: Option<u64>,
+    /// `energy / output_tokens`, J per token; `None` without tokens.
+    pub energy_per_output_token_j: Option<f64>,
+    /// `simulated` or `measured` (the power source), always a window figure.
+    pub basis: String,
+    /// How the window energy was obtained: `counter` or `trapezoid`.
+    pub method: String,
+}
+
+/// One point of the curve (`jobs[].sweep.points[]` in report.json).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointSummary {
+    /// 0-based point index.
+    pub index: usize,
+    /// The swept value at this point (`null` without a sweep).
+    pub value: Option<f64>,
+    /// `concurrency 4`, `rate 2/s poisson`, …
+    pub label: String,
+    /// Configured units in flight (cap); `null` = uncapped open loop.
+    pub concurrency: Option<u32>,
+    /// Configured arrival rate, units/s; `null` = closed loop.
+    pub rate: Option<f64>,
+    /// Most units (trajectories or requests) in flight at once, measured.
+    pub achieved_concurrency: u32,
+    /// Most requests in flight at once, measured.
+    pub max_requests_in_flight: u32,
+    /// Units started.
+    pub units: u64,
+    /// Warm-up requests excluded from the statistics.
+    pub warmup_requests: u64,
+    /// Point window, ns (first start to last end).
+    pub window_ns: u64,
+    /// Statistics of the point's non-warm-up requests: TTFT/E2E from send, E2E from
+    /// schedule, ITL, TPOT, schedule lag and misses, throughput.
+    pub stats: JobStats,
+    /// TTFT from the scheduled send time (`TTFT + lag`), ms (C24).
+    pub ttft_from_schedule_ms: Option<Summary>,
+    /// Goodput against the job's latency gates; `null` without latency bounds.
+    pub goodput: Option<Goodput>,
+    /// Window energy and energy per output token; `null` without a power source.
+    pub energy: Option<PointEnergy>,
+}
+
+/// Inputs of [`summarize_point`] other than the requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointFacts {
+    /// 0-based point index.
+    pub index: usize,
+    /// The swept value (`None` without a sweep).
+    pub value: Option<f64>,
+    /// Label.
+    pub label: String,
+    /// Configured cap.
+    pub concurrency: Option<u32>,
+    /// Configured rate.
+    pub rate: Option<f64>,
+    /// Measured units in flight at most.
+    pub achieved_concurrency: u32,
+    /// Measured requests in flight at most.
+    pub max_requests_in_flight: u32,
+    /// Units started.
+    pub units: u64,
+    /// Window, ns.
+    pub window_ns: u64,
+    /// Window energy (mJ), basis, method; `None` without power.
+    pub energy: Option<(u64, String, String)>,
+}
+
+/// Summarises one point: statistics over its non-warm-up requests, TTFT from schedule,
+/// goodput against `criteria`, energy per output token (see the module docs).
+pub fn summarize_point(
+    facts: PointFacts,
+    requests: &[PointRequest],
+    criteria: Option<&GoodputCriteria>,
+) -> PointSummary {
+    let measured: Vec<RequestFigures> = requests
+        .iter()
+        .filter(|r| !r.warmup)
+        .map(|r| r.figures.clone())
+        .collect();
+    let stats = JobStats::aggregate(&measured, AggregateParams::new(facts.window_ns));
+    let ttft_sched: Vec<f64> = measured
+        .iter()
+        .filter(|r| r.ok)
+        .filter_map(|r| Some(r.ttft_ms? + r.schedule_lag_ms?))
+        .collect();
+    let goodput = criteria.map(|c| {
+        let good = measured.iter().filter(|r| c.meets(r)).count() as u64;
+        Goodput {
+            good_requests: good,
+            fraction: (!measured.is_empty()).then(|| good as f64 / measured.len() as f64),
+            rps: (facts.window_ns > 0).then(|| good as f64 / (facts.window_ns as f64 / 1e9)),
+            criteria: c.clone(),
+        }
+    });
+    let energy = facts.energy.map(|(mj, basis, method)| {
+        let tokens: Vec<Option<u64>> = requests
+            .iter()
+            .filter(|r| r.figures.ok)
+            .map(|r| r.figures.output_tokens)
+            .collect();
+        let output_tokens = (!tokens.is_empty() && tokens.iter().all(Option::is_some))
+            .then(|| tokens.iter().flatten().sum::<u64>());
+        PointEnergy {
+            energy_mj: mj,
+            output_tokens,
+            energy_per_output_token_j: output_tokens
+                .filter(|&t| t > 0)
+                .map(|t| mj as f64 / 1000.0 / t as f64),
+            basis,
+            method,
+        }
+    });
+    PointSummary {
+        index: facts.index,
+        value: facts.value,
+        label: facts.label,
+        concurrency: facts.concurrency,
+        rate: facts.rate,
+        achieved_concurrency: facts.achieved_concurrency,
+        max_requests_in_flight: facts.max_requests_in_flight,
+        units: facts.units,
+        warmup_requests: requests.iter().filter(|r| r.warmup).count() as u64,
+        window_ns: facts.window_ns,
+        stats,
+        ttft_from_schedule_ms: Summary::from_samples(&ttft_sched),
+        goodput,
+        energy,
+    }
+}
+
+/// Warm-up flags: `true` for the first `k` requests ordered by `(scheduled_ns, send_ns)`
+/// (ties keep input order). `keys[i] = (scheduled_ns, send_ns)` of request `i`.
+pub fn warmup_flags(keys: &[(u64, u64)], k: u64) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by_key(|&i| (keys[i].0, keys[i].1, i));
+    let mut flags = vec![false; keys.len()];
+    for &i in order.iter().take(usize::try_from(k).unwrap_or(usize::MAX)) {
+        flags[i] = true;
+    }
+    flags
+}
+
+/// One sample of a device's power series for [`window_energy_mj`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnergyPoint {
+    /// ns from the reference instant.
+    pub elapsed_ns: u64,
+    /// Power, mW.
+    pub power_mw: Option<u64>,
+    /// Cumulative energy counter, mJ.
+    pub energy_mj: Option<u64>,
+    /// Counter epoch (changes when the counter reset).
+    pub epoch: Option<u32>,
+}
+
+/// Device energy over `[start_ns, end_ns]`, mJ, and the method: the counter delta between
+/// the last sample at or before the start and the first at or after the end (same epoch;
+/// it can include up to one sample period either side, the over-attribution ADR-013
+/// prefers), else the integer trapezoid `Σ (p₁ + p₂)·Δt / 2` over the segments fully
+/// inside the window (u128, floored to mJ once). `None` when neither is possible.
+pub fn window_energy_mj(
+    samples: &[EnergyPoint],
+    start_ns: u64,
+    end_ns: u64,
+) -> Option<(u64, &'static str)> {
+    let before = samples
+        .iter()
+        .filter(|s| s.elapsed_ns <= start_ns && s.energy_mj.is_some())
+        .max_by_key(|s| s.elapsed_ns);
+    let after = samples
+        .iter()
+        .filter(|s| s.elapsed_ns >= end_ns && s.energy_mj.is_some())
+        .min_by_key(|s| s.elapsed_ns);
+    if let (Some(a), Some(b)) = (before, after)
+        && a.epoch == b.epoch
+        && let (Some(ea), Some(eb)) = (a.energy_mj, b.energy_mj)
+        && eb >= ea
+    {
+        return Some((eb - ea, "counter"));
+    }
+    let inside: Vec<(u64, u64)> = samples
+        .iter()
+        .filter(|s| s.elapsed_ns >= start_ns && s.elapsed_ns <= end_ns)
+        .filter_map(|s| Some((s.elapsed_ns, s.power_mw?)))
+        .collect();
+    if inside.len() < 2 {
+        return None;
+    }
+    let doubled: u128 = inside
+        .windows(2)
+        .map(|w| u128::from(w[0].1 + w[1].1) * u128::from(w[1].0.saturating_sub(w[0].0)))
+        .sum();
+    // mW·ns = 1e-12 J = 1e-9 mJ; halve the doubled sum.
+    Some(((doubled / 2 / 1_000_000_000) as u64, "trapezoid"))
+}
+
+/// The console table of a curve, e.g.
+///
+/// ```text
+/// load agentic::fanout · sweep over concurrency · latency ms from send | from schedule
+///   point          achieved  reqs  ttft p50  ttft p99  e2e p50  e2e p99  e2e p99 sched  lag p99  req/s  out tok/s  goodput  J/out tok
+///   concurrency 1         1     8      21.2      22.9     98.1    101.0          101.0      0.1   9.82      157.1   100.0%     0.4123
+/// ```
+///
+/// Absent values print as `—`.
+pub fn render_curve(job_id: &str, variable: Option<&str>, points: &[PointSummary]) -> String {
+    const H: [&str; 13] = [
+        "point",
+        "achieved",
+        "reqs",
+        "ttft p50",
+        "ttft p99",
+        "e2e p50",
+        "e2e p99",
+        "e2e p99 sched",
+        "lag p99",
+        "req/s",
+        "out tok/s",
+        "goodput",
+        "J/out tok",
+    ];
+    let dash = || "—".to_string();
+    let f = |v: Option<f64>, p: usize| v.map_or_else(dash, |v| format!("{v:.p$}"));
+    let rows: Vec<[String; 13]> = points
+        .iter()
+        .map(|p| {
+            let s = &p.stats;
+            [
+                p.label.clone(),
+                p.achieved_concurrency.to_string(),
+                s.requests.to_string(),
+                f(s.ttft_ms.as_ref().map(|x| x.p50), 1),
+                f(s.ttft_ms.as_ref().map(|x| x.p99), 1),
+                f(s.e2e_ms.as_ref().map(|x| x.p50), 1),
+                f(s.e2e_ms.as_ref().map(|x| x.p99), 1),
+                f(s.e2e_from_schedule_ms.as_ref().map(|x| x.p99), 1),
+                f(s.schedule_lag_ms.as_ref().map(|x| x.p99), 1),
+                f(s.throughput_rps, 2),
+                f(s.output_tokens_per_s, 1),
+                p.goodput
+                    .as_ref()
+                    .and_then(|g| g.fraction)
+                    .map_or_else(dash, |v| format!("{:.1}%", v * 100.0)),
+                f(
+                    p.energy.as_ref().and_then(|e| e.energy_per_output_token_j),
+                    4,
+                ),
+            ]
+        })
+        .collect();
+    let mut widths = H.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String; 13]| {
+        let mut l = String::from("  ");
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            let pad = " ".repeat(w - c.chars().count());
+            if i > 0 {
+                l.push_str("  ");
+            }
+            if i == 0 {
+                l.push_str(c);
+                l.push_str(&pad);
+            } else {
+                l.push_str(&pad);
+                l.push_str(c);
+            }
+        }
+        l.trim_end().to_string()
+    };
+    let mut out = String::new();
+    let what = variable.map_or_else(|| "one point".to_string(), |v| format!("sweep over {v}"));
+    let _ = writeln!(
+        out,
+        "load {job_id} · {what} · latency ms from send, `sched` = from the scheduled send (C24)"
+    );
+    let _ = writeln!(out, "{}", line(&H.map(String::from)));
+    for r in &rows {
+        let _ = writeln!(out, "{}", line(r));
+    }
+    if let Some(e) = points.iter().find_map(|p| p.energy.as_ref()) {
+        let _ = writeln!(
+            out,
+            "  energy: {} window energy / output tokens per point ({}), not a per-step figure",
+            e.basis, e.method
+        );
+    }
+    if let Some(g) = points.iter().find_map(|p| p.goodput.as_ref()) {
+        let _ = writeln!(
+            out,
+            "  goodput: requests with {} (latency from schedule)",
+            g.criteria.describe()
+        );
+    }
+    out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(ttft: f64, e2e: f64, lag: f64, tokens: u64) -> PointRequest {
+        PointRequest {
+            figures: RequestFigures {
+                ok: true,
+                ttft_ms: Some(ttft),
+                e2e_ms: Some(e2e),
+                itl_ms: vec![5.0, 7.0],
+                tpot_ms: Some(6.0),
+                output_tokens: Some(tokens),
+                schedule_lag_ms: Some(lag),
+                ..Default::default()
+            },
+            warmup: false,
+        }
+    }
+
+    fn facts(window_ns: u64, energy: Option<(u64, String, String)>) -> PointFacts {
+        PointFacts {
+            index: 0,
+            value: Some(4.0),
+            label: "concurrency 4".into(),
+            concurrency: Some(4),
+            rate: None,
+            achieved_concurrency: 4,
+            max_requests_in_flight: 4,
+            units: 4,
+            window_ns,
+            energy,
+        }
+    }
+
+    #[test]
+    fn goodput_uses_latency_from_schedule_and_the_loosest_bound() {
+        let gates: GateSpec =
+            toml::from_str("ttft_ms = { p50 = 10.0, p99 = 100.0 }\ne2e_ms = { p99 = 300.0 }")
+                .unwrap();
+        let c = GoodputCriteria::from_gates(&gates).unwrap();
+        assert_eq!(c.ttft_ms, Some(100.0));
+        assert_eq!(c.e2e_ms, Some(300.0));
+        let reqs = vec![
+            req(50.0, 200.0, 0.0, 10),  // good
+            req(50.0, 200.0, 60.0, 10), // ttft from schedule 110 > 100
+            req(50.0, 250.0, 40.0, 10), // e2e from schedule 290: good
+            req(150.0, 200.0, 0.0, 10), // ttft 150
+        ];
+        let s = summarize_point(facts(2_000_000_000, None), &reqs, Some(&c));
+        let g = s.goodput.unwrap();
+        assert_eq!(g.good_requests, 2);
+        assert_eq!(g.fraction, Some(0.5));
+        assert_eq!(g.rps, Some(1.0));
+        let sched = s.ttft_from_schedule_ms.unwrap();
+        assert_eq!(sched.max, 150.0);
+        assert_eq!(sched.min, 50.0);
+        assert!(GoodputCriteria::from_gates(&GateSpec::default()).is_none());
+    }
+
+    #[test]
+    fn failed_and_warmup_requests() {
+        let c = GoodputCriteria {
+            e2e_ms: Some(1000.0),
+            ..Default::default()
+        };
+        let mut bad = req(1.0, 1.0, 0.0, 3);
+        bad.figures.ok = false;
+        let mut warm = req(1.0, 1.0, 0.0, 7);
+        warm.warmup = true;
+        let s = summarize_point(
+            facts(
+                1_000_000_000,
+                Some((2000, "simulated".into(), "counter".into())),
+            ),
+            &[req(1.0, 1.0, 0.0, 10), bad, warm],
+            Some(&c),
+        );
+        assert_eq!(s.stats.requests, 2, "warm-up excluded");
+        assert_eq!(s.warmup_requests, 1);
+        assert_eq!(s.goodput.as_ref().unwrap().good_requests, 1);
+        let e = s.energy.unwrap();
+        assert_eq!(e.output_tokens, Some(17), "window tokens include warm-up");
+        assert!((e.energy_per_output_token_j.unwrap() - 2.0 / 17.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn missing_tokens_give_no_energy_per_token() {
+        let mut r = req(1.0, 1.0, 0.0, 0);
+        r.figures.output_tokens = None;
+        let s = summarize_point(
+            facts(1, Some((5, "measured".into(), "counter".into()))),
+            &[r],
+            None,
+        );
+        let e = s.energy.unwrap();
+        assert_eq!(e.output_tokens, None);
+        assert_eq!(e.energy_per_output_token_j, None);
+        assert!(s.goodput.is_none());
+    }
+
+    #[test]
+    fn warmup_takes_the_first_scheduled() {
+        let keys = [(30, 31), (10, 50), (10, 12), (20, 20)];
+        assert_eq!(warmup_flags(&keys, 2), vec![false, true, true, false]);
+        assert_eq!(warmup_flags(&keys, 0), vec![false; 4]);
+        assert_eq!(warmup_flags(&keys, 9), vec![true; 4]);
+    }
+
+    #[test]
+    fn window_energy_counter_then_trapezoid() {
+        let p = |t: u64, mw: u64, mj: Option<u64>| EnergyPoint {
+            elapsed_ns: t,
+            power_mw: Some(mw),
+            energy_mj: mj,
+            epoch: mj.map(|_| 0),
+        };
+        let with_counter = [
+            p(0, 1000, Some(10)),
+            p(1_000_000_000, 1000, Some(1010)),
+            p(2_000_000_000, 1000, Some(2010)),
+        ];
+        assert_eq!(
+            window_energy_mj(&with_counter, 0, 2_000_000_000),
+            Some((2000, "counter"))
+        );
+        let no_counter = [
+            p(0, 1000, None),
+            p(1_000_000_000, 3000, None),
+            p(2_000_000_000, 3000, None),
+        ];
+        // (1000+3000)/2 W·s·1e-3 = 2 J over the first second + 3 J → 5000 mJ.
+        assert_eq!(
+            window_energy_mj(&no_counter, 0, 2_000_000_000),
+            Some((5000, "trapezoid"))
+        );
+        assert_eq!(window_energy_mj(&no_counter, 10, 20), None);
+        let mut reset = with_counter;
+        reset[2].epoch = Some(1);
+        assert_eq!(
+            window_energy_mj(&reset, 0, 2_000_000_000).map(|e| e.1),
+            Some("trapezoid")
+        );
+    }
+
+    #[test]
+    fn curve_table_has_a_row_per_point_and_dashes_for_missing() {
+        let c = GoodputCriteria {
+            e2e_ms: Some(1000.0),
+            ..Default::default()
+        };
+        let a = summarize_point(
+            facts(1_000_000_000, None),
+            &[req(1.0, 2.0, 0.0, 4)],
+            Some(&c),
+        );
+        let mut f = facts(1_000_000_000, None);
+        f.label = "concurrency 16".into();
+        let b = summarize_point(f, &[], Some(&c));
+        let t = render_curve("s::j", Some("concurrency"), &[a, b]);
+        assert!(t.starts_with("load s::j · sweep over concurrency"), "{t}");
+        assert!(t.contains("concurrency 4"));
+        assert!(t.contains("concurrency 16"));
+        assert!(t.contains("100.0%"));
+        assert!(t.contains('—'));
+        assert!(t.contains("goodput: requests with e2e_ms <= 1000"));
+    }
+}

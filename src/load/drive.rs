@@ -1,0 +1,352 @@
+//! The I/O edge of a load job: runs each point's units (agentic trajectories or context
+//! requests) against the endpoint with the executor of [`super::exec`], on the run clock.
+//!
+//! Every unit's first request is sent with the unit's *scheduled* time
+//! ([`super::exec::UnitTicket::scheduled_ns`]) recorded as `scheduled_ns` beside the actual
+//! `send_ns`; later requests of an agentic unit are scheduled when the previous step ended.
+//! Requests and units in flight are counted (achieved concurrency). Trajectory ids are
+//! `suite::job#k` (one point) or `suite::job#pP.k` (point `P` of a sweep).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::arrival::arrival_offsets_ns;
+use super::exec::{InFlight, PointPlan, Timer, UnitRunner, UnitTicket, run_point};
+use super::record::{LoadRun, PointRecord};
+use super::spec::{LoadSpec, point_seed};
+use crate::client::{ChatRequest, Client, RequestRecord, RequestStatus};
+use crate::clock::RunClock;
+use crate::runner::agentic::{
+    AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, run_trajectory,
+};
+use crate::runner::context::{ContextPlan, filler};
+use crate::runner::steps::{StepStatus, StopReason, TrajectoryRecord};
+
+/// What one unit of a load job is.
+#[derive(Debug, Clone)]
+pub enum UnitTemplate {
+    /// One agentic trajectory; `trajectory_id` and `index` are set per unit.
+    Agentic(AgenticPlan),
+    /// One context request; unit `k` uses entry `k mod (len(sizes) × repeat)` of the
+    /// size-major list of `(size, repeat)` (distinct prompts on later cycles unless
+    /// `shared_prefix`).
+    Context(ContextPlan),
+}
+
+impl UnitTemplate {
+    /// `trajectory` or `request`.
+    pub fn unit_name(&self) -> &'static str {
+        match self {
+            UnitTemplate::Agentic(_) => "trajectory",
+            UnitTemplate::Context(_) => "request",
+        }
+    }
+}
+
+/// The runtime a load job needs (owned, so each unit runs as its own tokio task).
+pub struct LoadEnv<T: ToolExec + Send + 'static> {
+    /// The suite's client (cheap to clone: a shared pool).
+    pub client: Client,
+    /// The run clock.
+    pub clock: RunClock,
+    /// Fixture tools (agentic units).
+    pub tools: Arc<T>,
+    /// Step ids, cancellation, capture.
+    pub ctx: DriverCtx,
+    /// `suite::job`.
+    pub job_id: String,
+    /// The job's position in its suite (arrival seeds).
+    pub job_index: usize,
+    /// The suite seed (arrival seeds).
+    pub suite_seed: u64,
+    /// The client's idle-pool size (reported).
+    pub client_max_connections: usize,
+}
+
+async fn wait_flag(flag: &AtomicBool) {
+    while !flag.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// The run clock as the executor's [`Timer`]; a sleep ends early on cancellation.
+struct ClockTimer<'a> {
+    clock: &'a RunClock,
+    cancelled: &'a AtomicBool,
+}
+
+impl Timer for ClockTimer<'_> {
+    fn now_ns(&self) -> u64 {
+        self.clock.elapsed_ns()
+    }
+    fn sleep_until(&self, t_ns: u64) -> impl std::future::Future<Output = ()> + Send {
+        let deadline =
+            tokio::time::Instant::from_std(self.clock.origin() + Duration::from_nanos(t_ns));
+        let cancelled = self.cancelled;
+        async move {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = wait_flag(cancelled) => {}
+            }
+        }
+    }
+}
+
+/// A unit's executor: the first request carries the unit's scheduled time; every request
+/// is counted in flight.
+struct UnitExec<'a> {
+    client: &'a Client,
+    clock: &'a RunClock,
+    cancelled: &'a AtomicBool,
+    first_scheduled: Mutex<Option<u64>>,
+    in_flight: &'a InFlight,
+}
+
+impl LlmExecutor for UnitExec<'_> {
+    async fn chat(&self, req: &ChatRequest) -> RequestRecord {
+        let scheduled = self
+            .first_scheduled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_else(|| self.clock.elapsed_ns());
+        let _guard = self.in_flight.enter();
+        tokio::select! {
+            r = self.client.chat(req, self.clock, scheduled) => r,
+            _ = wait_flag(self.cancelled) => {
+                let now = self.clock.elapsed_ns();
+                let mut r = RequestRecord::new(&req.request_id, scheduled, now.max(scheduled), req.stream);
+                r.status = RequestStatus::Failed;
+                r.error = Some("cancelled".into());
+                r.end_ns = Some(now);
+                r
+            }
+        }
+    }
+    fn now_ns(&self) -> u64 {
+        self.clock.elapsed_ns()
+    }
+}
+
+/// Runs units as tokio tasks, so units in flight are polled in parallel on the runtime's
+/// workers (SSE parsing of one stream never delays another's stamps or sends).
+struct Units<T: ToolExec + Send + 'static> {
+    env: Arc<LoadEnv<T>>,
+    template: Arc<UnitTemplate>,
+    point: usize,
+    sweep: bool,
+    in_flight: Arc<InFlight>,
+}
+
+fn trajectory_id(job_id: &str, sweep: bool, point: usize, k: u64) -> String {
+    if sweep {
+        format!("{job_id}#p{point}.{k}")
+    } else {
+        format!("{job_id}#{k}")
+    }
+}
+
+async fn run_unit<T: ToolExec + Send + 'static>(
+    env: &LoadEnv<T>,
+    template: &UnitTemplate,
+    in_flight: &InFlight,
+    id: String,
+    t: UnitTicket,
+) -> TrajectoryRecord {
+    let exec = UnitExec {
+        client: &env.client,
+        clock: &env.clock,
+        cancelled: &env.ctx.cancelled,
+        first_scheduled: Mutex::new(Some(t.scheduled_ns)),
+        in_flight,
+    };
+    match template {
+        UnitTemplate::Agentic(p) => {
+            let mut plan = p.clone();
+            plan.trajectory_id = id;
+            plan.index = u32::try_from(t.index).unwrap_or(u32::MAX);
+            run_trajectory(&exec, &*env.tools, &env.ctx, &plan).await
+        }
+        UnitTemplate::Context(c) => context_unit(&exec, &env.ctx, c, id, t.index).await,
+    }
+}
+
+impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
+    type Output = TrajectoryRecord;
+    fn run(&self, t: UnitTicket) -> impl std::future::Future<Output = TrajectoryRecord> + Send {
+        let env = Arc::clone(&self.env);
+        let template = Arc::clone(&self.template);
+        let in_flight = Arc::clone(&self.in_flight);
+        let id = trajectory_id(&env.job_id, self.sweep, self.point, t.index);
+        let task = tokio::spawn(async move { run_unit(&env, &template, &in_flight, id, t).await });
+        async move {
+            match task.await {
+                Ok(r) => r,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => panic!("load unit task ended without a result: {e}"),
+            }
+        }
+    }
+}
+
+/// `(size, repeat index)` of context unit `k` (see [`UnitTemplate::Context`]).
+pub fn context_unit_spec(plan: &ContextPlan, k: u64) -> (usize, u64) {
+    let repeat = u64::from(plan.repeat.max(1));
+    let n = plan.sizes.len() as u64 * repeat;
+    if n == 0 {
+        return (0, k);
+    }
+    let i = k % n;
+    let size = plan.sizes[(i / repeat) as usize];
+    let r = i % repeat + (k / n) * repeat;
+    (size, r)
+}
+
+async fn context_unit<E: LlmExecutor>(
+    exec: &E,
+    ctx: &DriverCtx,
+    plan: &ContextPlan,
+    id: String,
+    k: u64,
+) -> TrajectoryRecord {
+    let start_ns = exec.now_ns();
+    let (size, r) = context_unit_spec(plan, k);
+    let mut rec = TrajectoryRecord {
+        id: id.clone(),
+        index: u32::try_from(k).unwrap_or(u32::MAX),
+        stop_reason: StopReason::Completed,
+        steps: Vec::new(),
+        tools_called: Vec::new(),
+        final_answer: None,
+        stdout: None,
+        start_ns,
+        end_ns: start_ns,
+    };
+    if ctx.is_cancelled() {
+        rec.stop_reason = StopReason::Cancelled;
+        return rec;
+    }
+    // The same seed rule as the sequential context driver.
+    let seed = if plan.shared_prefix {
+        plan.seed ^ (size as u64)
+    } else {
+        plan.seed ^ (size as u64) ^ ((r + 1) << 32)
+    };
+    let req = ChatRequest {
+        request_id: format!("{}.s{size}.r{r}", id.replace('#', ".t")),
+        model: plan.model.clone(),
+        messages: vec![json!({"role": "user", "content": filler(seed, size, &plan.words)})],
+        tools: vec![],
+        max_tokens: plan.max_tokens,
+        temperature: plan.temperature,
+        seed: Some(plan.seed),
+        stream: true,
+        ..Default::default()
+    };
+    let step = llm_step(exec, ctx, &format!("{id}/s{size}r{r}"), &req).await;
+    if step.status == StepStatus::Completed {
+        rec.final_answer = step.request.as_ref().map(|r| r.output.text.clone());
+    } else if step.status == StepStatus::Cancelled {
+        rec.stop_reason = StopReason::Cancelled;
+    }
+    rec.steps.push(step);
+    rec.end_ns = exec.now_ns();
+    rec
+}
+
+/// Runs every point of `spec` in order (stopping at cancellation) and returns the
+/// trajectories (point by point, unit order within a point) and the executed points.
+pub async fn run_load<T: ToolExec + Send + 'static>(
+    env: LoadEnv<T>,
+    spec: &LoadSpec,
+    template: UnitTemplate,
+) -> (Vec<TrajectoryRecord>, LoadRun) {
+    let env = Arc::new(env);
+    let template = Arc::new(template);
+    let timer = ClockTimer {
+        clock: &env.clock,
+        cancelled: &env.ctx.cancelled,
+    };
+    let mut trajectories = Vec::new();
+    let mut points = Vec::new();
+    for point in spec.points() {
+        if env.ctx.is_cancelled() {
+            break;
+        }
+        let arrivals = point.rate.map(|r| {
+            arrival_offsets_ns(
+                point.arrival,
+                r,
+                point_seed(env.suite_seed, env.job_index, point.index),
+                point.stop,
+            )
+        });
+        let plan = PointPlan {
+            concurrency: point.concurrency,
+            arrivals,
+            stop: point.stop,
+        };
+        let units = Units {
+            env: Arc::clone(&env),
+            template: Arc::clone(&template),
+            point: point.index,
+            sweep: spec.sweep.is_some(),
+            in_flight: Arc::new(InFlight::default()),
+        };
+        let run = run_point(&plan, &units, &timer, &env.ctx.cancelled).await;
+        let first = trajectories.len();
+        let started = run.units.len() as u64;
+        trajectories.extend(run.units.into_iter().map(|u| u.output));
+        points.push(PointRecord {
+            point,
+            start_ns: run.start_ns,
+            end_ns: run.end_ns,
+            trajectories: first..trajectories.len(),
+            units_started: started,
+            not_started: run.not_started,
+            max_units_in_flight: run.max_in_flight,
+            max_requests_in_flight: units.in_flight.max(),
+        });
+    }
+    (
+        trajectories,
+        LoadRun {
+            spec: spec.clone(),
+            unit: template.unit_name(),
+            client_max_connections: env.client_max_connections,
+            points,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(sizes: Vec<usize>, repeat: u32) -> ContextPlan {
+        ContextPlan {
+            job_id: "s::j".into(),
+            model: "m".into(),
+            sizes,
+            repeat,
+            shared_prefix: false,
+            seed: 1,
+            words: vec![],
+            max_tokens: Some(4),
+            temperature: Some(0.0),
+        }
+    }
+
+    #[test]
+    fn context_units_cycle_size_major_with_fresh_repeat_indices() {
+        let p = plan(vec![256, 1024], 2);
+        let got: Vec<(usize, u64)> = (0..6).map(|k| context_unit_spec(&p, k)).collect();
+        assert_eq!(
+            got,
+            vec![(256, 0), (256, 1), (1024, 0), (1024, 1), (256, 2), (256, 3)]
+        );
+    }
+}

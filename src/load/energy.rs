@@ -1,0 +1,409 @@
+//! Energy of a run with load jobs: the ADR-013 join per load point at that point's
+//! declared concurrency, the sequential jobs' join unchanged, and window energy per point.
+//!
+//! - Sequential jobs (no load keys) go through [`crate::runner::energy::attribute`]
+//!   exactly as in a run without load jobs (one trajectory in flight).
+//! - Each load point is joined on its own, declaring the point's concurrency (its
+//!   configured cap, or the measured maximum of an uncapped open loop); the join takes the
+//!   larger of that and the overlap it observes in the markers. Above one trajectory in
+//!   flight every step of the point is labelled `apportioned` — also on the simulator —
+//!   never `measured` (ADR-013's wall), and the trajectory tables say so.
+//! - Window energy (curve, job figures) comes from the power timeline
+//!   ([`super::curve::window_energy_mj`]), summed over devices.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Value, json};
+
+use super::curve::{EnergyPoint, window_energy_mj};
+use super::record::LoadRun;
+use crate::attribution::{
+    self as attr, EnergyBasis, RunAttribution, StepKey, StepMarker, StepUsage,
+};
+use crate::clock::RunClock;
+use crate::gate::{Figure, basis};
+use crate::runner::energy::{self, Attribution, JobEnergy, StepEnergy};
+use crate::runner::execute::{ExecutedJob, GradedJob, Session};
+use crate::runner::steps::{StepKind, TrajectoryRecord};
+use crate::telemetry::TelemetryRun;
+
+/// One load point's join.
+struct PointJoin {
+    /// `suite::job · concurrency 4`.
+    label: String,
+    run: RunAttribution,
+    steps: HashMap<(String, u64), StepEnergy>,
+}
+
+/// The run's energy: see the module docs.
+pub struct RunEnergy {
+    seq: Option<Attribution>,
+    any_load: bool,
+    points: Vec<PointJoin>,
+    power_label: Option<String>,
+    devices: Vec<Vec<EnergyPoint>>,
+}
+
+/// The markers and per-response usage of `trajectories` (anchor: the telemetry's).
+fn markers_of(
+    trajectories: &[TrajectoryRecord],
+    anchor: u64,
+) -> (Vec<StepMarker>, BTreeMap<StepKey, StepUsage>) {
+    let mut markers = Vec::new();
+    let mut usage = BTreeMap::new();
+    for tr in trajectories {
+        for s in &tr.steps {
+            markers.push(StepMarker {
+                step_id: s.step_id,
+                kind: match s.kind {
+                    StepKind::LlmCall => attr::StepKind::LlmCall,
+                    StepKind::Tool => attr::StepKind::Tool,
+                },
+                t_start_unix_ns: anchor + s.start_ns,
+                t_end_unix_ns: anchor + s.end_ns,
+                trajectory: Some(tr.id.clone()),
+                name: Some(s.name.clone()),
+            });
+            if let Some(r) = &s.request {
+                usage.insert(
+                    StepKey {
+                        trajectory: Some(tr.id.clone()),
+                        step_id: s.step_id,
+                    },
+                    StepUsage {
+                        prompt_tokens: r.prompt_tokens,
+                        cached_tokens: r.cached_tokens,
+                        completion_tokens: r.completion_tokens,
+                    },
+                );
+            }
+        }
+    }
+    (markers, usage)
+}
+
+/// The ADR-013 join of one point's trajectories at `declared` trajectories in flight, and
+/// each step's energy with its label (`apportioned` above one in flight, else `simulated`
+/// on the simulator, else the join's basis).
+fn join_point(
+    t: &TelemetryRun,
+    trajectories: &[TrajectoryRecord],
+    declared: u32,
+    simulated: bool,
+) -> Option<(RunAttribution, HashMap<(String, u64), StepEnergy>)> {
+    let (markers, usage) = markers_of(trajectories, t.reference_instant_unix_ns);
+    if markers.is_empty() {
+        return None;
+    }
+    let input = energy::attribution_input(t, declared);
+    let run = attr::attribute_run(&input, Some(&markers), &usage);
+    let apportioned = run.concurrency.energy_basis == EnergyBasis::Apportioned;
+    let mut steps = HashMap::new();
+    for m in run.trajectories.iter().filter_map(|o| o.metrics()) {
+        let Some(id) = &m.trajectory else { continue };
+        for s in &m.steps {
+            let basis = if apportioned {
+                basis::APPORTIONED.to_string()
+            } else if simulated {
+                basis::SIMULATED.to_string()
+            } else {
+                s.energy_basis.label().to_string()
+            };
+            steps.insert(
+                (id.clone(), s.step_id),
+                StepEnergy {
+                    energy_mj: s.energy_mj,
+                    basis,
+                },
+            );
+        }
+    }
+    Some((run, steps))
+}
+
+/// A copy of `g` carrying only what the sequential join reads (its trajectories).
+fn shallow(g: &GradedJob) -> GradedJob {
+    let e = &g.executed;
+    GradedJob {
+        executed: ExecutedJob {
+            suite_index: e.suite_index,
+            job: e.job.clone(),
+            trajectories: e.trajectories.clone(),
+            start_ns: e.start_ns,
+            end_ns: e.end_ns,
+            harness: None,
+            notes: Vec::new(),
+            setup_error: None,
+            load: None,
+        },
+        checks: Vec::new(),
+    }
+}
+
+impl RunEnergy {
+    /// Joins every trajectory of the run (see the module docs). Without load jobs this is
+    /// exactly [`energy::attribute`] over all jobs.
+    pub fn attribute(
+        clock: &RunClock,
+        graded: &[GradedJob],
+        telemetry: Option<&TelemetryRun>,
+        session: &Session,
+        end_ns: u64,
+    ) -> RunEnergy {
+        let any_load = graded.iter().any(|g| g.executed.load.is_some());
+        let devices = telemetry
+            .and_then(|t| t.power.as_ref())
+            .map(|p| {
+                p.devices
+                    .iter()
+                    .map(|d| {
+                        p.device_samples(d.device)
+                            .map(|s| EnergyPoint {
+                                elapsed_ns: s.elapsed_ns,
+                                power_mw: s.power_mw,
+                                energy_mj: s.energy_mj,
+                                epoch: s.energy_epoch,
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut out = RunEnergy {
+            seq: None,
+            any_load,
+            points: Vec::new(),
+            power_label: session.power_label.clone(),
+            devices,
+        };
+        if !any_load {
+            out.seq = Some(energy::attribute(clock, graded, telemetry, session, end_ns));
+            return out;
+        }
+        let seq: Vec<GradedJob> = graded
+            .iter()
+            .filter(|g| g.executed.load.is_none())
+            .map(shallow)
+            .collect();
+        if !seq.is_empty() {
+            out.seq = Some(energy::attribute(clock, &seq, telemetry, session, end_ns));
+        }
+        let Some(t) = telemetry else { return out };
+        let simulated = out.power_label.as_deref() == Some("simulated");
+        for g in graded {
+            let Some(l) = &g.executed.load else { continue };
+            for p in &l.points {
+                let trajs = &g.executed.trajectories[p.trajectories.clone()];
+                if let Some((run, steps)) =
+                    join_point(t, trajs, p.declared_concurrency(), simulated)
+                {
+                    out.points.push(PointJoin {
+                        label: format!("{} · {}", g.executed.job.job.id, p.point.label()),
+                        run,
+                        steps,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Energy of one step (`None` when unattributed or unmeasured).
+    pub fn step(&self, trajectory: &str, step_id: u64) -> Option<&StepEnergy> {
+        let key = (trajectory.to_string(), step_id);
+        self.points
+            .iter()
+            .find_map(|p| p.steps.get(&key))
+            .or_else(|| self.seq.as_ref()?.step(trajectory, step_id))
+    }
+
+    /// `simulated` or `measured` for window figures; `None` without a power source.
+    fn window_basis(&self) -> Option<&'static str> {
+        match self.power_label.as_deref() {
+            None => None,
+            Some("simulated") => Some(basis::SIMULATED),
+            Some(_) => Some(basis::MEASURED),
+        }
+    }
+
+    /// Device energy over `[start_ns, end_ns]`: (mJ summed over devices, basis, method).
+    pub fn window(&self, start_ns: u64, end_ns: u64) -> Option<(u64, String, String)> {
+        let basis = self.window_basis()?;
+        let parts: Vec<(u64, &str)> = self
+            .devices
+            .iter()
+            .filter_map(|d| window_energy_mj(d, start_ns, end_ns))
+            .collect();
+        if parts.is_empty() {
+            return None;
+        }
+        let method = if parts.iter().all(|p| p.1 == parts[0].1) {
+            parts[0].1
+        } else {
+            "mixed"
+        };
+        Some((
+            parts.iter().map(|p| p.0).sum(),
+            basis.to_string(),
+            method.to_string(),
+        ))
+    }
+
+    /// Job figures of a sequential job (as without load).
+    pub fn job_figures(&self, job_id: &str) -> Option<JobEnergy> {
+        self.seq.as_ref().map(|a| a.job_figures(job_id))
+    }
+
+    /// Job figures of a load job from window energy: tokens per joule = output tokens of
+    /// every successful request / Σ point window energy (basis `simulated` / `measured`);
+    /// energy per trajectory = Σ window energy / units, `apportioned` when any point had
+    /// more than one unit in flight.
+    pub fn load_job_figures(&self, run: &LoadRun, trajectories: &[TrajectoryRecord]) -> JobEnergy {
+        let apportioned = run.points.iter().any(|p| p.declared_concurrency() > 1);
+        let Some(b) = self.window_basis() else {
+            let why = "no power source (no GPU, not simulated)";
+            return JobEnergy {
+                tokens_per_joule: Figure::unavailable(basis::MEASURED, why),
+                energy_per_trajectory_j: Figure::unavailable(basis::MEASURED, why),
+                notes: Vec::new(),
+            };
+        };
+        let mj: Option<u64> = run
+            .points
+            .iter()
+            .map(|p| self.window(p.start_ns, p.end_ns).map(|w| w.0))
+            .sum();
+        let tokens: Option<u64> = trajectories
+            .iter()
+            .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
+            .filter(|r| r.is_success())
+            .map(|r| r.completion_tokens)
+            .sum();
+        let units: u64 = run.points.iter().map(|p| p.units_started).sum();
+        let per_traj_basis = if apportioned { basis::APPORTIONED } else { b };
+        let mut notes = Vec::new();
+        if b == basis::SIMULATED {
+            notes.push("energy is simulated (built-in simulator power model), not measured".into());
+        }
+        if apportioned {
+            let n = run
+                .points
+                .iter()
+                .map(|p| p.declared_concurrency())
+                .max()
+                .unwrap_or(1);
+            notes.push(format!(
+                "up to {n} trajectories in flight: per-step energy is apportioned, not \
+                 measured (ADR-013 wall); J/out tok in the curve is window energy"
+            ));
+        }
+        let tokens_per_joule = match (mj, tokens) {
+            (Some(e), Some(t)) if e > 0 => Figure::available(t as f64 / (e as f64 / 1000.0), b),
+            (Some(_), Some(_)) => Figure::unavailable(b, "no energy in the load windows"),
+            (None, _) => Figure::unavailable(b, "no energy over the load windows"),
+            (_, None) => Figure::unavailable(b, "a request did not report output tokens"),
+        };
+        let energy_per_trajectory_j = match mj {
+            Some(e) if units > 0 => {
+                Figure::available(e as f64 / 1000.0 / units as f64, per_traj_basis)
+            }
+            _ => Figure::unavailable(per_traj_basis, "no energy over the load windows"),
+        };
+        JobEnergy {
+            tokens_per_joule,
+            energy_per_trajectory_j,
+            notes,
+        }
+    }
+
+    /// Trajectory tables: every sequential trajectory's, and for each load point the first
+    /// trajectory's (with a count of the others, which are in report.json).
+    pub fn tables(&self) -> Vec<String> {
+        let mut out = self
+            .seq
+            .as_ref()
+            .map(Attribution::tables)
+            .unwrap_or_default();
+        for p in &self.points {
+            let Some(first) = p.run.trajectories.first() else {
+                continue;
+            };
+            let mut t = format!(
+                "{} (first trajectory of {})\n{}",
+                p.label,
+                p.run.trajectories.len(),
+                attr::render_outcome(first).trim_end()
+            );
+            if p.run.trajectories.len() > 1 {
+                t.push_str(&format!(
+                    "\n… {} more trajectories of this point in report.json `trajectory`",
+                    p.run.trajectories.len() - 1
+                ));
+            }
+            out.push(t);
+        }
+        out
+    }
+
+    /// The `trajectory` value of report.json. Without load jobs, exactly the sequential
+    /// join's; with them, the same shape over every trajectory (the top-level condition is
+    /// the largest concurrency of any group) plus `groups`: each join's declared and
+    /// observed concurrency and energy basis.
+    pub fn run_value(&self) -> Option<Value> {
+        if !self.any_load {
+            return self.seq.as_ref()?.run_value();
+        }
+        let seq = self.seq.as_ref().and_then(Attribution::run_value);
+        if seq.is_none() && self.points.is_empty() {
+            return None;
+        }
+        let mut trajectories: Vec<Value> = Vec::new();
+        let mut groups: Vec<Value> = Vec::new();
+        let (mut declared, mut observed) = (0u32, 0u32);
+        if let Some(v) = &seq {
+            let d = v["declared_max_trajectories_in_flight"]
+                .as_u64()
+                .unwrap_or(1) as u32;
+            let o = v["observed_max_trajectories_in_flight"]
+                .as_u64()
+                .unwrap_or(0) as u32;
+            declared = declared.max(d);
+            observed = observed.max(o);
+            if let Some(a) = v["trajectories"].as_array() {
+                trajectories.extend(a.iter().cloned());
+            }
+            groups.push(json!({
+                "group": "sequential jobs",
+                "declared_max_trajectories_in_flight": d,
+                "observed_max_trajectories_in_flight": o,
+                "energy_basis": v["concurrency"]["energy_basis"],
+                "trajectories": v["trajectories"].as_array().map_or(0, Vec::len),
+            }));
+        }
+        for p in &self.points {
+            declared = declared.max(p.run.declared_max_trajectories_in_flight);
+            observed = observed.max(p.run.observed_max_trajectories_in_flight);
+            for o in &p.run.trajectories {
+                trajectories.push(serde_json::to_value(o).unwrap_or(Value::Null));
+            }
+            groups.push(json!({
+                "group": p.label,
+                "declared_max_trajectories_in_flight": p.run.declared_max_trajectories_in_flight,
+                "observed_max_trajectories_in_flight": p.run.observed_max_trajectories_in_flight,
+                "energy_basis": p.run.concurrency.energy_basis,
+                "trajectories": p.run.trajectories.len(),
+            }));
+        }
+        let mut v = json!({
+            "declared_max_trajectories_in_flight": declared,
+            "observed_max_trajectories_in_flight": observed,
+            "concurrency": attr::concurrency_condition(declared.max(observed)),
+            "trajectories": trajectories,
+            "groups": groups,
+        });
+        if let (Some(obj), Some(l)) = (v.as_object_mut(), &self.power_label) {
+            obj.insert("power_source".into(), Value::String(l.clone()));
+        }
+        Some(v)
+    }
+}

@@ -1,0 +1,469 @@
+//! The load executor: closed and open loops over units of work (issue 8 item 1).
+//!
+//! Scheduling logic only. What a unit does is a [`UnitRunner`] (in the product, one
+//! agentic trajectory or one context request; in tests, a mock); time is a [`Timer`] (the
+//! run clock in the product, tokio's paused logical clock in tests). Units are polled
+//! concurrently on the calling task (`FuturesUnordered`), so nothing needs `'static`.
+//!
+//! - **Closed loop** (`arrivals = None`): `concurrency` units start at once; whenever one
+//!   ends, the next starts. Each unit's scheduled time is the instant its slot freed (the
+//!   point start for the first ones).
+//! - **Open loop** (`arrivals = Some(offsets)`): unit `i` is *scheduled* at
+//!   `start + offsets[i]` and starts then, unless `concurrency` units are already in flight;
+//!   it then waits in the client and starts when a slot frees, keeping its scheduled time.
+//!   The runner receives the scheduled time and records it on the unit's first request,
+//!   beside the actual send time (field case C24, coordinated omission).
+//! - Stop: every offset (open loop), `Count(n)` units, or no unit starting at or after
+//!   `start + d` for `Duration(d)` (closed loop). In-flight units always finish.
+//! - Cancellation: once the flag is set no unit starts; units in flight finish on their
+//!   own (the runner honours cancellation inside a unit).
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+
+use super::spec::Stop;
+
+/// A source of time in ns on one clock, and a way to wait for an instant on it.
+pub trait Timer: Sync {
+    /// Now, ns from the clock's origin.
+    fn now_ns(&self) -> u64;
+    /// Completes at `t_ns` (at once when it is past). An implementation may complete
+    /// early (e.g. on cancellation); the executor re-checks the time.
+    fn sleep_until(&self, t_ns: u64) -> impl Future<Output = ()> + Send;
+}
+
+/// Identifies one unit: its start order and its scheduled start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnitTicket {
+    /// 0-based unit number in the point (arrival order in an open loop, start order in a
+    /// closed loop).
+    pub index: u64,
+    /// When the unit was due to start, ns on the timer's clock.
+    pub scheduled_ns: u64,
+}
+
+/// Runs one unit of work.
+pub trait UnitRunner: Sync {
+    /// What a unit produces (never an error: failures are part of the output).
+    type Output: Send;
+    /// Runs the unit of `ticket`; its first request is scheduled at `ticket.scheduled_ns`.
+    fn run(&self, ticket: UnitTicket) -> impl Future<Output = Self::Output> + Send;
+}
+
+/// What one point executes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointPlan {
+    /// Units in flight at most; `None` = uncapped (open loop only; a closed loop without a
+    /// cap runs one unit at a time).
+    pub concurrency: Option<u32>,
+    /// Open-loop arrival offsets, ns from the point start (non-decreasing); `None` for a
+    /// closed loop.
+    pub arrivals: Option<Vec<u64>>,
+    /// Closed-loop stop rule (an open loop runs every arrival).
+    pub stop: Stop,
+}
+
+/// One finished unit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitDone<O> {
+    /// The unit's ticket.
+    pub ticket: UnitTicket,
+    /// When the executor started it, ns (≥ `ticket.scheduled_ns` in an open loop).
+    pub started_ns: u64,
+    /// When it ended, ns.
+    pub ended_ns: u64,
+    /// The runner's output.
+    pub output: O,
+}
+
+/// The result of one point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointRun<O> {
+    /// Point start, ns (the origin of the arrival offsets).
+    pub start_ns: u64,
+    /// When the last unit ended, ns.
+    pub end_ns: u64,
+    /// Finished units, in ticket order.
+    pub units: Vec<UnitDone<O>>,
+    /// The most units that were in flight at once (achieved concurrency).
+    pub max_in_flight: u32,
+    /// Scheduled units never started because of cancellation.
+    pub not_started: u64,
+}
+
+/// Runs one point: see the module docs.
+pub async fn run_point<R: UnitRunner, T: Timer>(
+    plan: &PointPlan,
+    runner: &R,
+    timer: &T,
+    cancelled: &AtomicBool,
+) -> PointRun<R::Output> {
+    let t0 = timer.now_ns();
+    let cap = match (&plan.arrivals, plan.concurrency) {
+        (_, Some(c)) => c.max(1) as usize,
+        (Some(_), None) => usize::MAX,
+        (None, None) => 1,
+    };
+    let closed_more = |started: u64, now: u64| match plan.stop {
+        Stop::Count(n) => started < n,
+        Stop::Duration(d) => now < t0.saturating_add(d),
+    };
+    let mut running = FuturesUnordered::new();
+    let mut queue: VecDeque<UnitTicket> = VecDeque::new();
+    let mut done: Vec<UnitDone<R::Output>> = Vec::new();
+    let mut started = 0u64;
+    let mut next_arrival = 0usize;
+    let mut max_in_flight = 0usize;
+    let mut not_started = 0u64;
+    loop {
+        let now = timer.now_ns();
+        let stop_now = cancelled.load(Ordering::Relaxed);
+        match &plan.arrivals {
+            Some(offsets) => {
+                while next_arrival < offsets.len()
+                    && t0.saturating_add(offsets[next_arrival]) <= now
+                {
+                    queue.push_back(UnitTicket {
+                        index: next_arrival as u64,
+                        scheduled_ns: t0.saturating_add(offsets[next_arrival]),
+                    });
+                    next_arrival += 1;
+                }
+                if stop_now {
+                    not_started += (offsets.len() - next_arrival) as u64;
+                    next_arrival = offsets.len();
+                }
+            }
+            None => {
+                while !stop_now
+                    && running.len() + queue.len() < cap
+                    && closed_more(started + queue.len() as u64, now)
+                {
+                    queue.push_back(UnitTicket {
+                        index: started + queue.len() as u64,
+                        scheduled_ns: now,
+                    });
+                }
+            }
+        }
+        if stop_now {
+            not_started += queue.len() as u64;
+            queue.clear();
+        }
+        while running.len() < cap {
+            let Some(ticket) = queue.pop_front() else {
+                break;
+            };
+            started += 1;
+            running.push(async move {
+                let started_ns = timer.now_ns();
+                let output = runner.run(ticket).await;
+                UnitDone {
+                    ticket,
+                    started_ns,
+                    ended_ns: timer.now_ns(),
+                    output,
+                }
+            });
+            max_in_flight = max_in_flight.max(running.len());
+        }
+        let next_due = plan
+            .arrivals
+            .as_ref()
+            .and_then(|o| o.get(next_arrival))
+            .map(|o| t0.saturating_add(*o));
+        if running.is_empty() && queue.is_empty() && next_due.is_none() {
+            let more = plan.arrivals.is_none() && !stop_now && closed_more(started, now);
+            if !more {
+                break;
+            }
+            continue;
+        }
+        let due = next_due.unwrap_or(u64::MAX);
+        tokio::select! {
+            biased;
+            Some(d) = running.next(), if !running.is_empty() => done.push(d),
+            _ = timer.sleep_until(due), if next_due.is_some() => {}
+        }
+    }
+    done.sort_by_key(|d| d.ticket.index);
+    let end_ns = done.iter().map(|d| d.ended_ns).max().unwrap_or(t0).max(t0);
+    PointRun {
+        start_ns: t0,
+        end_ns,
+        units: done,
+        max_in_flight: u32::try_from(max_in_flight).unwrap_or(u32::MAX),
+        not_started,
+    }
+}
+
+/// A counter of work in flight with its high-water mark (achieved concurrency of
+/// requests, which can be lower than that of units: an agentic unit runs tools between
+/// its requests).
+#[derive(Debug, Default)]
+pub struct InFlight {
+    now: AtomicU32,
+    max: AtomicU32,
+}
+
+/// Decrements its [`InFlight`] when dropped.
+#[derive(Debug)]
+pub struct InFlightGuard<'a>(&'a InFlight);
+
+impl InFlight {
+    /// One more in flight until the guard drops.
+    pub fn enter(&self) -> InFlightGuard<'_> {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+        InFlightGuard(self)
+    }
+    /// The most in flight at once so far.
+    pub fn max(&self) -> u32 {
+        self.max.load(Ordering::SeqCst)
+    }
+    /// In flight now.
+    pub fn current(&self) -> u32 {
+        self.now.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::arrival::arrival_offsets_ns;
+    use crate::load::spec::Arrival;
+    use crate::stats::{AggregateParams, JobStats, RequestFigures};
+    use std::sync::Mutex;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    const MS: u64 = 1_000_000;
+
+    /// Tokio's clock, paused in these tests: logical time that advances only when every
+    /// task waits.
+    struct Logical(Instant);
+
+    impl Timer for Logical {
+        fn now_ns(&self) -> u64 {
+            Instant::now().duration_since(self.0).as_nanos() as u64
+        }
+        fn sleep_until(&self, t_ns: u64) -> impl Future<Output = ()> + Send {
+            tokio::time::sleep_until(self.0 + Duration::from_nanos(t_ns))
+        }
+    }
+
+    /// One mock request: scheduled, written, completed (logical ns).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct Req {
+        scheduled: u64,
+        send: u64,
+        end: u64,
+    }
+
+    /// A mock server: every request completes `service` after it is written; the client
+    /// writes after a per-unit stall (`stall[i]`, default 0).
+    struct Mock<'a> {
+        timer: &'a Logical,
+        service: u64,
+        stall: Vec<u64>,
+        in_flight: InFlight,
+        log: Mutex<Vec<(u64, u64)>>,
+    }
+
+    impl UnitRunner for Mock<'_> {
+        type Output = Req;
+        fn run(&self, t: UnitTicket) -> impl Future<Output = Req> + Send {
+            async move {
+                let _g = self.in_flight.enter();
+                let stall = self.stall.get(t.index as usize).copied().unwrap_or(0);
+                tokio::time::sleep(Duration::from_nanos(stall)).await;
+                let send = self.timer.now_ns();
+                self.log.lock().unwrap().push((t.index, send));
+                tokio::time::sleep(Duration::from_nanos(self.service)).await;
+                Req {
+                    scheduled: t.scheduled_ns,
+                    send,
+                    end: self.timer.now_ns(),
+                }
+            }
+        }
+    }
+
+    fn mock<'a>(timer: &'a Logical, service_ms: u64, stall_ms: &[u64]) -> Mock<'a> {
+        Mock {
+            timer,
+            service: service_ms * MS,
+            stall: stall_ms.iter().map(|s| s * MS).collect(),
+            in_flight: InFlight::default(),
+            log: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn figures(reqs: &[Req]) -> Vec<RequestFigures> {
+        reqs.iter()
+            .map(|r| RequestFigures {
+                ok: true,
+                e2e_ms: Some((r.end - r.send) as f64 / 1e6),
+                schedule_lag_ms: Some((r.send - r.scheduled) as f64 / 1e6),
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn c24_scheduled_time_survives_a_client_stall() {
+        // C24: intended sends at 0..400 ms; a client stall makes requests 4 and 5 write
+        // at 450 and 455 ms; every response completes 200 ms after its write.
+        let timer = Logical(Instant::now());
+        let m = mock(&timer, 200, &[0, 0, 0, 150, 55]);
+        let plan = PointPlan {
+            concurrency: None,
+            arrivals: Some(arrival_offsets_ns(
+                Arrival::Constant,
+                10.0,
+                0,
+                Stop::Count(5),
+            )),
+            stop: Stop::Count(5),
+        };
+        let run = run_point(&plan, &m, &timer, &AtomicBool::new(false)).await;
+        let reqs: Vec<Req> = run.units.iter().map(|u| u.output).collect();
+        let sends: Vec<u64> = reqs.iter().map(|r| r.send / MS).collect();
+        assert_eq!(sends, vec![0, 100, 200, 450, 455]);
+        let s = JobStats::aggregate(&figures(&reqs), AggregateParams::new(run.end_ns));
+        let lags: Vec<u64> = reqs.iter().map(|r| (r.send - r.scheduled) / MS).collect();
+        assert_eq!(lags, vec![0, 0, 0, 150, 55]);
+        assert_eq!(s.schedule_misses, Some(2));
+        assert_eq!(s.schedule_lag_ms.as_ref().unwrap().max, 150.0);
+        let e2e = s.e2e_ms.unwrap();
+        assert_eq!((e2e.min, e2e.max), (200.0, 200.0), "service latency 200 ms");
+        let sched = s.e2e_from_schedule_ms.unwrap();
+        assert!((sched.mean - 241.0).abs() < 1e-9, "{}", sched.mean);
+        assert_eq!(sched.max, 350.0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn open_loop_faster_than_service_queues_in_the_client_and_shows_it() {
+        // Arrivals every 100 ms, one slot, 150 ms per request: each request waits 50 ms
+        // longer than the one before; latency from send stays 150 ms.
+        let timer = Logical(Instant::now());
+        let m = mock(&timer, 150, &[]);
+        let plan = PointPlan {
+            concurrency: Some(1),
+            arrivals: Some(arrival_offsets_ns(
+                Arrival::Constant,
+                10.0,
+                0,
+                Stop::Count(5),
+            )),
+            stop: Stop::Count(5),
+        };
+        let run = run_point(&plan, &m, &timer, &AtomicBool::new(false)).await;
+        let reqs: Vec<Req> = run.units.iter().map(|u| u.output).collect();
+        let lag: Vec<u64> = reqs.iter().map(|r| (r.send - r.scheduled) / MS).collect();
+        assert_eq!(lag, vec![0, 50, 100, 150, 200]);
+        let from_send: Vec<u64> = reqs.iter().map(|r| (r.end - r.send) / MS).collect();
+        assert_eq!(from_send, vec![150; 5]);
+        let from_sched: Vec<u64> = reqs.iter().map(|r| (r.end - r.scheduled) / MS).collect();
+        assert_eq!(from_sched, vec![150, 200, 250, 300, 350]);
+        assert_eq!(run.max_in_flight, 1);
+        assert_eq!(m.in_flight.max(), 1);
+        assert_eq!(run.end_ns, 750 * MS);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closed_loop_keeps_n_in_flight_and_refills_on_completion() {
+        let timer = Logical(Instant::now());
+        let m = mock(&timer, 100, &[]);
+        let plan = PointPlan {
+            concurrency: Some(4),
+            arrivals: None,
+            stop: Stop::Count(10),
+        };
+        let run = run_point(&plan, &m, &timer, &AtomicBool::new(false)).await;
+        assert_eq!(run.units.len(), 10);
+        assert_eq!(run.max_in_flight, 4);
+        assert_eq!(m.in_flight.max(), 4);
+        let starts: Vec<u64> = run.units.iter().map(|u| u.started_ns / MS).collect();
+        assert_eq!(starts, vec![0, 0, 0, 0, 100, 100, 100, 100, 200, 200]);
+        // Closed loop: scheduled when the slot freed, so no schedule lag.
+        assert!(
+            run.units
+                .iter()
+                .all(|u| u.output.send == u.ticket.scheduled_ns)
+        );
+        assert_eq!(run.end_ns, 300 * MS);
+        let idx: Vec<u64> = run.units.iter().map(|u| u.ticket.index).collect();
+        assert_eq!(idx, (0..10).collect::<Vec<_>>());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closed_loop_duration_starts_nothing_after_the_end() {
+        let timer = Logical(Instant::now());
+        let m = mock(&timer, 100, &[]);
+        let plan = PointPlan {
+            concurrency: Some(2),
+            arrivals: None,
+            stop: Stop::Duration(250 * MS),
+        };
+        let run = run_point(&plan, &m, &timer, &AtomicBool::new(false)).await;
+        // Starts at 0, 0, 100, 100, 200, 200; none at 300.
+        assert_eq!(run.units.len(), 6);
+        assert!(run.units.iter().all(|u| u.started_ns < 250 * MS));
+        assert_eq!(run.end_ns, 300 * MS);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn uncapped_open_loop_reaches_the_overlap_the_schedule_implies() {
+        let timer = Logical(Instant::now());
+        let m = mock(&timer, 1000, &[]);
+        let plan = PointPlan {
+            concurrency: None,
+            arrivals: Some(arrival_offsets_ns(
+                Arrival::Constant,
+                10.0,
+                0,
+                Stop::Count(20),
+            )),
+            stop: Stop::Count(20),
+        };
+        let run = run_point(&plan, &m, &timer, &AtomicBool::new(false)).await;
+        assert_eq!(run.max_in_flight, 10, "1 s service at 10/s: 10 overlap");
+        assert!(
+            run.units
+                .iter()
+                .all(|u| u.started_ns == u.ticket.scheduled_ns)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cancellation_starts_nothing_more() {
+        let timer = Logical(Instant::now());
+        let m = mock(&timer, 100, &[]);
+        let flag = AtomicBool::new(true);
+        let plan = PointPlan {
+            concurrency: Some(2),
+            arrivals: Some(vec![0, 10, 20]),
+            stop: Stop::Count(3),
+        };
+        let run = run_point(&plan, &m, &timer, &flag).await;
+        assert!(run.units.is_empty());
+        assert_eq!(run.not_started, 3);
+        let closed = PointPlan {
+            arrivals: None,
+            ..plan
+        };
+        let run = run_point(&closed, &m, &timer, &flag).await;
+        assert!(run.units.is_empty());
+    }
+}

@@ -1,0 +1,28 @@
+//! Load: trajectories and requests in flight, arrival rates and sweeps (issue 8 item 1).
+//!
+//! - [`spec`]: a job's validated load settings ([`LoadSpec`]) and its points;
+//! - [`arrival`]: seeded open-loop arrival schedules (Poisson, constant);
+//! - [`exec`]: the closed/open-loop executor over abstract units and time (pure scheduling,
+//!   tested with a mock executor on tokio's paused clock);
+//! - [`curve`]: per-point statistics (latency from send *and* from schedule, field case
+//!   C24), goodput against the job's gates, energy per output token, the console table;
+//! - [`record`]: what a load run records and reports (`jobs[].load`, `jobs[].sweep`);
+//! - [`drive`]: the I/O edge that runs agentic and context units against the endpoint;
+//! - [`energy`]: the ADR-013 join per load point and window energy per point.
+//!
+//! With more than one trajectory in flight, per-step energy is an apportionment (ADR-013's
+//! wall): the runner declares each point's concurrency to the ADR-013 join, which then
+//! labels every step `apportioned`, never `measured`. The curve's energy per output token
+//! is a different figure: device energy over the whole point window.
+
+pub mod arrival;
+pub mod curve;
+pub mod drive;
+pub mod energy;
+pub mod exec;
+pub mod record;
+pub mod spec;
+
+pub use curve::{GoodputCriteria, PointSummary, render_curve, summarize_point, warmup_flags};
+pub use record::{LoadReport, LoadRun, PointRecord, SweepReport};
+pub use spec::{Arrival, LoadPoint, LoadSpec, LoopMode, Stop, Sweep, point_seed};

@@ -1,0 +1,150 @@
+//! What a load run records (executed points) and what it reports (`jobs[].load`,
+//! `jobs[].sweep` in report.json).
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use super::curve::PointSummary;
+use super::spec::{LoadPoint, LoadSpec, Stop, Sweep};
+
+/// One executed point of a load job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointRecord {
+    /// The point's settings.
+    pub point: LoadPoint,
+    /// Point start, ns from the reference instant.
+    pub start_ns: u64,
+    /// When its last unit ended, ns.
+    pub end_ns: u64,
+    /// Its trajectories: indices into the job's trajectory list.
+    pub trajectories: Range<usize>,
+    /// Units started.
+    pub units_started: u64,
+    /// Units scheduled but never started (cancellation).
+    pub not_started: u64,
+    /// Most units in flight at once (achieved concurrency).
+    pub max_units_in_flight: u32,
+    /// Most requests in flight at once.
+    pub max_requests_in_flight: u32,
+}
+
+impl PointRecord {
+    /// The point window, ns.
+    pub fn window_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// The concurrency to declare to the ADR-013 join for this point: the configured cap,
+    /// or the measured maximum for an uncapped open loop (never below the measured one).
+    pub fn declared_concurrency(&self) -> u32 {
+        self.point
+            .concurrency
+            .unwrap_or(0)
+            .max(self.max_units_in_flight)
+            .max(1)
+    }
+
+    /// A note when a closed loop's achieved concurrency fell short of the configured one
+    /// although enough units were started to reach it (the executor starts them together,
+    /// so only a stall in the client can cause it). An open loop's cap is a ceiling, not a
+    /// target: the arrival rate decides how many overlap.
+    pub fn shortfall_note(&self) -> Option<String> {
+        let c = self.point.concurrency?;
+        let closed = self.point.rate.is_none();
+        (closed && self.units_started >= u64::from(c) && self.max_units_in_flight < c).then(|| {
+            format!(
+                "warning: {}: achieved concurrency {} < configured {c}",
+                self.point.label(),
+                self.max_units_in_flight
+            )
+        })
+    }
+}
+
+/// The executed load of one job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadRun {
+    /// The job's load settings.
+    pub spec: LoadSpec,
+    /// `trajectory` (agentic) or `request` (context).
+    pub unit: &'static str,
+    /// The client's idle-pool size for this suite (never a cap on concurrency).
+    pub client_max_connections: usize,
+    /// Executed points, in order.
+    pub points: Vec<PointRecord>,
+}
+
+/// `jobs[].load` in report.json: settings and what was achieved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    /// One-line description of the settings.
+    pub settings: String,
+    /// `trajectory` (agentic jobs) or `request` (context jobs): what `count`,
+    /// `concurrency` and `rate` count.
+    pub unit: String,
+    /// Configured `concurrency` (`null` when not set).
+    pub concurrency: Option<u32>,
+    /// Configured `rate`, units/s (`null` = closed loop).
+    pub rate: Option<f64>,
+    /// `poisson` or `constant` (`null` for a closed loop).
+    pub arrival: Option<String>,
+    /// Stop rule per point.
+    pub stop: Stop,
+    /// Warm-up requests per point.
+    pub warmup: u64,
+    /// The client's idle-pool size (sized to at least the largest concurrency; the pool
+    /// never caps concurrency).
+    pub client_max_connections: u64,
+    /// Request ids flagged as warm-up (recorded under `requests`, excluded from statistics).
+    pub warmup_requests: Vec<String>,
+}
+
+impl LoadReport {
+    /// The report of `run` with the given warm-up request ids.
+    pub fn new(run: &LoadRun, warmup_requests: Vec<String>) -> LoadReport {
+        let s = &run.spec;
+        let open = s.rate.is_some() || matches!(s.sweep, Some(Sweep::Rate(_)));
+        LoadReport {
+            settings: s.describe(),
+            unit: run.unit.to_string(),
+            concurrency: s.concurrency,
+            rate: s.rate,
+            arrival: open.then(|| s.arrival.as_str().to_string()),
+            stop: s.stop,
+            warmup: s.warmup,
+            client_max_connections: run.client_max_connections as u64,
+            warmup_requests,
+        }
+    }
+}
+
+/// `jobs[].sweep` in report.json: the curve (one point without a sweep).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// `concurrency`, `rate`, or `null` for a single point.
+    pub variable: Option<String>,
+    /// The swept values, in run order (empty without a sweep).
+    pub values: Vec<f64>,
+    /// One summary per point.
+    pub points: Vec<PointSummary>,
+}
+
+impl SweepReport {
+    /// The curve of `spec` with its point summaries.
+    pub fn new(spec: &LoadSpec, points: Vec<PointSummary>) -> SweepReport {
+        let (variable, values) = match &spec.sweep {
+            None => (None, Vec::new()),
+            Some(Sweep::Concurrency(v)) => (
+                Some("concurrency".to_string()),
+                v.iter().map(|&c| f64::from(c)).collect(),
+            ),
+            Some(Sweep::Rate(v)) => (Some("rate".to_string()), v.clone()),
+        };
+        SweepReport {
+            variable,
+            values,
+            points,
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The per-step console table of each trajectory: latency (TTFT, duration), exact usage
+//! (prompt, cached, generated tokens from each response's own `usage`), the prefix-cache
+//! hit rate, and the ADR-013 energy columns (samples in window, energy mJ with its basis,
+//! tokens per joule). Pure: renders from a [`RunReport`].
+//!
+//! Absent values print as `—` (never 0). The header of each table names the power source
+//! (`simulated` for the built-in simulator) and the concurrency condition; the ADR-013
+//! controlled-concurrency statement is printed once per run.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::runner::report::{RunReport, StepReport, TrajectoryReport};
+
+const ABSENT: &str = "—";
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| ABSENT.to_string(), |x| x.to_string())
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| ABSENT.to_string(), |x| format!("{x:.1}"))
+}
+
+/// Per-step attribution facts looked up from `report.trajectory`.
+#[derive(Default, Clone)]
+struct StepFacts {
+    samples: Option<u64>,
+    energy_mj: Option<u64>,
+    basis: Option<String>,
+}
+
+struct TrajectoryFacts {
+    steps: HashMap<u64, StepFacts>,
+    header: String,
+    energy_line: Option<String>,
+}
+
+fn facts(report: &RunReport) -> (HashMap<String, TrajectoryFacts>, Option<String>) {
+    let mut out = HashMap::new();
+    let Some(run) = &report.trajectory else {
+        return (out, None);
+    };
+    let power = run
+        .get("power_source")
+        .and_then(Value::as_str)
+        .unwrap_or("none");
+    let statement = run
+        .pointer("/concurrency/statement")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let in_flight = run
+        .pointer("/concurrency/max_trajectories_in_flight")
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
+    for t in run
+        .get("trajectories")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(id) = t.get("trajectory").and_then(Value::as_str) else {
+            continue;
+        };
+        let basis = t
+            .get("energy_basis")
+            .and_then(Value::as_str)
+            .unwrap_or("withheld");
+        let mut steps = HashMap::new();
+        for s in t.get("steps").and_then(Value::as_array).into_iter().flatten() {
+            let Some(step_id) = s.get("step_id").and_then(Value::as_u64) else {
+                continue;
+            };
+            steps.insert(
+                step_id,
+                StepFacts {
+                    samples: s.get("samples_in_window").and_then(Value::as_u64),
+                    energy_mj: s.get("energy_mj").and_then(Value::as_u64),
+                    basis: s
+                        .get("energy_basis")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                },
+            );
+        }
+        let withheld = t.get("status").and_then(Value::as_str) == Some("withheld");
+        let header = if withheld {
+            let reasons: Vec<String> = t
+                .get("reasons")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.get("reason").and_then(Value::as_str).map(str::to_string))
+                .collect();
+            format!("power {power} · attribution withheld ({})", reasons.join(", "))
+        } else {
+            format!(
+                "power {power} · energy basis {} · {in_flight} trajectory{} in flight",
+                if power == "simulated" { "simulated" } else { basis },
+                if in_flight == 1 { "" } else { "ies" }
+            )
+        };
+        let energy_line = match (
+            t.get("total_energy_mj").and_then(Value::as_u64),
+            t.get("unattributed_energy_mj").and_then(Value::as_u64),
+            t.get("whole_run_energy_mj").and_then(Value::as_u64),
+        ) {
+            (Some(s), Some(u), Some(w)) => Some(format!(
+                "energy: steps {s} mJ + unattributed {u} mJ = whole run {w} mJ ({power})"
+            )),
+            _ => None,
+        };
+        out.insert(
+            id.to_string(),
+            TrajectoryFacts {
+                steps,
+                header,
+                energy_line,
+            },
+        );
+    }
+    (out, statement)
+}
+
+fn hit_rate(s: &StepReport) -> Option<f64> {
+    match (s.cached_tokens, s.prompt_tokens) {
+        (Some(c), Some(p)) if p > 0 => Some(c as f64 / p as f64 * 100.0),
+        _ => None,
+    }
+}
+
+fn table(t: &TrajectoryReport, f: Option<&TrajectoryFacts>, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "trajectory {} · stop {} · {}",
+        t.id,
+        t.stop_reason,
+        f.map_or("power none · no samples", |f| f.header.as_str())
+    );
+    let _ = writeln!(
+        out,
+        "{:>5}  {:<8}  {:<14} {:>9}  {:<9}  {:>7}  {:>7}  {:>6}  {:>5}  {:>8}  {:>7}  {:>9}  {:<9}  {:>7}",
+        "step", "kind", "name", "dur ms", "status", "prompt", "cached", "hit %", "gen",
+        "TTFT ms", "samples", "energy mJ", "basis", "tok/J"
+    );
+    for s in &t.steps {
+        let sf = f.and_then(|f| f.steps.get(&s.step_id)).cloned().unwrap_or_default();
+        let energy = sf.energy_mj.or(s.energy_mj);
+        let tpj = match (s.completion_tokens, energy) {
+            (Some(g), Some(e)) if e > 0 && s.kind == "llm_call" => {
+                Some(format!("{:.3}", g as f64 / (e as f64 / 1000.0)))
+            }
+            _ => None,
+        };
+        let mut name = s.name.clone();
+        if name.chars().count() > 14 {
+            name = name.chars().take(13).collect::<String>() + "…";
+        }
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<8}  {:<14} {:>9.1}  {:<9}  {:>7}  {:>7}  {:>6}  {:>5}  {:>8}  {:>7}  {:>9}  {:<9}  {:>7}",
+            s.step_id,
+            s.kind,
+            name,
+            s.duration_ms,
+            s.status,
+            opt(s.prompt_tokens),
+            opt(s.cached_tokens),
+            hit_rate(s).map_or_else(|| ABSENT.to_string(), |h| format!("{h:.1}")),
+            opt(s.completion_tokens),
+            ms(s.ttft_ms),
+            opt(sf.samples),
+            opt(energy),
+            s.energy_basis.clone().or(sf.basis).unwrap_or_else(|| ABSENT.into()),
+            tpj.unwrap_or_else(|| ABSENT.into()),
+        );
+    }
+    if let Some(l) = f.and_then(|f| f.energy_line.as_ref()) {
+        let _ = writeln!(out, "{l}");
+    }
+}
+
+/// One table per trajectory of every job, then the concurrency statement (once).
+pub fn step_tables(report: &RunReport) -> Vec<String> {
+    let (facts, statement) = facts(report);
+    let mut out = Vec::new();
+    for j in &report.jobs {
+        for t in &j.trajectories {
+            if t.steps.is_empty() {
+                continue;
+            }
+            let mut s = String::new();
+            table(t, facts.get(&t.id), &mut s);
+            out.push(s.trim_end().to_string());
+        }
+    }
+    if let Some(st) = statement
+        && !out.is_empty()
+    {
+        out.push(st);
+    }
+    out
+}

@@ -1,0 +1,422 @@
+//! Response bodies of the API and their bounds (issue 7 item 2; PRD "The new API is
+//! proposed as GET /v1/benchmark-timeline?run_id=<id>&after_seq=0&limit=500. Allow at most
+//! 1,000 events and 1 MiB per response, returning a next sequence cursor when needed").
+//! Pure: pages are cut from data already read and verified.
+//!
+//! Every body is JSON. Errors are `{"error":{"status":u16,"code":str,"message":str,
+//! "issues":[…]}}` with a stable `code`; see [`ApiError`].
+
+use serde::Serialize;
+
+use crate::timeline::{Quality, TimelineEvent, VerifiedTimeline};
+
+use super::runs::{IntegrityItem, ReportState};
+use super::view::clock_domain_fingerprint;
+
+/// Events per timeline page at most (PRD).
+pub const MAX_PAGE_EVENTS: u64 = 1000;
+/// Events per timeline page by default.
+pub const DEFAULT_PAGE_EVENTS: u64 = 500;
+/// Bytes of one response body at most (PRD: 1 MiB).
+pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
+/// Bytes kept free for the page envelope within [`MAX_RESPONSE_BYTES`].
+pub const ENVELOPE_RESERVE: usize = 4096;
+/// Samples per samples page at most.
+pub const MAX_PAGE_SAMPLES: u64 = 5000;
+/// Samples per samples page by default.
+pub const DEFAULT_PAGE_SAMPLES: u64 = 2000;
+/// Runs per listing page at most.
+pub const MAX_LIST_LIMIT: u64 = 100;
+/// Runs per listing page by default.
+pub const DEFAULT_LIST_LIMIT: u64 = 50;
+
+/// Schema id of [`TimelinePage`] and [`TimelineUnavailable`].
+pub const TIMELINE_PAGE_SCHEMA: &str = "inferscope-bench.serve.timeline-page/v1";
+/// Schema id of [`SamplesPage`].
+pub const SAMPLES_PAGE_SCHEMA: &str = "inferscope-bench.serve.samples-page/v1";
+/// Schema id of [`RunList`].
+pub const RUN_LIST_SCHEMA: &str = "inferscope-bench.serve.runs/v1";
+
+/// A typed API error: HTTP status, stable code, a fixed message (never echoing a path or
+/// artifact content), and itemized integrity problems.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ApiError {
+    /// HTTP status (400, 401, 404, 422, 500, 503).
+    pub status: u16,
+    /// Stable code: `unauthorized`, `not_found`, `bad_query`, `unknown_query_key`,
+    /// `duplicate_query_key`, `missing_query_key`, `invalid_limit`, `invalid_run_id`,
+    /// `invalid_query_value`, `input_too_large`, `bad_path`, `integrity_error`,
+    /// `runs_root_unavailable`, `internal`.
+    pub code: &'static str,
+    /// What a person reads.
+    pub message: String,
+    /// Integrity problems (for `integrity_error`).
+    pub issues: Vec<IntegrityItem>,
+}
+
+impl ApiError {
+    /// An error without issues.
+    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            issues: Vec::new(),
+        }
+    }
+    /// 401.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "unauthorized", "missing or invalid bearer token")
+    }
+    /// 404, the same body for every unknown run or path.
+    pub fn not_found() -> Self {
+        Self::new(404, "not_found", "not found")
+    }
+    /// 422 with the problems found.
+    pub fn integrity(what: &str, issues: Vec<IntegrityItem>) -> Self {
+        Self {
+            status: 422,
+            code: "integrity_error",
+            message: format!("{what} failed verification; nothing from it is served"),
+            issues,
+        }
+    }
+    /// The JSON body.
+    pub fn body(&self) -> serde_json::Value {
+        serde_json::json!({ "error": self })
+    }
+}
+
+/// One page of timeline events.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimelinePage {
+    /// [`TIMELINE_PAGE_SCHEMA`].
+    pub schema: &'static str,
+    /// The run id.
+    pub run_id: String,
+    /// Always `ok`.
+    pub state: &'static str,
+    /// The timeline id.
+    pub timeline_id: String,
+    /// Capture quality.
+    pub quality: Quality,
+    /// Events in the whole timeline.
+    pub event_count: u64,
+    /// The cursor asked for: events with `seq > after_seq`.
+    pub after_seq: u64,
+    /// The limit asked for.
+    pub limit: u64,
+    /// Events, ascending `seq` (`clock_domain_id` as a fingerprint).
+    pub events: Vec<TimelineEvent>,
+    /// Pass as `after_seq` for the next page; `null` on the last page.
+    pub next_after_seq: Option<u64>,
+}
+
+/// The typed answer for a run without a timeline (HTTP 200).
+#[derive(Clone, Debug, Serialize)]
+pub struct TimelineUnavailable {
+    /// [`TIMELINE_PAGE_SCHEMA`].
+    pub schema: &'static str,
+    /// The run id.
+    pub run_id: String,
+    /// Always `unavailable`.
+    pub state: &'static str,
+    /// `no_timeline` (capture off) or `no_manifest` (killed run / failed persistence).
+    pub reason: &'static str,
+}
+
+/// How many of `items` fit one page: at most `limit` and at most `budget` bytes of
+/// serialized items plus separators (pure). At least one item when any is given and it
+/// alone fits.
+pub fn fit_within<T: Serialize>(items: &[T], limit: u64, budget: usize) -> usize {
+    let mut used = 0usize;
+    let mut n = 0usize;
+    for it in items
+        .iter()
+        .take(usize::try_from(limit).unwrap_or(usize::MAX))
+    {
+        let len = serde_json::to_vec(it)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX)
+            + 1;
+        if used.saturating_add(len) > budget {
+            break;
+        }
+        used += len;
+        n += 1;
+    }
+    n
+}
+
+/// The event as served: its clock-domain id replaced by the fingerprint (pure).
+pub fn public_event(e: &TimelineEvent) -> TimelineEvent {
+    let mut e = e.clone();
+    e.clock_domain_id = clock_domain_fingerprint(&e.clock_domain_id);
+    e
+}
+
+/// Cuts one page (pure): events with `seq > after_seq`, at most `limit` (≤
+/// [`MAX_PAGE_EVENTS`]) and within [`MAX_RESPONSE_BYTES`]. Pages are stable: the artifact
+/// is immutable and verified, and the cursor is a `seq`.
+pub fn timeline_page(
+    run_id: &str,
+    t: &VerifiedTimeline,
+    after_seq: u64,
+    limit: u64,
+) -> TimelinePage {
+    let limit = limit.clamp(1, MAX_PAGE_EVENTS);
+    let start = t.events.partition_point(|e| e.seq <= after_seq);
+    let rest: Vec<TimelineEvent> = t.events[start..]
+        .iter()
+        .take(limit as usize)
+        .map(public_event)
+        .collect();
+    let n = fit_within(&rest, limit, MAX_RESPONSE_BYTES - ENVELOPE_RESERVE);
+    let events: Vec<TimelineEvent> = rest.into_iter().take(n).collect();
+    let more = start + n < t.events.len();
+    TimelinePage {
+        schema: TIMELINE_PAGE_SCHEMA,
+        run_id: run_id.to_string(),
+        state: "ok",
+        timeline_id: t.manifest.timeline_id.clone(),
+        quality: t.manifest.quality,
+        event_count: t.events.len() as u64,
+        after_seq,
+        limit,
+        next_after_seq: if more {
+            events.last().map(|e| e.seq)
+        } else {
+            None
+        },
+        events,
+    }
+}
+
+/// One page of resource samples (`GET /v1/samples`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SamplesPage<T: Serialize> {
+    /// [`SAMPLES_PAGE_SCHEMA`].
+    pub schema: &'static str,
+    /// The run id.
+    pub run_id: String,
+    /// `power`, `proc` or `metrics`.
+    pub source: &'static str,
+    /// `ok` or `unavailable`.
+    pub state: &'static str,
+    /// Why unavailable (`no_samples`, `source_not_configured`).
+    pub reason: Option<&'static str>,
+    /// Fingerprint of the samples' clock domain.
+    pub clock_domain: Option<String>,
+    /// Whether that is the run's clock domain (`null` when unknown).
+    pub aligned: Option<bool>,
+    /// Samples in the whole file.
+    pub total: u64,
+    /// The cursor asked for: samples with index `>= after`.
+    pub after: u64,
+    /// The samples (the sample files' line formats, see [`crate::telemetry`]).
+    pub samples: Vec<T>,
+    /// Pass as `after` for the next page; `null` on the last page.
+    pub next_after: Option<u64>,
+}
+
+/// Cuts one samples page (pure): items from index `after`, at most `limit` and within
+/// [`MAX_RESPONSE_BYTES`].
+pub fn samples_page<T: Serialize + Clone>(
+    run_id: &str,
+    source: &'static str,
+    all: &[T],
+    after: u64,
+    limit: u64,
+    clock_domain: Option<String>,
+    aligned: Option<bool>,
+) -> SamplesPage<T> {
+    let start = usize::try_from(after).unwrap_or(usize::MAX).min(all.len());
+    let n = fit_within(&all[start..], limit, MAX_RESPONSE_BYTES - ENVELOPE_RESERVE);
+    let end = start + n;
+    SamplesPage {
+        schema: SAMPLES_PAGE_SCHEMA,
+        run_id: run_id.to_string(),
+        source,
+        state: "ok",
+        reason: None,
+        clock_domain,
+        aligned,
+        total: all.len() as u64,
+        after,
+        samples: all[start..end].to_vec(),
+        next_after: (end < all.len()).then_some(end as u64),
+    }
+}
+
+/// The typed "no samples" page.
+pub fn samples_unavailable(
+    run_id: &str,
+    source: &'static str,
+    reason: &'static str,
+) -> SamplesPage<serde_json::Value> {
+    SamplesPage {
+        schema: SAMPLES_PAGE_SCHEMA,
+        run_id: run_id.to_string(),
+        source,
+        state: "unavailable",
+        reason: Some(reason),
+        clock_domain: None,
+        aligned: None,
+        total: 0,
+        after: 0,
+        samples: Vec::new(),
+        next_after: None,
+    }
+}
+
+/// One row of the run listing.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunListItem {
+    /// The run id (directory name).
+    pub run_id: String,
+    /// `ok`, `missing` or `fault`.
+    pub report_state: &'static str,
+    /// The report's own run id.
+    pub report_run_id: Option<String>,
+    /// Run start, RFC 3339 UTC.
+    pub started_utc: Option<String>,
+    /// Cancelled run.
+    pub cancelled: Option<bool>,
+    /// Jobs run.
+    pub jobs: Option<usize>,
+    /// Jobs passed.
+    pub passed: Option<usize>,
+    /// Jobs failed.
+    pub failed: Option<usize>,
+    /// Capture was on.
+    pub capture_enabled: Option<bool>,
+    /// Capture quality as the runner recorded it (verified only in the detail).
+    pub capture_quality: Option<String>,
+    /// A timeline manifest exists (not verified here).
+    pub timeline_present: bool,
+}
+
+/// The listing row of a run (pure).
+pub fn list_item(run_id: &str, report: &ReportState, timeline_present: bool) -> RunListItem {
+    let v = super::view::report_view(report);
+    RunListItem {
+        run_id: run_id.to_string(),
+        report_state: v.state,
+        report_run_id: v.run_id,
+        started_utc: v.started_utc,
+        cancelled: v.cancelled,
+        jobs: v.summary.as_ref().map(|s| s.jobs),
+        passed: v.summary.as_ref().map(|s| s.passed),
+        failed: v.summary.as_ref().map(|s| s.failed),
+        capture_enabled: v.capture.as_ref().map(|c| c.enabled),
+        capture_quality: v.capture.and_then(|c| c.quality),
+        timeline_present,
+    }
+}
+
+/// One listing page.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunList {
+    /// [`RUN_LIST_SCHEMA`].
+    pub schema: &'static str,
+    /// Rows, ascending run id.
+    pub runs: Vec<RunListItem>,
+    /// Pass as `after` for the next page; `null` on the last page.
+    pub next_after: Option<String>,
+    /// The runs root held more entries than one listing examines.
+    pub scan_truncated: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::EventKind;
+
+    fn event(seq: u64, pad: usize) -> TimelineEvent {
+        TimelineEvent {
+            seq,
+            span_id: seq,
+            parent_span_id: None,
+            kind: EventKind::PhaseStart,
+            name: format!("p{}", "x".repeat(pad)),
+            elapsed_ns: seq,
+            wall_time_utc: String::new(),
+            clock_domain_id: "mono:host:1:2".into(),
+            status: None,
+            request_id: None,
+            case_id: None,
+            attempt: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+            failure_code: None,
+        }
+    }
+
+    fn timeline(events: Vec<TimelineEvent>) -> VerifiedTimeline {
+        let manifest: crate::timeline::TimelineManifest = serde_json::from_str(include_str!(
+            "../../fixtures/runs/complete/timeline/manifest.json"
+        ))
+        .unwrap();
+        VerifiedTimeline {
+            manifest,
+            events,
+            gaps: Vec::new(),
+            unknown_end_spans: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn pages_respect_limit_cursor_and_stability() {
+        let t = timeline((1..=2500).map(|s| event(s, 0)).collect());
+        let mut seen = Vec::new();
+        let mut after = 0;
+        let mut pages = 0;
+        loop {
+            let p = timeline_page("r", &t, after, 1000);
+            assert!(p.events.len() <= 1000);
+            assert!(
+                p.events
+                    .iter()
+                    .all(|e| e.clock_domain_id.starts_with("cd-"))
+            );
+            seen.extend(p.events.iter().map(|e| e.seq));
+            pages += 1;
+            match p.next_after_seq {
+                Some(n) => after = n,
+                None => break,
+            }
+        }
+        assert_eq!(pages, 3);
+        assert_eq!(seen, (1..=2500).collect::<Vec<u64>>());
+        // Same cursor, same page.
+        let a = serde_json::to_string(&timeline_page("r", &t, 700, 50)).unwrap();
+        let b = serde_json::to_string(&timeline_page("r", &t, 700, 50)).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(timeline_page("r", &t, 700, 50).events[0].seq, 701);
+        assert!(timeline_page("r", &t, 2500, 50).events.is_empty());
+    }
+
+    #[test]
+    fn pages_stay_under_one_mebibyte() {
+        // 1,000 events of ~2 KiB would be ~2 MiB: the byte bound cuts the page first.
+        let t = timeline((1..=1000).map(|s| event(s, 1700)).collect());
+        let p = timeline_page("r", &t, 0, 1000);
+        let body = serde_json::to_vec(&p).unwrap();
+        assert!(body.len() <= MAX_RESPONSE_BYTES, "{}", body.len());
+        assert!(p.events.len() < 1000 && !p.events.is_empty());
+        assert_eq!(p.next_after_seq, p.events.last().map(|e| e.seq));
+    }
+
+    #[test]
+    fn samples_pages_chain() {
+        let all: Vec<u64> = (0..12).collect();
+        let p = samples_page("r", "power", &all, 0, 5, None, Some(true));
+        assert_eq!(p.samples, [0, 1, 2, 3, 4]);
+        assert_eq!(p.next_after, Some(5));
+        let p = samples_page("r", "power", &all, 10, 5, None, Some(true));
+        assert_eq!(p.samples, [10, 11]);
+        assert_eq!(p.next_after, None);
+        let p = samples_page("r", "power", &all, 99, 5, None, None);
+        assert!(p.samples.is_empty() && p.next_after.is_none());
+    }
+}

@@ -1,0 +1,159 @@
+//! The API token (issue 7 item 1; PRD R009 "read-only authenticated dashboard endpoint"):
+//! loaded once from `--token-file` or the `INFERSCOPE_TOKEN` environment variable, and
+//! compared in constant time against the `Authorization: Bearer <token>` header.
+//!
+//! The comparison hashes both sides with SHA-256 and compares the two 32-byte digests
+//! with a branch-free fold, so neither the position of the first differing byte nor the
+//! token's length shows in the timing.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+/// Environment variable holding the token when no `--token-file` is given.
+pub const TOKEN_ENV: &str = "INFERSCOPE_TOKEN";
+/// Shortest token accepted, bytes.
+pub const MIN_TOKEN_BYTES: usize = 16;
+/// Longest token accepted, bytes.
+pub const MAX_TOKEN_BYTES: usize = 4096;
+
+/// Why no usable token could be loaded (exit 2 at start-up). Messages never include the
+/// token.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TokenError {
+    /// Neither `--token-file` nor the environment variable was given.
+    #[error("no API token: pass --token-file FILE or set {TOKEN_ENV}")]
+    Missing,
+    /// The token file could not be read.
+    #[error("token file {path}: {reason}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// The OS error.
+        reason: String,
+    },
+    /// The token is shorter than [`MIN_TOKEN_BYTES`], longer than [`MAX_TOKEN_BYTES`],
+    /// or holds whitespace or control characters.
+    #[error(
+        "API token must be {MIN_TOKEN_BYTES}..={MAX_TOKEN_BYTES} visible ASCII characters \
+         without spaces"
+    )]
+    Invalid,
+}
+
+/// The token's SHA-256; the token itself is not kept.
+#[derive(Clone)]
+pub struct Token {
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+fn digest(b: &[u8]) -> [u8; 32] {
+    Sha256::digest(b).into()
+}
+
+/// Equality of two digests without data-dependent branches.
+fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let mut acc = 0u8;
+    for i in 0..32 {
+        acc |= a[i] ^ b[i];
+    }
+    std::hint::black_box(acc) == 0
+}
+
+impl Token {
+    /// A token from its text (pure). A trailing newline (as left by `echo > file`) is
+    /// removed; the rest must be [`MIN_TOKEN_BYTES`]..=[`MAX_TOKEN_BYTES`] bytes of
+    /// visible ASCII.
+    pub fn new(text: &str) -> Result<Self, TokenError> {
+        let t = text.strip_suffix('\n').unwrap_or(text);
+        let t = t.strip_suffix('\r').unwrap_or(t);
+        if t.len() < MIN_TOKEN_BYTES
+            || t.len() > MAX_TOKEN_BYTES
+            || !t.bytes().all(|c| c.is_ascii_graphic())
+        {
+            return Err(TokenError::Invalid);
+        }
+        Ok(Self {
+            digest: digest(t.as_bytes()),
+        })
+    }
+
+    /// Loads the token from `file` when given, else from `env_value` (the value of
+    /// [`TOKEN_ENV`], passed in so this stays testable).
+    pub fn load(file: Option<&Path>, env_value: Option<&str>) -> Result<Self, TokenError> {
+        match (file, env_value) {
+            (Some(p), _) => {
+                let text = std::fs::read_to_string(p).map_err(|e| TokenError::Unreadable {
+                    path: p.display().to_string(),
+                    reason: e.kind().to_string(),
+                })?;
+                Self::new(&text)
+            }
+            (None, Some(v)) => Self::new(v),
+            (None, None) => Err(TokenError::Missing),
+        }
+    }
+
+    /// Whether an `Authorization` header value carries this token as
+    /// `Bearer <token>` (scheme case-insensitive, one space). Constant time in the
+    /// token; `None` (no header) is `false`.
+    pub fn accepts(&self, header: Option<&[u8]>) -> bool {
+        let Some(h) = header else {
+            return false;
+        };
+        let candidate = match h.get(..7) {
+            Some(s) if s.eq_ignore_ascii_case(b"bearer ") => &h[7..],
+            _ => return false,
+        };
+        ct_eq(&self.digest, &digest(candidate))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: &str = "0123456789abcdef-token";
+
+    #[test]
+    fn bearer_only_exact_token() {
+        let t = Token::new(T).unwrap();
+        assert!(t.accepts(Some(format!("Bearer {T}").as_bytes())));
+        assert!(t.accepts(Some(format!("bearer {T}").as_bytes())));
+        assert!(!t.accepts(None));
+        assert!(!t.accepts(Some(T.as_bytes())));
+        assert!(!t.accepts(Some(format!("Basic {T}").as_bytes())));
+        assert!(!t.accepts(Some(format!("Bearer {T}x").as_bytes())));
+        assert!(!t.accepts(Some(format!("Bearer  {T}").as_bytes())));
+        assert!(!t.accepts(Some(b"Bearer ")));
+        assert!(!t.accepts(Some(b"Bear")));
+    }
+
+    #[test]
+    fn token_syntax_and_sources() {
+        assert_eq!(Token::new("short").unwrap_err(), TokenError::Invalid);
+        assert_eq!(
+            Token::new("has a space in it ok").unwrap_err(),
+            TokenError::Invalid
+        );
+        assert!(Token::new(&format!("{T}\n")).is_ok());
+        assert_eq!(Token::load(None, None).unwrap_err(), TokenError::Missing);
+        assert!(Token::load(None, Some(T)).is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("tok");
+        std::fs::write(&p, format!("{T}\n")).unwrap();
+        let t = Token::load(Some(&p), Some("ignored-when-a-file-is-given")).unwrap();
+        assert!(t.accepts(Some(format!("Bearer {T}").as_bytes())));
+        assert!(matches!(
+            Token::load(Some(&dir.path().join("nope")), None),
+            Err(TokenError::Unreadable { .. })
+        ));
+        assert_eq!(format!("{t:?}"), "Token(<redacted>)");
+    }
+}

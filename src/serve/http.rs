@@ -1,0 +1,568 @@
+//! The HTTP layer: axum router, the authentication guard, handlers and security headers
+//! (issue 7 items 1–3).
+//!
+//! Order of checks for every request: (1) the guard — every path except the public
+//! page shell (`/`, `/app.js`, `/style.css`, which carry no run data) and `/health`
+//! needs `Authorization: Bearer <token>`; a missing or wrong token is answered 401 before
+//! any routing or filesystem access; (2) the request target's size; (3) the route's own
+//! query keys ([`super::query`]) and the `run_id` syntax; only then (4) the store, on a
+//! blocking thread.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Serialize;
+
+use crate::telemetry::{MetricsSample, PowerSample, ProcSample};
+
+use super::api::{self, ApiError};
+use super::assets;
+use super::auth::Token;
+use super::query::{Query, QueryError};
+use super::runs::{
+    MAX_LIST_REPORT_BYTES, MAX_REPORT_BYTES, ReportState, RunDir, RunStore, SampleFile,
+    SamplesState, StoreError, TimelineState, is_valid_run_id,
+};
+use super::view;
+
+/// Longest request target (path and query) accepted, bytes.
+pub const MAX_TARGET_BYTES: usize = 4096;
+/// The `Content-Security-Policy` of every response.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+frame-ancestors 'none'";
+
+/// Store requests worked on at once at most (each may read up to tens of MiB).
+pub const MAX_CONCURRENT_READS: usize = 4;
+
+#[derive(Clone)]
+struct AppState {
+    store: RunStore,
+    token: Arc<Token>,
+    reads: Arc<tokio::sync::Semaphore>,
+}
+
+/// Paths served without a token: the page shell (no run data) and the health check.
+fn is_public(path: &str) -> bool {
+    matches!(path, "/" | "/app.js" | "/style.css" | "/health")
+}
+
+fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            bytes,
+        )
+            .into_response(),
+        Err(_) => error(ApiError::new(
+            500,
+            "internal",
+            "response could not be encoded",
+        )),
+    }
+}
+
+fn error(e: ApiError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        e.body().to_string(),
+    )
+        .into_response();
+    if e.status == 401 {
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    r
+}
+
+fn query_error(e: QueryError) -> ApiError {
+    ApiError::new(400, e.code(), e.to_string())
+}
+
+fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound => ApiError::not_found(),
+        StoreError::RootUnavailable => {
+            ApiError::new(503, "runs_root_unavailable", "the runs root is unavailable")
+        }
+    }
+}
+
+async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let public = is_public(req.uri().path()) && matches!(*req.method(), Method::GET | Method::HEAD);
+    let mut resp = if !public
+        && !st.token.accepts(
+            req.headers()
+                .get(header::AUTHORIZATION)
+                .map(HeaderValue::as_bytes),
+        ) {
+        error(ApiError::unauthorized())
+    } else if req
+        .uri()
+        .path_and_query()
+        .is_some_and(|pq| pq.as_str().len() > MAX_TARGET_BYTES)
+    {
+        error(ApiError::new(
+            400,
+            "input_too_large",
+            "request target too long",
+        ))
+    } else {
+        next.run(req).await
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    resp
+}
+
+/// Runs blocking store work off the async threads, at most [`MAX_CONCURRENT_READS`] at a
+/// time.
+async fn blocking<F>(st: &AppState, f: F) -> Response
+where
+    F: FnOnce() -> Result<Response, ApiError> + Send + 'static,
+{
+    let Ok(_permit) = st.reads.clone().acquire_owned().await else {
+        return error(ApiError::new(500, "internal", "internal error"));
+    };
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => error(e),
+        Err(_) => error(ApiError::new(500, "internal", "internal error")),
+    }
+}
+
+fn run_id_param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    let Ok(Path(id)) = p else {
+        return Err(ApiError::new(400, "bad_path", "malformed path"));
+    };
+    if !is_valid_run_id(&id) {
+        return Err(ApiError::new(
+            400,
+            "invalid_run_id",
+            "run_id fails its syntax [A-Za-z0-9][A-Za-z0-9_.:-]{0,127}",
+        ));
+    }
+    Ok(id)
+}
+
+fn run_id_query(q: &Query) -> Result<String, ApiError> {
+    let id = q.required("run_id").map_err(query_error)?;
+    if !is_valid_run_id(id) {
+        return Err(query_error(QueryError::InvalidValue(
+            "run_id",
+            "fails its syntax",
+        )));
+    }
+    Ok(id.to_string())
+}
+
+fn owner(report: &ReportState) -> Option<String> {
+    match report {
+        ReportState::Ok(r) => Some(r.run_id.clone()),
+        _ => None,
+    }
+}
+
+async fn index() -> Response {
+    static_asset("text/html; charset=utf-8", assets::INDEX_HTML)
+}
+async fn app_js() -> Response {
+    static_asset("text/javascript; charset=utf-8", assets::APP_JS)
+}
+async fn style_css() -> Response {
+    static_asset("text/css; charset=utf-8", assets::STYLE_CSS)
+}
+fn static_asset(ct: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, HeaderValue::from_static(ct))], body).into_response()
+}
+
+async fn health() -> Response {
+    json(StatusCode::OK, &serde_json::json!({ "status": "ok" }))
+}
+
+async fn fallback() -> Response {
+    error(ApiError::not_found())
+}
+
+async fn list_runs(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Response {
+    let parsed = Query::parse(raw.as_deref(), &["after", "limit"]).and_then(|q| {
+        let limit = q.u64_in("limit", api::DEFAULT_LIST_LIMIT, 1, api::MAX_LIST_LIMIT)?;
+        let after = q.get("after").map(str::to_string);
+        if after.as_deref().is_some_and(|a| !is_valid_run_id(a)) {
+            return Err(QueryError::InvalidValue("after", "fails the run_id syntax"));
+        }
+        Ok((after, limit))
+    });
+    let (after, limit) = match parsed {
+        Ok(v) => v,
+        Err(e) => return error(query_error(e)),
+    };
+    let gate = st.clone();
+    blocking(&gate, move || {
+        let page = st
+            .store
+            .list(after.as_deref(), limit as usize)
+            .map_err(store_error)?;
+        let mut runs = Vec::with_capacity(page.run_ids.len());
+        for id in &page.run_ids {
+            let Ok(dir) = st.store.resolve(id) else {
+                continue;
+            };
+            let report = dir.report(MAX_LIST_REPORT_BYTES);
+            runs.push(api::list_item(id, &report, dir.has_manifest()));
+        }
+        let body = api::RunList {
+            schema: api::RUN_LIST_SCHEMA,
+            next_after: if page.more {
+                page.run_ids.last().cloned()
+            } else {
+                None
+            },
+            runs,
+            scan_truncated: page.scan_truncated,
+        };
+        Ok(json(StatusCode::OK, &body))
+    })
+    .await
+}
+
+/// Everything the detail needs from one run directory (blocking).
+pub(crate) fn load_detail(dir: &RunDir) -> view::RunDetail {
+    let report = dir.report(MAX_REPORT_BYTES);
+    let timeline = dir.timeline(owner(&report).as_deref());
+    let samples = dir.samples_sources();
+    let times = match &samples {
+        SamplesState::Ok(s) => super::runs::read_lane_times(dir, s),
+        _ => view::LaneTimes::default(),
+    };
+    view::run_detail(&dir.run_id, &report, &timeline, &samples, &times)
+}
+
+async fn run_detail(
+    State(st): State<AppState>,
+    p: Result<Path<String>, PathRejection>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let id = match run_id_param(p) {
+        Ok(id) => id,
+        Err(e) => return error(e),
+    };
+    if let Err(e) = Query::parse(raw.as_deref(), &[]) {
+        return error(query_error(e));
+    }
+    let gate = st.clone();
+    blocking(&gate, move || {
+        let dir = st.store.resolve(&id).map_err(store_error)?;
+        Ok(json(StatusCode::OK, &load_detail(&dir)))
+    })
+    .await
+}
+
+async fn timeline(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Response {
+    let parsed = Query::parse(raw.as_deref(), &["run_id", "after_seq", "limit"])
+        .map_err(query_error)
+        .and_then(|q| {
+            let id = run_id_query(&q)?;
+            let after = q.u64_in("after_seq", 0, 0, u64::MAX).map_err(query_error)?;
+            let limit = q
+                .u64_in("limit", api::DEFAULT_PAGE_EVENTS, 1, api::MAX_PAGE_EVENTS)
+                .map_err(query_error)?;
+            Ok((id, after, limit))
+        });
+    let (id, after, limit) = match parsed {
+        Ok(v) => v,
+        Err(e) => return error(e),
+    };
+    let gate = st.clone();
+    blocking(&gate, move || {
+        let dir = st.store.resolve(&id).map_err(store_error)?;
+        let report = dir.report(MAX_REPORT_BYTES);
+        match dir.timeline(owner(&report).as_deref()) {
+            TimelineState::Ok(t) => Ok(json(
+                StatusCode::OK,
+                &api::timeline_page(&id, &t, after, limit),
+            )),
+            TimelineState::Unavailable(reason) => Ok(json(
+                StatusCode::OK,
+                &api::TimelineUnavailable {
+                    schema: api::TIMELINE_PAGE_SCHEMA,
+                    run_id: id.clone(),
+                    state: "unavailable",
+                    reason,
+                },
+            )),
+            TimelineState::Integrity(items, _) => Err(ApiError::integrity("the timeline", items)),
+        }
+    })
+    .await
+}
+
+fn sample_page_of<T: Serialize + Clone + serde::de::DeserializeOwned>(
+    dir: &RunDir,
+    file: SampleFile,
+    source: &'static str,
+    after: u64,
+    limit: u64,
+    domain: Option<String>,
+    aligned: Option<bool>,
+) -> Result<Response, ApiError> {
+    let all: Vec<T> = dir.samples(file).map_err(|f| {
+        ApiError::integrity(
+            file.artifact(),
+            vec![super::runs::IntegrityItem {
+                code: f.code(),
+                line: None,
+                seq: None,
+            }],
+        )
+    })?;
+    Ok(json(
+        StatusCode::OK,
+        &api::samples_page(&dir.run_id, source, &all, after, limit, domain, aligned),
+    ))
+}
+
+async fn samples(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Response {
+    let parsed = Query::parse(raw.as_deref(), &["run_id", "source", "after", "limit"])
+        .map_err(query_error)
+        .and_then(|q| {
+            let id = run_id_query(&q)?;
+            let source: &'static str = match q.required("source").map_err(query_error)? {
+                "power" => "power",
+                "proc" => "proc",
+                "metrics" => "metrics",
+                _ => {
+                    return Err(query_error(QueryError::InvalidValue(
+                        "source",
+                        "one of power, proc, metrics",
+                    )));
+                }
+            };
+            let after = q.u64_in("after", 0, 0, u64::MAX).map_err(query_error)?;
+            let limit = q
+                .u64_in("limit", api::DEFAULT_PAGE_SAMPLES, 1, api::MAX_PAGE_SAMPLES)
+                .map_err(query_error)?;
+            Ok((id, source, after, limit))
+        });
+    let (id, source, after, limit) = match parsed {
+        Ok(v) => v,
+        Err(e) => return error(e),
+    };
+    let gate = st.clone();
+    blocking(&gate, move || {
+        let dir = st.store.resolve(&id).map_err(store_error)?;
+        let sources = match dir.samples_sources() {
+            SamplesState::Ok(s) => s,
+            SamplesState::Missing => {
+                return Ok(json(
+                    StatusCode::OK,
+                    &api::samples_unavailable(&id, source, "no_samples"),
+                ));
+            }
+            SamplesState::Fault(f) => {
+                return Err(ApiError::integrity(
+                    "samples/sources.json",
+                    vec![super::runs::IntegrityItem {
+                        code: f.code(),
+                        line: None,
+                        seq: None,
+                    }],
+                ));
+            }
+        };
+        let configured = match source {
+            "power" => sources.power.is_some(),
+            "proc" => sources.proc.is_some(),
+            _ => sources.metrics.is_some(),
+        };
+        if !configured {
+            return Ok(json(
+                StatusCode::OK,
+                &api::samples_unavailable(&id, source, "source_not_configured"),
+            ));
+        }
+        let run_domain = match dir.report(MAX_REPORT_BYTES) {
+            ReportState::Ok(r) => Some(r.clock_domain_id),
+            _ => None,
+        };
+        let aligned = run_domain.map(|d| d == sources.clock_domain_id);
+        let domain = Some(view::clock_domain_fingerprint(&sources.clock_domain_id));
+        match source {
+            "power" => sample_page_of::<PowerSample>(
+                &dir,
+                SampleFile::Power,
+                source,
+                after,
+                limit,
+                domain,
+                aligned,
+            ),
+            "proc" => sample_page_of::<ProcSample>(
+                &dir,
+                SampleFile::Proc,
+                source,
+                after,
+                limit,
+                domain,
+                aligned,
+            ),
+            _ => sample_page_of::<MetricsSample>(
+                &dir,
+                SampleFile::Metrics,
+                source,
+                after,
+                limit,
+                domain,
+                aligned,
+            ),
+        }
+    })
+    .await
+}
+
+/// Verified timeline artifacts for download (`GET /runs/{run_id}/timeline.jsonl` and
+/// `/runs/{run_id}/manifest.json`): the exact bytes, after verification and an ownership
+/// check, re-checked against the verified manifest. Any other name is 404.
+async fn artifact(
+    State(st): State<AppState>,
+    p: Result<Path<(String, String)>, PathRejection>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let Ok(Path((id, name))) = p else {
+        return error(ApiError::not_found());
+    };
+    let events = match name.as_str() {
+        "timeline.jsonl" => true,
+        "manifest.json" => false,
+        _ => return error(ApiError::not_found()),
+    };
+    if !is_valid_run_id(&id) {
+        return error(ApiError::not_found());
+    }
+    if let Err(e) = Query::parse(raw.as_deref(), &[]) {
+        return error(query_error(e));
+    }
+    let gate = st.clone();
+    blocking(&gate, move || {
+        let dir = st.store.resolve(&id).map_err(store_error)?;
+        let report = dir.report(MAX_REPORT_BYTES);
+        let t = match dir.timeline(owner(&report).as_deref()) {
+            TimelineState::Ok(t) => t,
+            TimelineState::Unavailable(_) => return Err(ApiError::not_found()),
+            TimelineState::Integrity(items, _) => {
+                return Err(ApiError::integrity("the timeline", items));
+            }
+        };
+        let bytes = dir
+            .verified_artifact(&t.manifest, events)
+            .map_err(|i| ApiError::integrity("the timeline", vec![i]))?;
+        let ct = if events {
+            "application/x-ndjson"
+        } else {
+            "application/json"
+        };
+        Ok((
+            [(header::CONTENT_TYPE, HeaderValue::from_static(ct))],
+            Body::from(bytes),
+        )
+            .into_response())
+    })
+    .await
+}
+
+/// The router over `store`, guarded by `token`.
+pub fn router(store: RunStore, token: Token) -> Router {
+    let st = AppState {
+        store,
+        token: Arc::new(token),
+        reads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_READS)),
+    };
+    Router::new()
+        .route("/", get(index))
+        .route("/app.js", get(app_js))
+        .route("/style.css", get(style_css))
+        .route("/health", get(health))
+        .route("/v1/runs", get(list_runs))
+        .route("/v1/runs/{run_id}", get(run_detail))
+        .route("/v1/benchmark-timeline", get(timeline))
+        .route("/v1/samples", get(samples))
+        .route("/runs/{run_id}/{artifact}", get(artifact))
+        .fallback(fallback)
+        .with_state(st.clone())
+        .layer(middleware::from_fn_with_state(st, guard))
+}
+
+/// A server bound to its address, not yet serving.
+pub struct BoundServer {
+    listener: tokio::net::TcpListener,
+    store: RunStore,
+    app: Router,
+}
+
+impl BoundServer {
+    /// Binds `addr` (port 0 picks a free port). Touches nothing under the runs root.
+    pub async fn bind(
+        runs_root: std::path::PathBuf,
+        token: Token,
+        addr: SocketAddr,
+    ) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let store = RunStore::new(runs_root);
+        let app = router(store.clone(), token);
+        Ok(Self {
+            listener,
+            store,
+            app,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The store (for [`RunStore::fs_operations`] in tests).
+    pub fn store(&self) -> RunStore {
+        self.store.clone()
+    }
+
+    /// Serves until `shutdown` completes.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(self.listener, self.app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}

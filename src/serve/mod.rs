@@ -1,0 +1,137 @@
+//! `inferscope-bench serve`: a read-only, authenticated API over retained run directories
+//! and one packaged page (DESIGN §11; PRD F002: R009–R011, T003–T004; issue 7).
+//!
+//! ```text
+//! inferscope-bench serve --runs target/inferscope/runs [--bind 127.0.0.1:8787] [--token-file FILE]
+//! ```
+//!
+//! Routes (all `GET`; JSON unless noted):
+//!
+//! | route | auth | answer |
+//! |---|---|---|
+//! | `/health` | no | `{"status":"ok"}` |
+//! | `/`, `/app.js`, `/style.css` | no | the page shell (no run data); it asks for the token |
+//! | `/v1/runs?after=&limit=` | yes | [`api::RunList`], ascending run id, `limit` 1..=100 (50) |
+//! | `/v1/runs/{run_id}` | yes | [`view::RunDetail`]: jobs, verdicts, capture quality, trajectories, lanes, gaps |
+//! | `/v1/benchmark-timeline?run_id=&after_seq=0&limit=500` | yes | [`api::TimelinePage`] (≤ 1,000 events, ≤ 1 MiB, `next_after_seq`), [`api::TimelineUnavailable`], or 422 |
+//! | `/v1/samples?run_id=&source=power\|proc\|metrics&after=0&limit=2000` | yes | [`api::SamplesPage`] (≤ 5,000 samples, ≤ 1 MiB, `next_after`) |
+//! | `/runs/{run_id}/timeline.jsonl`, `/runs/{run_id}/manifest.json` | yes | the verified artifact's exact bytes (field case C29) |
+//!
+//! Errors are typed JSON ([`api::ApiError`]): 400 for unknown or duplicate query keys,
+//! bad limits, bad ids and oversized input; 401 without a valid token (before any
+//! filesystem access); 404 with one body for every unknown run or path; 422 for an
+//! artifact that fails verification; 503 when the runs root itself is unavailable.
+//!
+//! The page shell is public because a browser cannot attach a bearer header to a
+//! navigation: the page takes the token from the URL fragment (`/#token=…`, never sent
+//! to the server, removed from the address bar at once) or a password field, keeps it
+//! for the tab, and sends it as `Authorization: Bearer` on every API call.
+//!
+//! Nothing served holds a prompt, response or tool payload: events follow the closed
+//! timeline contract, the detail is a curated view of `report.json` (no requests, notes or
+//! grading reasons), samples are numeric. Clock-domain ids are shown as fingerprints, and
+//! metrics URLs and GPU UUIDs are left out (R011).
+
+pub mod api;
+pub mod assets;
+pub mod auth;
+pub mod html;
+mod http;
+pub mod query;
+pub mod runs;
+pub mod view;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+pub use auth::{TOKEN_ENV, Token, TokenError};
+pub use http::{BoundServer, CSP, MAX_TARGET_BYTES, router};
+pub use runs::{RunDir, RunStore, is_valid_run_id};
+
+/// The default `--bind`: loopback only.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8787";
+
+/// Arguments of `serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// The runs root: each direct subdirectory is one run, addressed by its name
+    /// (default layout: `target/inferscope/runs`).
+    #[arg(long, value_name = "DIR")]
+    pub runs: PathBuf,
+    /// Address to listen on (loopback by default; port 0 picks a free port).
+    #[arg(long, default_value = DEFAULT_BIND)]
+    pub bind: SocketAddr,
+    /// File holding the API token (default: the INFERSCOPE_TOKEN environment variable).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
+/// Runs `serve` until Ctrl-C or SIGTERM. Prints `listening on http://ADDR/` first (tests
+/// read it). Exit status: 0 after a clean stop, 2 for a bad token or an address that
+/// cannot be bound.
+pub async fn run(args: ServeArgs) -> i32 {
+    let env = std::env::var(TOKEN_ENV).ok();
+    let token = match Token::load(args.token_file.as_deref(), env.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::gate::EXIT_BAD_INPUT;
+        }
+    };
+    if !args.bind.ip().is_loopback() {
+        eprintln!(
+            "warning: --bind {} is not a loopback address: anyone who can reach it and holds \
+             the token can read these runs' timelines",
+            args.bind
+        );
+    }
+    let server = match BoundServer::bind(args.runs.clone(), token, args.bind).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot listen on {}: {e}", args.bind);
+            return crate::gate::EXIT_BAD_INPUT;
+        }
+    };
+    let addr = match server.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::gate::EXIT_BAD_INPUT;
+        }
+    };
+    // A closed stdout (a supervisor that read the first line) must not stop the server.
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "listening on http://{addr}/ (runs root: {})",
+            args.runs.display()
+        );
+        let _ = writeln!(
+            out,
+            "open http://{addr}/#token=<your token> in a browser, or enter the token in the page"
+        );
+        let _ = out.flush();
+    }
+    let shutdown = async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async {
+                match term.as_mut() {
+                    Some(t) => { t.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {}
+        }
+    };
+    match server.serve(shutdown).await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: serve: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,513 @@
+//! What the API and the page show of one run (pure: built from what [`super::runs`] read).
+//! Sources: PRD R010 ("phase lanes, native request/fixture spans, and existing resource
+//! curves on a shared elapsed-time view with textual alternatives. Show capture quality,
+//! dropped-event count, gaps, and unavailable associations prominently"), R011 ("Keep
+//! resource lanes separate by host/device identity … Host labels in public exports must
+//! be sanitized"), R003 ("Never subtract monotonic values from different
+//! processes/hosts"), T004; issue 7 items 2–3.
+//!
+//! Nothing here copies free text from an artifact into the view except texts written by
+//! this product itself (source status reasons, truncated); names and ids pass their
+//! syntax or are replaced. Clock-domain ids (which embed a host name) are shown only as a
+//! fingerprint ([`clock_domain_fingerprint`]); metrics URLs and GPU UUIDs are left out.
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::timeline::{DroppedCounts, Quality, QualityReason};
+
+use super::runs::{IntegrityItem, ReportState, SamplesState, TimelineState};
+
+mod build;
+mod gaps;
+mod telemetry;
+
+pub use build::{report_view, timeline_view};
+pub use gaps::gap_markers;
+pub use telemetry::{LaneTimes, METRICS_GAUGES, sample_gaps, telemetry_view};
+
+/// Schema id of [`RunDetail`].
+pub const DETAIL_SCHEMA: &str = "inferscope-bench.serve.run/v1";
+/// Most sample gaps itemized per lane; the rest are counted.
+pub const MAX_LANE_GAPS: usize = 200;
+/// A lane has a gap where consecutive samples (or the sampling window's ends) are more
+/// than this many periods apart.
+pub const GAP_PERIODS: u64 = 3;
+
+/// `cd-` and the first 12 hex digits of the SHA-256 of a clock-domain id (pure): equal
+/// ids give equal fingerprints; the host name inside the id is not disclosed.
+pub fn clock_domain_fingerprint(id: &str) -> String {
+    let h = hex::encode(Sha256::digest(id.as_bytes()));
+    format!("cd-{}", &h[..12])
+}
+
+/// Keeps at most `max` characters of a product-written text, control characters removed.
+pub fn bounded_text(s: &str, max: usize) -> String {
+    s.chars().filter(|c| !c.is_control()).take(max).collect()
+}
+
+fn code_or_other(s: &str) -> String {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_');
+    if ok {
+        s.to_string()
+    } else {
+        "other".to_string()
+    }
+}
+
+fn quality_reason_str(r: QualityReason) -> String {
+    serde_json::to_value(r)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The whole detail of one run (`GET /v1/runs/{run_id}`).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunDetail {
+    /// [`DETAIL_SCHEMA`].
+    pub schema: &'static str,
+    /// The run id (directory name).
+    pub run_id: String,
+    /// `report.json`.
+    pub report: ReportView,
+    /// The timeline.
+    pub timeline: TimelineView,
+    /// Resource telemetry.
+    pub telemetry: TelemetryView,
+    /// Every gap and missing association, for the gap list and the lanes.
+    pub gaps: Vec<GapMarker>,
+}
+
+/// The report's summary, jobs, trajectories and steps (no requests, notes or texts).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReportView {
+    /// `ok`, `missing` or `fault`.
+    pub state: &'static str,
+    /// The fault code when `fault`.
+    pub fault: Option<&'static str>,
+    /// The report's run id.
+    pub run_id: Option<String>,
+    /// Run start, RFC 3339 UTC (display only).
+    pub started_utc: Option<String>,
+    /// `inferscope-bench <version>`.
+    pub tool: Option<String>,
+    /// True when Ctrl-C ended the run early.
+    pub cancelled: Option<bool>,
+    /// Fingerprint of the run's clock domain.
+    pub clock_domain: Option<String>,
+    /// Endpoint identity without its URL.
+    pub endpoint: Option<EndpointView>,
+    /// Totals.
+    pub summary: Option<SummaryView>,
+    /// Capture summary as the runner recorded it.
+    pub capture: Option<CaptureView>,
+    /// Jobs.
+    pub jobs: Vec<JobView>,
+}
+
+/// Endpoint identity (no URL: R011).
+#[derive(Clone, Debug, Serialize)]
+pub struct EndpointView {
+    /// Suite name.
+    pub suite: String,
+    /// Model name.
+    pub model: String,
+    /// Built-in simulator (never a real-engine figure).
+    pub simulated: bool,
+    /// Metrics profile.
+    pub engine_profile: String,
+}
+
+/// Run totals.
+#[derive(Clone, Debug, Serialize)]
+pub struct SummaryView {
+    /// Jobs run.
+    pub jobs: usize,
+    /// Jobs passed.
+    pub passed: usize,
+    /// Jobs failed.
+    pub failed: usize,
+    /// Run duration, ns.
+    pub duration_ns: u64,
+    /// Exit status of the run.
+    pub exit_status: i32,
+}
+
+/// The runner's capture record (from `report.json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct CaptureView {
+    /// Capture was on.
+    pub enabled: bool,
+    /// `complete`, `partial`, `unavailable`, or `null` when off.
+    pub quality: Option<String>,
+    /// Events kept.
+    pub events: Option<u64>,
+    /// Events dropped.
+    pub dropped: Option<u64>,
+    /// Events rejected.
+    pub rejected: Option<u64>,
+    /// A persistence diagnostic was recorded (its text is not shown).
+    pub diagnostic: bool,
+}
+
+/// One job.
+#[derive(Clone, Debug, Serialize)]
+pub struct JobView {
+    /// `suite::job`.
+    pub id: String,
+    /// `agentic`, `context` or `swe`.
+    pub kind: String,
+    /// `pass` or `fail`.
+    pub status: String,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+    /// Duration, ns.
+    pub duration_ns: u64,
+    /// Fraction of trajectories that passed grading.
+    pub grade_pass_rate: Option<f64>,
+    /// Gate verdicts.
+    pub verdicts: Vec<VerdictView>,
+    /// Grading checks (description and result; no reasons).
+    pub grading: Vec<GradingView>,
+    /// Failed requests per failure code.
+    pub failure_codes: Vec<(String, u64)>,
+    /// Trajectories.
+    pub trajectories: Vec<TrajectoryView>,
+}
+
+/// One gate verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct VerdictView {
+    /// Gate key.
+    pub gate: String,
+    /// Figure name.
+    pub figure: String,
+    /// Value in `unit`, `null` when unavailable.
+    pub value: Option<f64>,
+    /// Bound in `unit`.
+    pub bound: f64,
+    /// `<=` or `>=`.
+    pub comparison: crate::gate::Comparison,
+    /// Unit.
+    pub unit: String,
+    /// How the figure was obtained.
+    pub basis: String,
+    /// Outcome.
+    pub outcome: crate::gate::Outcome,
+}
+
+/// One grading check.
+#[derive(Clone, Debug, Serialize)]
+pub struct GradingView {
+    /// The check's description (suite-authored).
+    pub check: String,
+    /// Passed.
+    pub passed: bool,
+}
+
+/// One trajectory.
+#[derive(Clone, Debug, Serialize)]
+pub struct TrajectoryView {
+    /// `suite::job#index` (the timeline's `case_id`).
+    pub id: String,
+    /// Repeat index.
+    pub index: u32,
+    /// Why it stopped.
+    pub stop_reason: String,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+    /// Grading result, `null` without checks.
+    pub graded_pass: Option<bool>,
+    /// Steps in order.
+    pub steps: Vec<StepView>,
+}
+
+/// One step (ADR-013 step of the report).
+#[derive(Clone, Debug, Serialize)]
+pub struct StepView {
+    /// Run-unique step id.
+    pub step_id: u64,
+    /// `llm_call` or `tool`.
+    pub kind: String,
+    /// `chat` or the tool name.
+    pub name: String,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+    /// `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// Failure code.
+    pub failure_code: Option<String>,
+    /// Prompt tokens from usage.
+    pub prompt_tokens: Option<u64>,
+    /// Cached prompt tokens from usage.
+    pub cached_tokens: Option<u64>,
+    /// Completion tokens from usage.
+    pub completion_tokens: Option<u64>,
+    /// TTFT, ms.
+    pub ttft_ms: Option<f64>,
+    /// Step energy, mJ.
+    pub energy_mj: Option<u64>,
+    /// Basis of `energy_mj`.
+    pub energy_basis: Option<String>,
+}
+
+/// The timeline's state and manifest figures.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimelineView {
+    /// `ok`, `unavailable` or `integrity_error`.
+    pub state: &'static str,
+    /// Why unavailable (`no_timeline`, `no_manifest`).
+    pub reason: Option<&'static str>,
+    /// Integrity problems when `integrity_error`.
+    pub errors: Vec<IntegrityItem>,
+    /// Problems beyond those itemized.
+    pub errors_omitted: u64,
+    /// Timeline id.
+    pub timeline_id: Option<String>,
+    /// `complete` or `partial`.
+    pub quality: Option<Quality>,
+    /// Reasons for `partial`.
+    pub quality_reasons: Vec<String>,
+    /// Events in the file.
+    pub event_count: Option<u64>,
+    /// Events dropped at the bounds.
+    pub dropped_count: Option<u64>,
+    /// Dropped by reason.
+    pub dropped: Option<DroppedCounts>,
+    /// Events rejected by validation.
+    pub rejected_count: Option<u64>,
+    /// Spans with unknown end.
+    pub unclosed_span_count: Option<u64>,
+    /// Fingerprint of the timeline's clock domain.
+    pub clock_domain: Option<String>,
+    /// Capture start, ns.
+    pub start_elapsed_ns: Option<u64>,
+    /// Capture end (finalization), ns.
+    pub end_elapsed_ns: Option<u64>,
+    /// Explicit telemetry join, if any.
+    pub telemetry_session_id: Option<String>,
+    /// Span ids with unknown end.
+    pub unknown_end_spans: Vec<u64>,
+}
+
+/// Resource telemetry and its lanes.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TelemetryView {
+    /// `ok`, `unavailable` (no samples, or no source configured) or `fault`.
+    pub state: &'static str,
+    /// Why unavailable or the fault.
+    pub reason: Option<String>,
+    /// Fingerprint of the samples' clock domain.
+    pub clock_domain: Option<String>,
+    /// Whether the samples share the run's clock domain (`null` when unknown). Samples of
+    /// another domain are never placed on the run's time axis.
+    pub aligned: Option<bool>,
+    /// Sampling start, ns (samples' domain).
+    pub started_elapsed_ns: Option<u64>,
+    /// Sampling stop, ns (samples' domain).
+    pub stopped_elapsed_ns: Option<u64>,
+    /// One lane per host, source, device and quantity; never summed.
+    pub lanes: Vec<ResourceLane>,
+}
+
+/// One resource lane.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResourceLane {
+    /// `power:<device>`, `proc`, `metrics:<gauge>`.
+    pub lane_id: String,
+    /// `power`, `proc` or `metrics` (the samples route's `source`).
+    pub source: &'static str,
+    /// Who sampled it: `runner host` (power, proc) or `engine endpoint` (metrics).
+    pub host: &'static str,
+    /// Device id in `samples/gpu.jsonl` (power lanes).
+    pub device: Option<u32>,
+    /// Sanitized label, e.g. `GPU 0 · NVIDIA H200`, `simulated`.
+    pub label: String,
+    /// The sample field drawn: `power_mw`, `rss_bytes`, or a gauge name.
+    pub quantity: String,
+    /// Unit of `quantity`: `mW`, `bytes`, `requests`, `fraction`.
+    pub unit: &'static str,
+    /// Power basis (`instant`, `averaged_1s`, `simulated`) when known.
+    pub basis: Option<String>,
+    /// How exact each sample's time is, in words.
+    pub time_uncertainty: String,
+    /// Sampling period, ns.
+    pub period_ns: u64,
+    /// Source status: `ok`, `unavailable`, `ended`, `failed`.
+    pub status: &'static str,
+    /// Status reason (product text, truncated).
+    pub reason: Option<String>,
+    /// Samples of this lane.
+    pub sample_count: u64,
+    /// Samples dropped at the sampler cap (whole source).
+    pub dropped: u64,
+    /// First sample, ns.
+    pub first_elapsed_ns: Option<u64>,
+    /// Last sample, ns.
+    pub last_elapsed_ns: Option<u64>,
+    /// Intervals without samples (itemized up to [`MAX_LANE_GAPS`]).
+    pub gaps: Vec<SampleGap>,
+    /// Gaps beyond those itemized.
+    pub gaps_omitted: u64,
+}
+
+/// An interval of a lane without samples, ns in the samples' clock domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SampleGap {
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+}
+
+/// One visible gap or missing association.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GapMarker {
+    /// `capture_unavailable`, `integrity_error`, `capture_partial`, `run_cancelled`,
+    /// `dropped_events`, `rejected_events`, `seq_gap`, `unknown_end`, `missing_start`,
+    /// `missing_parent`, `telemetry_unavailable`, `source_unavailable`,
+    /// `clock_domain_mismatch`, `missing_samples`, `failed_scrapes`, `report_missing`.
+    pub kind: &'static str,
+    /// What a person reads.
+    pub label: String,
+    /// The lane it belongs to (`lane_id`, `phases`, or a trajectory id), if one.
+    pub lane: Option<String>,
+    /// Start, ns (run clock domain, or the lane's for `missing_samples`).
+    pub start_ns: Option<u64>,
+    /// End, ns.
+    pub end_ns: Option<u64>,
+    /// A count (events, intervals), if one.
+    pub count: Option<u64>,
+}
+
+impl GapMarker {
+    fn new(kind: &'static str, label: impl Into<String>) -> Self {
+        Self {
+            kind,
+            label: label.into(),
+            lane: None,
+            start_ns: None,
+            end_ns: None,
+            count: None,
+        }
+    }
+}
+/// Assembles the detail (pure).
+pub fn run_detail(
+    run_id: &str,
+    report: &ReportState,
+    timeline: &TimelineState,
+    samples: &SamplesState,
+    times: &LaneTimes,
+) -> RunDetail {
+    let report_view = report_view(report);
+    let timeline_v = timeline_view(timeline);
+    let run_domain: Option<String> = match (report, timeline) {
+        (ReportState::Ok(r), _) => Some(r.clock_domain_id.clone()),
+        (_, TimelineState::Ok(t)) => Some(t.manifest.clock_domain_id.clone()),
+        _ => None,
+    };
+    let telemetry = telemetry_view(samples, times, run_domain.as_deref());
+    let scrape_failures = match samples {
+        SamplesState::Ok(s) => s.metrics.as_ref().map_or(0, |m| m.scrapes_failed),
+        _ => 0,
+    };
+    let gaps = gap_markers(
+        &report_view,
+        timeline,
+        &timeline_v,
+        &telemetry,
+        scrape_failures,
+    );
+    RunDetail {
+        schema: DETAIL_SCHEMA,
+        run_id: run_id.to_string(),
+        report: report_view,
+        timeline: timeline_v,
+        telemetry,
+        gaps,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_cover_head_middle_tail_and_empty_lanes() {
+        let p = 10;
+        assert_eq!(
+            sample_gaps(&[100, 110, 120, 200, 210], p, (0, 300)),
+            vec![
+                SampleGap {
+                    start_ns: 0,
+                    end_ns: 100
+                },
+                SampleGap {
+                    start_ns: 120,
+                    end_ns: 200
+                },
+                SampleGap {
+                    start_ns: 210,
+                    end_ns: 300
+                },
+            ]
+        );
+        // Within three periods is not a gap.
+        assert_eq!(sample_gaps(&[0, 30, 60], p, (0, 60)), vec![]);
+        assert_eq!(
+            sample_gaps(&[], p, (5, 50)),
+            vec![SampleGap {
+                start_ns: 5,
+                end_ns: 50
+            }]
+        );
+        assert_eq!(sample_gaps(&[], p, (5, 5)), vec![]);
+    }
+
+    #[test]
+    fn fingerprints_hide_hosts_and_keep_equality() {
+        let a = clock_domain_fingerprint("mono:gpu-node-17.corp:42:1");
+        assert!(a.starts_with("cd-") && a.len() == 15);
+        assert!(!a.contains("gpu-node"));
+        assert_eq!(a, clock_domain_fingerprint("mono:gpu-node-17.corp:42:1"));
+        assert_ne!(a, clock_domain_fingerprint("mono:gpu-node-17.corp:42:2"));
+    }
+
+    #[test]
+    fn codes_pass_only_their_syntax() {
+        assert_eq!(code_or_other("http_status"), "http_status");
+        assert_eq!(
+            code_or_other("error sending request for url (http://10.0.0.7)"),
+            "other"
+        );
+        assert_eq!(bounded_text("a\u{0}b\nc", 10), "abc");
+    }
+
+    #[test]
+    fn missing_samples_and_no_telemetry_are_markers() {
+        let unavailable = telemetry_view(&SamplesState::Missing, &LaneTimes::default(), Some("d"));
+        let g = gap_markers(
+            &ReportView {
+                state: "ok",
+                ..Default::default()
+            },
+            &TimelineState::Unavailable("no_timeline"),
+            &timeline_view(&TimelineState::Unavailable("no_timeline")),
+            &unavailable,
+            0,
+        );
+        let kinds: Vec<&str> = g.iter().map(|g| g.kind).collect();
+        assert_eq!(kinds, ["capture_unavailable", "telemetry_unavailable"]);
+    }
+}

@@ -1,0 +1,215 @@
+// Baselines (issue 8 item 2): `baseline save`, `compare`, `run --baseline` and the
+// `[gates] regression_pct` gate, with the binary against in-process simulators
+// (`sim::spawn` on 127.0.0.1:0): an unchanged rerun on a fresh simulator is within noise,
+// a simulator with a larger TTFT is flagged regressed and fails the gate (exit 100).
+
+use std::path::Path;
+use std::process::Output;
+
+use inferscope_bench::sim::{SimConfig, SimHandle, spawn};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_inferscope-bench");
+
+const SUITE: &str = r#"name = "cmp"
+seed = 3
+model = "inferscope-sim"
+
+[gates]
+max_error_rate = 0.0
+regression_pct = 50.0
+
+[[jobs]]
+name = "ctx"
+kind = "context"
+sizes = [32]
+repeat = 24
+max_tokens = 6
+"#;
+
+/// A fresh simulator whose latencies dwarf a loaded machine's timer slack (ITL 20 ms).
+async fn sim(ttft_ms: u64) -> SimHandle {
+    spawn(
+        SimConfig {
+            ttft_base_ms: ttft_ms,
+            itl_ms: 20,
+            itl_jitter_ms: 2,
+            ..SimConfig::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap()
+}
+
+/// Runs the binary in `cwd` (baselines live under the current directory) off the async
+/// workers, so the in-process simulator keeps serving.
+async fn cli(cwd: &Path, args: &[&str]) -> Output {
+    let cwd = cwd.to_path_buf();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(BIN)
+            .args(&args)
+            .current_dir(&cwd)
+            .env("CI", "true")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+async fn run_against(cwd: &Path, sim: &SimHandle, out: &str, baseline: Option<&str>) -> Output {
+    let url = sim.base_url();
+    let mut args = vec!["run", "suite.toml", "--endpoint", &url, "--out", out];
+    if let Some(b) = baseline {
+        args.extend(["--baseline", b]);
+    }
+    cli(cwd, &args).await
+}
+
+/// The verdict word of figure `name` in a comparison table.
+fn verdict_of<'a>(table: &'a str, job: &str, name: &str) -> &'a str {
+    let block = table
+        .split("baseline main")
+        .find(|b| b.contains(job))
+        .unwrap_or_else(|| panic!("no table for {job}:\n{table}"));
+    let line = block
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no row {name}:\n{block}"));
+    if line.ends_with("within noise") {
+        "within noise"
+    } else {
+        line.split_whitespace().last().unwrap()
+    }
+}
+
+fn report(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_flags_a_slowed_simulator_and_the_regression_gate_fails_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    std::fs::write(cwd.join("suite.toml"), SUITE).unwrap();
+
+    // 1. The run a baseline is saved from: the regression gate has nothing to compare with
+    //    and is skipped, not passed.
+    let a = sim(40).await;
+    let o = run_against(cwd, &a, "r1", None).await;
+    a.shutdown().await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = &report(&cwd.join("r1"))["jobs"][0]["verdicts"];
+    let reg = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["gate"] == "regression_pct")
+        .unwrap();
+    assert_eq!(reg["outcome"], "skipped", "{reg}");
+    let o = cli(cwd, &["baseline", "save", "r1", "--name", "main"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let saved: Value = serde_json::from_str(
+        &std::fs::read_to_string(cwd.join(".inferscope/baselines/main.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(saved["schema"], "inferscope-bench.baseline/v1");
+    let f = &saved["jobs"][0]["figures"]["ttft_ms.p50"];
+    assert_eq!(f["n"], 24);
+    assert!(f["ci_low"].as_f64().unwrap() <= f["value"].as_f64().unwrap());
+    assert!(f["value"].as_f64().unwrap() <= f["ci_high"].as_f64().unwrap());
+
+    // 2. An unchanged rerun on a fresh simulator: within noise, the gate passes.
+    let a2 = sim(40).await;
+    let o = run_against(cwd, &a2, "r2", Some("main")).await;
+    a2.shutdown().await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = cli(cwd, &["compare", "r2", "--baseline", "main"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout).to_string();
+    for fig in ["ttft_ms.p50", "e2e_ms.p50", "tpot_ms.p50"] {
+        assert_eq!(
+            verdict_of(&table, "cmp::ctx", fig),
+            "within noise",
+            "{table}"
+        );
+    }
+    assert!(
+        table.contains("summary: 0 regressed"),
+        "an unchanged rerun regresses nothing:\n{table}"
+    );
+
+    // 3. The simulator's TTFT flag raised: regressed, and the gate fails the run.
+    let slow = sim(200).await;
+    let o = run_against(cwd, &slow, "r3", Some("main")).await;
+    slow.shutdown().await;
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains("FAIL"), "{out}");
+    assert!(out.contains("regression_pct = "), "{out}");
+    let j = &report(&cwd.join("r3"))["jobs"][0];
+    let reg = j["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["gate"] == "regression_pct")
+        .unwrap();
+    assert_eq!(reg["outcome"], "fail", "{reg}");
+    assert!(reg["value"].as_f64().unwrap() > 50.0);
+    assert_eq!(j["baseline"]["baseline"], "main");
+    let o = cli(cwd, &["compare", "r3", "--baseline", "main"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(
+        verdict_of(&table, "cmp::ctx", "ttft_ms.p50"),
+        "regressed",
+        "{table}"
+    );
+    assert_eq!(
+        verdict_of(&table, "cmp::ctx", "e2e_ms.p50"),
+        "regressed",
+        "{table}"
+    );
+    let o = cli(
+        cwd,
+        &[
+            "compare",
+            "r3",
+            "--baseline",
+            "main",
+            "--regression-pct",
+            "50",
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baseline_names_and_missing_baselines_are_bad_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    std::fs::write(cwd.join("suite.toml"), SUITE).unwrap();
+    let o = cli(cwd, &["compare", ".", "--baseline", "nope"]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = cli(cwd, &["run", "suite.toml", "--baseline", "nope"]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("no baseline named `nope`"),
+        "{}",
+        text(&o)
+    );
+    let o = cli(cwd, &["baseline", "save", ".", "--name", "../x"]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("invalid baseline name"), "{}", text(&o));
+}

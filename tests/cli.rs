@@ -1,0 +1,636 @@
+//! The command line as a user meets it (issue 2 "Done when", issue 6 item 5): the built
+//! binary run in a temporary working directory against the built-in simulator or a
+//! loopback listener the test starts. Exit codes 0 / 100 / 2 (and 1 for `timeline
+//! verify`), the did-you-mean message, "nothing is sent" for bad input and `--dry-run`,
+//! `--out DIR`, the nextest-style lines, `check`, `list`, `report`, `--junit`,
+//! `--message-format json`, and the ready suites.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{Tripwire, describe, files_under, report, run, text, tree, write};
+
+/// A one-request suite on the built-in simulator (fast), with an optional `[gates]` body.
+fn quick_suite(dir: &Path, gates: &str) -> String {
+    let body = format!(
+        "name = \"quick\"\n\
+         [gates]\n{gates}\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = 4\n"
+    );
+    write(dir, "quick.toml", &body).display().to_string()
+}
+
+fn suite_path(name: &str) -> String {
+    support::repo()
+        .join("suites")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn last_line(s: &str) -> &str {
+    s.lines().last().unwrap_or("")
+}
+
+/// The suite typo of field case C31 (`max_stpes`), on line 8, column 1.
+const TYPO_SUITE: &str = "name = \"typo\"\n\
+    \n\
+    [[jobs]]\n\
+    name = \"a\"\n\
+    kind = \"agentic\"\n\
+    mode = \"model\"\n\
+    task = \"hi\"\n\
+    max_stpes = 3\n";
+
+#[test]
+fn agentic_suite_on_the_simulator_passes_and_writes_exactly_into_out() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = cwd.path().join("out");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            &suite_path("agentic.toml"),
+            "--capture-timeline",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    // nextest-style lines: one per job, the summary, the plain line, the run directory.
+    assert!(
+        stdout
+            .lines()
+            .next()
+            .unwrap()
+            .contains("Starting 2 jobs across 1 suite (endpoint: simulated"),
+        "{stdout}"
+    );
+    for id in ["agentic::lookup", "agentic::repo_tour"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with("PASS [") && l.ends_with(id)),
+            "no PASS line for {id}:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("Summary [")
+                && l.ends_with("2 jobs run: 2 passed, 0 failed"))
+    );
+    assert!(
+        stdout.lines().any(|l| l == "2 passed, 0 failed"),
+        "the plain line is alone on its line:\n{stdout}"
+    );
+    assert_eq!(
+        last_line(&stdout),
+        format!("run directory: {}", out.display())
+    );
+
+    // Exactly into DIR: nothing else appeared in the working directory.
+    let files = tree(cwd.path());
+    assert!(
+        files.iter().all(|f| f.starts_with("out/")),
+        "files outside --out: {files:?}"
+    );
+    for f in [
+        "out/report.json",
+        "out/steps.jsonl",
+        "out/timeline/events.jsonl",
+        "out/timeline/manifest.json",
+    ] {
+        assert!(files.iter().any(|x| x == f), "missing {f} in {files:?}");
+    }
+
+    let r = report(&out);
+    assert_eq!(r["schema"], "inferscope-bench.report/v1");
+    assert_eq!(r["endpoint"]["simulated"], true);
+    assert_eq!(r["summary"]["exit_status"], 0);
+    assert_eq!(r["capture"]["quality"], "complete");
+    for j in r["jobs"].as_array().unwrap() {
+        assert_eq!(j["status"], "pass", "{}", j["id"]);
+        assert!(j["stats"]["succeeded"].as_u64().unwrap() > 0);
+    }
+    // steps.jsonl: the ADR-013 marker fields on every line, ids unique.
+    let steps = std::fs::read_to_string(out.join("steps.jsonl")).unwrap();
+    let mut ids = std::collections::BTreeSet::new();
+    for l in steps.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        assert!(ids.insert(v["step_id"].as_u64().unwrap()));
+        assert!(matches!(v["kind"].as_str(), Some("llm_call" | "tool")));
+        assert!(v["t_end_unix_ns"].as_u64().unwrap() >= v["t_start_unix_ns"].as_u64().unwrap());
+    }
+    assert!(ids.len() >= 10, "{} steps", ids.len());
+
+    let v = run(cwd.path(), &["timeline", "verify", out.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(0), "{}", describe(&v));
+}
+
+#[test]
+fn default_run_directory_is_under_target_and_named_last() {
+    let cwd = tempfile::tempdir().unwrap();
+    let suite = quick_suite(cwd.path(), "");
+    let o = run(cwd.path(), &["run", &suite]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    let dir = last_line(&stdout)
+        .strip_prefix("run directory: ")
+        .unwrap_or_else(|| panic!("last line: {stdout}"));
+    assert!(dir.starts_with("target/inferscope/runs/"), "{dir}");
+    assert!(cwd.path().join(dir).join("report.json").is_file());
+    assert!(cwd.path().join(dir).join("steps.jsonl").is_file());
+    // Capture off: no timeline directory, and the reader says unavailable (exit 2).
+    assert!(!cwd.path().join(dir).join("timeline").exists());
+    let v = run(cwd.path(), &["timeline", "verify", dir]);
+    assert_eq!(v.status.code(), Some(2), "{}", describe(&v));
+    assert!(text(&v).0.contains("unavailable"));
+}
+
+#[test]
+fn ready_context_suite_passes() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            &suite_path("context.toml"),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(text(&o).0.lines().any(|l| l == "2 passed, 0 failed"));
+    let r = report(&out);
+    let sweep = support::job(&r, "context::sweep");
+    assert_eq!(sweep["status"], "pass");
+    // 3 sizes × 2 repeats, every one a success with server usage.
+    let reqs = sweep["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 6);
+    assert!(reqs.iter().all(|q| q["status"] == "success"));
+    assert!(reqs.iter().all(|q| q["prompt_tokens"].is_u64()));
+}
+
+#[test]
+fn ready_swe_suite_passes() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            &suite_path("swe.toml"),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(text(&o).0.lines().any(|l| l == "1 passed, 0 failed"));
+    let r = report(&out);
+    let j = support::job(&r, "swe::fix_prefix_len");
+    assert_eq!(j["harness"]["exit_code"], 0);
+    assert!(
+        !j["trajectories"][0]["steps"].as_array().unwrap().is_empty(),
+        "the harness's step markers were joined"
+    );
+}
+
+#[test]
+fn a_gate_that_cannot_pass_exits_100_naming_figure_value_and_bound() {
+    let cwd = tempfile::tempdir().unwrap();
+    let suite = quick_suite(cwd.path(), "ttft_ms = { p99 = 0.001 }");
+    let out = cwd.path().join("run");
+    let junit = cwd.path().join("junit.xml");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            &suite,
+            "--out",
+            out.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(100), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("FAIL [") && l.ends_with("quick::one")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("ttft_ms.p99") && l.contains("0.001")),
+        "the reason names figure and bound:\n{stdout}"
+    );
+    assert!(stdout.lines().any(|l| l == "0 passed, 1 failed"));
+    assert_eq!(
+        last_line(&stdout),
+        format!("run directory: {}", out.display())
+    );
+
+    let r = report(&out);
+    let j = support::job(&r, "quick::one");
+    assert_eq!(j["status"], "fail");
+    let v = j["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["figure"] == "ttft_ms.p99")
+        .unwrap_or_else(|| panic!("no ttft verdict: {}", j["verdicts"]));
+    assert_eq!(v["outcome"], "fail");
+    assert!(v["value"].as_f64().unwrap() > 0.001);
+    assert_eq!(r["summary"]["exit_status"], 100);
+
+    // --junit FILE: one test case for the job, with a failure.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.starts_with("<?xml"), "{xml}");
+    assert!(xml.contains("<testcase name=\"one\""), "{xml}");
+    assert!(xml.contains("<failure"), "{xml}");
+}
+
+#[test]
+fn typo_in_a_suite_exits_2_with_location_and_did_you_mean() {
+    let cwd = tempfile::tempdir().unwrap();
+    let bad = write(cwd.path(), "bad.toml", TYPO_SUITE);
+    for args in [vec!["check", "bad.toml"], vec!["run", "bad.toml"]] {
+        let o = run(cwd.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", describe(&o));
+        let (stdout, stderr) = text(&o);
+        assert!(
+            stderr.contains("bad.toml:8:1"),
+            "{args:?}: file:line:col missing:\n{stderr}"
+        );
+        assert!(
+            stderr.contains("did you mean `max_steps`?"),
+            "{args:?}: hint missing:\n{stderr}"
+        );
+        assert!(!stdout.contains("run directory"), "{stdout}");
+    }
+    assert!(bad.is_file());
+    assert_eq!(tree(cwd.path()), vec!["bad.toml"], "nothing was written");
+}
+
+/// Every kind of bad input is refused with exit 2 before any request: the suite names a
+/// loopback listener the test owns, and it never sees a connection.
+#[test]
+fn bad_input_exits_2_before_any_request_reaches_the_endpoint() {
+    let wire = Tripwire::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let good = format!(
+        "name = \"good\"\nendpoint = \"{}\"\nmodel = \"m\"\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "good.toml", &good);
+    write(cwd.path(), "typo.toml", TYPO_SUITE);
+    let key = format!(
+        "name = \"key\"\nendpoint = \"{}\"\nmodel = \"m\"\n\
+         api_key_env = \"INFERSCOPE_TEST_UNSET_KEY_VAR\"\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "key.toml", &key);
+    let gate = format!(
+        "name = \"gate\"\nendpoint = \"{}\"\nmodel = \"m\"\n[gates]\nmax_error_rate = 2.5\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "gate.toml", &gate);
+    let wrong_type = format!(
+        "name = \"wt\"\nendpoint = \"{}\"\nmodel = \"m\"\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = \"big\"\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "wrong_type.toml", &wrong_type);
+
+    let cases: Vec<Vec<&str>> = vec![
+        // A valid suite followed by an invalid one: nothing of the first is sent either.
+        vec!["run", "good.toml", "typo.toml"],
+        vec!["run", "key.toml"],
+        vec!["run", "gate.toml"],
+        vec!["run", "wrong_type.toml"],
+        vec!["run", "good.toml", "--filter", "no-such-job"],
+        vec!["run", "good.toml", "missing.toml"],
+        vec!["run", "good.toml", "--endpoint", "ftp://127.0.0.1/v1"],
+    ];
+    for args in cases {
+        let o = support::command(cwd.path())
+            .args(&args)
+            .env_remove("INFERSCOPE_TEST_UNSET_KEY_VAR")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", describe(&o));
+        assert!(!text(&o).1.is_empty(), "{args:?}: no diagnostic");
+        assert_eq!(wire.accepted(), 0, "{args:?} reached the endpoint");
+    }
+    assert!(
+        !cwd.path().join("target").exists(),
+        "no run directory for bad input"
+    );
+}
+
+#[test]
+fn dry_run_prints_every_setting_and_sends_nothing() {
+    let wire = Tripwire::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "name = \"dry\"\nendpoint = \"{}\"\nmodel = \"m\"\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "dry.toml", &suite);
+    let o = run(cwd.path(), &["run", "dry.toml", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let stdout = text(&o).0;
+    assert!(stdout.contains("capture_timeline: false"), "{stdout}");
+    assert!(stdout.contains(&wire.base_url()), "{stdout}");
+    assert!(stdout.contains("request_timeout_s:"));
+    assert!(stdout.contains("job dry::one (context)"), "{stdout}");
+
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            "dry.toml",
+            "--dry-run",
+            "--capture-timeline",
+            "--model",
+            "other",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let stdout = text(&o).0;
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("capture_timeline: true")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("model: other")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("nothing was sent"));
+
+    assert_eq!(wire.accepted(), 0, "a dry run connected to the endpoint");
+    assert_eq!(tree(cwd.path()), vec!["dry.toml"], "a dry run wrote files");
+}
+
+#[test]
+fn check_and_list() {
+    let cwd = tempfile::tempdir().unwrap();
+    let suites: Vec<String> = ["agentic.toml", "context.toml", "swe.toml", "llama-cpp.toml"]
+        .iter()
+        .map(|s| suite_path(s))
+        .collect();
+    let mut args = vec!["check"];
+    args.extend(suites.iter().map(String::as_str));
+    let o = run(cwd.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(
+        text(&o).0.lines().filter(|l| l.starts_with("ok: ")).count(),
+        4
+    );
+
+    let o = run(cwd.path(), &["check", "nope.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+
+    let o = run(cwd.path(), &["list", &suites[0], &suites[1]]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let lines: Vec<String> = text(&o).0.lines().map(str::to_string).collect();
+    assert_eq!(
+        lines,
+        vec![
+            "agentic::lookup  agentic",
+            "agentic::repo_tour  agentic",
+            "context::sweep  context",
+            "context::cold  context",
+        ]
+    );
+    let o = run(cwd.path(), &["list", &suites[0], "--filter", "*tour"]);
+    assert_eq!(text(&o).0.trim(), "agentic::repo_tour  agentic");
+    let o = run(cwd.path(), &["list", "nope.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(tree(cwd.path()).is_empty());
+}
+
+#[test]
+fn timeline_verify_exit_codes_0_1_2() {
+    let cwd = tempfile::tempdir().unwrap();
+    let suite = quick_suite(cwd.path(), "");
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            &suite,
+            "--capture-timeline",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let verify = |dir: &Path| run(cwd.path(), &["timeline", "verify", dir.to_str().unwrap()]);
+    let v = verify(&out);
+    assert_eq!(v.status.code(), Some(0), "{}", describe(&v));
+    assert!(text(&v).0.contains("complete"));
+
+    // One flipped byte in the events file: hash mismatch, an integrity error (1).
+    let ev = out.join("timeline/events.jsonl");
+    let mut bytes = std::fs::read(&ev).unwrap();
+    let i = bytes.iter().position(|&b| b == b'1').unwrap();
+    bytes[i] = b'2';
+    std::fs::write(&ev, bytes).unwrap();
+    let v = verify(&out);
+    assert_eq!(v.status.code(), Some(1), "{}", describe(&v));
+
+    // No manifest, or no directory at all: unavailable (2).
+    std::fs::remove_file(out.join("timeline/manifest.json")).unwrap();
+    let v = verify(&out);
+    assert_eq!(v.status.code(), Some(2), "{}", describe(&v));
+    assert!(text(&v).0.contains("unavailable"));
+    let v = verify(&cwd.path().join("no-such-run"));
+    assert_eq!(v.status.code(), Some(2), "{}", describe(&v));
+}
+
+#[test]
+fn report_formats_of_a_run_directory() {
+    let cwd = tempfile::tempdir().unwrap();
+    let suite = quick_suite(cwd.path(), "");
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            &suite,
+            "--capture-timeline",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let dir = out.to_str().unwrap();
+
+    let md = run(cwd.path(), &["report", dir, "--format", "markdown"]);
+    assert_eq!(md.status.code(), Some(0), "{}", describe(&md));
+    let md = text(&md).0;
+    assert!(md.contains("1 passed, 0 failed"), "{md}");
+    assert!(md.contains("quick::one"), "{md}");
+
+    let junit = run(cwd.path(), &["report", dir, "--format", "junit"]);
+    assert_eq!(junit.status.code(), Some(0), "{}", describe(&junit));
+    let xml = text(&junit).0;
+    assert!(
+        xml.starts_with("<?xml") && xml.contains("<testcase name=\"one\""),
+        "{xml}"
+    );
+    assert!(!xml.contains("<failure"));
+
+    let trace = cwd.path().join("trace.json");
+    let p = run(
+        cwd.path(),
+        &[
+            "report",
+            dir,
+            "--format",
+            "perfetto",
+            "-o",
+            trace.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(p.status.code(), Some(0), "{}", describe(&p));
+    let v: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().expect("traceEvents array");
+    assert!(
+        events.iter().any(|e| e["name"] == "chat_completion"),
+        "a request slice is in the trace"
+    );
+    assert!(
+        events.iter().any(|e| e["ph"] == "M"),
+        "process/thread metadata"
+    );
+
+    let j = run(cwd.path(), &["report", dir, "--format", "json"]);
+    assert_eq!(j.status.code(), Some(0), "{}", describe(&j));
+    let v: Value = serde_json::from_str(&text(&j).0).unwrap();
+    assert_eq!(v["run_id"], report(&out)["run_id"]);
+
+    // Not a run directory: bad input.
+    let bad = run(cwd.path(), &["report", cwd.path().to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2), "{}", describe(&bad));
+}
+
+#[test]
+fn message_format_json_prints_only_json_lines() {
+    let cwd = tempfile::tempdir().unwrap();
+    let suite = quick_suite(cwd.path(), "ttft_ms = { p99 = 0.001 }");
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            &suite,
+            &suite_path("context.toml"),
+            "--filter",
+            "*::one",
+            "--message-format",
+            "json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(100), "{}", describe(&o));
+    let (stdout, stderr) = text(&o);
+    let mut jobs = Vec::new();
+    let mut summaries = Vec::new();
+    for line in stdout.lines() {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| {
+            panic!("not a JSON line ({e}): {line:?}\n--- stdout ---\n{stdout}")
+        });
+        match v["type"].as_str() {
+            Some("job") => jobs.push(v),
+            Some("summary") => summaries.push(v),
+            _ => {}
+        }
+    }
+    assert_eq!(jobs.len(), 1, "{stdout}");
+    assert_eq!(jobs[0]["id"], "quick::one");
+    assert_eq!(jobs[0]["status"], "fail");
+    assert_eq!(summaries.len(), 1, "{stdout}");
+    assert_eq!(summaries[0]["exit_code"], 100);
+    assert_eq!(summaries[0]["failed"], 1);
+    // The run directory is still named (in a JSON value, or on stderr).
+    let dir = out.display().to_string();
+    assert!(
+        stdout.contains(&serde_json::to_string(&dir).unwrap()) || stderr.contains(&dir),
+        "run directory not named"
+    );
+}
+
+/// `inferscope-bench sim` serves on the port it announces, a suite runs against it with
+/// `--endpoint`, and Ctrl-C stops it with exit 0.
+#[test]
+fn sim_command_serves_a_run_and_stops_on_ctrl_c() {
+    let cwd = tempfile::tempdir().unwrap();
+    let mut sim = support::command(cwd.path())
+        .args(["sim", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(sim.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:") && w.ends_with("/v1"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_string();
+    let suite = quick_suite(cwd.path(), "");
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            &suite,
+            "--endpoint",
+            &url,
+            "--model",
+            "inferscope-sim",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    // SAFETY: signalling the child this test spawned, by its own pid.
+    unsafe { libc::kill(sim.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = sim.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "sim did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = report(&out);
+    assert_eq!(r["endpoint"]["simulated"], false, "an external endpoint");
+    assert_eq!(r["endpoint"]["base_url"], url.as_str());
+    assert_eq!(status.code(), Some(0));
+    // Nothing else was written.
+    assert!(
+        files_under(cwd.path()).iter().all(|(p, _)| {
+            p.starts_with(&out) || p.file_name().is_some_and(|n| n == "quick.toml")
+        })
+    );
+}

@@ -1,0 +1,291 @@
+// Load (issue 8 item 1): a concurrency sweep against the built-in simulator, and Poisson
+// arrivals faster than the server serves (field case C24), each against an in-process
+// simulator (`sim::spawn`, started by the runner or by the test) on 127.0.0.1:0.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use inferscope_bench::runner::{self, RunOptions, RunOutcome};
+use inferscope_bench::sim::{SimConfig, spawn};
+use inferscope_bench::suite::{self, RunOverrides};
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+async fn run_suite(path: &Path, filter: Option<&str>, out: &Path) -> RunOutcome {
+    let s = suite::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let resolved = suite::resolve(
+        &s,
+        &RunOverrides {
+            filter: filter.map(str::to_string),
+            ..RunOverrides::default()
+        },
+    );
+    runner::run(
+        RunOptions {
+            suites: vec![resolved],
+            out: Some(out.to_path_buf()),
+            progress: false,
+            sink_override: None,
+            quiet: true,
+        },
+        Arc::new(AtomicBool::new(false)),
+    )
+    .await
+}
+
+fn report_json(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = run_suite(&root().join("suites/load.toml"), Some("load::fanout"), &out).await;
+    let console = o.console.join("\n");
+    assert_eq!(o.exit_status, 0, "{console}");
+
+    // The curve, printed: one row per point.
+    assert!(
+        console.contains("load load::fanout · sweep over concurrency"),
+        "{console}"
+    );
+    for c in [1, 4, 16] {
+        let row = console
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("concurrency {c} ")))
+            .unwrap_or_else(|| panic!("no curve row for concurrency {c}:\n{console}"));
+        assert!(row.contains('%'), "goodput column: {row}");
+    }
+
+    // The curve, in report.json.
+    let r = report_json(&out);
+    let job = &r["jobs"][0];
+    assert_eq!(job["id"], "load::fanout");
+    let sweep = &job["sweep"];
+    assert_eq!(sweep["variable"], "concurrency");
+    assert_eq!(sweep["values"], serde_json::json!([1.0, 4.0, 16.0]));
+    let points = sweep["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3);
+    for (p, c) in points.iter().zip([1u64, 4, 16]) {
+        assert_eq!(p["concurrency"], c);
+        assert_eq!(p["achieved_concurrency"], c, "every slot filled: {p}");
+        assert_eq!(p["units"], 16);
+        // 16 trajectories × 2 LLM calls, 2 warm-up requests excluded.
+        assert_eq!(p["warmup_requests"], 2);
+        assert_eq!(p["stats"]["requests"], 30);
+        for k in [
+            "ttft_ms",
+            "e2e_ms",
+            "e2e_from_schedule_ms",
+            "schedule_lag_ms",
+        ] {
+            assert!(p["stats"][k]["p99"].as_f64().is_some(), "{k}: {p}");
+        }
+        assert!(p["ttft_from_schedule_ms"]["p50"].as_f64().is_some());
+        assert!(p["stats"]["throughput_rps"].as_f64().unwrap() > 0.0);
+        let g = p["goodput"]["fraction"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&g), "{p}");
+        assert_eq!(p["energy"]["basis"], "simulated");
+        assert!(p["energy"]["energy_per_output_token_j"].as_f64().unwrap() > 0.0);
+    }
+    let tput: Vec<f64> = points
+        .iter()
+        .map(|p| p["stats"]["throughput_rps"].as_f64().unwrap())
+        .collect();
+    assert!(
+        tput[2] > tput[0] * 2.0,
+        "16 in flight serve more per second than 1: {tput:?}"
+    );
+    assert!(job["load"]["client_max_connections"].as_u64().unwrap() >= 16);
+    assert_eq!(job["load"]["warmup_requests"].as_array().unwrap().len(), 6);
+
+    // The trajectory report: measured at one in flight, apportioned above, never
+    // measured there.
+    let groups = r["trajectory"]["groups"].as_array().unwrap();
+    let basis_of = |label: &str| {
+        groups
+            .iter()
+            .find(|g| g["group"].as_str().unwrap().ends_with(label))
+            .unwrap_or_else(|| panic!("no group {label}: {groups:?}"))["energy_basis"]
+            .clone()
+    };
+    assert_eq!(basis_of("concurrency 1"), "measured");
+    assert_eq!(basis_of("concurrency 4"), "apportioned");
+    assert_eq!(basis_of("concurrency 16"), "apportioned");
+    assert_eq!(
+        r["trajectory"]["concurrency"]["energy_basis"],
+        "apportioned"
+    );
+    for t in r["trajectory"]["trajectories"].as_array().unwrap() {
+        let id = t["trajectory"].as_str().unwrap();
+        let want = if id.contains("#p0.") {
+            "measured"
+        } else {
+            "apportioned"
+        };
+        assert_eq!(t["energy_basis"], want, "{id}");
+    }
+    for t in job["trajectories"].as_array().unwrap() {
+        let concurrent = !t["id"].as_str().unwrap().contains("#p0.");
+        for s in t["steps"].as_array().unwrap() {
+            let b = s["energy_basis"].as_str();
+            assert_ne!(
+                b,
+                Some("measured"),
+                "the simulator's energy is never measured"
+            );
+            if concurrent && b.is_some() {
+                assert_eq!(b, Some("apportioned"), "{}", t["id"]);
+            }
+        }
+    }
+    let tables = runner::report::trajectory_tables(&o.report).join("\n");
+    assert!(
+        tables.contains("energy basis: apportioned") || tables.contains("apportioned"),
+        "{tables}"
+    );
+    assert!(
+        tables.contains("per-step energy is apportioned, not measured"),
+        "{tables}"
+    );
+    let notes = job["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("apportioned, not measured")),
+        "{notes:?}"
+    );
+}
+
+/// Field case C24 on the wire: Poisson arrivals at 60/s, one request in flight, a server
+/// that takes ~45 ms per request (22/s). The client queue grows, so latency from the
+/// scheduled send grows request after request while latency from the actual send does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c24_poisson_faster_than_service_latency_from_schedule_grows() {
+    let sim = spawn(
+        SimConfig {
+            ttft_base_ms: 25,
+            prefill_us_per_token: 0,
+            itl_ms: 5,
+            itl_jitter_ms: 0,
+            ..SimConfig::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let suite_path = tmp.path().join("c24.toml");
+    std::fs::write(
+        &suite_path,
+        format!(
+            "name = \"c24\"\nseed = 24\nendpoint = \"{}\"\nmodel = \"inferscope-sim\"\n\
+             [[jobs]]\nname = \"open\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = 4\n\
+             rate = 60\narrival = \"poisson\"\nconcurrency = 1\ncount = 30\n",
+            sim.base_url()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = run_suite(&suite_path, None, &out).await;
+    sim.shutdown().await;
+    assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
+    let r = report_json(&out);
+    let job = &r["jobs"][0];
+
+    // Per request, in schedule order.
+    let mut reqs: Vec<(f64, f64, f64)> = job["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            let sched = q["scheduled_ns"].as_f64().unwrap();
+            let send = q["send_ns"].as_f64().unwrap();
+            let end = q["end_ns"].as_f64().unwrap();
+            (sched, (send - sched) / 1e6, (end - send) / 1e6)
+        })
+        .collect();
+    assert_eq!(reqs.len(), 30);
+    reqs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mean = |v: &[(f64, f64, f64)], f: fn(&(f64, f64, f64)) -> f64| {
+        v.iter().map(f).sum::<f64>() / v.len() as f64
+    };
+    let (first, last) = (&reqs[..10], &reqs[20..]);
+    let lag_first = mean(first, |x| x.1);
+    let lag_last = mean(last, |x| x.1);
+    let send_first = mean(first, |x| x.2);
+    let send_last = mean(last, |x| x.2);
+    let sched_first = lag_first + send_first;
+    let sched_last = lag_last + send_last;
+    assert!(
+        sched_last > sched_first + 200.0,
+        "latency from schedule grows: first {sched_first:.1} ms, last {sched_last:.1} ms"
+    );
+    assert!(
+        send_last < send_first * 1.5 + 20.0,
+        "latency from send does not: first {send_first:.1} ms, last {send_last:.1} ms"
+    );
+
+    // The job statistics say the same: E2E from schedule far above E2E from send, and
+    // most requests missed their schedule.
+    let st = &job["stats"];
+    let e2e = st["e2e_ms"]["p99"].as_f64().unwrap();
+    let from_sched = st["e2e_from_schedule_ms"]["p99"].as_f64().unwrap();
+    assert!(from_sched > 3.0 * e2e, "{from_sched} vs {e2e}");
+    assert!(st["schedule_misses"].as_u64().unwrap() >= 20, "{st}");
+    let p = &job["sweep"]["points"][0];
+    assert_eq!(p["label"], "rate 60/s poisson, concurrency <= 1");
+    assert_eq!(p["achieved_concurrency"], 1);
+    assert!(
+        p["ttft_from_schedule_ms"]["p99"].as_f64().unwrap()
+            > 3.0 * p["stats"]["ttft_ms"]["p99"].as_f64().unwrap()
+    );
+}
+
+/// Arrivals are seeded: the same suite seed schedules the same offsets run after run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_schedule_is_seeded_from_the_suite_seed() {
+    let sim = spawn(SimConfig::zero_delay(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let suite_path = tmp.path().join("seeded.toml");
+    std::fs::write(
+        &suite_path,
+        format!(
+            "name = \"seeded\"\nseed = 9\nendpoint = \"{}\"\nmodel = \"inferscope-sim\"\n\
+             [[jobs]]\nname = \"open\"\nkind = \"context\"\nsizes = [8]\nmax_tokens = 2\n\
+             rate = 100\ncount = 12\n",
+            sim.base_url()
+        ),
+    )
+    .unwrap();
+    let mut offsets = Vec::new();
+    for i in 0..2 {
+        let out = tmp.path().join(format!("run{i}"));
+        let o = run_suite(&suite_path, None, &out).await;
+        assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
+        let r = report_json(&out);
+        let mut sched: Vec<u64> = r["jobs"][0]["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["scheduled_ns"].as_u64().unwrap())
+            .collect();
+        sched.sort_unstable();
+        let t0 = sched[0];
+        offsets.push(sched.iter().map(|s| s - t0).collect::<Vec<_>>());
+    }
+    sim.shutdown().await;
+    assert_eq!(offsets[0], offsets[1]);
+    assert_eq!(offsets[0].len(), 12);
+    assert!(
+        offsets[0].windows(2).any(|w| w[1] - w[0] != offsets[0][1]),
+        "not constant"
+    );
+}

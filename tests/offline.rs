@@ -1,0 +1,109 @@
+//! The ready suites load, and the offline ADR-013 join (`trajectory --samples --steps`)
+//! reproduces the run's own per-step energy attribution exactly from the artifacts.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_inferscope-bench"))
+}
+
+#[test]
+fn every_ready_suite_loads_and_resolves() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) != Some("toml") {
+            continue;
+        }
+        let s = inferscope_bench::suite::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!s.jobs.is_empty(), "{}", p.display());
+        let r = inferscope_bench::suite::resolve(&s, &Default::default());
+        assert_eq!(r.jobs.len(), s.jobs.len());
+        n += 1;
+    }
+    assert!(n >= 4, "expected the ready suites, found {n}");
+}
+
+fn step_energies(v: &Value) -> Vec<(String, u64, Option<u64>)> {
+    let mut out = Vec::new();
+    for t in v["trajectories"].as_array().unwrap() {
+        let id = t["trajectory"].as_str().unwrap_or("").to_string();
+        for s in t["steps"].as_array().into_iter().flatten() {
+            out.push((id.clone(), s["step_id"].as_u64().unwrap(), s["energy_mj"].as_u64()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn offline_join_reproduces_the_runs_step_energy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let st = bin()
+        .args(["run", "suites/agentic.toml", "--filter", "repo_tour", "--out"])
+        .arg(&run)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(0), "{}", String::from_utf8_lossy(&st.stdout));
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+    let online = step_energies(&report["trajectory"]);
+    assert!(
+        online.iter().any(|(_, _, e)| e.is_some()),
+        "the simulated power source attributes energy to some step"
+    );
+
+    let out = tmp.path().join("offline.json");
+    let st = bin()
+        .arg("trajectory")
+        .arg("--samples")
+        .arg(run.join("samples"))
+        .arg("--steps")
+        .arg(run.join("steps.jsonl"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(0), "{}", String::from_utf8_lossy(&st.stderr));
+    let offline: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(step_energies(&offline), online);
+    for (a, b) in offline["trajectories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(report["trajectory"]["trajectories"].as_array().unwrap())
+    {
+        assert_eq!(a["unattributed_energy_mj"], b["unattributed_energy_mj"]);
+        assert_eq!(a["whole_run_energy_mj"], b["whole_run_energy_mj"]);
+    }
+}
+
+#[test]
+fn offline_join_rejects_a_float_timestamp_with_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let steps = tmp.path().join("steps.jsonl");
+    std::fs::write(
+        &steps,
+        "{\"step_id\":1,\"kind\":\"llm_call\",\"t_start_unix_ns\":1.7e18,\"t_end_unix_ns\":1700000000000000001}\n",
+    )
+    .unwrap();
+    let samples = tmp.path().join("samples");
+    std::fs::create_dir_all(&samples).unwrap();
+    let st = bin()
+        .arg("trajectory")
+        .arg("--samples")
+        .arg(&samples)
+        .arg("--steps")
+        .arg(&steps)
+        .output()
+        .unwrap();
+    assert_eq!(st.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(err.contains("line 1"), "{err}");
+}

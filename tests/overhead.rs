@@ -1,0 +1,104 @@
+//! `inferscope-bench overhead`: each negative control turns the verdict to fail (exit
+//! 100) on the gate it violates, and the real sink is pass or inconclusive (exit 0 or 3)
+//! — issue 6 item 2, PRD T005. Runs the binary against the built-in simulator with two
+//! pairs (each run of `suites/agentic.toml` takes about a second).
+//!
+//! Figures are asserted only through the verdict, never as wall-clock bounds: the
+//! blocking control stalls 2 ms per event (48 events per run, about 8 % of the workload
+//! time, against a 1 % budget), and the disk-write control writes and fsyncs every event
+//! during the measured window (the budget is 0 bytes).
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn overhead(out: &Path, control: Option<&str>) -> (i32, Value, String) {
+    let mut cmd = Command::cargo_bin("inferscope-bench").unwrap();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["overhead", "suites/agentic.toml", "--pairs", "2", "--out"])
+        .arg(out)
+        .env_remove("CI");
+    if let Some(c) = control {
+        cmd.args(["--negative-control", c]);
+    }
+    let o = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("overhead.json")).expect("overhead.json written"),
+    )
+    .unwrap();
+    (o.status.code().unwrap_or(-1), report, stdout)
+}
+
+fn gate<'a>(r: &'a Value, figure: &str) -> &'a Value {
+    r["evaluation"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["figure"] == figure)
+        .unwrap_or_else(|| panic!("no gate {figure}"))
+}
+
+#[test]
+fn blocking_sink_control_fails_the_workload_effect_gate() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (code, r, stdout) = overhead(dir.path(), Some("blocking-sink"));
+    assert_eq!(code, 100, "{stdout}");
+    assert_eq!(r["evaluation"]["outcome"], "fail");
+    assert_eq!(r["negative_control"], "blocking-sink");
+    let g = gate(&r, "throughput_drop_pct");
+    assert_eq!(g["outcome"], "fail", "{stdout}");
+    assert!(g["value"].as_f64().unwrap() > 1.0);
+    assert!(stdout.contains("verdict: FAIL (negative control blocking-sink) — exit 100"));
+    // Two measured pairs plus the warm-up, every job passing in each run.
+    assert_eq!(r["pairs"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn disk_write_sink_control_fails_the_disk_bytes_gate() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (code, r, stdout) = overhead(dir.path(), Some("disk-write-sink"));
+    assert_eq!(code, 100, "{stdout}");
+    let g = gate(&r, "capture_window_write_bytes");
+    assert_eq!(g["outcome"], "fail", "{stdout}");
+    assert!(g["value"].as_f64().unwrap() > 0.0);
+    // The bytes are in the capture-on runs' windows only.
+    for p in r["pairs"].as_array().unwrap() {
+        assert_eq!(p[0]["capture"], false);
+        assert!(p[1]["window_write_bytes"].as_u64().unwrap() > 0, "{p}");
+    }
+}
+
+#[test]
+fn real_sink_is_pass_or_inconclusive_never_fail() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (code, r, stdout) = overhead(dir.path(), None);
+    assert!(code == 0 || code == 3, "exit {code}\n{stdout}");
+    assert_ne!(r["evaluation"]["outcome"], "fail");
+    assert_eq!(r["negative_control"], Value::Null);
+    // No capture bytes reach the disk during the window.
+    assert_eq!(gate(&r, "capture_window_write_bytes")["outcome"], "pass");
+    // Without NVML the GPU figure is unavailable (null), never 0.
+    let gpu = gate(&r, "runner_gpu_bytes");
+    if gpu["outcome"] == "unavailable" {
+        assert_eq!(gpu["value"], Value::Null);
+        assert_eq!(code, 3);
+    }
+    for p in r["pairs"].as_array().unwrap() {
+        assert_eq!(p[1]["capture"], true);
+        assert_eq!(p[1]["capture_quality"], "complete");
+        assert!(p[1]["capture_events"].as_u64().unwrap() > 0);
+        assert_eq!(p[0]["capture_events"], Value::Null);
+    }
+    assert!(stdout.contains("throughput_drop_pct"));
+    assert!(stdout.contains("half-range"));
+}
+
+#[test]
+fn zero_pairs_is_bad_input() {
+    let mut cmd = Command::cargo_bin("inferscope-bench").unwrap();
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["overhead", "suites/agentic.toml", "--pairs", "0"]);
+    cmd.assert().code(2);
+}

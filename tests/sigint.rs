@@ -1,0 +1,220 @@
+//! Ctrl-C and kill during a run (issue 4 item 4 and "Done when"). The endpoint is a
+//! scripted loopback server whose chat responses start only after a long delay, so the test
+//! knows, without any wall-clock guess, that a request is in flight: it signals once the
+//! server has READ the second request.
+//!
+//! - SIGINT / SIGTERM: the process exits non-zero on its own, the timeline is finalized as
+//!   `partial` (reason `cancelled`), `timeline verify` accepts it (exit 0), the request that
+//!   was in flight ends `cancelled`, and no new request starts.
+//! - SIGKILL: no manifest is left, and `timeline verify` reports `unavailable` (exit 2).
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{Hostile, Received, Reply, command, describe, events, job, report, run};
+
+/// Every chat response waits this long before its body: far longer than the test.
+const STALL: Duration = Duration::from_secs(60);
+const FIRST_FAST: &str = ".s8.";
+
+fn start_server() -> Hostile {
+    Hostile::start("hostile-model", |r: &Received| {
+        if r.request_id().contains(FIRST_FAST) {
+            Reply::Ok("quick answer".into())
+        } else {
+            Reply::SlowFirstByte(STALL, "late".into())
+        }
+    })
+}
+
+fn suite(dir: &Path, url: &str) {
+    let s = format!(
+        "name = \"sig\"\nendpoint = \"{url}\"\nmodel = \"hostile-model\"\n\
+         [telemetry]\nmetrics = false\nsample_period_ms = 20\n\
+         [[jobs]]\nname = \"ctx\"\nkind = \"context\"\nsizes = [8, 9, 10, 11]\nmax_tokens = 4\n\
+         [[jobs]]\nname = \"later\"\nkind = \"context\"\nsizes = [8]\nmax_tokens = 4\n"
+    );
+    support::write(dir, "sig.toml", &s);
+}
+
+fn spawn_run(cwd: &Path, out: &Path) -> Child {
+    command(cwd)
+        .args([
+            "run",
+            "sig.toml",
+            "--capture-timeline",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the server has read `n` chat requests (the n-th is then in flight).
+fn wait_for_requests(server: &Hostile, n: usize, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.chat_requests().len() < n {
+        if let Some(s) = child.try_wait().unwrap() {
+            panic!("run ended early: {s:?}");
+        }
+        assert!(Instant::now() < deadline, "request {n} never arrived");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: signalling the child this test spawned, by its own pid.
+    let rc = unsafe { libc::kill(child.id() as i32, sig) };
+    assert_eq!(rc, 0);
+}
+
+fn wait_exit(mut child: Child) -> (ExitStatus, String, String) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            let o = child.wait_with_output().unwrap();
+            return (
+                o.status,
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run did not exit after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn interrupted_run(sig: i32) {
+    let server = start_server();
+    let cwd = tempfile::tempdir().unwrap();
+    suite(cwd.path(), &server.base_url());
+    let out = cwd.path().join("run");
+    let mut child = spawn_run(cwd.path(), &out);
+    wait_for_requests(&server, 2, &mut child);
+    let in_flight = server.chat_requests()[1].request_id().to_string();
+    signal(&child, sig);
+    let (status, stdout, stderr) = wait_exit(child);
+    let all = format!("status {status:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+
+    // Exited on its own (not killed by the signal), non-zero.
+    assert!(status.code().is_some_and(|c| c != 0), "{all}");
+    assert!(stderr.contains("interrupt"), "{all}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some(format!("run directory: {}", out.display()).as_str()),
+        "{all}"
+    );
+    // No request started after the signal.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(server.chat_requests().len(), 2, "{all}");
+
+    // The manifest: partial, because cancelled.
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("timeline/manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["quality"], "partial", "{manifest}");
+    assert!(
+        manifest["quality_reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "cancelled"),
+        "{manifest}"
+    );
+    let v = run(cwd.path(), &["timeline", "verify", out.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(0), "{}", describe(&v));
+    assert!(support::text(&v).0.contains("partial"));
+
+    // report.json: cancelled; the completed request stays a success; the in-flight step
+    // is `cancelled`; the later job never ran.
+    let r = report(&out);
+    assert_eq!(r["cancelled"], true);
+    assert_eq!(r["capture"]["quality"], "partial");
+    let j = job(&r, "sig::ctx");
+    let steps = j["trajectories"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{}", j["trajectories"]);
+    assert_eq!(steps[0]["status"], "completed");
+    assert_eq!(steps[1]["status"], "cancelled");
+    assert_eq!(j["trajectories"][0]["stop_reason"], "cancelled");
+    assert_eq!(j["requests"][0]["status"], "success");
+    assert!(
+        job(&r, "sig::later")["requests"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // Timeline: every span that was open at the signal ends `cancelled`; the completed
+    // request ends `completed`.
+    let ev = events(&out);
+    let start_of = |id: &str| -> u64 {
+        ev.iter()
+            .find(|e| e["kind"] == "request_start" && e["request_id"] == id)
+            .unwrap_or_else(|| panic!("no request_start for {id}"))["span_id"]
+            .as_u64()
+            .unwrap()
+    };
+    let end_of = |span: u64| -> &Value {
+        ev.iter()
+            .find(|e| e["kind"] == "request_end" && e["span_id"] == span)
+            .unwrap_or_else(|| panic!("span {span} never ended"))
+    };
+    let done = end_of(start_of("sig::ctx.t0.s8.r0"));
+    assert_eq!(done["status"], "completed");
+    let cut = end_of(start_of(&in_flight));
+    assert_eq!(
+        cut["status"], "cancelled",
+        "the in-flight request span must end cancelled: {cut}"
+    );
+    assert_eq!(cut["failure_code"], "cancelled", "{cut}");
+    let exec_end = ev
+        .iter()
+        .find(|e| e["kind"] == "phase_end" && e["name"] == "request_execution")
+        .expect("request_execution phase ended");
+    assert_eq!(exec_end["status"], "cancelled");
+}
+
+#[test]
+fn sigint_mid_run_finalizes_a_partial_timeline_with_cancelled_spans() {
+    interrupted_run(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_mid_run_finalizes_a_partial_timeline_with_cancelled_spans() {
+    interrupted_run(libc::SIGTERM);
+}
+
+#[test]
+fn sigkill_mid_run_leaves_no_manifest_and_verify_says_unavailable() {
+    let server = start_server();
+    let cwd = tempfile::tempdir().unwrap();
+    suite(cwd.path(), &server.base_url());
+    let out = cwd.path().join("run");
+    let mut child = spawn_run(cwd.path(), &out);
+    wait_for_requests(&server, 2, &mut child);
+    signal(&child, libc::SIGKILL);
+    let (status, _, _) = wait_exit(child);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    assert!(!out.join("timeline/manifest.json").exists());
+    // The directory may be absent (nothing is written during the measured window) or an
+    // empty directory the test created: unavailable either way.
+    let v = run(cwd.path(), &["timeline", "verify", out.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(2), "{}", describe(&v));
+    assert!(support::text(&v).0.contains("unavailable"));
+    std::fs::create_dir_all(&out).unwrap();
+    let v = run(cwd.path(), &["timeline", "verify", out.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(2), "{}", describe(&v));
+    assert!(support::text(&v).0.contains("unavailable"));
+}

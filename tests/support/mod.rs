@@ -1,0 +1,618 @@
+//! Shared helpers of the binary-level integration tests (`cli`, `hostile`, `secrets`,
+//! `sigint`): the built binary, temporary suites, a scripted loopback HTTP/1.1 server that
+//! speaks vLLM's SSE shape and misbehaves on chosen requests, and artifact readers.
+//!
+//! Every server here binds 127.0.0.1:0 and is stopped when its handle drops. Timing bounds
+//! in the tests that use these helpers are generous (a loaded 2-core machine).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Path of the built `inferscope-bench` binary.
+pub fn bin_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_inferscope-bench"))
+}
+
+/// The repository root (where `suites/` and `fixtures/` live).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A `std::process::Command` for the binary, run in `cwd`, with `CI=true` (no progress
+/// bar) and no inherited `INFERSCOPE_*`/proxy surprises.
+pub fn command(cwd: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin_path());
+    c.current_dir(cwd)
+        .env("CI", "true")
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("https_proxy");
+    c
+}
+
+/// Runs the binary to completion in `cwd` with `args`.
+pub fn run(cwd: &Path, args: &[&str]) -> Output {
+    command(cwd)
+        .args(args)
+        .output()
+        .expect("start inferscope-bench")
+}
+
+/// Stdout and stderr of an output, for assertion messages.
+pub fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// `code, stdout, stderr` rendered for a failed assertion.
+pub fn describe(o: &Output) -> String {
+    let (out, err) = text(o);
+    format!(
+        "exit {:?}\n--- stdout ---\n{out}\n--- stderr ---\n{err}",
+        o.status.code()
+    )
+}
+
+/// Writes `text` as `dir/name` (creating parents) and returns the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Reads `run_dir/report.json`.
+pub fn report(run_dir: &Path) -> Value {
+    let p = run_dir.join("report.json");
+    let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&t).unwrap()
+}
+
+/// The job `id` of a report.
+pub fn job<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == id)
+        .unwrap_or_else(|| panic!("no job {id} in report"))
+}
+
+/// Every line of `run_dir/timeline/events.jsonl`, parsed.
+pub fn events(run_dir: &Path) -> Vec<Value> {
+    let t = std::fs::read_to_string(run_dir.join("timeline/events.jsonl")).unwrap();
+    t.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every regular file under `dir` (recursively), with its bytes.
+pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                out.push((e.path(), std::fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Relative paths of every file under `dir`, sorted.
+pub fn tree(dir: &Path) -> Vec<String> {
+    files_under(dir)
+        .into_iter()
+        .map(|(p, _)| p.strip_prefix(dir).unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// The scripted hostile server.
+// ---------------------------------------------------------------------------------------
+
+/// What the server answers to one chat-completions request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A well-formed vLLM-shape stream: role chunk, one content chunk per word of the
+    /// text, finish chunk, usage chunk, `[DONE]`; each event split over two writes.
+    Ok(String),
+    /// One tool call (`name`, JSON `arguments` text), then finish `tool_calls`, usage, `[DONE]`.
+    ToolCall(String, String),
+    /// Several tool calls in one turn (`name`, `arguments`), indices 0.., then finish
+    /// `tool_calls`, usage, `[DONE]`.
+    ToolCalls(Vec<(String, String)>),
+    /// These `data:` payloads verbatim (one SSE event each), then the end of the body; no
+    /// `[DONE]` unless one of them is it.
+    Events(Vec<String>),
+    /// Two content chunks, then `data: {"error":{"message":MSG,...}}` and `[DONE]` (C07 A).
+    ErrorMidStream(String),
+    /// Two content chunks, then the socket closes inside the chunked body.
+    Disconnect,
+    /// A role chunk, then one `data:` line of this many bytes without an event end.
+    Oversized(usize),
+    /// Nothing at all (not even the response head) for this long, then [`Reply::Ok`].
+    SlowHead(Duration, String),
+    /// The response head, then silence for this long, then [`Reply::Ok`].
+    SlowBody(Duration, String),
+    /// The response head, then the body after this long, then [`Reply::Ok`].
+    /// (Same as `SlowBody`; named for readability where the delay is within limits.)
+    SlowFirstByte(Duration, String),
+    /// An HTTP error status with `{"error":{"message":MSG}}`.
+    Status(u16, String),
+}
+
+/// One request the server read.
+#[derive(Clone, Debug)]
+pub struct Received {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// Request target.
+    pub path: String,
+    /// Headers, names lowercased.
+    pub headers: BTreeMap<String, String>,
+    /// Body text.
+    pub body: String,
+}
+
+impl Received {
+    /// The `x-request-id` header (empty when absent).
+    pub fn request_id(&self) -> &str {
+        self.headers
+            .get("x-request-id")
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+}
+
+type Chooser = dyn Fn(&Received) -> Reply + Send + Sync;
+
+/// A running hostile server; stops when dropped.
+pub struct Hostile {
+    /// The listening address.
+    pub addr: SocketAddr,
+    /// Connections accepted so far.
+    pub connections: Arc<AtomicUsize>,
+    /// Requests read so far, in order.
+    pub received: Arc<Mutex<Vec<Received>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Hostile {
+    /// Starts a server on 127.0.0.1:0 (own thread, own runtime) that serves `GET
+    /// /v1/models` with `model` listed and answers each chat request with `choose(request)`.
+    pub fn start(
+        model: &str,
+        choose: impl Fn(&Received) -> Reply + Send + Sync + 'static,
+    ) -> Hostile {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (c, r) = (connections.clone(), received.clone());
+        let model = model.to_string();
+        let choose: Arc<Chooser> = Arc::new(choose);
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).unwrap();
+                let accept = async {
+                    loop {
+                        let Ok((sock, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        c.fetch_add(1, Ordering::SeqCst);
+                        tokio::spawn(serve_conn(sock, model.clone(), choose.clone(), r.clone()));
+                    }
+                };
+                tokio::select! {
+                    _ = accept => {}
+                    _ = rx => {}
+                }
+            });
+            rt.shutdown_timeout(Duration::from_millis(100));
+        });
+        Hostile {
+            addr,
+            connections,
+            received,
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Chat requests read so far.
+    pub fn chat_requests(&self) -> Vec<Received> {
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.path.ends_with("/chat/completions"))
+            .cloned()
+            .collect()
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn read_request(sock: &mut TcpStream) -> Option<Received> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 16384];
+    let head_end = loop {
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+        match sock.read(&mut tmp).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next().unwrap_or("").split(' ');
+    let method = first.next().unwrap_or("").to_string();
+    let path = first.next().unwrap_or("").to_string();
+    let headers: BTreeMap<String, String> = lines
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            Some((k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        })
+        .collect();
+    let len: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        match sock.read(&mut tmp).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+        }
+    }
+    Some(Received {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&buf[head_end..head_end + len]).into_owned(),
+    })
+}
+
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                        cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\
+                        connection: close\r\n\r\n";
+
+async fn put(sock: &mut TcpStream, bytes: &[u8]) -> bool {
+    sock.write_all(bytes).await.is_ok() && sock.flush().await.is_ok()
+}
+
+/// Writes `s` as one HTTP/1.1 chunk.
+async fn chunk(sock: &mut TcpStream, s: &str) -> bool {
+    let mut v = format!("{:x}\r\n", s.len()).into_bytes();
+    v.extend_from_slice(s.as_bytes());
+    v.extend_from_slice(b"\r\n");
+    put(sock, &v).await
+}
+
+/// Writes one SSE event split over two HTTP chunks with a short pause between them, so
+/// the client sees the event completed by a second read (C04 over the network).
+async fn event_split(sock: &mut TcpStream, data: &str) -> bool {
+    let ev = format!("data: {data}\n\n");
+    let mid = ev.len() / 2;
+    let mid = (0..=mid)
+        .rev()
+        .find(|&i| ev.is_char_boundary(i))
+        .unwrap_or(0);
+    if !chunk(sock, &ev[..mid]).await {
+        return false;
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    chunk(sock, &ev[mid..]).await
+}
+
+fn chunk_json(id: &str, delta: Value, finish: Option<&str>) -> String {
+    json!({
+        "id": id, "object": "chat.completion.chunk", "created": 0, "model": "m",
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
+    })
+    .to_string()
+}
+
+fn usage_json(id: &str, prompt: u64, completion: u64) -> String {
+    json!({
+        "id": id, "object": "chat.completion.chunk", "created": 0, "model": "m",
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion,
+                  "prompt_tokens_details": {"cached_tokens": 0}}
+    })
+    .to_string()
+}
+
+async fn ok_stream(sock: &mut TcpStream, text: &str, prompt_bytes: usize) {
+    let id = "chatcmpl-hostile";
+    if !event_split(
+        sock,
+        &chunk_json(id, json!({"role": "assistant", "content": ""}), None),
+    )
+    .await
+    {
+        return;
+    }
+    let words: Vec<&str> = text.split_inclusive(' ').collect();
+    for w in &words {
+        if !event_split(sock, &chunk_json(id, json!({"content": w}), None)).await {
+            return;
+        }
+    }
+    let _ = event_split(sock, &chunk_json(id, json!({}), Some("stop"))).await;
+    let _ = event_split(
+        sock,
+        &usage_json(id, (prompt_bytes as u64).div_ceil(4), words.len() as u64),
+    )
+    .await;
+    let _ = chunk(sock, "data: [DONE]\n\n").await;
+    let _ = put(sock, b"0\r\n\r\n").await;
+}
+
+/// A tool-call turn: each call's name first (with an id), then its arguments as a second
+/// delta, then finish `tool_calls`, usage and `[DONE]`.
+async fn tool_calls(sock: &mut TcpStream, calls: &[(String, String)]) {
+    let id = "chatcmpl-hostile";
+    if !put(sock, SSE_HEAD.as_bytes()).await {
+        return;
+    }
+    for (i, (name, args)) in calls.iter().enumerate() {
+        let start = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"index": i, "id": format!("call_h{i}"), "type": "function",
+             "function": {"name": name, "arguments": ""}}]});
+        let delta = json!({"tool_calls": [{"index": i, "function": {"arguments": args}}]});
+        // Split reads for ordinary turns; a flood of calls is written whole (fast).
+        let ok = if calls.len() <= 16 {
+            event_split(sock, &chunk_json(id, start, None)).await
+                && event_split(sock, &chunk_json(id, delta, None)).await
+        } else {
+            let two = format!(
+                "data: {}\n\ndata: {}\n\n",
+                chunk_json(id, start, None),
+                chunk_json(id, delta, None)
+            );
+            chunk(sock, &two).await
+        };
+        if !ok {
+            return;
+        }
+    }
+    let _ = event_split(sock, &chunk_json(id, json!({}), Some("tool_calls"))).await;
+    let _ = event_split(sock, &usage_json(id, 10, 5)).await;
+    let _ = chunk(sock, "data: [DONE]\n\n").await;
+    let _ = put(sock, b"0\r\n\r\n").await;
+}
+
+async fn serve_conn(
+    mut sock: TcpStream,
+    model: String,
+    choose: Arc<Chooser>,
+    received: Arc<Mutex<Vec<Received>>>,
+) {
+    let _ = sock.set_nodelay(true);
+    let Some(req) = read_request(&mut sock).await else {
+        return;
+    };
+    received.lock().unwrap().push(req.clone());
+    if req.method == "GET" && req.path.ends_with("/models") {
+        let body =
+            json!({"object": "list", "data": [{"id": model, "object": "model"}]}).to_string();
+        let resp = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = put(&mut sock, resp.as_bytes()).await;
+        let _ = sock.shutdown().await;
+        return;
+    }
+    if !(req.method == "POST" && req.path.ends_with("/chat/completions")) {
+        let _ = put(
+            &mut sock,
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        )
+        .await;
+        return;
+    }
+    let prompt_bytes = req.body.len();
+    let id = "chatcmpl-hostile";
+    match choose(&req) {
+        Reply::Ok(text) => {
+            if put(&mut sock, SSE_HEAD.as_bytes()).await {
+                ok_stream(&mut sock, &text, prompt_bytes).await;
+            }
+        }
+        Reply::ToolCall(name, args) => tool_calls(&mut sock, &[(name, args)]).await,
+        Reply::ToolCalls(calls) => tool_calls(&mut sock, &calls).await,
+        Reply::Events(payloads) => {
+            if !put(&mut sock, SSE_HEAD.as_bytes()).await {
+                return;
+            }
+            for p in &payloads {
+                if !chunk(&mut sock, &format!("data: {p}\n\n")).await {
+                    return;
+                }
+            }
+            let _ = put(&mut sock, b"0\r\n\r\n").await;
+        }
+        Reply::ErrorMidStream(msg) => {
+            if !put(&mut sock, SSE_HEAD.as_bytes()).await {
+                return;
+            }
+            let _ = event_split(
+                &mut sock,
+                &chunk_json(id, json!({"role": "assistant", "content": ""}), None),
+            )
+            .await;
+            let _ = event_split(
+                &mut sock,
+                &chunk_json(id, json!({"content": "partial "}), None),
+            )
+            .await;
+            let _ = event_split(
+                &mut sock,
+                &chunk_json(id, json!({"content": "answer "}), None),
+            )
+            .await;
+            let err = json!({"error": {"message": msg, "type": "InternalServerError",
+                                       "param": null, "code": 500}});
+            let _ = event_split(&mut sock, &err.to_string()).await;
+            let _ = chunk(&mut sock, "data: [DONE]\n\n").await;
+            let _ = put(&mut sock, b"0\r\n\r\n").await;
+        }
+        Reply::Disconnect => {
+            if !put(&mut sock, SSE_HEAD.as_bytes()).await {
+                return;
+            }
+            let _ = event_split(
+                &mut sock,
+                &chunk_json(id, json!({"role": "assistant", "content": ""}), None),
+            )
+            .await;
+            let _ = event_split(&mut sock, &chunk_json(id, json!({"content": "cut "}), None)).await;
+            let _ = event_split(&mut sock, &chunk_json(id, json!({"content": "off "}), None)).await;
+            // Half an HTTP chunk, then a hard close: a truncated chunked body.
+            let _ = put(&mut sock, b"40\r\ndata: {\"choi").await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            // Close: the chunk terminator never follows.
+            drop(sock);
+            return;
+        }
+        Reply::Oversized(n) => {
+            if !put(&mut sock, SSE_HEAD.as_bytes()).await {
+                return;
+            }
+            let _ = event_split(
+                &mut sock,
+                &chunk_json(id, json!({"role": "assistant", "content": ""}), None),
+            )
+            .await;
+            let _ = chunk(
+                &mut sock,
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+            )
+            .await;
+            let block = "x".repeat(8192);
+            let mut sent = 0;
+            while sent < n {
+                if !chunk(&mut sock, &block).await {
+                    return;
+                }
+                sent += block.len();
+            }
+            let _ = chunk(&mut sock, "\"}}]}\n\n").await;
+            let _ = chunk(&mut sock, "data: [DONE]\n\n").await;
+            let _ = put(&mut sock, b"0\r\n\r\n").await;
+        }
+        Reply::SlowHead(d, text) => {
+            tokio::time::sleep(d).await;
+            if put(&mut sock, SSE_HEAD.as_bytes()).await {
+                ok_stream(&mut sock, &text, prompt_bytes).await;
+            }
+        }
+        Reply::SlowBody(d, text) | Reply::SlowFirstByte(d, text) => {
+            if !put(&mut sock, SSE_HEAD.as_bytes()).await {
+                return;
+            }
+            tokio::time::sleep(d).await;
+            ok_stream(&mut sock, &text, prompt_bytes).await;
+        }
+        Reply::Status(code, msg) => {
+            let body = json!({"error": {"message": msg, "type": "BadRequestError", "code": code}})
+                .to_string();
+            let resp = format!(
+                "HTTP/1.1 {code} Error\r\ncontent-type: application/json\r\n\
+                 content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = put(&mut sock, resp.as_bytes()).await;
+        }
+    }
+    let _ = sock.shutdown().await;
+}
+
+/// A plain loopback listener that counts connection attempts and never answers.
+pub struct Tripwire {
+    /// The listening address.
+    pub addr: SocketAddr,
+    listener: std::net::TcpListener,
+}
+
+impl Tripwire {
+    /// Binds 127.0.0.1:0 (non-blocking, so [`Tripwire::accepted`] never waits).
+    pub fn new() -> Tripwire {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        Tripwire {
+            addr: listener.local_addr().unwrap(),
+            listener,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Connections waiting in the backlog (accepted now; a connect that completed the TCP
+    /// handshake is counted even if the client gave up).
+    pub fn accepted(&self) -> usize {
+        let mut n = 0;
+        while self.listener.accept().is_ok() {
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Default for Tripwire {
+    fn default() -> Self {
+        Self::new()
+    }
+}
