@@ -383,6 +383,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_ok = true;
+    let mut tails = Vec::new();
     for &c in &levels {
         let per_worker = if c == 1 { requests_c1 } else { rounds };
         let out = client_rt.block_on(run_level(
@@ -453,6 +454,21 @@ fn main() {
                 .unwrap_or_else(|| "n/a".into()),
             out.new_connections,
         );
+        let over = |v: &[f64]| v.iter().filter(|&&e| e > 1.0).count();
+        let max = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
+        tails.push(format!(
+            "c={c}: TTFT error > 1 ms in {} of {} requests (max {:.3} ms); ITL gap |error| > 1 ms \
+             in {} of {} gaps (max {:.3} ms)",
+            over(&ttft_err),
+            ttft_err.len(),
+            max(&ttft_err),
+            over(&gap_err),
+            gap_err.len(),
+            max(&gap_err),
+        ));
+    }
+    for t in &tails {
+        println!("{t}");
     }
     client_rt.shutdown_timeout(Duration::from_secs(1));
     server_rt.shutdown_timeout(Duration::from_secs(1));

@@ -97,7 +97,10 @@ pub enum Command {
     Overhead(crate::overhead::OverheadArgs),
     /// Write each job's redacted trajectory report of a finished run as an insta
     /// `.snap.new` file (review with `cargo insta review`). Exit 0 when every snapshot
-    /// matches, 100 when any is new or changed, 2 bad input.
+    /// matches, 100 when any is new or changed, 2 bad input. The `suites` test harness
+    /// runs each job alone against a fresh simulator; to compare with its snapshots,
+    /// snapshot a run of one job (`run SUITE --filter JOB`): in a run of several jobs the
+    /// endpoint's prefix cache carries over from job to job.
     Snapshot {
         /// The run directory (holds report.json).
         run_dir: PathBuf,

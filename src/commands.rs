@@ -83,9 +83,27 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<suite::Suite>, i32> {
     Ok(out)
 }
 
+/// Gate bounds `run` would refuse (rates outside 0..=1, negative or non-finite bounds),
+/// printed with the suite file and job; `true` when all are valid.
+fn gates_valid(s: &suite::Suite) -> bool {
+    let mut ok = true;
+    for j in &s.jobs {
+        if let Err(problems) = crate::gate::validate_spec(&s.gates_for(j)) {
+            for p in problems {
+                eprintln!("error: {}: job `{}`: {p}", s.file.display(), j.id);
+            }
+            ok = false;
+        }
+    }
+    ok
+}
+
 fn check(paths: &[PathBuf]) -> i32 {
     match load_all(paths) {
         Ok(suites) => {
+            if !suites.iter().all(gates_valid) {
+                return EXIT_BAD_INPUT;
+            }
             for s in &suites {
                 println!(
                     "ok: {} ({} jobs, {} tools)",
@@ -144,17 +162,8 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
             print_suite_error(&e);
             return Err(EXIT_BAD_INPUT);
         }
-        for j in &r.jobs {
-            if let Err(problems) = crate::gate::validate_spec(&j.gates) {
-                for p in problems {
-                    eprintln!(
-                        "error: {}: job `{}`: gate {p}",
-                        r.suite.file.display(),
-                        j.job.id
-                    );
-                }
-                return Err(EXIT_BAD_INPUT);
-            }
+        if !gates_valid(&r.suite) {
+            return Err(EXIT_BAD_INPUT);
         }
     }
     if resolved.iter().all(|r| r.jobs.is_empty()) {
@@ -257,7 +266,18 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
     {
         eprintln!("error: --junit {}: {e}", path.display());
     }
-    let _ = writeln!(out, "run directory: {}", outcome.run_dir.display());
+    match args.message_format {
+        MessageFormat::Human => {
+            let _ = writeln!(out, "run directory: {}", outcome.run_dir.display());
+        }
+        MessageFormat::Json => {
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::json!({"type": "artifacts", "run_dir": outcome.run_dir})
+            );
+        }
+    }
     if let Some(url) = &after.otlp_endpoint {
         // Delivery problems are reported and never change the run's result.
         crate::otlp::send_report(&outcome.report, url).await;

@@ -7,7 +7,9 @@
 //! monotonic clock ([`clock`], [`timeline`]), samples GPU power, the engine's `/proc` and
 //! its `/metrics` ([`telemetry`]), attributes energy and prefix-cache behaviour to each step
 //! of each trajectory ([`attribution`], ADR-013), and turns the results into pass/fail gates
-//! ([`gate`]) with nextest-style output ([`render`]).
+//! ([`gate`]) with nextest-style output ([`render`]). Jobs can run under load —
+//! trajectories in flight, seeded arrival rates, sweeps ([`load`]) — be compared with saved
+//! baselines ([`baseline`]), and be exported as OTLP trace spans ([`otlp`]).
 //!
 //! Pure logic (parsing, statistics, attribution, gates) does no I/O; I/O lives at the edges
 //! (`client`, `telemetry`, `timeline` persistence, `sim`, `runner`).

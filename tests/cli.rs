@@ -314,6 +314,14 @@ fn bad_input_exits_2_before_any_request_reaches_the_endpoint() {
         wire.base_url()
     );
     write(cwd.path(), "wrong_type.toml", &wrong_type);
+    // A prompt size whose filler cannot be allocated (16 GiB): refused at load, never an
+    // abort at run time.
+    let huge = format!(
+        "name = \"huge\"\nendpoint = \"{}\"\nmodel = \"m\"\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16, 4294967295]\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "huge.toml", &huge);
 
     let cases: Vec<Vec<&str>> = vec![
         // A valid suite followed by an invalid one: nothing of the first is sent either.
@@ -321,6 +329,7 @@ fn bad_input_exits_2_before_any_request_reaches_the_endpoint() {
         vec!["run", "key.toml"],
         vec!["run", "gate.toml"],
         vec!["run", "wrong_type.toml"],
+        vec!["run", "huge.toml"],
         vec!["run", "good.toml", "--filter", "no-such-job"],
         vec!["run", "good.toml", "missing.toml"],
         vec!["run", "good.toml", "--endpoint", "ftp://127.0.0.1/v1"],
@@ -633,4 +642,33 @@ fn sim_command_serves_a_run_and_stops_on_ctrl_c() {
             p.starts_with(&out) || p.file_name().is_some_and(|n| n == "quick.toml")
         })
     );
+}
+
+/// `check` refuses every suite that `run` refuses as bad input: a gate bound that is not a
+/// number in range is found by `check` too, with the same exit status 2.
+#[test]
+fn check_rejects_the_gates_that_run_rejects() {
+    let cwd = tempfile::tempdir().unwrap();
+    for (name, gate) in [
+        ("rate.toml", "max_error_rate = 2.5"),
+        ("nan.toml", "ttft_ms = { p99 = nan }"),
+        ("neg.toml", "e2e_ms = { p50 = -1.0 }"),
+    ] {
+        let body = format!(
+            "name = \"g\"\n[gates]\n{gate}\n\
+             [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\n"
+        );
+        write(cwd.path(), name, &body);
+        let r = run(cwd.path(), &["run", name, "--dry-run"]);
+        assert_eq!(r.status.code(), Some(2), "run {name}: {}", describe(&r));
+        let c = run(cwd.path(), &["check", name]);
+        assert_eq!(
+            c.status.code(),
+            Some(2),
+            "check accepts a suite that run refuses ({gate}): {}",
+            describe(&c)
+        );
+        let (_, stderr) = text(&c);
+        assert!(!stderr.contains("gate gate"), "{stderr}");
+    }
 }

@@ -84,7 +84,11 @@ fn tightened_ttft_gate_fails_naming_figure_value_and_bound() {
 #[test]
 fn real_engine_suites_are_ignored_without_an_endpoint() {
     let dir = tmp();
-    let file = write_suite(dir.path(), "real", "engine = \"llamacpp\"\nmodel = \"tiny\"");
+    let file = write_suite(
+        dir.path(),
+        "real",
+        "engine = \"llamacpp\"\nmodel = \"tiny\"",
+    );
     let c = cfg(dir.path());
     let trials = harness::trials(&c);
     assert_eq!(trials.len(), 1);
@@ -129,7 +133,13 @@ fn run_repo_tour(out: &Path) {
     Command::cargo_bin("inferscope-bench")
         .unwrap()
         .current_dir(ROOT)
-        .args(["run", "suites/agentic.toml", "--filter", "agentic::repo_tour", "--out"])
+        .args([
+            "run",
+            "suites/agentic.toml",
+            "--filter",
+            "agentic::repo_tour",
+            "--out",
+        ])
         .arg(out)
         .env_remove("CI")
         .assert()
@@ -192,9 +202,11 @@ fn cli_snapshot_matches_the_harness_snapshot_and_writes_insta_pending_files() {
     // 3. A changed accepted snapshot (as after a fixture change): `changed`, exit 100.
     let changed = dir.path().join("changed");
     std::fs::create_dir_all(&changed).unwrap();
-    let text = std::fs::read_to_string(&accepted)
-        .unwrap()
-        .replacen("\"stop_reason\": \"final_answer\"", "\"stop_reason\": \"max_steps\"", 1);
+    let text = std::fs::read_to_string(&accepted).unwrap().replacen(
+        "\"stop_reason\": \"final_answer\"",
+        "\"stop_reason\": \"max_steps\"",
+        1,
+    );
     std::fs::write(changed.join("agentic__repo_tour.snap"), text).unwrap();
     let (code, out) = snapshot_cmd(&run, &changed);
     assert_eq!(code, 100, "{out}");
@@ -218,12 +230,17 @@ fn child_asserts_snapshot() {
 
 fn child(dir: &Path, body: &str, ci: bool) -> bool {
     let mut cmd = StdCommand::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "child_asserts_snapshot", "--nocapture", "--test-threads=1"])
-        .env("INFERSCOPE_TEST_SNAP_DIR", dir)
-        .env("INFERSCOPE_TEST_SNAP_BODY", body)
-        .env_remove("INSTA_UPDATE")
-        .env_remove("INSTA_FORCE_PASS")
-        .env_remove("CI");
+    cmd.args([
+        "--exact",
+        "child_asserts_snapshot",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("INFERSCOPE_TEST_SNAP_DIR", dir)
+    .env("INFERSCOPE_TEST_SNAP_BODY", body)
+    .env_remove("INSTA_UPDATE")
+    .env_remove("INSTA_FORCE_PASS")
+    .env_remove("CI");
     if ci {
         cmd.env("CI", "true");
     } else {

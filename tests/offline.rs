@@ -33,7 +33,11 @@ fn step_energies(v: &Value) -> Vec<(String, u64, Option<u64>)> {
     for t in v["trajectories"].as_array().unwrap() {
         let id = t["trajectory"].as_str().unwrap_or("").to_string();
         for s in t["steps"].as_array().into_iter().flatten() {
-            out.push((id.clone(), s["step_id"].as_u64().unwrap(), s["energy_mj"].as_u64()));
+            out.push((
+                id.clone(),
+                s["step_id"].as_u64().unwrap(),
+                s["energy_mj"].as_u64(),
+            ));
         }
     }
     out.sort();
@@ -45,12 +49,23 @@ fn offline_join_reproduces_the_runs_step_energy() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     let st = bin()
-        .args(["run", "suites/agentic.toml", "--filter", "repo_tour", "--out"])
+        .args([
+            "run",
+            "suites/agentic.toml",
+            "--filter",
+            "repo_tour",
+            "--out",
+        ])
         .arg(&run)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
-    assert_eq!(st.status.code(), Some(0), "{}", String::from_utf8_lossy(&st.stdout));
+    assert_eq!(
+        st.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&st.stdout)
+    );
     let report: Value =
         serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
     let online = step_energies(&report["trajectory"]);
@@ -70,7 +85,12 @@ fn offline_join_reproduces_the_runs_step_energy() {
         .arg(&out)
         .output()
         .unwrap();
-    assert_eq!(st.status.code(), Some(0), "{}", String::from_utf8_lossy(&st.stderr));
+    assert_eq!(
+        st.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let offline: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(step_energies(&offline), online);
     for (a, b) in offline["trajectories"]

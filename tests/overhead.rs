@@ -1,22 +1,30 @@
 //! `inferscope-bench overhead`: each negative control turns the verdict to fail (exit
 //! 100) on the gate it violates, and the real sink is pass or inconclusive (exit 0 or 3)
-//! — issue 6 item 2, PRD T005. Runs the binary against the built-in simulator with two
-//! pairs (each run of `suites/agentic.toml` takes about a second).
+//! — issue 6 item 2, PRD T005. Runs the binary on `suites/agentic.toml` against the
+//! built-in simulator with 2–3 pairs (each run takes about a second). nextest runs these
+//! tests one at a time (`.config/nextest.toml`, group `overhead-measurements`).
 //!
 //! Figures are asserted only through the verdict, never as wall-clock bounds: the
 //! blocking control stalls 2 ms per event (48 events per run, about 8 % of the workload
 //! time, against a 1 % budget), and the disk-write control writes and fsyncs every event
-//! during the measured window (the budget is 0 bytes).
+//! during the measured window (the budget is 0 bytes, so that verdict is deterministic).
+//!
+//! The workload-effect verdict is a measurement: on a heavily loaded machine the noise
+//! can exceed the blocking control's effect and the verdict is then `inconclusive` — by
+//! design, never a decision on noisy evidence. The blocking control is therefore measured
+//! up to three times; it must never pass, and must fail in one of the attempts.
 
 use std::path::Path;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn overhead(out: &Path, control: Option<&str>) -> (i32, Value, String) {
+fn overhead(out: &Path, pairs: u32, control: Option<&str>) -> (i32, Value, String) {
     let mut cmd = Command::cargo_bin("inferscope-bench").unwrap();
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["overhead", "suites/agentic.toml", "--pairs", "2", "--out"])
+        .args(["overhead", "suites/agentic.toml", "--pairs"])
+        .arg(pairs.to_string())
+        .arg("--out")
         .arg(out)
         .env_remove("CI");
     if let Some(c) = control {
@@ -42,23 +50,38 @@ fn gate<'a>(r: &'a Value, figure: &str) -> &'a Value {
 
 #[test]
 fn blocking_sink_control_fails_the_workload_effect_gate() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let (code, r, stdout) = overhead(dir.path(), Some("blocking-sink"));
-    assert_eq!(code, 100, "{stdout}");
-    assert_eq!(r["evaluation"]["outcome"], "fail");
-    assert_eq!(r["negative_control"], "blocking-sink");
-    let g = gate(&r, "throughput_drop_pct");
-    assert_eq!(g["outcome"], "fail", "{stdout}");
-    assert!(g["value"].as_f64().unwrap() > 1.0);
-    assert!(stdout.contains("verdict: FAIL (negative control blocking-sink) — exit 100"));
-    // Two measured pairs plus the warm-up, every job passing in each run.
-    assert_eq!(r["pairs"].as_array().unwrap().len(), 2);
+    let mut attempts = Vec::new();
+    for _ in 0..3 {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let (code, r, stdout) = overhead(dir.path(), 3, Some("blocking-sink"));
+        assert_eq!(r["negative_control"], "blocking-sink");
+        assert_eq!(r["pairs"].as_array().unwrap().len(), 3);
+        let g = gate(&r, "throughput_drop_pct");
+        // Never a pass, whatever the noise.
+        assert_ne!(g["outcome"], "pass", "{stdout}");
+        assert_ne!(code, 0, "{stdout}");
+        if code == 100 {
+            assert_eq!(r["evaluation"]["outcome"], "fail");
+            assert_eq!(g["outcome"], "fail", "{stdout}");
+            assert!(g["value"].as_f64().unwrap() > 1.0);
+            assert!(stdout.contains("verdict: FAIL (negative control blocking-sink) — exit 100"));
+            return;
+        }
+        // Otherwise the noise was wider than the effect's margin: inconclusive, exit 3.
+        assert_eq!(code, 3, "{stdout}");
+        assert_eq!(g["outcome"], "inconclusive", "{stdout}");
+        attempts.push(stdout);
+    }
+    panic!(
+        "the blocking control never failed in 3 attempts:\n{}",
+        attempts.join("\n---\n")
+    );
 }
 
 #[test]
 fn disk_write_sink_control_fails_the_disk_bytes_gate() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let (code, r, stdout) = overhead(dir.path(), Some("disk-write-sink"));
+    let (code, r, stdout) = overhead(dir.path(), 2, Some("disk-write-sink"));
     assert_eq!(code, 100, "{stdout}");
     let g = gate(&r, "capture_window_write_bytes");
     assert_eq!(g["outcome"], "fail", "{stdout}");
@@ -73,7 +96,7 @@ fn disk_write_sink_control_fails_the_disk_bytes_gate() {
 #[test]
 fn real_sink_is_pass_or_inconclusive_never_fail() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let (code, r, stdout) = overhead(dir.path(), None);
+    let (code, r, stdout) = overhead(dir.path(), 3, None);
     assert!(code == 0 || code == 3, "exit {code}\n{stdout}");
     assert_ne!(r["evaluation"]["outcome"], "fail");
     assert_eq!(r["negative_control"], Value::Null);
@@ -98,7 +121,11 @@ fn real_sink_is_pass_or_inconclusive_never_fail() {
 #[test]
 fn zero_pairs_is_bad_input() {
     let mut cmd = Command::cargo_bin("inferscope-bench").unwrap();
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["overhead", "suites/agentic.toml", "--pairs", "0"]);
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args([
+        "overhead",
+        "suites/agentic.toml",
+        "--pairs",
+        "0",
+    ]);
     cmd.assert().code(2);
 }

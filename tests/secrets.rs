@@ -140,10 +140,14 @@ fn no_marker_from_prompts_tools_responses_or_errors_reaches_any_artifact() {
     let server = Hostile::start("hostile-model", |r: &Received| {
         let id = r.request_id();
         if id.starts_with("sec::model.") && id.ends_with(".llm0") {
-            Reply::ToolCall(
-                "lookup".into(),
-                format!("{{\"key\": \"{MARK}model-chosen-args\"}}"),
-            )
+            Reply::ToolCalls(vec![
+                (
+                    "lookup".into(),
+                    format!("{{\"key\": \"{MARK}model-chosen-args\"}}"),
+                ),
+                // A tool name is model output too: an undeclared one must not be copied.
+                (format!("{MARK}undeclared-tool-name"), "{}".into()),
+            ])
         } else if id.contains(".s8.") {
             Reply::ErrorMidStream(format!("{MARK}stream-error: prompt was {MARK}echo"))
         } else if id.contains(".s9.") {

@@ -1,4 +1,3 @@
-
 // Integration tests of the built-in simulator, against `spawn` on 127.0.0.1:0.
 
 use std::collections::HashMap;

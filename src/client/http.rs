@@ -635,6 +635,12 @@ async fn read_error_body(mut resp: reqwest::Response, deadline: TokioInstant) ->
     error_body_text(&body)
 }
 
+/// Whether `e` is the failure of a reused connection that the peer had closed: a request
+/// error that is neither a connect failure nor a timeout and produced no response head.
+fn is_stale_connection(e: &reqwest::Error) -> bool {
+    e.is_request() && !e.is_connect() && !e.is_timeout() && e.status().is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -711,10 +717,4 @@ mod tests {
             Err(ClientError::InvalidBaseUrl { .. })
         ));
     }
-}
-
-/// Whether `e` is the failure of a reused connection that the peer had closed: a request
-/// error that is neither a connect failure nor a timeout and produced no response head.
-fn is_stale_connection(e: &reqwest::Error) -> bool {
-    e.is_request() && !e.is_connect() && !e.is_timeout() && e.status().is_none()
 }

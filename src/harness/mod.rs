@@ -165,9 +165,10 @@ pub fn trials(cfg: &HarnessConfig) -> Vec<Trial> {
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let msg = e.to_string();
-                out.push(Trial::test(format!("{stem}::load"), move || {
-                    Err(msg.into())
-                }));
+                out.push(Trial::test(
+                    format!("{stem}::load"),
+                    move || Err(msg.into()),
+                ));
                 continue;
             }
         };

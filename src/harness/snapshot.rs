@@ -21,7 +21,10 @@
 //! The body is `serde_json` pretty JSON (2-space indent). The Rust harness asserts it
 //! with `insta::assert_snapshot!` and the CLI (`inferscope-bench snapshot`) writes the same
 //! body into an insta `.snap.new` file ([`snap_file_text`]), so both paths produce the
-//! same snapshot.
+//! same snapshot. The harness runs each job alone against a fresh simulator; a run of
+//! several jobs shares the endpoint's prefix cache between them, so its cached-token
+//! counts differ from the harness's for every job but the first (a real difference,
+//! shown as such): snapshot a one-job run (`run SUITE --filter JOB`) to compare.
 
 use std::path::{Path, PathBuf};
 

@@ -27,12 +27,15 @@ use crate::runner::execute::{ExecutedJob, GradedJob, Session};
 use crate::runner::steps::{StepKind, TrajectoryRecord};
 use crate::telemetry::TelemetryRun;
 
+/// Step energies by `(trajectory id, step id)`.
+type StepEnergies = HashMap<(String, u64), StepEnergy>;
+
 /// One load point's join.
 struct PointJoin {
     /// `suite::job · concurrency 4`.
     label: String,
     run: RunAttribution,
-    steps: HashMap<(String, u64), StepEnergy>,
+    steps: StepEnergies,
 }
 
 /// The run's energy: see the module docs.
@@ -90,7 +93,7 @@ fn join_point(
     trajectories: &[TrajectoryRecord],
     declared: u32,
     simulated: bool,
-) -> Option<(RunAttribution, HashMap<(String, u64), StepEnergy>)> {
+) -> Option<(RunAttribution, StepEnergies)> {
     let (markers, usage) = markers_of(trajectories, t.reference_instant_unix_ns);
     if markers.is_empty() {
         return None;
@@ -316,14 +319,19 @@ impl RunEnergy {
         }
     }
 
-    /// Trajectory tables: every sequential trajectory's, and for each load point the first
-    /// trajectory's (with a count of the others, which are in report.json).
+    /// Trajectory tables: without load jobs every trajectory's (as the sequential join
+    /// renders them); with load jobs only each load point's first trajectory (with a count
+    /// of the others, which are in report.json) — the sequential jobs' tables are rendered
+    /// from the report ([`crate::runner::report::trajectory_tables`]).
     pub fn tables(&self) -> Vec<String> {
-        let mut out = self
-            .seq
-            .as_ref()
-            .map(Attribution::tables)
-            .unwrap_or_default();
+        let mut out = if self.any_load {
+            Vec::new()
+        } else {
+            self.seq
+                .as_ref()
+                .map(Attribution::tables)
+                .unwrap_or_default()
+        };
         for p in &self.points {
             let Some(first) = p.run.trajectories.first() else {
                 continue;

@@ -2,8 +2,10 @@
 //!
 //! Scheduling logic only. What a unit does is a [`UnitRunner`] (in the product, one
 //! agentic trajectory or one context request; in tests, a mock); time is a [`Timer`] (the
-//! run clock in the product, tokio's paused logical clock in tests). Units are polled
-//! concurrently on the calling task (`FuturesUnordered`), so nothing needs `'static`.
+//! run clock in the product, tokio's paused logical clock in tests). The executor polls
+//! the runners' futures concurrently on the calling task (`FuturesUnordered`), so nothing
+//! needs `'static`; a runner may hand the work to its own task (the product's does, so
+//! units in flight run in parallel on the runtime's workers).
 //!
 //! - **Closed loop** (`arrivals = None`): `concurrency` units start at once; whenever one
 //!   ends, the next starts. Each unit's scheduled time is the instant its slot freed (the
@@ -243,7 +245,6 @@ mod tests {
     use crate::load::arrival::arrival_offsets_ns;
     use crate::load::spec::Arrival;
     use crate::stats::{AggregateParams, JobStats, RequestFigures};
-    use std::sync::Mutex;
     use std::time::Duration;
     use tokio::time::Instant;
 
@@ -277,24 +278,20 @@ mod tests {
         service: u64,
         stall: Vec<u64>,
         in_flight: InFlight,
-        log: Mutex<Vec<(u64, u64)>>,
     }
 
     impl UnitRunner for Mock<'_> {
         type Output = Req;
-        fn run(&self, t: UnitTicket) -> impl Future<Output = Req> + Send {
-            async move {
-                let _g = self.in_flight.enter();
-                let stall = self.stall.get(t.index as usize).copied().unwrap_or(0);
-                tokio::time::sleep(Duration::from_nanos(stall)).await;
-                let send = self.timer.now_ns();
-                self.log.lock().unwrap().push((t.index, send));
-                tokio::time::sleep(Duration::from_nanos(self.service)).await;
-                Req {
-                    scheduled: t.scheduled_ns,
-                    send,
-                    end: self.timer.now_ns(),
-                }
+        async fn run(&self, t: UnitTicket) -> Req {
+            let _g = self.in_flight.enter();
+            let stall = self.stall.get(t.index as usize).copied().unwrap_or(0);
+            tokio::time::sleep(Duration::from_nanos(stall)).await;
+            let send = self.timer.now_ns();
+            tokio::time::sleep(Duration::from_nanos(self.service)).await;
+            Req {
+                scheduled: t.scheduled_ns,
+                send,
+                end: self.timer.now_ns(),
             }
         }
     }
@@ -305,7 +302,6 @@ mod tests {
             service: service_ms * MS,
             stall: stall_ms.iter().map(|s| s * MS).collect(),
             in_flight: InFlight::default(),
-            log: Mutex::new(Vec::new()),
         }
     }
 

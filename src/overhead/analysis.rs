@@ -280,7 +280,9 @@ pub fn judge_effect(est: &EffectEstimate, budget_pct: f64) -> (OverheadOutcome, 
     if n < 2 {
         return (
             OverheadOutcome::Inconclusive,
-            format!("insufficient evidence: {n} pair(s); at least 2 are needed to estimate the noise"),
+            format!(
+                "insufficient evidence: {n} pair(s); at least 2 are needed to estimate the noise"
+            ),
         );
     }
     let (Some(m), Some(noise)) = (est.median_pct, est.noise_pct) else {
@@ -317,7 +319,12 @@ pub fn judge_effect(est: &EffectEstimate, budget_pct: f64) -> (OverheadOutcome, 
 }
 
 /// `value <= bound` for an absolute figure; unavailable when `value` is `None`.
-fn judge_max(value: Option<f64>, bound: f64, unit: &str, why_missing: &str) -> (OverheadOutcome, String) {
+fn judge_max(
+    value: Option<f64>,
+    bound: f64,
+    unit: &str,
+    why_missing: &str,
+) -> (OverheadOutcome, String) {
     let u = |v: f64| {
         if unit.is_empty() {
             format_number(v)
@@ -441,10 +448,13 @@ pub fn evaluate(
         });
     }
     // Capture disk bytes: max over pairs of max(0, on − off).
-    let disk = max_opt(pairs.iter().map(|(a, b)| match (a.window_write_bytes, b.window_write_bytes) {
-        (Some(off), Some(on)) => Some(on.saturating_sub(off) as f64),
-        _ => None,
-    }));
+    let disk =
+        max_opt(pairs.iter().map(
+            |(a, b)| match (a.window_write_bytes, b.window_write_bytes) {
+                (Some(off), Some(on)) => Some(on.saturating_sub(off) as f64),
+                _ => None,
+            },
+        ));
     let (o, r) = judge_max(
         disk,
         spec.max_capture_disk_bytes as f64,

@@ -214,10 +214,7 @@ mod tests {
 
     #[test]
     fn gpu_reading_rules() {
-        let p = |pid, b| GpuProcess {
-            pid,
-            used_bytes: b,
-        };
+        let p = |pid, b| GpuProcess { pid, used_bytes: b };
         // Listed: the sum of its entries (two devices).
         assert_eq!(
             gpu_bytes_for_pid(7, &[p(7, Some(10)), p(9, Some(5)), p(7, Some(3))], |_| true),

@@ -10,12 +10,14 @@
 //! ([`crate::timeline::BlockingSink`], [`crate::timeline::DiskWriteSink`]).
 //!
 //! Per run ([`analysis::RunMeasure`]): workload throughput (successful requests per second
-//! of job time) and E2E p50 (ms) from the run's report; the runner process's CPU time
+//! of job time), E2E p50 and each request's E2E (ms) from the run's report (the latency
+//! effect compares the same requests across runs); the runner process's CPU time
 //! (`getrusage`, user + system) and peak RSS (`VmHWM`, reset through
 //! `/proc/self/clear_refs` before each run); the `/proc/self/io` `write_bytes` delta over
 //! the measured window (report.json `capture.window_write_bytes`, read before the
-//! artifacts are written); the GPU memory this process holds (NVML process lists;
-//! `unavailable` without NVML, never 0). The runs are in-process, so the process figures
+//! artifacts are written); the GPU memory this process holds after the run (NVML
+//! process lists — a CUDA context, once made, stays for the process's life; `unavailable`
+//! without NVML, never 0). The runs are in-process, so the process figures
 //! cover the whole runner, including the in-process simulator when the suite is
 //! simulated.
 //!
@@ -287,7 +289,11 @@ fn work_dir(out: Option<&Path>) -> std::io::Result<(PathBuf, Option<tempfile::Te
                 .prefix("overhead-")
                 .tempdir_in(&base)
         })
-        .or_else(|_| tempfile::Builder::new().prefix("inferscope-overhead-").tempdir())?;
+        .or_else(|_| {
+            tempfile::Builder::new()
+                .prefix("inferscope-overhead-")
+                .tempdir()
+        })?;
     Ok((tmp.path().to_path_buf(), Some(tmp)))
 }
 

@@ -55,7 +55,11 @@ pub(super) fn run_brief(m: &RunMeasure) -> String {
     let what = if m.pair == 0 {
         "warm-up    ".to_string()
     } else {
-        format!("pair {:>2} {:<3}", m.pair, if m.capture { "on" } else { "off" })
+        format!(
+            "pair {:>2} {:<3}",
+            m.pair,
+            if m.capture { "on" } else { "off" }
+        )
     };
     format!(
         "{what} {} req/s · e2e p50 {} ms · {}/{} jobs passed",
@@ -118,12 +122,7 @@ pub fn render_text(r: &OverheadReport) -> String {
         out.push('\n');
     }
     let ev = &r.evaluation;
-    let effects = |v: &[Option<f64>]| {
-        v.iter()
-            .map(|e| opt(*e, 2))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let effects = |v: &[Option<f64>]| v.iter().map(|e| opt(*e, 2)).collect::<Vec<_>>().join(", ");
     out.push_str(&format!(
         "pair effects (%): throughput drop [{}] · e2e rise, matched requests [{}]\n",
         effects(&ev.throughput.pair_effects_pct),
@@ -146,7 +145,9 @@ pub fn render_text(r: &OverheadReport) -> String {
         noise(&ev.throughput),
         noise(&ev.latency)
     ));
-    out.push_str("\nfigure                        value          noise ±     budget         verdict\n");
+    out.push_str(
+        "\nfigure                        value          noise ±     budget         verdict\n",
+    );
     for g in &ev.gates {
         let unit = |v: f64| {
             if g.unit == "%" {

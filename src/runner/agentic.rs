@@ -155,10 +155,16 @@ pub async fn tool_step<T: ToolExec>(
     }
     let end_ns = now_ns().max(start_ns);
     ctx.capture.fixture_end(span, out.error_code.is_none());
+    // A tool name the model invented is model output: it never becomes a step name.
+    let declared = out.error_code.as_deref() != Some("unknown_tool");
     let step = StepRecord {
         step_id,
         kind: StepKind::Tool,
-        name: name.to_string(),
+        name: if declared {
+            name.to_string()
+        } else {
+            "unknown_tool".to_string()
+        },
         start_ns,
         end_ns,
         status: if out.error_code.is_none() {

@@ -4,8 +4,9 @@
 //! reference instant, tokens, cached tokens and failure code; per job the p50/p90/p95/p99
 //! of TTFT, ITL, TPOT and E2E, throughput, success, grade and gate verdicts; per
 //! trajectory its steps with exact usage and TTFT; the ADR-013 attribution under
-//! `trajectory`. Missing values are `null`, never 0. No prompt, response or tool payload
-//! is written.
+//! `trajectory`; for load jobs (issue 8) the settings under `load` and the curve under
+//! `sweep`; with `--baseline`, the per-figure comparison under `baseline`. Missing values
+//! are `null`, never 0. No prompt, response or tool payload is written.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
@@ -157,7 +158,9 @@ pub struct JobReport {
     pub start_ns: u64,
     /// End, ns.
     pub end_ns: u64,
-    /// Request statistics (`null` when the job made no requests of its own).
+    /// Request statistics (`null` when the job made no requests of its own). For a load
+    /// job: every non-warm-up request of every point, rates over the sum of the point
+    /// windows (per-point figures are under `sweep`).
     pub stats: Option<JobStats>,
     /// Gate verdicts (the built-in `successful_requests` first).
     pub verdicts: Vec<Verdict>,
@@ -391,6 +394,12 @@ pub fn build(
             .trajectories
             .iter()
             .flat_map(|t| t.steps.iter().filter_map(|s| s.request.clone()))
+            .map(|mut r| {
+                // Server error text can echo the prompt: report.json keeps the typed
+                // failure code and HTTP status, never the text.
+                r.error = None;
+                r
+            })
             .collect();
         let duration_ns = e.end_ns.saturating_sub(e.start_ns);
         // Load jobs: warm-up requests stay recorded but leave every statistic, and rates
@@ -518,13 +527,30 @@ pub fn build(
             }
         }
         let outcome = JobOutcome::from_verdicts(&verdicts, g.grading_passed());
-        let passed = outcome == JobOutcome::Pass && harness_ok && e.setup_error.is_none();
+        // A trajectory that ended without its final answer (max_steps, a repeated tool
+        // call, a failed request, Ctrl-C) fails the job even without checks (C27).
+        let unfinished: Vec<String> = e
+            .trajectories
+            .iter()
+            .filter(|t| {
+                !matches!(
+                    t.stop_reason,
+                    StopReason::FinalAnswer | StopReason::Completed
+                )
+            })
+            .map(|t| format!("{} stopped: {}", t.id, stop_reason(t.stop_reason)))
+            .collect();
+        notes.extend(unfinished.iter().cloned());
+        let passed = outcome == JobOutcome::Pass
+            && harness_ok
+            && e.setup_error.is_none()
+            && unfinished.is_empty();
         let mut failure_codes: BTreeMap<String, u64> = BTreeMap::new();
         for r in requests.iter().filter(|r| !r.is_success()) {
             let code = r
                 .failure_code
                 .map(|c| c.as_str().to_string())
-                .unwrap_or_else(|| r.error.clone().unwrap_or_else(|| "failed".into()));
+                .unwrap_or_else(|| "cancelled".into());
             *failure_codes.entry(code).or_default() += 1;
         }
         let trajectories = e
@@ -674,8 +700,53 @@ pub fn console_lines(report: &RunReport, _session: &Session) -> Vec<String> {
 }
 
 /// Per-step tables of the attribution, one per trajectory (printed after the job lines).
+///
+/// A run with load jobs prints the sequential jobs' tables under their own concurrency
+/// condition, then for each load point the ADR-013 table of its first trajectory under
+/// that point's condition (`apportioned` above one in flight); every trajectory is in
+/// report.json.
 pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
-    super::table::step_tables(report)
+    if report.jobs.iter().all(|j| j.load.is_none()) {
+        return super::table::step_tables(report);
+    }
+    let mut seq = report.clone();
+    seq.jobs.retain(|j| j.load.is_none());
+    let ids: HashSet<String> = seq
+        .jobs
+        .iter()
+        .flat_map(|j| j.trajectories.iter().map(|t| t.id.clone()))
+        .collect();
+    if let Some(v) = seq.trajectory.as_mut() {
+        if let Some(ts) = v.get_mut("trajectories").and_then(|t| t.as_array_mut()) {
+            ts.retain(|t| {
+                t.get("trajectory")
+                    .and_then(|x| x.as_str())
+                    .is_some_and(|id| ids.contains(id))
+            });
+        }
+        let n = v
+            .get("groups")
+            .and_then(|g| g.as_array())
+            .and_then(|g| g.iter().find(|x| x["group"] == "sequential jobs"))
+            .map_or(1, |g| {
+                let d = g["declared_max_trajectories_in_flight"]
+                    .as_u64()
+                    .unwrap_or(1);
+                let o = g["observed_max_trajectories_in_flight"]
+                    .as_u64()
+                    .unwrap_or(0);
+                u32::try_from(d.max(o)).unwrap_or(u32::MAX)
+            });
+        v["concurrency"] =
+            serde_json::to_value(crate::attribution::concurrency_condition(n)).unwrap_or_default();
+    }
+    let mut out = if seq.jobs.is_empty() {
+        Vec::new()
+    } else {
+        super::table::step_tables(&seq)
+    };
+    out.extend(report.tables.iter().cloned());
+    out
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

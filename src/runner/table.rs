@@ -69,7 +69,12 @@ fn facts(report: &RunReport) -> (HashMap<String, TrajectoryFacts>, Option<String
             .and_then(Value::as_str)
             .unwrap_or("withheld");
         let mut steps = HashMap::new();
-        for s in t.get("steps").and_then(Value::as_array).into_iter().flatten() {
+        for s in t
+            .get("steps")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let Some(step_id) = s.get("step_id").and_then(Value::as_u64) else {
                 continue;
             };
@@ -94,11 +99,18 @@ fn facts(report: &RunReport) -> (HashMap<String, TrajectoryFacts>, Option<String
                 .flatten()
                 .filter_map(|r| r.get("reason").and_then(Value::as_str).map(str::to_string))
                 .collect();
-            format!("power {power} · attribution withheld ({})", reasons.join(", "))
+            format!(
+                "power {power} · attribution withheld ({})",
+                reasons.join(", ")
+            )
         } else {
             format!(
                 "power {power} · energy basis {} · {in_flight} trajectory{} in flight",
-                if power == "simulated" { "simulated" } else { basis },
+                if power == "simulated" {
+                    "simulated"
+                } else {
+                    basis
+                },
                 if in_flight == 1 { "" } else { "ies" }
             )
         };
@@ -142,11 +154,26 @@ fn table(t: &TrajectoryReport, f: Option<&TrajectoryFacts>, out: &mut String) {
     let _ = writeln!(
         out,
         "{:>5}  {:<8}  {:<14} {:>9}  {:<9}  {:>7}  {:>7}  {:>6}  {:>5}  {:>8}  {:>7}  {:>9}  {:<9}  {:>7}",
-        "step", "kind", "name", "dur ms", "status", "prompt", "cached", "hit %", "gen",
-        "TTFT ms", "samples", "energy mJ", "basis", "tok/J"
+        "step",
+        "kind",
+        "name",
+        "dur ms",
+        "status",
+        "prompt",
+        "cached",
+        "hit %",
+        "gen",
+        "TTFT ms",
+        "samples",
+        "energy mJ",
+        "basis",
+        "tok/J"
     );
     for s in &t.steps {
-        let sf = f.and_then(|f| f.steps.get(&s.step_id)).cloned().unwrap_or_default();
+        let sf = f
+            .and_then(|f| f.steps.get(&s.step_id))
+            .cloned()
+            .unwrap_or_default();
         let energy = sf.energy_mj.or(s.energy_mj);
         let tpj = match (s.completion_tokens, energy) {
             (Some(g), Some(e)) if e > 0 && s.kind == "llm_call" => {
@@ -173,7 +200,10 @@ fn table(t: &TrajectoryReport, f: Option<&TrajectoryFacts>, out: &mut String) {
             ms(s.ttft_ms),
             opt(sf.samples),
             opt(energy),
-            s.energy_basis.clone().or(sf.basis).unwrap_or_else(|| ABSENT.into()),
+            s.energy_basis
+                .clone()
+                .or(sf.basis)
+                .unwrap_or_else(|| ABSENT.into()),
             tpj.unwrap_or_else(|| ABSENT.into()),
         );
     }

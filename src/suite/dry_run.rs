@@ -226,7 +226,15 @@ impl ResolvedSuite {
             let opt = |v: Option<String>| v.unwrap_or_else(|| "none".to_string());
             r.file("concurrency", opt(l.concurrency.map(|c| c.to_string())));
             r.file("rate", opt(l.rate.map(|x| format!("{x}/s"))));
-            r.file("arrival", l.arrival.as_str());
+            let open = l.rate.is_some() || matches!(l.sweep, Some(crate::load::Sweep::Rate(_)));
+            r.file(
+                "arrival",
+                if open {
+                    l.arrival.as_str()
+                } else {
+                    "none (closed loop)"
+                },
+            );
             match l.stop {
                 crate::load::Stop::Count(n) => r.file("count", n),
                 crate::load::Stop::Duration(ns) => r.file("duration_s", ns as f64 / 1e9),

@@ -32,6 +32,10 @@ pub const DEFAULT_MAX_STEPS: u32 = 8;
 pub const DEFAULT_MAX_REPEATED_TOOL_CALLS: u32 = 3;
 /// Default SWE harness timeout, seconds.
 pub const DEFAULT_SWE_TIMEOUT_S: f64 = 300.0;
+/// Largest context-job prompt size, approximate tokens (`sizes`): 10,000,000 tokens is a
+/// 40 MB filler prompt, above any served context window; larger values would only fail
+/// the in-memory filler allocation.
+pub const MAX_PROMPT_TOKENS: u32 = 10_000_000;
 /// Environment variables the SWE driver always exports; a job's `env` may not set them.
 pub const RESERVED_SWE_ENV: [&str; 3] = [
     "INFERSCOPE_ENDPOINT",

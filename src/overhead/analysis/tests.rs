@@ -127,9 +127,15 @@ fn decision_rule_branches() {
         noise_pct: Some(n),
     };
     // Clear pass: 0.2 ± 0.3 within 1.
-    assert_eq!(judge_effect(&est(0.2, 0.3, 5), 1.0).0, OverheadOutcome::Pass);
+    assert_eq!(
+        judge_effect(&est(0.2, 0.3, 5), 1.0).0,
+        OverheadOutcome::Pass
+    );
     // Clear fail: 9 ± 3 → 6 > 1.
-    assert_eq!(judge_effect(&est(9.0, 3.0, 5), 1.0).0, OverheadOutcome::Fail);
+    assert_eq!(
+        judge_effect(&est(9.0, 3.0, 5), 1.0).0,
+        OverheadOutcome::Fail
+    );
     // Noise wider than the budget: inconclusive even with a favourable median.
     let (o, why) = judge_effect(&est(-3.0, 2.0, 5), 1.0);
     assert_eq!(o, OverheadOutcome::Inconclusive);
@@ -169,7 +175,10 @@ fn blocking_like_slowdown_fails_the_workload_gate() {
     // ~10 % slower in every pair, null floor 2.2 %.
     let p = pairs(&[(100.0, 91.0), (101.0, 89.0), (100.0, 90.0)]);
     let e = evaluate(&p, &OverheadSpec::default(), false);
-    assert_eq!(gate(&e, "throughput_drop_pct").outcome, OverheadOutcome::Fail);
+    assert_eq!(
+        gate(&e, "throughput_drop_pct").outcome,
+        OverheadOutcome::Fail
+    );
     assert_eq!(e.outcome, OverheadOutcome::Fail);
     assert_eq!(e.exit_status(), 100);
 }

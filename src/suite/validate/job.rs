@@ -406,6 +406,15 @@ fn context(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<ContextJob> {
             "a prompt size must be at least 1 token".into(),
         ));
     }
+    // The filler is built in memory (4 bytes per token): an unbounded size is an
+    // allocation failure and an abort at run time, not a benchmark.
+    if let Some(k) = sizes.iter().position(|s| *s > MAX_PROMPT_TOKENS) {
+        return Err(ctx.at_value(
+            &format!("{p}.sizes[{k}]"),
+            K::InvalidValue,
+            format!("a prompt size must be at most {MAX_PROMPT_TOKENS} tokens"),
+        ));
+    }
     let filler = match &j.filler {
         None => None,
         Some(f) => Some(fx.path(ctx, &format!("{p}.filler"), f, Want::File)?),
