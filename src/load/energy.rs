@@ -11,20 +11,18 @@
 //! - Window energy (curve, job figures) comes from the power timeline
 //!   ([`super::curve::window_energy_mj`]), summed over devices.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
 use super::curve::{EnergyPoint, window_energy_mj};
 use super::record::LoadRun;
-use crate::attribution::{
-    self as attr, EnergyBasis, RunAttribution, StepKey, StepMarker, StepUsage,
-};
+use crate::attribution::{self as attr, EnergyBasis, RunAttribution};
 use crate::clock::RunClock;
 use crate::gate::{Figure, basis};
 use crate::runner::energy::{self, Attribution, JobEnergy, StepEnergy};
 use crate::runner::execute::{ExecutedJob, GradedJob, Session};
-use crate::runner::steps::{StepKind, TrajectoryRecord};
+use crate::runner::steps::TrajectoryRecord;
 use crate::telemetry::TelemetryRun;
 
 /// Step energies by `(trajectory id, step id)`.
@@ -47,44 +45,6 @@ pub struct RunEnergy {
     devices: Vec<Vec<EnergyPoint>>,
 }
 
-/// The markers and per-response usage of `trajectories` (anchor: the telemetry's).
-fn markers_of(
-    trajectories: &[TrajectoryRecord],
-    anchor: u64,
-) -> (Vec<StepMarker>, BTreeMap<StepKey, StepUsage>) {
-    let mut markers = Vec::new();
-    let mut usage = BTreeMap::new();
-    for tr in trajectories {
-        for s in &tr.steps {
-            markers.push(StepMarker {
-                step_id: s.step_id,
-                kind: match s.kind {
-                    StepKind::LlmCall => attr::StepKind::LlmCall,
-                    StepKind::Tool => attr::StepKind::Tool,
-                },
-                t_start_unix_ns: anchor + s.start_ns,
-                t_end_unix_ns: anchor + s.end_ns,
-                trajectory: Some(tr.id.clone()),
-                name: Some(s.name.clone()),
-            });
-            if let Some(r) = &s.request {
-                usage.insert(
-                    StepKey {
-                        trajectory: Some(tr.id.clone()),
-                        step_id: s.step_id,
-                    },
-                    StepUsage {
-                        prompt_tokens: r.prompt_tokens,
-                        cached_tokens: r.cached_tokens,
-                        completion_tokens: r.completion_tokens,
-                    },
-                );
-            }
-        }
-    }
-    (markers, usage)
-}
-
 /// The ADR-013 join of one point's trajectories at `declared` trajectories in flight, and
 /// each step's energy with its label (`apportioned` above one in flight, else `simulated`
 /// on the simulator, else the join's basis).
@@ -94,7 +54,8 @@ fn join_point(
     declared: u32,
     simulated: bool,
 ) -> Option<(RunAttribution, StepEnergies)> {
-    let (markers, usage) = markers_of(trajectories, t.reference_instant_unix_ns);
+    let (markers, usage) =
+        crate::runner::energy::markers_and_usage(trajectories, t.reference_instant_unix_ns);
     if markers.is_empty() {
         return None;
     }

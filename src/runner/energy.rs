@@ -16,7 +16,7 @@ use crate::clock::RunClock;
 use crate::gate::{self, Figure};
 use crate::runner::execute::{GradedJob, Session, SuiteRuntime};
 use crate::runner::report::RunReport;
-use crate::runner::steps::StepKind;
+use crate::runner::steps::{StepKind, TrajectoryRecord};
 use crate::sim::SimHandle;
 use crate::suite::{EngineProfile as SuiteProfile, GpuMode};
 use crate::telemetry::{
@@ -308,6 +308,45 @@ impl Attribution {
     }
 }
 
+/// The ADR-013 markers of `trajectories`' steps (unix ns = `anchor` + `elapsed_ns`) and
+/// each LLM step's exact usage from its own response, keyed for [`attr::attribute_run`].
+pub fn markers_and_usage<'a>(
+    trajectories: impl IntoIterator<Item = &'a TrajectoryRecord>,
+    anchor: u64,
+) -> (Vec<StepMarker>, BTreeMap<StepKey, StepUsage>) {
+    let mut markers = Vec::new();
+    let mut usage = BTreeMap::new();
+    for tr in trajectories {
+        for s in &tr.steps {
+            markers.push(StepMarker {
+                step_id: s.step_id,
+                kind: match s.kind {
+                    StepKind::LlmCall => attr::StepKind::LlmCall,
+                    StepKind::Tool => attr::StepKind::Tool,
+                },
+                t_start_unix_ns: anchor + s.start_ns,
+                t_end_unix_ns: anchor + s.end_ns,
+                trajectory: Some(tr.id.clone()),
+                name: Some(s.name.clone()),
+            });
+            if let Some(r) = &s.request {
+                usage.insert(
+                    StepKey {
+                        trajectory: Some(tr.id.clone()),
+                        step_id: s.step_id,
+                    },
+                    StepUsage {
+                        prompt_tokens: r.prompt_tokens,
+                        cached_tokens: r.cached_tokens,
+                        completion_tokens: r.completion_tokens,
+                    },
+                );
+            }
+        }
+    }
+    (markers, usage)
+}
+
 /// Runs the ADR-013 join over every trajectory of the run.
 pub fn attribute(
     _clock: &RunClock,
@@ -325,38 +364,10 @@ pub fn attribute(
     let Some(t) = telemetry else { return empty };
     let input = attribution_input(t, 1);
     let anchor = t.reference_instant_unix_ns;
-    let mut markers = Vec::new();
-    let mut usage = BTreeMap::new();
-    for g in graded {
-        for tr in &g.executed.trajectories {
-            for s in &tr.steps {
-                markers.push(StepMarker {
-                    step_id: s.step_id,
-                    kind: match s.kind {
-                        StepKind::LlmCall => attr::StepKind::LlmCall,
-                        StepKind::Tool => attr::StepKind::Tool,
-                    },
-                    t_start_unix_ns: anchor + s.start_ns,
-                    t_end_unix_ns: anchor + s.end_ns,
-                    trajectory: Some(tr.id.clone()),
-                    name: Some(s.name.clone()),
-                });
-                if let Some(r) = &s.request {
-                    usage.insert(
-                        StepKey {
-                            trajectory: Some(tr.id.clone()),
-                            step_id: s.step_id,
-                        },
-                        StepUsage {
-                            prompt_tokens: r.prompt_tokens,
-                            cached_tokens: r.cached_tokens,
-                            completion_tokens: r.completion_tokens,
-                        },
-                    );
-                }
-            }
-        }
-    }
+    let (markers, usage) = markers_and_usage(
+        graded.iter().flat_map(|g| g.executed.trajectories.iter()),
+        anchor,
+    );
     let run = attr::attribute_run(&input, Some(&markers), &usage);
     let simulated = session.power_label.as_deref() == Some("simulated");
     let mut steps = HashMap::new();
