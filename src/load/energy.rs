@@ -18,7 +18,6 @@ use serde_json::{Value, json};
 use super::curve::{EnergyPoint, window_energy_mj};
 use super::record::LoadRun;
 use crate::attribution::{self as attr, EnergyBasis, RunAttribution};
-use crate::clock::RunClock;
 use crate::gate::{Figure, basis};
 use crate::runner::energy::{self, Attribution, JobEnergy, StepEnergy};
 use crate::runner::execute::{ExecutedJob, GradedJob, Session};
@@ -108,11 +107,9 @@ impl RunEnergy {
     /// Joins every trajectory of the run (see the module docs). Without load jobs this is
     /// exactly [`energy::attribute`] over all jobs.
     pub fn attribute(
-        clock: &RunClock,
         graded: &[GradedJob],
         telemetry: Option<&TelemetryRun>,
         session: &Session,
-        end_ns: u64,
     ) -> RunEnergy {
         let any_load = graded.iter().any(|g| g.executed.load.is_some());
         let devices = telemetry
@@ -141,7 +138,7 @@ impl RunEnergy {
             devices,
         };
         if !any_load {
-            out.seq = Some(energy::attribute(clock, graded, telemetry, session, end_ns));
+            out.seq = Some(energy::attribute(graded, telemetry, session));
             return out;
         }
         let seq: Vec<GradedJob> = graded
@@ -150,7 +147,7 @@ impl RunEnergy {
             .map(shallow)
             .collect();
         if !seq.is_empty() {
-            out.seq = Some(energy::attribute(clock, &seq, telemetry, session, end_ns));
+            out.seq = Some(energy::attribute(&seq, telemetry, session));
         }
         let Some(t) = telemetry else { return out };
         let simulated = out.power_label.as_deref() == Some("simulated");

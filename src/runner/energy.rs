@@ -349,11 +349,9 @@ pub fn markers_and_usage<'a>(
 
 /// Runs the ADR-013 join over every trajectory of the run.
 pub fn attribute(
-    _clock: &RunClock,
     graded: &[GradedJob],
     telemetry: Option<&TelemetryRun>,
     session: &Session,
-    _end_ns: u64,
 ) -> Attribution {
     let empty = Attribution {
         run: None,

@@ -1,7 +1,7 @@
 //! The I/O edge of a run: the simulator, clients, tool registries and samplers of one
 //! session, and the execution of each job with its driver.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -55,14 +55,6 @@ pub fn make_sink(
             Arc::new(DiskWriteSink::create(sink, p).map_err(|e| e.to_string())?)
         }
     })
-}
-
-/// Why a job could not be planned (reported as the job's failure).
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum JobPlanError {
-    /// The suite's client or tools could not be set up.
-    #[error("{0}")]
-    Setup(String),
 }
 
 /// One suite's runtime: endpoint, client, tools.
@@ -242,12 +234,7 @@ fn tool_outcome(tools: &ToolRegistry, name: &str, arguments: &str) -> ToolOutcom
 impl Session {
     /// Preparation: starts the simulator when any suite needs it, builds clients and tool
     /// registries, and starts the samplers.
-    pub async fn prepare(
-        opts: &RunOptions,
-        clock: &RunClock,
-        ctx: &DriverCtx,
-        _run_dir: &Path,
-    ) -> Session {
+    pub async fn prepare(opts: &RunOptions, clock: &RunClock, ctx: &DriverCtx) -> Session {
         ctx.capture.phase(Phase::Preparation);
         let mut sim: Option<SimHandle> = None;
         let mut suites = Vec::new();

@@ -29,7 +29,7 @@ use crate::timeline::Phase;
 
 use self::agentic::DriverCtx;
 use self::capture::Capture;
-pub use self::execute::{ExecutedJob, JobPlanError};
+pub use self::execute::ExecutedJob;
 
 /// Options of one `run` invocation (already resolved from suites and flags).
 pub struct RunOptions {
@@ -127,7 +127,7 @@ pub async fn run_with(
         capture: capture.clone(),
     };
     let io_before = crate::timeline::proc_self_io();
-    let mut session = execute::Session::prepare(&opts, &clock, &ctx, &run_dir).await;
+    let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
     capture.phase(Phase::Preflight);
     session.preflight().await;
     capture.phase(Phase::RequestExecution);
@@ -150,11 +150,10 @@ pub async fn run_with(
         extras.baseline.as_ref(),
     );
     capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
-    let console = report::console_lines(&report, &session);
+    let console = report::console_lines(&report);
     let writes = report::write_artifacts(
         &run_dir,
         &mut report,
-        &graded,
         telemetry.as_ref(),
         &capture,
         io_before,

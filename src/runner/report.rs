@@ -385,11 +385,10 @@ pub fn build(
     baseline: Option<&Baseline>,
 ) -> RunReport {
     let end_ns = clock.elapsed_ns();
-    let attribution = RunEnergy::attribute(clock, graded, telemetry, session, end_ns);
+    let attribution = RunEnergy::attribute(graded, telemetry, session);
     let mut jobs = Vec::new();
     for g in graded {
         let e = &g.executed;
-        let rs = &session.suites[e.suite_index];
         let requests: Vec<RequestRecord> = e
             .trajectories
             .iter()
@@ -605,7 +604,6 @@ pub fn build(
             trajectories,
             requests,
         });
-        let _ = rs;
     }
     let passed = jobs.iter().filter(|j| j.status == "pass").count();
     let failed = jobs.len() - passed;
@@ -674,7 +672,7 @@ pub fn endpoint_label(report: &RunReport) -> EndpointLabel {
 }
 
 /// nextest-style lines: one block per job, the summary line, the plain line.
-pub fn console_lines(report: &RunReport, _session: &Session) -> Vec<String> {
+pub fn console_lines(report: &RunReport) -> Vec<String> {
     let style = Style::PLAIN;
     let views: Vec<JobReportView> = report.jobs.iter().map(JobReport::view).collect();
     let mut out = Vec::new();
@@ -789,7 +787,6 @@ pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
 pub fn write_artifacts(
     run_dir: &Path,
     report: &mut RunReport,
-    _graded: &[GradedJob],
     telemetry: Option<&TelemetryRun>,
     capture: &Capture,
     io_before: Option<IoCounters>,
