@@ -8,10 +8,26 @@
 //! concurrency 1, default 30), `FIDELITY_ROUNDS` (requests per worker at concurrency > 1,
 //! default 4), `FIDELITY_TTFT_MS` / `FIDELITY_ITL_MS` (default 50 / 10),
 //! `FIDELITY_TOKENS` (default 64), `FIDELITY_CLIENT_WORKERS` (tokio workers of the client,
-//! default 1; the server always has its own single worker). Without `--bench` (`cargo
-//! test --benches`) it is a short smoke run (concurrency 1 and 8, T = 5 ms, I = 1 ms, 8
-//! tokens) that fails only when a request fails: timing is never asserted.
+//! default 1; the server always has its own single worker), `FIDELITY_CLIENTS` (which
+//! clients run at each level, in order; default `product,reference`),
+//! `FIDELITY_PIN_SERVER` / `FIDELITY_PIN_CLIENT` (a CPU index each: pin the server's and
+//! the client runtime's threads; default unpinned), `FIDELITY_FLOOR_SAMPLES` (gaps of the
+//! machine-floor measurement, default 1000; 0 skips it), `FIDELITY_DUMP=PREFIX` (write
+//! every token's server handoff and client stamp to `PREFIX.CLIENT.cC.csv`). Without
+//! `--bench` (`cargo test --benches`) it is a short smoke run (concurrency 1 and 8,
+//! T = 5 ms, I = 1 ms, 8 tokens, no floor) that fails only when a request fails: timing is
+//! never asserted.
 //!
+//! # Clients
+//! - `product`: [`inferscope_bench::client::Client::chat`], the client the tool runs.
+//! - `reference`: the anchor's bare Rust client rebuilt in this file ([`reference_chat`]):
+//!   reqwest, the clock read per read before any parsing, content events found by a byte
+//!   search; no SSE library, no JSON, no record. It runs on the same runtime against the
+//!   same server in the same process run, so the two rows are directly comparable.
+//! - The **machine floor** ([`socket_floor`]): two plain threads and one loopback socket,
+//!   a byte every I ms; the gap error it shows is the machine's own wake-up noise (no HTTP,
+//!   no runtime), which no client on this machine can go below.
+
 //! # Server
 //! A raw HTTP/1.1 keep-alive server in vLLM's stream shape: response head and a role-only
 //! chunk as soon as the request body is read, then one content chunk per token, the first
@@ -48,6 +64,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use inferscope_bench::client::{ChatRequest, Client, ClientConfig, RequestRecord};
 use inferscope_bench::clock::RunClock;
 use inferscope_bench::stats::percentile;
@@ -55,9 +72,13 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Warm-up requests carry this `X-Request-ID` prefix; the server answers them at once
-/// (T = I = 0, 2 tokens) and keeps no truth for them.
+/// Warm-up requests carry this `X-Request-ID` prefix; the server answers them with 2
+/// tokens, the first after [`WARM_TTFT_NS`] and no gap, and keeps no truth for them.
 const WARM_PREFIX: &str = "warm-";
+
+/// TTFT of a warm-up request: long enough that all of a level's warm-up requests are in
+/// flight together, so each opens its own connection (no connect inside a measured TTFT).
+const WARM_TTFT_NS: u64 = 30_000_000;
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -152,7 +173,7 @@ impl Server {
             let request_id = header("x-request-id").unwrap_or_default();
             let warm = request_id.starts_with(WARM_PREFIX);
             let (ttft, itl, tokens) = if warm {
-                (0, 0, 2)
+                (WARM_TTFT_NS, 0, 2)
             } else {
                 (self.ttft_ns, self.itl_ns, self.tokens)
             };
@@ -225,6 +246,22 @@ fn thread_ticks(prefix: &str) -> Option<u64> {
     Some(total)
 }
 
+/// Pins the calling thread to the CPU named in env `var`, if set.
+fn pin_current_thread(var: &str) {
+    let Some(cpu) = std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    else {
+        return;
+    };
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_setaffinity(0) targets this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 fn clk_tck() -> f64 {
     // SAFETY: sysconf has no memory-safety preconditions.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -242,15 +279,132 @@ fn request(id: String) -> ChatRequest {
     }
 }
 
+/// Which client a measured level drives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Under {
+    /// The product's client, [`Client::chat`].
+    Product,
+    /// The anchor's bare reference client, rebuilt here ([`reference_chat`]).
+    Reference,
+}
+
+impl Under {
+    fn name(self) -> &'static str {
+        match self {
+            Under::Product => "product",
+            Under::Reference => "reference",
+        }
+    }
+}
+
+/// What a client observed for one request, on the shared clock (elapsed ns).
+struct Obs {
+    request_id: String,
+    send_ns: u64,
+    /// Arrival stamp of each content token, in order.
+    stamps: Vec<u64>,
+    ok: bool,
+}
+
+impl Obs {
+    fn from_record(r: &RequestRecord) -> Self {
+        let mut stamps = Vec::with_capacity(r.itl_ns.len() + 1);
+        if let Some(first) = r.ttft_ns {
+            let mut at = first;
+            stamps.push(at);
+            for gap in &r.itl_ns {
+                at += gap;
+                stamps.push(at);
+            }
+        }
+        Obs {
+            request_id: r.request_id.clone(),
+            send_ns: r.send_ns,
+            stamps,
+            ok: r.is_success(),
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The anchor's "~250-line Rust client", rebuilt as the in-run comparison: reqwest on the
+/// same runtime, `bytes_stream()`, the clock read as each read completes and before any
+/// parsing, content events found by a byte search (a `"content":"…"` member that is not
+/// empty; the role-only chunk carries `"content":""`). No SSE library, no JSON parse, no
+/// record: the least a streaming client can do. `ok` = the stream ended after `[DONE]`.
+async fn reference_chat(http: &reqwest::Client, url: &str, id: String, clock: &RunClock) -> Obs {
+    let body = serde_json::to_vec(&request(id.clone()).body_json()).expect("body");
+    let send_ns = clock.elapsed_ns();
+    let mut obs = Obs {
+        request_id: id.clone(),
+        send_ns,
+        stamps: Vec::with_capacity(64),
+        ok: false,
+    };
+    let sent = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .header("x-request-id", id)
+        .body(body)
+        .send()
+        .await;
+    let Ok(resp) = sent else { return obs };
+    let mut reads = std::pin::pin!(resp.bytes_stream());
+    let mut pending: Vec<u8> = Vec::with_capacity(1024);
+    let mut done = false;
+    while let Some(item) = reads.next().await {
+        let t = clock.elapsed_ns();
+        let Ok(bytes) = item else { return obs };
+        pending.extend_from_slice(&bytes);
+        while let Some(end) = find(&pending, b"\n\n") {
+            let event = &pending[..end];
+            if find(event, b"[DONE]").is_some() {
+                done = true;
+            } else if find(event, b"\"content\":\"").is_some()
+                && find(event, b"\"content\":\"\"").is_none()
+            {
+                obs.stamps.push(t);
+            }
+            pending.drain(..end + 2);
+        }
+    }
+    obs.ok = done;
+    obs
+}
+
 struct Outcome {
-    records: Vec<RequestRecord>,
+    obs: Vec<Obs>,
     window_s: f64,
     new_connections: usize,
     client_cpu_s: Option<f64>,
 }
 
+/// The two clients under test, each with its own connection pool.
+struct Clients {
+    product: Arc<Client>,
+    reference: reqwest::Client,
+    reference_url: String,
+}
+
+async fn one_request(clients: &Clients, under: Under, id: String, clock: &RunClock) -> Obs {
+    match under {
+        Under::Product => {
+            let now = clock.elapsed_ns();
+            Obs::from_record(&clients.product.chat(&request(id), clock, now).await)
+        }
+        Under::Reference => {
+            reference_chat(&clients.reference, &clients.reference_url, id, clock).await
+        }
+    }
+}
+
 async fn run_level(
-    client: Arc<Client>,
+    clients: Arc<Clients>,
+    under: Under,
     clock: RunClock,
     concurrency: usize,
     per_worker: usize,
@@ -258,13 +412,14 @@ async fn run_level(
 ) -> Outcome {
     // Warm one connection per worker through the client under test's own pool, all at
     // once so each opens its own connection: a short stream (the server skips T and I).
+    let tag = under.name();
     let mut warm = Vec::new();
     for w in 0..concurrency {
-        let c = client.clone();
+        let clients = clients.clone();
         let clock = clock.clone();
         warm.push(tokio::spawn(async move {
-            let req = request(format!("{WARM_PREFIX}{concurrency}-{w}"));
-            c.chat(&req, &clock, clock.elapsed_ns()).await
+            let id = format!("{WARM_PREFIX}{tag}-{concurrency}-{w}");
+            one_request(&clients, under, id, &clock).await
         }));
     }
     for h in warm {
@@ -275,26 +430,25 @@ async fn run_level(
     let start = clock.elapsed_ns();
     let mut handles = Vec::new();
     for w in 0..concurrency {
-        let c = client.clone();
+        let clients = clients.clone();
         let clock = clock.clone();
         handles.push(tokio::spawn(async move {
             let mut out = Vec::with_capacity(per_worker);
             for i in 0..per_worker {
-                let req = request(format!("c{concurrency}-w{w}-r{i}"));
-                let now = clock.elapsed_ns();
-                out.push(c.chat(&req, &clock, now).await);
+                let id = format!("{tag}-c{concurrency}-w{w}-r{i}");
+                out.push(one_request(&clients, under, id, &clock).await);
             }
             out
         }));
     }
-    let mut records = Vec::new();
+    let mut obs = Vec::new();
     for h in handles {
-        records.extend(h.await.unwrap());
+        obs.extend(h.await.unwrap());
     }
     let end = clock.elapsed_ns();
     let ticks_after = thread_ticks("fid-client");
     Outcome {
-        records,
+        obs,
         window_s: (end - start) as f64 / 1e9,
         new_connections: accepted.load(Ordering::Relaxed) - accepted_before,
         client_cpu_s: match (ticks_before, ticks_after) {
@@ -306,6 +460,117 @@ async fn run_level(
 
 fn p(v: &[f64], q: f64) -> f64 {
     percentile(v, q).unwrap_or(f64::NAN)
+}
+
+/// Errors of one level, ms; see the module docs for the definitions.
+struct Measured {
+    ttft_err: Vec<f64>,
+    req_leg: Vec<f64>,
+    resp_leg: Vec<f64>,
+    gap_err: Vec<f64>,
+    slip: Vec<f64>,
+    /// Requests that failed, or whose token count differs from the server's.
+    failed: usize,
+}
+
+/// Compares each observation with the server's truth. With `FIDELITY_DUMP=PREFIX` it also
+/// writes `PREFIX.CLIENT.cC.csv`: `request_id,k,handoff_ns,stamp_ns` per content token.
+fn measure(
+    obs: &[Obs],
+    truth: &HashMap<String, Truth>,
+    itl_ms: u64,
+    c: usize,
+    under: Under,
+) -> Measured {
+    let mut m = Measured {
+        ttft_err: Vec::new(),
+        req_leg: Vec::new(),
+        resp_leg: Vec::new(),
+        gap_err: Vec::new(),
+        slip: Vec::new(),
+        failed: 0,
+    };
+    let mut dump = std::env::var("FIDELITY_DUMP").ok().map(|prefix| {
+        let path = format!("{prefix}.{}.c{c}.csv", under.name());
+        std::io::BufWriter::new(std::fs::File::create(path).expect("dump file"))
+    });
+    let ms = |ns: i128| ns as f64 / 1e6;
+    for o in obs {
+        let Some(t) = truth.get(&o.request_id) else {
+            m.failed += 1;
+            continue;
+        };
+        if !o.ok || o.stamps.len() != t.handoff_ns.len() || o.stamps.is_empty() {
+            m.failed += 1;
+            continue;
+        }
+        let client_ttft = o.stamps[0] as i128 - o.send_ns as i128;
+        let server_ttft = t.handoff_ns[0] as i128 - t.body_read_ns as i128;
+        m.ttft_err.push(ms(client_ttft - server_ttft));
+        m.req_leg
+            .push(ms(t.body_read_ns as i128 - o.send_ns as i128));
+        m.resp_leg
+            .push(ms(o.stamps[0] as i128 - t.handoff_ns[0] as i128));
+        for k in 1..o.stamps.len() {
+            let client_gap = o.stamps[k] as i128 - o.stamps[k - 1] as i128;
+            let server_gap = t.handoff_ns[k] as i128 - t.handoff_ns[k - 1] as i128;
+            m.gap_err.push(ms(client_gap - server_gap).abs());
+            m.slip
+                .push(ms(server_gap - (itl_ms as i128 * 1_000_000)).abs());
+        }
+        if let Some(d) = dump.as_mut() {
+            use std::io::Write;
+            for (k, (h, s)) in t.handoff_ns.iter().zip(&o.stamps).enumerate() {
+                let _ = writeln!(d, "{},{k},{h},{s}", o.request_id);
+            }
+        }
+    }
+    m
+}
+
+/// The machine's own floor, no HTTP and no runtime: one thread writes one byte into a
+/// loopback TCP socket every `period`, stamping after `write` returns; another blocks in
+/// `read` on the other end and stamps when it returns. Pinned like the benchmark's server
+/// (writer) and client (reader) threads. Returns |read gap − write gap| per gap, ms.
+fn socket_floor(samples: usize, period: Duration) -> Vec<f64> {
+    use std::io::{Read, Write};
+    let clock = RunClock::start();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut rx = std::net::TcpStream::connect(listener.local_addr().unwrap()).expect("connect");
+    let (mut tx, _) = listener.accept().expect("accept");
+    tx.set_nodelay(true).unwrap();
+    let wclock = clock.clone();
+    let writer = std::thread::spawn(move || {
+        pin_current_thread("FIDELITY_PIN_SERVER");
+        let mut stamps = Vec::with_capacity(samples);
+        let origin = std::time::Instant::now();
+        for k in 1..=samples {
+            let due = origin + period * k as u32;
+            std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+            tx.write_all(b"x").expect("write");
+            stamps.push(wclock.elapsed_ns());
+        }
+        stamps
+    });
+    let rclock = clock.clone();
+    let reader = std::thread::spawn(move || {
+        pin_current_thread("FIDELITY_PIN_CLIENT");
+        let mut stamps = Vec::with_capacity(samples);
+        let mut b = [0u8; 1];
+        for _ in 0..samples {
+            rx.read_exact(&mut b).expect("read");
+            stamps.push(rclock.elapsed_ns());
+        }
+        stamps
+    });
+    let w = writer.join().unwrap();
+    let r = reader.join().unwrap();
+    (1..samples)
+        .map(|k| {
+            let err = (r[k] as i128 - r[k - 1] as i128) - (w[k] as i128 - w[k - 1] as i128);
+            err.abs() as f64 / 1e6
+        })
+        .collect()
 }
 
 fn main() {
@@ -348,6 +613,7 @@ fn main() {
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("fid-server")
+        .on_thread_start(|| pin_current_thread("FIDELITY_PIN_SERVER"))
         .enable_all()
         .build()
         .unwrap();
@@ -359,17 +625,42 @@ fn main() {
     let client_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(client_workers)
         .thread_name("fid-client")
+        .on_thread_start(|| pin_current_thread("FIDELITY_PIN_CLIENT"))
         .enable_all()
         .build()
         .unwrap();
     let base = format!("http://{addr}/v1");
-    let mut cfg = ClientConfig::new(base);
-    cfg.max_connections = levels.iter().copied().max().unwrap_or(1).max(1);
-    let client = Arc::new(Client::new(cfg).expect("client"));
+    let max_conns = levels.iter().copied().max().unwrap_or(1).max(1);
+    let mut cfg = ClientConfig::new(base.clone());
+    cfg.max_connections = max_conns;
+    let reference = reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(max_conns)
+        .build()
+        .expect("reference client");
+    let clients = Arc::new(Clients {
+        product: Arc::new(Client::new(cfg).expect("client")),
+        reference,
+        reference_url: format!("{base}/chat/completions"),
+    });
+    let unders: Vec<Under> = std::env::var("FIDELITY_CLIENTS")
+        .unwrap_or_else(|_| "product,reference".into())
+        .split(',')
+        .filter_map(|s| match s.trim() {
+            "product" => Some(Under::Product),
+            "reference" => Some(Under::Reference),
+            _ => None,
+        })
+        .collect();
+    let pin = |var: &str| std::env::var(var).unwrap_or_else(|_| "-".into());
 
     println!(
         "client_fidelity: T = {ttft_ms} ms, I = {itl_ms} ms, {tokens} tokens, client tokio \
-         workers {client_workers}, server 1 worker, loopback HTTP/1.1, warm connections{}",
+         workers {client_workers}, server 1 worker, loopback HTTP/1.1, warm connections, \
+         CPU pinning server {} / client {}{}",
+        pin("FIDELITY_PIN_SERVER"),
+        pin("FIDELITY_PIN_CLIENT"),
         if bench_mode {
             ""
         } else {
@@ -377,98 +668,84 @@ fn main() {
         }
     );
     println!(
-        "| concurrency | requests | TTFT error p50 / p99 (ms) | request leg p50 / p99 (ms) | \
+        "| client | concurrency | requests | TTFT error p50 / p99 (ms) | request leg p50 / p99 (ms) | \
          response leg p50 / p99 (ms) | ITL gap |error| p50 / p99 (ms) | server gap slip p99 (ms) \
          | req/s | client CPU s / 1000 req | client CPU % of a core | new conns in window |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_ok = true;
     let mut tails = Vec::new();
     for &c in &levels {
         let per_worker = if c == 1 { requests_c1 } else { rounds };
-        let out = client_rt.block_on(run_level(
-            client.clone(),
-            clock.clone(),
-            c,
-            per_worker,
-            accepted.clone(),
-        ));
-        let truth = truth.lock().unwrap().clone();
-        let mut ttft_err = Vec::new();
-        let mut req_leg = Vec::new();
-        let mut resp_leg = Vec::new();
-        let mut gap_err = Vec::new();
-        let mut slip = Vec::new();
-        let mut failed = 0usize;
-        for r in &out.records {
-            let Some(t) = truth.get(&r.request_id) else {
-                failed += 1;
-                continue;
-            };
-            let (Some(ttft_ns), true) = (r.ttft_ns, r.is_success()) else {
-                failed += 1;
-                continue;
-            };
-            if r.itl_ns.len() + 1 != t.handoff_ns.len() {
-                failed += 1;
-                continue;
-            }
-            let ms = |ns: i128| ns as f64 / 1e6;
-            let client_ttft = ttft_ns as i128 - r.send_ns as i128;
-            let server_ttft = t.handoff_ns[0] as i128 - t.body_read_ns as i128;
-            ttft_err.push(ms(client_ttft - server_ttft));
-            req_leg.push(ms(t.body_read_ns as i128 - r.send_ns as i128));
-            resp_leg.push(ms(ttft_ns as i128 - t.handoff_ns[0] as i128));
-            for (k, &client_gap) in r.itl_ns.iter().enumerate() {
-                let server_gap = t.handoff_ns[k + 1] as i128 - t.handoff_ns[k] as i128;
-                gap_err.push(ms(client_gap as i128 - server_gap).abs());
-                slip.push(ms(server_gap - (itl_ms as i128 * 1_000_000)).abs());
-            }
+        for &under in &unders {
+            let out = client_rt.block_on(run_level(
+                clients.clone(),
+                under,
+                clock.clone(),
+                c,
+                per_worker,
+                accepted.clone(),
+            ));
+            let truth = truth.lock().unwrap().clone();
+            let m = measure(&out.obs, &truth, itl_ms, c, under);
+            all_ok &= m.failed == 0;
+            let n = out.obs.len();
+            let cpu = out.client_cpu_s;
+            println!(
+                "| {} | {c} | {n}{} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} \
+                 | {:.3} | {:.1} | {} | {} | {} |",
+                under.name(),
+                if m.failed > 0 {
+                    format!(" ({} FAILED)", m.failed)
+                } else {
+                    String::new()
+                },
+                p(&m.ttft_err, 0.5),
+                p(&m.ttft_err, 0.99),
+                p(&m.req_leg, 0.5),
+                p(&m.req_leg, 0.99),
+                p(&m.resp_leg, 0.5),
+                p(&m.resp_leg, 0.99),
+                p(&m.gap_err, 0.5),
+                p(&m.gap_err, 0.99),
+                p(&m.slip, 0.99),
+                n as f64 / out.window_s,
+                cpu.map(|s| format!("{:.2}", s * 1000.0 / n as f64))
+                    .unwrap_or_else(|| "n/a".into()),
+                cpu.map(|s| format!("{:.1}", 100.0 * s / out.window_s))
+                    .unwrap_or_else(|| "n/a".into()),
+                out.new_connections,
+            );
+            let over = |v: &[f64]| v.iter().filter(|&&e| e > 1.0).count();
+            let max = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
+            tails.push(format!(
+                "{} c={c}: TTFT error > 1 ms in {} of {} requests (max {:.3} ms); ITL gap \
+                 |error| > 1 ms in {} of {} gaps (max {:.3} ms)",
+                under.name(),
+                over(&m.ttft_err),
+                m.ttft_err.len(),
+                max(&m.ttft_err),
+                over(&m.gap_err),
+                m.gap_err.len(),
+                max(&m.gap_err),
+            ));
         }
-        if failed > 0 {
-            all_ok = false;
-        }
-        let n = out.records.len();
-        let cpu = out.client_cpu_s;
-        println!(
-            "| {c} | {n}{} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} \
-             | {:.1} | {} | {} | {} |",
-            if failed > 0 {
-                format!(" ({failed} FAILED)")
-            } else {
-                String::new()
-            },
-            p(&ttft_err, 0.5),
-            p(&ttft_err, 0.99),
-            p(&req_leg, 0.5),
-            p(&req_leg, 0.99),
-            p(&resp_leg, 0.5),
-            p(&resp_leg, 0.99),
-            p(&gap_err, 0.5),
-            p(&gap_err, 0.99),
-            p(&slip, 0.99),
-            n as f64 / out.window_s,
-            cpu.map(|s| format!("{:.2}", s * 1000.0 / n as f64))
-                .unwrap_or_else(|| "n/a".into()),
-            cpu.map(|s| format!("{:.1}", 100.0 * s / out.window_s))
-                .unwrap_or_else(|| "n/a".into()),
-            out.new_connections,
-        );
-        let over = |v: &[f64]| v.iter().filter(|&&e| e > 1.0).count();
-        let max = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
-        tails.push(format!(
-            "c={c}: TTFT error > 1 ms in {} of {} requests (max {:.3} ms); ITL gap |error| > 1 ms \
-             in {} of {} gaps (max {:.3} ms)",
-            over(&ttft_err),
-            ttft_err.len(),
-            max(&ttft_err),
-            over(&gap_err),
-            gap_err.len(),
-            max(&gap_err),
-        ));
     }
     for t in &tails {
         println!("{t}");
+    }
+    let floor_samples = env_u64("FIDELITY_FLOOR_SAMPLES", if bench_mode { 1000 } else { 0 });
+    if floor_samples >= 2 {
+        let g = socket_floor(floor_samples as usize, Duration::from_millis(itl_ms.max(1)));
+        println!(
+            "machine floor (raw loopback socket, blocking threads, {} gaps of {itl_ms} ms, same \
+             pinning): gap |error| p50 {:.3} / p99 {:.3} / max {:.3} ms; > 1 ms in {}",
+            g.len(),
+            p(&g, 0.5),
+            p(&g, 0.99),
+            g.iter().copied().fold(f64::NAN, f64::max),
+            g.iter().filter(|&&e| e > 1.0).count(),
+        );
     }
     client_rt.shutdown_timeout(Duration::from_secs(1));
     server_rt.shutdown_timeout(Duration::from_secs(1));
