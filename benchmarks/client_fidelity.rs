@@ -68,6 +68,7 @@ use futures_util::StreamExt;
 use inferscope_bench::client::{ChatRequest, Client, ClientConfig, RequestRecord};
 use inferscope_bench::clock::RunClock;
 use inferscope_bench::stats::percentile;
+use inferscope_bench::telemetry::proc;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -142,7 +143,7 @@ impl Server {
         loop {
             // Read one request head + body.
             let head_end = loop {
-                if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                if let Some(p) = find(&buf, b"\r\n\r\n") {
                     break p + 4;
                 }
                 match sock.read(&mut tmp).await {
@@ -228,7 +229,8 @@ impl Server {
     }
 }
 
-/// utime+stime ticks of this process's threads whose name starts with `prefix`.
+/// utime+stime ticks (jiffies) of this process's threads whose name starts with `prefix`,
+/// each thread's `stat` parsed by the tool's own `/proc` parser.
 fn thread_ticks(prefix: &str) -> Option<u64> {
     let mut total = 0u64;
     for e in std::fs::read_dir("/proc/self/task").ok()? {
@@ -237,11 +239,8 @@ fn thread_ticks(prefix: &str) -> Option<u64> {
         if !comm.trim_end().starts_with(prefix) {
             continue;
         }
-        let stat = std::fs::read_to_string(path.join("stat")).ok()?;
-        // Fields after the `(comm)`: state is field 3; utime 14, stime 15 (1-based).
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        total += f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        let stat = proc::parse_stat(&std::fs::read_to_string(path.join("stat")).ok()?).ok()?;
+        total += stat.utime + stat.stime;
     }
     Some(total)
 }
@@ -260,12 +259,6 @@ fn pin_current_thread(var: &str) {
         libc::CPU_SET(cpu, &mut set);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
-}
-
-fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
 }
 
 fn request(id: String) -> ChatRequest {
@@ -451,8 +444,8 @@ async fn run_level(
         obs,
         window_s: (end - start) as f64 / 1e9,
         new_connections: accepted.load(Ordering::Relaxed) - accepted_before,
-        client_cpu_s: match (ticks_before, ticks_after) {
-            (Some(a), Some(b)) => Some((b - a) as f64 / clk_tck()),
+        client_cpu_s: match (ticks_before, ticks_after, proc::clk_tck()) {
+            (Some(a), Some(b), Some(hz)) => Some((b - a) as f64 / hz as f64),
             _ => None,
         },
     }

@@ -11,8 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::json;
-
 use super::arrival::arrival_offsets_ns;
 use super::exec::{InFlight, PointPlan, Timer, UnitRunner, UnitTicket, run_point};
 use super::record::{LoadRun, PointRecord};
@@ -22,7 +20,7 @@ use crate::clock::RunClock;
 use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, run_trajectory,
 };
-use crate::runner::context::{ContextPlan, filler};
+use crate::runner::context::ContextPlan;
 use crate::runner::steps::{StepStatus, StopReason, TrajectoryRecord};
 
 /// What one unit of a load job is.
@@ -229,23 +227,7 @@ async fn context_unit<E: LlmExecutor>(
         rec.stop_reason = StopReason::Cancelled;
         return rec;
     }
-    // The same seed rule as the sequential context driver.
-    let seed = if plan.shared_prefix {
-        plan.seed ^ (size as u64)
-    } else {
-        plan.seed ^ (size as u64) ^ ((r + 1) << 32)
-    };
-    let req = ChatRequest {
-        request_id: format!("{}.s{size}.r{r}", id.replace('#', ".t")),
-        model: plan.model.clone(),
-        messages: vec![json!({"role": "user", "content": filler(seed, size, &plan.words)})],
-        tools: vec![],
-        max_tokens: plan.max_tokens,
-        temperature: plan.temperature,
-        seed: Some(plan.seed),
-        stream: true,
-        ..Default::default()
-    };
+    let req = plan.request(&id, size, r);
     let step = llm_step(exec, ctx, &format!("{id}/s{size}r{r}"), &req).await;
     if step.status == StepStatus::Completed {
         rec.final_answer = step.request.as_ref().map(|r| r.output.text.clone());

@@ -109,6 +109,33 @@ pub struct ContextPlan {
     pub temperature: Option<f64>,
 }
 
+impl ContextPlan {
+    /// The streamed request for `size` (approximate prompt tokens) and repeat `r` of the
+    /// trajectory `trajectory_id` (`suite::job#k`): request id
+    /// `{trajectory_id with # → .t}.s{size}.r{r}`, one user message of [`filler`] text.
+    /// Seed rule: `seed ^ size` when repeats share their prefix (identical prompts, prefix
+    /// cache hits), else `seed ^ size ^ (r + 1) << 32` (a new prompt per repeat). Used by
+    /// the sequential sweep and by load runs, so both send the same prompts.
+    pub fn request(&self, trajectory_id: &str, size: usize, r: u64) -> ChatRequest {
+        let seed = if self.shared_prefix {
+            self.seed ^ (size as u64)
+        } else {
+            self.seed ^ (size as u64) ^ ((r + 1) << 32)
+        };
+        ChatRequest {
+            request_id: format!("{}.s{size}.r{r}", trajectory_id.replace('#', ".t")),
+            model: self.model.clone(),
+            messages: vec![json!({"role": "user", "content": filler(seed, size, &self.words)})],
+            tools: vec![],
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            seed: Some(self.seed),
+            stream: true,
+            ..Default::default()
+        }
+    }
+}
+
 /// Runs the sweep: for each size, `repeat` requests back to back. One trajectory record
 /// holds all steps (each request an `llm_call` step).
 pub async fn run_context<E: LlmExecutor>(
@@ -127,23 +154,7 @@ pub async fn run_context<E: LlmExecutor>(
                 reason = StopReason::Cancelled;
                 break 'sizes;
             }
-            let seed = if plan.shared_prefix {
-                plan.seed ^ (size as u64)
-            } else {
-                plan.seed ^ (size as u64) ^ ((r as u64 + 1) << 32)
-            };
-            let prompt = filler(seed, size, &plan.words);
-            let req = ChatRequest {
-                request_id: format!("{}.s{size}.r{r}", id.replace('#', ".t")),
-                model: plan.model.clone(),
-                messages: vec![json!({"role": "user", "content": prompt})],
-                tools: vec![],
-                max_tokens: plan.max_tokens,
-                temperature: plan.temperature,
-                seed: Some(plan.seed),
-                stream: true,
-                ..Default::default()
-            };
+            let req = plan.request(&id, size, u64::from(r));
             let case_id = format!("{id}/s{si}r{r}");
             let step = llm_step(exec, ctx, &case_id, &req).await;
             if step.status == StepStatus::Completed {

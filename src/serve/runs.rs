@@ -36,7 +36,7 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use crate::runner::report::{REPORT_SCHEMA, RunReport};
-use crate::telemetry::{MetricsTimeline, PowerTimeline, ProcTimeline};
+pub use crate::telemetry::{SAMPLES_SCHEMA, SamplesSources};
 use crate::timeline::manifest::{EVENTS_FILE, MANIFEST_FILE, TIMELINE_DIR};
 use crate::timeline::verify_report::{ErrorKind, Unavailable};
 use crate::timeline::{TimelineManifest, VerifiedTimeline};
@@ -55,8 +55,6 @@ pub const MAX_SOURCES_BYTES: u64 = 1 << 20;
 pub const MAX_SAMPLES_FILE_BYTES: u64 = 64 << 20;
 /// The samples directory of a run.
 pub const SAMPLES_DIR: &str = "samples";
-/// Schema id of `samples/sources.json` (see [`crate::telemetry`]).
-pub const SAMPLES_SCHEMA: &str = "inferscope.samples.v1";
 
 /// Whether `s` is a run id: `[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}` (pure).
 pub fn is_valid_run_id(s: &str) -> bool {
@@ -304,27 +302,6 @@ pub fn error_code(k: &ErrorKind) -> &'static str {
         ErrorKind::EventCountMismatch { .. } => "event_count_mismatch",
         ErrorKind::UnclosedCountMismatch { .. } => "unclosed_count_mismatch",
     }
-}
-
-/// `samples/sources.json` (schema [`SAMPLES_SCHEMA`]; sample files are read separately).
-#[derive(Clone, Debug, Deserialize)]
-pub struct SamplesSources {
-    /// Schema id.
-    pub schema: String,
-    /// Clock domain of every sample's `elapsed_ns`.
-    pub clock_domain_id: String,
-    /// Unix ns of that clock's reference instant.
-    pub reference_instant_unix_ns: u64,
-    /// Sampling start, ns.
-    pub started_elapsed_ns: u64,
-    /// Sampling stop, ns.
-    pub stopped_elapsed_ns: u64,
-    /// `/proc` source, `null` when not configured.
-    pub proc: Option<ProcTimeline>,
-    /// Power source, `null` when not configured.
-    pub power: Option<PowerTimeline>,
-    /// Metrics source, `null` when not configured.
-    pub metrics: Option<MetricsTimeline>,
 }
 
 /// The state of a run's `samples/`.

@@ -69,7 +69,7 @@ pub use prom::{
     parse_exposition,
 };
 pub use sampler::{TelemetryHandle, start};
-pub use store::SamplesError;
+pub use store::{SCHEMA as SAMPLES_SCHEMA, SamplesError, SamplesSources};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -53,16 +53,27 @@ struct SourcesOut<'a> {
     metrics: &'a Option<MetricsTimeline>,
 }
 
-#[derive(Deserialize)]
-struct SourcesIn {
-    schema: String,
-    clock_domain_id: String,
-    reference_instant_unix_ns: u64,
-    started_elapsed_ns: u64,
-    stopped_elapsed_ns: u64,
-    proc: Option<ProcTimeline>,
-    power: Option<PowerTimeline>,
-    metrics: Option<MetricsTimeline>,
+/// `samples/sources.json` as read back (schema [`SCHEMA`]; format in the module docs of
+/// [`crate::telemetry`]). The timelines carry no samples here: those are in the JSONL files,
+/// read separately.
+#[derive(Clone, Debug, Deserialize)]
+pub struct SamplesSources {
+    /// Schema id.
+    pub schema: String,
+    /// Clock domain of every sample's `elapsed_ns`.
+    pub clock_domain_id: String,
+    /// Unix ns of that clock's reference instant.
+    pub reference_instant_unix_ns: u64,
+    /// Sampling start, ns.
+    pub started_elapsed_ns: u64,
+    /// Sampling stop, ns.
+    pub stopped_elapsed_ns: u64,
+    /// `/proc` source, `null` when not configured.
+    pub proc: Option<ProcTimeline>,
+    /// Power source, `null` when not configured.
+    pub power: Option<PowerTimeline>,
+    /// Metrics source, `null` when not configured.
+    pub metrics: Option<MetricsTimeline>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SamplesError + '_ {
@@ -192,11 +203,12 @@ impl TelemetryRun {
         };
         let sources = sdir.join("sources.json");
         let text = std::fs::read_to_string(&sources).map_err(io_err(&sources))?;
-        let s: SourcesIn = serde_json::from_str(&text).map_err(|source| SamplesError::Json {
-            path: sources.clone(),
-            line: 0,
-            source,
-        })?;
+        let s: SamplesSources =
+            serde_json::from_str(&text).map_err(|source| SamplesError::Json {
+                path: sources.clone(),
+                line: 0,
+                source,
+            })?;
         if s.schema != SCHEMA {
             return Err(SamplesError::Schema {
                 path: sources,
