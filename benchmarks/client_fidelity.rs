@@ -10,13 +10,34 @@
 //! `FIDELITY_TOKENS` (default 64), `FIDELITY_CLIENT_WORKERS` (tokio workers of the client,
 //! default 1; the server always has its own single worker), `FIDELITY_CLIENTS` (which
 //! clients run at each level, in order; default `product,reference`),
-//! `FIDELITY_PIN_SERVER` / `FIDELITY_PIN_CLIENT` (a CPU index each: pin the server's and
-//! the client runtime's threads; default unpinned), `FIDELITY_FLOOR_SAMPLES` (gaps of the
+//! `FIDELITY_PIN_SERVER` / `FIDELITY_PIN_CLIENT` (a CPU index each, or `none`; default 0
+//! and 1, see "Machine set-up"), `FIDELITY_IDLE_LATENCY_US` (the CPU-latency request held
+//! during the run, µs, or `none`; default 0), `FIDELITY_TRUTH` (`start`, the default, or
+//! `end`: which server stamp is the truth), `FIDELITY_FLOOR_SAMPLES` (gaps of the
 //! machine-floor measurement, default 1000; 0 skips it), `FIDELITY_DUMP=PREFIX` (write
-//! every token's server handoff and client stamp to `PREFIX.CLIENT.cC.csv`). Without
+//! every token's server stamps and client stamp to `PREFIX.CLIENT.cC.csv`). Without
 //! `--bench` (`cargo test --benches`) it is a short smoke run (concurrency 1 and 8,
-//! T = 5 ms, I = 1 ms, 8 tokens, no floor) that fails only when a request fails: timing is
-//! never asserted.
+//! T = 5 ms, I = 1 ms, 8 tokens, no floor, no pinning, no CPU-latency request) that fails
+//! only when a request fails: timing is never asserted.
+//!
+//! # Machine set-up
+//! The target describes a client and a server that do not take CPU time from each other,
+//! as on a serving host where the engine has its own cores. On a 2-vCPU VM two things
+//! break that unless the run prevents them, and both show in the per-level `scheduler`
+//! line (from `/proc/self/task/*/schedstat` and `…/sched`) and the `steal` column:
+//! - **Co-location.** Left to itself, the kernel wakes the client on the CPU of the
+//!   server that woke it (and this VM's kernel packs tasks onto few vCPUs), so at
+//!   concurrency 128 the client sits runnable behind the server's write burst: 350–440 ms
+//!   of run-queue wait per ~3 s window. Pinning the server to CPU 0 and the client to
+//!   CPU 1 removes it (1–14 ms).
+//! - **Halted vCPUs.** An idle vCPU halts (a VM exit); waking it takes the host
+//!   milliseconds now and then, before the guest's scheduler even sees the wake-up. A
+//!   held CPU-latency request of 0 µs (`/dev/cpu_dma_latency`, root only) makes idle CPUs
+//!   poll instead. Without root the run says the request was not held and goes on.
+//!
+//! The header line prints the placement, the cpuidle driver/governor and the request;
+//! `FIDELITY_PIN_SERVER=none FIDELITY_PIN_CLIENT=none FIDELITY_IDLE_LATENCY_US=none`
+//! measures the machine as it comes.
 //!
 //! # Clients
 //! - `product`: [`inferscope_bench::client::Client::chat`], the client the tool runs.
@@ -39,7 +60,12 @@
 //! Client and server share one [`RunClock`] (one `Instant` origin), so their stamps are
 //! directly comparable. Per request (matched by the `X-Request-ID` header the client
 //! sends) the server stamps `body_read_ns` (the request body fully read) and, per content
-//! chunk, `handoff_ns[k]` (its `write_all` + `flush` into the socket returned).
+//! chunk, `handoff_ns[k]` (just before its `write_all` began) and `written_ns[k]` (its
+//! `write_all` + `flush` returned). The chunk becomes readable between the two.
+//! `handoff_ns` is the truth: `written_ns` is late whenever the server is preempted on
+//! its way out of the write (by the very client the write woke), and the run counts
+//! the tokens the client stamped before the truth in use, a causality check: 0 with
+//! `handoff_ns`, hundreds to thousands per level with `written_ns` (`FIDELITY_TRUTH=end`).
 //! - Server truth TTFT = `handoff_ns[0] − body_read_ns` (what the server did).
 //! - Client TTFT = `ttft_ns − send_ns` of the record (from just before the request is
 //!   handed to reqwest to the arrival of the read that completed the first content event).
@@ -57,7 +83,9 @@
 //! number of connections the server accepted during the measured window is printed (0 =
 //! no connect inside any TTFT). Client CPU is the sum of utime+stime of the client
 //! runtime's threads (`/proc/self/task/*/stat`, threads named `fid-client`), over the
-//! measured window.
+//! measured window. Steal is the hypervisor's share of the window (`/proc/stat`), and
+//! each level's `scheduler` line gives the client's and the server's time on a CPU,
+//! time runnable but waiting, migrations and involuntary switches over the window.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -92,7 +120,10 @@ fn env_u64(name: &str, default: u64) -> u64 {
 #[derive(Debug, Default, Clone)]
 struct Truth {
     body_read_ns: u64,
+    /// Per content chunk: just before its `write_all` into the socket began.
     handoff_ns: Vec<u64>,
+    /// Per content chunk: when its `write_all` + `flush` returned.
+    written_ns: Vec<u64>,
 }
 
 #[derive(Clone)]
@@ -190,6 +221,7 @@ impl Server {
                 return;
             }
             let mut handoff = Vec::with_capacity(tokens);
+            let mut written = Vec::with_capacity(tokens);
             let origin = self.clock.origin();
             for k in 0..tokens {
                 let due = body_read_ns + ttft + itl * k as u64;
@@ -198,10 +230,11 @@ impl Server {
                 ))
                 .await;
                 let frame = sse(&chunk_json(json!({"content": format!("t{k} ")}), None));
+                handoff.push(self.clock.elapsed_ns());
                 if sock.write_all(&frame).await.is_err() || sock.flush().await.is_err() {
                     return;
                 }
-                handoff.push(self.clock.elapsed_ns());
+                written.push(self.clock.elapsed_ns());
             }
             let mut tail = sse(&chunk_json(json!({}), Some("length")));
             tail.extend(sse(
@@ -222,11 +255,81 @@ impl Server {
                     Truth {
                         body_read_ns,
                         handoff_ns: handoff,
+                        written_ns: written,
                     },
                 );
             }
         }
     }
+}
+
+/// Scheduler counters summed over this process's threads whose name starts with `prefix`:
+/// from `/proc/self/task/*/schedstat`, time on a CPU and time runnable but waiting on a
+/// run queue (ns; see the kernel's Documentation/scheduler/sched-stats.rst), and from
+/// `…/sched`, the migrations between CPUs and the involuntary context switches.
+#[derive(Debug, Default, Clone, Copy)]
+struct SchedCounters {
+    run_ns: u64,
+    wait_ns: u64,
+    migrations: u64,
+    involuntary: u64,
+}
+
+impl SchedCounters {
+    fn read(prefix: &str) -> Self {
+        let mut total = SchedCounters::default();
+        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+            return total;
+        };
+        for e in dir.flatten() {
+            let path = e.path();
+            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+            if !comm.trim_end().starts_with(prefix) {
+                continue;
+            }
+            let schedstat = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
+            let mut f = schedstat
+                .split_whitespace()
+                .map(|v| v.parse::<u64>().unwrap_or(0));
+            total.run_ns += f.next().unwrap_or(0);
+            total.wait_ns += f.next().unwrap_or(0);
+            let sched = std::fs::read_to_string(path.join("sched")).unwrap_or_default();
+            for line in sched.lines() {
+                let Some((k, v)) = line.split_once(':') else {
+                    continue;
+                };
+                let v: u64 = v.trim().parse().unwrap_or(0);
+                match k.trim() {
+                    "se.nr_migrations" => total.migrations += v,
+                    "nr_involuntary_switches" => total.involuntary += v,
+                    _ => {}
+                }
+            }
+        }
+        total
+    }
+
+    fn since(self, before: Self) -> Self {
+        SchedCounters {
+            run_ns: self.run_ns.saturating_sub(before.run_ns),
+            wait_ns: self.wait_ns.saturating_sub(before.wait_ns),
+            migrations: self.migrations.saturating_sub(before.migrations),
+            involuntary: self.involuntary.saturating_sub(before.involuntary),
+        }
+    }
+}
+
+/// Steal ticks (jiffies) of all CPUs together: time the hypervisor ran something else
+/// while this VM's vCPUs wanted to run (`/proc/stat`, first `cpu` line, 8th value; see
+/// proc(5)). `None` where the file or the field is missing.
+fn steal_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?;
+    line.strip_prefix("cpu ")?
+        .split_whitespace()
+        .nth(7)?
+        .parse()
+        .ok()
 }
 
 /// utime+stime ticks (jiffies) of this process's threads whose name starts with `prefix`,
@@ -245,12 +348,107 @@ fn thread_ticks(prefix: &str) -> Option<u64> {
     Some(total)
 }
 
-/// Pins the calling thread to the CPU named in env `var`, if set.
-fn pin_current_thread(var: &str) {
-    let Some(cpu) = std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-    else {
+/// Where the server's and the client's threads run (see "Machine set-up" in the module
+/// docs): a CPU index each, or `None` for wherever the kernel puts them.
+#[derive(Clone, Copy, Debug)]
+struct Placement {
+    server_cpu: Option<usize>,
+    client_cpu: Option<usize>,
+}
+
+impl Placement {
+    /// `FIDELITY_PIN_SERVER` / `FIDELITY_PIN_CLIENT`: a CPU index, or `none`. Unset: CPU 0
+    /// and CPU 1 in a measurement on a machine with at least 2 CPUs, else `none`.
+    fn from_env(bench_mode: bool) -> Self {
+        let two_cpus =
+            bench_mode && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+        let cpu = |var: &str, default: usize| match std::env::var(var) {
+            Ok(v) if v.trim() == "none" => None,
+            Ok(v) => Some(
+                v.trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{var}={v:?}: expected a CPU index or `none`")),
+            ),
+            Err(_) => two_cpus.then_some(default),
+        };
+        Placement {
+            server_cpu: cpu("FIDELITY_PIN_SERVER", 0),
+            client_cpu: cpu("FIDELITY_PIN_CLIENT", 1),
+        }
+    }
+}
+
+fn show_cpu(cpu: Option<usize>) -> String {
+    cpu.map_or_else(|| "any".into(), |c| format!("CPU {c}"))
+}
+
+/// A held PM QoS CPU-latency request (`/dev/cpu_dma_latency`, see the kernel's
+/// Documentation/power/pm_qos_interface.rst): while the file stays open, cpuidle picks
+/// no idle state with an exit latency above the value, so with 0 an idle CPU polls
+/// instead of halting. Dropping it releases the request.
+struct IdleLatency {
+    _file: Option<std::fs::File>,
+    /// What is in effect, for the header line.
+    status: String,
+}
+
+impl IdleLatency {
+    /// `FIDELITY_IDLE_LATENCY_US`: µs, or `none`. Unset: 0 in a measurement, `none` in a
+    /// smoke run. Failing to open the file (not root, no such device) is reported in
+    /// `status`, not fatal: the run goes on with the machine's idle states.
+    fn from_env(bench_mode: bool) -> Self {
+        use std::io::Write;
+        let us = match std::env::var("FIDELITY_IDLE_LATENCY_US") {
+            Ok(v) if v.trim() == "none" => None,
+            Ok(v) => Some(v.trim().parse::<i32>().unwrap_or_else(|_| {
+                panic!("FIDELITY_IDLE_LATENCY_US={v:?}: expected µs or `none`")
+            })),
+            Err(_) => bench_mode.then_some(0),
+        };
+        let Some(us) = us else {
+            return IdleLatency {
+                _file: None,
+                status: "not requested".into(),
+            };
+        };
+        let held = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/cpu_dma_latency")
+            .and_then(|mut f| f.write_all(&us.to_ne_bytes()).map(|_| f));
+        match held {
+            Ok(f) => IdleLatency {
+                _file: Some(f),
+                status: format!("held at {us} µs"),
+            },
+            Err(e) => IdleLatency {
+                _file: None,
+                status: format!("{us} µs requested but not held ({e})"),
+            },
+        }
+    }
+}
+
+/// The cpuidle driver and governor (`/sys/devices/system/cpu/cpuidle`), e.g.
+/// `haltpoll/haltpoll`; `unknown` where absent.
+fn cpuidle() -> String {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/sys/devices/system/cpu/cpuidle/{f}"))
+            .map(|s| s.trim().to_string())
+            .ok()
+    };
+    match (
+        read("current_driver"),
+        read("current_governor").or_else(|| read("current_governor_ro")),
+    ) {
+        (Some(d), Some(g)) => format!("{d}/{g}"),
+        (Some(d), None) => d,
+        _ => "unknown".into(),
+    }
+}
+
+/// Pins the calling thread to `cpu`, if given.
+fn pin_current_thread(cpu: Option<usize>) {
+    let Some(cpu) = cpu else {
         return;
     };
     // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_setaffinity(0) targets this thread.
@@ -374,6 +572,11 @@ struct Outcome {
     window_s: f64,
     new_connections: usize,
     client_cpu_s: Option<f64>,
+    /// CPU time the hypervisor stole from this VM's vCPUs during the window, s.
+    steal_s: Option<f64>,
+    /// The client runtime's and the server's scheduler counters over the window.
+    client_sched: SchedCounters,
+    server_sched: SchedCounters,
 }
 
 /// The two clients under test, each with its own connection pool.
@@ -420,6 +623,9 @@ async fn run_level(
     }
     let accepted_before = accepted.load(Ordering::Relaxed);
     let ticks_before = thread_ticks("fid-client");
+    let steal_before = steal_ticks();
+    let client_sched_before = SchedCounters::read("fid-client");
+    let server_sched_before = SchedCounters::read("fid-server");
     let start = clock.elapsed_ns();
     let mut handles = Vec::new();
     for w in 0..concurrency {
@@ -440,6 +646,9 @@ async fn run_level(
     }
     let end = clock.elapsed_ns();
     let ticks_after = thread_ticks("fid-client");
+    let steal_after = steal_ticks();
+    let client_sched = SchedCounters::read("fid-client").since(client_sched_before);
+    let server_sched = SchedCounters::read("fid-server").since(server_sched_before);
     Outcome {
         obs,
         window_s: (end - start) as f64 / 1e9,
@@ -448,6 +657,12 @@ async fn run_level(
             (Some(a), Some(b), Some(hz)) => Some((b - a) as f64 / hz as f64),
             _ => None,
         },
+        steal_s: match (steal_before, steal_after, proc::clk_tck()) {
+            (Some(a), Some(b), Some(hz)) => Some(b.saturating_sub(a) as f64 / hz as f64),
+            _ => None,
+        },
+        client_sched,
+        server_sched,
     }
 }
 
@@ -462,12 +677,21 @@ struct Measured {
     resp_leg: Vec<f64>,
     gap_err: Vec<f64>,
     slip: Vec<f64>,
+    /// Per content chunk: how long the server's `write_all` + `flush` took (written −
+    /// handoff), ms: the spread between the two possible truths.
+    write: Vec<f64>,
+    /// Content chunks the client stamped more than 1 ms after the truth in use.
+    late: usize,
+    /// Content chunks the client stamped before the truth in use (a causality violation:
+    /// the truth is late, not the client early).
+    before_truth: usize,
     /// Requests that failed, or whose token count differs from the server's.
     failed: usize,
 }
 
 /// Compares each observation with the server's truth. With `FIDELITY_DUMP=PREFIX` it also
-/// writes `PREFIX.CLIENT.cC.csv`: `request_id,k,handoff_ns,stamp_ns` per content token.
+/// writes `PREFIX.CLIENT.cC.csv`: `request_id,k,handoff_ns,written_ns,stamp_ns` per
+/// content token.
 fn measure(
     obs: &[Obs],
     truth: &HashMap<String, Truth>,
@@ -481,8 +705,12 @@ fn measure(
         resp_leg: Vec::new(),
         gap_err: Vec::new(),
         slip: Vec::new(),
+        write: Vec::new(),
+        before_truth: 0,
+        late: 0,
         failed: 0,
     };
+    let truth_end = std::env::var("FIDELITY_TRUTH").as_deref() == Ok("end");
     let mut dump = std::env::var("FIDELITY_DUMP").ok().map(|prefix| {
         let path = format!("{prefix}.{}.c{c}.csv", under.name());
         std::io::BufWriter::new(std::fs::File::create(path).expect("dump file"))
@@ -497,24 +725,36 @@ fn measure(
             m.failed += 1;
             continue;
         }
+        let at: &[u64] = if truth_end {
+            &t.written_ns
+        } else {
+            &t.handoff_ns
+        };
+        for (s, h) in o.stamps.iter().zip(at) {
+            m.before_truth += usize::from(s < h);
+            m.late += usize::from(*s > h + 1_000_000);
+        }
+        for (h, w) in t.handoff_ns.iter().zip(&t.written_ns) {
+            m.write.push(ms(*w as i128 - *h as i128));
+        }
         let client_ttft = o.stamps[0] as i128 - o.send_ns as i128;
-        let server_ttft = t.handoff_ns[0] as i128 - t.body_read_ns as i128;
+        let server_ttft = at[0] as i128 - t.body_read_ns as i128;
         m.ttft_err.push(ms(client_ttft - server_ttft));
         m.req_leg
             .push(ms(t.body_read_ns as i128 - o.send_ns as i128));
-        m.resp_leg
-            .push(ms(o.stamps[0] as i128 - t.handoff_ns[0] as i128));
+        m.resp_leg.push(ms(o.stamps[0] as i128 - at[0] as i128));
         for k in 1..o.stamps.len() {
             let client_gap = o.stamps[k] as i128 - o.stamps[k - 1] as i128;
-            let server_gap = t.handoff_ns[k] as i128 - t.handoff_ns[k - 1] as i128;
+            let server_gap = at[k] as i128 - at[k - 1] as i128;
             m.gap_err.push(ms(client_gap - server_gap).abs());
             m.slip
                 .push(ms(server_gap - (itl_ms as i128 * 1_000_000)).abs());
         }
         if let Some(d) = dump.as_mut() {
             use std::io::Write;
-            for (k, (h, s)) in t.handoff_ns.iter().zip(&o.stamps).enumerate() {
-                let _ = writeln!(d, "{},{k},{h},{s}", o.request_id);
+            let rows = t.handoff_ns.iter().zip(&t.written_ns).zip(&o.stamps);
+            for (k, ((h, w), s)) in rows.enumerate() {
+                let _ = writeln!(d, "{},{k},{h},{w},{s}", o.request_id);
             }
         }
     }
@@ -525,7 +765,7 @@ fn measure(
 /// loopback TCP socket every `period`, stamping after `write` returns; another blocks in
 /// `read` on the other end and stamps when it returns. Pinned like the benchmark's server
 /// (writer) and client (reader) threads. Returns |read gap − write gap| per gap, ms.
-fn socket_floor(samples: usize, period: Duration) -> Vec<f64> {
+fn socket_floor(samples: usize, period: Duration, place: Placement) -> Vec<f64> {
     use std::io::{Read, Write};
     let clock = RunClock::start();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -534,7 +774,7 @@ fn socket_floor(samples: usize, period: Duration) -> Vec<f64> {
     tx.set_nodelay(true).unwrap();
     let wclock = clock.clone();
     let writer = std::thread::spawn(move || {
-        pin_current_thread("FIDELITY_PIN_SERVER");
+        pin_current_thread(place.server_cpu);
         let mut stamps = Vec::with_capacity(samples);
         let origin = std::time::Instant::now();
         for k in 1..=samples {
@@ -547,7 +787,7 @@ fn socket_floor(samples: usize, period: Duration) -> Vec<f64> {
     });
     let rclock = clock.clone();
     let reader = std::thread::spawn(move || {
-        pin_current_thread("FIDELITY_PIN_CLIENT");
+        pin_current_thread(place.client_cpu);
         let mut stamps = Vec::with_capacity(samples);
         let mut b = [0u8; 1];
         for _ in 0..samples {
@@ -589,6 +829,8 @@ fn main() {
     let tokens = env_u64("FIDELITY_TOKENS", d_tokens).max(2) as usize;
     let client_workers = env_u64("FIDELITY_CLIENT_WORKERS", 1).max(1) as usize;
 
+    let place = Placement::from_env(bench_mode);
+    let idle = IdleLatency::from_env(bench_mode);
     let clock = RunClock::start();
     let truth = Arc::new(Mutex::new(HashMap::new()));
     let accepted = Arc::new(AtomicUsize::new(0));
@@ -606,7 +848,7 @@ fn main() {
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("fid-server")
-        .on_thread_start(|| pin_current_thread("FIDELITY_PIN_SERVER"))
+        .on_thread_start(move || pin_current_thread(place.server_cpu))
         .enable_all()
         .build()
         .unwrap();
@@ -618,7 +860,7 @@ fn main() {
     let client_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(client_workers)
         .thread_name("fid-client")
-        .on_thread_start(|| pin_current_thread("FIDELITY_PIN_CLIENT"))
+        .on_thread_start(move || pin_current_thread(place.client_cpu))
         .enable_all()
         .build()
         .unwrap();
@@ -646,14 +888,15 @@ fn main() {
             _ => None,
         })
         .collect();
-    let pin = |var: &str| std::env::var(var).unwrap_or_else(|_| "-".into());
 
     println!(
         "client_fidelity: T = {ttft_ms} ms, I = {itl_ms} ms, {tokens} tokens, client tokio \
          workers {client_workers}, server 1 worker, loopback HTTP/1.1, warm connections, \
-         CPU pinning server {} / client {}{}",
-        pin("FIDELITY_PIN_SERVER"),
-        pin("FIDELITY_PIN_CLIENT"),
+         server on {}, client on {}, idle CPUs: cpuidle {}, CPU-latency request {}{}",
+        show_cpu(place.server_cpu),
+        show_cpu(place.client_cpu),
+        cpuidle(),
+        idle.status,
         if bench_mode {
             ""
         } else {
@@ -663,9 +906,10 @@ fn main() {
     println!(
         "| client | concurrency | requests | TTFT error p50 / p99 (ms) | request leg p50 / p99 (ms) | \
          response leg p50 / p99 (ms) | ITL gap |error| p50 / p99 (ms) | server gap slip p99 (ms) \
-         | req/s | client CPU s / 1000 req | client CPU % of a core | new conns in window |"
+         | req/s | client CPU s / 1000 req | client CPU % of a core | new conns in window \
+         | steal in window (ms) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_ok = true;
     let mut tails = Vec::new();
     for &c in &levels {
@@ -686,7 +930,7 @@ fn main() {
             let cpu = out.client_cpu_s;
             println!(
                 "| {} | {c} | {n}{} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} \
-                 | {:.3} | {:.1} | {} | {} | {} |",
+                 | {:.3} | {:.1} | {} | {} | {} | {} |",
                 under.name(),
                 if m.failed > 0 {
                     format!(" ({} FAILED)", m.failed)
@@ -708,12 +952,32 @@ fn main() {
                 cpu.map(|s| format!("{:.1}", 100.0 * s / out.window_s))
                     .unwrap_or_else(|| "n/a".into()),
                 out.new_connections,
+                out.steal_s
+                    .map(|s| format!("{:.0}", s * 1000.0))
+                    .unwrap_or_else(|| "n/a".into()),
             );
+            let sched = |c: SchedCounters| {
+                format!(
+                    "on CPU {:.0} ms, runnable but waiting {:.0} ms, {} migrations, {} \
+                     involuntary switches",
+                    c.run_ns as f64 / 1e6,
+                    c.wait_ns as f64 / 1e6,
+                    c.migrations,
+                    c.involuntary
+                )
+            };
+            tails.push(format!(
+                "{} c={c} scheduler: client threads {}; server thread {}",
+                under.name(),
+                sched(out.client_sched),
+                sched(out.server_sched),
+            ));
             let over = |v: &[f64]| v.iter().filter(|&&e| e > 1.0).count();
             let max = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
             tails.push(format!(
                 "{} c={c}: TTFT error > 1 ms in {} of {} requests (max {:.3} ms); ITL gap \
-                 |error| > 1 ms in {} of {} gaps (max {:.3} ms)",
+                 |error| > 1 ms in {} of {} gaps (max {:.3} ms); server write p99 {:.3} / \
+                 max {:.3} ms; client stamp before truth: {} tokens, over 1 ms after: {}",
                 under.name(),
                 over(&m.ttft_err),
                 m.ttft_err.len(),
@@ -721,6 +985,10 @@ fn main() {
                 over(&m.gap_err),
                 m.gap_err.len(),
                 max(&m.gap_err),
+                p(&m.write, 0.99),
+                max(&m.write),
+                m.before_truth,
+                m.late,
             ));
         }
     }
@@ -729,7 +997,11 @@ fn main() {
     }
     let floor_samples = env_u64("FIDELITY_FLOOR_SAMPLES", if bench_mode { 1000 } else { 0 });
     if floor_samples >= 2 {
-        let g = socket_floor(floor_samples as usize, Duration::from_millis(itl_ms.max(1)));
+        let g = socket_floor(
+            floor_samples as usize,
+            Duration::from_millis(itl_ms.max(1)),
+            place,
+        );
         println!(
             "machine floor (raw loopback socket, blocking threads, {} gaps of {itl_ms} ms, same \
              pinning): gap |error| p50 {:.3} / p99 {:.3} / max {:.3} ms; > 1 ms in {}",
