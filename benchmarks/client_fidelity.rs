@@ -832,6 +832,19 @@ fn main() {
     let place = Placement::from_env(bench_mode);
     let idle = IdleLatency::from_env(bench_mode);
     let clock = RunClock::start();
+    if let Ok(prefix) = std::env::var("FIDELITY_DUMP") {
+        // The clock's origin on CLOCK_MONOTONIC (what `Instant` reads on Linux), so the
+        // dump's stamps can be lined up with a trace taken with `perf -k CLOCK_MONOTONIC`.
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        let now = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+        let origin = now - clock.elapsed_ns();
+        std::fs::write(format!("{prefix}.origin"), format!("{origin}\n")).expect("dump origin");
+    }
     let truth = Arc::new(Mutex::new(HashMap::new()));
     let accepted = Arc::new(AtomicUsize::new(0));
     let server = Server {
