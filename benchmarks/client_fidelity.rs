@@ -15,7 +15,9 @@
 //! during the run, µs, or `none`; default 0), `FIDELITY_TRUTH` (`start`, the default, or
 //! `end`: which server stamp is the truth), `FIDELITY_FLOOR_SAMPLES` (gaps of the
 //! machine-floor measurement, default 1000; 0 skips it), `FIDELITY_DUMP=PREFIX` (write
-//! every token's server stamps and client stamp to `PREFIX.CLIENT.cC.csv`). Without
+//! every token's server stamps and client stamp to `PREFIX.CLIENT.cC.csv`, and the clock's
+//! origin as CLOCK_MONOTONIC ns to `PREFIX.origin`, to line the stamps up with a trace
+//! taken with `perf … -k CLOCK_MONOTONIC`). Without
 //! `--bench` (`cargo test --benches`) it is a short smoke run (concurrency 1 and 8,
 //! T = 5 ms, I = 1 ms, 8 tokens, no floor, no pinning, no CPU-latency request) that fails
 //! only when a request fails: timing is never asserted.
