@@ -278,46 +278,44 @@ struct SchedCounters {
 }
 
 impl SchedCounters {
-    fn read(prefix: &str) -> Self {
+    /// `None` when `/proc/self/task` cannot be read, no thread matches, or a matching
+    /// thread lacks one of the four values (a kernel without schedstat or sched files).
+    fn read(prefix: &str) -> Option<Self> {
         let mut total = SchedCounters::default();
-        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-            return total;
-        };
-        for e in dir.flatten() {
+        let mut matched = false;
+        for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
             let path = e.path();
             let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
             if !comm.trim_end().starts_with(prefix) {
                 continue;
             }
-            let schedstat = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
-            let mut f = schedstat
-                .split_whitespace()
-                .map(|v| v.parse::<u64>().unwrap_or(0));
-            total.run_ns += f.next().unwrap_or(0);
-            total.wait_ns += f.next().unwrap_or(0);
-            let sched = std::fs::read_to_string(path.join("sched")).unwrap_or_default();
-            for line in sched.lines() {
-                let Some((k, v)) = line.split_once(':') else {
-                    continue;
-                };
-                let v: u64 = v.trim().parse().unwrap_or(0);
-                match k.trim() {
-                    "se.nr_migrations" => total.migrations += v,
-                    "nr_involuntary_switches" => total.involuntary += v,
-                    _ => {}
-                }
-            }
+            matched = true;
+            let schedstat = std::fs::read_to_string(path.join("schedstat")).ok()?;
+            let mut f = schedstat.split_whitespace().map(|v| v.parse::<u64>().ok());
+            total.run_ns += f.next()??;
+            total.wait_ns += f.next()??;
+            let sched = std::fs::read_to_string(path.join("sched")).ok()?;
+            let field = |name: &str| {
+                sched.lines().find_map(|line| {
+                    let (k, v) = line.split_once(':')?;
+                    (k.trim() == name).then(|| v.trim().parse::<u64>().ok())?
+                })
+            };
+            total.migrations += field("se.nr_migrations")?;
+            total.involuntary += field("nr_involuntary_switches")?;
         }
-        total
+        matched.then_some(total)
     }
 
-    fn since(self, before: Self) -> Self {
-        SchedCounters {
-            run_ns: self.run_ns.saturating_sub(before.run_ns),
-            wait_ns: self.wait_ns.saturating_sub(before.wait_ns),
-            migrations: self.migrations.saturating_sub(before.migrations),
-            involuntary: self.involuntary.saturating_sub(before.involuntary),
-        }
+    /// Counters over a window: `after − before`, `None` if either is.
+    fn over(before: Option<Self>, after: Option<Self>) -> Option<Self> {
+        let (b, a) = (before?, after?);
+        Some(SchedCounters {
+            run_ns: a.run_ns.saturating_sub(b.run_ns),
+            wait_ns: a.wait_ns.saturating_sub(b.wait_ns),
+            migrations: a.migrations.saturating_sub(b.migrations),
+            involuntary: a.involuntary.saturating_sub(b.involuntary),
+        })
     }
 }
 
@@ -577,8 +575,8 @@ struct Outcome {
     /// CPU time the hypervisor stole from this VM's vCPUs during the window, s.
     steal_s: Option<f64>,
     /// The client runtime's and the server's scheduler counters over the window.
-    client_sched: SchedCounters,
-    server_sched: SchedCounters,
+    client_sched: Option<SchedCounters>,
+    server_sched: Option<SchedCounters>,
 }
 
 /// The two clients under test, each with its own connection pool.
@@ -649,8 +647,8 @@ async fn run_level(
     let end = clock.elapsed_ns();
     let ticks_after = thread_ticks("fid-client");
     let steal_after = steal_ticks();
-    let client_sched = SchedCounters::read("fid-client").since(client_sched_before);
-    let server_sched = SchedCounters::read("fid-server").since(server_sched_before);
+    let client_sched = SchedCounters::over(client_sched_before, SchedCounters::read("fid-client"));
+    let server_sched = SchedCounters::over(server_sched_before, SchedCounters::read("fid-server"));
     Outcome {
         obs,
         window_s: (end - start) as f64 / 1e9,
@@ -971,15 +969,16 @@ fn main() {
                     .map(|s| format!("{:.0}", s * 1000.0))
                     .unwrap_or_else(|| "n/a".into()),
             );
-            let sched = |c: SchedCounters| {
-                format!(
+            let sched = |c: Option<SchedCounters>| match c {
+                Some(c) => format!(
                     "on CPU {:.0} ms, runnable but waiting {:.0} ms, {} migrations, {} \
                      involuntary switches",
                     c.run_ns as f64 / 1e6,
                     c.wait_ns as f64 / 1e6,
                     c.migrations,
                     c.involuntary
-                )
+                ),
+                None => "n/a (no schedstat)".to_string(),
             };
             tails.push(format!(
                 "{} c={c} scheduler: client threads {}; server thread {}",
