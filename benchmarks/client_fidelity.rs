@@ -111,6 +111,20 @@ const WARM_PREFIX: &str = "warm-";
 /// flight together, so each opens its own connection (no connect inside a measured TTFT).
 const WARM_TTFT_NS: u64 = 30_000_000;
 
+/// Env `var`: `none` gives `None`, any other value must parse as `T` (else a panic that
+/// names the variable and says what was `expected`); unset gives `default`.
+fn env_or_none<T: std::str::FromStr>(var: &str, expected: &str, default: Option<T>) -> Option<T> {
+    match std::env::var(var) {
+        Ok(v) if v.trim() == "none" => None,
+        Ok(v) => Some(
+            v.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("{var}={v:?}: expected {expected} or `none`")),
+        ),
+        Err(_) => default,
+    }
+}
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -281,15 +295,9 @@ impl SchedCounters {
     /// `None` when `/proc/self/task` cannot be read, no thread matches, or a matching
     /// thread lacks one of the four values (a kernel without schedstat or sched files).
     fn read(prefix: &str) -> Option<Self> {
+        let threads = threads_named(prefix)?;
         let mut total = SchedCounters::default();
-        let mut matched = false;
-        for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-            let path = e.path();
-            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-            if !comm.trim_end().starts_with(prefix) {
-                continue;
-            }
-            matched = true;
+        for path in &threads {
             let schedstat = std::fs::read_to_string(path.join("schedstat")).ok()?;
             let mut f = schedstat.split_whitespace().map(|v| v.parse::<u64>().ok());
             total.run_ns += f.next()??;
@@ -304,7 +312,7 @@ impl SchedCounters {
             total.migrations += field("se.nr_migrations")?;
             total.involuntary += field("nr_involuntary_switches")?;
         }
-        matched.then_some(total)
+        (!threads.is_empty()).then_some(total)
     }
 
     /// Counters over a window: `after − before`, `None` if either is.
@@ -332,16 +340,31 @@ fn steal_ticks() -> Option<u64> {
         .ok()
 }
 
+/// The `/proc/self/task/TID` folders of this process's threads whose name (`comm`) starts
+/// with `prefix`; `None` when `/proc/self/task` cannot be listed.
+fn threads_named(prefix: &str) -> Option<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = e.ok()?.path();
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        if comm.trim_end().starts_with(prefix) {
+            out.push(path);
+        }
+    }
+    Some(out)
+}
+
+/// Seconds between two readings of a jiffies counter, `None` if either reading (or the
+/// tick rate) is.
+fn ticks_over(before: Option<u64>, after: Option<u64>) -> Option<f64> {
+    Some(after?.saturating_sub(before?) as f64 / proc::clk_tck()? as f64)
+}
+
 /// utime+stime ticks (jiffies) of this process's threads whose name starts with `prefix`,
 /// each thread's `stat` parsed by the tool's own `/proc` parser.
 fn thread_ticks(prefix: &str) -> Option<u64> {
     let mut total = 0u64;
-    for e in std::fs::read_dir("/proc/self/task").ok()? {
-        let path = e.ok()?.path();
-        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-        if !comm.trim_end().starts_with(prefix) {
-            continue;
-        }
+    for path in threads_named(prefix)? {
         let stat = proc::parse_stat(&std::fs::read_to_string(path.join("stat")).ok()?).ok()?;
         total += stat.utime + stat.stime;
     }
@@ -362,14 +385,8 @@ impl Placement {
     fn from_env(bench_mode: bool) -> Self {
         let two_cpus =
             bench_mode && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        let cpu = |var: &str, default: usize| match std::env::var(var) {
-            Ok(v) if v.trim() == "none" => None,
-            Ok(v) => Some(
-                v.trim()
-                    .parse()
-                    .unwrap_or_else(|_| panic!("{var}={v:?}: expected a CPU index or `none`")),
-            ),
-            Err(_) => two_cpus.then_some(default),
+        let cpu = |var: &str, default: usize| {
+            env_or_none(var, "a CPU index", two_cpus.then_some(default))
         };
         Placement {
             server_cpu: cpu("FIDELITY_PIN_SERVER", 0),
@@ -398,13 +415,8 @@ impl IdleLatency {
     /// `status`, not fatal: the run goes on with the machine's idle states.
     fn from_env(bench_mode: bool) -> Self {
         use std::io::Write;
-        let us = match std::env::var("FIDELITY_IDLE_LATENCY_US") {
-            Ok(v) if v.trim() == "none" => None,
-            Ok(v) => Some(v.trim().parse::<i32>().unwrap_or_else(|_| {
-                panic!("FIDELITY_IDLE_LATENCY_US={v:?}: expected µs or `none`")
-            })),
-            Err(_) => bench_mode.then_some(0),
-        };
+        let us: Option<i32> =
+            env_or_none("FIDELITY_IDLE_LATENCY_US", "µs", bench_mode.then_some(0));
         let Some(us) = us else {
             return IdleLatency {
                 _file: None,
@@ -653,14 +665,8 @@ async fn run_level(
         obs,
         window_s: (end - start) as f64 / 1e9,
         new_connections: accepted.load(Ordering::Relaxed) - accepted_before,
-        client_cpu_s: match (ticks_before, ticks_after, proc::clk_tck()) {
-            (Some(a), Some(b), Some(hz)) => Some((b - a) as f64 / hz as f64),
-            _ => None,
-        },
-        steal_s: match (steal_before, steal_after, proc::clk_tck()) {
-            (Some(a), Some(b), Some(hz)) => Some(b.saturating_sub(a) as f64 / hz as f64),
-            _ => None,
-        },
+        client_cpu_s: ticks_over(ticks_before, ticks_after),
+        steal_s: ticks_over(steal_before, steal_after),
         client_sched,
         server_sched,
     }
