@@ -252,6 +252,19 @@ impl Server {
                 }
                 written.push(self.clock.elapsed_ns());
             }
+            // Kept before the tail goes out: the client cannot finish (it waits for
+            // `[DONE]`) before the truth of its request is stored, so a level's snapshot
+            // never misses its last request.
+            if !warm {
+                self.truth.lock().unwrap().insert(
+                    request_id,
+                    Truth {
+                        body_read_ns,
+                        handoff_ns: handoff,
+                        written_ns: written,
+                    },
+                );
+            }
             let mut tail = sse(&chunk_json(json!({}), Some("length")));
             tail.extend(sse(
                 &json!({"id": "chatcmpl-fid", "object": "chat.completion.chunk",
@@ -264,16 +277,6 @@ impl Server {
             tail.extend_from_slice(b"0\r\n\r\n");
             if sock.write_all(&tail).await.is_err() {
                 return;
-            }
-            if !warm {
-                self.truth.lock().unwrap().insert(
-                    request_id,
-                    Truth {
-                        body_read_ns,
-                        handoff_ns: handoff,
-                        written_ns: written,
-                    },
-                );
             }
         }
     }
