@@ -37,10 +37,15 @@ pub async fn dispatch(cmd: Command) -> i32 {
             format,
             output,
             otlp_endpoint,
-        } => match (report(&run_dir, format, output.as_deref()), otlp_endpoint) {
-            (0, Some(url)) => crate::otlp::send_run_command(&run_dir, &url).await,
-            (code, _) => code,
-        },
+        } => {
+            report_command(
+                &run_dir,
+                format,
+                output.as_deref(),
+                otlp_endpoint.as_deref(),
+            )
+            .await
+        }
         Command::Baseline {
             command: crate::cli::BaselineCommand::Save { run_dir, name },
         } => crate::baseline::save_command(&run_dir, &name),
@@ -305,18 +310,46 @@ pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-fn report(run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
-    let rep = match read_report(run_dir) {
+/// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
+/// returns the exit status [`EXIT_BAD_INPUT`] (2) as the error.
+pub fn load_report(run_dir: &Path) -> Result<RunReport, i32> {
+    read_report(run_dir).map_err(|e| {
+        eprintln!("error: {e}");
+        EXIT_BAD_INPUT
+    })
+}
+
+/// `report RUN_DIR [--format F] [--output FILE] [--otlp-endpoint URL]`: reads the run once,
+/// renders it, then (when the render succeeded and a URL is given) sends its spans. Exit 0;
+/// 1 when the collector refused or could not be reached (or JUnit rendering failed); 2 when
+/// the run is unreadable or the output cannot be written.
+async fn report_command(
+    run_dir: &Path,
+    format: ReportFormat,
+    output: Option<&Path>,
+    otlp_endpoint: Option<&str>,
+) -> i32 {
+    let rep = match load_report(run_dir) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
-        }
+        Err(code) => return code,
     };
-    let (views, totals) = views(&rep);
+    match (report(&rep, run_dir, format, output), otlp_endpoint) {
+        (0, Some(url)) => {
+            if crate::otlp::send_report(&rep, url).await {
+                0
+            } else {
+                1
+            }
+        }
+        (code, _) => code,
+    }
+}
+
+fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
+    let (views, totals) = views(rep);
     let text = match format {
         ReportFormat::Markdown => {
-            render::markdown_summary(&views, &totals, &runner::report::endpoint_label(&rep))
+            render::markdown_summary(&views, &totals, &runner::report::endpoint_label(rep))
         }
         ReportFormat::Junit => {
             match render::junit_xml("inferscope-bench", &views, rep.summary.duration_ns) {
@@ -327,9 +360,9 @@ fn report(run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
                 }
             }
         }
-        ReportFormat::Json => serde_json::to_string_pretty(&rep).unwrap_or_default(),
+        ReportFormat::Json => serde_json::to_string_pretty(rep).unwrap_or_default(),
         ReportFormat::OtlpJson => {
-            serde_json::to_string_pretty(&crate::otlp::export(&rep)).unwrap_or_default()
+            serde_json::to_string_pretty(&crate::otlp::export(rep)).unwrap_or_default()
         }
         ReportFormat::Html => {
             let (page, integrity_error) = crate::serve::html::report_html(run_dir);
@@ -341,7 +374,7 @@ fn report(run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
             }
             page
         }
-        ReportFormat::Perfetto => match runner::energy::perfetto(run_dir, &rep) {
+        ReportFormat::Perfetto => match runner::energy::perfetto(run_dir, rep) {
             Ok(v) => v,
             Err(e) => {
                 eprintln!("error: {e}");

@@ -278,12 +278,9 @@ pub fn save_command(run_dir: &Path, name: &str) -> i32 {
         eprintln!("error: {e}");
         return crate::gate::EXIT_BAD_INPUT;
     }
-    let report = match crate::commands::read_report(run_dir) {
+    let report = match crate::commands::load_report(run_dir) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return crate::gate::EXIT_BAD_INPUT;
-        }
+        Err(code) => return code,
     };
     let b = Baseline::from_report(&report, name);
     match b.save(Path::new(".")) {
@@ -319,12 +316,9 @@ pub fn compare_command(
         eprintln!("error: --noise-pct and --regression-pct must be finite numbers >= 0");
         return crate::gate::EXIT_BAD_INPUT;
     }
-    let report = match crate::commands::read_report(run_dir) {
+    let report = match crate::commands::load_report(run_dir) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return crate::gate::EXIT_BAD_INPUT;
-        }
+        Err(code) => return code,
     };
     let baseline = match Baseline::load(Path::new("."), name) {
         Ok(b) => b,

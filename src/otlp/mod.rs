@@ -380,24 +380,6 @@ pub async fn send_report(report: &RunReport, endpoint: &str) -> bool {
     }
 }
 
-/// `report RUN_DIR --otlp-endpoint URL`: sends the run's spans; exit 0 when accepted, 1
-/// when the collector refused or could not be reached, 2 when the run is unreadable.
-pub async fn send_run_command(run_dir: &std::path::Path, endpoint: &str) -> i32 {
-    match crate::commands::read_report(run_dir) {
-        Ok(r) => {
-            if send_report(&r, endpoint).await {
-                0
-            } else {
-                1
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            crate::gate::EXIT_BAD_INPUT
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
