@@ -174,19 +174,13 @@ fn trajectory(report: &RunReport, job: &JobReport, t: &TrajectoryReport) -> Valu
 /// when the run has no such job. Pure.
 pub fn redacted_job_report(report: &RunReport, job_id: &str) -> Option<Value> {
     let job = report.jobs.iter().find(|j| j.id == job_id)?;
-    let suite = job_id.split("::").next().unwrap_or_default();
-    let endpoint = report
-        .endpoints
-        .iter()
-        .find(|e| e.suite == suite)
-        .or(report.endpoint.as_ref())
-        .map(|e| {
-            json!({
-                "simulated": e.simulated,
-                "model": e.model,
-                "engine_profile": e.engine_profile,
-            })
-        });
+    let endpoint = report.endpoint_of(job_id).map(|e| {
+        json!({
+            "simulated": e.simulated,
+            "model": e.model,
+            "engine_profile": e.engine_profile,
+        })
+    });
     let succeeded = job.requests.iter().filter(|r| r.is_success()).count();
     Some(json!({
         "schema": SNAPSHOT_SCHEMA,

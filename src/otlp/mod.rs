@@ -93,12 +93,8 @@ fn double(v: f64) -> Value {
 
 /// The model a job's requests named: its suite's endpoint model.
 fn model_of<'a>(report: &'a RunReport, job: &JobReport) -> &'a str {
-    let suite = job.id.split_once("::").map_or(job.id.as_str(), |(s, _)| s);
     report
-        .endpoints
-        .iter()
-        .find(|e| e.suite == suite)
-        .or(report.endpoint.as_ref())
+        .endpoint_of(&job.id)
         .map_or("unknown", |e| e.model.as_str())
 }
 

@@ -261,6 +261,19 @@ pub struct RunReport {
     pub tables: Vec<String>,
 }
 
+impl RunReport {
+    /// The endpoint job `job_id` ran against: the entry of `endpoints` whose suite is the
+    /// job id's part before `::`, else the first suite's `endpoint`; `None` when the report
+    /// has neither.
+    pub fn endpoint_of(&self, job_id: &str) -> Option<&EndpointReport> {
+        let suite = job_id.split_once("::").map_or(job_id, |(s, _)| s);
+        self.endpoints
+            .iter()
+            .find(|e| e.suite == suite)
+            .or(self.endpoint.as_ref())
+    }
+}
+
 fn figures(r: &RequestRecord) -> RequestFigures {
     RequestFigures {
         ok: r.is_success(),
