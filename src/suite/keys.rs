@@ -161,55 +161,45 @@ impl Walker<'_> {
                     if allowed.contains(&key) {
                         continue;
                     }
-                    if load_job_keys().contains(&key) {
+                    // A key that belongs to other job kinds: what it is, and the hint.
+                    let wrong_kind = if load_job_keys().contains(&key) {
                         let kinds: Vec<&str> = load_kinds().iter().map(|k| k.as_str()).collect();
-                        self.errors.push(
+                        Some((
+                            format!("`{key}` is a load key of `{}` jobs", kinds.join("` and `")),
+                            "a swe harness drives the endpoint itself; run it under load from \
+                             the harness"
+                                .to_string(),
+                        ))
+                    } else {
+                        JobKindName::ALL
+                            .into_iter()
+                            .find(|other| kind_job_keys(*other).contains(&key))
+                            .map(|owner| {
+                                (
+                                    format!("`{key}` is a key of `{}` jobs", owner.as_str()),
+                                    format!(
+                                        "`{}` jobs accept {}",
+                                        kind.as_str(),
+                                        quoted(kind_job_keys(kind))
+                                    ),
+                                )
+                            })
+                    };
+                    match wrong_kind {
+                        Some((what, hint)) => self.errors.push(
                             self.ctx
                                 .err(
                                     k.span(),
                                     SuiteErrorKind::WrongKindField,
                                     Some(join(path, key)),
                                     format!(
-                                        "`{key}` is a load key of `{}` jobs, but `{path}` has \
-                                         `kind = \"{}\"`",
-                                        kinds.join("` and `"),
+                                        "{what}, but `{path}` has `kind = \"{}\"`",
                                         kind.as_str()
                                     ),
                                 )
-                                .with_hint(Some(
-                                    "a swe harness drives the endpoint itself; run it under \
-                                     load from the harness"
-                                        .to_string(),
-                                )),
-                        );
-                        continue;
-                    }
-                    let owner = JobKindName::ALL
-                        .into_iter()
-                        .find(|other| kind_job_keys(*other).contains(&key));
-                    if let Some(owner) = owner {
-                        let fp = join(path, key);
-                        self.errors.push(
-                            self.ctx
-                                .err(
-                                    k.span(),
-                                    SuiteErrorKind::WrongKindField,
-                                    Some(fp),
-                                    format!(
-                                        "`{key}` is a key of `{}` jobs, but `{path}` has \
-                                         `kind = \"{}\"`",
-                                        owner.as_str(),
-                                        kind.as_str()
-                                    ),
-                                )
-                                .with_hint(Some(format!(
-                                    "`{}` jobs accept {}",
-                                    kind.as_str(),
-                                    quoted(kind_job_keys(kind))
-                                ))),
-                        );
-                    } else {
-                        self.unknown(path, k, job.get(key), &allowed, Where::Other);
+                                .with_hint(Some(hint)),
+                        ),
+                        None => self.unknown(path, k, job.get(key), &allowed, Where::Other),
                     }
                 }
             }
