@@ -94,6 +94,27 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
             "`rate` must be a positive number of arrivals per second".into(),
         ));
     }
+    // One swept key's checks, in order: the sweep is not empty, every value is valid (the
+    // first bad one is named by position), and the job does not also set the key itself.
+    let sweep_checks =
+        |key: &str, empty: bool, bad_at: Option<usize>, why: &str, also_set: bool| -> R<()> {
+            if empty {
+                return Err(invalid(
+                    &format!("sweep.{key}"),
+                    "the sweep is empty".into(),
+                ));
+            }
+            if let Some(k) = bad_at {
+                return Err(invalid(&format!("sweep.{key}[{k}]"), why.into()));
+            }
+            if also_set {
+                return Err(invalid(
+                    key,
+                    format!("`{key}` is set by `sweep.{key}` at each point"),
+                ));
+            }
+            Ok(())
+        };
     let sweep = match &j.sweep {
         None => None,
         Some(sw) => Some(match (&sw.concurrency, &sw.rate) {
@@ -118,39 +139,23 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
                     )));
             }
             (Some(c), None) => {
-                if c.is_empty() {
-                    return Err(invalid("sweep.concurrency", "the sweep is empty".into()));
-                }
-                if let Some(k) = c.iter().position(|&v| v == 0) {
-                    return Err(invalid(
-                        &format!("sweep.concurrency[{k}]"),
-                        "a concurrency must be at least 1".into(),
-                    ));
-                }
-                if j.concurrency.is_some() {
-                    return Err(invalid(
-                        "concurrency",
-                        "`concurrency` is set by `sweep.concurrency` at each point".into(),
-                    ));
-                }
+                sweep_checks(
+                    "concurrency",
+                    c.is_empty(),
+                    c.iter().position(|&v| v == 0),
+                    "a concurrency must be at least 1",
+                    j.concurrency.is_some(),
+                )?;
                 Sweep::Concurrency(c.clone())
             }
             (None, Some(r)) => {
-                if r.is_empty() {
-                    return Err(invalid("sweep.rate", "the sweep is empty".into()));
-                }
-                if let Some(k) = r.iter().position(|&v| !(v.is_finite() && v > 0.0)) {
-                    return Err(invalid(
-                        &format!("sweep.rate[{k}]"),
-                        "a rate must be a positive number of arrivals per second".into(),
-                    ));
-                }
-                if j.rate.is_some() {
-                    return Err(invalid(
-                        "rate",
-                        "`rate` is set by `sweep.rate` at each point".into(),
-                    ));
-                }
+                sweep_checks(
+                    "rate",
+                    r.is_empty(),
+                    r.iter().position(|&v| !(v.is_finite() && v > 0.0)),
+                    "a rate must be a positive number of arrivals per second",
+                    j.rate.is_some(),
+                )?;
                 Sweep::Rate(r.clone())
             }
         }),
