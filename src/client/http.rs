@@ -9,7 +9,6 @@
 //! [`RequestRecord`] with `status = failed` and a typed [`FailureCode`].
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant as TokioInstant;
 
 use super::accumulate::{Flow, RequestHead, StreamAccumulator};
+use super::in_flight::InFlight;
 use super::record::{FailureCode, RecordWarning, RequestRecord, sanitize_error};
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEventStream};
 use crate::clock::RunClock;
@@ -192,23 +192,7 @@ pub struct Client {
     models_url: String,
     config: ClientConfig,
     /// Streamed bodies being read right now, over this client and its clones.
-    streams_in_flight: Arc<AtomicUsize>,
-}
-
-/// Counts one stream in [`Client::streams_in_flight`] for as long as it lives.
-struct InFlight(Arc<AtomicUsize>);
-
-impl InFlight {
-    fn enter(count: &Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Ordering::Relaxed);
-        Self(Arc::clone(count))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
+    streams_in_flight: Arc<InFlight>,
 }
 
 fn ns(d: Duration) -> u64 {
@@ -288,7 +272,7 @@ impl Client {
             chat_url: format!("{base}/chat/completions"),
             models_url: format!("{base}/models"),
             config,
-            streams_in_flight: Arc::new(AtomicUsize::new(0)),
+            streams_in_flight: Arc::new(InFlight::default()),
         })
     }
 
@@ -505,7 +489,7 @@ impl Client {
         // not wait behind the other streams' SSE and JSON work. A lone stream does not
         // yield (with two runtime workers the yield hands the task to the other worker and
         // costs ~0.1 ms per read). Figures: BENCHMARKS.md, client timing fidelity.
-        let in_flight = InFlight::enter(&self.streams_in_flight);
+        let in_flight = self.streams_in_flight.enter();
         let others = Arc::clone(&self.streams_in_flight);
         let reads = resp
             .bytes_stream()
@@ -514,7 +498,7 @@ impl Client {
                 r.map(|b| (t, b))
             })
             .then(move |stamped| {
-                let crowded = others.load(Ordering::Relaxed) > 1;
+                let crowded = others.current() > 1;
                 async move {
                     if crowded {
                         tokio::task::yield_now().await;

@@ -13,12 +13,14 @@
 
 pub mod accumulate;
 pub mod http;
+pub mod in_flight;
 pub mod record;
 pub mod sse;
 pub mod tool_calls;
 
 pub use accumulate::{Flow, LlamaTimings, RequestHead, StreamAccumulator, Usage};
 pub use http::{ChatRequest, Client, ClientConfig, ClientError};
+pub use in_flight::{InFlight, InFlightGuard};
 pub use record::{
     AssistantOutput, FailureCode, RecordWarning, RequestRecord, RequestStatus, TokenSource,
     ToolCall, estimate_tokens, sanitize_error,

@@ -22,7 +22,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -203,41 +203,7 @@ pub async fn run_point<R: UnitRunner, T: Timer>(
     }
 }
 
-/// A counter of work in flight with its high-water mark (achieved concurrency of
-/// requests, which can be lower than that of units: an agentic unit runs tools between
-/// its requests).
-#[derive(Debug, Default)]
-pub struct InFlight {
-    now: AtomicU32,
-    max: AtomicU32,
-}
-
-/// Decrements its [`InFlight`] when dropped.
-#[derive(Debug)]
-pub struct InFlightGuard<'a>(&'a InFlight);
-
-impl InFlight {
-    /// One more in flight until the guard drops.
-    pub fn enter(&self) -> InFlightGuard<'_> {
-        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.max.fetch_max(n, Ordering::SeqCst);
-        InFlightGuard(self)
-    }
-    /// The most in flight at once so far.
-    pub fn max(&self) -> u32 {
-        self.max.load(Ordering::SeqCst)
-    }
-    /// In flight now.
-    pub fn current(&self) -> u32 {
-        self.now.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for InFlightGuard<'_> {
-    fn drop(&mut self) {
-        self.0.now.fetch_sub(1, Ordering::SeqCst);
-    }
-}
+pub use crate::client::{InFlight, InFlightGuard};
 
 #[cfg(test)]
 mod tests {
