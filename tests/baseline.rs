@@ -3,13 +3,14 @@
 // (`sim::spawn` on 127.0.0.1:0): an unchanged rerun on a fresh simulator is within noise,
 // a simulator with a larger TTFT is flagged regressed and fails the gate (exit 100).
 
+mod support;
+
 use std::path::Path;
 use std::process::Output;
 
 use inferscope_bench::sim::{SimConfig, SimHandle, spawn};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_inferscope-bench");
+use support::report;
 
 const SUITE: &str = r#"name = "cmp"
 seed = 3
@@ -48,7 +49,7 @@ async fn cli(cwd: &Path, args: &[&str]) -> Output {
     let cwd = cwd.to_path_buf();
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     tokio::task::spawn_blocking(move || {
-        std::process::Command::new(BIN)
+        std::process::Command::new(support::bin_path())
             .args(&args)
             .current_dir(&cwd)
             .env("CI", "true")
@@ -91,10 +92,6 @@ fn verdict_of<'a>(table: &'a str, job: &str, name: &str) -> &'a str {
     } else {
         line.split_whitespace().last().unwrap()
     }
-}
-
-fn report(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,8 +3,10 @@
 // shape, then delivered over OTLP/HTTP to a local receiver (an axum server on
 // 127.0.0.1:0) by `report --otlp-endpoint` and by `run --otlp-endpoint`.
 
+mod support;
+
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -17,15 +19,10 @@ use axum::routing::post;
 use inferscope_bench::runner::{self, RunOptions};
 use inferscope_bench::suite::{self, RunOverrides};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_inferscope-bench");
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use support::{repo, report};
 
 async fn run_fixture_suite(out: &Path) {
-    let s = suite::load(&root().join("suites/agentic.toml")).unwrap();
+    let s = suite::load(&repo().join("suites/agentic.toml")).unwrap();
     let r = suite::resolve(&s, &RunOverrides::default());
     let o = runner::run(
         RunOptions {
@@ -43,7 +40,7 @@ async fn run_fixture_suite(out: &Path) {
 
 async fn cli(args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || {
-        std::process::Command::new(BIN)
+        std::process::Command::new(support::bin_path())
             .args(&args)
             .env("CI", "true")
             .output()
@@ -227,8 +224,7 @@ async fn otlp_json_export_of_a_fixture_run_has_the_otlp_shape() {
     let o = cli(args.clone()).await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let export: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    let report = report(&run);
     validate(&export, &report);
     // Deterministic: the same run exports the same spans later (ids and times come from
     // the run, not from the export).
@@ -316,9 +312,7 @@ async fn otlp_http_delivers_the_export_to_a_collector() {
         assert_eq!(path, "/v1/traces");
         assert_eq!(content_type.as_deref(), Some("application/json"));
         assert_eq!(body, &file, "what arrived is the export");
-        let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap())
-                .unwrap();
+        let report = report(&run);
         validate(body, &report);
     }
 
@@ -326,7 +320,7 @@ async fn otlp_http_delivers_the_export_to_a_collector() {
     let out = tmp.path().join("run2");
     let o = cli([
         "run",
-        root().join("suites/agentic.toml").to_str().unwrap(),
+        repo().join("suites/agentic.toml").to_str().unwrap(),
         "--filter",
         "agentic::repo_tour",
         "--out",
@@ -340,8 +334,7 @@ async fn otlp_http_delivers_the_export_to_a_collector() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let g = got.0.lock().unwrap();
     assert_eq!(g.len(), 2);
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let report = report(&out);
     validate(&g[1].body, &report);
     let res = attrs(&g[1].body["resourceSpans"][0]["resource"]);
     assert_eq!(res["inferscope.run_id"], report["run_id"]);
@@ -360,7 +353,7 @@ async fn an_unreachable_collector_fails_report_but_not_the_run() {
     let out = tmp.path().join("run");
     let o = cli([
         "run",
-        root().join("suites/agentic.toml").to_str().unwrap(),
+        repo().join("suites/agentic.toml").to_str().unwrap(),
         "--filter",
         "agentic::repo_tour",
         "--out",

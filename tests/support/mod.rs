@@ -1,6 +1,7 @@
-//! Shared helpers of the binary-level integration tests (`cli`, `hostile`, `secrets`,
-//! `sigint`): the built binary, temporary suites, a scripted loopback HTTP/1.1 server that
-//! speaks vLLM's SSE shape and misbehaves on chosen requests, and artifact readers.
+//! Shared helpers of the binary-level integration tests (`baseline`, `cli`, `hostile`,
+//! `load`, `offline`, `otlp`, `secrets`, `sigint`): the built binary, temporary suites, a
+//! scripted loopback HTTP/1.1 server that speaks vLLM's SSE shape and misbehaves on chosen
+//! requests, and artifact readers.
 //!
 //! Every server here binds 127.0.0.1:0 and is stopped when its handle drops. Timing bounds
 //! in the tests that use these helpers are generous (a loaded 2-core machine).
