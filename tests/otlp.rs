@@ -19,7 +19,7 @@ use axum::routing::post;
 use inferscope_bench::runner::{self, RunOptions};
 use inferscope_bench::suite::{self, RunOverrides};
 use serde_json::Value;
-use support::{repo, report};
+use support::{repo, report, run_async};
 
 async fn run_fixture_suite(out: &Path) {
     let s = suite::load(&repo().join("suites/agentic.toml")).unwrap();
@@ -36,18 +36,6 @@ async fn run_fixture_suite(out: &Path) {
     )
     .await;
     assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
-}
-
-async fn cli(args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        std::process::Command::new(support::bin_path())
-            .args(&args)
-            .env("CI", "true")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap()
 }
 
 fn text(o: &Output) -> String {
@@ -211,17 +199,15 @@ async fn otlp_json_export_of_a_fixture_run_has_the_otlp_shape() {
     let run = tmp.path().join("run");
     run_fixture_suite(&run).await;
     let file = tmp.path().join("otlp.json");
-    let args: Vec<String> = [
+    let args = [
         "report",
         run.to_str().unwrap(),
         "--format",
         "otlp-json",
         "-o",
         file.to_str().unwrap(),
-    ]
-    .map(String::from)
-    .to_vec();
-    let o = cli(args.clone()).await;
+    ];
+    let o = run_async(&repo(), &args).await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let export: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let report = report(&run);
@@ -229,7 +215,7 @@ async fn otlp_json_export_of_a_fixture_run_has_the_otlp_shape() {
     // Deterministic: the same run exports the same spans later (ids and times come from
     // the run, not from the export).
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let o = cli(args).await;
+    let o = run_async(&repo(), &args).await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let again: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(export, again);
@@ -283,18 +269,19 @@ async fn otlp_http_delivers_the_export_to_a_collector() {
     run_fixture_suite(&run).await;
 
     // `report --otlp-endpoint`: the same spans as the file export.
-    let o = cli([
-        "report",
-        run.to_str().unwrap(),
-        "--format",
-        "otlp-json",
-        "-o",
-        tmp.path().join("otlp.json").to_str().unwrap(),
-        "--otlp-endpoint",
-        &url,
-    ]
-    .map(String::from)
-    .to_vec())
+    let o = run_async(
+        &repo(),
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            "otlp-json",
+            "-o",
+            tmp.path().join("otlp.json").to_str().unwrap(),
+            "--otlp-endpoint",
+            &url,
+        ],
+    )
     .await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("otlp: sent"), "{}", text(&o));
@@ -318,18 +305,19 @@ async fn otlp_http_delivers_the_export_to_a_collector() {
 
     // `run --otlp-endpoint`: sent after the run, spans of that run.
     let out = tmp.path().join("run2");
-    let o = cli([
-        "run",
-        repo().join("suites/agentic.toml").to_str().unwrap(),
-        "--filter",
-        "agentic::repo_tour",
-        "--out",
-        out.to_str().unwrap(),
-        "--otlp-endpoint",
-        &format!("{url}/"),
-    ]
-    .map(String::from)
-    .to_vec())
+    let o = run_async(
+        &repo(),
+        &[
+            "run",
+            repo().join("suites/agentic.toml").to_str().unwrap(),
+            "--filter",
+            "agentic::repo_tour",
+            "--out",
+            out.to_str().unwrap(),
+            "--otlp-endpoint",
+            &format!("{url}/"),
+        ],
+    )
     .await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let g = got.0.lock().unwrap();
@@ -351,33 +339,35 @@ async fn an_unreachable_collector_fails_report_but_not_the_run() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let o = cli([
-        "run",
-        repo().join("suites/agentic.toml").to_str().unwrap(),
-        "--filter",
-        "agentic::repo_tour",
-        "--out",
-        out.to_str().unwrap(),
-        "--otlp-endpoint",
-        &format!("http://{addr}"),
-    ]
-    .map(String::from)
-    .to_vec())
+    let o = run_async(
+        &repo(),
+        &[
+            "run",
+            repo().join("suites/agentic.toml").to_str().unwrap(),
+            "--filter",
+            "agentic::repo_tour",
+            "--out",
+            out.to_str().unwrap(),
+            "--otlp-endpoint",
+            &format!("http://{addr}"),
+        ],
+    )
     .await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("warning: otlp:"), "{}", text(&o));
-    let o = cli([
-        "report",
-        out.to_str().unwrap(),
-        "--format",
-        "json",
-        "-o",
-        tmp.path().join("r.json").to_str().unwrap(),
-        "--otlp-endpoint",
-        &format!("http://{addr}"),
-    ]
-    .map(String::from)
-    .to_vec())
+    let o = run_async(
+        &repo(),
+        &[
+            "report",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+            "-o",
+            tmp.path().join("r.json").to_str().unwrap(),
+            "--otlp-endpoint",
+            &format!("http://{addr}"),
+        ],
+    )
     .await;
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }

@@ -50,6 +50,16 @@ pub fn run(cwd: &Path, args: &[&str]) -> Output {
         .expect("start inferscope-bench")
 }
 
+/// [`run`] off the async workers (`spawn_blocking`), so servers on the test's own runtime
+/// (an in-process simulator, a collector) keep serving while the binary runs.
+pub async fn run_async(cwd: &Path, args: &[&str]) -> Output {
+    let mut c = command(cwd);
+    c.args(args);
+    tokio::task::spawn_blocking(move || c.output().expect("start inferscope-bench"))
+        .await
+        .unwrap()
+}
+
 /// Stdout and stderr of an output, for assertion messages.
 pub fn text(o: &Output) -> (String, String) {
     (
