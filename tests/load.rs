@@ -4,36 +4,9 @@
 
 mod support;
 
-use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-
-use inferscope_bench::runner::{self, RunOptions, RunOutcome};
+use inferscope_bench::runner;
 use inferscope_bench::sim::{SimConfig, spawn};
-use inferscope_bench::suite::{self, RunOverrides};
-use support::{repo, report};
-
-async fn run_suite(path: &Path, filter: Option<&str>, out: &Path) -> RunOutcome {
-    let s = suite::load(path).unwrap_or_else(|e| panic!("{e}"));
-    let resolved = suite::resolve(
-        &s,
-        &RunOverrides {
-            filter: filter.map(str::to_string),
-            ..RunOverrides::default()
-        },
-    );
-    runner::run(
-        RunOptions {
-            suites: vec![resolved],
-            out: Some(out.to_path_buf()),
-            progress: false,
-            sink_override: None,
-            quiet: true,
-        },
-        Arc::new(AtomicBool::new(false)),
-    )
-    .await
-}
+use support::{repo, report, run_suite};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {

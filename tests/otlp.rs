@@ -8,7 +8,6 @@ mod support;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::Output;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -16,25 +15,11 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::routing::post;
-use inferscope_bench::runner::{self, RunOptions};
-use inferscope_bench::suite::{self, RunOverrides};
 use serde_json::Value;
-use support::{repo, report, run_async};
+use support::{repo, report, run_async, run_suite};
 
 async fn run_fixture_suite(out: &Path) {
-    let s = suite::load(&repo().join("suites/agentic.toml")).unwrap();
-    let r = suite::resolve(&s, &RunOverrides::default());
-    let o = runner::run(
-        RunOptions {
-            suites: vec![r],
-            out: Some(out.to_path_buf()),
-            progress: false,
-            sink_override: None,
-            quiet: true,
-        },
-        Arc::new(AtomicBool::new(false)),
-    )
-    .await;
+    let o = run_suite(&repo().join("suites/agentic.toml"), None, out).await;
     assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
 }
 

@@ -11,10 +11,12 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use inferscope_bench::runner::{self, RunOptions, RunOutcome};
+use inferscope_bench::suite::{self, RunOverrides};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -58,6 +60,30 @@ pub async fn run_async(cwd: &Path, args: &[&str]) -> Output {
     tokio::task::spawn_blocking(move || c.output().expect("start inferscope-bench"))
         .await
         .unwrap()
+}
+
+/// Runs the suite at `path` in-process with the runner (its jobs matching `filter`, when
+/// given), writing the run to `out`: quiet, no progress bar, never cancelled.
+pub async fn run_suite(path: &Path, filter: Option<&str>, out: &Path) -> RunOutcome {
+    let s = suite::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let resolved = suite::resolve(
+        &s,
+        &RunOverrides {
+            filter: filter.map(str::to_string),
+            ..RunOverrides::default()
+        },
+    );
+    runner::run(
+        RunOptions {
+            suites: vec![resolved],
+            out: Some(out.to_path_buf()),
+            progress: false,
+            sink_override: None,
+            quiet: true,
+        },
+        Arc::new(AtomicBool::new(false)),
+    )
+    .await
 }
 
 /// Stdout and stderr of an output, for assertion messages.
