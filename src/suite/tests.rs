@@ -58,6 +58,11 @@ fn pos(text: &str, needle: &str) -> (usize, usize) {
     let at = text
         .find(needle)
         .unwrap_or_else(|| panic!("`{needle}` not in text"));
+    line_col(text, at)
+}
+
+/// 1-based (line, column) of byte offset `at` in `text`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
     let before = &text[..at];
     let line = before.matches('\n').count() + 1;
     let col = before[before.rfind('\n').map_or(0, |i| i + 1)..]
@@ -1206,15 +1211,10 @@ fn load_semantic_rules() {
         );
         // Located at the offending value, searched from where the extra keys begin.
         let from = text.find(&extra).unwrap();
-        let before = &text[..from + text[from..].find(needle).unwrap()];
-        let line = before.matches('\n').count() + 1;
-        let col = before[before.rfind('\n').map_or(0, |i| i + 1)..]
-            .chars()
-            .count()
-            + 1;
+        let at = from + text[from..].find(needle).unwrap();
         assert_eq!(
             (e.line().unwrap(), e.column().unwrap()),
-            (line, col),
+            line_col(&text, at),
             "{extra}: {e}"
         );
     }
