@@ -3,13 +3,14 @@
 // (`sim::spawn` on 127.0.0.1:0): an unchanged rerun on a fresh simulator is within noise,
 // a simulator with a larger TTFT is flagged regressed and fails the gate (exit 100).
 
+mod support;
+
 use std::path::Path;
 use std::process::Output;
 
 use inferscope_bench::sim::{SimConfig, SimHandle, spawn};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_inferscope-bench");
+use support::{report, run_async};
 
 const SUITE: &str = r#"name = "cmp"
 seed = 3
@@ -42,23 +43,6 @@ async fn sim(ttft_ms: u64) -> SimHandle {
     .unwrap()
 }
 
-/// Runs the binary in `cwd` (baselines live under the current directory) off the async
-/// workers, so the in-process simulator keeps serving.
-async fn cli(cwd: &Path, args: &[&str]) -> Output {
-    let cwd = cwd.to_path_buf();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        std::process::Command::new(BIN)
-            .args(&args)
-            .current_dir(&cwd)
-            .env("CI", "true")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap()
-}
-
 fn text(o: &Output) -> String {
     format!(
         "{}\n--- stderr ---\n{}",
@@ -67,13 +51,14 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// `run suite.toml` in `cwd` (baselines live under the current directory) against `sim`.
 async fn run_against(cwd: &Path, sim: &SimHandle, out: &str, baseline: Option<&str>) -> Output {
     let url = sim.base_url();
     let mut args = vec!["run", "suite.toml", "--endpoint", &url, "--out", out];
     if let Some(b) = baseline {
         args.extend(["--baseline", b]);
     }
-    cli(cwd, &args).await
+    run_async(cwd, &args).await
 }
 
 /// The verdict word of figure `name` in a comparison table.
@@ -91,10 +76,6 @@ fn verdict_of<'a>(table: &'a str, job: &str, name: &str) -> &'a str {
     } else {
         line.split_whitespace().last().unwrap()
     }
-}
-
-fn report(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,7 +98,7 @@ async fn compare_flags_a_slowed_simulator_and_the_regression_gate_fails_the_run(
         .find(|x| x["gate"] == "regression_pct")
         .unwrap();
     assert_eq!(reg["outcome"], "skipped", "{reg}");
-    let o = cli(cwd, &["baseline", "save", "r1", "--name", "main"]).await;
+    let o = run_async(cwd, &["baseline", "save", "r1", "--name", "main"]).await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let saved: Value = serde_json::from_str(
         &std::fs::read_to_string(cwd.join(".inferscope/baselines/main.json")).unwrap(),
@@ -134,7 +115,7 @@ async fn compare_flags_a_slowed_simulator_and_the_regression_gate_fails_the_run(
     let o = run_against(cwd, &a2, "r2", Some("main")).await;
     a2.shutdown().await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = cli(cwd, &["compare", "r2", "--baseline", "main"]).await;
+    let o = run_async(cwd, &["compare", "r2", "--baseline", "main"]).await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let table = String::from_utf8_lossy(&o.stdout).to_string();
     for fig in ["ttft_ms.p50", "e2e_ms.p50", "tpot_ms.p50"] {
@@ -167,7 +148,7 @@ async fn compare_flags_a_slowed_simulator_and_the_regression_gate_fails_the_run(
     assert_eq!(reg["outcome"], "fail", "{reg}");
     assert!(reg["value"].as_f64().unwrap() > 50.0);
     assert_eq!(j["baseline"]["baseline"], "main");
-    let o = cli(cwd, &["compare", "r3", "--baseline", "main"]).await;
+    let o = run_async(cwd, &["compare", "r3", "--baseline", "main"]).await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let table = String::from_utf8_lossy(&o.stdout).to_string();
     assert_eq!(
@@ -180,7 +161,7 @@ async fn compare_flags_a_slowed_simulator_and_the_regression_gate_fails_the_run(
         "regressed",
         "{table}"
     );
-    let o = cli(
+    let o = run_async(
         cwd,
         &[
             "compare",
@@ -200,16 +181,16 @@ async fn baseline_names_and_missing_baselines_are_bad_input() {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tmp.path();
     std::fs::write(cwd.join("suite.toml"), SUITE).unwrap();
-    let o = cli(cwd, &["compare", ".", "--baseline", "nope"]).await;
+    let o = run_async(cwd, &["compare", ".", "--baseline", "nope"]).await;
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    let o = cli(cwd, &["run", "suite.toml", "--baseline", "nope"]).await;
+    let o = run_async(cwd, &["run", "suite.toml", "--baseline", "nope"]).await;
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("no baseline named `nope`"),
         "{}",
         text(&o)
     );
-    let o = cli(cwd, &["baseline", "save", ".", "--name", "../x"]).await;
+    let o = run_async(cwd, &["baseline", "save", ".", "--name", "../x"]).await;
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("invalid baseline name"), "{}", text(&o));
 }

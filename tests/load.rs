@@ -2,50 +2,17 @@
 // arrivals faster than the server serves (field case C24), each against an in-process
 // simulator (`sim::spawn`, started by the runner or by the test) on 127.0.0.1:0.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+mod support;
 
-use inferscope_bench::runner::{self, RunOptions, RunOutcome};
+use inferscope_bench::runner;
 use inferscope_bench::sim::{SimConfig, spawn};
-use inferscope_bench::suite::{self, RunOverrides};
-use serde_json::Value;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-async fn run_suite(path: &Path, filter: Option<&str>, out: &Path) -> RunOutcome {
-    let s = suite::load(path).unwrap_or_else(|e| panic!("{e}"));
-    let resolved = suite::resolve(
-        &s,
-        &RunOverrides {
-            filter: filter.map(str::to_string),
-            ..RunOverrides::default()
-        },
-    );
-    runner::run(
-        RunOptions {
-            suites: vec![resolved],
-            out: Some(out.to_path_buf()),
-            progress: false,
-            sink_override: None,
-            quiet: true,
-        },
-        Arc::new(AtomicBool::new(false)),
-    )
-    .await
-}
-
-fn report_json(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
-}
+use support::{repo, report, run_suite};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let o = run_suite(&root().join("suites/load.toml"), Some("load::fanout"), &out).await;
+    let o = run_suite(&repo().join("suites/load.toml"), Some("load::fanout"), &out).await;
     let console = o.console.join("\n");
     assert_eq!(o.exit_status, 0, "{console}");
 
@@ -63,7 +30,7 @@ async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
     }
 
     // The curve, in report.json.
-    let r = report_json(&out);
+    let r = report(&out);
     let job = &r["jobs"][0];
     assert_eq!(job["id"], "load::fanout");
     let sweep = &job["sweep"];
@@ -195,7 +162,7 @@ async fn c24_poisson_faster_than_service_latency_from_schedule_grows() {
     let o = run_suite(&suite_path, None, &out).await;
     sim.shutdown().await;
     assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
-    let r = report_json(&out);
+    let r = report(&out);
     let job = &r["jobs"][0];
 
     // Per request, in schedule order.
@@ -270,7 +237,7 @@ async fn open_loop_schedule_is_seeded_from_the_suite_seed() {
         let out = tmp.path().join(format!("run{i}"));
         let o = run_suite(&suite_path, None, &out).await;
         assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
-        let r = report_json(&out);
+        let r = report(&out);
         let mut sched: Vec<u64> = r["jobs"][0]["requests"]
             .as_array()
             .unwrap()

@@ -1,18 +1,16 @@
 //! The ready suites load, and the offline ADR-013 join (`trajectory --samples --steps`)
 //! reproduces the run's own per-step energy attribution exactly from the artifacts.
 
-use std::path::Path;
+mod support;
+
 use std::process::Command;
 
 use serde_json::Value;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_inferscope-bench"))
-}
+use support::{bin_path, repo};
 
 #[test]
 fn every_ready_suite_loads_and_resolves() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites");
+    let dir = repo().join("suites");
     let mut n = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
@@ -48,7 +46,7 @@ fn step_energies(v: &Value) -> Vec<(String, u64, Option<u64>)> {
 fn offline_join_reproduces_the_runs_step_energy() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
-    let st = bin()
+    let st = Command::new(bin_path())
         .args([
             "run",
             "suites/agentic.toml",
@@ -57,7 +55,7 @@ fn offline_join_reproduces_the_runs_step_energy() {
             "--out",
         ])
         .arg(&run)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(repo())
         .output()
         .unwrap();
     assert_eq!(
@@ -66,8 +64,7 @@ fn offline_join_reproduces_the_runs_step_energy() {
         "{}",
         String::from_utf8_lossy(&st.stdout)
     );
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+    let report = support::report(&run);
     let online = step_energies(&report["trajectory"]);
     assert!(
         online.iter().any(|(_, _, e)| e.is_some()),
@@ -75,7 +72,7 @@ fn offline_join_reproduces_the_runs_step_energy() {
     );
 
     let out = tmp.path().join("offline.json");
-    let st = bin()
+    let st = Command::new(bin_path())
         .arg("trajectory")
         .arg("--samples")
         .arg(run.join("samples"))
@@ -115,7 +112,7 @@ fn offline_join_rejects_a_float_timestamp_with_its_line() {
     .unwrap();
     let samples = tmp.path().join("samples");
     std::fs::create_dir_all(&samples).unwrap();
-    let st = bin()
+    let st = Command::new(bin_path())
         .arg("trajectory")
         .arg("--samples")
         .arg(&samples)

@@ -3,10 +3,11 @@
 // shape, then delivered over OTLP/HTTP to a local receiver (an axum server on
 // 127.0.0.1:0) by `report --otlp-endpoint` and by `run --otlp-endpoint`.
 
+mod support;
+
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -14,43 +15,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
 use axum::routing::post;
-use inferscope_bench::runner::{self, RunOptions};
-use inferscope_bench::suite::{self, RunOverrides};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_inferscope-bench");
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use support::{repo, report, run_async, run_suite};
 
 async fn run_fixture_suite(out: &Path) {
-    let s = suite::load(&root().join("suites/agentic.toml")).unwrap();
-    let r = suite::resolve(&s, &RunOverrides::default());
-    let o = runner::run(
-        RunOptions {
-            suites: vec![r],
-            out: Some(out.to_path_buf()),
-            progress: false,
-            sink_override: None,
-            quiet: true,
-        },
-        Arc::new(AtomicBool::new(false)),
-    )
-    .await;
+    let o = run_suite(&repo().join("suites/agentic.toml"), None, out).await;
     assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
-}
-
-async fn cli(args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        std::process::Command::new(BIN)
-            .args(&args)
-            .env("CI", "true")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap()
 }
 
 fn text(o: &Output) -> String {
@@ -214,26 +184,23 @@ async fn otlp_json_export_of_a_fixture_run_has_the_otlp_shape() {
     let run = tmp.path().join("run");
     run_fixture_suite(&run).await;
     let file = tmp.path().join("otlp.json");
-    let args: Vec<String> = [
+    let args = [
         "report",
         run.to_str().unwrap(),
         "--format",
         "otlp-json",
         "-o",
         file.to_str().unwrap(),
-    ]
-    .map(String::from)
-    .to_vec();
-    let o = cli(args.clone()).await;
+    ];
+    let o = run_async(&repo(), &args).await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let export: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    let report = report(&run);
     validate(&export, &report);
     // Deterministic: the same run exports the same spans later (ids and times come from
     // the run, not from the export).
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let o = cli(args).await;
+    let o = run_async(&repo(), &args).await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let again: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(export, again);
@@ -287,18 +254,19 @@ async fn otlp_http_delivers_the_export_to_a_collector() {
     run_fixture_suite(&run).await;
 
     // `report --otlp-endpoint`: the same spans as the file export.
-    let o = cli([
-        "report",
-        run.to_str().unwrap(),
-        "--format",
-        "otlp-json",
-        "-o",
-        tmp.path().join("otlp.json").to_str().unwrap(),
-        "--otlp-endpoint",
-        &url,
-    ]
-    .map(String::from)
-    .to_vec())
+    let o = run_async(
+        &repo(),
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            "otlp-json",
+            "-o",
+            tmp.path().join("otlp.json").to_str().unwrap(),
+            "--otlp-endpoint",
+            &url,
+        ],
+    )
     .await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("otlp: sent"), "{}", text(&o));
@@ -316,32 +284,30 @@ async fn otlp_http_delivers_the_export_to_a_collector() {
         assert_eq!(path, "/v1/traces");
         assert_eq!(content_type.as_deref(), Some("application/json"));
         assert_eq!(body, &file, "what arrived is the export");
-        let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap())
-                .unwrap();
+        let report = report(&run);
         validate(body, &report);
     }
 
     // `run --otlp-endpoint`: sent after the run, spans of that run.
     let out = tmp.path().join("run2");
-    let o = cli([
-        "run",
-        root().join("suites/agentic.toml").to_str().unwrap(),
-        "--filter",
-        "agentic::repo_tour",
-        "--out",
-        out.to_str().unwrap(),
-        "--otlp-endpoint",
-        &format!("{url}/"),
-    ]
-    .map(String::from)
-    .to_vec())
+    let o = run_async(
+        &repo(),
+        &[
+            "run",
+            repo().join("suites/agentic.toml").to_str().unwrap(),
+            "--filter",
+            "agentic::repo_tour",
+            "--out",
+            out.to_str().unwrap(),
+            "--otlp-endpoint",
+            &format!("{url}/"),
+        ],
+    )
     .await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let g = got.0.lock().unwrap();
     assert_eq!(g.len(), 2);
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let report = report(&out);
     validate(&g[1].body, &report);
     let res = attrs(&g[1].body["resourceSpans"][0]["resource"]);
     assert_eq!(res["inferscope.run_id"], report["run_id"]);
@@ -358,33 +324,35 @@ async fn an_unreachable_collector_fails_report_but_not_the_run() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let o = cli([
-        "run",
-        root().join("suites/agentic.toml").to_str().unwrap(),
-        "--filter",
-        "agentic::repo_tour",
-        "--out",
-        out.to_str().unwrap(),
-        "--otlp-endpoint",
-        &format!("http://{addr}"),
-    ]
-    .map(String::from)
-    .to_vec())
+    let o = run_async(
+        &repo(),
+        &[
+            "run",
+            repo().join("suites/agentic.toml").to_str().unwrap(),
+            "--filter",
+            "agentic::repo_tour",
+            "--out",
+            out.to_str().unwrap(),
+            "--otlp-endpoint",
+            &format!("http://{addr}"),
+        ],
+    )
     .await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("warning: otlp:"), "{}", text(&o));
-    let o = cli([
-        "report",
-        out.to_str().unwrap(),
-        "--format",
-        "json",
-        "-o",
-        tmp.path().join("r.json").to_str().unwrap(),
-        "--otlp-endpoint",
-        &format!("http://{addr}"),
-    ]
-    .map(String::from)
-    .to_vec())
+    let o = run_async(
+        &repo(),
+        &[
+            "report",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+            "-o",
+            tmp.path().join("r.json").to_str().unwrap(),
+            "--otlp-endpoint",
+            &format!("http://{addr}"),
+        ],
+    )
     .await;
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }

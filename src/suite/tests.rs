@@ -58,6 +58,11 @@ fn pos(text: &str, needle: &str) -> (usize, usize) {
     let at = text
         .find(needle)
         .unwrap_or_else(|| panic!("`{needle}` not in text"));
+    line_col(text, at)
+}
+
+/// 1-based (line, column) of byte offset `at` in `text`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
     let before = &text[..at];
     let line = before.matches('\n').count() + 1;
     let col = before[before.rfind('\n').map_or(0, |i| i + 1)..]
@@ -1178,7 +1183,7 @@ fn load_semantic_rules() {
         ("count = 3\nduration_s = 2.0\n", "2.0", "jobs[0].duration_s"),
         ("count = 3\nrepeat = 2\n", "3", "jobs[0].count"),
         (
-            "sweep = { concurrency = [1, 0] }\n",
+            "sweep = { concurrency = [1, 0 ] }\n",
             "0 ]",
             "jobs[0].sweep.concurrency[1]",
         ),
@@ -1195,7 +1200,6 @@ fn load_semantic_rules() {
         ("duration_s = 0.0\n", "0.0", "jobs[0].duration_s"),
     ];
     for (extra, needle, path) in cases {
-        let extra = extra.replace("[1, 0]", "[1, 0 ]");
         let text = with_tools(&format!("{AGENTIC}{extra}"));
         let e = p.err(&text);
         assert_eq!(e.path(), Some(path), "{extra}: {e}");
@@ -1205,16 +1209,11 @@ fn load_semantic_rules() {
             "{extra}: {kind:?} {e}"
         );
         // Located at the offending value, searched from where the extra keys begin.
-        let from = text.find(&extra).unwrap();
-        let before = &text[..from + text[from..].find(needle).unwrap()];
-        let line = before.matches('\n').count() + 1;
-        let col = before[before.rfind('\n').map_or(0, |i| i + 1)..]
-            .chars()
-            .count()
-            + 1;
+        let from = text.find(extra).unwrap();
+        let at = from + text[from..].find(needle).unwrap();
         assert_eq!(
             (e.line().unwrap(), e.column().unwrap()),
-            (line, col),
+            line_col(&text, at),
             "{extra}: {e}"
         );
     }

@@ -16,7 +16,8 @@ use inferscope_bench::timeline::{
 /// The event bound of the overflowed capture (the source run has 28 events).
 pub const OVERFLOW_MAX_EVENTS: u32 = 16;
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies the tree `from` to `to` (directories and regular files), creating `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();

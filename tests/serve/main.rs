@@ -10,6 +10,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use fixtures::copy_dir;
 use inferscope_bench::serve::{BoundServer, RunStore, Token};
 use sha2::{Digest, Sha256};
 
@@ -22,19 +23,6 @@ fn repo() -> PathBuf {
 
 fn fixture(name: &str) -> PathBuf {
     repo().join("fixtures/runs").join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = e.file_type().unwrap();
-        if t.is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else if t.is_file() {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 /// A server on a loopback port, on its own runtime thread; stopped on drop.

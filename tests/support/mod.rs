@@ -1,6 +1,7 @@
-//! Shared helpers of the binary-level integration tests (`cli`, `hostile`, `secrets`,
-//! `sigint`): the built binary, temporary suites, a scripted loopback HTTP/1.1 server that
-//! speaks vLLM's SSE shape and misbehaves on chosen requests, and artifact readers.
+//! Shared helpers of the binary-level integration tests (`baseline`, `cli`, `hostile`,
+//! `load`, `offline`, `otlp`, `secrets`, `sigint`): the built binary, temporary suites, a
+//! scripted loopback HTTP/1.1 server that speaks vLLM's SSE shape and misbehaves on chosen
+//! requests, and artifact readers.
 //!
 //! Every server here binds 127.0.0.1:0 and is stopped when its handle drops. Timing bounds
 //! in the tests that use these helpers are generous (a loaded 2-core machine).
@@ -10,10 +11,12 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use inferscope_bench::runner::{self, RunOptions, RunOutcome};
+use inferscope_bench::suite::{self, RunOverrides};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -47,6 +50,40 @@ pub fn run(cwd: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("start inferscope-bench")
+}
+
+/// [`run`] off the async workers (`spawn_blocking`), so servers on the test's own runtime
+/// (an in-process simulator, a collector) keep serving while the binary runs.
+pub async fn run_async(cwd: &Path, args: &[&str]) -> Output {
+    let mut c = command(cwd);
+    c.args(args);
+    tokio::task::spawn_blocking(move || c.output().expect("start inferscope-bench"))
+        .await
+        .unwrap()
+}
+
+/// Runs the suite at `path` in-process with the runner (its jobs matching `filter`, when
+/// given), writing the run to `out`: quiet, no progress bar, never cancelled.
+pub async fn run_suite(path: &Path, filter: Option<&str>, out: &Path) -> RunOutcome {
+    let s = suite::load(path).unwrap_or_else(|e| panic!("{e}"));
+    let resolved = suite::resolve(
+        &s,
+        &RunOverrides {
+            filter: filter.map(str::to_string),
+            ..RunOverrides::default()
+        },
+    );
+    runner::run(
+        RunOptions {
+            suites: vec![resolved],
+            out: Some(out.to_path_buf()),
+            progress: false,
+            sink_override: None,
+            quiet: true,
+        },
+        Arc::new(AtomicBool::new(false)),
+    )
+    .await
 }
 
 /// Stdout and stderr of an output, for assertion messages.
