@@ -1,7 +1,7 @@
 //! The resource lanes: one per host, source, device and quantity, never summed (PRD
 //! R011), with their intervals without samples (pure).
 
-use crate::telemetry::{PowerDeviceKind, SourceStatus};
+use crate::telemetry::{PowerBasis, PowerDeviceKind, SourceStatus};
 
 use super::super::runs::{ArtifactFault, SamplesSources, SamplesState};
 use super::*;
@@ -175,13 +175,9 @@ pub fn telemetry_view(
                 },
                 PowerDeviceKind::Probe => format!("probe · {}", bounded_text(&d.label, 48)),
             };
-            l.basis = d.power_basis.and_then(|b| {
-                serde_json::to_value(b)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-            });
-            l.time_uncertainty = match l.basis.as_deref() {
-                Some("averaged_1s") => {
+            l.basis = d.power_basis.map(|b| b.name().to_string());
+            l.time_uncertainty = match d.power_basis {
+                Some(PowerBasis::Averaged1s) => {
                     "each reading averages the second before its timestamp".to_string()
                 }
                 _ => format!(
