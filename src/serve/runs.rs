@@ -37,12 +37,13 @@ use sha2::{Digest, Sha256};
 
 use crate::runner::report::{REPORT_SCHEMA, RunReport};
 pub use crate::telemetry::{SAMPLES_SCHEMA, SamplesSources};
+use crate::timeline::ids::{MAX_ID_LEN, is_valid_id};
 use crate::timeline::manifest::{EVENTS_FILE, MANIFEST_FILE, TIMELINE_DIR};
 use crate::timeline::verify_report::{ErrorKind, Unavailable};
 use crate::timeline::{TimelineManifest, VerifiedTimeline};
 
-/// Longest run id, bytes.
-pub const MAX_RUN_ID_LEN: usize = 128;
+/// Longest run id, bytes (the timeline's [`MAX_ID_LEN`]).
+pub const MAX_RUN_ID_LEN: usize = MAX_ID_LEN;
 /// Directory entries examined per listing at most.
 pub const MAX_LIST_SCAN: usize = 100_000;
 /// Largest `report.json` read for a run's detail, bytes.
@@ -56,14 +57,10 @@ pub const MAX_SAMPLES_FILE_BYTES: u64 = 64 << 20;
 /// The samples directory of a run.
 pub const SAMPLES_DIR: &str = "samples";
 
-/// Whether `s` is a run id: `[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}` (pure).
+/// Whether `s` is a run id: `[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}` (pure): an opaque id
+/// ([`is_valid_id`]) whose first byte is alphanumeric.
 pub fn is_valid_run_id(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= MAX_RUN_ID_LEN
-        && b[0].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':' | b'-'))
+    is_valid_id(s) && s.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
 }
 
 /// What is wrong with one artifact of a run (answered as an integrity error). `artifact`
