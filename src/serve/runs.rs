@@ -258,7 +258,8 @@ pub struct IntegrityItem {
 }
 
 impl IntegrityItem {
-    fn whole(code: &'static str) -> Self {
+    /// An item about a whole artifact: `code`, no line, no `seq`.
+    pub(crate) fn whole(code: &'static str) -> Self {
         Self {
             code,
             line: None,
