@@ -468,20 +468,29 @@ impl RunDir {
             Ok(None) => ReportState::Missing,
             Err(f) => ReportState::Fault(f),
             Ok(Some(bytes)) => {
+                // One parse for a well-formed report. Serde also reads a struct from a JSON
+                // array; a report written as one is malformed (the `Head` rule below), so
+                // only an object counts as read here.
+                if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+                    && let Ok(r) = serde_json::from_slice::<RunReport>(&bytes)
+                {
+                    return if r.schema == REPORT_SCHEMA {
+                        ReportState::Ok(Box::new(r))
+                    } else {
+                        ReportState::Fault(ArtifactFault::UnknownSchema(A))
+                    };
+                }
+                // Not a report: an unknown schema when its `schema` is a string naming
+                // another, else malformed.
                 #[derive(Deserialize)]
                 struct Head {
                     schema: String,
                 }
                 match serde_json::from_slice::<Head>(&bytes) {
                     Ok(h) if h.schema != REPORT_SCHEMA => {
-                        return ReportState::Fault(ArtifactFault::UnknownSchema(A));
+                        ReportState::Fault(ArtifactFault::UnknownSchema(A))
                     }
-                    Ok(_) => {}
-                    Err(_) => return ReportState::Fault(ArtifactFault::Malformed(A, 0)),
-                }
-                match serde_json::from_slice::<RunReport>(&bytes) {
-                    Ok(r) => ReportState::Ok(Box::new(r)),
-                    Err(_) => ReportState::Fault(ArtifactFault::Malformed(A, 0)),
+                    _ => ReportState::Fault(ArtifactFault::Malformed(A, 0)),
                 }
             }
         }
@@ -798,5 +807,89 @@ mod tests {
             dir.report(100),
             ReportState::Fault(ArtifactFault::Malformed(..))
         ));
+    }
+
+    #[test]
+    fn report_states_by_content() {
+        let good: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/fixtures/runs/complete/report.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let with = |f: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+            let mut v = good.clone();
+            f(v.as_object_mut().unwrap());
+            serde_json::to_vec(&v).unwrap()
+        };
+        // The report's fields in declaration order, as an array: serde reads a struct
+        // from one, so this is a whole report that is not an object.
+        let parsed: RunReport = serde_json::from_value(good.clone()).unwrap();
+        let fields = match serde_json::to_value(&parsed).unwrap() {
+            serde_json::Value::Object(m) => m.into_iter().map(|(_, v)| v).collect(),
+            other => panic!("{other}"),
+        };
+        let array = serde_json::to_vec(&serde_json::Value::Array(fields)).unwrap();
+        assert!(serde_json::from_slice::<RunReport>(&array).is_ok());
+        let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+            ("whole", serde_json::to_vec(&good).unwrap(), "ok"),
+            (
+                "other schema",
+                with(&|m| {
+                    m.insert("schema".into(), "x/v9".into());
+                }),
+                "unknown_schema",
+            ),
+            (
+                "other schema, bad body",
+                with(&|m| {
+                    m.insert("schema".into(), "x/v9".into());
+                    m.remove("jobs");
+                }),
+                "unknown_schema",
+            ),
+            (
+                "bad body",
+                with(&|m| {
+                    m.remove("jobs");
+                }),
+                "malformed",
+            ),
+            (
+                "no schema",
+                with(&|m| {
+                    m.remove("schema");
+                }),
+                "malformed",
+            ),
+            (
+                "schema not a string",
+                with(&|m| {
+                    m.insert("schema".into(), 1.into());
+                }),
+                "malformed",
+            ),
+            ("array", array, "malformed"),
+            (
+                "schema only",
+                br#"{"schema":"x/v9"}"#.to_vec(),
+                "unknown_schema",
+            ),
+            ("not json", b"{".to_vec(), "malformed"),
+            ("empty", Vec::new(), "malformed"),
+        ];
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open_local(tmp.path());
+        for (name, bytes, want) in cases {
+            std::fs::write(tmp.path().join("report.json"), &bytes).unwrap();
+            let got = match dir.report(MAX_REPORT_BYTES) {
+                ReportState::Ok(_) => "ok",
+                ReportState::Missing => "missing",
+                ReportState::Fault(f) => f.code(),
+            };
+            assert_eq!(got, want, "{name}");
+        }
     }
 }
