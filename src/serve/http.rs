@@ -339,11 +339,7 @@ fn sample_page_of<T: Serialize + Clone + serde::de::DeserializeOwned>(
     let all: Vec<T> = dir.samples(file).map_err(|f| {
         ApiError::integrity(
             file.artifact(),
-            vec![super::runs::IntegrityItem {
-                code: f.code(),
-                line: None,
-                seq: None,
-            }],
+            vec![super::runs::IntegrityItem::whole(f.code())],
         )
     })?;
     Ok(json(
@@ -392,11 +388,7 @@ async fn samples(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respons
             SamplesState::Fault(f) => {
                 return Err(ApiError::integrity(
                     "samples/sources.json",
-                    vec![super::runs::IntegrityItem {
-                        code: f.code(),
-                        line: None,
-                        seq: None,
-                    }],
+                    vec![super::runs::IntegrityItem::whole(f.code())],
                 ));
             }
         };

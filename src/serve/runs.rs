@@ -37,12 +37,13 @@ use sha2::{Digest, Sha256};
 
 use crate::runner::report::{REPORT_SCHEMA, RunReport};
 pub use crate::telemetry::{SAMPLES_SCHEMA, SamplesSources};
+use crate::timeline::ids::{MAX_ID_LEN, is_valid_id};
 use crate::timeline::manifest::{EVENTS_FILE, MANIFEST_FILE, TIMELINE_DIR};
 use crate::timeline::verify_report::{ErrorKind, Unavailable};
 use crate::timeline::{TimelineManifest, VerifiedTimeline};
 
-/// Longest run id, bytes.
-pub const MAX_RUN_ID_LEN: usize = 128;
+/// Longest run id, bytes (the timeline's [`MAX_ID_LEN`]).
+pub const MAX_RUN_ID_LEN: usize = MAX_ID_LEN;
 /// Directory entries examined per listing at most.
 pub const MAX_LIST_SCAN: usize = 100_000;
 /// Largest `report.json` read for a run's detail, bytes.
@@ -56,14 +57,10 @@ pub const MAX_SAMPLES_FILE_BYTES: u64 = 64 << 20;
 /// The samples directory of a run.
 pub const SAMPLES_DIR: &str = "samples";
 
-/// Whether `s` is a run id: `[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}` (pure).
+/// Whether `s` is a run id: `[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}` (pure): an opaque id
+/// ([`is_valid_id`]) whose first byte is alphanumeric.
 pub fn is_valid_run_id(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= MAX_RUN_ID_LEN
-        && b[0].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':' | b'-'))
+    is_valid_id(s) && s.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
 }
 
 /// What is wrong with one artifact of a run (answered as an integrity error). `artifact`
@@ -261,7 +258,8 @@ pub struct IntegrityItem {
 }
 
 impl IntegrityItem {
-    fn whole(code: &'static str) -> Self {
+    /// An item about a whole artifact: `code`, no line, no `seq`.
+    pub(crate) fn whole(code: &'static str) -> Self {
         Self {
             code,
             line: None,
@@ -470,20 +468,29 @@ impl RunDir {
             Ok(None) => ReportState::Missing,
             Err(f) => ReportState::Fault(f),
             Ok(Some(bytes)) => {
+                // One parse for a well-formed report. Serde also reads a struct from a JSON
+                // array; a report written as one is malformed (the `Head` rule below), so
+                // only an object counts as read here.
+                if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+                    && let Ok(r) = serde_json::from_slice::<RunReport>(&bytes)
+                {
+                    return if r.schema == REPORT_SCHEMA {
+                        ReportState::Ok(Box::new(r))
+                    } else {
+                        ReportState::Fault(ArtifactFault::UnknownSchema(A))
+                    };
+                }
+                // Not a report: an unknown schema when its `schema` is a string naming
+                // another, else malformed.
                 #[derive(Deserialize)]
                 struct Head {
                     schema: String,
                 }
                 match serde_json::from_slice::<Head>(&bytes) {
                     Ok(h) if h.schema != REPORT_SCHEMA => {
-                        return ReportState::Fault(ArtifactFault::UnknownSchema(A));
+                        ReportState::Fault(ArtifactFault::UnknownSchema(A))
                     }
-                    Ok(_) => {}
-                    Err(_) => return ReportState::Fault(ArtifactFault::Malformed(A, 0)),
-                }
-                match serde_json::from_slice::<RunReport>(&bytes) {
-                    Ok(r) => ReportState::Ok(Box::new(r)),
-                    Err(_) => ReportState::Fault(ArtifactFault::Malformed(A, 0)),
+                    _ => ReportState::Fault(ArtifactFault::Malformed(A, 0)),
                 }
             }
         }
@@ -800,5 +807,89 @@ mod tests {
             dir.report(100),
             ReportState::Fault(ArtifactFault::Malformed(..))
         ));
+    }
+
+    #[test]
+    fn report_states_by_content() {
+        let good: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/fixtures/runs/complete/report.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let with = |f: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+            let mut v = good.clone();
+            f(v.as_object_mut().unwrap());
+            serde_json::to_vec(&v).unwrap()
+        };
+        // The report's fields in declaration order, as an array: serde reads a struct
+        // from one, so this is a whole report that is not an object.
+        let parsed: RunReport = serde_json::from_value(good.clone()).unwrap();
+        let fields = match serde_json::to_value(&parsed).unwrap() {
+            serde_json::Value::Object(m) => m.into_iter().map(|(_, v)| v).collect(),
+            other => panic!("{other}"),
+        };
+        let array = serde_json::to_vec(&serde_json::Value::Array(fields)).unwrap();
+        assert!(serde_json::from_slice::<RunReport>(&array).is_ok());
+        let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+            ("whole", serde_json::to_vec(&good).unwrap(), "ok"),
+            (
+                "other schema",
+                with(&|m| {
+                    m.insert("schema".into(), "x/v9".into());
+                }),
+                "unknown_schema",
+            ),
+            (
+                "other schema, bad body",
+                with(&|m| {
+                    m.insert("schema".into(), "x/v9".into());
+                    m.remove("jobs");
+                }),
+                "unknown_schema",
+            ),
+            (
+                "bad body",
+                with(&|m| {
+                    m.remove("jobs");
+                }),
+                "malformed",
+            ),
+            (
+                "no schema",
+                with(&|m| {
+                    m.remove("schema");
+                }),
+                "malformed",
+            ),
+            (
+                "schema not a string",
+                with(&|m| {
+                    m.insert("schema".into(), 1.into());
+                }),
+                "malformed",
+            ),
+            ("array", array, "malformed"),
+            (
+                "schema only",
+                br#"{"schema":"x/v9"}"#.to_vec(),
+                "unknown_schema",
+            ),
+            ("not json", b"{".to_vec(), "malformed"),
+            ("empty", Vec::new(), "malformed"),
+        ];
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::open_local(tmp.path());
+        for (name, bytes, want) in cases {
+            std::fs::write(tmp.path().join("report.json"), &bytes).unwrap();
+            let got = match dir.report(MAX_REPORT_BYTES) {
+                ReportState::Ok(_) => "ok",
+                ReportState::Missing => "missing",
+                ReportState::Fault(f) => f.code(),
+            };
+            assert_eq!(got, want, "{name}");
+        }
     }
 }

@@ -198,6 +198,21 @@ pub enum QualityReason {
     UnclosedSpans,
 }
 
+impl QualityReason {
+    /// The JSON spelling (the serde name, as in the manifest's `quality_reasons`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QualityReason::Cancelled => "cancelled",
+            QualityReason::CapacityExceeded => "capacity_exceeded",
+            QualityReason::ByteBudgetExceeded => "byte_budget_exceeded",
+            QualityReason::EventTooLarge => "event_too_large",
+            QualityReason::EventsLost => "events_lost",
+            QualityReason::EventsRejected => "events_rejected",
+            QualityReason::UnclosedSpans => "unclosed_spans",
+        }
+    }
+}
+
 /// Counts and quality of a capture at one moment (after [`super::TimelineSink::finalize`], the
 /// final figures, apart from late offers rejected as `sink_stopped`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::accounting::{Quality, QualityReason};
+use super::accounting::Quality;
 use super::event::{EventFault, TimelineEvent};
 use super::manifest::{EVENTS_REL_PATH, MANIFEST_FILE, SCHEMA, TIMELINE_DIR, TimelineManifest};
 
@@ -308,7 +308,7 @@ impl VerifyReport {
                 let reasons = if m.quality_reasons.is_empty() {
                     String::new()
                 } else {
-                    let r: Vec<&str> = m.quality_reasons.iter().map(|r| reason_str(*r)).collect();
+                    let r: Vec<&str> = m.quality_reasons.iter().map(|r| r.as_str()).collect();
                     format!(" ({})", r.join(", "))
                 };
                 let head = if self.errors.is_empty() {
@@ -328,18 +328,6 @@ impl VerifyReport {
                 )
             }
         }
-    }
-}
-
-fn reason_str(r: QualityReason) -> &'static str {
-    match r {
-        QualityReason::Cancelled => "cancelled",
-        QualityReason::CapacityExceeded => "capacity_exceeded",
-        QualityReason::ByteBudgetExceeded => "byte_budget_exceeded",
-        QualityReason::EventTooLarge => "event_too_large",
-        QualityReason::EventsLost => "events_lost",
-        QualityReason::EventsRejected => "events_rejected",
-        QualityReason::UnclosedSpans => "unclosed_spans",
     }
 }
 

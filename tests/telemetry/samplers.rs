@@ -529,3 +529,14 @@ fn read_samples_reports_bad_lines_with_position() {
     let err = TelemetryRun::read_samples(&sdir).unwrap_err().to_string();
     assert!(err.contains("proc.jsonl:1"), "{err}");
 }
+
+#[test]
+fn power_basis_name_is_the_serde_name() {
+    for b in [
+        PowerBasis::Instant,
+        PowerBasis::Averaged1s,
+        PowerBasis::Simulated,
+    ] {
+        assert_eq!(serde_json::to_value(b).unwrap(), b.name());
+    }
+}

@@ -422,3 +422,18 @@ fn handle_is_cheap_clone_send_sync_and_preallocated() {
     let bytes = sink.preallocated_bytes();
     assert!((10_000 * 300..=10_000 * 512).contains(&bytes), "{bytes}");
 }
+
+#[test]
+fn quality_reason_as_str_is_the_serde_name() {
+    for r in [
+        QualityReason::Cancelled,
+        QualityReason::CapacityExceeded,
+        QualityReason::ByteBudgetExceeded,
+        QualityReason::EventTooLarge,
+        QualityReason::EventsLost,
+        QualityReason::EventsRejected,
+        QualityReason::UnclosedSpans,
+    ] {
+        assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+    }
+}

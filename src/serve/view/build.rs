@@ -158,7 +158,7 @@ pub fn timeline_view(state: &TimelineState) -> TimelineView {
                 quality_reasons: m
                     .quality_reasons
                     .iter()
-                    .map(|r| quality_reason_str(*r))
+                    .map(|r| r.as_str().to_string())
                     .collect(),
                 event_count: Some(m.event_count),
                 dropped_count: Some(m.dropped_count),

@@ -14,7 +14,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::timeline::{DroppedCounts, Quality, QualityReason};
+use crate::timeline::{DroppedCounts, Quality};
 
 use super::runs::{IntegrityItem, ReportState, SamplesState, TimelineState};
 
@@ -56,13 +56,6 @@ fn code_or_other(s: &str) -> String {
     } else {
         "other".to_string()
     }
-}
-
-fn quality_reason_str(r: QualityReason) -> String {
-    serde_json::to_value(r)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// The whole detail of one run (`GET /v1/runs/{run_id}`).

@@ -1,7 +1,7 @@
 //! The resource lanes: one per host, source, device and quantity, never summed (PRD
 //! R011), with their intervals without samples (pure).
 
-use crate::telemetry::{PowerDeviceKind, SourceStatus};
+use crate::telemetry::{PowerBasis, PowerDeviceKind, SourceStatus};
 
 use super::super::runs::{ArtifactFault, SamplesSources, SamplesState};
 use super::*;
@@ -82,35 +82,50 @@ struct Sampling {
     window: (u64, u64),
 }
 
-fn lane(
+/// What a lane's caller knows of it besides its samples: identity, wording, and its
+/// source's status and dropped count.
+struct LaneSpec<'a> {
     lane_id: String,
     source: &'static str,
     host: &'static str,
-    quantity: &str,
+    label: String,
+    quantity: &'a str,
     unit: &'static str,
-    sampling: Sampling,
-    times: &mut [u64],
-) -> ResourceLane {
+    time_uncertainty: String,
+    status: &'a SourceStatus,
+    dropped: u64,
+}
+
+/// The time-uncertainty wording of a source read at each sample's timestamp.
+fn at_timestamp(period_ns: u64) -> String {
+    format!(
+        "each reading is taken at its timestamp; about {} ms between readings",
+        period_ns / 1_000_000
+    )
+}
+
+fn lane(spec: LaneSpec, sampling: Sampling, times: &mut [u64]) -> ResourceLane {
     let Sampling { period_ns, window } = sampling;
     times.sort_unstable();
     let mut gaps = sample_gaps(times, period_ns, window);
     let omitted = gaps.len().saturating_sub(MAX_LANE_GAPS) as u64;
     gaps.truncate(MAX_LANE_GAPS);
+    let (status, reason) = status_parts(spec.status);
     ResourceLane {
-        lane_id,
-        source,
-        host,
+        lane_id: spec.lane_id,
+        source: spec.source,
+        host: spec.host,
         device: None,
-        label: String::new(),
-        quantity: quantity.to_string(),
-        unit,
+        label: spec.label,
+        quantity: spec.quantity.to_string(),
+        unit: spec.unit,
         basis: None,
-        time_uncertainty: String::new(),
+        time_uncertainty: spec.time_uncertainty,
         period_ns,
-        status: "ok",
-        reason: None,
+        status,
+        reason,
         sample_count: times.len() as u64,
-        dropped: 0,
+        dropped: spec.dropped,
         first_elapsed_ns: times.first().copied(),
         last_elapsed_ns: times.last().copied(),
         gaps,
@@ -154,20 +169,7 @@ pub fn telemetry_view(
                 .filter(|(dev, _)| *dev == d.device)
                 .map(|(_, t)| *t)
                 .collect();
-            let mut l = lane(
-                format!("power:{}", d.device),
-                "power",
-                "runner host",
-                "power_mw",
-                "mW",
-                Sampling {
-                    period_ns: p.period_ns,
-                    window,
-                },
-                &mut t,
-            );
-            l.device = Some(d.device);
-            l.label = match d.kind {
+            let label = match d.kind {
                 PowerDeviceKind::Nvml => match (&d.index, &d.name) {
                     (Some(i), Some(n)) => format!("GPU {i} · {}", bounded_text(n, 48)),
                     (Some(i), None) => format!("GPU {i}"),
@@ -175,47 +177,55 @@ pub fn telemetry_view(
                 },
                 PowerDeviceKind::Probe => format!("probe · {}", bounded_text(&d.label, 48)),
             };
-            l.basis = d.power_basis.and_then(|b| {
-                serde_json::to_value(b)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-            });
-            l.time_uncertainty = match l.basis.as_deref() {
-                Some("averaged_1s") => {
+            let time_uncertainty = match d.power_basis {
+                Some(PowerBasis::Averaged1s) => {
                     "each reading averages the second before its timestamp".to_string()
                 }
-                _ => format!(
-                    "each reading is taken at its timestamp; about {} ms between readings",
-                    p.period_ns / 1_000_000
-                ),
+                _ => at_timestamp(p.period_ns),
             };
-            (l.status, l.reason) = status_parts(&d.status);
-            l.dropped = p.dropped;
+            let mut l = lane(
+                LaneSpec {
+                    lane_id: format!("power:{}", d.device),
+                    source: "power",
+                    host: "runner host",
+                    label,
+                    quantity: "power_mw",
+                    unit: "mW",
+                    time_uncertainty,
+                    status: &d.status,
+                    dropped: p.dropped,
+                },
+                Sampling {
+                    period_ns: p.period_ns,
+                    window,
+                },
+                &mut t,
+            );
+            l.device = Some(d.device);
+            l.basis = d.power_basis.map(|b| b.name().to_string());
             lanes.push(l);
         }
     }
     if let Some(p) = &s.proc {
         let mut t = times.proc.clone();
-        let mut l = lane(
-            "proc".into(),
-            "proc",
-            "runner host",
-            "rss_bytes",
-            "bytes",
+        lanes.push(lane(
+            LaneSpec {
+                lane_id: "proc".into(),
+                source: "proc",
+                host: "runner host",
+                label: "engine process (/proc)".into(),
+                quantity: "rss_bytes",
+                unit: "bytes",
+                time_uncertainty: at_timestamp(p.period_ns),
+                status: &p.status,
+                dropped: p.dropped,
+            },
             Sampling {
                 period_ns: p.period_ns,
                 window,
             },
             &mut t,
-        );
-        l.label = "engine process (/proc)".into();
-        l.time_uncertainty = format!(
-            "each reading is taken at its timestamp; about {} ms between readings",
-            p.period_ns / 1_000_000
-        );
-        (l.status, l.reason) = status_parts(&p.status);
-        l.dropped = p.dropped;
-        lanes.push(l);
+        ));
     }
     if let Some(m) = &s.metrics {
         for (gauge, unit) in METRICS_GAUGES {
@@ -225,24 +235,26 @@ pub fn telemetry_view(
                 .filter(|(g, _)| g == gauge)
                 .map(|(_, t)| *t)
                 .collect();
-            let mut l = lane(
-                format!("metrics:{gauge}"),
-                "metrics",
-                "engine endpoint",
-                gauge,
-                unit,
+            lanes.push(lane(
+                LaneSpec {
+                    lane_id: format!("metrics:{gauge}"),
+                    source: "metrics",
+                    host: "engine endpoint",
+                    label: format!("engine /metrics · {gauge}"),
+                    quantity: gauge,
+                    unit,
+                    time_uncertainty: "the engine's snapshot lies between the scrape's send \
+                                       and receive times"
+                        .into(),
+                    status: &m.status,
+                    dropped: m.dropped,
+                },
                 Sampling {
                     period_ns: m.period_ns,
                     window,
                 },
                 &mut t,
-            );
-            l.label = format!("engine /metrics · {gauge}");
-            l.time_uncertainty =
-                "the engine's snapshot lies between the scrape's send and receive times".into();
-            (l.status, l.reason) = status_parts(&m.status);
-            l.dropped = m.dropped;
-            lanes.push(l);
+            ));
         }
     }
     let aligned = run_domain.map(|d| d == s.clock_domain_id);
