@@ -15,7 +15,7 @@ use crate::timeline::TimelineEvent;
 
 use super::api::{RunListItem, list_item, public_event};
 use super::assets::{APP_JS, INDEX_HTML, STYLE_CSS};
-use super::runs::{MAX_REPORT_BYTES, RunDir, SampleFile, TimelineState};
+use super::runs::{RunDir, SampleFile, TimelineState};
 use super::view::RunDetail;
 
 /// Samples per source embedded at most; beyond it the view says it is truncated.
@@ -80,13 +80,9 @@ fn take<T>(v: Vec<T>, flag: &mut bool) -> Vec<T> {
 /// Reads one run directory into a [`Bundle`] (blocking I/O, the same checks as the
 /// server).
 pub fn bundle(dir: &RunDir) -> Bundle {
-    let detail = super::http::load_detail(dir);
-    let report = dir.report(MAX_REPORT_BYTES);
-    let owner = match &report {
-        super::runs::ReportState::Ok(r) => Some(r.run_id.clone()),
-        _ => None,
-    };
-    let events = match dir.timeline(owner.as_deref()) {
+    let inputs = super::http::DetailInputs::load(dir);
+    let detail = inputs.detail(&dir.run_id);
+    let events = match &inputs.timeline {
         TimelineState::Ok(t) => Some(t.events.iter().map(public_event).collect()),
         _ => None,
     };
@@ -116,7 +112,7 @@ pub fn bundle(dir: &RunDir) -> Bundle {
     Bundle {
         schema: BUNDLE_SCHEMA,
         mode: "static",
-        runs: vec![list_item(&dir.run_id, &report, dir.has_manifest())],
+        runs: vec![list_item(&dir.run_id, &inputs.report, dir.has_manifest())],
         run_id: dir.run_id.clone(),
         detail,
         events,

@@ -186,11 +186,16 @@ fn run_id_query(q: &Query) -> Result<String, ApiError> {
     Ok(id.to_string())
 }
 
-fn owner(report: &ReportState) -> Option<String> {
-    match report {
+/// A run's report and its timeline, the timeline checked against the report's run id
+/// when the report is readable (blocking I/O).
+fn report_and_timeline(dir: &RunDir) -> (ReportState, TimelineState) {
+    let report = dir.report(MAX_REPORT_BYTES);
+    let owner = match &report {
         ReportState::Ok(r) => Some(r.run_id.clone()),
         _ => None,
-    }
+    };
+    let timeline = dir.timeline(owner.as_deref());
+    (report, timeline)
 }
 
 async fn index() -> Response {
@@ -257,15 +262,47 @@ async fn list_runs(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respo
 }
 
 /// Everything the detail needs from one run directory (blocking).
+/// What `GET /runs/{id}` reads from a run directory, kept whole for callers that need
+/// more of it than the [`view::RunDetail`] (the static page's bundle).
+pub(crate) struct DetailInputs {
+    pub report: ReportState,
+    pub timeline: TimelineState,
+    pub samples: SamplesState,
+    pub times: view::LaneTimes,
+}
+
+impl DetailInputs {
+    /// Reads the report, the verified timeline, the sample sources and their lane times
+    /// (blocking I/O).
+    pub(crate) fn load(dir: &RunDir) -> Self {
+        let (report, timeline) = report_and_timeline(dir);
+        let samples = dir.samples_sources();
+        let times = match &samples {
+            SamplesState::Ok(s) => super::runs::read_lane_times(dir, s),
+            _ => view::LaneTimes::default(),
+        };
+        DetailInputs {
+            report,
+            timeline,
+            samples,
+            times,
+        }
+    }
+
+    /// The run's detail view (pure).
+    pub(crate) fn detail(&self, run_id: &str) -> view::RunDetail {
+        view::run_detail(
+            run_id,
+            &self.report,
+            &self.timeline,
+            &self.samples,
+            &self.times,
+        )
+    }
+}
+
 pub(crate) fn load_detail(dir: &RunDir) -> view::RunDetail {
-    let report = dir.report(MAX_REPORT_BYTES);
-    let timeline = dir.timeline(owner(&report).as_deref());
-    let samples = dir.samples_sources();
-    let times = match &samples {
-        SamplesState::Ok(s) => super::runs::read_lane_times(dir, s),
-        _ => view::LaneTimes::default(),
-    };
-    view::run_detail(&dir.run_id, &report, &timeline, &samples, &times)
+    DetailInputs::load(dir).detail(&dir.run_id)
 }
 
 async fn run_detail(
@@ -306,8 +343,7 @@ async fn timeline(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respon
     let gate = st.clone();
     blocking(&gate, move || {
         let dir = st.store.resolve(&id).map_err(store_error)?;
-        let report = dir.report(MAX_REPORT_BYTES);
-        match dir.timeline(owner(&report).as_deref()) {
+        match report_and_timeline(&dir).1 {
             TimelineState::Ok(t) => Ok(json(
                 StatusCode::OK,
                 &api::timeline_page(&id, &t, after, limit),
@@ -467,8 +503,7 @@ async fn artifact(
     let gate = st.clone();
     blocking(&gate, move || {
         let dir = st.store.resolve(&id).map_err(store_error)?;
-        let report = dir.report(MAX_REPORT_BYTES);
-        let t = match dir.timeline(owner(&report).as_deref()) {
+        let t = match report_and_timeline(&dir).1 {
             TimelineState::Ok(t) => t,
             TimelineState::Unavailable(_) => return Err(ApiError::not_found()),
             TimelineState::Integrity(items, _) => {
