@@ -7,7 +7,7 @@
 //! Requests and units in flight are counted (achieved concurrency). Trajectory ids are
 //! `suite::job#k` (one point) or `suite::job#pP.k` (point `P` of a sweep).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, run_trajectory,
 };
 use crate::runner::context::ContextPlan;
+use crate::runner::execute::wait_flag;
 use crate::runner::steps::{StepStatus, StopReason, TrajectoryRecord};
 
 /// What one unit of a load job is.
@@ -62,12 +63,6 @@ pub struct LoadEnv<T: ToolExec + Send + 'static> {
     pub suite_seed: u64,
     /// The client's idle-pool size (reported).
     pub client_max_connections: usize,
-}
-
-async fn wait_flag(flag: &AtomicBool) {
-    while !flag.load(Ordering::Relaxed) {
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 /// The run clock as the executor's [`Timer`]; a sleep ends early on cancellation.

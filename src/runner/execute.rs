@@ -172,7 +172,9 @@ struct NetExec<'a> {
     cancelled: &'a AtomicBool,
 }
 
-async fn wait_flag(flag: &AtomicBool) {
+/// Resolves once `flag` is set (the run's cancellation flag), polling every 25 ms;
+/// raced against a request or a sleep so that cancellation ends it early.
+pub(crate) async fn wait_flag(flag: &AtomicBool) {
     while !flag.load(Ordering::Relaxed) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
