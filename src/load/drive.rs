@@ -9,7 +9,6 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use super::arrival::arrival_offsets_ns;
 use super::exec::{InFlight, PointPlan, Timer, UnitRunner, UnitTicket, run_point};
@@ -76,8 +75,7 @@ impl Timer for ClockTimer<'_> {
         self.clock.elapsed_ns()
     }
     fn sleep_until(&self, t_ns: u64) -> impl std::future::Future<Output = ()> + Send {
-        let deadline =
-            tokio::time::Instant::from_std(self.clock.origin() + Duration::from_nanos(t_ns));
+        let deadline = self.clock.tokio_at(t_ns);
         let cancelled = self.cancelled;
         async move {
             tokio::select! {
