@@ -81,6 +81,15 @@ impl Sweep {
         }
     }
 
+    /// The swept values in run order, as numbers: concurrency converted exactly to `f64`,
+    /// rates (units/s) as given.
+    pub fn values(&self) -> Vec<f64> {
+        match self {
+            Sweep::Concurrency(v) => v.iter().map(|&c| f64::from(c)).collect(),
+            Sweep::Rate(v) => v.clone(),
+        }
+    }
+
     /// Number of points.
     pub fn len(&self) -> usize {
         match self {
@@ -164,6 +173,12 @@ impl LoadPoint {
 }
 
 impl LoadSpec {
+    /// True for an open loop: a `rate` is set or the sweep varies the rate; false for a
+    /// closed loop.
+    pub fn is_open(&self) -> bool {
+        self.rate.is_some() || matches!(self.sweep, Some(Sweep::Rate(_)))
+    }
+
     /// The points to run, in order: one per sweep value, or a single point.
     ///
     /// A concurrency sweep replaces `concurrency` at each point; a rate sweep replaces
@@ -212,9 +227,10 @@ impl LoadSpec {
     /// `closed loop, sweep concurrency [1, 4, 16], count 8, warm-up 2 requests`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        parts.push(match self.rate {
-            None if !matches!(self.sweep, Some(Sweep::Rate(_))) => "closed loop".to_string(),
-            _ => format!("open loop ({} arrivals)", self.arrival.as_str()),
+        parts.push(if self.is_open() {
+            format!("open loop ({} arrivals)", self.arrival.as_str())
+        } else {
+            "closed loop".to_string()
         });
         if let Some(c) = self.concurrency {
             parts.push(format!("concurrency {c}"));
