@@ -20,7 +20,7 @@ use super::record::LoadRun;
 use crate::attribution::{self as attr, EnergyBasis, RunAttribution};
 use crate::gate::{Figure, basis};
 use crate::runner::energy::{self, Attribution, JobEnergy, StepEnergy};
-use crate::runner::execute::{ExecutedJob, GradedJob, Session};
+use crate::runner::execute::{GradedJob, Session};
 use crate::runner::steps::TrajectoryRecord;
 use crate::telemetry::TelemetryRun;
 
@@ -84,25 +84,6 @@ fn join_point(
     Some((run, steps))
 }
 
-/// A copy of `g` carrying only what the sequential join reads (its trajectories).
-fn shallow(g: &GradedJob) -> GradedJob {
-    let e = &g.executed;
-    GradedJob {
-        executed: ExecutedJob {
-            suite_index: e.suite_index,
-            job: e.job.clone(),
-            trajectories: e.trajectories.clone(),
-            start_ns: e.start_ns,
-            end_ns: e.end_ns,
-            harness: None,
-            notes: Vec::new(),
-            setup_error: None,
-            load: None,
-        },
-        checks: Vec::new(),
-    }
-}
-
 impl RunEnergy {
     /// Joins every trajectory of the run (see the module docs). Without load jobs this is
     /// exactly [`energy::attribute`] over all jobs.
@@ -138,16 +119,17 @@ impl RunEnergy {
             devices,
         };
         if !any_load {
-            out.seq = Some(energy::attribute(graded, telemetry, session));
+            let all = graded.iter().flat_map(|g| g.executed.trajectories.iter());
+            out.seq = Some(energy::attribute(all, telemetry, session));
             return out;
         }
-        let seq: Vec<GradedJob> = graded
+        let seq: Vec<&GradedJob> = graded
             .iter()
             .filter(|g| g.executed.load.is_none())
-            .map(shallow)
             .collect();
         if !seq.is_empty() {
-            out.seq = Some(energy::attribute(&seq, telemetry, session));
+            let trajectories = seq.iter().flat_map(|g| g.executed.trajectories.iter());
+            out.seq = Some(energy::attribute(trajectories, telemetry, session));
         }
         let Some(t) = telemetry else { return out };
         let simulated = out.power_label.as_deref() == Some("simulated");
