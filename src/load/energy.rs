@@ -93,7 +93,20 @@ impl RunEnergy {
         session: &Session,
     ) -> RunEnergy {
         let any_load = graded.iter().any(|g| g.executed.load.is_some());
-        let devices = telemetry
+        let mut out = RunEnergy {
+            seq: None,
+            any_load,
+            points: Vec::new(),
+            power_label: session.power_label.clone(),
+            devices: Vec::new(),
+        };
+        if !any_load {
+            let all = graded.iter().flat_map(|g| g.executed.trajectories.iter());
+            out.seq = Some(energy::attribute(all, telemetry, session));
+            return out;
+        }
+        // Window energy is read only for load points.
+        out.devices = telemetry
             .and_then(|t| t.power.as_ref())
             .map(|p| {
                 p.devices
@@ -111,18 +124,6 @@ impl RunEnergy {
                     .collect()
             })
             .unwrap_or_default();
-        let mut out = RunEnergy {
-            seq: None,
-            any_load,
-            points: Vec::new(),
-            power_label: session.power_label.clone(),
-            devices,
-        };
-        if !any_load {
-            let all = graded.iter().flat_map(|g| g.executed.trajectories.iter());
-            out.seq = Some(energy::attribute(all, telemetry, session));
-            return out;
-        }
         let seq: Vec<&GradedJob> = graded
             .iter()
             .filter(|g| g.executed.load.is_none())
@@ -170,6 +171,8 @@ impl RunEnergy {
     }
 
     /// Device energy over `[start_ns, end_ns]`: (mJ summed over devices, basis, method).
+    /// `None` in a run without load jobs (the device samples are kept only for load
+    /// windows).
     pub fn window(&self, start_ns: u64, end_ns: u64) -> Option<(u64, String, String)> {
         let basis = self.window_basis()?;
         let parts: Vec<(u64, &str)> = self
@@ -259,19 +262,12 @@ impl RunEnergy {
         }
     }
 
-    /// Trajectory tables: without load jobs every trajectory's (as the sequential join
-    /// renders them); with load jobs only each load point's first trajectory (with a count
-    /// of the others, which are in report.json) — the sequential jobs' tables are rendered
-    /// from the report ([`crate::runner::report::trajectory_tables`]).
+    /// The load points' trajectory tables: each point's first trajectory (with a count of
+    /// the others, which are in report.json); empty without load jobs. The sequential
+    /// jobs' tables are rendered from the report
+    /// ([`crate::runner::report::trajectory_tables`]).
     pub fn tables(&self) -> Vec<String> {
-        let mut out = if self.any_load {
-            Vec::new()
-        } else {
-            self.seq
-                .as_ref()
-                .map(Attribution::tables)
-                .unwrap_or_default()
-        };
+        let mut out = Vec::new();
         for p in &self.points {
             let Some(first) = p.run.trajectories.first() else {
                 continue;

@@ -288,16 +288,6 @@ impl Attribution {
         }
     }
 
-    /// The per-step tables of every trajectory (ADR-013 columns), each headed by the
-    /// power source label and the concurrency condition.
-    pub fn tables(&self) -> Vec<String> {
-        self.run
-            .iter()
-            .flat_map(|r| r.trajectories.iter())
-            .map(|o| attr::render_outcome(o).trim_end().to_string())
-            .collect()
-    }
-
     /// The whole attribution as JSON for `report.json`'s `trajectory` field.
     pub fn run_value(&self) -> Option<serde_json::Value> {
         let mut v = serde_json::to_value(self.run.as_ref()?).ok()?;

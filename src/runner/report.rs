@@ -256,7 +256,8 @@ pub struct RunReport {
     pub trajectory: Option<serde_json::Value>,
     /// Totals.
     pub summary: SummaryReport,
-    /// Rendered per-step tables (console only).
+    /// Rendered per-step tables of the load points (console only; empty in a run without
+    /// load jobs: [`trajectory_tables`] renders the sequential jobs' tables from the report).
     #[serde(skip)]
     pub tables: Vec<String>,
 }
