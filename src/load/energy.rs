@@ -22,6 +22,7 @@ use crate::gate::{Figure, basis};
 use crate::runner::energy::{self, Attribution, JobEnergy, StepEnergy};
 use crate::runner::execute::{GradedJob, Session};
 use crate::runner::steps::TrajectoryRecord;
+use crate::stats::{saturating_total, total_if_complete};
 use crate::telemetry::TelemetryRun;
 
 /// Step energies by `(trajectory id, step id)`.
@@ -189,7 +190,7 @@ impl RunEnergy {
             "mixed"
         };
         Some((
-            parts.iter().map(|p| p.0).sum(),
+            saturating_total(parts.iter().map(|p| p.0)),
             basis.to_string(),
             method.to_string(),
         ))
@@ -214,17 +215,18 @@ impl RunEnergy {
                 notes: Vec::new(),
             };
         };
-        let mj: Option<u64> = run
-            .points
-            .iter()
-            .map(|p| self.window(p.start_ns, p.end_ns).map(|w| w.0))
-            .sum();
-        let tokens: Option<u64> = trajectories
-            .iter()
-            .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
-            .filter(|r| r.is_success())
-            .map(|r| r.completion_tokens)
-            .sum();
+        let mj = total_if_complete(
+            run.points
+                .iter()
+                .map(|p| self.window(p.start_ns, p.end_ns).map(|w| w.0)),
+        );
+        let tokens = total_if_complete(
+            trajectories
+                .iter()
+                .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
+                .filter(|r| r.is_success())
+                .map(|r| r.completion_tokens),
+        );
         let units: u64 = run.points.iter().map(|p| p.units_started).sum();
         let per_traj_basis = if apportioned { basis::APPORTIONED } else { b };
         let mut notes = Vec::new();
