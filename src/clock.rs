@@ -11,7 +11,7 @@
 //! `clock_domain_id`.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The reference instant of one run, shared (cheaply cloned) by every sampler,
 /// the client, the drivers and the timeline sink.
@@ -59,6 +59,12 @@ impl RunClock {
     /// The monotonic reference instant itself.
     pub fn origin(&self) -> Instant {
         self.origin
+    }
+
+    /// The tokio instant `elapsed_ns` nanoseconds after the reference instant: a
+    /// deadline on the run clock for `tokio::time::sleep_until` / `timeout_at`.
+    pub fn tokio_at(&self, elapsed_ns: u64) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.origin + Duration::from_nanos(elapsed_ns))
     }
 
     /// Nanoseconds since the reference instant, now (monotonic).
@@ -118,7 +124,6 @@ fn hostname() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn c22_unix_times_derive_from_anchor_not_wall_clock() {

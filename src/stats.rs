@@ -50,10 +50,27 @@ pub fn percentile(samples: &[f64], q: f64) -> Option<f64> {
     percentile_sorted(&sorted, q)
 }
 
-fn sorted_finite(samples: &[f64]) -> Vec<f64> {
+/// The finite samples, sorted ascending by [`f64::total_cmp`] (NaN and ±∞ dropped).
+pub(crate) fn sorted_finite(samples: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
     v.sort_by(f64::total_cmp);
     v
+}
+
+/// Sum of counts (tokens, mJ) that saturates at `u64::MAX` instead of overflowing:
+/// server-reported counts are untrusted input, and a hostile `usage` of `u64::MAX` must
+/// neither panic nor wrap. 0 for no items.
+pub fn saturating_total(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0, u64::saturating_add)
+}
+
+/// [`saturating_total`] of counts that must all be known: `None` as soon as one is
+/// `None` (a partial total would understate), `Some(0)` for no items. Callers that
+/// also want `None` for no items check that themselves.
+pub fn total_if_complete(counts: impl IntoIterator<Item = Option<u64>>) -> Option<u64> {
+    counts
+        .into_iter()
+        .try_fold(0u64, |total, c| Some(total.saturating_add(c?)))
 }
 
 /// Distribution summary of one population (units are the samples' units, e.g. ms).
@@ -260,10 +277,10 @@ impl JobStats {
         // Server-reported counts are untrusted input: sums saturate instead of overflowing
         // (a hostile `usage` of u64::MAX must not panic or wrap), and a request never
         // counts more cached tokens than its prompt had (hit rate stays within 0..=1).
-        let sat_sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
-        let reported_out: Vec<u64> = ok.iter().filter_map(|r| r.output_tokens).collect();
-        let output_tokens = (n_ok > 0 && reported_out.len() as u64 == n_ok)
-            .then(|| sat_sum(&mut reported_out.iter().copied()));
+        let reported_out = ok.iter().filter(|r| r.output_tokens.is_some()).count() as u64;
+        let output_tokens = (n_ok > 0)
+            .then(|| total_if_complete(ok.iter().map(|r| r.output_tokens)))
+            .flatten();
 
         let cache_pairs: Vec<(u64, u64)> = ok
             .iter()
@@ -272,8 +289,8 @@ impl JobStats {
                 Some((r.cached_tokens?.min(prompt), prompt))
             })
             .collect();
-        let cached_sum: u64 = sat_sum(&mut cache_pairs.iter().map(|p| p.0));
-        let prompt_sum: u64 = sat_sum(&mut cache_pairs.iter().map(|p| p.1));
+        let cached_sum = saturating_total(cache_pairs.iter().map(|p| p.0));
+        let prompt_sum = saturating_total(cache_pairs.iter().map(|p| p.1));
 
         let lags: Vec<f64> = requests.iter().filter_map(|r| r.schedule_lag_ms).collect();
         let misses = (!lags.is_empty()).then(|| {
@@ -295,7 +312,7 @@ impl JobStats {
             window_ns: params.window_ns,
             throughput_rps: per_s(n_ok as f64),
             output_tokens,
-            output_tokens_coverage: ratio(reported_out.len() as u64, n_ok),
+            output_tokens_coverage: ratio(reported_out, n_ok),
             output_tokens_per_s: output_tokens.and_then(|t| per_s(t as f64)),
             cache_hit_rate: ratio(cached_sum, prompt_sum),
             cache_reporting_requests: cache_pairs.len() as u64,
@@ -314,6 +331,16 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn totals_saturate_and_need_every_count() {
+        assert_eq!(saturating_total([u64::MAX, 5]), u64::MAX);
+        assert_eq!(saturating_total([]), 0);
+        assert_eq!(total_if_complete([Some(u64::MAX), Some(5)]), Some(u64::MAX));
+        assert_eq!(total_if_complete([Some(2), Some(3)]), Some(5));
+        assert_eq!(total_if_complete([Some(2), None, Some(3)]), None);
+        assert_eq!(total_if_complete([]), Some(0));
     }
 
     /// C26 input: token-event arrival times (ms); usage counts equal event counts.

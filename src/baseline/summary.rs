@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::percentile_sorted;
+use crate::stats::{percentile_sorted, sorted_finite};
 
 /// How every figure's spread is computed (recorded in each baseline).
 pub const SPREAD_METHOD: &str = "distribution-free 95% CI of each quantile from order \
@@ -121,8 +121,7 @@ pub fn population_figures(
     samples: &[f64],
     qs: &[f64],
 ) -> Vec<(String, FigureSummary)> {
-    let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
-    sorted.sort_by(f64::total_cmp);
+    let sorted = sorted_finite(samples);
     let n = sorted.len();
     if n == 0 {
         return Vec::new();

@@ -199,10 +199,6 @@ fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn at(clock: &RunClock, elapsed_ns: u64) -> TokioInstant {
-    TokioInstant::from_std(clock.origin() + Duration::from_nanos(elapsed_ns))
-}
-
 /// Transport error text: the error and its sources, joined by `: `.
 fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     let mut s = e.to_string();
@@ -385,10 +381,7 @@ impl Client {
         let (resp, head, deadline) = loop {
             let send_ns = clock.elapsed_ns();
             let head = head_for(req, scheduled_ns, send_ns);
-            let deadline = at(
-                clock,
-                send_ns.saturating_add(ns(self.config.request_timeout)),
-            );
+            let deadline = clock.tokio_at(send_ns.saturating_add(ns(self.config.request_timeout)));
             match tokio::time::timeout_at(deadline, self.http.execute(request)).await {
                 Err(_) => {
                     let now = clock.elapsed_ns();
@@ -510,7 +503,7 @@ impl Client {
         let stamps = Arc::clone(events.stamps());
         let mut acc = StreamAccumulator::new();
         let idle_ns = ns(self.config.idle_timeout);
-        let idle = tokio::time::sleep_until(at(clock, headers_ns.saturating_add(idle_ns)));
+        let idle = tokio::time::sleep_until(clock.tokio_at(headers_ns.saturating_add(idle_ns)));
         let overall = tokio::time::sleep_until(deadline);
         tokio::pin!(idle);
         tokio::pin!(overall);
@@ -547,7 +540,7 @@ impl Client {
                         acc.fail(FailureCode::IdleTimeout, &msg);
                         break (now, false, false);
                     }
-                    idle.as_mut().reset(at(clock, last.saturating_add(idle_ns)));
+                    idle.as_mut().reset(clock.tokio_at(last.saturating_add(idle_ns)));
                 }
                 () = &mut overall => {
                     acc.fail(FailureCode::Timeout, "request_timeout passed while streaming");

@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::gate::spec::{GateSpec, PercentileBounds};
-use crate::stats::{AggregateParams, JobStats, RequestFigures, Summary};
+use crate::stats::{AggregateParams, JobStats, RequestFigures, Summary, total_if_complete};
 
 /// One request of a point as the curve needs it: its figures (from send) plus identity.
 #[derive(Debug, Clone, PartialEq)]
@@ -223,8 +223,9 @@ pub fn summarize_point(
             .filter(|r| r.figures.ok)
             .map(|r| r.figures.output_tokens)
             .collect();
-        let output_tokens = (!tokens.is_empty() && tokens.iter().all(Option::is_some))
-            .then(|| tokens.iter().flatten().sum::<u64>());
+        let output_tokens = (!tokens.is_empty())
+            .then(|| total_if_complete(tokens.iter().copied()))
+            .flatten();
         PointEnergy {
             energy_mj: mj,
             output_tokens,

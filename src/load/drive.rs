@@ -7,9 +7,8 @@
 //! Requests and units in flight are counted (achieved concurrency). Trajectory ids are
 //! `suite::job#k` (one point) or `suite::job#pP.k` (point `P` of a sweep).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use super::arrival::arrival_offsets_ns;
 use super::exec::{InFlight, PointPlan, Timer, UnitRunner, UnitTicket, run_point};
@@ -21,6 +20,7 @@ use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, run_trajectory,
 };
 use crate::runner::context::ContextPlan;
+use crate::runner::execute::wait_flag;
 use crate::runner::steps::{StepStatus, StopReason, TrajectoryRecord};
 
 /// What one unit of a load job is.
@@ -64,12 +64,6 @@ pub struct LoadEnv<T: ToolExec + Send + 'static> {
     pub client_max_connections: usize,
 }
 
-async fn wait_flag(flag: &AtomicBool) {
-    while !flag.load(Ordering::Relaxed) {
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 /// The run clock as the executor's [`Timer`]; a sleep ends early on cancellation.
 struct ClockTimer<'a> {
     clock: &'a RunClock,
@@ -81,8 +75,7 @@ impl Timer for ClockTimer<'_> {
         self.clock.elapsed_ns()
     }
     fn sleep_until(&self, t_ns: u64) -> impl std::future::Future<Output = ()> + Send {
-        let deadline =
-            tokio::time::Instant::from_std(self.clock.origin() + Duration::from_nanos(t_ns));
+        let deadline = self.clock.tokio_at(t_ns);
         let cancelled = self.cancelled;
         async move {
             tokio::select! {

@@ -20,8 +20,9 @@ use super::record::LoadRun;
 use crate::attribution::{self as attr, EnergyBasis, RunAttribution};
 use crate::gate::{Figure, basis};
 use crate::runner::energy::{self, Attribution, JobEnergy, StepEnergy};
-use crate::runner::execute::{ExecutedJob, GradedJob, Session};
+use crate::runner::execute::{GradedJob, Session};
 use crate::runner::steps::TrajectoryRecord;
+use crate::stats::{saturating_total, total_if_complete};
 use crate::telemetry::TelemetryRun;
 
 /// Step energies by `(trajectory id, step id)`.
@@ -84,25 +85,6 @@ fn join_point(
     Some((run, steps))
 }
 
-/// A copy of `g` carrying only what the sequential join reads (its trajectories).
-fn shallow(g: &GradedJob) -> GradedJob {
-    let e = &g.executed;
-    GradedJob {
-        executed: ExecutedJob {
-            suite_index: e.suite_index,
-            job: e.job.clone(),
-            trajectories: e.trajectories.clone(),
-            start_ns: e.start_ns,
-            end_ns: e.end_ns,
-            harness: None,
-            notes: Vec::new(),
-            setup_error: None,
-            load: None,
-        },
-        checks: Vec::new(),
-    }
-}
-
 impl RunEnergy {
     /// Joins every trajectory of the run (see the module docs). Without load jobs this is
     /// exactly [`energy::attribute`] over all jobs.
@@ -112,7 +94,20 @@ impl RunEnergy {
         session: &Session,
     ) -> RunEnergy {
         let any_load = graded.iter().any(|g| g.executed.load.is_some());
-        let devices = telemetry
+        let mut out = RunEnergy {
+            seq: None,
+            any_load,
+            points: Vec::new(),
+            power_label: session.power_label.clone(),
+            devices: Vec::new(),
+        };
+        if !any_load {
+            let all = graded.iter().flat_map(|g| g.executed.trajectories.iter());
+            out.seq = Some(energy::attribute(all, telemetry, session));
+            return out;
+        }
+        // Window energy is read only for load points.
+        out.devices = telemetry
             .and_then(|t| t.power.as_ref())
             .map(|p| {
                 p.devices
@@ -130,24 +125,13 @@ impl RunEnergy {
                     .collect()
             })
             .unwrap_or_default();
-        let mut out = RunEnergy {
-            seq: None,
-            any_load,
-            points: Vec::new(),
-            power_label: session.power_label.clone(),
-            devices,
-        };
-        if !any_load {
-            out.seq = Some(energy::attribute(graded, telemetry, session));
-            return out;
-        }
-        let seq: Vec<GradedJob> = graded
+        let seq: Vec<&GradedJob> = graded
             .iter()
             .filter(|g| g.executed.load.is_none())
-            .map(shallow)
             .collect();
         if !seq.is_empty() {
-            out.seq = Some(energy::attribute(&seq, telemetry, session));
+            let trajectories = seq.iter().flat_map(|g| g.executed.trajectories.iter());
+            out.seq = Some(energy::attribute(trajectories, telemetry, session));
         }
         let Some(t) = telemetry else { return out };
         let simulated = out.power_label.as_deref() == Some("simulated");
@@ -188,6 +172,8 @@ impl RunEnergy {
     }
 
     /// Device energy over `[start_ns, end_ns]`: (mJ summed over devices, basis, method).
+    /// `None` in a run without load jobs (the device samples are kept only for load
+    /// windows).
     pub fn window(&self, start_ns: u64, end_ns: u64) -> Option<(u64, String, String)> {
         let basis = self.window_basis()?;
         let parts: Vec<(u64, &str)> = self
@@ -204,7 +190,7 @@ impl RunEnergy {
             "mixed"
         };
         Some((
-            parts.iter().map(|p| p.0).sum(),
+            saturating_total(parts.iter().map(|p| p.0)),
             basis.to_string(),
             method.to_string(),
         ))
@@ -229,17 +215,18 @@ impl RunEnergy {
                 notes: Vec::new(),
             };
         };
-        let mj: Option<u64> = run
-            .points
-            .iter()
-            .map(|p| self.window(p.start_ns, p.end_ns).map(|w| w.0))
-            .sum();
-        let tokens: Option<u64> = trajectories
-            .iter()
-            .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
-            .filter(|r| r.is_success())
-            .map(|r| r.completion_tokens)
-            .sum();
+        let mj = total_if_complete(
+            run.points
+                .iter()
+                .map(|p| self.window(p.start_ns, p.end_ns).map(|w| w.0)),
+        );
+        let tokens = total_if_complete(
+            trajectories
+                .iter()
+                .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
+                .filter(|r| r.is_success())
+                .map(|r| r.completion_tokens),
+        );
         let units: u64 = run.points.iter().map(|p| p.units_started).sum();
         let per_traj_basis = if apportioned { basis::APPORTIONED } else { b };
         let mut notes = Vec::new();
@@ -277,19 +264,12 @@ impl RunEnergy {
         }
     }
 
-    /// Trajectory tables: without load jobs every trajectory's (as the sequential join
-    /// renders them); with load jobs only each load point's first trajectory (with a count
-    /// of the others, which are in report.json) — the sequential jobs' tables are rendered
-    /// from the report ([`crate::runner::report::trajectory_tables`]).
+    /// The load points' trajectory tables: each point's first trajectory (with a count of
+    /// the others, which are in report.json); empty without load jobs. The sequential
+    /// jobs' tables are rendered from the report
+    /// ([`crate::runner::report::trajectory_tables`]).
     pub fn tables(&self) -> Vec<String> {
-        let mut out = if self.any_load {
-            Vec::new()
-        } else {
-            self.seq
-                .as_ref()
-                .map(Attribution::tables)
-                .unwrap_or_default()
-        };
+        let mut out = Vec::new();
         for p in &self.points {
             let Some(first) = p.run.trajectories.first() else {
                 continue;

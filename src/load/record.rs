@@ -104,13 +104,12 @@ impl LoadReport {
     /// The report of `run` with the given warm-up request ids.
     pub fn new(run: &LoadRun, warmup_requests: Vec<String>) -> LoadReport {
         let s = &run.spec;
-        let open = s.rate.is_some() || matches!(s.sweep, Some(Sweep::Rate(_)));
         LoadReport {
             settings: s.describe(),
             unit: run.unit.to_string(),
             concurrency: s.concurrency,
             rate: s.rate,
-            arrival: open.then(|| s.arrival.as_str().to_string()),
+            arrival: s.is_open().then(|| s.arrival.as_str().to_string()),
             stop: s.stop,
             warmup: s.warmup,
             client_max_connections: run.client_max_connections as u64,
@@ -133,17 +132,9 @@ pub struct SweepReport {
 impl SweepReport {
     /// The curve of `spec` with its point summaries.
     pub fn new(spec: &LoadSpec, points: Vec<PointSummary>) -> SweepReport {
-        let (variable, values) = match &spec.sweep {
-            None => (None, Vec::new()),
-            Some(Sweep::Concurrency(v)) => (
-                Some("concurrency".to_string()),
-                v.iter().map(|&c| f64::from(c)).collect(),
-            ),
-            Some(Sweep::Rate(v)) => (Some("rate".to_string()), v.clone()),
-        };
         SweepReport {
-            variable,
-            values,
+            variable: spec.sweep.as_ref().map(|s| s.variable().to_string()),
+            values: spec.sweep.as_ref().map_or_else(Vec::new, Sweep::values),
             points,
         }
     }

@@ -18,6 +18,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::sim::cache::mix64;
+
 /// How open-loop arrivals are spaced.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -76,6 +78,15 @@ impl Sweep {
         match self {
             Sweep::Concurrency(_) => "concurrency",
             Sweep::Rate(_) => "rate",
+        }
+    }
+
+    /// The swept values in run order, as numbers: concurrency converted exactly to `f64`,
+    /// rates (units/s) as given.
+    pub fn values(&self) -> Vec<f64> {
+        match self {
+            Sweep::Concurrency(v) => v.iter().map(|&c| f64::from(c)).collect(),
+            Sweep::Rate(v) => v.clone(),
         }
     }
 
@@ -162,6 +173,12 @@ impl LoadPoint {
 }
 
 impl LoadSpec {
+    /// True for an open loop: a `rate` is set or the sweep varies the rate; false for a
+    /// closed loop.
+    pub fn is_open(&self) -> bool {
+        self.rate.is_some() || matches!(self.sweep, Some(Sweep::Rate(_)))
+    }
+
     /// The points to run, in order: one per sweep value, or a single point.
     ///
     /// A concurrency sweep replaces `concurrency` at each point; a rate sweep replaces
@@ -210,9 +227,10 @@ impl LoadSpec {
     /// `closed loop, sweep concurrency [1, 4, 16], count 8, warm-up 2 requests`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        parts.push(match self.rate {
-            None if !matches!(self.sweep, Some(Sweep::Rate(_))) => "closed loop".to_string(),
-            _ => format!("open loop ({} arrivals)", self.arrival.as_str()),
+        parts.push(if self.is_open() {
+            format!("open loop ({} arrivals)", self.arrival.as_str())
+        } else {
+            "closed loop".to_string()
         });
         if let Some(c) = self.concurrency {
             parts.push(format!("concurrency {c}"));
@@ -235,13 +253,10 @@ impl LoadSpec {
 /// position in its suite and the point index, so arrivals repeat run to run and differ
 /// between jobs and points.
 pub fn point_seed(suite_seed: u64, job_index: usize, point_index: usize) -> u64 {
-    let mut z = suite_seed
+    let z = suite_seed
         ^ (job_index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
         ^ (point_index as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    mix64(z.wrapping_add(0x9E37_79B9_7F4A_7C15))
 }
 
 #[cfg(test)]
@@ -311,5 +326,6 @@ mod tests {
         assert_ne!(a, point_seed(7, 1, 0));
         assert_ne!(a, point_seed(7, 0, 1));
         assert_ne!(a, point_seed(8, 0, 0));
+        assert_eq!(a, 7_191_089_600_892_374_487);
     }
 }

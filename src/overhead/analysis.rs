@@ -318,13 +318,16 @@ pub fn judge_effect(est: &EffectEstimate, budget_pct: f64) -> (OverheadOutcome, 
     }
 }
 
-/// `value <= bound` for an absolute figure; unavailable when `value` is `None`.
-fn judge_max(
+/// The gate `gate` on the absolute figure `figure`: `value <= bound` (in `unit`) passes,
+/// above fails; unavailable (naming `why_missing`) when `value` is `None`. No noise term.
+fn absolute_gate(
+    gate: &str,
+    figure: &str,
     value: Option<f64>,
     bound: f64,
     unit: &str,
     why_missing: &str,
-) -> (OverheadOutcome, String) {
+) -> GateResult {
     let u = |v: f64| {
         if unit.is_empty() {
             format_number(v)
@@ -332,13 +335,23 @@ fn judge_max(
             format!("{} {unit}", format_number(v))
         }
     };
-    match value {
+    let (outcome, reason) = match value {
         None => (
             OverheadOutcome::Unavailable,
             format!("unavailable ({why_missing})"),
         ),
         Some(v) if v <= bound => (OverheadOutcome::Pass, format!("{} <= {}", u(v), u(bound))),
         Some(v) => (OverheadOutcome::Fail, format!("{} > {}", u(v), u(bound))),
+    };
+    GateResult {
+        gate: gate.into(),
+        figure: figure.into(),
+        value,
+        noise: None,
+        bound,
+        unit: unit.into(),
+        outcome,
+        reason,
     }
 }
 
@@ -455,22 +468,14 @@ pub fn evaluate(
                 _ => None,
             },
         ));
-    let (o, r) = judge_max(
+    gates.push(absolute_gate(
+        "max_capture_disk_bytes",
+        "capture_window_write_bytes",
         disk,
         spec.max_capture_disk_bytes as f64,
         "bytes",
         "/proc/self/io unreadable",
-    );
-    gates.push(GateResult {
-        gate: "max_capture_disk_bytes".into(),
-        figure: "capture_window_write_bytes".into(),
-        value: disk,
-        noise: None,
-        bound: spec.max_capture_disk_bytes as f64,
-        unit: "bytes".into(),
-        outcome: o,
-        reason: r,
-    });
+    ));
     // GPU bytes of the runner process over capture-on runs.
     let gpu = max_opt(pairs.iter().map(|(_, b)| b.gpu.bytes().map(|x| x as f64)));
     let gpu_why = pairs
@@ -480,50 +485,36 @@ pub fn evaluate(
             GpuReading::Measured { .. } => None,
         })
         .unwrap_or_else(|| "no capture-on run".into());
-    let (o, r) = judge_max(gpu, spec.max_gpu_bytes as f64, "bytes", &gpu_why);
-    gates.push(GateResult {
-        gate: "max_gpu_bytes".into(),
-        figure: "runner_gpu_bytes".into(),
-        value: gpu,
-        noise: None,
-        bound: spec.max_gpu_bytes as f64,
-        unit: "bytes".into(),
-        outcome: o,
-        reason: r,
-    });
+    gates.push(absolute_gate(
+        "max_gpu_bytes",
+        "runner_gpu_bytes",
+        gpu,
+        spec.max_gpu_bytes as f64,
+        "bytes",
+        &gpu_why,
+    ));
     let cpu = max_opt(pairs.iter().map(|(_, b)| b.cpu_pct()));
-    let (o, r) = judge_max(cpu, spec.max_runner_cpu_pct, "%", "getrusage failed");
-    gates.push(GateResult {
-        gate: "max_runner_cpu_pct".into(),
-        figure: "runner_cpu_pct".into(),
-        value: cpu,
-        noise: None,
-        bound: spec.max_runner_cpu_pct,
-        unit: "%".into(),
-        outcome: o,
-        reason: r,
-    });
+    gates.push(absolute_gate(
+        "max_runner_cpu_pct",
+        "runner_cpu_pct",
+        cpu,
+        spec.max_runner_cpu_pct,
+        "%",
+        "getrusage failed",
+    ));
     let rss = max_opt(
         pairs
             .iter()
             .map(|(_, b)| b.peak_rss_bytes.map(|x| x as f64 / (1024.0 * 1024.0))),
     );
-    let (o, r) = judge_max(
+    gates.push(absolute_gate(
+        "max_runner_rss_mib",
+        "runner_peak_rss_mib",
         rss,
         spec.max_runner_rss_mib as f64,
         "MiB",
         "/proc/self/status VmHWM unreadable",
-    );
-    gates.push(GateResult {
-        gate: "max_runner_rss_mib".into(),
-        figure: "runner_peak_rss_mib".into(),
-        value: rss,
-        noise: None,
-        bound: spec.max_runner_rss_mib as f64,
-        unit: "MiB".into(),
-        outcome: o,
-        reason: r,
-    });
+    ));
     let outcome = if pairs.is_empty() {
         OverheadOutcome::Inconclusive
     } else if gates.iter().any(|g| g.outcome == OverheadOutcome::Fail) {

@@ -107,6 +107,24 @@ pub struct OverheadPlan {
     pub work_dir: PathBuf,
 }
 
+impl OverheadPlan {
+    /// The suite files as given, joined by `, ` (the report's `suite`, the header's list).
+    pub fn suite_names(&self) -> String {
+        self.suites
+            .iter()
+            .map(|s| s.suite.file.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// True when some suite's endpoint is the built-in (in-process) simulator.
+    pub fn simulated(&self) -> bool {
+        self.suites
+            .iter()
+            .any(|s| matches!(s.endpoint.value, EndpointSetting::Simulated))
+    }
+}
+
 /// The command's result (`overhead.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OverheadReport {
@@ -254,16 +272,8 @@ pub async fn measure(
     let evaluation = analysis::evaluate(&pairs, budgets, was_cancelled);
     OverheadReport {
         schema: OVERHEAD_SCHEMA.into(),
-        suite: plan
-            .suites
-            .iter()
-            .map(|s| s.suite.file.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        simulated: plan
-            .suites
-            .iter()
-            .any(|s| matches!(s.endpoint.value, EndpointSetting::Simulated)),
+        suite: plan.suite_names(),
+        simulated: plan.simulated(),
         pairs_planned: plan.pairs,
         negative_control: plan.control,
         budgets: budgets.clone(),

@@ -3,7 +3,6 @@
 
 use crate::gate::format_number;
 use crate::gate::spec::OverheadSpec;
-use crate::suite::EndpointSetting;
 
 use super::analysis::{GpuReading, OverheadOutcome, RunMeasure};
 use super::{OverheadPlan, OverheadReport};
@@ -29,19 +28,11 @@ pub(super) fn header(plan: &OverheadPlan, budgets: &OverheadSpec) -> String {
         None => "timeline (real sink)".to_string(),
         Some(c) => format!("NEGATIVE CONTROL {}", c.as_str()),
     };
-    let simulated = plan
-        .suites
-        .iter()
-        .any(|s| matches!(s.endpoint.value, EndpointSetting::Simulated));
     format!(
         "Overhead of timeline capture: {} · {} pairs + 1 warm-up, interleaved off/on (A B · B A · …) · capture-on sink: {sink} · endpoint: {} · budget: workload effect ≤ {}%",
-        plan.suites
-            .iter()
-            .map(|s| s.suite.file.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
+        plan.suite_names(),
         plan.pairs,
-        if simulated {
+        if plan.simulated() {
             "simulated (built-in, in-process)"
         } else {
             "external"

@@ -14,7 +14,7 @@ use crate::attribution::{
 };
 use crate::clock::RunClock;
 use crate::gate::{self, Figure};
-use crate::runner::execute::{GradedJob, Session, SuiteRuntime};
+use crate::runner::execute::{Session, SuiteRuntime};
 use crate::runner::report::RunReport;
 use crate::runner::steps::{StepKind, TrajectoryRecord};
 use crate::sim::SimHandle;
@@ -288,16 +288,6 @@ impl Attribution {
         }
     }
 
-    /// The per-step tables of every trajectory (ADR-013 columns), each headed by the
-    /// power source label and the concurrency condition.
-    pub fn tables(&self) -> Vec<String> {
-        self.run
-            .iter()
-            .flat_map(|r| r.trajectories.iter())
-            .map(|o| attr::render_outcome(o).trim_end().to_string())
-            .collect()
-    }
-
     /// The whole attribution as JSON for `report.json`'s `trajectory` field.
     pub fn run_value(&self) -> Option<serde_json::Value> {
         let mut v = serde_json::to_value(self.run.as_ref()?).ok()?;
@@ -347,9 +337,11 @@ pub fn markers_and_usage<'a>(
     (markers, usage)
 }
 
-/// Runs the ADR-013 join over every trajectory of the run.
-pub fn attribute(
-    graded: &[GradedJob],
+/// Runs the ADR-013 join over `trajectories` (in the order given; every trajectory of the
+/// run, or of its sequential jobs) at one trajectory in flight. Without telemetry the
+/// attribution is empty.
+pub fn attribute<'a>(
+    trajectories: impl IntoIterator<Item = &'a TrajectoryRecord>,
     telemetry: Option<&TelemetryRun>,
     session: &Session,
 ) -> Attribution {
@@ -362,10 +354,7 @@ pub fn attribute(
     let Some(t) = telemetry else { return empty };
     let input = attribution_input(t, 1);
     let anchor = t.reference_instant_unix_ns;
-    let (markers, usage) = markers_and_usage(
-        graded.iter().flat_map(|g| g.executed.trajectories.iter()),
-        anchor,
-    );
+    let (markers, usage) = markers_and_usage(trajectories, anchor);
     let run = attr::attribute_run(&input, Some(&markers), &usage);
     let simulated = session.power_label.as_deref() == Some("simulated");
     let mut steps = HashMap::new();

@@ -172,7 +172,9 @@ struct NetExec<'a> {
     cancelled: &'a AtomicBool,
 }
 
-async fn wait_flag(flag: &AtomicBool) {
+/// Resolves once `flag` is set (the run's cancellation flag), polling every 25 ms;
+/// raced against a request or a sleep so that cancellation ends it early.
+pub(crate) async fn wait_flag(flag: &AtomicBool) {
     while !flag.load(Ordering::Relaxed) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
@@ -424,7 +426,7 @@ impl Session {
                 let offered = tools.openai_tools(&tool_names);
                 if let Some(spec) = &j.load {
                     let template = UnitTemplate::Agentic(agentic_plan(j, a, s, &offered, 0, seed));
-                    self.run_load_job(&mut ex, si, s, client, tools, ctx, spec, template)
+                    self.run_load_job(&mut ex, s, client, tools, ctx, spec, template)
                         .await;
                     ex.end_ns = self.clock.elapsed_ns();
                     return ex;
@@ -463,7 +465,7 @@ impl Session {
                 };
                 if let Some(spec) = &j.load {
                     let template = UnitTemplate::Context(plan);
-                    self.run_load_job(&mut ex, si, s, client, tools, ctx, spec, template)
+                    self.run_load_job(&mut ex, s, client, tools, ctx, spec, template)
                         .await;
                     ex.end_ns = self.clock.elapsed_ns();
                     return ex;
@@ -491,7 +493,6 @@ impl Session {
     async fn run_load_job(
         &self,
         ex: &mut ExecutedJob,
-        _si: usize,
         s: &SuiteRuntime,
         client: &Client,
         tools: &Arc<ToolRegistry>,

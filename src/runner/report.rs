@@ -256,7 +256,8 @@ pub struct RunReport {
     pub trajectory: Option<serde_json::Value>,
     /// Totals.
     pub summary: SummaryReport,
-    /// Rendered per-step tables (console only).
+    /// Rendered per-step tables of the load points (console only; empty in a run without
+    /// load jobs: [`trajectory_tables`] renders the sequential jobs' tables from the report).
     #[serde(skip)]
     pub tables: Vec<String>,
 }
@@ -354,6 +355,7 @@ fn curve(
     energy: &RunEnergy,
 ) -> Vec<crate::load::PointSummary> {
     let criteria = GoodputCriteria::from_gates(&e.job.gates);
+    let values = l.spec.sweep.as_ref().map_or_else(Vec::new, Sweep::values);
     l.points
         .iter()
         .map(|p| {
@@ -365,11 +367,7 @@ fn curve(
                     warmup: warm.contains(r.request_id.as_str()),
                 })
                 .collect();
-            let value = match &l.spec.sweep {
-                None => None,
-                Some(Sweep::Concurrency(v)) => v.get(p.point.index).map(|&c| f64::from(c)),
-                Some(Sweep::Rate(v)) => v.get(p.point.index).copied(),
-            };
+            let value = values.get(p.point.index).copied();
             let facts = PointFacts {
                 index: p.point.index,
                 value,

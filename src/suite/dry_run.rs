@@ -226,10 +226,9 @@ impl ResolvedSuite {
             let opt = |v: Option<String>| v.unwrap_or_else(|| "none".to_string());
             r.file("concurrency", opt(l.concurrency.map(|c| c.to_string())));
             r.file("rate", opt(l.rate.map(|x| format!("{x}/s"))));
-            let open = l.rate.is_some() || matches!(l.sweep, Some(crate::load::Sweep::Rate(_)));
             r.file(
                 "arrival",
-                if open {
+                if l.is_open() {
                     l.arrival.as_str()
                 } else {
                     "none (closed loop)"
