@@ -366,7 +366,6 @@ async fn timeline(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respon
 fn sample_page_of<T: Serialize + Clone + serde::de::DeserializeOwned>(
     dir: &RunDir,
     file: SampleFile,
-    source: &'static str,
     after: u64,
     limit: u64,
     domain: Option<String>,
@@ -380,7 +379,15 @@ fn sample_page_of<T: Serialize + Clone + serde::de::DeserializeOwned>(
     })?;
     Ok(json(
         StatusCode::OK,
-        &api::samples_page(&dir.run_id, source, &all, after, limit, domain, aligned),
+        &api::samples_page(
+            &dir.run_id,
+            file.source(),
+            &all,
+            after,
+            limit,
+            domain,
+            aligned,
+        ),
     ))
 }
 
@@ -389,30 +396,27 @@ async fn samples(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respons
         .map_err(query_error)
         .and_then(|q| {
             let id = run_id_query(&q)?;
-            let source: &'static str = match q.required("source").map_err(query_error)? {
-                "power" => "power",
-                "proc" => "proc",
-                "metrics" => "metrics",
-                _ => {
-                    return Err(query_error(QueryError::InvalidValue(
+            let file = SampleFile::from_source(q.required("source").map_err(query_error)?)
+                .ok_or_else(|| {
+                    query_error(QueryError::InvalidValue(
                         "source",
                         "one of power, proc, metrics",
-                    )));
-                }
-            };
+                    ))
+                })?;
             let after = q.u64_in("after", 0, 0, u64::MAX).map_err(query_error)?;
             let limit = q
                 .u64_in("limit", api::DEFAULT_PAGE_SAMPLES, 1, api::MAX_PAGE_SAMPLES)
                 .map_err(query_error)?;
-            Ok((id, source, after, limit))
+            Ok((id, file, after, limit))
         });
-    let (id, source, after, limit) = match parsed {
+    let (id, file, after, limit) = match parsed {
         Ok(v) => v,
         Err(e) => return error(e),
     };
     let gate = st.clone();
     blocking(&gate, move || {
         let dir = st.store.resolve(&id).map_err(store_error)?;
+        let source = file.source();
         let sources = match dir.samples_sources() {
             SamplesState::Ok(s) => s,
             SamplesState::Missing => {
@@ -428,10 +432,10 @@ async fn samples(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respons
                 ));
             }
         };
-        let configured = match source {
-            "power" => sources.power.is_some(),
-            "proc" => sources.proc.is_some(),
-            _ => sources.metrics.is_some(),
+        let configured = match file {
+            SampleFile::Power => sources.power.is_some(),
+            SampleFile::Proc => sources.proc.is_some(),
+            SampleFile::Metrics => sources.metrics.is_some(),
         };
         if !configured {
             return Ok(json(
@@ -445,34 +449,16 @@ async fn samples(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respons
         };
         let aligned = run_domain.map(|d| d == sources.clock_domain_id);
         let domain = Some(view::clock_domain_fingerprint(&sources.clock_domain_id));
-        match source {
-            "power" => sample_page_of::<PowerSample>(
-                &dir,
-                SampleFile::Power,
-                source,
-                after,
-                limit,
-                domain,
-                aligned,
-            ),
-            "proc" => sample_page_of::<ProcSample>(
-                &dir,
-                SampleFile::Proc,
-                source,
-                after,
-                limit,
-                domain,
-                aligned,
-            ),
-            _ => sample_page_of::<MetricsSample>(
-                &dir,
-                SampleFile::Metrics,
-                source,
-                after,
-                limit,
-                domain,
-                aligned,
-            ),
+        match file {
+            SampleFile::Power => {
+                sample_page_of::<PowerSample>(&dir, file, after, limit, domain, aligned)
+            }
+            SampleFile::Proc => {
+                sample_page_of::<ProcSample>(&dir, file, after, limit, domain, aligned)
+            }
+            SampleFile::Metrics => {
+                sample_page_of::<MetricsSample>(&dir, file, after, limit, domain, aligned)
+            }
         }
     })
     .await

@@ -325,6 +325,21 @@ pub enum SampleFile {
 }
 
 impl SampleFile {
+    /// The source name of the API's `source` parameter and of the telemetry lanes:
+    /// `power`, `proc` or `metrics`.
+    pub fn source(self) -> &'static str {
+        match self {
+            SampleFile::Proc => "proc",
+            SampleFile::Power => "power",
+            SampleFile::Metrics => "metrics",
+        }
+    }
+    /// The file of source name `name` (see [`SampleFile::source`]); `None` for any other.
+    pub fn from_source(name: &str) -> Option<Self> {
+        [SampleFile::Power, SampleFile::Proc, SampleFile::Metrics]
+            .into_iter()
+            .find(|f| f.source() == name)
+    }
     /// The layout name, e.g. `samples/gpu.jsonl`.
     pub fn artifact(self) -> &'static str {
         match self {
