@@ -157,13 +157,7 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
         .map(|s| suite::resolve(s, &overrides))
         .collect();
     for r in &resolved {
-        if let Err(e) = r.api_key() {
-            print_suite_error(&e);
-            return Err(EXIT_BAD_INPUT);
-        }
-        if let Err(e) = r.model_name()
-            && !matches!(r.endpoint.value, suite::EndpointSetting::Simulated)
-        {
+        if let Err(e) = r.check_endpoint_settings() {
             print_suite_error(&e);
             return Err(EXIT_BAD_INPUT);
         }

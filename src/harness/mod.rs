@@ -235,10 +235,9 @@ pub fn run_job(cfg: &HarnessConfig, file: &Path, job_id: &str) -> Result<TrialRu
     if resolved.jobs.is_empty() {
         return Err(format!("{}: no job `{job_id}`", file.display()));
     }
-    resolved.api_key().map_err(|e| e.to_string())?;
-    if !matches!(resolved.endpoint.value, EndpointSetting::Simulated) {
-        resolved.model_name().map_err(|e| e.to_string())?;
-    }
+    resolved
+        .check_endpoint_settings()
+        .map_err(|e| e.to_string())?;
     for j in &resolved.jobs {
         if let Err(problems) = crate::gate::validate_spec(&j.gates) {
             let p: Vec<String> = problems.iter().map(|p| p.to_string()).collect();

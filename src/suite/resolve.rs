@@ -295,6 +295,18 @@ impl ResolvedSuite {
         self.suite.api_key()
     }
 
+    /// What a run needs before its first request: the API key variable, when named, is
+    /// set ([`ResolvedSuite::api_key`]), and a real endpoint has a model
+    /// ([`ResolvedSuite::model_name`]; the simulator needs none). The first problem, in
+    /// that order.
+    pub fn check_endpoint_settings(&self) -> Result<(), SuiteError> {
+        self.api_key()?;
+        if !matches!(self.endpoint.value, EndpointSetting::Simulated) {
+            self.model_name()?;
+        }
+        Ok(())
+    }
+
     /// The effective `/metrics` URL once the endpoint's base URL is known (for the
     /// simulator, its loopback address): `None` when `telemetry.metrics = false`.
     pub fn metrics_url(&self, base_url: &str) -> Option<String> {
