@@ -296,9 +296,10 @@ pub struct RunListItem {
     pub timeline_present: bool,
 }
 
-/// The listing row of a run (pure).
+/// The listing row of a run (pure). Reads only the report's header, so the jobs are not
+/// built ([`super::view::report_head`]).
 pub fn list_item(run_id: &str, report: &ReportState, timeline_present: bool) -> RunListItem {
-    let v = super::view::report_view(report);
+    let v = super::view::report_head(report);
     RunListItem {
         run_id: run_id.to_string(),
         report_state: v.state,

@@ -6,8 +6,20 @@ use crate::timeline::ids::{is_valid_case_id, is_valid_id};
 use super::super::runs::{ReportState, TimelineState};
 use super::*;
 
-/// The report part of the view (pure).
+/// The report part of the view (pure): [`report_head`] with the jobs, trajectories and
+/// steps filled in.
 pub fn report_view(state: &ReportState) -> ReportView {
+    let mut view = report_head(state);
+    if let ReportState::Ok(r) = state {
+        view.jobs = job_views(r);
+    }
+    view
+}
+
+/// The report part of the view without its jobs (pure): every field of [`report_view`]
+/// except `jobs`, which is left empty. For callers that read only the header (state, ids,
+/// summary, capture), such as the run listing.
+pub fn report_head(state: &ReportState) -> ReportView {
     match state {
         ReportState::Missing => ReportView {
             state: "missing",
@@ -18,13 +30,13 @@ pub fn report_view(state: &ReportState) -> ReportView {
             fault: Some(f.code()),
             ..Default::default()
         },
-        ReportState::Ok(r) => report_ok(r),
+        ReportState::Ok(r) => report_head_ok(r),
     }
 }
 
-fn report_ok(r: &RunReport) -> ReportView {
-    let jobs = r
-        .jobs
+/// The jobs of a report that read well (pure).
+fn job_views(r: &RunReport) -> Vec<JobView> {
+    r.jobs
         .iter()
         .map(|j| JobView {
             id: bounded_text(&j.id, 128),
@@ -98,7 +110,11 @@ fn report_ok(r: &RunReport) -> ReportView {
                 })
                 .collect(),
         })
-        .collect();
+        .collect()
+}
+
+/// The header of a report that read well (pure); `jobs` is left empty.
+fn report_head_ok(r: &RunReport) -> ReportView {
     ReportView {
         state: "ok",
         fault: None,
@@ -128,7 +144,7 @@ fn report_ok(r: &RunReport) -> ReportView {
             rejected: r.capture.rejected,
             diagnostic: r.capture.diagnostic.is_some(),
         }),
-        jobs,
+        jobs: Vec::new(),
     }
 }
 

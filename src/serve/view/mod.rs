@@ -22,7 +22,7 @@ mod build;
 mod gaps;
 mod telemetry;
 
-pub use build::{report_view, timeline_view};
+pub use build::{report_head, report_view, timeline_view};
 pub use gaps::gap_markers;
 pub use telemetry::{LaneTimes, METRICS_GAUGES, sample_gaps, telemetry_view};
 
