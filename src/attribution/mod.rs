@@ -63,4 +63,5 @@ pub use metrics::{
     StepDeviceEnergy, StepMetrics, TrajectoryMetrics, TrajectoryOutcome, WithheldTrajectory,
     WithholdReason,
 };
+pub(crate) use table::align_rows;
 pub use table::{ABSENT, render_outcome, render_step_table, render_withheld};

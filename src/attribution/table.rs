@@ -14,6 +14,45 @@ use super::metrics::{
 /// The placeholder printed for an absent (`null`) value.
 pub const ABSENT: &str = "—";
 
+/// Lays `rows` out as a column-fit text table, one line per row (no trailing newline).
+///
+/// Each column is as wide as its widest cell, measured in `char`s (not bytes, so `—`
+/// counts as one). A cell is padded with spaces on the right when `left(column)` is true
+/// (left-aligned) and on the left otherwise (right-aligned); cells are joined with two
+/// spaces, each line starts with `indent`, and trailing whitespace is trimmed. A header
+/// row, if any, is just the first row: it takes part in the width measurement.
+pub(crate) fn align_rows<const N: usize>(
+    rows: &[[String; N]],
+    left: impl Fn(usize) -> bool,
+    indent: &str,
+) -> Vec<String> {
+    let mut widths = [0usize; N];
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    rows.iter()
+        .map(|cells| {
+            let mut l = String::from(indent);
+            for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+                let pad = " ".repeat(w - c.chars().count());
+                if i > 0 {
+                    l.push_str("  ");
+                }
+                if left(i) {
+                    l.push_str(c);
+                    l.push_str(&pad);
+                } else {
+                    l.push_str(&pad);
+                    l.push_str(c);
+                }
+            }
+            l.trim_end().to_string()
+        })
+        .collect()
+}
+
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| ABSENT.to_string(), |v| v.to_string())
 }
@@ -112,34 +151,12 @@ pub fn render_step_table(t: &TrajectoryMetrics) -> String {
     );
     let _ = writeln!(out, "{}", t.concurrency.statement);
 
-    let rows: Vec<[String; 12]> = t.steps.iter().map(row).collect();
-    let mut widths = HEADERS.map(|h| h.chars().count());
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String; 12]| {
-        let mut l = String::new();
-        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-            let pad = w - c.chars().count();
-            if i > 0 {
-                l.push_str("  ");
-            }
-            // Text columns (kind, basis) left-aligned, numbers right-aligned.
-            if i == 1 || i == 5 {
-                l.push_str(c);
-                l.push_str(&" ".repeat(pad));
-            } else {
-                l.push_str(&" ".repeat(pad));
-                l.push_str(c);
-            }
-        }
-        l.trim_end().to_string()
-    };
-    let _ = writeln!(out, "{}", line(&HEADERS.map(String::from)));
-    for r in &rows {
-        let _ = writeln!(out, "{}", line(r));
+    let rows: Vec<[String; 12]> = std::iter::once(HEADERS.map(String::from))
+        .chain(t.steps.iter().map(row))
+        .collect();
+    // Text columns (kind, basis) left-aligned, numbers right-aligned.
+    for l in align_rows(&rows, |i| i == 1 || i == 5, "") {
+        let _ = writeln!(out, "{l}");
     }
 
     let _ = writeln!(

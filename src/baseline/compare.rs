@@ -21,6 +21,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::summary::{FigureSummary, JobSummary};
+use crate::attribution::{ABSENT, align_rows};
 use crate::gate::{Figure, basis, format_number};
 
 /// Default noise threshold, percent.
@@ -206,15 +207,9 @@ pub fn render_job(c: &JobComparison) -> String {
             fig(&f.baseline),
             fig(&f.current),
             f.change_pct
-                .map_or_else(|| "—".to_string(), |p| format!("{p:+.1}%")),
+                .map_or_else(|| ABSENT.to_string(), |p| format!("{p:+.1}%")),
             f.verdict.label().to_string(),
         ]);
-    }
-    let mut widths = [0usize; 5];
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
     }
     let mut out = String::new();
     let _ = writeln!(
@@ -225,16 +220,8 @@ pub fn render_job(c: &JobComparison) -> String {
         c.job,
         format_number(c.noise_pct)
     );
-    for r in &rows {
-        let mut l = String::from("  ");
-        for (i, (cell, w)) in r.iter().zip(widths).enumerate() {
-            if i > 0 {
-                l.push_str("  ");
-            }
-            l.push_str(cell);
-            l.push_str(&" ".repeat(w - cell.chars().count()));
-        }
-        let _ = writeln!(out, "{}", l.trim_end());
+    for l in align_rows(&rows, |_| true, "  ") {
+        let _ = writeln!(out, "{l}");
     }
     if !c.missing.is_empty() {
         let _ = writeln!(out, "  not in this run: {}", c.missing.join(", "));

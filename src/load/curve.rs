@@ -26,6 +26,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::attribution::{ABSENT, align_rows};
 use crate::gate::spec::{GateSpec, PercentileBounds};
 use crate::stats::{AggregateParams, JobStats, RequestFigures, Summary, total_if_complete};
 
@@ -345,11 +346,10 @@ pub fn render_curve(job_id: &str, variable: Option<&str>, points: &[PointSummary
         "goodput",
         "J/out tok",
     ];
-    let dash = || "—".to_string();
+    let dash = || ABSENT.to_string();
     let f = |v: Option<f64>, p: usize| v.map_or_else(dash, |v| format!("{v:.p$}"));
-    let rows: Vec<[String; 13]> = points
-        .iter()
-        .map(|p| {
+    let rows: Vec<[String; 13]> = std::iter::once(H.map(String::from))
+        .chain(points.iter().map(|p| {
             let s = &p.stats;
             [
                 p.label.clone(),
@@ -372,40 +372,17 @@ pub fn render_curve(job_id: &str, variable: Option<&str>, points: &[PointSummary
                     4,
                 ),
             ]
-        })
+        }))
         .collect();
-    let mut widths = H.map(|h| h.chars().count());
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String; 13]| {
-        let mut l = String::from("  ");
-        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-            let pad = " ".repeat(w - c.chars().count());
-            if i > 0 {
-                l.push_str("  ");
-            }
-            if i == 0 {
-                l.push_str(c);
-                l.push_str(&pad);
-            } else {
-                l.push_str(&pad);
-                l.push_str(c);
-            }
-        }
-        l.trim_end().to_string()
-    };
     let mut out = String::new();
     let what = variable.map_or_else(|| "one point".to_string(), |v| format!("sweep over {v}"));
     let _ = writeln!(
         out,
         "load {job_id} · {what} · latency ms from send, `sched` = from the scheduled send (C24)"
     );
-    let _ = writeln!(out, "{}", line(&H.map(String::from)));
-    for r in &rows {
-        let _ = writeln!(out, "{}", line(r));
+    // The point label left-aligned, numbers right-aligned.
+    for l in align_rows(&rows, |i| i == 0, "  ") {
+        let _ = writeln!(out, "{l}");
     }
     if let Some(e) = points.iter().find_map(|p| p.energy.as_ref()) {
         let _ = writeln!(

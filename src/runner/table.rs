@@ -12,9 +12,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::attribution::ABSENT;
 use crate::runner::report::{RunReport, StepReport, TrajectoryReport};
-
-const ABSENT: &str = "—";
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| ABSENT.to_string(), |x| x.to_string())
