@@ -160,9 +160,17 @@ fn proc_absent_pid_is_unavailable() {
 
 #[test]
 fn proc_descendants_are_summed() {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    // Its own process group, so the sleeps die with sh below; no inherited stdio, so no
+    // orphan holds the test's output open (nextest reports that as a leak).
     let mut child = std::process::Command::new("sh")
         .arg("-c")
         .arg("sleep 2 & sleep 2 & wait")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     // Wait (generously) until sh has forked both children before sampling starts.
@@ -189,7 +197,8 @@ fn proc_descendants_are_summed() {
     let h = start(cfg, &clock);
     std::thread::sleep(Duration::from_millis(100));
     let p = h.stop().proc.unwrap();
-    let _ = child.kill();
+    // SAFETY: kill(2) on the child's own process group (pgid = its pid); no memory involved.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
     let _ = child.wait();
     let max = p.samples.iter().map(|s| s.process_count).max().unwrap();
     assert!(max >= 3, "sh + 2 sleeps, saw {max}");
