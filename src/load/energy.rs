@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::curve::{EnergyPoint, window_energy_mj};
 use super::record::LoadRun;
-use crate::attribution::{self as attr, EnergyBasis, RunAttribution};
+use crate::attribution::{self as attr, RunAttribution};
 use crate::gate::{Figure, basis};
 use crate::runner::energy::{self, Attribution, JobEnergy, StepEnergy};
 use crate::runner::execute::{GradedJob, Session};
@@ -46,8 +46,7 @@ pub struct RunEnergy {
 }
 
 /// The ADR-013 join of one point's trajectories at `declared` trajectories in flight, and
-/// each step's energy with its label (`apportioned` above one in flight, else `simulated`
-/// on the simulator, else the join's basis).
+/// each step's energy with its label ([`crate::runner::energy::step_energies`]).
 fn join_point(
     t: &TelemetryRun,
     trajectories: &[TrajectoryRecord],
@@ -61,27 +60,7 @@ fn join_point(
     }
     let input = energy::attribution_input(t, declared);
     let run = attr::attribute_run(&input, Some(&markers), &usage);
-    let apportioned = run.concurrency.energy_basis == EnergyBasis::Apportioned;
-    let mut steps = HashMap::new();
-    for m in run.trajectories.iter().filter_map(|o| o.metrics()) {
-        let Some(id) = &m.trajectory else { continue };
-        for s in &m.steps {
-            let basis = if apportioned {
-                basis::APPORTIONED.to_string()
-            } else if simulated {
-                basis::SIMULATED.to_string()
-            } else {
-                s.energy_basis.label().to_string()
-            };
-            steps.insert(
-                (id.clone(), s.step_id),
-                StepEnergy {
-                    energy_mj: s.energy_mj,
-                    basis,
-                },
-            );
-        }
-    }
+    let steps = crate::runner::energy::step_energies(&run, simulated);
     Some((run, steps))
 }
 
@@ -204,8 +183,14 @@ impl RunEnergy {
     /// Job figures of a load job from window energy: tokens per joule = output tokens of
     /// every successful request / Σ point window energy (basis `simulated` / `measured`);
     /// energy per trajectory = Σ window energy / units, `apportioned` when any point had
-    /// more than one unit in flight.
-    pub fn load_job_figures(&self, run: &LoadRun, trajectories: &[TrajectoryRecord]) -> JobEnergy {
+    /// more than one unit in flight. `windows[i]` is point i's [`RunEnergy::window`] (one
+    /// per point of `run`, computed once by the caller, which also shows it in the curve).
+    pub fn load_job_figures(
+        &self,
+        run: &LoadRun,
+        windows: &[Option<(u64, String, String)>],
+        trajectories: &[TrajectoryRecord],
+    ) -> JobEnergy {
         let apportioned = run.points.iter().any(|p| p.declared_concurrency() > 1);
         let Some(b) = self.window_basis() else {
             let why = "no power source (no GPU, not simulated)";
@@ -215,11 +200,8 @@ impl RunEnergy {
                 notes: Vec::new(),
             };
         };
-        let mj = total_if_complete(
-            run.points
-                .iter()
-                .map(|p| self.window(p.start_ns, p.end_ns).map(|w| w.0)),
-        );
+        debug_assert_eq!(windows.len(), run.points.len());
+        let mj = total_if_complete(windows.iter().map(|w| w.as_ref().map(|w| w.0)));
         let tokens = total_if_complete(
             trajectories
                 .iter()

@@ -13,7 +13,7 @@ use crate::attribution::{
     StepMarker, StepUsage, TrajectoryOutcome,
 };
 use crate::clock::RunClock;
-use crate::gate::{self, Figure};
+use crate::gate::{self, Figure, basis};
 use crate::runner::execute::{Session, SuiteRuntime};
 use crate::runner::report::RunReport;
 use crate::runner::steps::{StepKind, TrajectoryRecord};
@@ -189,6 +189,40 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
     }
 }
 
+/// Every attributed step's energy and label, keyed by (trajectory id, step id); steps of
+/// trajectories without an id are left out. The label is the same for the sequential runner
+/// and the load executor: `apportioned` when the join's concurrency condition says more than
+/// one trajectory was in flight (ADR-013 "The wall": such a figure is never a measurement,
+/// whatever the power source), else `simulated` on the built-in simulator, else the join's
+/// basis (`measured`).
+pub(crate) fn step_energies(
+    run: &RunAttribution,
+    simulated: bool,
+) -> HashMap<(String, u64), StepEnergy> {
+    let label = if run.concurrency.energy_basis == attr::EnergyBasis::Apportioned {
+        Some(basis::APPORTIONED)
+    } else if simulated {
+        Some(basis::SIMULATED)
+    } else {
+        None
+    };
+    let mut steps = HashMap::new();
+    for m in run.trajectories.iter().filter_map(|o| o.metrics()) {
+        let Some(id) = &m.trajectory else { continue };
+        for s in &m.steps {
+            let basis = label.unwrap_or_else(|| s.energy_basis.label()).to_string();
+            steps.insert(
+                (id.clone(), s.step_id),
+                StepEnergy {
+                    energy_mj: s.energy_mj,
+                    basis,
+                },
+            );
+        }
+    }
+    steps
+}
+
 /// One step's energy as shown in `report.json`.
 #[derive(Debug, Clone)]
 pub struct StepEnergy {
@@ -357,34 +391,19 @@ pub fn attribute<'a>(
     let (markers, usage) = markers_and_usage(trajectories, anchor);
     let run = attr::attribute_run(&input, Some(&markers), &usage);
     let simulated = session.power_label.as_deref() == Some("simulated");
-    let mut steps = HashMap::new();
-    let mut by_trajectory = HashMap::new();
-    for (i, o) in run.trajectories.iter().enumerate() {
-        let Some(m) = o.metrics() else {
-            if let TrajectoryOutcome::Withheld(w) = o
-                && let Some(id) = &w.trajectory
-            {
-                by_trajectory.insert(id.clone(), i);
-            }
-            continue;
-        };
-        let Some(id) = &m.trajectory else { continue };
-        by_trajectory.insert(id.clone(), i);
-        for s in &m.steps {
-            let basis = if simulated {
-                "simulated".to_string()
-            } else {
-                s.energy_basis.label().to_string()
+    let steps = step_energies(&run, simulated);
+    let by_trajectory = run
+        .trajectories
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| {
+            let id = match o {
+                TrajectoryOutcome::Withheld(w) => w.trajectory.as_ref(),
+                _ => o.metrics().and_then(|m| m.trajectory.as_ref()),
             };
-            steps.insert(
-                (id.clone(), s.step_id),
-                StepEnergy {
-                    energy_mj: s.energy_mj,
-                    basis,
-                },
-            );
-        }
-    }
+            id.map(|id| (id.clone(), i))
+        })
+        .collect();
     Attribution {
         run: Some(run),
         steps,
@@ -473,4 +492,82 @@ pub fn perfetto(run_dir: &Path, report: &RunReport) -> Result<String, String> {
     };
     let v = crate::timeline::perfetto_trace(&tl.events, &counters, &meta);
     serde_json::to_string(&v).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::attribution::{
+        AttributionInput, Concurrency, PowerBasis, PowerSample, PowerSeries, RunWindow, StepKind,
+        StepMarker, attribute_run,
+    };
+
+    const A: u64 = 1_700_000_000_000_000_000;
+    const MS: u64 = 1_000_000;
+
+    /// Trajectory `t`'s one LLM step over [s, e] ms after the anchor.
+    fn step(t: &str, s: u64, e: u64) -> StepMarker {
+        StepMarker {
+            step_id: 1,
+            kind: StepKind::LlmCall,
+            t_start_unix_ns: A + s * MS,
+            t_end_unix_ns: A + e * MS,
+            trajectory: Some(t.into()),
+            name: None,
+        }
+    }
+
+    /// The join over a flat 100 W series for 1 s, declared one trajectory in flight.
+    fn run(markers: &[StepMarker]) -> RunAttribution {
+        let input = AttributionInput {
+            reference_instant_unix_ns: Some(A),
+            run_window: RunWindow {
+                start_elapsed_ns: 0,
+                end_elapsed_ns: 1000 * MS,
+            },
+            power: vec![PowerSeries {
+                device: "gpu0".into(),
+                basis: PowerBasis::Simulated,
+                samples: (0..=10)
+                    .map(|i| PowerSample {
+                        elapsed_ns: i * 100 * MS,
+                        power_mw: 100_000,
+                    })
+                    .collect(),
+            }],
+            energy_counters: vec![],
+            counters: vec![],
+            concurrency: Concurrency {
+                max_trajectories_in_flight: 1,
+            },
+        };
+        attribute_run(&input, Some(markers), &BTreeMap::new())
+    }
+
+    fn label(steps: &HashMap<(String, u64), StepEnergy>, t: &str) -> String {
+        steps[&(t.to_string(), 1)].basis.clone()
+    }
+
+    /// One label rule for the runner and the load executor: apportioned (overlapping
+    /// trajectories) beats simulated, which beats the join's `measured`.
+    #[test]
+    fn step_labels_apportioned_beats_simulated_beats_measured() {
+        let one = run(&[step("a", 100, 300), step("b", 400, 600)]);
+        assert_eq!(label(&step_energies(&one, true), "a"), "simulated");
+        assert_eq!(label(&step_energies(&one, false), "b"), "measured");
+        // 100 W over 200 ms = 20 J = 20,000 mJ.
+        assert_eq!(
+            step_energies(&one, false)[&("a".into(), 1)].energy_mj,
+            Some(20_000)
+        );
+
+        let overlapping = run(&[step("a", 100, 300), step("b", 200, 400)]);
+        for simulated in [true, false] {
+            let steps = step_energies(&overlapping, simulated);
+            assert_eq!(label(&steps, "a"), "apportioned");
+            assert_eq!(label(&steps, "b"), "apportioned");
+        }
+    }
 }

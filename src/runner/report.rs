@@ -347,18 +347,20 @@ fn warmup_ids(e: &ExecutedJob, l: &LoadRun) -> Vec<String> {
     out
 }
 
-/// The curve of a load job: one summary per point (see [`crate::load::curve`]).
+/// The curve of a load job: one summary per point (see [`crate::load::curve`]);
+/// `windows[i]` is point i's window energy ([`RunEnergy::window`]).
 fn curve(
     e: &ExecutedJob,
     l: &LoadRun,
     warm: &HashSet<&str>,
-    energy: &RunEnergy,
+    windows: &[Option<(u64, String, String)>],
 ) -> Vec<crate::load::PointSummary> {
     let criteria = GoodputCriteria::from_gates(&e.job.gates);
     let values = l.spec.sweep.as_ref().map_or_else(Vec::new, Sweep::values);
     l.points
         .iter()
-        .map(|p| {
+        .zip(windows)
+        .map(|(p, window)| {
             let reqs: Vec<PointRequest> = e.trajectories[p.trajectories.clone()]
                 .iter()
                 .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
@@ -378,7 +380,7 @@ fn curve(
                 max_requests_in_flight: p.max_requests_in_flight,
                 units: p.units_started,
                 window_ns: p.window_ns(),
-                energy: energy.window(p.start_ns, p.end_ns),
+                energy: window.clone(),
             };
             summarize_point(facts, &reqs, criteria.as_ref())
         })
@@ -447,8 +449,16 @@ pub fn build(
             Some(v) => Figure::available(v, gate::basis::GRADING),
             None => Figure::unavailable(gate::basis::GRADING, "no checks"),
         };
+        // Each load point's window energy, computed once for the job figures and the curve.
+        let windows: Vec<Option<(u64, String, String)>> =
+            e.load.as_ref().map_or_else(Vec::new, |l| {
+                l.points
+                    .iter()
+                    .map(|p| attribution.window(p.start_ns, p.end_ns))
+                    .collect()
+            });
         let job_energy = match &e.load {
-            Some(l) => attribution.load_job_figures(l, &e.trajectories),
+            Some(l) => attribution.load_job_figures(l, &windows, &e.trajectories),
             None => attribution
                 .job_figures(&e.job.job.id)
                 .unwrap_or_else(|| energy::JobEnergy {
@@ -465,7 +475,7 @@ pub fn build(
         let (load, sweep) = match &e.load {
             Some(l) => (
                 Some(LoadReport::new(l, warm_ids.clone())),
-                Some(SweepReport::new(&l.spec, curve(e, l, &warm, &attribution))),
+                Some(SweepReport::new(&l.spec, curve(e, l, &warm, &windows))),
             ),
             None => (None, None),
         };
