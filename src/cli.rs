@@ -122,6 +122,23 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// Whether the command only reads files and prints (`check`, `list`, `timeline`,
+    /// `compare`, `report` without `--otlp-endpoint`): such a command may end at once
+    /// when its reader closes stdout (SIGPIPE's default), as Unix filters do. Commands
+    /// that measure, serve or write artifacts return `false`.
+    pub fn prints_only(&self) -> bool {
+        match self {
+            Command::Check { .. }
+            | Command::List { .. }
+            | Command::Timeline { .. }
+            | Command::Compare { .. } => true,
+            Command::Report { otlp_endpoint, .. } => otlp_endpoint.is_none(),
+            _ => false,
+        }
+    }
+}
+
 /// `timeline` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum TimelineCommand {

@@ -73,7 +73,8 @@ pub fn print_suite_error(e: &SuiteError) {
     eprintln!("{report:?}");
 }
 
-/// Loads every suite or returns the first error (already printed).
+/// Loads every suite or returns the first error (already printed), including job ids
+/// shared across files ([`suite::check_distinct_job_ids`]).
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<suite::Suite>, i32> {
     let mut out = Vec::new();
     for p in paths {
@@ -84,6 +85,10 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<suite::Suite>, i32> {
                 return Err(EXIT_BAD_INPUT);
             }
         }
+    }
+    if let Err(e) = suite::check_distinct_job_ids(&out) {
+        print_suite_error(&e);
+        return Err(EXIT_BAD_INPUT);
     }
     Ok(out)
 }
@@ -126,14 +131,23 @@ fn check(paths: &[PathBuf]) -> i32 {
 fn list(paths: &[PathBuf], filter: Option<&str>) -> i32 {
     match load_all(paths) {
         Ok(suites) => {
+            let mut listed = 0usize;
             for s in &suites {
                 for j in &s.jobs {
                     if filter.is_none_or(|f| suite::filter_matches(f, &j.id)) {
                         println!("{}  {}", j.id, j.kind_name().as_str());
+                        listed += 1;
                     }
                 }
             }
-            0
+            match filter {
+                // As `run`: a filter that selects nothing is a bad flag, not an empty list.
+                Some(f) if listed == 0 => {
+                    eprintln!("error: no job selected by --filter {f:?}");
+                    EXIT_BAD_INPUT
+                }
+                _ => 0,
+            }
         }
         Err(code) => code,
     }
@@ -193,12 +207,22 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             }
         },
     };
+    if let Err(e) = check_output_paths(&args) {
+        eprintln!("error: {e}");
+        return EXIT_BAD_INPUT;
+    }
     if args.dry_run {
         for r in &resolved {
             println!("{}", r.dry_run_text());
         }
         println!("dry run: nothing was sent");
         return 0;
+    }
+    if let Some(dir) = &args.out
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        eprintln!("error: --out {}: {e}", dir.display());
+        return EXIT_BAD_INPUT;
     }
     let jobs: usize = resolved.iter().map(|r| r.jobs.len()).sum();
     let simulated = resolved
@@ -260,10 +284,12 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             );
         }
     }
+    let mut exit_status = outcome.exit_status;
     if let Some(path) = &args.junit
         && let Err(e) = write_junit(&outcome.report, path)
     {
         eprintln!("error: --junit {}: {e}", path.display());
+        exit_status = EXIT_BAD_INPUT;
     }
     match args.message_format {
         MessageFormat::Human => {
@@ -281,7 +307,57 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
         // Delivery problems are reported and never change the run's result.
         crate::otlp::send_report(&outcome.report, url).await;
     }
-    outcome.exit_status
+    exit_status
+}
+
+/// Checks `--out DIR` and `--junit FILE` before any request (exit 2 on error), so a run
+/// is never measured only to lose its artifacts:
+/// - `--out` must be a new path or an empty directory. A directory holding files (a
+///   previous run) is refused: its old `timeline/` or `samples/` would otherwise sit next
+///   to the new `report.json` and be read as this run's.
+/// - `--junit` must not be a directory, and its parent directory must exist.
+///
+/// Errors: one line naming the flag, the path and the reason.
+fn check_output_paths(args: &RunArgs) -> Result<(), String> {
+    if let Some(dir) = &args.out {
+        match std::fs::read_dir(dir) {
+            Ok(mut entries) => {
+                if entries.next().is_some() {
+                    return Err(format!(
+                        "--out {}: the directory is not empty (a previous run?); a run \
+                         directory must be new or empty, so no earlier artifact is read as \
+                         this run's",
+                        dir.display()
+                    ));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) if dir.exists() && !dir.is_dir() => {
+                return Err(format!(
+                    "--out {}: exists and is not a directory",
+                    dir.display()
+                ));
+            }
+            Err(e) => return Err(format!("--out {}: {e}", dir.display())),
+        }
+    }
+    if let Some(path) = &args.junit {
+        if path.is_dir() {
+            return Err(format!("--junit {}: is a directory", path.display()));
+        }
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(format!(
+                "--junit {}: the directory {} does not exist",
+                path.display(),
+                parent.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn views(report: &RunReport) -> (Vec<JobReportView>, RunTotals) {

@@ -4,6 +4,13 @@ use clap::Parser;
 
 fn main() {
     let cli = inferscope_bench::cli::Cli::parse();
+    if cli.command.prints_only() {
+        // Like other Unix filters: `inferscope-bench list S | head -1` ends quietly when the
+        // reader goes away, instead of panicking on EPIPE (exit 101). Commands that measure
+        // or serve keep SIGPIPE ignored and finish their work whatever stdout does.
+        // SAFETY: called before any thread is spawned; SIG_DFL is a valid disposition.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -333,7 +333,16 @@ fn bad_input_exits_2_before_any_request_reaches_the_endpoint() {
         vec!["run", "good.toml", "--filter", "no-such-job"],
         vec!["run", "good.toml", "missing.toml"],
         vec!["run", "good.toml", "--endpoint", "ftp://127.0.0.1/v1"],
+        // One suite file twice: two jobs under one id (their trajectories would merge).
+        vec!["run", "good.toml", "good.toml"],
+        // Output paths that cannot take the run's artifacts: refused before any request.
+        vec!["run", "good.toml", "--out", "good.toml"],
+        vec!["run", "good.toml", "--out", "full"],
+        vec!["run", "good.toml", "--junit", "no-such-dir/j.xml"],
+        vec!["run", "good.toml", "--junit", "full"],
     ];
+    // A directory holding a previous run's files.
+    write(&cwd.path().join("full"), "report.json", "{}");
     for args in cases {
         let o = support::command(cwd.path())
             .args(&args)
@@ -432,7 +441,54 @@ fn check_and_list() {
     assert_eq!(text(&o).0.trim(), "agentic::repo_tour  agentic");
     let o = run(cwd.path(), &["list", "nope.toml"]);
     assert_eq!(o.status.code(), Some(2));
+    // As `run`: a filter that selects nothing is bad input.
+    let o = run(cwd.path(), &["list", &suites[0], "--filter", "no-such-job"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(text(&o).1.contains("no job selected"), "{}", describe(&o));
+    // The same file twice, and two files with one suite name: job ids would collide.
+    let o = run(cwd.path(), &["check", &suites[0], &suites[0]]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(text(&o).1.contains("given twice"), "{}", describe(&o));
+    let twin = tempfile::tempdir().unwrap();
+    let body = "name = \"twin\"\n[[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\n";
+    let a = write(twin.path(), "a.toml", body);
+    let b = write(twin.path(), "b.toml", body);
+    let o = run(
+        cwd.path(),
+        &["list", a.to_str().unwrap(), b.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(
+        text(&o).1.contains("suite name `twin` is also the name of"),
+        "{}",
+        describe(&o)
+    );
     assert!(tree(cwd.path()).is_empty());
+}
+
+/// A reader that goes away (`inferscope-bench list S | head -0`) ends a print-only
+/// command quietly: never the panic exit 101 of a failed `println!`.
+#[test]
+fn print_only_command_ends_quietly_when_stdout_closes() {
+    let cwd = tempfile::tempdir().unwrap();
+    let suites = [suite_path("agentic.toml"), suite_path("context.toml")];
+    for args in [vec!["list"], vec!["check"]] {
+        let mut child = support::command(cwd.path())
+            .args(&args)
+            .args(&suites)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_ne!(o.status.code(), Some(101), "{args:?}: {}", describe(&o));
+        assert!(
+            !String::from_utf8_lossy(&o.stderr).contains("panicked"),
+            "{args:?}: {}",
+            describe(&o)
+        );
+    }
 }
 
 #[test]
@@ -455,6 +511,18 @@ fn timeline_verify_exit_codes_0_1_2() {
     let v = verify(&out);
     assert_eq!(v.status.code(), Some(0), "{}", describe(&v));
     assert!(text(&v).0.contains("complete"));
+
+    // The timeline next to another run's report.json: an integrity error (1).
+    let report_path = out.join("report.json");
+    let original = std::fs::read_to_string(&report_path).unwrap();
+    let mut other: Value = serde_json::from_str(&original).unwrap();
+    other["run_id"] = Value::from("20260101T000000Z-000000");
+    std::fs::write(&report_path, other.to_string()).unwrap();
+    let v = verify(&out);
+    assert_eq!(v.status.code(), Some(1), "{}", describe(&v));
+    assert!(text(&v).0.contains("run_id differs"), "{}", describe(&v));
+    std::fs::write(&report_path, original).unwrap();
+    assert_eq!(verify(&out).status.code(), Some(0));
 
     // One flipped byte in the events file: hash mismatch, an integrity error (1).
     let ev = out.join("timeline/events.jsonl");

@@ -246,7 +246,16 @@ pub fn run_job(cfg: &HarnessConfig, file: &Path, job_id: &str) -> Result<TrialRu
     }
     let simulated = matches!(resolved.endpoint.value, EndpointSetting::Simulated);
     let (run_dir, tmp) = match &cfg.out_dir {
-        Some(d) => (d.join(snapshot_name(job_id)), None),
+        Some(d) => {
+            // The trial's own directory under INFERSCOPE_OUT: a previous run of this trial
+            // is replaced, never mixed with this one (its timeline would outlive it).
+            let dir = d.join(snapshot_name(job_id));
+            if dir.join("report.json").is_file() {
+                std::fs::remove_dir_all(&dir)
+                    .map_err(|e| format!("{}: removing the previous run: {e}", dir.display()))?;
+            }
+            (dir, None)
+        }
         None => {
             let t = tempfile::Builder::new()
                 .prefix("inferscope-trial-")

@@ -55,7 +55,9 @@ pub struct RunExtras {
 
 /// What a run produced.
 pub struct RunOutcome {
-    /// Exit status: 0 all jobs and gates passed, 100 any failed.
+    /// Exit status: 0 all jobs and gates passed, 100 any failed, 2 when the artifacts
+    /// could not be written to the run directory (the run's figures are then only on the
+    /// console, so CI must not read it as a pass).
     pub exit_status: i32,
     /// The run directory.
     pub run_dir: PathBuf,
@@ -160,12 +162,16 @@ pub async fn run_with(
         io_after,
         ctx.cancelled.load(Ordering::Relaxed),
     );
-    if let Err(e) = writes {
-        eprintln!("error: writing artifacts to {}: {e}", run_dir.display());
-    }
+    let exit_status = match writes {
+        Ok(_) => report.summary.exit_status,
+        Err(e) => {
+            eprintln!("error: writing artifacts to {}: {e}", run_dir.display());
+            crate::gate::EXIT_BAD_INPUT
+        }
+    };
     session.shutdown().await;
     RunOutcome {
-        exit_status: report.summary.exit_status,
+        exit_status,
         run_dir,
         report,
         console,

@@ -63,5 +63,48 @@ pub fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
     load::parse(text, origin)
 }
 
+/// Checks that the suites of one run (or `check`/`list` call) give every job a distinct id.
+/// Job ids are `suite::job` and a file already refuses two jobs with one name, so two ids
+/// collide only when two files share a suite name (the same file given twice, or two files
+/// with the same `name`, or the same stem without one); the report, the steps file and the
+/// ADR-013 join key trajectories by job id, so a collision would merge two jobs' runs.
+///
+/// Errors: [`SuiteErrorKind::Duplicate`] on the later file, naming the earlier one and the
+/// shared suite name (no position: the name may come from the file stem).
+pub fn check_distinct_job_ids(suites: &[Suite]) -> Result<(), SuiteError> {
+    for (i, s) in suites.iter().enumerate() {
+        let Some(first) = suites[..i].iter().find(|f| f.name == s.name) else {
+            continue;
+        };
+        let Some(job) = s
+            .jobs
+            .iter()
+            .find(|j| first.jobs.iter().any(|f| f.id == j.id))
+        else {
+            continue;
+        };
+        let message = if first.file == s.file {
+            format!(
+                "the suite file is given twice: job `{}` would run twice under one id",
+                job.id
+            )
+        } else {
+            format!(
+                "suite name `{}` is also the name of {}: job id `{}` would name two jobs; \
+                 give one suite a different `name`",
+                s.name,
+                first.file.display(),
+                job.id
+            )
+        };
+        return Err(SuiteError::plain(
+            s.file.clone(),
+            SuiteErrorKind::Duplicate,
+            message,
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

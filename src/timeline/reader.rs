@@ -92,7 +92,7 @@ fn rename_what(k: ErrorKind, what: &'static str) -> ErrorKind {
 }
 
 /// Verifies the timeline of `run_dir` (reads `timeline/manifest.json` and the events file
-/// it names). Never panics on hostile input; reads at most 16 KiB of manifest and the
+/// it names; when `report.json` is there too, the manifest's `run_id` must be its). Never panics on hostile input; reads at most 16 KiB of manifest and the
 /// manifest's byte budget (≤ 8 MiB) of events.
 pub fn verify(run_dir: &Path) -> VerifyReport {
     let mut report = VerifyReport::new(run_dir);
@@ -129,7 +129,12 @@ pub fn verify(run_dir: &Path) -> VerifyReport {
             return report;
         }
     };
-    let manifest_faults = check_manifest(&manifest);
+    let mut manifest_faults = check_manifest(&manifest);
+    if report_run_id(run_dir).is_some_and(|id| id != manifest.run_id) {
+        manifest_faults.push(ErrorKind::ManifestInvalid(
+            "run_id differs from report.json's: the timeline belongs to another run",
+        ));
+    }
     let usable = !manifest_faults.iter().any(|k| {
         matches!(
             k,
@@ -177,6 +182,19 @@ pub fn verify(run_dir: &Path) -> VerifyReport {
     }
     check_events(&manifest, &bytes, &mut report);
     report
+}
+
+/// The `run_id` of `run_dir/report.json`, when the file exists and has one (`None`
+/// otherwise: a timeline is verifiable without its report).
+fn report_run_id(run_dir: &Path) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct RunIdOnly {
+        run_id: String,
+    }
+    let bytes = std::fs::read(run_dir.join("report.json")).ok()?;
+    serde_json::from_slice::<RunIdOnly>(&bytes)
+        .ok()
+        .map(|r| r.run_id)
 }
 
 /// A verified timeline: the manifest and every event, in `seq` order.
