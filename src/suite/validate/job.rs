@@ -10,7 +10,7 @@ use super::super::load::Ctx;
 use super::super::model::*;
 use super::super::raw::{RawJob, RawScriptStep};
 use super::fixtures::{Fixtures, Want};
-use super::{K, R, check_name, is_env_name, seconds, unknown_tool};
+use super::{K, R, check_name, gate_spec, is_env_name, seconds, unknown_tool};
 use crate::grade::{Check, CheckProblem, CheckTarget};
 use crate::load::{LoadSpec, Stop, Sweep};
 use crate::tools::json::table_to_json;
@@ -44,6 +44,13 @@ pub(super) fn job(
     };
     let checks = checks(ctx, &p, &kind, std::mem::take(&mut j.checks))?;
     let load = load(ctx, &p, &j, &kind, repeat)?;
+    let gates = j.gates.take().unwrap_or_default();
+    gate_spec(
+        ctx,
+        &format!("{p}.gates"),
+        &format!("the gates of job `{}`", j.name),
+        &gates,
+    )?;
     Ok(Job {
         id: format!("{suite}::{}", j.name),
         name: j.name,
@@ -52,7 +59,7 @@ pub(super) fn job(
         max_tokens,
         temperature,
         repeat,
-        gates: j.gates.unwrap_or_default(),
+        gates,
         checks,
         kind,
         load,
