@@ -717,6 +717,38 @@ fn bad_gate_and_overhead_values_are_located_for_check_run_and_overhead() {
     assert_eq!(wire.accepted(), 0, "a bad suite reached the endpoint");
 }
 
+/// A scripted step whose arguments match no `[[tools.responses]]` entry of a tool without
+/// a default would fail on every run: `check` and `run` refuse it with exit 2 at the
+/// step's arguments, before any request.
+#[test]
+fn a_script_step_that_no_tool_response_matches_exits_2() {
+    let wire = Tripwire::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let body = format!(
+        "name = \"s\"\nendpoint = \"{}\"\nmodel = \"m\"\n\
+         [[tools]]\nname = \"lookup\"\n\
+         parameters = {{ type = \"object\", properties = {{ key = {{ type = \"string\" }} }} }}\n\
+         [[tools.responses]]\nwhen = {{ key = \"k0\" }}\ntext = \"zero\"\n\
+         [[jobs]]\nname = \"a\"\nkind = \"agentic\"\nmode = \"scripted\"\ntask = \"t\"\n\
+         tools = [\"lookup\"]\n\
+         [[jobs.script]]\ntool = \"lookup\"\narguments = {{ key = \"k9\" }}\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "script.toml", &body);
+    for cmd in ["check", "run"] {
+        let o = run(cwd.path(), &[cmd, "script.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", describe(&o));
+        let (_, stderr) = text(&o);
+        assert!(
+            stderr.contains(
+                "error: script.toml:18:13: no `[[tools.responses]]` entry of tool `lookup`"
+            ),
+            "{cmd}:\n{stderr}"
+        );
+    }
+    assert_eq!(wire.accepted(), 0, "a bad suite reached the endpoint");
+}
+
 /// `check` refuses every suite that `run` refuses as bad input: a gate bound that is not a
 /// number in range is found by `check` too, with the same exit status 2.
 #[test]

@@ -560,6 +560,54 @@ fn scripted_job_rules() {
     assert!(e.message().contains("makes 2 LLM calls"), "{e}");
 }
 
+/// A `[[tools.responses]]` tool with (`default`) or without a default, called by a script.
+fn table_tool_suite(default: bool, mode: &str, steps: &str) -> String {
+    let default = if default {
+        "default_text = \"none\"\n"
+    } else {
+        ""
+    };
+    format!(
+        "[[tools]]\nname = \"lookup\"\n{default}\
+         parameters = {{ type = \"object\", properties = {{ key = {{ type = \"string\" }} }} }}\n\
+         [[tools.responses]]\nwhen = {{ key = \"k0\" }}\ntext = \"zero\"\n\
+         [[tools.responses]]\nwhen = {{ key = \"k1\" }}\ntext = \"one\"\n\
+         [[jobs]]\nname = \"a\"\nkind = \"agentic\"\nmode = \"{mode}\"\ntask = \"t\"\n\
+         tools = [\"lookup\"]\n{steps}"
+    )
+}
+
+#[test]
+fn a_script_step_no_response_row_matches_is_located_at_its_arguments() {
+    let p = Project::new();
+    let step = |args: &str| format!("[[jobs.script]]\ntool = \"lookup\"\narguments = {args}\n");
+    // The second step's arguments match no `when` and the tool has no default.
+    let steps = format!("{}{}", step("{ key = \"k1\" }"), step("{ key = \"k2\" }"));
+    let text = table_tool_suite(false, "scripted", &steps);
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "{ key = \"k2\" }",
+        "jobs[0].script[1].arguments",
+    );
+    assert!(e.message().contains("tool `lookup`"), "{e}");
+    assert!(e.message().contains("no default"), "{e}");
+    // No arguments at all (`{}`) is located at the step.
+    let text = table_tool_suite(false, "scripted", "[[jobs.script]]\ntool = \"lookup\"\n");
+    assert_eq!(p.err(&text).path(), Some("jobs[0].script[0].arguments"));
+    // Matching arguments, or a default response, load.
+    for text in [
+        table_tool_suite(false, "scripted", &step("{ key = \"k0\" }")),
+        table_tool_suite(true, "scripted", &step("{ key = \"k2\" }")),
+        // Model-driven jobs are matched only at run time.
+        table_tool_suite(false, "model", ""),
+    ] {
+        p.parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
+}
+
 #[test]
 fn context_and_swe_required_keys() {
     let p = Project::new();
