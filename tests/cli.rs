@@ -712,6 +712,111 @@ fn sim_command_serves_a_run_and_stops_on_ctrl_c() {
     );
 }
 
+/// Bad `[gates]` values (suite-wide or a job's) and bad `[overhead]` budgets are refused
+/// by `check`, `run` and `overhead` alike with exit 2, a `file:line:col` at the value and
+/// the field's name, before any request reaches the endpoint.
+#[test]
+fn bad_gate_and_overhead_values_are_located_for_check_run_and_overhead() {
+    let wire = Tripwire::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let head = format!(
+        "name = \"b\"\nendpoint = \"{}\"\nmodel = \"m\"\n",
+        wire.base_url()
+    );
+    let job = "[[jobs]]\nname = \"c\"\nkind = \"context\"\nsizes = [16]\n";
+    // (file, body after the header, expected `file:line:col:`, expected field and place)
+    let cases = [
+        (
+            "p99.toml",
+            format!("[gates]\nttft_ms = {{ p99 = -1.0 }}\n{job}"),
+            "p99.toml:5:19:",
+            "`ttft_ms.p99` in the suite's `[gates]`",
+        ),
+        (
+            "rate.toml",
+            format!("[gates]\nmax_error_rate = 1.5\n{job}"),
+            "rate.toml:5:18:",
+            "`max_error_rate` in the suite's `[gates]`",
+        ),
+        (
+            "inf.toml",
+            format!("[gates]\nttft_ms = {{ p99 = inf }}\n{job}"),
+            "inf.toml:5:19:",
+            "`ttft_ms.p99`",
+        ),
+        (
+            "empty.toml",
+            format!("[gates]\nttft_ms = {{}}\n{job}"),
+            "empty.toml:5:11:",
+            "`ttft_ms` in the suite's `[gates]`: sets no threshold",
+        ),
+        (
+            "job.toml",
+            format!("{job}[jobs.gates]\nmin_cache_hit_rate = -0.2\n"),
+            "job.toml:9:22:",
+            "`min_cache_hit_rate` in the gates of job `c`",
+        ),
+        (
+            "pairs.toml",
+            format!("[overhead]\npairs = 0\n{job}"),
+            "pairs.toml:5:9:",
+            "`pairs` in `[overhead]`",
+        ),
+        (
+            "budget.toml",
+            format!("[overhead]\nmax_workload_effect_pct = -1.0\n{job}"),
+            "budget.toml:5:27:",
+            "`max_workload_effect_pct` in `[overhead]`",
+        ),
+    ];
+    for (name, body, at, field) in &cases {
+        write(cwd.path(), name, &format!("{head}{body}"));
+        for cmd in ["check", "run", "overhead"] {
+            let o = run(cwd.path(), &[cmd, name]);
+            assert_eq!(o.status.code(), Some(2), "{cmd} {name}: {}", describe(&o));
+            let (_, stderr) = text(&o);
+            assert!(
+                stderr.contains(&format!("error: {at} {field}")),
+                "{cmd} {name}: want `{at} {field}`:\n{stderr}"
+            );
+            assert!(!stderr.contains("job `b::c`"), "{cmd} {name}: {stderr}");
+        }
+    }
+    assert_eq!(wire.accepted(), 0, "a bad suite reached the endpoint");
+}
+
+/// A scripted step whose arguments match no `[[tools.responses]]` entry of a tool without
+/// a default would fail on every run: `check` and `run` refuse it with exit 2 at the
+/// step's arguments, before any request.
+#[test]
+fn a_script_step_that_no_tool_response_matches_exits_2() {
+    let wire = Tripwire::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let body = format!(
+        "name = \"s\"\nendpoint = \"{}\"\nmodel = \"m\"\n\
+         [[tools]]\nname = \"lookup\"\n\
+         parameters = {{ type = \"object\", properties = {{ key = {{ type = \"string\" }} }} }}\n\
+         [[tools.responses]]\nwhen = {{ key = \"k0\" }}\ntext = \"zero\"\n\
+         [[jobs]]\nname = \"a\"\nkind = \"agentic\"\nmode = \"scripted\"\ntask = \"t\"\n\
+         tools = [\"lookup\"]\n\
+         [[jobs.script]]\ntool = \"lookup\"\narguments = {{ key = \"k9\" }}\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "script.toml", &body);
+    for cmd in ["check", "run"] {
+        let o = run(cwd.path(), &[cmd, "script.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", describe(&o));
+        let (_, stderr) = text(&o);
+        assert!(
+            stderr.contains(
+                "error: script.toml:18:13: no `[[tools.responses]]` entry of tool `lookup`"
+            ),
+            "{cmd}:\n{stderr}"
+        );
+    }
+    assert_eq!(wire.accepted(), 0, "a bad suite reached the endpoint");
+}
+
 /// `check` refuses every suite that `run` refuses as bad input: a gate bound that is not a
 /// number in range is found by `check` too, with the same exit status 2.
 #[test]

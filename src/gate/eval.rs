@@ -2,7 +2,7 @@
 //! issue 6 item 1), and [`validate_spec`] for `check` / bad-input detection.
 
 use super::figures::{Figure, FigureSet, LatencyFigures, basis};
-use super::spec::{GateSpec, PercentileBounds, WhenUnavailable};
+use super::spec::{GateSpec, OverheadSpec, PercentileBounds, WhenUnavailable};
 use super::verdict::{Comparison, Verdict};
 
 /// The built-in gate's key: a job with zero successful requests always fails.
@@ -156,11 +156,15 @@ impl std::fmt::Display for SpecProblem {
 }
 
 /// Checks every bound's range: latencies, tokens/J, energy and regression finite and
-/// `>= 0`; rates finite and within `0..=1`. Errors are bad input (exit 2), found before a
-/// run starts. Returns every problem, in evaluation order.
+/// `>= 0`; rates finite and within `0..=1`; a latency table (`ttft_ms = { ... }`) sets at
+/// least one of `p50`, `p90`, `p95`, `p99`, `mean` (an empty one would gate nothing).
+/// Errors are bad input (exit 2), found before a run starts: the suite loader reports them
+/// located at the offending value of the table as written (suite `[gates]` or a job's
+/// gates). Returns every problem, in evaluation order; [`SpecProblem::gate`] is the dotted
+/// key inside the table (`ttft_ms.p99`, `ttft_ms` for an empty latency table).
 pub fn validate_spec(spec: &GateSpec) -> Result<(), Vec<SpecProblem>> {
     let mut problems = Vec::new();
-    let mut check = |gate: String, v: Option<f64>, rate: bool| {
+    let check = |problems: &mut Vec<SpecProblem>, gate: String, v: Option<f64>, rate: bool| {
         let Some(v) = v else { return };
         let ok = v.is_finite() && v >= 0.0 && (!rate || v <= 1.0);
         if !ok {
@@ -181,6 +185,15 @@ pub fn validate_spec(spec: &GateSpec) -> Result<(), Vec<SpecProblem>> {
         ("e2e_ms", &spec.e2e_ms),
     ] {
         if let Some(b) = b {
+            if *b == PercentileBounds::default() {
+                problems.push(SpecProblem {
+                    gate: name.to_string(),
+                    problem: "sets no threshold: give at least one of `p50`, `p90`, `p95`, \
+                              `p99`, `mean`"
+                        .into(),
+                });
+                continue;
+            }
             for (stat, v) in [
                 ("p50", b.p50),
                 ("p90", b.p90),
@@ -188,24 +201,77 @@ pub fn validate_spec(spec: &GateSpec) -> Result<(), Vec<SpecProblem>> {
                 ("p99", b.p99),
                 ("mean", b.mean),
             ] {
-                check(format!("{name}.{stat}"), v, false);
+                check(&mut problems, format!("{name}.{stat}"), v, false);
             }
         }
     }
-    check("max_error_rate".into(), spec.max_error_rate, true);
-    check("min_grade_pass_rate".into(), spec.min_grade_pass_rate, true);
     check(
+        &mut problems,
+        "max_error_rate".into(),
+        spec.max_error_rate,
+        true,
+    );
+    check(
+        &mut problems,
+        "min_grade_pass_rate".into(),
+        spec.min_grade_pass_rate,
+        true,
+    );
+    check(
+        &mut problems,
         "min_tokens_per_joule".into(),
         spec.min_tokens_per_joule,
         false,
     );
-    check("min_cache_hit_rate".into(), spec.min_cache_hit_rate, true);
     check(
+        &mut problems,
+        "min_cache_hit_rate".into(),
+        spec.min_cache_hit_rate,
+        true,
+    );
+    check(
+        &mut problems,
         "max_energy_per_trajectory_j".into(),
         spec.max_energy_per_trajectory_j,
         false,
     );
-    check("regression_pct".into(), spec.regression_pct, false);
+    check(
+        &mut problems,
+        "regression_pct".into(),
+        spec.regression_pct,
+        false,
+    );
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
+}
+
+/// Checks the `[overhead]` budgets: `pairs >= 1`; `max_workload_effect_pct` and
+/// `max_runner_cpu_pct` finite and `>= 0` (the byte and MiB budgets are unsigned integers,
+/// so serde already refuses negatives). Errors are bad input (exit 2): the suite loader
+/// reports them located at the value in `[overhead]`. Returns every problem, in field
+/// order; [`SpecProblem::gate`] is the key inside `[overhead]`.
+pub fn validate_overhead(spec: &OverheadSpec) -> Result<(), Vec<SpecProblem>> {
+    let mut problems = Vec::new();
+    for (gate, v) in [
+        ("max_workload_effect_pct", spec.max_workload_effect_pct),
+        ("max_runner_cpu_pct", spec.max_runner_cpu_pct),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            problems.push(SpecProblem {
+                gate: gate.into(),
+                problem: format!("{v} must be a finite percentage >= 0"),
+            });
+        }
+    }
+    if spec.pairs == 0 {
+        problems.push(SpecProblem {
+            gate: "pairs".into(),
+            problem: "0 must be at least 1".into(),
+        });
+    }
     if problems.is_empty() {
         Ok(())
     } else {
@@ -460,6 +526,45 @@ mod tests {
             errs[1].to_string(),
             "gate `max_error_rate`: 1.5 must be a fraction between 0 and 1"
         );
+    }
+
+    #[test]
+    fn validate_spec_rejects_a_latency_table_without_thresholds() {
+        let errs = validate_spec(&spec("ttft_ms = {}\ne2e_ms = { p99 = 1.0 }")).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(errs[0].gate, "ttft_ms");
+        assert!(errs[0].problem.contains("no threshold"), "{}", errs[0]);
+        assert!(validate_spec(&spec("ttft_ms = { mean = 0.0 }")).is_ok());
+    }
+
+    #[test]
+    fn validate_spec_rejects_non_finite_and_negative_bounds() {
+        let errs = validate_spec(&spec(
+            "ttft_ms = { p99 = nan }\nitl_ms = { p90 = inf }\nregression_pct = -3.0",
+        ))
+        .unwrap_err();
+        let gates: Vec<&str> = errs.iter().map(|e| e.gate.as_str()).collect();
+        assert_eq!(gates, ["ttft_ms.p99", "itl_ms.p90", "regression_pct"]);
+    }
+
+    #[test]
+    fn validate_overhead_ranges() {
+        assert!(validate_overhead(&OverheadSpec::default()).is_ok());
+        let bad: OverheadSpec =
+            toml::from_str("pairs = 0\nmax_workload_effect_pct = -1.0\nmax_runner_cpu_pct = nan")
+                .unwrap();
+        let errs = validate_overhead(&bad).unwrap_err();
+        let gates: Vec<&str> = errs.iter().map(|e| e.gate.as_str()).collect();
+        assert_eq!(
+            gates,
+            ["max_workload_effect_pct", "max_runner_cpu_pct", "pairs"]
+        );
+        assert_eq!(
+            errs[0].to_string(),
+            "gate `max_workload_effect_pct`: -1 must be a finite percentage >= 0"
+        );
+        let inf: OverheadSpec = toml::from_str("max_workload_effect_pct = inf").unwrap();
+        assert!(validate_overhead(&inf).is_err());
     }
 
     #[test]

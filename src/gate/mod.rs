@@ -14,7 +14,7 @@ pub mod figures;
 pub mod spec;
 pub mod verdict;
 
-pub use eval::{SUCCESSFUL_REQUESTS_GATE, SpecProblem, evaluate, validate_spec};
+pub use eval::{SUCCESSFUL_REQUESTS_GATE, SpecProblem, evaluate, validate_overhead, validate_spec};
 pub use figures::{Figure, FigureSet, LatencyFigures, basis};
 pub use verdict::{
     Comparison, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, JobOutcome, Outcome,

@@ -329,14 +329,9 @@ pub async fn command(args: OverheadArgs) -> i32 {
         Err(code) => return code,
     };
     let budgets = suites[0].suite.overhead.clone();
+    // The suite's `[overhead]` budgets (`pairs >= 1` included) were validated, with
+    // located errors, when the suite loaded.
     let pairs = args.pairs.unwrap_or(budgets.pairs);
-    if pairs == 0 {
-        eprintln!(
-            "error: {}: [overhead] pairs = 0: at least 1 pair",
-            args.suite.display()
-        );
-        return EXIT_BAD_INPUT;
-    }
     let (dir, _guard) = match work_dir(args.out.as_deref()) {
         Ok(d) => d,
         Err(e) => {

@@ -236,7 +236,8 @@ pub struct Job {
     pub temperature: f64,
     /// Trajectories (agentic), sweeps (context) or runs (swe); default 1.
     pub repeat: u32,
-    /// The job's own `[jobs.gates]` (not merged; see [`super::Suite::gates_for`]).
+    /// The job's own `[jobs.gates]` (not merged; see [`super::Suite::gates_for`]); passes
+    /// [`crate::gate::validate_spec`], so the merged gates do too.
     pub gates: GateSpec,
     /// Grading checks, all must pass.
     pub checks: Vec<Check>,
@@ -357,9 +358,10 @@ pub struct Suite {
     pub max_event_bytes: u64,
     /// `[telemetry]` with defaults.
     pub telemetry: Telemetry,
-    /// Suite-wide `[gates]` (empty when absent).
+    /// Suite-wide `[gates]` (empty when absent); passes [`crate::gate::validate_spec`].
     pub gates: GateSpec,
-    /// `[overhead]` budgets (PRD defaults when absent).
+    /// `[overhead]` budgets (PRD defaults when absent); passes
+    /// [`crate::gate::validate_overhead`].
     pub overhead: OverheadSpec,
     /// Fixture tools.
     pub tools: Vec<ToolSpec>,

@@ -560,6 +560,54 @@ fn scripted_job_rules() {
     assert!(e.message().contains("makes 2 LLM calls"), "{e}");
 }
 
+/// A `[[tools.responses]]` tool with (`default`) or without a default, called by a script.
+fn table_tool_suite(default: bool, mode: &str, steps: &str) -> String {
+    let default = if default {
+        "default_text = \"none\"\n"
+    } else {
+        ""
+    };
+    format!(
+        "[[tools]]\nname = \"lookup\"\n{default}\
+         parameters = {{ type = \"object\", properties = {{ key = {{ type = \"string\" }} }} }}\n\
+         [[tools.responses]]\nwhen = {{ key = \"k0\" }}\ntext = \"zero\"\n\
+         [[tools.responses]]\nwhen = {{ key = \"k1\" }}\ntext = \"one\"\n\
+         [[jobs]]\nname = \"a\"\nkind = \"agentic\"\nmode = \"{mode}\"\ntask = \"t\"\n\
+         tools = [\"lookup\"]\n{steps}"
+    )
+}
+
+#[test]
+fn a_script_step_no_response_row_matches_is_located_at_its_arguments() {
+    let p = Project::new();
+    let step = |args: &str| format!("[[jobs.script]]\ntool = \"lookup\"\narguments = {args}\n");
+    // The second step's arguments match no `when` and the tool has no default.
+    let steps = format!("{}{}", step("{ key = \"k1\" }"), step("{ key = \"k2\" }"));
+    let text = table_tool_suite(false, "scripted", &steps);
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "{ key = \"k2\" }",
+        "jobs[0].script[1].arguments",
+    );
+    assert!(e.message().contains("tool `lookup`"), "{e}");
+    assert!(e.message().contains("no default"), "{e}");
+    // No arguments at all (`{}`) is located at the step.
+    let text = table_tool_suite(false, "scripted", "[[jobs.script]]\ntool = \"lookup\"\n");
+    assert_eq!(p.err(&text).path(), Some("jobs[0].script[0].arguments"));
+    // Matching arguments, or a default response, load.
+    for text in [
+        table_tool_suite(false, "scripted", &step("{ key = \"k0\" }")),
+        table_tool_suite(true, "scripted", &step("{ key = \"k2\" }")),
+        // Model-driven jobs are matched only at run time.
+        table_tool_suite(false, "model", ""),
+    ] {
+        p.parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
+}
+
 #[test]
 fn context_and_swe_required_keys() {
     let p = Project::new();
@@ -767,6 +815,125 @@ fn value_ranges_are_checked() {
         "{AGENTIC}max_repeated_tool_calls = 1\n"
     )));
     assert_eq!(e.path(), Some("jobs[0].max_repeated_tool_calls"));
+}
+
+const CONTEXT: &str = "[[jobs]]\nname = \"c\"\nkind = \"context\"\nsizes = [16]\n";
+
+#[test]
+fn suite_gate_values_are_located_and_name_the_suite_table() {
+    let p = Project::new();
+    for (line, needle, path) in [
+        ("ttft_ms = { p99 = -1.0 }", "-1.0", "gates.ttft_ms.p99"),
+        ("ttft_ms = { p99 = nan }", "nan", "gates.ttft_ms.p99"),
+        ("e2e_ms = { mean = inf }", "inf", "gates.e2e_ms.mean"),
+        ("max_error_rate = 1.5", "1.5", "gates.max_error_rate"),
+        (
+            "min_cache_hit_rate = -0.2",
+            "-0.2",
+            "gates.min_cache_hit_rate",
+        ),
+        ("regression_pct = -3", "-3", "gates.regression_pct"),
+        ("ttft_ms = {}", "{}", "gates.ttft_ms"),
+    ] {
+        let text = format!("name = \"b\"\n[gates]\n{line}\n{CONTEXT}");
+        let e = p.err(&text);
+        assert_at(&e, SuiteErrorKind::InvalidValue, &text, needle, path);
+        let gate = path.strip_prefix("gates.").unwrap();
+        assert!(
+            e.message()
+                .starts_with(&format!("`{gate}` in the suite's `[gates]`: ")),
+            "{line}: {e}"
+        );
+        assert!(!e.message().contains("job"), "{line}: {e}");
+    }
+    let e = p.err(&format!("[gates]\nttft_ms = {{}}\n{CONTEXT}"));
+    assert!(e.message().contains("sets no threshold"), "{e}");
+}
+
+#[test]
+fn job_gate_values_are_located_and_name_the_job() {
+    let p = Project::new();
+    // Inline in the job and as a `[jobs.gates]` header, each over a valid suite table.
+    for (text, needle, path) in [
+        (
+            format!("[gates]\nmax_error_rate = 0.1\n{CONTEXT}gates = {{ max_error_rate = 1.5 }}\n"),
+            "1.5",
+            "jobs[0].gates.max_error_rate",
+        ),
+        (
+            format!("{CONTEXT}[jobs.gates]\nitl_ms = {{ p50 = 1.0 }}\nttft_ms = {{}}\n"),
+            "{}",
+            "jobs[0].gates.ttft_ms",
+        ),
+        (
+            format!("{CONTEXT}[jobs.gates]\ntpot_ms = {{ p95 = -4.0 }}\n"),
+            "-4.0",
+            "jobs[0].gates.tpot_ms.p95",
+        ),
+    ] {
+        let e = p.err(&text);
+        assert_at(&e, SuiteErrorKind::InvalidValue, &text, needle, path);
+        assert!(e.message().contains("in the gates of job `c`"), "{e}");
+    }
+}
+
+#[test]
+fn the_first_bad_gate_in_file_order_is_reported() {
+    let p = Project::new();
+    // Evaluation order would report `ttft_ms.p99` first; the file has `max_error_rate` first.
+    let text = format!("[gates]\nmax_error_rate = 2.0\nttft_ms = {{ p99 = -1.0 }}\n{CONTEXT}");
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "2.0",
+        "gates.max_error_rate",
+    );
+}
+
+#[test]
+fn overhead_budgets_are_validated_with_a_location() {
+    let p = Project::new();
+    for (line, needle, path) in [
+        ("pairs = 0", "0", "overhead.pairs"),
+        (
+            "max_workload_effect_pct = -1.0",
+            "-1.0",
+            "overhead.max_workload_effect_pct",
+        ),
+        (
+            "max_workload_effect_pct = nan",
+            "nan",
+            "overhead.max_workload_effect_pct",
+        ),
+        (
+            "max_workload_effect_pct = inf",
+            "inf",
+            "overhead.max_workload_effect_pct",
+        ),
+        (
+            "max_runner_cpu_pct = -5.0",
+            "-5.0",
+            "overhead.max_runner_cpu_pct",
+        ),
+    ] {
+        let text = format!("[overhead]\n{line}\n{CONTEXT}");
+        let e = p.err(&text);
+        assert_at(&e, SuiteErrorKind::InvalidValue, &text, needle, path);
+        let key = path.strip_prefix("overhead.").unwrap();
+        assert!(
+            e.message()
+                .starts_with(&format!("`{key}` in `[overhead]`: ")),
+            "{line}: {e}"
+        );
+    }
+    let s = p
+        .parse(&format!(
+            "[overhead]\npairs = 1\nmax_workload_effect_pct = 0.0\n{CONTEXT}"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.overhead.pairs, 1);
 }
 
 // ---------------------------------------------------------------- secrets

@@ -10,10 +10,10 @@ use super::super::load::Ctx;
 use super::super::model::*;
 use super::super::raw::{RawJob, RawScriptStep};
 use super::fixtures::{Fixtures, Want};
-use super::{K, R, check_name, is_env_name, seconds, unknown_tool};
+use super::{K, R, check_name, gate_spec, is_env_name, seconds, unknown_tool};
 use crate::grade::{Check, CheckProblem, CheckTarget};
 use crate::load::{LoadSpec, Stop, Sweep};
-use crate::tools::json::table_to_json;
+use crate::tools::json::{json_values_equal, table_to_json};
 use crate::tools::schema::validate_arguments;
 
 /// Validates job `i` of suite `suite` against the declared `tools`.
@@ -44,6 +44,13 @@ pub(super) fn job(
     };
     let checks = checks(ctx, &p, &kind, std::mem::take(&mut j.checks))?;
     let load = load(ctx, &p, &j, &kind, repeat)?;
+    let gates = j.gates.take().unwrap_or_default();
+    gate_spec(
+        ctx,
+        &format!("{p}.gates"),
+        &format!("the gates of job `{}`", j.name),
+        &gates,
+    )?;
     Ok(Job {
         id: format!("{suite}::{}", j.name),
         name: j.name,
@@ -52,7 +59,7 @@ pub(super) fn job(
         max_tokens,
         temperature,
         repeat,
-        gates: j.gates.unwrap_or_default(),
+        gates,
         checks,
         kind,
         load,
@@ -335,7 +342,8 @@ fn agentic(ctx: &Ctx, tools: &[ToolSpec], p: &str, j: &mut RawJob) -> R<AgenticJ
 }
 
 /// The steps of a scripted job: each tool declared, offered by the job, and called with
-/// arguments that fit its parameters.
+/// arguments that fit its parameters and, for a `[[tools.responses]]` tool without a
+/// default, equal one entry's `when` (parsed-JSON equality, as at run time).
 fn script(
     ctx: &Ctx,
     tools: &[ToolSpec],
@@ -380,6 +388,32 @@ fn script(
                 format!("arguments do not fit tool `{}`: {m}", s.tool),
             )
         })?;
+        if let ToolSource::Table {
+            responses,
+            default: None,
+        } = &spec.source
+            && !responses
+                .iter()
+                .any(|r| json_values_equal(&r.when, &arguments))
+        {
+            // A script is fixed, so this step would fail with `no_matching_response` on
+            // every run; model-driven calls are matched only at run time.
+            return Err(ctx
+                .at_value(
+                    &at,
+                    K::InvalidValue,
+                    format!(
+                        "no `[[tools.responses]]` entry of tool `{}` has `when` equal to these \
+                         arguments, and the tool has no default: the step would always fail",
+                        s.tool
+                    ),
+                )
+                .with_hint(Some(
+                    "use the arguments of one of the tool's `when` tables, add an entry for \
+                     these, or give the tool `default_text` / `default_file`"
+                        .into(),
+                )));
+        }
         out.push(ScriptStep {
             tool: s.tool,
             arguments,

@@ -14,6 +14,7 @@ use super::fields::did_you_mean;
 use super::load::Ctx;
 use super::model::*;
 use super::raw::RawSuite;
+use crate::gate::spec::GateSpec;
 use fixtures::Fixtures;
 
 type R<T> = Result<T, SuiteError>;
@@ -92,6 +93,12 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> R<Suite> {
     }
     let fx = Fixtures::locate(ctx, origin, raw.fixtures_dir.as_deref())?;
     let telemetry = telemetry(ctx, raw.telemetry.unwrap_or_default())?;
+    let gates = raw.gates.unwrap_or_default();
+    gate_spec(ctx, "gates", "the suite's `[gates]`", &gates)?;
+    let overhead = raw.overhead.unwrap_or_default();
+    if let Err(problems) = crate::gate::validate_overhead(&overhead) {
+        return Err(first_problem(ctx, "overhead", "`[overhead]`", problems));
+    }
 
     let mut tools = Vec::new();
     for (i, t) in raw.tools.into_iter().enumerate() {
@@ -150,14 +157,45 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> R<Suite> {
         idle_timeout,
         max_event_bytes,
         telemetry,
-        gates: raw.gates.unwrap_or_default(),
-        overhead: raw.overhead.unwrap_or_default(),
+        gates,
+        overhead,
         tools,
         jobs,
         explicit: ctx.index.paths().map(str::to_string).collect(),
         text: ctx.text.clone(),
         api_key_env_span: ctx.index.value_span("api_key_env"),
     })
+}
+
+/// Checks one `[gates]` table as written at `table` (`gates` or `jobs[i].gates`) with
+/// [`crate::gate::validate_spec`]; the first problem in file order, located at its value
+/// and naming `where_` (the suite's table or the job's).
+fn gate_spec(ctx: &Ctx, table: &str, where_: &str, spec: &GateSpec) -> R<()> {
+    match crate::gate::validate_spec(spec) {
+        Ok(()) => Ok(()),
+        Err(problems) => Err(first_problem(ctx, table, where_, problems)),
+    }
+}
+
+/// The [`SpecProblem`](crate::gate::SpecProblem) earliest in the file as a located
+/// error at `{table}.{gate}`.
+fn first_problem(
+    ctx: &Ctx,
+    table: &str,
+    where_: &str,
+    problems: Vec<crate::gate::SpecProblem>,
+) -> SuiteError {
+    problems
+        .into_iter()
+        .map(|p| {
+            ctx.at_value(
+                &format!("{table}.{}", p.gate),
+                K::InvalidValue,
+                format!("`{}` in {where_}: {}", p.gate, p.problem),
+            )
+        })
+        .min_by_key(|e| e.location().map_or(usize::MAX, |l| l.offset))
+        .expect("validation returns at least one problem")
 }
 
 fn duplicate(ctx: &Ctx, what: &str, name: &str, at: &str, first: &str) -> SuiteError {
