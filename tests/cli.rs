@@ -704,6 +704,31 @@ fn sim_command_serves_a_run_and_stops_on_ctrl_c() {
     assert_eq!(r["endpoint"]["simulated"], false, "an external endpoint");
     assert_eq!(r["endpoint"]["base_url"], url.as_str());
     assert_eq!(status.code(), Some(0));
+    // No power source (no GPU sampled, not the built-in simulator): no energy, and no
+    // basis either — never `measured` (missing is null).
+    let steps: Vec<&Value> = r["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|j| j["trajectories"].as_array().unwrap())
+        .flat_map(|t| t["steps"].as_array().unwrap())
+        .collect();
+    assert!(!steps.is_empty());
+    for s in steps {
+        assert_eq!(s["energy_mj"], Value::Null, "{s}");
+        assert_eq!(s["energy_basis"], Value::Null, "{s}");
+    }
+    let t = &r["trajectory"];
+    assert_eq!(t["concurrency"]["energy_basis"], Value::Null, "{t}");
+    for tr in t["trajectories"].as_array().unwrap() {
+        assert_eq!(tr["energy_basis"], Value::Null, "{tr}");
+        for s in tr["steps"].as_array().unwrap() {
+            assert_eq!(s["energy_basis"], Value::Null, "{s}");
+        }
+    }
+    let console = text(&o).0;
+    assert!(console.contains("energy basis —"), "{console}");
+    assert!(!console.contains("energy basis measured"), "{console}");
     // Nothing else was written.
     assert!(
         files_under(cwd.path()).iter().all(|(p, _)| {
@@ -815,6 +840,75 @@ fn a_script_step_that_no_tool_response_matches_exits_2() {
         );
     }
     assert_eq!(wire.accepted(), 0, "a bad suite reached the endpoint");
+}
+
+/// ADR-013 concurrency statement: a context job with `concurrency = 4` and the default
+/// `count = 1` can never have had four trajectories in flight; the run says one (declared
+/// is capped to the units started), labels the simulator's energy `simulated`, and never
+/// claims trajectories in flight that were not. With `count = 8` on the simulator they do
+/// overlap: `apportioned`, and the statement names both figures.
+#[test]
+fn declared_concurrency_is_capped_and_stated_honestly() {
+    let cwd = tempfile::tempdir().unwrap();
+    let suite = |name: &str, extra: &str| {
+        let body = format!(
+            "name = \"{name}\"\n[telemetry]\nsample_period_ms = 10\n\
+             [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [64]\nmax_tokens = 4\n\
+             concurrency = 4\n{extra}"
+        );
+        write(cwd.path(), &format!("{name}.toml"), &body)
+            .display()
+            .to_string()
+    };
+    let one = suite("c4", "");
+    let out = cwd.path().join("run");
+    let o = run(cwd.path(), &["run", &one, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let console = text(&o).0;
+    assert!(!console.contains("4 trajectories"), "{console}");
+    assert!(!console.contains("trajectoryies"), "{console}");
+    let header = console
+        .lines()
+        .find(|l| l.starts_with("trajectory c4::one#0"))
+        .unwrap_or_else(|| panic!("no trajectory header:\n{console}"));
+    assert!(header.contains("energy basis: simulated"), "{header}");
+    assert!(
+        header.ends_with("concurrency: 1 trajectory in flight"),
+        "{header}"
+    );
+    let r = report(&out);
+    let t = &r["trajectory"];
+    assert_eq!(t["declared_max_trajectories_in_flight"], 1, "{t}");
+    assert_eq!(t["observed_max_trajectories_in_flight"], 1, "{t}");
+    assert_eq!(t["concurrency"]["max_trajectories_in_flight"], 1, "{t}");
+    assert_eq!(t["concurrency"]["energy_basis"], "simulated", "{t}");
+    assert!(
+        t["concurrency"]["statement"]
+            .as_str()
+            .unwrap()
+            .starts_with("Controlled concurrency")
+    );
+    for s in r["jobs"][0]["trajectories"][0]["steps"].as_array().unwrap() {
+        assert_eq!(s["energy_basis"], "simulated", "{s}");
+    }
+
+    // Eight units, four at a time: they overlap on the simulator.
+    let eight = suite("c8", "count = 8\n");
+    let out = cwd.path().join("run8");
+    let o = run(cwd.path(), &["run", &eight, "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let r = report(&out);
+    let t = &r["trajectory"];
+    assert_eq!(t["declared_max_trajectories_in_flight"], 4, "{t}");
+    let observed = t["observed_max_trajectories_in_flight"].as_u64().unwrap();
+    assert_eq!(t["concurrency"]["energy_basis"], "apportioned", "{t}");
+    let statement = t["concurrency"]["statement"].as_str().unwrap();
+    let want = if observed == 4 {
+        "4 trajectories in flight:".to_string()
+    } else {
+        format!("Up to 4 trajectories declared in flight ({observed} observed):")
+    };
+    assert!(statement.starts_with(&want), "{statement}");
 }
 
 /// `check` refuses every suite that `run` refuses as bad input: a gate bound that is not a

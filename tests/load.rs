@@ -71,8 +71,8 @@ async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
     assert!(job["load"]["client_max_connections"].as_u64().unwrap() >= 16);
     assert_eq!(job["load"]["warmup_requests"].as_array().unwrap().len(), 6);
 
-    // The trajectory report: measured at one in flight, apportioned above, never
-    // measured there.
+    // The trajectory report: simulated at one in flight (the simulator's power model is
+    // never `measured`), apportioned above.
     let groups = r["trajectory"]["groups"].as_array().unwrap();
     let basis_of = |label: &str| {
         groups
@@ -81,7 +81,7 @@ async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
             .unwrap_or_else(|| panic!("no group {label}: {groups:?}"))["energy_basis"]
             .clone()
     };
-    assert_eq!(basis_of("concurrency 1"), "measured");
+    assert_eq!(basis_of("concurrency 1"), "simulated");
     assert_eq!(basis_of("concurrency 4"), "apportioned");
     assert_eq!(basis_of("concurrency 16"), "apportioned");
     assert_eq!(
@@ -91,7 +91,7 @@ async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
     for t in r["trajectory"]["trajectories"].as_array().unwrap() {
         let id = t["trajectory"].as_str().unwrap();
         let want = if id.contains("#p0.") {
-            "measured"
+            "simulated"
         } else {
             "apportioned"
         };

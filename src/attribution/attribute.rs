@@ -9,9 +9,10 @@ use super::input::{
 };
 use super::markers::{StepKind, StepMarker};
 use super::metrics::{
-    ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, EnergyBasis, MarkerFlag,
-    MarkerIssue, PowerSourceLabel, RunAttribution, SourceKind, SourceSamples, StepDeviceEnergy,
-    StepMetrics, TrajectoryMetrics, TrajectoryOutcome, WithheldTrajectory, WithholdReason,
+    ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, EnergyBasis, EnergySource,
+    MarkerFlag, MarkerIssue, PowerSourceLabel, RunAttribution, SourceKind, SourceSamples,
+    StepDeviceEnergy, StepMetrics, TrajectoryMetrics, TrajectoryOutcome, WithheldTrajectory,
+    WithholdReason, in_flight_phrase,
 };
 
 /// The statement printed next to measured figures (ADR-013 "The wall").
@@ -21,29 +22,43 @@ load on the device, tool steps that do not overlap LLM calls, and driver and pro
 that agree (same host). Steps plus unattributed energy reconcile exactly to the whole-run \
 power integral on the same basis.";
 
-/// The statement printed next to apportioned figures; `{n}` is the number of trajectories
-/// in flight (see [`concurrency_condition`]).
-pub const APPORTIONED_STATEMENT: &str = "{n} trajectories were in flight: a step window mixes \
-concurrent work on the same device, so per-step energy is apportioned, not measured (ADR-013 \
-wall, ADR-012). Each trajectory still reconciles its steps plus unattributed energy to the \
-whole-run integral, but windows of different trajectories overlap: never sum trajectories.";
+/// The statement printed next to apportioned figures; `{in_flight}` is the declared and
+/// observed trajectories in flight ([`in_flight_phrase`], capitalised; see
+/// [`concurrency_condition`]).
+pub const APPORTIONED_STATEMENT: &str = "{in_flight}: a step window may mix concurrent work \
+on the same device, so per-step energy is apportioned, not measured (ADR-013 wall, ADR-012). \
+Each trajectory still reconciles its steps plus unattributed energy to the whole-run \
+integral, but windows of different trajectories may overlap: never sum trajectories.";
 
-/// The concurrency condition for `max_trajectories_in_flight` (ADR-013): `measured` for at
-/// most one trajectory, `apportioned` above, with the statement to print.
-pub fn concurrency_condition(max_trajectories_in_flight: u32) -> ConcurrencyCondition {
-    if max_trajectories_in_flight > 1 {
-        ConcurrencyCondition {
-            max_trajectories_in_flight,
-            energy_basis: EnergyBasis::Apportioned,
-            statement: APPORTIONED_STATEMENT
-                .replace("{n}", &max_trajectories_in_flight.to_string()),
-        }
+/// The concurrency condition (ADR-013) for `declared` trajectories in flight and the
+/// `observed` overlap of the markers (`None` when not observed): the condition applied is
+/// the larger of the two, `apportioned` above one whatever the `source`, else `simulated`
+/// on the simulator's power model or `measured` ([`EnergyBasis::of`]; `null` without a
+/// power source). The statement names both figures as they are, never a declared upper
+/// bound as if observed.
+pub fn concurrency_condition(
+    declared: u32,
+    observed: Option<u32>,
+    source: Option<EnergySource>,
+) -> ConcurrencyCondition {
+    let max = declared.max(observed.unwrap_or(0));
+    let statement = if max > 1 {
+        let phrase = in_flight_phrase(declared, observed);
+        let mut c = phrase.chars();
+        let capitalised = c
+            .next()
+            .map(|f| f.to_uppercase().chain(c).collect::<String>())
+            .unwrap_or_default();
+        APPORTIONED_STATEMENT.replace("{in_flight}", &capitalised)
     } else {
-        ConcurrencyCondition {
-            max_trajectories_in_flight,
-            energy_basis: EnergyBasis::Measured,
-            statement: CONTROLLED_CONCURRENCY_STATEMENT.to_string(),
-        }
+        CONTROLLED_CONCURRENCY_STATEMENT.to_string()
+    };
+    ConcurrencyCondition {
+        max_trajectories_in_flight: max,
+        declared_max_trajectories_in_flight: declared,
+        observed_max_trajectories_in_flight: observed,
+        energy_basis: EnergyBasis::of(max, source),
+        statement,
     }
 }
 
@@ -61,6 +76,7 @@ pub struct StepKey {
 pub struct Attributor<'a> {
     input: &'a AttributionInput,
     prepared: Prepared<'a>,
+    source: Option<EnergySource>,
     condition: ConcurrencyCondition,
     /// Whole-run doubled mW·ns per device slot (`None` without power).
     whole: Vec<Option<(u64, u64, u128)>>,
@@ -87,17 +103,29 @@ impl<'a> Attributor<'a> {
         } else {
             Vec::new()
         };
+        let source = EnergySource::of_bases(input.power.iter().map(|p| p.basis));
         Attributor {
             input,
             prepared,
-            condition: concurrency_condition(input.concurrency.max_trajectories_in_flight),
+            source,
+            condition: concurrency_condition(
+                input.concurrency.max_trajectories_in_flight,
+                None,
+                source,
+            ),
             whole,
         }
     }
 
-    /// Overrides the concurrency condition (e.g. with the observed value).
-    pub fn with_max_trajectories_in_flight(mut self, max: u32) -> Self {
-        self.condition = concurrency_condition(max);
+    /// Sets the trajectories observed in flight (e.g. from the markers,
+    /// [`observed_max_trajectories_in_flight`]); the condition becomes the larger of the
+    /// declared and the observed figure, and its statement names both.
+    pub fn with_observed_trajectories_in_flight(mut self, observed: u32) -> Self {
+        self.condition = concurrency_condition(
+            self.input.concurrency.max_trajectories_in_flight,
+            Some(observed),
+            self.source,
+        );
         self
     }
 
@@ -609,7 +637,7 @@ pub fn attribute_run(
 ) -> RunAttribution {
     let declared = input.concurrency.max_trajectories_in_flight;
     let observed = steps.map_or(0, observed_max_trajectories_in_flight);
-    let attributor = Attributor::new(input).with_max_trajectories_in_flight(declared.max(observed));
+    let attributor = Attributor::new(input).with_observed_trajectories_in_flight(observed);
     let trajectories = match steps {
         None => vec![attributor.trajectory_refs(None, &BTreeMap::new())],
         Some([]) => vec![attributor.trajectory_refs(Some(&[]), &BTreeMap::new())],

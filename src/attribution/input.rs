@@ -168,8 +168,10 @@ pub struct RunWindow {
 /// The concurrency condition of the run (ADR-013 "The wall: controlled concurrency only").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Concurrency {
-    /// Most trajectories in flight at once (the job's configured concurrency). More than
-    /// one makes every energy figure `apportioned`, not `measured`.
+    /// Most trajectories that can be in flight at once, as declared by the caller (the
+    /// job's configured concurrency, capped by the units it started). More than one makes
+    /// every energy figure `apportioned`, not `measured`; the statement names it as
+    /// declared, beside the overlap observed in the markers.
     pub max_trajectories_in_flight: u32,
 }
 
@@ -188,6 +190,6 @@ pub struct AttributionInput {
     pub energy_counters: Vec<EnergyCounterSeries>,
     /// Canonical counter timelines; a counter absent here was never scraped.
     pub counters: Vec<CounterSeries>,
-    /// Trajectories in flight.
+    /// Trajectories declared in flight.
     pub concurrency: Concurrency,
 }

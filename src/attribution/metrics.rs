@@ -10,25 +10,72 @@ use serde::Serialize;
 use super::input::{CounterName, PowerBasis, RunWindow, StepUsage};
 use super::markers::StepKind;
 
-/// Whether an energy figure is a measurement (ADR-013 "The wall: controlled concurrency
-/// only").
+/// What an energy figure is (ADR-013 "The wall: controlled concurrency only", and DESIGN
+/// §9: the simulator never stands in for a measurement). One rule, [`EnergyBasis::of`], for
+/// every step, trajectory and concurrency condition; `null` (no basis) without a power
+/// source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EnergyBasis {
-    /// One trajectory in flight: the window's device energy is the step's cost plus idle
-    /// draw.
+    /// One trajectory in flight on a device power series: the window's device energy is
+    /// the step's cost plus idle draw.
     Measured,
-    /// More than one trajectory in flight: windows mix concurrent work; the figure is an
-    /// apportionment (ADR-012's wall), not a measurement.
+    /// More than one trajectory in flight (declared or observed): windows may mix
+    /// concurrent work; the figure is an apportionment (ADR-012's wall), not a measurement,
+    /// whatever the power source.
     Apportioned,
+    /// One trajectory in flight, but the power is the built-in simulator's model: no
+    /// device measured anything.
+    Simulated,
+}
+
+/// Where the power behind an energy figure came from, for [`EnergyBasis::of`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnergySource {
+    /// A device's power series (NVML: `instant` or `averaged_1s`).
+    Device,
+    /// The built-in simulator's power model (any `simulated` series).
+    Simulator,
+}
+
+impl EnergySource {
+    /// The source of a set of power series: `None` without any, [`EnergySource::Simulator`]
+    /// when any series is `simulated` (a figure summed over it is not a measurement),
+    /// else [`EnergySource::Device`].
+    pub fn of_bases(bases: impl IntoIterator<Item = PowerBasis>) -> Option<EnergySource> {
+        let mut out = None;
+        for b in bases {
+            if b == PowerBasis::Simulated {
+                return Some(EnergySource::Simulator);
+            }
+            out = Some(EnergySource::Device);
+        }
+        out
+    }
 }
 
 impl EnergyBasis {
-    /// `measured` or `apportioned`.
+    /// The basis of an energy figure taken with at most `max_trajectories_in_flight`
+    /// trajectories in flight from `source`: `None` without a power source; `apportioned`
+    /// above one in flight (ADR-013's wall beats every source); `simulated` on the
+    /// simulator; else `measured`.
+    pub fn of(max_trajectories_in_flight: u32, source: Option<EnergySource>) -> Option<Self> {
+        let source = source?;
+        Some(if max_trajectories_in_flight > 1 {
+            EnergyBasis::Apportioned
+        } else if source == EnergySource::Simulator {
+            EnergyBasis::Simulated
+        } else {
+            EnergyBasis::Measured
+        })
+    }
+
+    /// `measured`, `apportioned` or `simulated`.
     pub fn label(self) -> &'static str {
         match self {
             EnergyBasis::Measured => "measured",
             EnergyBasis::Apportioned => "apportioned",
+            EnergyBasis::Simulated => "simulated",
         }
     }
 }
@@ -165,8 +212,9 @@ pub struct StepMetrics {
     /// positive length fully inside the window, or without power. A segment straddling a
     /// window boundary is never counted here (it is unattributed).
     pub energy_mj: Option<u64>,
-    /// `measured` or `apportioned` (concurrency condition).
-    pub energy_basis: EnergyBasis,
+    /// The trajectory's [`EnergyBasis`]: `apportioned` above one trajectory in flight,
+    /// `simulated` on the simulator's power model, else `measured`; `null` without power.
+    pub energy_basis: Option<EnergyBasis>,
     /// Power source behind `energy_mj`; `null` without power.
     pub power_basis: Option<PowerSourceLabel>,
     /// `true` when an `averaged_1s` series covers a window shorter than its 1 s averaging
@@ -271,12 +319,48 @@ pub enum MarkerIssue {
 /// The concurrency condition, stated next to the numbers (ADR-013).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ConcurrencyCondition {
-    /// Most trajectories in flight.
+    /// The condition applied: the larger of the declared and the observed figure.
     pub max_trajectories_in_flight: u32,
-    /// `measured` when at most one, else `apportioned`.
-    pub energy_basis: EnergyBasis,
-    /// The statement printed beside the figures.
+    /// The most trajectories the caller declared could be in flight.
+    pub declared_max_trajectories_in_flight: u32,
+    /// The most trajectories whose marker spans overlap in time; `null` when not observed
+    /// (a single trajectory attributed on its own).
+    pub observed_max_trajectories_in_flight: Option<u32>,
+    /// [`EnergyBasis::of`] the applied figure and the power source: `apportioned` above
+    /// one, else `simulated` or `measured`; `null` without a power source.
+    pub energy_basis: Option<EnergyBasis>,
+    /// The statement printed beside the figures, naming the declared and observed figures.
     pub statement: String,
+}
+
+impl ConcurrencyCondition {
+    /// The in-flight phrase of headers and statements ([`in_flight_phrase`]).
+    pub fn in_flight(&self) -> String {
+        in_flight_phrase(
+            self.declared_max_trajectories_in_flight,
+            self.observed_max_trajectories_in_flight,
+        )
+    }
+}
+
+/// States what is known about trajectories in flight, never an upper bound as if observed:
+/// `1 trajectory in flight` (declared and observed agree), `up to 4 trajectories declared
+/// in flight (1 observed)`, `2 trajectories observed in flight (1 declared)`, or
+/// `… declared in flight` alone when nothing was observed (`observed = None`).
+pub fn in_flight_phrase(declared: u32, observed: Option<u32>) -> String {
+    let noun = |n: u32| if n == 1 { "trajectory" } else { "trajectories" };
+    match observed {
+        None if declared <= 1 => format!("{declared} {} declared in flight", noun(declared)),
+        None => format!("up to {declared} {} declared in flight", noun(declared)),
+        Some(o) if o == declared => format!("{o} {} in flight", noun(o)),
+        Some(o) if o > declared => {
+            format!("{o} {} observed in flight ({declared} declared)", noun(o))
+        }
+        Some(o) => format!(
+            "up to {declared} {} declared in flight ({o} observed)",
+            noun(declared)
+        ),
+    }
 }
 
 /// Run-level energy figures of one device, and the counter/trapezoid quality check.
@@ -360,8 +444,9 @@ pub struct TrajectoryMetrics {
     pub trajectory_tokens_per_joule: Option<f64>,
     /// `total_usage_completion_tokens / (total_energy_mj / 1000)`; same rules.
     pub trajectory_usage_tokens_per_joule: Option<f64>,
-    /// `measured` or `apportioned`.
-    pub energy_basis: EnergyBasis,
+    /// `measured`, `apportioned` or `simulated` ([`EnergyBasis::of`]); `null` without
+    /// power.
+    pub energy_basis: Option<EnergyBasis>,
     /// Power source of the energy figures; `null` without power.
     pub power_basis: Option<PowerSourceLabel>,
     /// `true` when any step is `low_confidence`.
@@ -489,8 +574,57 @@ pub struct RunAttribution {
     pub declared_max_trajectories_in_flight: u32,
     /// The most trajectories whose marker spans overlap in time.
     pub observed_max_trajectories_in_flight: u32,
-    /// The condition applied (the larger of the two).
+    /// The condition applied (the larger of the two), with both figures.
     pub concurrency: ConcurrencyCondition,
     /// One outcome per trajectory, in order of first marker.
     pub trajectories: Vec<TrajectoryOutcome>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_flight_phrase_never_states_a_declared_bound_as_observed() {
+        assert_eq!(in_flight_phrase(1, Some(1)), "1 trajectory in flight");
+        assert_eq!(in_flight_phrase(4, Some(4)), "4 trajectories in flight");
+        assert_eq!(
+            in_flight_phrase(4, Some(1)),
+            "up to 4 trajectories declared in flight (1 observed)"
+        );
+        assert_eq!(
+            in_flight_phrase(4_000_000_000, Some(1)),
+            "up to 4000000000 trajectories declared in flight (1 observed)"
+        );
+        assert_eq!(
+            in_flight_phrase(1, Some(2)),
+            "2 trajectories observed in flight (1 declared)"
+        );
+        assert_eq!(in_flight_phrase(1, None), "1 trajectory declared in flight");
+        assert_eq!(
+            in_flight_phrase(4, None),
+            "up to 4 trajectories declared in flight"
+        );
+    }
+
+    #[test]
+    fn energy_basis_one_rule() {
+        use EnergyBasis::*;
+        use EnergySource::*;
+        assert_eq!(EnergyBasis::of(1, None), None);
+        assert_eq!(EnergyBasis::of(4, None), None);
+        assert_eq!(EnergyBasis::of(1, Some(Device)), Some(Measured));
+        assert_eq!(EnergyBasis::of(1, Some(Simulator)), Some(Simulated));
+        assert_eq!(EnergyBasis::of(2, Some(Device)), Some(Apportioned));
+        assert_eq!(EnergyBasis::of(2, Some(Simulator)), Some(Apportioned));
+        assert_eq!(EnergySource::of_bases([]), None);
+        assert_eq!(
+            EnergySource::of_bases([PowerBasis::Instant, PowerBasis::Averaged1s]),
+            Some(Device)
+        );
+        assert_eq!(
+            EnergySource::of_bases([PowerBasis::Instant, PowerBasis::Simulated]),
+            Some(Simulator)
+        );
+    }
 }

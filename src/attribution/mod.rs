@@ -27,9 +27,11 @@
 //! - **Counter-basis energy** (NVML energy counter, when sampled) is given per step and per
 //!   run beside the trapezoid, never mixed into the reconciliation; its run-level ratio to
 //!   the trapezoid is a quality check (field cases C19, C20).
-//! - **Basis labels**: `measured` at controlled concurrency, `apportioned` when more than one
-//!   trajectory was in flight, with the statement carried in the output; `low_confidence`
-//!   when 1 s averaged power covers a shorter step (C20).
+//! - **Basis labels** (one rule, [`EnergyBasis::of`]): `apportioned` when more than one
+//!   trajectory was declared or observed in flight (whatever the power source), else
+//!   `simulated` on the simulator's power model, else `measured`; `null` without a power
+//!   source. The statement carried in the output names the declared and the observed
+//!   figure; `low_confidence` when 1 s averaged power covers a shorter step (C20).
 //! - **Drops and flags**: steps outside the run, overlapping a neighbour, ending before they
 //!   start, or sharing a step id are dropped and named; markers that go backwards in file
 //!   order are flagged, never reordered (C22).
@@ -58,10 +60,10 @@ pub use markers::{
     parse_step_markers, read_step_markers, step_markers_to_jsonl, write_step_markers,
 };
 pub use metrics::{
-    ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, EnergyBasis, MarkerFlag,
-    MarkerIssue, PowerSourceLabel, RunAttribution, SeriesProblem, SourceKind, SourceSamples,
-    StepDeviceEnergy, StepMetrics, TrajectoryMetrics, TrajectoryOutcome, WithheldTrajectory,
-    WithholdReason,
+    ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, EnergyBasis, EnergySource,
+    MarkerFlag, MarkerIssue, PowerSourceLabel, RunAttribution, SeriesProblem, SourceKind,
+    SourceSamples, StepDeviceEnergy, StepMetrics, TrajectoryMetrics, TrajectoryOutcome,
+    WithheldTrajectory, WithholdReason, in_flight_phrase,
 };
 pub(crate) use table::align_rows;
 pub use table::{ABSENT, render_outcome, render_step_table, render_withheld};

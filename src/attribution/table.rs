@@ -89,7 +89,7 @@ const HEADERS: [&str; 12] = [
 ];
 
 fn row(s: &StepMetrics) -> [String; 12] {
-    let mut basis = s.energy_basis.label().to_string();
+    let mut basis = s.energy_basis.map_or(ABSENT, |b| b.label()).to_string();
     if s.low_confidence {
         basis.push_str(" low_confidence");
     }
@@ -132,22 +132,20 @@ fn dropped_line(d: &DroppedStep) -> String {
 /// Renders the per-step table of an attributed trajectory.
 ///
 /// Line 1 names the trajectory, the power source label (`instant`, `averaged_1s`,
-/// `simulated`, `mixed`, or `—` without power), the energy basis and the concurrency
-/// condition; line 2 is the concurrency statement; then a header row and one row per kept
+/// `simulated`, `mixed`, or `—` without power), the energy basis (`—` without power) and
+/// the trajectories declared and observed in flight; line 2 is the concurrency statement; then a header row and one row per kept
 /// step (columns: step, kind, duration ms, samples, energy mJ, basis, counter mJ, prompt /
 /// cached / generated tokens, cache hit rate, tokens per joule); then the totals with the
 /// reconciliation, the dropped steps and the marker flags.
 pub fn render_step_table(t: &TrajectoryMetrics) -> String {
     let mut out = String::new();
-    let n = t.concurrency.max_trajectories_in_flight;
     let _ = writeln!(
         out,
-        "trajectory {} · power source: {} · energy basis: {} · concurrency: {} trajector{} in flight",
+        "trajectory {} · power source: {} · energy basis: {} · concurrency: {}",
         trajectory_label(&t.trajectory),
         t.power_basis.map_or(ABSENT, |p| p.label()),
-        t.energy_basis.label(),
-        n,
-        if n == 1 { "y" } else { "ies" },
+        t.energy_basis.map_or(ABSENT, |b| b.label()),
+        t.concurrency.in_flight(),
     );
     let _ = writeln!(out, "{}", t.concurrency.statement);
 

@@ -51,7 +51,6 @@ fn join_point(
     t: &TelemetryRun,
     trajectories: &[TrajectoryRecord],
     declared: u32,
-    simulated: bool,
 ) -> Option<(RunAttribution, StepEnergies)> {
     let (markers, usage) =
         crate::runner::energy::markers_and_usage(trajectories, t.reference_instant_unix_ns);
@@ -60,7 +59,7 @@ fn join_point(
     }
     let input = energy::attribution_input(t, declared);
     let run = attr::attribute_run(&input, Some(&markers), &usage);
-    let steps = crate::runner::energy::step_energies(&run, simulated);
+    let steps = crate::runner::energy::step_energies(&run);
     Some((run, steps))
 }
 
@@ -113,14 +112,11 @@ impl RunEnergy {
             out.seq = Some(energy::attribute(trajectories, telemetry, session));
         }
         let Some(t) = telemetry else { return out };
-        let simulated = out.power_label.as_deref() == Some("simulated");
         for g in graded {
             let Some(l) = &g.executed.load else { continue };
             for p in &l.points {
                 let trajs = &g.executed.trajectories[p.trajectories.clone()];
-                if let Some((run, steps)) =
-                    join_point(t, trajs, p.declared_concurrency(), simulated)
-                {
+                if let Some((run, steps)) = join_point(t, trajs, p.declared_concurrency()) {
                     out.points.push(PointJoin {
                         label: format!("{} · {}", g.executed.job.job.id, p.point.label()),
                         run,
@@ -139,6 +135,19 @@ impl RunEnergy {
             .iter()
             .find_map(|p| p.steps.get(&key))
             .or_else(|| self.seq.as_ref()?.step(trajectory, step_id))
+    }
+
+    /// Where the power came from: the simulator's model, a device, or `None` without a
+    /// power source (no label, or no device sampled).
+    fn source(&self) -> Option<attr::EnergySource> {
+        if self.devices.is_empty() {
+            return None;
+        }
+        match self.power_label.as_deref() {
+            None => None,
+            Some("simulated") => Some(attr::EnergySource::Simulator),
+            Some(_) => Some(attr::EnergySource::Device),
+        }
     }
 
     /// `simulated` or `measured` for window figures; `None` without a power source.
@@ -182,8 +191,8 @@ impl RunEnergy {
 
     /// Job figures of a load job from window energy: tokens per joule = output tokens of
     /// every successful request / Σ point window energy (basis `simulated` / `measured`);
-    /// energy per trajectory = Σ window energy / units, `apportioned` when any point had
-    /// more than one unit in flight. `windows[i]` is point i's [`RunEnergy::window`] (one
+    /// energy per trajectory = Σ window energy / units, `apportioned` when any point
+    /// declared more than one unit in flight ([`crate::attribution::EnergyBasis::of`]). `windows[i]` is point i's [`RunEnergy::window`] (one
     /// per point of `run`, computed once by the caller, which also shows it in the curve).
     pub fn load_job_figures(
         &self,
@@ -191,7 +200,6 @@ impl RunEnergy {
         windows: &[Option<(u64, String, String)>],
         trajectories: &[TrajectoryRecord],
     ) -> JobEnergy {
-        let apportioned = run.points.iter().any(|p| p.declared_concurrency() > 1);
         let Some(b) = self.window_basis() else {
             let why = "no power source (no GPU, not simulated)";
             return JobEnergy {
@@ -210,21 +218,32 @@ impl RunEnergy {
                 .map(|r| r.completion_tokens),
         );
         let units: u64 = run.points.iter().map(|p| p.units_started).sum();
-        let per_traj_basis = if apportioned { basis::APPORTIONED } else { b };
+        let declared = run
+            .points
+            .iter()
+            .map(|p| p.declared_concurrency())
+            .max()
+            .unwrap_or(1);
+        // The one rule (ADR-013 wall first): apportioned above one declared in flight.
+        let source = if b == basis::SIMULATED {
+            attr::EnergySource::Simulator
+        } else {
+            attr::EnergySource::Device
+        };
+        let per_traj_basis =
+            attr::EnergyBasis::of(declared, Some(source)).map_or(b, attr::EnergyBasis::label);
+        let apportioned = per_traj_basis == basis::APPORTIONED;
         let mut notes = Vec::new();
         if b == basis::SIMULATED {
             notes.push("energy is simulated (built-in simulator power model), not measured".into());
         }
         if apportioned {
-            let n = run
-                .points
-                .iter()
-                .map(|p| p.declared_concurrency())
-                .max()
-                .unwrap_or(1);
+            // The declared figure only: the achieved one is per point in the curve (and
+            // varies run to run under open-loop arrivals).
             notes.push(format!(
-                "up to {n} trajectories in flight: per-step energy is apportioned, not \
-                 measured (ADR-013 wall); J/out tok in the curve is window energy"
+                "{} (achieved per point in the curve): per-step energy is apportioned, not \
+                 measured (ADR-013 wall); J/out tok in the curve is window energy",
+                attr::in_flight_phrase(declared, None)
             ));
         }
         let tokens_per_joule = match (mj, tokens) {
@@ -325,7 +344,7 @@ impl RunEnergy {
         let mut v = json!({
             "declared_max_trajectories_in_flight": declared,
             "observed_max_trajectories_in_flight": observed,
-            "concurrency": attr::concurrency_condition(declared.max(observed)),
+            "concurrency": attr::concurrency_condition(declared, Some(observed), self.source()),
             "trajectories": trajectories,
             "groups": groups,
         });

@@ -35,12 +35,16 @@ impl PointRecord {
         self.end_ns.saturating_sub(self.start_ns)
     }
 
-    /// The concurrency to declare to the ADR-013 join for this point: the configured cap,
-    /// or the measured maximum for an uncapped open loop (never below the measured one).
+    /// The concurrency to declare to the ADR-013 join for this point: the most units that
+    /// could have been in flight, i.e. the configured cap limited to the units started (a
+    /// point that started one unit never had four in flight, whatever its `concurrency`),
+    /// or the measured maximum for an uncapped open loop; never below the measured one,
+    /// never below 1.
     pub fn declared_concurrency(&self) -> u32 {
+        let started = u32::try_from(self.units_started).unwrap_or(u32::MAX);
         self.point
             .concurrency
-            .unwrap_or(0)
+            .map_or(0, |c| c.min(started))
             .max(self.max_units_in_flight)
             .max(1)
     }
@@ -137,5 +141,47 @@ impl SweepReport {
             values: spec.sweep.as_ref().map_or_else(Vec::new, Sweep::values),
             points,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::spec::Arrival;
+
+    fn point(concurrency: Option<u32>, units_started: u64, achieved: u32) -> PointRecord {
+        PointRecord {
+            point: LoadPoint {
+                index: 0,
+                concurrency,
+                rate: None,
+                arrival: Arrival::Poisson,
+                stop: Stop::Count(units_started),
+                warmup: 0,
+            },
+            start_ns: 0,
+            end_ns: 1,
+            trajectories: 0..0,
+            units_started,
+            not_started: 0,
+            max_units_in_flight: achieved,
+            max_requests_in_flight: achieved,
+        }
+    }
+
+    /// At most min(concurrency, units started) can be in flight: `concurrency = 4` with
+    /// `count = 1` declares one, not four (ADR-013 statement stays true).
+    #[test]
+    fn declared_concurrency_is_capped_by_units_started() {
+        assert_eq!(point(Some(4), 1, 1).declared_concurrency(), 1);
+        assert_eq!(point(Some(4_000_000_000), 1, 1).declared_concurrency(), 1);
+        assert_eq!(point(Some(4), 3, 1).declared_concurrency(), 3);
+        assert_eq!(point(Some(4), 8, 1).declared_concurrency(), 4);
+        assert_eq!(point(Some(4), 8, 4).declared_concurrency(), 4);
+        // Uncapped open loop: the measured maximum; never below 1.
+        assert_eq!(point(None, 8, 5).declared_concurrency(), 5);
+        assert_eq!(point(Some(4), 0, 0).declared_concurrency(), 1);
+        // Never below what was measured.
+        assert_eq!(point(Some(2), 8, 3).declared_concurrency(), 3);
     }
 }

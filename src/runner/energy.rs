@@ -190,32 +190,22 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
 }
 
 /// Every attributed step's energy and label, keyed by (trajectory id, step id); steps of
-/// trajectories without an id are left out. The label is the same for the sequential runner
-/// and the load executor: `apportioned` when the join's concurrency condition says more than
-/// one trajectory was in flight (ADR-013 "The wall": such a figure is never a measurement,
-/// whatever the power source), else `simulated` on the built-in simulator, else the join's
-/// basis (`measured`).
-pub(crate) fn step_energies(
-    run: &RunAttribution,
-    simulated: bool,
-) -> HashMap<(String, u64), StepEnergy> {
-    let label = if run.concurrency.energy_basis == attr::EnergyBasis::Apportioned {
-        Some(basis::APPORTIONED)
-    } else if simulated {
-        Some(basis::SIMULATED)
-    } else {
-        None
-    };
+/// trajectories without an id are left out. The label is the join's own
+/// ([`attr::EnergyBasis::of`], the one rule for the sequential runner, the load executor and
+/// the offline join): `apportioned` when more than one trajectory was declared or observed in
+/// flight (ADR-013 "The wall": never a measurement, whatever the power source), else
+/// `simulated` on the built-in simulator's power model, else `measured`; `None` without a
+/// power source.
+pub(crate) fn step_energies(run: &RunAttribution) -> HashMap<(String, u64), StepEnergy> {
     let mut steps = HashMap::new();
     for m in run.trajectories.iter().filter_map(|o| o.metrics()) {
         let Some(id) = &m.trajectory else { continue };
         for s in &m.steps {
-            let basis = label.unwrap_or_else(|| s.energy_basis.label()).to_string();
             steps.insert(
                 (id.clone(), s.step_id),
                 StepEnergy {
                     energy_mj: s.energy_mj,
-                    basis,
+                    basis: s.energy_basis.map(|b| b.label().to_string()),
                 },
             );
         }
@@ -228,8 +218,8 @@ pub(crate) fn step_energies(
 pub struct StepEnergy {
     /// mJ, `None` when unattributed.
     pub energy_mj: Option<u64>,
-    /// `measured`, `apportioned` or `simulated`.
-    pub basis: String,
+    /// `measured`, `apportioned` or `simulated`; `None` without a power source.
+    pub basis: Option<String>,
 }
 
 /// Per-job energy figures for the gates.
@@ -264,10 +254,20 @@ impl Attribution {
 
     /// Energy figures of a job's trajectories (`suite::job#k`).
     pub fn job_figures(&self, job_id: &str) -> JobEnergy {
+        // The join's basis (the one rule, [`attr::EnergyBasis::of`]); without one (no
+        // power series), the basis the figure would have had.
         let basis = self
-            .power_label
-            .clone()
-            .unwrap_or_else(|| "measured".into());
+            .run
+            .as_ref()
+            .and_then(|r| r.concurrency.energy_basis)
+            .map_or_else(
+                || match self.power_label.as_deref() {
+                    Some("simulated") => basis::SIMULATED,
+                    _ => basis::MEASURED,
+                },
+                attr::EnergyBasis::label,
+            )
+            .to_string();
         let prefix = format!("{job_id}#");
         let mut tokens = 0u64;
         let mut mj = 0u64;
@@ -390,8 +390,7 @@ pub fn attribute<'a>(
     let anchor = t.reference_instant_unix_ns;
     let (markers, usage) = markers_and_usage(trajectories, anchor);
     let run = attr::attribute_run(&input, Some(&markers), &usage);
-    let simulated = session.power_label.as_deref() == Some("simulated");
-    let steps = step_energies(&run, simulated);
+    let steps = step_energies(&run);
     let by_trajectory = run
         .trajectories
         .iter()
@@ -519,24 +518,28 @@ mod tests {
         }
     }
 
-    /// The join over a flat 100 W series for 1 s, declared one trajectory in flight.
-    fn run(markers: &[StepMarker]) -> RunAttribution {
+    /// The join over a flat 100 W series for 1 s (`basis`; none when `None`), declared
+    /// one trajectory in flight.
+    fn run(markers: &[StepMarker], basis: Option<PowerBasis>) -> RunAttribution {
         let input = AttributionInput {
             reference_instant_unix_ns: Some(A),
             run_window: RunWindow {
                 start_elapsed_ns: 0,
                 end_elapsed_ns: 1000 * MS,
             },
-            power: vec![PowerSeries {
-                device: "gpu0".into(),
-                basis: PowerBasis::Simulated,
-                samples: (0..=10)
-                    .map(|i| PowerSample {
-                        elapsed_ns: i * 100 * MS,
-                        power_mw: 100_000,
-                    })
-                    .collect(),
-            }],
+            power: basis
+                .map(|basis| PowerSeries {
+                    device: "gpu0".into(),
+                    basis,
+                    samples: (0..=10)
+                        .map(|i| PowerSample {
+                            elapsed_ns: i * 100 * MS,
+                            power_mw: 100_000,
+                        })
+                        .collect(),
+                })
+                .into_iter()
+                .collect(),
             energy_counters: vec![],
             counters: vec![],
             concurrency: Concurrency {
@@ -546,28 +549,40 @@ mod tests {
         attribute_run(&input, Some(markers), &BTreeMap::new())
     }
 
-    fn label(steps: &HashMap<(String, u64), StepEnergy>, t: &str) -> String {
+    fn label(steps: &HashMap<(String, u64), StepEnergy>, t: &str) -> Option<String> {
         steps[&(t.to_string(), 1)].basis.clone()
     }
 
-    /// One label rule for the runner and the load executor: apportioned (overlapping
-    /// trajectories) beats simulated, which beats the join's `measured`.
+    /// One label rule for the runner, the load executor and the offline join (the join's
+    /// own `EnergyBasis::of`): apportioned (overlapping trajectories) beats simulated,
+    /// which beats measured; no power source is no basis, never `measured`.
     #[test]
     fn step_labels_apportioned_beats_simulated_beats_measured() {
-        let one = run(&[step("a", 100, 300), step("b", 400, 600)]);
-        assert_eq!(label(&step_energies(&one, true), "a"), "simulated");
-        assert_eq!(label(&step_energies(&one, false), "b"), "measured");
+        let seq = [step("a", 100, 300), step("b", 400, 600)];
+        let sim = Some(PowerBasis::Simulated);
+        let device = Some(PowerBasis::Instant);
+        assert_eq!(
+            label(&step_energies(&run(&seq, sim)), "a").as_deref(),
+            Some("simulated")
+        );
+        assert_eq!(
+            label(&step_energies(&run(&seq, device)), "b").as_deref(),
+            Some("measured")
+        );
         // 100 W over 200 ms = 20 J = 20,000 mJ.
         assert_eq!(
-            step_energies(&one, false)[&("a".into(), 1)].energy_mj,
+            step_energies(&run(&seq, device))[&("a".into(), 1)].energy_mj,
             Some(20_000)
         );
+        let none = step_energies(&run(&seq, None));
+        assert_eq!(label(&none, "a"), None);
+        assert_eq!(none[&("a".into(), 1)].energy_mj, None);
 
-        let overlapping = run(&[step("a", 100, 300), step("b", 200, 400)]);
-        for simulated in [true, false] {
-            let steps = step_energies(&overlapping, simulated);
-            assert_eq!(label(&steps, "a"), "apportioned");
-            assert_eq!(label(&steps, "b"), "apportioned");
+        let overlapping = [step("a", 100, 300), step("b", 200, 400)];
+        for basis in [sim, device] {
+            let steps = step_energies(&run(&overlapping, basis));
+            assert_eq!(label(&steps, "a").as_deref(), Some("apportioned"));
+            assert_eq!(label(&steps, "b").as_deref(), Some("apportioned"));
         }
     }
 }

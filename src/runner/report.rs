@@ -105,8 +105,10 @@ pub struct StepReport {
     /// Step energy, mJ (ADR-013 trapezoid; basis in `energy_basis`); `null` when
     /// unattributed or unmeasured.
     pub energy_mj: Option<u64>,
-    /// `measured`, `apportioned`, `simulated` or `null`. Above one trajectory in flight
-    /// (load jobs) always `apportioned`, never `measured` (ADR-013 wall).
+    /// `measured`, `apportioned`, `simulated` or `null` (no power source; ADR-013's
+    /// [`crate::attribution::EnergyBasis::of`]). Above one trajectory in flight (load jobs)
+    /// always `apportioned`, never `measured` (ADR-013 wall); on the simulator never
+    /// `measured`.
     pub energy_basis: Option<String>,
     /// A warm-up request of a load point: recorded, excluded from statistics.
     #[serde(default)]
@@ -323,7 +325,7 @@ fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>, warmup: bool
         completion_tokens: r.and_then(|r| r.completion_tokens),
         ttft_ms: r.and_then(|r| r.ttft_ms()),
         energy_mj: energy.and_then(|e| e.energy_mj),
-        energy_basis: energy.map(|e| e.basis.clone()),
+        energy_basis: energy.and_then(|e| e.basis.clone()),
         warmup,
     }
 }
@@ -743,21 +745,27 @@ pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
                     .is_some_and(|id| ids.contains(id))
             });
         }
-        let n = v
+        // The sequential group's own condition: its declared and observed figures, and the
+        // energy basis its join gave (from the power series it had).
+        let group = v
             .get("groups")
             .and_then(|g| g.as_array())
             .and_then(|g| g.iter().find(|x| x["group"] == "sequential jobs"))
-            .map_or(1, |g| {
-                let d = g["declared_max_trajectories_in_flight"]
-                    .as_u64()
-                    .unwrap_or(1);
-                let o = g["observed_max_trajectories_in_flight"]
-                    .as_u64()
-                    .unwrap_or(0);
-                u32::try_from(d.max(o)).unwrap_or(u32::MAX)
-            });
-        v["concurrency"] =
-            serde_json::to_value(crate::attribution::concurrency_condition(n)).unwrap_or_default();
+            .cloned();
+        let n = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+        let (d, o) = group.as_ref().map_or((1, None), |g| {
+            let d = g["declared_max_trajectories_in_flight"]
+                .as_u64()
+                .unwrap_or(1);
+            (
+                n(d),
+                g["observed_max_trajectories_in_flight"].as_u64().map(n),
+            )
+        });
+        let mut c = serde_json::to_value(crate::attribution::concurrency_condition(d, o, None))
+            .unwrap_or_default();
+        c["energy_basis"] = group.map_or(serde_json::Value::Null, |g| g["energy_basis"].clone());
+        v["concurrency"] = c;
     }
     let mut out = if seq.jobs.is_empty() {
         Vec::new()

@@ -4,15 +4,16 @@
 //! tokens per joule). Pure: renders from a [`RunReport`].
 //!
 //! Absent values print as `—` (never 0). The header of each table names the power source
-//! (`simulated` for the built-in simulator) and the concurrency condition; the ADR-013
-//! controlled-concurrency statement is printed once per run.
+//! (`simulated` for the built-in simulator), the energy basis (`—` without a power source)
+//! and the trajectories declared and observed in flight; the ADR-013 concurrency statement
+//! is printed once per run.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::attribution::ABSENT;
+use crate::attribution::{ABSENT, in_flight_phrase};
 use crate::runner::report::{RunReport, StepReport, TrajectoryReport};
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -50,10 +51,25 @@ fn facts(report: &RunReport) -> (HashMap<String, TrajectoryFacts>, Option<String
         .pointer("/concurrency/statement")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let in_flight = run
-        .pointer("/concurrency/max_trajectories_in_flight")
-        .and_then(Value::as_u64)
+    // Declared and observed trajectories in flight, as the condition states them (reports
+    // before these fields: the applied figure as declared, the run's observed figure).
+    let u32_at = |p: &str| {
+        run.pointer(p)
+            .and_then(Value::as_u64)
+            .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+    };
+    let declared = u32_at("/concurrency/declared_max_trajectories_in_flight")
+        .or_else(|| u32_at("/concurrency/max_trajectories_in_flight"))
         .unwrap_or(1);
+    let observed = if run
+        .pointer("/concurrency/declared_max_trajectories_in_flight")
+        .is_some()
+    {
+        u32_at("/concurrency/observed_max_trajectories_in_flight")
+    } else {
+        u32_at("/observed_max_trajectories_in_flight")
+    };
+    let in_flight = in_flight_phrase(declared, observed);
     for t in run
         .get("trajectories")
         .and_then(Value::as_array)
@@ -66,7 +82,7 @@ fn facts(report: &RunReport) -> (HashMap<String, TrajectoryFacts>, Option<String
         let basis = t
             .get("energy_basis")
             .and_then(Value::as_str)
-            .unwrap_or("withheld");
+            .unwrap_or(ABSENT);
         let mut steps = HashMap::new();
         for s in t
             .get("steps")
@@ -103,15 +119,7 @@ fn facts(report: &RunReport) -> (HashMap<String, TrajectoryFacts>, Option<String
                 reasons.join(", ")
             )
         } else {
-            format!(
-                "power {power} · energy basis {} · {in_flight} trajectory{} in flight",
-                if power == "simulated" {
-                    "simulated"
-                } else {
-                    basis
-                },
-                if in_flight == 1 { "" } else { "ies" }
-            )
+            format!("power {power} · energy basis {basis} · {in_flight}")
         };
         let energy_line = match (
             t.get("total_energy_mj").and_then(Value::as_u64),

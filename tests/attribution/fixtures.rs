@@ -151,7 +151,7 @@ fn reconciliation_on_ramp_fixture_is_exact() {
     assert_eq!(t.total_energy_mj, Some(235_000));
     assert_eq!(t.llm_energy_mj, Some(235_000));
     assert_eq!(t.tool_energy_mj, None);
-    assert_eq!(t.energy_basis, EnergyBasis::Measured);
+    assert_eq!(t.energy_basis, Some(EnergyBasis::Measured));
     assert_eq!(t.power_basis, Some(PowerSourceLabel::Instant));
     assert_reconciles(&t);
 }
@@ -971,13 +971,18 @@ fn more_than_one_trajectory_in_flight_is_apportioned() {
     let mut inp = input(1000, vec![ramp()]);
     inp.concurrency.max_trajectories_in_flight = 4;
     let t = attributed(attribute(&inp, Some(&[llm(1, 0, 500)]), &no_usage()));
-    assert_eq!(t.energy_basis, EnergyBasis::Apportioned);
-    assert_eq!(t.steps[0].energy_basis, EnergyBasis::Apportioned);
+    assert_eq!(t.energy_basis, Some(EnergyBasis::Apportioned));
+    assert_eq!(t.steps[0].energy_basis, Some(EnergyBasis::Apportioned));
     assert_eq!(t.concurrency.max_trajectories_in_flight, 4);
+    assert_eq!(t.concurrency.declared_max_trajectories_in_flight, 4);
+    // One trajectory attributed on its own: nothing observed, the figure is declared.
+    assert_eq!(t.concurrency.observed_max_trajectories_in_flight, None);
     assert!(
         t.concurrency
             .statement
-            .starts_with("4 trajectories were in flight")
+            .starts_with("Up to 4 trajectories declared in flight:"),
+        "{}",
+        t.concurrency.statement
     );
     assert!(
         t.concurrency
@@ -987,14 +992,133 @@ fn more_than_one_trajectory_in_flight_is_apportioned() {
     let table = render_step_table(&t);
     assert!(table.contains("energy basis: apportioned"), "{table}");
     assert!(
-        table.contains("concurrency: 4 trajectories in flight"),
+        table.contains("concurrency: up to 4 trajectories declared in flight"),
         "{table}"
     );
 
     inp.concurrency.max_trajectories_in_flight = 1;
     let t = attributed(attribute(&inp, Some(&[llm(1, 0, 500)]), &no_usage()));
-    assert_eq!(t.energy_basis, EnergyBasis::Measured);
+    assert_eq!(t.energy_basis, Some(EnergyBasis::Measured));
     assert!(t.concurrency.statement.contains("Controlled concurrency"));
+}
+
+/// Declared 4 but the markers show one at a time (a job whose trajectories never
+/// overlapped): still apportioned (conservative), but the statement and the header say 4
+/// declared and 1 observed, never "4 trajectories were in flight".
+#[test]
+fn declared_above_observed_is_stated_as_declared() {
+    let tagged = |m: StepMarker, t: &str| StepMarker {
+        trajectory: Some(t.into()),
+        ..m
+    };
+    let mut inp = input(1000, vec![ramp()]);
+    inp.concurrency.max_trajectories_in_flight = 4;
+    let seq = vec![tagged(llm(1, 0, 200), "a"), tagged(llm(1, 200, 300), "b")];
+    let run = attribute_run(&inp, Some(&seq), &BTreeMap::new());
+    assert_eq!(run.declared_max_trajectories_in_flight, 4);
+    assert_eq!(run.observed_max_trajectories_in_flight, 1);
+    let c = &run.concurrency;
+    assert_eq!(c.max_trajectories_in_flight, 4);
+    assert_eq!(c.declared_max_trajectories_in_flight, 4);
+    assert_eq!(c.observed_max_trajectories_in_flight, Some(1));
+    assert_eq!(c.energy_basis, Some(EnergyBasis::Apportioned));
+    assert!(
+        c.statement
+            .starts_with("Up to 4 trajectories declared in flight (1 observed):"),
+        "{}",
+        c.statement
+    );
+    assert!(!c.statement.contains("were in flight"), "{}", c.statement);
+    let a = run.trajectories[0].metrics().unwrap();
+    let table = render_step_table(a);
+    assert!(
+        table
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("concurrency: up to 4 trajectories declared in flight (1 observed)"),
+        "{table}"
+    );
+    // The serialized condition carries both figures.
+    let json = serde_json::to_value(c).unwrap();
+    assert_eq!(json["declared_max_trajectories_in_flight"], 4);
+    assert_eq!(json["observed_max_trajectories_in_flight"], 1);
+    assert_eq!(json["max_trajectories_in_flight"], 4);
+}
+
+/// The energy basis names the power source too (one rule, `EnergyBasis::of`): the
+/// simulator's model is `simulated`, never `measured`; without a power source the basis is
+/// `null`, never `measured`; above one in flight `apportioned` beats both.
+#[test]
+fn energy_basis_follows_the_power_source() {
+    let one = [llm(1, 0, 500)];
+    // Simulator: simulated at one in flight, on every label.
+    let mut sim = ramp();
+    sim.basis = PowerBasis::Simulated;
+    let run = attribute_run(
+        &input(1000, vec![sim.clone()]),
+        Some(&one),
+        &BTreeMap::new(),
+    );
+    let t = run.trajectories[0].metrics().unwrap();
+    assert_eq!(run.concurrency.energy_basis, Some(EnergyBasis::Simulated));
+    assert_eq!(t.energy_basis, Some(EnergyBasis::Simulated));
+    assert_eq!(t.concurrency.energy_basis, Some(EnergyBasis::Simulated));
+    assert_eq!(t.steps[0].energy_basis, Some(EnergyBasis::Simulated));
+    assert!(render_step_table(t).contains("energy basis: simulated"));
+    let json = serde_json::to_value(&run).unwrap();
+    assert_eq!(json["concurrency"]["energy_basis"], "simulated");
+    assert_eq!(
+        json["trajectories"][0]["steps"][0]["energy_basis"],
+        "simulated"
+    );
+
+    // A device and the simulator together: not a measurement either.
+    let run = attribute_run(
+        &input(
+            1000,
+            vec![
+                sim.clone(),
+                PowerSeries {
+                    device: "gpu1".into(),
+                    ..ramp()
+                },
+            ],
+        ),
+        Some(&one),
+        &BTreeMap::new(),
+    );
+    assert_eq!(run.concurrency.energy_basis, Some(EnergyBasis::Simulated));
+
+    // No power source: null basis, null energy, `—` in the table.
+    let run = attribute_run(&input(1000, vec![]), Some(&one), &BTreeMap::new());
+    let t = run.trajectories[0].metrics().unwrap();
+    assert_eq!(run.concurrency.energy_basis, None);
+    assert_eq!(t.energy_basis, None);
+    assert_eq!(t.steps[0].energy_basis, None);
+    assert_eq!(t.steps[0].energy_mj, None);
+    let json = serde_json::to_value(&run).unwrap();
+    assert_eq!(json["concurrency"]["energy_basis"], Value::Null);
+    assert_eq!(json["trajectories"][0]["energy_basis"], Value::Null);
+    assert_eq!(
+        json["trajectories"][0]["steps"][0]["energy_basis"],
+        Value::Null
+    );
+    let table = render_step_table(t);
+    assert!(
+        table.contains("power source: — · energy basis: —"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("measured ") && !table.contains(" measured"),
+        "{table}"
+    );
+
+    // Above one in flight: apportioned, whatever the source.
+    let mut inp = input(1000, vec![sim]);
+    inp.concurrency.max_trajectories_in_flight = 2;
+    let run = attribute_run(&inp, Some(&one), &BTreeMap::new());
+    assert_eq!(run.concurrency.energy_basis, Some(EnergyBasis::Apportioned));
 }
 
 #[test]
@@ -1026,7 +1150,14 @@ fn attribute_run_groups_trajectories_and_observes_concurrency() {
     let run = attribute_run(&input(1000, vec![ramp()]), Some(&markers), &usage);
     assert_eq!(run.declared_max_trajectories_in_flight, 1);
     assert_eq!(run.observed_max_trajectories_in_flight, 2);
-    assert_eq!(run.concurrency.energy_basis, EnergyBasis::Apportioned);
+    assert_eq!(run.concurrency.energy_basis, Some(EnergyBasis::Apportioned));
+    assert!(
+        run.concurrency
+            .statement
+            .starts_with("2 trajectories observed in flight (1 declared):"),
+        "{}",
+        run.concurrency.statement
+    );
     assert_eq!(run.trajectories.len(), 2);
     let a = run.trajectories[0].metrics().unwrap();
     let b = run.trajectories[1].metrics().unwrap();
@@ -1037,7 +1168,7 @@ fn attribute_run_groups_trajectories_and_observes_concurrency() {
     assert!(a.dropped_steps.is_empty());
     assert_eq!(a.steps[0].usage, StepUsage::default());
     assert_eq!(b.steps[0].usage.completion_tokens, Some(3));
-    assert_eq!(a.steps[0].energy_basis, EnergyBasis::Apportioned);
+    assert_eq!(a.steps[0].energy_basis, Some(EnergyBasis::Apportioned));
     assert_reconciles(a);
     assert_reconciles(b);
 
@@ -1045,7 +1176,7 @@ fn attribute_run_groups_trajectories_and_observes_concurrency() {
     let seq = vec![tagged(llm(1, 0, 200), "a"), tagged(llm(1, 200, 300), "b")];
     assert_eq!(observed_max_trajectories_in_flight(&seq), 1);
     let run = attribute_run(&input(1000, vec![ramp()]), Some(&seq), &BTreeMap::new());
-    assert_eq!(run.concurrency.energy_basis, EnergyBasis::Measured);
+    assert_eq!(run.concurrency.energy_basis, Some(EnergyBasis::Measured));
 
     let run = attribute_run(&input(1000, vec![ramp()]), None, &BTreeMap::new());
     assert_eq!(run.trajectories.len(), 1);
@@ -1088,8 +1219,9 @@ fn table_names_source_and_condition_and_prints_dash_for_null() {
     let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].contains("trajectory agentic::lookup#0"), "{table}");
     assert!(lines[0].contains("power source: simulated"), "{table}");
+    assert!(lines[0].contains("energy basis: simulated"), "{table}");
     assert!(
-        lines[0].contains("concurrency: 1 trajectory in flight"),
+        lines[0].contains("concurrency: 1 trajectory declared in flight"),
         "{table}"
     );
     assert!(lines[1].contains("Controlled concurrency"));
