@@ -194,3 +194,122 @@ async fn baseline_names_and_missing_baselines_are_bad_input() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("invalid baseline name"), "{}", text(&o));
 }
+
+/// Two jobs, few samples (a p99 interval end too few samples can bound is `null`).
+const TWO_JOBS: &str = r#"name = "cmp"
+seed = 3
+model = "inferscope-sim"
+
+[[jobs]]
+name = "ctx"
+kind = "context"
+sizes = [16]
+repeat = 3
+max_tokens = 3
+
+[[jobs]]
+name = "ctx2"
+kind = "context"
+sizes = [16]
+repeat = 3
+max_tokens = 3
+"#;
+
+/// Writes baseline `to` as a copy of baseline `from` with `edit` applied to its JSON.
+fn edit_baseline(cwd: &Path, from: &str, to: &str, edit: impl FnOnce(&mut Value)) {
+    let dir = cwd.join(".inferscope/baselines");
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{from}.json"))).unwrap())
+            .unwrap();
+    v["name"] = Value::String(to.into());
+    edit(&mut v);
+    std::fs::write(
+        dir.join(format!("{to}.json")),
+        serde_json::to_vec_pretty(&v).unwrap(),
+    )
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resaving_renamed_jobs_and_unbounded_intervals_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    std::fs::write(cwd.join("suite.toml"), TWO_JOBS).unwrap();
+    let a = sim(5).await;
+    let o = run_against(cwd, &a, "r1", None).await;
+    a.shutdown().await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run_id = report(&cwd.join("r1"))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Saving a name twice replaces it, and says so on stderr.
+    let o = run_async(cwd, &["baseline", "save", "r1", "--name", "good"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("replaced"),
+        "{}",
+        text(&o)
+    );
+    let o = run_async(cwd, &["baseline", "save", "r1", "--name", "good"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        err.contains(&format!(
+            "replaced baseline `good` (was saved from run {run_id})"
+        )),
+        "{}",
+        text(&o)
+    );
+
+    // An unbounded interval end prints as `—`, never `inf`.
+    let o = run_async(cwd, &["compare", "r1", "--baseline", "good"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(out.contains("ttft_ms.p99"), "{out}");
+    assert!(!out.contains("inf") && !out.contains("NaN"), "{out}");
+    assert!(out.contains(", —]"), "{out}");
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("note:"),
+        "{}",
+        text(&o)
+    );
+
+    // A baseline holding one of the run's two jobs: a note lists the other, exit as before.
+    edit_baseline(cwd, "good", "half", |v| {
+        v["jobs"].as_array_mut().unwrap().truncate(1);
+    });
+    let o = run_async(cwd, &["compare", "r1", "--baseline", "half"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        err.contains("note: 1 of run") && err.contains("not in baseline `half`"),
+        "{}",
+        text(&o)
+    );
+    assert!(err.trim_end().ends_with("cmp::ctx2"), "{}", text(&o));
+
+    // A baseline sharing no job (the suite was renamed): exit 2 naming both.
+    edit_baseline(cwd, "good", "renamed", |v| {
+        for j in v["jobs"].as_array_mut().unwrap() {
+            let id = j["id"].as_str().unwrap().replace("cmp::", "old::");
+            j["id"] = Value::String(id);
+        }
+    });
+    let o = run_async(cwd, &["compare", "r1", "--baseline", "renamed"]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        err.contains(&format!(
+            "baseline `renamed` (saved from run {run_id}) shares no job with run {run_id}"
+        )),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        err.contains("old::ctx") && err.contains("cmp::ctx"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "no comparison printed: {}", text(&o));
+}

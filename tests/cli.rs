@@ -939,3 +939,40 @@ fn check_rejects_the_gates_that_run_rejects() {
         assert!(!stderr.contains("gate gate"), "{stderr}");
     }
 }
+
+/// A suite or job name too long for the timeline's ids (a 5000-character name used to
+/// pass `check`, turn a `--capture-timeline` run's timeline partial and break
+/// `snapshot`): `check` and `run` refuse it with exit 2, located at the name, before any
+/// request.
+#[test]
+fn names_too_long_for_timeline_ids_exit_2_at_the_name() {
+    let wire = Tripwire::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let long = "n".repeat(5000);
+    let suite_name = format!(
+        "name = \"{long}\"\nendpoint = \"{}\"\nmodel = \"m\"\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "suite_name.toml", &suite_name);
+    let job_name = format!(
+        "name = \"s\"\nendpoint = \"{}\"\nmodel = \"m\"\n\
+         [[jobs]]\nname = \"{long}\"\nkind = \"context\"\nsizes = [16]\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "job_name.toml", &job_name);
+    for (file, at, field) in [
+        ("suite_name.toml", "suite_name.toml:1:8", "suite name"),
+        ("job_name.toml", "job_name.toml:5:8", "job name"),
+    ] {
+        for args in [vec!["check", file], vec!["run", file, "--capture-timeline"]] {
+            let o = run(cwd.path(), &args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", describe(&o));
+            let err = text(&o).1;
+            assert!(err.contains(at), "{args:?}: no location {at}:\n{err}");
+            assert!(err.contains(field), "{args:?}: no field {field}:\n{err}");
+            assert!(err.contains("too long"), "{args:?}:\n{err}");
+            assert_eq!(wire.accepted(), 0, "{args:?} reached the endpoint");
+        }
+    }
+}

@@ -174,14 +174,18 @@ pub fn regression_figure(cmp: Option<&JobComparison>, baseline: Option<&str>, jo
     }
 }
 
+/// `value [low, high]` of a figure; an end too few samples bound (`null` in JSON), or any
+/// non-finite number, prints as [`ABSENT`] (never `inf` or `NaN`).
 fn fig(f: &FigureSummary) -> String {
-    let end =
-        |v: Option<f64>, unbounded: &str| v.map_or_else(|| unbounded.to_string(), format_number);
+    let num = |v: Option<f64>| {
+        v.filter(|x| x.is_finite())
+            .map_or_else(|| ABSENT.to_string(), format_number)
+    };
     format!(
         "{} [{}, {}]",
-        format_number(f.value),
-        end(f.ci_low, "-inf"),
-        end(f.ci_high, "inf")
+        num(Some(f.value)),
+        num(f.ci_low),
+        num(f.ci_high)
     )
 }
 
@@ -191,7 +195,7 @@ fn fig(f: &FigureSummary) -> String {
 /// baseline main (run 20261129T131500Z-3f9a1c) · agentic::lookup · ms, [95% CI], noise 5%
 ///   figure       baseline               current                change   verdict
 ///   ttft_ms.p50  21.3 [20.9, 21.8]      63.1 [62.2, 64]        +196.2%  regressed
-///   ttft_ms.p99  30.2 [24.1, inf]       70.9 [65.3, inf]       +134.8%  within noise
+///   ttft_ms.p99  30.2 [24.1, —]         70.9 [65.3, —]         +134.8%  within noise
 /// ```
 pub fn render_job(c: &JobComparison) -> String {
     let mut rows: Vec<[String; 5]> = vec![[
@@ -207,6 +211,7 @@ pub fn render_job(c: &JobComparison) -> String {
             fig(&f.baseline),
             fig(&f.current),
             f.change_pct
+                .filter(|p| p.is_finite())
                 .map_or_else(|| ABSENT.to_string(), |p| format!("{p:+.1}%")),
             f.verdict.label().to_string(),
         ]);
@@ -279,6 +284,38 @@ mod tests {
             ChangeVerdict::WithinNoise,
             "a baseline tail too thin to bound cannot be called regressed"
         );
+    }
+
+    #[test]
+    fn unbounded_interval_ends_print_as_absent_never_inf() {
+        let thin = FigureSummary {
+            ci_low: None,
+            ci_high: None,
+            ..f(25.392, 0.0, 0.0)
+        };
+        assert_eq!(fig(&thin), format!("25.392 [{ABSENT}, {ABSENT}]"));
+        let half = FigureSummary {
+            ci_high: None,
+            ..f(30.0, 25.392, 0.0)
+        };
+        assert_eq!(fig(&half), format!("30 [25.392, {ABSENT}]"));
+        let odd = FigureSummary {
+            value: f64::NAN,
+            ci_low: Some(f64::NEG_INFINITY),
+            ci_high: Some(f64::INFINITY),
+            ..f(0.0, 0.0, 0.0)
+        };
+        assert_eq!(fig(&odd), format!("{ABSENT} [{ABSENT}, {ABSENT}]"));
+        let base = JobSummary {
+            id: "s::j".into(),
+            kind: "context".into(),
+            requests: 3,
+            succeeded: 3,
+            figures: [("ttft_ms.p99".to_string(), half.clone())].into(),
+        };
+        let t = render_job(&compare_job(&base, &base, "main", "r1", 5.0));
+        assert!(!t.contains("inf") && !t.contains("NaN"), "{t}");
+        assert!(t.contains(&format!("[25.392, {ABSENT}]")), "{t}");
     }
 
     #[test]

@@ -235,6 +235,33 @@ pub fn compare_report(
         .collect()
 }
 
+/// How a run's jobs meet a baseline's, from [`compare_report`]'s result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobCoverage {
+    /// Every job of the run is in the baseline.
+    All,
+    /// Some are: the ids of the run's jobs the baseline lacks, in report order.
+    Partial(Vec<String>),
+    /// None is (also when the run has no job): nothing was compared.
+    None,
+}
+
+/// Which of the run's jobs the baseline holds (see [`JobCoverage`]).
+pub fn job_coverage(jobs: &[(String, Option<JobComparison>)]) -> JobCoverage {
+    let missing: Vec<String> = jobs
+        .iter()
+        .filter(|(_, c)| c.is_none())
+        .map(|(id, _)| id.clone())
+        .collect();
+    if missing.len() == jobs.len() {
+        JobCoverage::None
+    } else if missing.is_empty() {
+        JobCoverage::All
+    } else {
+        JobCoverage::Partial(missing)
+    }
+}
+
 /// The console text of a comparison: one table per job, a line for jobs the baseline
 /// lacks, and a closing count.
 pub fn render_comparison(
@@ -271,8 +298,32 @@ pub fn render_comparison(
     out
 }
 
+/// The stderr line for saving baseline `name` over the file at `path`: `None` when there
+/// is no file; `replaced baseline `NAME` (was saved from run RUN_ID)` when it is a
+/// baseline; the same with `(the old file could not be read: REASON)` when it is not.
+pub fn replaced_note(name: &str, path: &Path) -> Option<String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            return Some(format!(
+                "replaced baseline `{name}` (the old file could not be read: {e})"
+            ));
+        }
+    };
+    Some(match serde_json::from_str::<Baseline>(&text) {
+        Ok(old) => format!(
+            "replaced baseline `{name}` (was saved from run {})",
+            old.run_id
+        ),
+        Err(e) => format!("replaced baseline `{name}` (the old file could not be read: {e})"),
+    })
+}
+
 /// `baseline save RUN_DIR --name NAME`: writes `.inferscope/baselines/NAME.json` under the
-/// current directory. Exit 0, or 2 on an unreadable run or a bad name.
+/// current directory, replacing an existing baseline of that name (stderr then says
+/// `replaced baseline `NAME` (was saved from run OLD_RUN_ID)`). Exit 0, or 2 on an
+/// unreadable run or a bad name.
 pub fn save_command(run_dir: &Path, name: &str) -> i32 {
     if let Err(e) = path_for(Path::new("."), name) {
         eprintln!("error: {e}");
@@ -283,8 +334,15 @@ pub fn save_command(run_dir: &Path, name: &str) -> i32 {
         Err(code) => return code,
     };
     let b = Baseline::from_report(&report, name);
+    // Read what is replaced before the write (CI flows re-save a name on purpose; say so).
+    let replaced = path_for(Path::new("."), name)
+        .ok()
+        .and_then(|p| replaced_note(name, &p));
     match b.save(Path::new(".")) {
         Ok(p) => {
+            if let Some(note) = replaced {
+                eprintln!("{note}");
+            }
             let figures: usize = b.jobs.iter().map(|j| j.figures.len()).sum();
             println!(
                 "saved baseline {name}: run {}, {} jobs, {figures} figures -> {}",
@@ -303,7 +361,9 @@ pub fn save_command(run_dir: &Path, name: &str) -> i32 {
 
 /// `compare RUN_DIR --baseline NAME [--noise-pct P] [--regression-pct P]`: prints the
 /// comparison. Exit 0; 100 when `regression_pct` is given and a figure regressed by more;
-/// 2 on bad input (unreadable run, unknown baseline, negative percent).
+/// 2 on bad input (unreadable run, unknown baseline, negative percent, or a baseline that
+/// shares no job with the run). When only some of the run's jobs are in the baseline, a
+/// `note:` on stderr lists the others (exit unchanged).
 pub fn compare_command(
     run_dir: &Path,
     name: &str,
@@ -328,6 +388,31 @@ pub fn compare_command(
         }
     };
     let jobs = compare_report(&baseline, &report, noise_pct);
+    match job_coverage(&jobs) {
+        JobCoverage::All => {}
+        JobCoverage::None => {
+            let base_jobs: Vec<&str> = baseline.jobs.iter().map(|j| j.id.as_str()).collect();
+            let run_jobs: Vec<&str> = jobs.iter().map(|(id, _)| id.as_str()).collect();
+            eprintln!(
+                "error: baseline `{name}` (saved from run {}) shares no job with run {}: \
+                 the baseline has [{}], the run has [{}]; nothing to compare (re-save the \
+                 baseline after renaming a suite or job)",
+                baseline.run_id,
+                report.run_id,
+                base_jobs.join(", "),
+                run_jobs.join(", ")
+            );
+            return crate::gate::EXIT_BAD_INPUT;
+        }
+        JobCoverage::Partial(missing) => eprintln!(
+            "note: {} of run {}'s {} jobs are not in baseline `{name}` and are not \
+             compared: {}",
+            missing.len(),
+            report.run_id,
+            jobs.len(),
+            missing.join(", ")
+        ),
+    }
     println!("{}", render_comparison(&baseline, &report.run_id, &jobs));
     let worst = jobs
         .iter()
@@ -343,5 +428,68 @@ pub fn compare_command(
             crate::gate::EXIT_FAILED
         }
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(id: &str) -> JobSummary {
+        JobSummary {
+            id: id.into(),
+            kind: "context".into(),
+            requests: 1,
+            succeeded: 1,
+            figures: Default::default(),
+        }
+    }
+
+    fn baseline(name: &str, run_id: &str) -> Baseline {
+        Baseline {
+            schema: BASELINE_SCHEMA.into(),
+            name: name.into(),
+            run_id: run_id.into(),
+            tool: "inferscope-bench test".into(),
+            started_utc: "2026-01-01T00:00:00Z".into(),
+            simulated: true,
+            spread_method: SPREAD_METHOD.into(),
+            percentile_method: "nearest-rank".into(),
+            jobs: vec![summary("s::a")],
+        }
+    }
+
+    #[test]
+    fn job_coverage_tells_all_some_and_none() {
+        let b = baseline("main", "r0");
+        let cmp = |id: &str| (id.to_string(), b.compare(&summary(id), 5.0));
+        assert_eq!(job_coverage(&[cmp("s::a")]), JobCoverage::All);
+        assert_eq!(
+            job_coverage(&[cmp("s::a"), cmp("s::b"), cmp("s::c")]),
+            JobCoverage::Partial(vec!["s::b".into(), "s::c".into()])
+        );
+        assert_eq!(
+            job_coverage(&[cmp("renamed::a"), cmp("renamed::b")]),
+            JobCoverage::None
+        );
+        assert_eq!(job_coverage(&[]), JobCoverage::None);
+    }
+
+    #[test]
+    fn replacing_a_baseline_names_the_run_it_was_saved_from() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = path_for(tmp.path(), "good").unwrap();
+        assert_eq!(replaced_note("good", &path), None, "nothing to replace yet");
+        baseline("good", "run-old").save(tmp.path()).unwrap();
+        assert_eq!(
+            replaced_note("good", &path).as_deref(),
+            Some("replaced baseline `good` (was saved from run run-old)")
+        );
+        std::fs::write(&path, "not json").unwrap();
+        let note = replaced_note("good", &path).unwrap();
+        assert!(
+            note.starts_with("replaced baseline `good` (the old file could not be read: "),
+            "{note}"
+        );
     }
 }

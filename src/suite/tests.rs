@@ -1419,3 +1419,83 @@ fn dry_run_shows_load_settings() {
         "{out}"
     );
 }
+
+#[test]
+fn names_that_would_make_an_invalid_timeline_id_are_refused_where_written() {
+    use crate::timeline::ids::{MAX_ID_LEN, is_valid_case_id, is_valid_id};
+    let p = Project::new();
+    let job = |suite: &str, job: &str| {
+        format!(
+            "name = \"{suite}\"\n\n[[jobs]]\nname = \"{job}\"\nkind = \"context\"\nsizes = [8]\n"
+        )
+    };
+    // The longest accepted id, with the longest suffix the runner appends at the widest
+    // counters, still passes the timeline's own checks.
+    let suite = "s".repeat(MAX_JOB_ID_LEN - "::j".len());
+    let s = p.parse(&job(&suite, "j")).unwrap_or_else(|e| panic!("{e}"));
+    let id = &s.jobs[0].id;
+    assert_eq!(id.len(), MAX_JOB_ID_LEN);
+    let (w, k) = (usize::MAX, u64::MAX);
+    let request = format!("{id}.tp{w}.{k}.s{w}.r{k}");
+    assert_eq!(
+        request.len(),
+        MAX_ID_LEN,
+        "the reserve is exactly the longest suffix"
+    );
+    assert!(is_valid_id(&request), "{request}");
+    assert!(is_valid_case_id(&format!("{id}#p{w}.{k}/s{w}r{k}")));
+    assert!(is_valid_id(&format!("{id}.t{k}.llm{w}")));
+
+    // A suite name too long for any job (the reviewer's 5000 characters), at `name`.
+    let long = "n".repeat(5000);
+    let text = job(&long, "j");
+    let e = p.err(&text);
+    assert_eq!(e.kind(), SuiteErrorKind::InvalidValue, "{e}");
+    assert_eq!(e.path(), Some("name"));
+    assert_eq!((e.line(), e.column()), (Some(1), Some(8)));
+    assert!(e.message().contains("too long"), "{}", e.message());
+    assert!(e.message().contains("5000 bytes"), "{}", e.message());
+    assert!(
+        e.message().len() < 400,
+        "the name is not echoed: {}",
+        e.message()
+    );
+    // One byte over the suite-name limit.
+    let e = p.err(&job(&"n".repeat(MAX_JOB_ID_LEN - 2), "j"));
+    assert_eq!(e.path(), Some("name"));
+
+    // A job name that makes `suite::job` one byte too long, at `jobs[0].name`.
+    let text = job("s", &"j".repeat(MAX_JOB_ID_LEN - "s::".len() + 1));
+    let e = p.err(&text);
+    assert_eq!(e.kind(), SuiteErrorKind::InvalidValue, "{e}");
+    assert_eq!(e.path(), Some("jobs[0].name"));
+    assert_eq!((e.line(), e.column()), (Some(4), Some(8)));
+    assert!(e.message().contains("too long"), "{}", e.message());
+    assert!(
+        e.message().contains(&format!("at most {MAX_JOB_ID_LEN}")),
+        "{}",
+        e.message()
+    );
+    // A 5000-character job name.
+    let e = p.err(&job("s", &"j".repeat(5000)));
+    assert_eq!(e.path(), Some("jobs[0].name"));
+    // The same job name under a short enough suite name is fine.
+    p.parse(&job("s", &"j".repeat(MAX_JOB_ID_LEN - "s::".len())))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_suite_named_after_a_too_long_file_is_refused() {
+    let p = Project::new();
+    let origin = p
+        .dir
+        .path()
+        .join(format!("suites/{}.toml", "f".repeat(200)));
+    let e = parse(
+        "[[jobs]]\nname = \"j\"\nkind = \"context\"\nsizes = [8]\n",
+        &origin,
+    )
+    .unwrap_err();
+    assert_eq!(e.path(), Some("name"));
+    assert!(e.message().contains("too long"), "{}", e.message());
+}

@@ -10,7 +10,7 @@ use super::super::load::Ctx;
 use super::super::model::*;
 use super::super::raw::{RawJob, RawScriptStep};
 use super::fixtures::{Fixtures, Want};
-use super::{K, R, check_name, gate_spec, is_env_name, seconds, unknown_tool};
+use super::{K, R, check_job_id, check_name, gate_spec, is_env_name, seconds, unknown_tool};
 use crate::grade::{Check, CheckProblem, CheckTarget};
 use crate::load::{LoadSpec, Stop, Sweep};
 use crate::tools::json::{json_values_equal, table_to_json};
@@ -26,7 +26,10 @@ pub(super) fn job(
     mut j: RawJob,
 ) -> R<Job> {
     let p = format!("jobs[{i}]");
-    check_name(&j.name).map_err(|m| ctx.at_value(&format!("{p}.name"), K::InvalidValue, m))?;
+    let id = format!("{suite}::{}", j.name);
+    check_name(&j.name)
+        .and_then(|()| check_job_id(&id, &j.name))
+        .map_err(|m| ctx.at_value(&format!("{p}.name"), K::InvalidValue, m))?;
     let max_tokens = positive(ctx, &p, "max_tokens", j.max_tokens, DEFAULT_MAX_TOKENS)?;
     let repeat = positive(ctx, &p, "repeat", j.repeat, 1)?;
     let temperature = j.temperature.unwrap_or(0.0);
@@ -52,7 +55,7 @@ pub(super) fn job(
         &gates,
     )?;
     Ok(Job {
-        id: format!("{suite}::{}", j.name),
+        id,
         name: j.name,
         index: i,
         description: j.description,

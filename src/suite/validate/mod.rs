@@ -24,7 +24,9 @@ use SuiteErrorKind as K;
 pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> R<Suite> {
     let name = match &raw.name {
         Some(n) => {
-            check_name(n).map_err(|m| ctx.at_value("name", K::InvalidValue, m))?;
+            check_name(n)
+                .and_then(|()| check_suite_name_len(n))
+                .map_err(|m| ctx.at_value("name", K::InvalidValue, m))?;
             n.clone()
         }
         None => {
@@ -32,15 +34,17 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> R<Suite> {
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            check_name(&stem).map_err(|m| {
-                ctx.err(
-                    0..0,
-                    K::InvalidValue,
-                    Some("name".into()),
-                    format!("the suite is named after its file, and {m}"),
-                )
-                .with_hint(Some("set `name = \"...\"` at the top of the suite".into()))
-            })?;
+            check_name(&stem)
+                .and_then(|()| check_suite_name_len(&stem))
+                .map_err(|m| {
+                    ctx.err(
+                        0..0,
+                        K::InvalidValue,
+                        Some("name".into()),
+                        format!("the suite is named after its file, and {m}"),
+                    )
+                    .with_hint(Some("set `name = \"...\"` at the top of the suite".into()))
+                })?;
             stem
         }
     };
@@ -219,7 +223,54 @@ fn check_name(n: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "`{n}` is not a valid name: use letters, digits, `_`, `.` and `-`"
+            "{} is not a valid name: use letters, digits, `_`, `.` and `-`",
+            shown(n)
+        ))
+    }
+}
+
+/// A name for messages: `name` itself, or its first 24 characters and its length in
+/// bytes when longer (a 5000-character name is not worth echoing).
+fn shown(name: &str) -> String {
+    const SHOWN: usize = 24;
+    if name.chars().count() <= SHOWN {
+        format!("`{name}`")
+    } else {
+        let head: String = name.chars().take(SHOWN).collect();
+        format!("`{head}…` ({} bytes)", name.len())
+    }
+}
+
+/// A suite name short enough that `NAME::J` (a one-character job) fits
+/// [`MAX_JOB_ID_LEN`].
+fn check_suite_name_len(n: &str) -> Result<(), String> {
+    let max = MAX_JOB_ID_LEN - "::".len() - 1;
+    if n.len() <= max {
+        Ok(())
+    } else {
+        Err(format!(
+            "suite name {} is too long: at most {max} bytes, since job ids \
+             `suite::job` may be at most {MAX_JOB_ID_LEN} bytes (the timeline's \
+             {}-byte id limit less {MAX_ID_SUFFIX_LEN} for the step suffixes)",
+            shown(n),
+            crate::timeline::ids::MAX_ID_LEN
+        ))
+    }
+}
+
+/// Job id `id` (`suite::job`) is at most [`MAX_JOB_ID_LEN`] bytes and a valid timeline id
+/// ([`is_valid_id`](crate::timeline::ids::is_valid_id)).
+fn check_job_id(id: &str, job: &str) -> Result<(), String> {
+    if id.len() <= MAX_JOB_ID_LEN && crate::timeline::ids::is_valid_id(id) {
+        Ok(())
+    } else {
+        Err(format!(
+            "job name {} is too long: the job id `suite::job` it makes is {} bytes, at \
+             most {MAX_JOB_ID_LEN} (the timeline's {}-byte id limit less \
+             {MAX_ID_SUFFIX_LEN} for the step suffixes)",
+            shown(job),
+            id.len(),
+            crate::timeline::ids::MAX_ID_LEN
         ))
     }
 }
