@@ -36,14 +36,17 @@ pub const DEFAULT_SWE_TIMEOUT_S: f64 = 300.0;
 /// 40 MB filler prompt, above any served context window; larger values would only fail
 /// the in-memory filler allocation.
 pub const MAX_PROMPT_TOKENS: u32 = 10_000_000;
-/// Decimal digits of the widest counter the runner writes into a step id (a `u64` or
-/// `usize` repeat, point, unit, size or step index: 20).
-const COUNTER_DIGITS: usize = u64::MAX.ilog10() as usize + 1;
+/// Decimal digits reserved for each counter the runner writes into a step id (10, the
+/// width of `u32::MAX`): `repeat`, `count` and prompt sizes are `u32` in the suite, and a
+/// point or unit index past 4,294,967,295 would need that many sweep values or requests in
+/// one point. An id that still overflowed would be rejected by the timeline
+/// (`invalid_case_id`, a visible `partial` capture), never written.
+const COUNTER_DIGITS: usize = u32::MAX.ilog10() as usize + 1;
 /// Longest text the runner appends to a job id (`suite::job`) to form an id the timeline
-/// receives, bytes (88): a load-sweep context request id
-/// `{job_id}.tp{point}.{k}.s{size}.r{r}` with every counter at its widest
-/// ([`COUNTER_DIGITS`]); every other shape (`#{r}`, `#p{point}.{k}/s{size}r{r}`,
-/// `.t{r}.llm{n}`, `.t0.s{size}.r{r}`, …) is shorter.
+/// receives, bytes (48): a load-sweep context request id
+/// `{job_id}.tp{point}.{k}.s{size}.r{r}` with every counter at [`COUNTER_DIGITS`]; every
+/// other shape (`#{r}`, `#p{point}.{k}/s{size}r{r}`, `.t{r}.llm{n}`, `.t0.s{size}.r{r}`,
+/// …) is shorter.
 pub const MAX_ID_SUFFIX_LEN: usize = ".tp".len()
     + COUNTER_DIGITS
     + ".".len()
@@ -52,7 +55,7 @@ pub const MAX_ID_SUFFIX_LEN: usize = ".tp".len()
     + COUNTER_DIGITS
     + ".r".len()
     + COUNTER_DIGITS;
-/// Longest job id `suite::job`, bytes (40): the timeline's
+/// Longest job id `suite::job`, bytes (80): the timeline's
 /// [`MAX_ID_LEN`](crate::timeline::ids::MAX_ID_LEN) less [`MAX_ID_SUFFIX_LEN`], so every
 /// case id and request id built from it passes the timeline's id checks (a longer one
 /// would be rejected as `invalid_case_id` and turn the timeline partial), and the
