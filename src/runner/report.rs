@@ -98,8 +98,15 @@ pub struct StepReport {
     pub prompt_tokens: Option<u64>,
     /// Cached prompt tokens from this response's usage; `null` when not reported.
     pub cached_tokens: Option<u64>,
-    /// Completion tokens from this response's usage.
+    /// Completion tokens (count): this response's usage, or — when the server sent none —
+    /// the client estimate (`token_source = client_estimate`, DESIGN §5); `null` for tools
+    /// or when nothing is known.
     pub completion_tokens: Option<u64>,
+    /// Where `completion_tokens` came from: `server` (usage) or `client_estimate`
+    /// ([`crate::client::TokenSource`]); `null` when there is no count. Absent in reports
+    /// written before the field existed.
+    #[serde(default)]
+    pub token_source: Option<String>,
     /// TTFT, ms from send; `null` for tools or when no token arrived.
     pub ttft_ms: Option<f64>,
     /// Step energy, mJ (ADR-013 trapezoid; basis in `energy_basis`); `null` when
@@ -323,6 +330,13 @@ fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>, warmup: bool
         prompt_tokens: r.and_then(|r| r.prompt_tokens),
         cached_tokens: r.and_then(|r| r.cached_tokens),
         completion_tokens: r.and_then(|r| r.completion_tokens),
+        token_source: r
+            .filter(|r| r.completion_tokens.is_some())
+            .and_then(|r| r.token_source)
+            .map(|t| match t {
+                crate::client::TokenSource::Server => "server".to_string(),
+                crate::client::TokenSource::ClientEstimate => "client_estimate".to_string(),
+            }),
         ttft_ms: r.and_then(|r| r.ttft_ms()),
         energy_mj: energy.and_then(|e| e.energy_mj),
         energy_basis: energy.and_then(|e| e.basis.clone()),
