@@ -159,7 +159,8 @@ pub struct JobReport {
     pub id: String,
     /// `agentic`, `context` or `swe`.
     pub kind: String,
-    /// `pass` or `fail`.
+    /// `pass`, `fail`, or `not_run` (the run was cancelled before the job started: it made
+    /// no request and counts as neither passed nor failed; nextest's convention).
     pub status: String,
     /// Job duration, ns.
     pub duration_ns: u64,
@@ -207,6 +208,7 @@ impl JobReport {
             id: self.id.clone(),
             kind: self.kind.clone(),
             passed: self.status == "pass",
+            not_run: self.status == "not_run",
             duration_ns: self.duration_ns,
             verdicts: self.verdicts.clone(),
             grading: self.grading.clone(),
@@ -220,15 +222,20 @@ impl JobReport {
 /// Run totals.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SummaryReport {
-    /// Jobs run.
+    /// Jobs run (`passed + failed`; jobs not run are not counted).
     pub jobs: usize,
     /// Jobs passed.
     pub passed: usize,
     /// Jobs failed.
     pub failed: usize,
+    /// Jobs not run because the run was cancelled before they started (status
+    /// `not_run`). Absent in reports written before the field existed (read as 0).
+    #[serde(default)]
+    pub not_run: usize,
     /// Run duration, ns.
     pub duration_ns: u64,
-    /// 0 all passed, 100 any failed.
+    /// 0 all passed, 100 any failed or the run was cancelled (Ctrl-C / SIGTERM: never 0),
+    /// 2 no job selected or artifacts not written.
     pub exit_status: i32,
 }
 
@@ -620,7 +627,14 @@ pub fn build(
         jobs.push(JobReport {
             id: e.job.job.id.clone(),
             kind: e.job.job.kind_name().as_str().into(),
-            status: if passed { "pass" } else { "fail" }.into(),
+            status: if e.cancelled_before_start {
+                "not_run"
+            } else if passed {
+                "pass"
+            } else {
+                "fail"
+            }
+            .into(),
             duration_ns,
             start_ns: e.start_ns,
             end_ns: e.end_ns,
@@ -643,7 +657,8 @@ pub fn build(
         });
     }
     let passed = jobs.iter().filter(|j| j.status == "pass").count();
-    let failed = jobs.len() - passed;
+    let not_run = jobs.iter().filter(|j| j.status == "not_run").count();
+    let failed = jobs.len() - passed - not_run;
     let any_runner_requests = jobs.iter().any(|j| j.stats.is_some());
     let successful: u64 = jobs
         .iter()
@@ -651,7 +666,8 @@ pub fn build(
         .map(|s| s.succeeded)
         .sum();
     // Zero successful requests in a run that made requests always fails (DESIGN §7);
-    // a run that selected no job is bad input (exit 2).
+    // a run that selected no job is bad input (exit 2); a cancelled run (jobs not run
+    // included) never exits 0: it exits 100.
     let exit_status = if jobs.is_empty() {
         gate::EXIT_BAD_INPUT
     } else if failed > 0 || (any_runner_requests && successful == 0) || cancelled {
@@ -693,6 +709,7 @@ pub fn build(
             jobs: passed + failed,
             passed,
             failed,
+            not_run,
             duration_ns: end_ns,
             exit_status,
         },
