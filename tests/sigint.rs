@@ -6,6 +6,9 @@
 //! - SIGINT / SIGTERM: the process exits non-zero on its own, the timeline is finalized as
 //!   `partial` (reason `cancelled`), `timeline verify` accepts it (exit 0), the request that
 //!   was in flight ends `cancelled`, and no new request starts.
+//! - A job the signal came before is `NOT RUN` (never `FAIL`), not counted in `N jobs
+//!   run`, and the summary says `N not run (cancelled)`; the exit status is 100 (a
+//!   cancelled run never exits 0). `--message-format json` says the same (`not_run`).
 //! - SIGKILL: no manifest is left, and `timeline verify` reports `unavailable` (exit 2).
 
 mod support;
@@ -42,6 +45,10 @@ fn suite(dir: &Path, url: &str) {
 }
 
 fn spawn_run(cwd: &Path, out: &Path) -> Child {
+    spawn_run_with(cwd, out, &[])
+}
+
+fn spawn_run_with(cwd: &Path, out: &Path, extra: &[&str]) -> Child {
     command(cwd)
         .args([
             "run",
@@ -50,6 +57,7 @@ fn spawn_run(cwd: &Path, out: &Path) -> Child {
             "--out",
             out.to_str().unwrap(),
         ])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -105,8 +113,32 @@ fn interrupted_run(sig: i32) {
     let (status, stdout, stderr) = wait_exit(child);
     let all = format!("status {status:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
 
-    // Exited on its own (not killed by the signal), non-zero.
-    assert!(status.code().is_some_and(|c| c != 0), "{all}");
+    // Exited on its own (not killed by the signal), non-zero: 100, as a failed run.
+    assert_eq!(status.code(), Some(100), "{all}");
+    // The job that never started is NOT RUN, not FAIL, and not counted as run.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("NOT RUN [") && l.ends_with(" sig::later")),
+        "{all}"
+    );
+    assert!(
+        !stdout
+            .lines()
+            .any(|l| l.contains("FAIL [") && l.ends_with(" sig::later")),
+        "{all}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim() == "note: not run: cancelled before start"),
+        "{all}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.contains("Summary [")
+            && l.ends_with("] 1 job run: 0 passed, 1 failed, 1 not run (cancelled)")),
+        "{all}"
+    );
     assert!(stderr.contains("interrupt"), "{all}");
     assert_eq!(
         stdout.lines().last(),
@@ -152,6 +184,12 @@ fn interrupted_run(sig: i32) {
             .unwrap()
             .is_empty()
     );
+    assert_eq!(job(&r, "sig::later")["status"], "not_run");
+    assert_eq!(j["status"], "fail");
+    assert_eq!(r["summary"]["jobs"], 1, "{}", r["summary"]);
+    assert_eq!(r["summary"]["failed"], 1, "{}", r["summary"]);
+    assert_eq!(r["summary"]["not_run"], 1, "{}", r["summary"]);
+    assert_eq!(r["summary"]["exit_status"], 100, "{}", r["summary"]);
 
     // Timeline: every span that was open at the signal ends `cancelled`; the completed
     // request ends `completed`.
@@ -191,6 +229,41 @@ fn sigint_mid_run_finalizes_a_partial_timeline_with_cancelled_spans() {
 #[test]
 fn sigterm_mid_run_finalizes_a_partial_timeline_with_cancelled_spans() {
     interrupted_run(libc::SIGTERM);
+}
+
+#[test]
+fn sigint_json_messages_say_not_run_for_a_job_never_started() {
+    let server = start_server();
+    let cwd = tempfile::tempdir().unwrap();
+    suite(cwd.path(), &server.base_url());
+    let out = cwd.path().join("run");
+    let mut child = spawn_run_with(cwd.path(), &out, &["--message-format", "json"]);
+    wait_for_requests(&server, 2, &mut child);
+    signal(&child, libc::SIGINT);
+    let (status, stdout, stderr) = wait_exit(child);
+    let all = format!("status {status:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    assert_eq!(status.code(), Some(100), "{all}");
+    let msgs: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{all}")))
+        .collect();
+    let job_msg = |id: &str| {
+        msgs.iter()
+            .find(|m| m["type"] == "job" && m["id"] == id)
+            .unwrap_or_else(|| panic!("no job message for {id}\n{all}"))
+    };
+    assert_eq!(job_msg("sig::ctx")["status"], "fail", "{all}");
+    assert_eq!(job_msg("sig::later")["status"], "not_run", "{all}");
+    let summary = msgs
+        .iter()
+        .find(|m| m["type"] == "summary")
+        .expect("summary message");
+    assert_eq!(summary["status"], "fail", "{summary}");
+    assert_eq!(summary["jobs"], 1, "{summary}");
+    assert_eq!(summary["passed"], 0, "{summary}");
+    assert_eq!(summary["failed"], 1, "{summary}");
+    assert_eq!(summary["not_run"], 1, "{summary}");
+    assert_eq!(summary["exit_code"], 100, "{summary}");
 }
 
 #[test]

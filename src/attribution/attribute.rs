@@ -243,6 +243,7 @@ impl<'a> Attributor<'a> {
             let mut samples_by_source = Vec::with_capacity(p.devices.len() * 2 + p.counters.len());
             let mut devices = Vec::with_capacity(p.devices.len());
             let (mut energy, mut counter_energy) = (None::<u64>, None::<u64>);
+            let mut counter_complete = true;
             let (mut min_samples, mut min_covered) = (None::<u64>, None::<u64>);
             for (di, slot) in p.devices.iter().enumerate() {
                 let pw = slot
@@ -258,8 +259,20 @@ impl<'a> Attributor<'a> {
                     device_steps_mj[di] += mj;
                     energy = Some(energy.unwrap_or(0) + mj);
                 }
-                if let Some(mj) = ce.and_then(|c| c.energy_mj) {
-                    counter_energy = Some(counter_energy.unwrap_or(0).saturating_add(mj));
+                // The counter sum covers every device or none: a device with energy in this
+                // window on either basis (or a counter series) but no counter figure makes
+                // the sum partial, so it is withheld (never a partial sum shown as whole).
+                let dev_counter = ce.and_then(|c| c.energy_mj);
+                match dev_counter {
+                    Some(mj) if counter_complete => {
+                        counter_energy = Some(counter_energy.unwrap_or(0).saturating_add(mj));
+                    }
+                    Some(_) => {}
+                    None if dev_energy.is_some() || ce.is_some() => {
+                        counter_complete = false;
+                        counter_energy = None;
+                    }
+                    None => {}
                 }
                 if let Some((_, w)) = pw {
                     min_samples = Some(
@@ -378,7 +391,14 @@ impl<'a> Attributor<'a> {
         let total_energy_mj = sum_some([llm_energy_mj, tool_energy_mj].into_iter());
         let whole_run_energy_mj = sum_some(devices.iter().map(|d| d.whole_run_energy_mj));
         let unattributed_energy_mj = sum_some(devices.iter().map(|d| d.unattributed_energy_mj));
-        let total_counter_energy_mj = sum_some(steps.iter().map(|s| s.counter_energy_mj));
+        // Every kept step or nothing: a sum over the steps that have a counter figure
+        // would pass a partial total off as the trajectory's.
+        let total_counter_energy_mj = steps
+            .iter()
+            .try_fold(0u64, |acc, s| {
+                s.counter_energy_mj.map(|v| acc.saturating_add(v))
+            })
+            .filter(|_| !steps.is_empty());
         let all_llm = |f: &dyn Fn(&StepMetrics) -> Option<u64>| {
             steps
                 .iter()

@@ -198,8 +198,11 @@ pub struct StepMetrics {
     pub end_elapsed_ns: u64,
     /// `end − start`, ns.
     pub duration_ns: u64,
-    /// Power samples inside the window (the fewest over devices: the worst-resolved
-    /// device); `null` without any power series.
+    /// Power samples with `start ≤ elapsed_ns ≤ end` (ADR-013 `samples_in_window`, the
+    /// grid resolution), count. With several devices it is the **minimum over devices
+    /// that have a power series** (the worst-resolved device), not any one device's nor
+    /// the sum; each device's own count is in `devices[].samples_in_window` and
+    /// `samples_by_source`. `null` without any power series.
     pub samples_in_window: Option<u64>,
     /// Samples inside the window per source.
     pub samples_by_source: Vec<SourceSamples>,
@@ -220,9 +223,14 @@ pub struct StepMetrics {
     /// `true` when an `averaged_1s` series covers a window shorter than its 1 s averaging
     /// window (field case C20).
     pub low_confidence: bool,
-    /// Sum over devices of the counter-basis energy (field case C20's preferred figure);
-    /// `null` when no device has a counter figure for this window. Never reconciled with
-    /// `energy_mj` (separate bases, ADR-013).
+    /// Sum over devices of the counter-basis energy, mJ (field case C20's preferred
+    /// figure). `null` when no device has a counter figure for this window, and `null`
+    /// when any device that has energy in the window on either basis (a power trapezoid)
+    /// or an energy-counter series lacks a counter figure: a sum over only the devices
+    /// with counters is partial and is not shown as the step's (ADR-013 "absence and zero
+    /// are distinct"; C19 device 0, counter NotSupported). The per-device figures stay in
+    /// `devices[].counter_energy_mj`. Never reconciled with `energy_mj` (separate bases,
+    /// ADR-013).
     pub counter_energy_mj: Option<u64>,
     /// Per-device breakdown.
     pub devices: Vec<StepDeviceEnergy>,
@@ -430,8 +438,9 @@ pub struct TrajectoryMetrics {
     /// Whole-run trapezoid integral on the same basis (sum of devices); `null` without
     /// power.
     pub whole_run_energy_mj: Option<u64>,
-    /// Sum of step counter-basis energies; `null` when no step has one. Not reconciled
-    /// with the trapezoid figures (separate basis).
+    /// Sum of the kept steps' counter-basis energies, mJ; `null` unless every kept step
+    /// has one (a sum over some steps would be partial). Not reconciled with the
+    /// trapezoid figures (separate basis).
     pub total_counter_energy_mj: Option<u64>,
     /// Sum of `generation_tokens_delta` over `llm_call` steps; `null` unless every LLM
     /// step has a delta (a partial sum is not a total).

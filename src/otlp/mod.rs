@@ -13,7 +13,9 @@
 //!   `gen_ai.conversation.id`, `gen_ai.response.time_to_first_chunk` in s, `error.type`);
 //!   energy has no GenAI attribute, so it is the project's own `inferscope.energy_mj`
 //!   with `inferscope.energy_basis` (`measured`, `apportioned`, `simulated`)
-//!   (`ref/energy-and-engine-metrics.md` §6.1). A value the run did not observe is left
+//!   (`ref/energy-and-engine-metrics.md` §6.1). A client-estimated output count
+//!   (report `token_source = client_estimate`, no server usage — DESIGN §5) is
+//!   `inferscope.usage.output_tokens_estimate`, never `gen_ai.usage.output_tokens`. A value the run did not observe is left
 //!   out (OTLP has no null), never written as 0.
 //!
 //! Times are unix-nanosecond strings **anchored at the run's recorded reference instant**:
@@ -129,8 +131,14 @@ fn step_span(
         if let Some(v) = st.prompt_tokens {
             attrs.push(kv("gen_ai.usage.input_tokens", int(v)));
         }
+        // `gen_ai.usage.*` is server usage: a client estimate (DESIGN §5) is not passed
+        // off as one.
         if let Some(v) = st.completion_tokens {
-            attrs.push(kv("gen_ai.usage.output_tokens", int(v)));
+            if st.token_source.as_deref() == Some("client_estimate") {
+                attrs.push(kv("inferscope.usage.output_tokens_estimate", int(v)));
+            } else {
+                attrs.push(kv("gen_ai.usage.output_tokens", int(v)));
+            }
         }
         if let Some(v) = st.cached_tokens {
             attrs.push(kv("gen_ai.usage.cache_read.input_tokens", int(v)));

@@ -9,6 +9,18 @@
 //! 1 passed, 1 failed
 //! ```
 //!
+//! After Ctrl-C, a job that never started is `NOT RUN` (not `FAIL`), is not counted in
+//! `N jobs run`, and the summary adds `, N not run (cancelled)` (nextest's convention):
+//!
+//! ```text
+//!         FAIL [   0.900s] agentic::lookup
+//!              agentic::lookup#0 stopped: cancelled
+//!      NOT RUN [   0.000s] agentic::repo_tour
+//!              note: not run: cancelled before start
+//!      Summary [   0.901s] 1 job run: 0 passed, 1 failed, 1 not run (cancelled)
+//! 0 passed, 1 failed
+//! ```
+//!
 //! The status word is right-aligned in a 12-column field, the duration is `[{:>8.3}s]`,
 //! reason lines are indented to the `[` column. The last line is the plain
 //! `N passed, N failed` that CI tooling parses: never coloured, nothing else on it.
@@ -17,6 +29,7 @@ use super::view::{EndpointLabel, JobReportView, RunTotals};
 
 const GREEN_BOLD: &str = "\x1b[32;1m";
 const RED_BOLD: &str = "\x1b[31;1m";
+const YELLOW_BOLD: &str = "\x1b[33;1m";
 const RESET: &str = "\x1b[0m";
 /// Indentation of reason lines: aligned with the `[` of the duration.
 pub const REASON_INDENT: &str = "             ";
@@ -94,9 +107,12 @@ pub fn start_line(jobs: usize, suites: usize, endpoint: &EndpointLabel, style: S
     )
 }
 
-/// `        PASS [   1.234s] agentic::lookup` or `FAIL` (no newline).
+/// `        PASS [   1.234s] agentic::lookup`, `FAIL`, or `NOT RUN` for a job the run
+/// was cancelled before starting (no newline).
 pub fn status_line(job: &JobReportView, style: Style) -> String {
-    let word = if job.passed {
+    let word = if job.not_run {
+        painted("NOT RUN", YELLOW_BOLD, style)
+    } else if job.passed {
         painted("PASS", GREEN_BOLD, style)
     } else {
         painted("FAIL", RED_BOLD, style)
@@ -121,21 +137,27 @@ pub fn job_block(job: &JobReportView, style: Style) -> String {
     out
 }
 
-/// `     Summary [  12.345s] N jobs run: N passed, N failed` (no newline).
+/// `     Summary [  12.345s] N jobs run: N passed, N failed` (no newline), followed by
+/// `, N not run (cancelled)` when jobs were not run. `N jobs run` counts only jobs that
+/// started.
 pub fn summary_line(totals: &RunTotals, style: Style) -> String {
-    let color = if totals.failed == 0 {
+    let color = if totals.failed == 0 && totals.not_run == 0 {
         GREEN_BOLD
     } else {
         RED_BOLD
     };
-    format!(
+    let mut line = format!(
         "{} {} {} run: {} passed, {} failed",
         painted("Summary", color, style),
         duration_field(totals.duration_ns),
         plural(totals.jobs, "job", "jobs"),
         totals.passed,
         totals.failed
-    )
+    );
+    if totals.not_run > 0 {
+        line.push_str(&format!(", {} not run (cancelled)", totals.not_run));
+    }
+    line
 }
 
 /// The plain closing line `N passed, N failed` (no newline, never coloured).
@@ -198,6 +220,7 @@ mod tests {
             jobs: 3,
             passed: 2,
             failed: 1,
+            not_run: 0,
             duration_ns: 12_345_678_901,
         };
         assert_eq!(
@@ -209,11 +232,36 @@ mod tests {
             jobs: 1,
             passed: 1,
             failed: 0,
+            not_run: 0,
             duration_ns: 8_000_000,
         };
         assert_eq!(
             summary_line(&one, Style::PLAIN),
             "     Summary [   0.008s] 1 job run: 1 passed, 0 failed"
+        );
+    }
+
+    #[test]
+    fn a_job_not_run_is_not_a_failure_nor_counted_as_run() {
+        let mut skipped = failing_job();
+        skipped.id = "agentic::repo_tour".into();
+        skipped.not_run = true;
+        skipped.duration_ns = 0;
+        skipped.notes = vec!["not run: cancelled before start".into()];
+        assert_eq!(
+            job_block(&skipped, Style::PLAIN),
+            "     NOT RUN [   0.000s] agentic::repo_tour\n\
+             \x20            note: not run: cancelled before start\n"
+        );
+        let t = RunTotals::from_jobs(&[passing_job(), skipped], 1_746_000_000);
+        assert_eq!(
+            summary_line(&t, Style::PLAIN),
+            "     Summary [   1.746s] 1 job run: 1 passed, 0 failed, 1 not run (cancelled)"
+        );
+        assert_eq!(plain_line(&t), "1 passed, 0 failed");
+        assert!(
+            summary_line(&t, Style { color: true }).contains("\x1b[31;1mSummary"),
+            "a cancelled run is not shown green"
         );
     }
 
@@ -224,6 +272,7 @@ mod tests {
             jobs: 10,
             passed: 10,
             failed: 0,
+            not_run: 0,
             duration_ns: 1,
         };
         assert!(re.is_match(&plain_line(&t)));
@@ -246,6 +295,7 @@ mod tests {
                     jobs: 1,
                     passed: 0,
                     failed: 1,
+                    not_run: 0,
                     duration_ns: 0
                 },
                 c

@@ -2,13 +2,16 @@
 //! one summary object. Missing values are `null`, never omitted.
 //!
 //! Job object keys, in order: `type` (`"job"`), `id`, `suite`, `kind`, `status`
-//! (`"pass"`/`"fail"`), `duration_s` (float seconds), `duration_ns` (integer), `verdicts`
+//! (`"pass"`/`"fail"`/`"not_run"` — the last for a job the run was cancelled before
+//! starting), `duration_s` (float seconds), `duration_ns` (integer), `verdicts`
 //! (every [`crate::gate::Verdict`]), `grading` (`[{check, passed, detail}]`),
 //! `failure_codes` (`[{code, count}]`), `stats` ([`crate::stats::JobStats`] or `null`),
 //! `notes`.
 //!
-//! Summary object keys: `type` (`"summary"`), `status`, `jobs`, `passed`, `failed`,
-//! `duration_s`, `duration_ns`, `endpoint`, `simulated`, `exit_code`.
+//! Summary object keys: `type` (`"summary"`), `status` (`"pass"` only when jobs ran, none
+//! failed and none was left not run), `jobs` (jobs run: `passed + failed`), `passed`,
+//! `failed`, `not_run` (jobs not started because the run was cancelled), `duration_s`,
+//! `duration_ns`, `endpoint`, `simulated`, `exit_code`.
 
 use super::view::{EndpointLabel, JobReportView, RunTotals};
 use serde_json::{Value, json};
@@ -24,7 +27,7 @@ pub fn job_value(job: &JobReportView) -> Value {
         "id": job.id,
         "suite": job.suite(),
         "kind": job.kind,
-        "status": if job.passed { "pass" } else { "fail" },
+        "status": if job.not_run { "not_run" } else if job.passed { "pass" } else { "fail" },
         "duration_s": seconds(job.duration_ns),
         "duration_ns": job.duration_ns,
         "verdicts": job.verdicts,
@@ -49,10 +52,11 @@ pub fn job_message(job: &JobReportView) -> String {
 pub fn summary_message(totals: &RunTotals, endpoint: &EndpointLabel) -> String {
     json!({
         "type": "summary",
-        "status": if totals.failed == 0 && totals.jobs > 0 { "pass" } else { "fail" },
+        "status": if totals.failed == 0 && totals.not_run == 0 && totals.jobs > 0 { "pass" } else { "fail" },
         "jobs": totals.jobs,
         "passed": totals.passed,
         "failed": totals.failed,
+        "not_run": totals.not_run,
         "duration_s": seconds(totals.duration_ns),
         "duration_ns": totals.duration_ns,
         "endpoint": endpoint.display(),
@@ -128,9 +132,30 @@ mod tests {
             v,
             json!({
                 "type": "summary", "status": "fail", "jobs": 2, "passed": 1, "failed": 1,
-                "duration_s": 1.746, "duration_ns": 1_746_000_000u64,
+                "not_run": 0, "duration_s": 1.746, "duration_ns": 1_746_000_000u64,
                 "endpoint": "simulated (built-in)", "simulated": true, "exit_code": 100,
             })
         );
+    }
+
+    #[test]
+    fn a_job_not_run_is_reported_not_run() {
+        let mut skipped = failing_job();
+        skipped.not_run = true;
+        let v: Value = serde_json::from_str(&job_message(&skipped)).unwrap();
+        assert_eq!(v["status"], "not_run");
+        let t = RunTotals::from_jobs(&[passing_job(), skipped], 5);
+        let v: Value =
+            serde_json::from_str(&summary_message(&t, &EndpointLabel::Simulated)).unwrap();
+        assert_eq!(v["status"], "fail");
+        assert_eq!(
+            (v["jobs"].as_u64(), v["passed"].as_u64()),
+            (Some(1), Some(1))
+        );
+        assert_eq!(
+            (v["failed"].as_u64(), v["not_run"].as_u64()),
+            (Some(0), Some(1))
+        );
+        assert_eq!(v["exit_code"], 100);
     }
 }

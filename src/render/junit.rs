@@ -52,7 +52,12 @@ pub fn junit_xml(
 }
 
 fn test_case(job: &JobReportView) -> TestCase {
-    let status = if job.passed {
+    let status = if job.not_run {
+        // Cancelled before it started: skipped, never a failure.
+        let mut s = TestCaseStatus::skipped();
+        s.set_message("not run: cancelled");
+        s
+    } else if job.passed {
         TestCaseStatus::success()
     } else {
         let reasons = job.failure_lines();
@@ -106,7 +111,16 @@ fn opt(v: Option<f64>) -> String {
 fn system_out(job: &JobReportView) -> String {
     let mut out = vec![
         format!("job: {} ({})", job.id, job.kind),
-        format!("status: {}", if job.passed { "pass" } else { "fail" }),
+        format!(
+            "status: {}",
+            if job.not_run {
+                "not_run"
+            } else if job.passed {
+                "pass"
+            } else {
+                "fail"
+            }
+        ),
         "verdicts:".to_string(),
     ];
     for v in &job.verdicts {
@@ -229,5 +243,19 @@ mod tests {
         assert_eq!(xml.matches("<testcase ").count(), 3);
         assert_eq!(xml.matches("<failure ").count(), 1);
         assert!(xml.contains("long&lt;prompt&gt;"));
+    }
+
+    #[test]
+    fn a_job_not_run_is_skipped_not_failed() {
+        let mut skipped = failing_job();
+        skipped.id = "agentic::repo_tour".into();
+        skipped.not_run = true;
+        let xml = junit_xml("inferscope-bench", &[passing_job(), skipped], 0).unwrap();
+        assert!(
+            xml.contains(r#"tests="2" skipped="1" failures="0""#),
+            "{xml}"
+        );
+        assert_eq!(xml.matches("<failure ").count(), 0);
+        assert!(xml.contains("status: not_run"), "{xml}");
     }
 }

@@ -61,8 +61,14 @@ pub fn markdown_summary(
 ) -> String {
     let mut md = String::new();
     md.push_str(&format!(
-        "### inferscope-bench: {} passed, {} failed\n\n",
-        totals.passed, totals.failed
+        "### inferscope-bench: {} passed, {} failed{}\n\n",
+        totals.passed,
+        totals.failed,
+        if totals.not_run > 0 {
+            format!(", {} not run (cancelled)", totals.not_run)
+        } else {
+            String::new()
+        }
     ));
     md.push_str(&format!(
         "Endpoint: {} · {} job{} · {} s\n\n",
@@ -77,7 +83,13 @@ pub fn markdown_summary(
     );
     md.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for job in jobs {
-        let status = if job.passed { "✅ PASS" } else { "❌ FAIL" };
+        let status = if job.not_run {
+            "⏹ NOT RUN"
+        } else if job.passed {
+            "✅ PASS"
+        } else {
+            "❌ FAIL"
+        };
         let (reqs, ttft, itl, tpot, e2e, tps, cache) = match &job.stats {
             Some(s) => (
                 format!("{}/{}", s.succeeded, s.requests),
@@ -116,7 +128,13 @@ pub fn markdown_summary(
             md.push_str(&format!(
                 "- `{}` ({})\n",
                 esc(&job.id).replace('`', "'"),
-                if job.passed { "pass" } else { "fail" }
+                if job.not_run {
+                    "not run"
+                } else if job.passed {
+                    "pass"
+                } else {
+                    "fail"
+                }
             ));
             for line in job.reason_lines() {
                 md.push_str(&format!("  - {}\n", esc(&line)));

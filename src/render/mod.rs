@@ -51,6 +51,7 @@ pub(crate) mod fixtures {
             id: "agentic::lookup".into(),
             kind: "agentic".into(),
             passed: true,
+            not_run: false,
             duration_ns: 1_234_000_000,
             verdicts,
             grading: vec![("contains(\"Oslo\")".into(), true, None)],
@@ -83,6 +84,7 @@ pub(crate) mod fixtures {
             id: "context::long<prompt>".into(),
             kind: "context".into(),
             passed: false,
+            not_run: false,
             duration_ns: 512_000_000,
             verdicts: evaluate(&spec, &figs),
             grading: vec![

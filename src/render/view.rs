@@ -16,6 +16,9 @@ pub struct JobReportView {
     pub kind: String,
     /// The job's outcome ([`crate::gate::JobOutcome::from_verdicts`]).
     pub passed: bool,
+    /// The run was cancelled before this job started (`passed` is then false): it is
+    /// shown as not run, never as a failure, and counted in [`RunTotals::not_run`].
+    pub not_run: bool,
     /// Wall duration of the job on the run's monotonic clock, ns.
     pub duration_ns: u64,
     /// Gate verdicts from [`crate::gate::evaluate`] (built-in verdict included).
@@ -51,7 +54,12 @@ impl JobReportView {
     /// (`grading: CHECK failed[: DETAIL]`); failed requests
     /// (`N of M requests failed[: 2 idle_timeout, 1 error_event]`); notes (`note: …`).
     /// Shared by the terminal lines, JUnit and Markdown.
+    ///
+    /// A job that was not run shows only its notes (why it did not run).
     pub fn reason_lines(&self) -> Vec<String> {
+        if self.not_run {
+            return self.notes.iter().map(|n| format!("note: {n}")).collect();
+        }
         let mut lines: Vec<String> = self
             .verdicts
             .iter()
@@ -160,36 +168,44 @@ fn redact_userinfo(url: &str) -> String {
 /// Totals of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunTotals {
-    /// Jobs run.
+    /// Jobs run (`passed + failed`; jobs not run are not counted).
     pub jobs: usize,
     /// Jobs passed.
     pub passed: usize,
     /// Jobs failed.
     pub failed: usize,
+    /// Jobs not run because the run was cancelled before they started.
+    pub not_run: usize,
     /// Wall duration of the run on the monotonic clock, ns.
     pub duration_ns: u64,
 }
 
 impl RunTotals {
-    /// Counts `jobs` by `passed`; `duration_ns` is the run's measured duration.
+    /// Counts `jobs` by `not_run` and `passed`; `duration_ns` is the run's measured
+    /// duration.
     pub fn from_jobs(jobs: &[JobReportView], duration_ns: u64) -> RunTotals {
-        let passed = jobs.iter().filter(|j| j.passed).count();
+        let not_run = jobs.iter().filter(|j| j.not_run).count();
+        let passed = jobs.iter().filter(|j| j.passed && !j.not_run).count();
+        let run = jobs.len() - not_run;
         RunTotals {
-            jobs: jobs.len(),
+            jobs: run,
             passed,
-            failed: jobs.len() - passed,
+            failed: run - passed,
+            not_run,
             duration_ns,
         }
     }
 
-    /// The run's exit status: [`crate::gate::exit_status`] of the jobs.
+    /// The run's exit status: [`crate::gate::EXIT_FAILED`] (100) when a job failed or a
+    /// job was not run (a cancelled run never exits 0), else [`crate::gate::EXIT_BAD_INPUT`]
+    /// (2) when no job was selected, else [`crate::gate::EXIT_OK`].
     pub fn exit_status(&self) -> i32 {
-        if self.jobs == 0 {
-            crate::gate::EXIT_BAD_INPUT
-        } else if self.failed == 0 {
-            crate::gate::EXIT_OK
-        } else {
+        if self.failed > 0 || self.not_run > 0 {
             crate::gate::EXIT_FAILED
+        } else if self.jobs == 0 {
+            crate::gate::EXIT_BAD_INPUT
+        } else {
+            crate::gate::EXIT_OK
         }
     }
 }
@@ -254,5 +270,22 @@ mod tests {
         assert_eq!(t.exit_status(), 100);
         assert_eq!(RunTotals::from_jobs(&[passing_job()], 5).exit_status(), 0);
         assert_eq!(RunTotals::from_jobs(&[], 5).exit_status(), 2);
+    }
+
+    #[test]
+    fn a_job_not_run_is_neither_run_nor_failed_and_never_exits_0() {
+        let mut skipped = failing_job();
+        skipped.not_run = true;
+        skipped.notes = vec!["not run: cancelled before start".into()];
+        let t = RunTotals::from_jobs(&[passing_job(), skipped.clone()], 5);
+        assert_eq!((t.jobs, t.passed, t.failed, t.not_run), (1, 1, 0, 1));
+        assert_eq!(t.exit_status(), 100, "a cancelled run never exits 0");
+        let t = RunTotals::from_jobs(std::slice::from_ref(&skipped), 5);
+        assert_eq!((t.jobs, t.failed, t.not_run), (0, 0, 1));
+        assert_eq!(t.exit_status(), 100);
+        assert_eq!(
+            skipped.reason_lines(),
+            ["note: not run: cancelled before start"]
+        );
     }
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 
-use crate::client::RequestRecord;
+use crate::client::{RequestRecord, TokenSource};
 use crate::timeline::{FailureCode, Phase, Sink, SpanContext, SpanEnd, SpanId, SpanName};
 
 /// A cloneable handle on the run's capture (or nothing).
@@ -106,7 +106,9 @@ impl Capture {
         self.start(SpanName::ChatCompletion, Some(request_id), case_id)
     }
 
-    /// The request span ends with the record's status, tokens and failure code.
+    /// The request span ends with the record's status, tokens and failure code. A
+    /// completion count the client estimated (`token_source = client_estimate`, no server
+    /// usage — DESIGN §5) goes to `completion_tokens_estimate`, never `completion_tokens`.
     pub fn request_end(&self, span: Option<SpanId>, rec: &RequestRecord) {
         let end = if rec.is_success() {
             SpanEnd::completed()
@@ -116,10 +118,13 @@ impl Capture {
                     .and_then(|c| FailureCode::from_code(c.as_str())),
             )
         };
-        self.end(
-            span,
-            end.with_tokens(rec.prompt_tokens, rec.completion_tokens),
-        );
+        let end = match rec.token_source {
+            Some(TokenSource::ClientEstimate) => {
+                end.with_estimated_completion(rec.prompt_tokens, rec.completion_tokens)
+            }
+            _ => end.with_tokens(rec.prompt_tokens, rec.completion_tokens),
+        };
+        self.end(span, end);
     }
 
     /// The request span ends `cancelled` (Ctrl-C while it was in flight).
@@ -171,5 +176,57 @@ impl Capture {
             sink.span_end(s, SpanEnd::cancelled());
         }
         self.end_phase(true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::event::validate_event;
+    use crate::timeline::{ManualClock, SinkConfig, TimelineEvent, TimelineSink};
+
+    /// The `request_end` event (parsed from its JSON line) of one request recorded with
+    /// `source` and 2 completion tokens.
+    fn request_end_event(source: TokenSource) -> TimelineEvent {
+        let clock = Arc::new(ManualClock::new(1_700_000_000_000_000_000, "mono:test:1:2"));
+        let sink = Arc::new(TimelineSink::new(clock.clone(), SinkConfig::new("run-1")).unwrap());
+        let cap = Capture::on(sink.clone());
+        cap.phase(Phase::RequestExecution);
+        let span = cap.request_start("req-1", "agentic::lookup#0");
+        clock.advance(161_000_000);
+        let mut rec = RequestRecord::new("req-1", 0, 0, true);
+        rec.prompt_tokens = Some(7);
+        rec.completion_tokens = Some(2);
+        rec.token_source = Some(source);
+        rec.status = crate::client::RequestStatus::Success;
+        cap.request_end(span, &rec);
+        let end = sink
+            .records()
+            .into_iter()
+            .find(|r| r.kind() == crate::timeline::EventKind::RequestEnd)
+            .expect("request_end kept");
+        let line = sink.render_line(&end);
+        let e: TimelineEvent = serde_json::from_slice(&line).unwrap();
+        assert_eq!(validate_event(&e), Ok(()));
+        e
+    }
+
+    #[test]
+    fn request_without_usage_is_marked_estimated() {
+        // C01/C11: the server sent no usage; the client counted 2 tokens.
+        let e = request_end_event(TokenSource::ClientEstimate);
+        assert_eq!(
+            e.completion_tokens, None,
+            "an estimate is not an observed count"
+        );
+        assert_eq!(e.completion_tokens_estimate, Some(2));
+        assert_eq!(e.prompt_tokens, Some(7));
+    }
+
+    #[test]
+    fn request_with_usage_is_not_marked_estimated() {
+        let e = request_end_event(TokenSource::Server);
+        assert_eq!(e.completion_tokens, Some(2));
+        assert_eq!(e.completion_tokens_estimate, None);
     }
 }

@@ -107,6 +107,9 @@ pub struct ExecutedJob {
     pub notes: Vec<String>,
     /// Set-up failure (no requests were made).
     pub setup_error: Option<String>,
+    /// The run was cancelled (Ctrl-C / SIGTERM) before this job started: it made no
+    /// request and is reported `not_run`, neither passed nor failed.
+    pub cancelled_before_start: bool,
     /// The executed load points when the job ran under load (issue 8); `None` for the
     /// sequential drivers.
     pub load: Option<crate::load::LoadRun>,
@@ -369,8 +372,9 @@ impl Session {
                         start_ns,
                         end_ns: start_ns,
                         harness: None,
-                        notes: vec!["not run: cancelled".into()],
+                        notes: vec![],
                         setup_error: Some("cancelled before start".into()),
+                        cancelled_before_start: true,
                         load: None,
                     }
                 } else {
@@ -401,6 +405,7 @@ impl Session {
             harness: None,
             notes: s.preflight_notes.clone(),
             setup_error: s.setup_error.clone(),
+            cancelled_before_start: false,
             load: None,
         };
         let (Some(client), Some(tools)) = (&s.client, &s.tools) else {

@@ -98,8 +98,15 @@ pub struct StepReport {
     pub prompt_tokens: Option<u64>,
     /// Cached prompt tokens from this response's usage; `null` when not reported.
     pub cached_tokens: Option<u64>,
-    /// Completion tokens from this response's usage.
+    /// Completion tokens (count): this response's usage, or — when the server sent none —
+    /// the client estimate (`token_source = client_estimate`, DESIGN §5); `null` for tools
+    /// or when nothing is known.
     pub completion_tokens: Option<u64>,
+    /// Where `completion_tokens` came from: `server` (usage) or `client_estimate`
+    /// ([`crate::client::TokenSource`]); `null` when there is no count. Absent in reports
+    /// written before the field existed.
+    #[serde(default)]
+    pub token_source: Option<String>,
     /// TTFT, ms from send; `null` for tools or when no token arrived.
     pub ttft_ms: Option<f64>,
     /// Step energy, mJ (ADR-013 trapezoid; basis in `energy_basis`); `null` when
@@ -152,7 +159,8 @@ pub struct JobReport {
     pub id: String,
     /// `agentic`, `context` or `swe`.
     pub kind: String,
-    /// `pass` or `fail`.
+    /// `pass`, `fail`, or `not_run` (the run was cancelled before the job started: it made
+    /// no request and counts as neither passed nor failed; nextest's convention).
     pub status: String,
     /// Job duration, ns.
     pub duration_ns: u64,
@@ -200,6 +208,7 @@ impl JobReport {
             id: self.id.clone(),
             kind: self.kind.clone(),
             passed: self.status == "pass",
+            not_run: self.status == "not_run",
             duration_ns: self.duration_ns,
             verdicts: self.verdicts.clone(),
             grading: self.grading.clone(),
@@ -213,15 +222,20 @@ impl JobReport {
 /// Run totals.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SummaryReport {
-    /// Jobs run.
+    /// Jobs run (`passed + failed`; jobs not run are not counted).
     pub jobs: usize,
     /// Jobs passed.
     pub passed: usize,
     /// Jobs failed.
     pub failed: usize,
+    /// Jobs not run because the run was cancelled before they started (status
+    /// `not_run`). Absent in reports written before the field existed (read as 0).
+    #[serde(default)]
+    pub not_run: usize,
     /// Run duration, ns.
     pub duration_ns: u64,
-    /// 0 all passed, 100 any failed.
+    /// 0 all passed, 100 any failed or the run was cancelled (Ctrl-C / SIGTERM: never 0),
+    /// 2 no job selected or artifacts not written.
     pub exit_status: i32,
 }
 
@@ -323,6 +337,13 @@ fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>, warmup: bool
         prompt_tokens: r.and_then(|r| r.prompt_tokens),
         cached_tokens: r.and_then(|r| r.cached_tokens),
         completion_tokens: r.and_then(|r| r.completion_tokens),
+        token_source: r
+            .filter(|r| r.completion_tokens.is_some())
+            .and_then(|r| r.token_source)
+            .map(|t| match t {
+                crate::client::TokenSource::Server => "server".to_string(),
+                crate::client::TokenSource::ClientEstimate => "client_estimate".to_string(),
+            }),
         ttft_ms: r.and_then(|r| r.ttft_ms()),
         energy_mj: energy.and_then(|e| e.energy_mj),
         energy_basis: energy.and_then(|e| e.basis.clone()),
@@ -606,7 +627,14 @@ pub fn build(
         jobs.push(JobReport {
             id: e.job.job.id.clone(),
             kind: e.job.job.kind_name().as_str().into(),
-            status: if passed { "pass" } else { "fail" }.into(),
+            status: if e.cancelled_before_start {
+                "not_run"
+            } else if passed {
+                "pass"
+            } else {
+                "fail"
+            }
+            .into(),
             duration_ns,
             start_ns: e.start_ns,
             end_ns: e.end_ns,
@@ -629,7 +657,8 @@ pub fn build(
         });
     }
     let passed = jobs.iter().filter(|j| j.status == "pass").count();
-    let failed = jobs.len() - passed;
+    let not_run = jobs.iter().filter(|j| j.status == "not_run").count();
+    let failed = jobs.len() - passed - not_run;
     let any_runner_requests = jobs.iter().any(|j| j.stats.is_some());
     let successful: u64 = jobs
         .iter()
@@ -637,7 +666,8 @@ pub fn build(
         .map(|s| s.succeeded)
         .sum();
     // Zero successful requests in a run that made requests always fails (DESIGN §7);
-    // a run that selected no job is bad input (exit 2).
+    // a run that selected no job is bad input (exit 2); a cancelled run (jobs not run
+    // included) never exits 0: it exits 100.
     let exit_status = if jobs.is_empty() {
         gate::EXIT_BAD_INPUT
     } else if failed > 0 || (any_runner_requests && successful == 0) || cancelled {
@@ -679,6 +709,7 @@ pub fn build(
             jobs: passed + failed,
             passed,
             failed,
+            not_run,
             duration_ns: end_ns,
             exit_status,
         },

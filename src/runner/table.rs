@@ -1,9 +1,11 @@
 //! The per-step console table of each trajectory: latency (TTFT, duration), exact usage
 //! (prompt, cached, generated tokens from each response's own `usage`), the prefix-cache
-//! hit rate, and the ADR-013 energy columns (samples in window, energy mJ with its basis,
-//! tokens per joule). Pure: renders from a [`RunReport`].
+//! hit rate, and the ADR-013 energy columns (samples in window — the fewest over devices —,
+//! energy mJ with its basis, tokens per joule). Pure: renders from a [`RunReport`].
 //!
-//! Absent values print as `—` (never 0). The header of each table names the power source
+//! Absent values print as `—` (never 0). A generated-token count the client estimated
+//! because the server sent no usage (`token_source = client_estimate`, DESIGN §5), and the
+//! tokens per joule derived from it, print with a leading `~`. The header of each table names the power source
 //! (`simulated` for the built-in simulator), the energy basis (`—` without a power source)
 //! and the trajectories declared and observed in flight; the ADR-013 concurrency statement
 //! is printed once per run.
@@ -182,12 +184,20 @@ fn table(t: &TrajectoryReport, f: Option<&TrajectoryFacts>, out: &mut String) {
             .cloned()
             .unwrap_or_default();
         let energy = sf.energy_mj.or(s.energy_mj);
+        let est = if s.token_source.as_deref() == Some("client_estimate") {
+            "~"
+        } else {
+            ""
+        };
         let tpj = match (s.completion_tokens, energy) {
             (Some(g), Some(e)) if e > 0 && s.kind == "llm_call" => {
-                Some(format!("{:.3}", g as f64 / (e as f64 / 1000.0)))
+                Some(format!("{est}{:.3}", g as f64 / (e as f64 / 1000.0)))
             }
             _ => None,
         };
+        let gen_tokens = s
+            .completion_tokens
+            .map_or_else(|| ABSENT.to_string(), |g| format!("{est}{g}"));
         let mut name = s.name.clone();
         if name.chars().count() > 14 {
             name = name.chars().take(13).collect::<String>() + "…";
@@ -203,7 +213,7 @@ fn table(t: &TrajectoryReport, f: Option<&TrajectoryFacts>, out: &mut String) {
             opt(s.prompt_tokens),
             opt(s.cached_tokens),
             hit_rate(s).map_or_else(|| ABSENT.to_string(), |h| format!("{h:.1}")),
-            opt(s.completion_tokens),
+            gen_tokens,
             ms(s.ttft_ms),
             opt(sf.samples),
             opt(energy),
@@ -239,4 +249,38 @@ pub fn step_tables(report: &RunReport) -> Vec<String> {
         out.push(st);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> RunReport {
+        serde_json::from_str(include_str!("../../fixtures/runs/complete/report.json")).unwrap()
+    }
+
+    fn first_llm_row(r: &RunReport) -> String {
+        let tables = step_tables(r);
+        tables[0]
+            .lines()
+            .find(|l| l.contains("llm_call"))
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn estimated_generated_tokens_are_marked() {
+        let mut r = fixture();
+        let row = first_llm_row(&r);
+        assert!(!row.contains('~'), "{row}");
+        let st = &mut r.jobs[0].trajectories[0].steps[0];
+        assert_eq!(st.completion_tokens, Some(4));
+        st.token_source = Some("client_estimate".into());
+        let row = first_llm_row(&r);
+        assert!(row.contains(" ~4 "), "{row}");
+        assert!(
+            row.contains("~0.77"),
+            "tok/J from an estimate is marked too: {row}"
+        );
+    }
 }

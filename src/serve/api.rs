@@ -349,6 +349,7 @@ mod tests {
             attempt: None,
             prompt_tokens: None,
             completion_tokens: None,
+            completion_tokens_estimate: None,
             failure_code: None,
         }
     }

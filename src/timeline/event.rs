@@ -20,7 +20,12 @@ pub const HARNESS_SPAN_NAME: &str = "swe_harness";
 /// - `wall_time_utc`: RFC 3339 UTC with nanoseconds, derived as
 ///   `reference_instant_unix_ns + elapsed_ns` (never read from the wall clock per event).
 /// - `status`: `null` on a start, `completed | failed | cancelled` on an end.
-/// - `prompt_tokens`, `completion_tokens`: observed counts or `null`, never inferred.
+/// - `prompt_tokens`, `completion_tokens`: observed counts (server `usage`) or `null`,
+///   never inferred.
+/// - `completion_tokens_estimate`: the client's output-token estimate (count,
+///   `ceil(bytes / 4)` of the whole output, [`crate::client::estimate_tokens`]) when the
+///   server sent no usage (DESIGN §5 "marked estimated", field case C11/C12), else `null`.
+///   At most one of `completion_tokens` and `completion_tokens_estimate` is set.
 ///
 /// Deserialization rejects unknown fields, negative numbers and non-integers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,8 +57,14 @@ pub struct TimelineEvent {
     pub attempt: Option<u32>,
     /// Observed prompt tokens (count) from the response usage, or `null`.
     pub prompt_tokens: Option<u64>,
-    /// Observed completion tokens (count), or `null`.
+    /// Observed completion tokens (count) from the response usage, or `null` (also when
+    /// only a client estimate exists).
     pub completion_tokens: Option<u64>,
+    /// Client-estimated completion tokens (count) when the server reported no usage, or
+    /// `null`; never set together with `completion_tokens`. Absent in files written before
+    /// the field existed (read as `null`).
+    #[serde(default)]
+    pub completion_tokens_estimate: Option<u64>,
     /// Failure code from the closed mapping, or `null`.
     pub failure_code: Option<FailureCode>,
 }
@@ -304,8 +315,9 @@ pub enum EventFault {
     BadName,
     /// `status` null on an end, or non-null on a start.
     BadStatus,
-    /// A start carries `failure_code` or token counts, or a completed end a failure code,
-    /// or a cancelled end a code other than `cancelled`.
+    /// A start carries `failure_code` or token counts, an end carries both an observed
+    /// and an estimated completion count, a completed end a failure code, or a cancelled
+    /// end a code other than `cancelled`.
     BadEndFields,
     /// `request_id` or `case_id` fails its syntax.
     BadId,
@@ -349,10 +361,17 @@ pub fn validate_event(e: &TimelineEvent) -> Result<(), EventFault> {
         if e.status.is_some() {
             return Err(EventFault::BadStatus);
         }
-        if e.failure_code.is_some() || e.prompt_tokens.is_some() || e.completion_tokens.is_some() {
+        if e.failure_code.is_some()
+            || e.prompt_tokens.is_some()
+            || e.completion_tokens.is_some()
+            || e.completion_tokens_estimate.is_some()
+        {
             return Err(EventFault::BadEndFields);
         }
     } else {
+        if e.completion_tokens.is_some() && e.completion_tokens_estimate.is_some() {
+            return Err(EventFault::BadEndFields);
+        }
         match (e.status, e.failure_code) {
             (None, _) => return Err(EventFault::BadStatus),
             (Some(EndStatus::Completed), Some(_)) => return Err(EventFault::BadEndFields),
@@ -390,8 +409,42 @@ mod tests {
             attempt: None,
             prompt_tokens: None,
             completion_tokens: None,
+            completion_tokens_estimate: None,
             failure_code: None,
         }
+    }
+
+    #[test]
+    fn estimated_completion_is_end_only_and_exclusive() {
+        let mut e = start();
+        e.kind = EventKind::RequestStart;
+        e.name = REQUEST_SPAN_NAME.into();
+        e.completion_tokens_estimate = Some(2);
+        assert_eq!(validate_event(&e), Err(EventFault::BadEndFields));
+        e.kind = EventKind::RequestEnd;
+        e.status = Some(EndStatus::Completed);
+        assert_eq!(validate_event(&e), Ok(()));
+        e.completion_tokens = Some(2);
+        assert_eq!(validate_event(&e), Err(EventFault::BadEndFields));
+        e.completion_tokens_estimate = None;
+        assert_eq!(validate_event(&e), Ok(()));
+    }
+
+    #[test]
+    fn estimate_field_parses_and_unknown_fields_are_still_rejected() {
+        let base = r#"{"seq":2,"span_id":1,"parent_span_id":null,"kind":"request_end","name":"chat_completion","elapsed_ns":9,"wall_time_utc":"1970-01-01T00:00:00.000000009Z","clock_domain_id":"d","status":"completed","request_id":null,"case_id":null,"attempt":null,"prompt_tokens":null,"completion_tokens":null,"completion_tokens_estimate":2,"failure_code":null}"#;
+        let e: TimelineEvent = serde_json::from_str(base).unwrap();
+        assert_eq!(e.completion_tokens, None);
+        assert_eq!(e.completion_tokens_estimate, Some(2));
+        assert_eq!(serde_json::to_string(&e).unwrap(), base);
+        let old = base.replace(",\"completion_tokens_estimate\":2", "");
+        let e: TimelineEvent = serde_json::from_str(&old).unwrap();
+        assert_eq!(e.completion_tokens_estimate, None);
+        let unknown = base.replace(
+            "\"completion_tokens_estimate\":2",
+            "\"completion_tokens_estimated\":true",
+        );
+        assert!(serde_json::from_str::<TimelineEvent>(&unknown).is_err());
     }
 
     #[test]

@@ -89,6 +89,7 @@ fn end_args(e: &TimelineEvent) -> Value {
         "request_id": e.request_id,
         "prompt_tokens": e.prompt_tokens,
         "completion_tokens": e.completion_tokens,
+        "completion_tokens_estimate": e.completion_tokens_estimate,
         "failure_code": e.failure_code.map(|c| c.as_str()),
     })
 }

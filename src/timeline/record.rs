@@ -58,6 +58,9 @@ pub(crate) struct Record {
     pub(crate) attempt: Option<u32>,
     pub(crate) prompt_tokens: Option<u64>,
     pub(crate) completion_tokens: Option<u64>,
+    /// `completion_tokens` is the client's estimate, not server usage: it is emitted as
+    /// `completion_tokens_estimate` and `completion_tokens` is `null`.
+    pub(crate) completion_estimated: bool,
     pub(crate) request_id: InlineId,
     pub(crate) case_id: InlineId,
 }
@@ -75,12 +78,24 @@ impl Record {
         attempt: None,
         prompt_tokens: None,
         completion_tokens: None,
+        completion_estimated: false,
         request_id: InlineId::NONE,
         case_id: InlineId::NONE,
     };
 
     pub(crate) fn kind(&self) -> EventKind {
         EventKind::of(self.name.family(), self.start)
+    }
+
+    /// Completion tokens from server usage, `None` when estimated or unknown.
+    pub(crate) fn observed_completion(&self) -> Option<u64> {
+        self.completion_tokens
+            .filter(|_| !self.completion_estimated)
+    }
+
+    /// The client's completion-token estimate, `None` when usage was observed or unknown.
+    pub(crate) fn estimated_completion(&self) -> Option<u64> {
+        self.completion_tokens.filter(|_| self.completion_estimated)
     }
 
     /// The public event form (allocates; persistence and negative controls only).
@@ -100,7 +115,8 @@ impl Record {
             case_id: self.case_id.get().map(str::to_string),
             attempt: self.attempt,
             prompt_tokens: self.prompt_tokens,
-            completion_tokens: self.completion_tokens,
+            completion_tokens: self.observed_completion(),
+            completion_tokens_estimate: self.estimated_completion(),
             failure_code: self.failure,
         }
     }
@@ -209,7 +225,9 @@ pub(crate) fn emit<O: LineOut>(
     o.raw(",\"prompt_tokens\":");
     opt_num(o, r.prompt_tokens);
     o.raw(",\"completion_tokens\":");
-    opt_num(o, r.completion_tokens);
+    opt_num(o, r.observed_completion());
+    o.raw(",\"completion_tokens_estimate\":");
+    opt_num(o, r.estimated_completion());
     o.raw(",\"failure_code\":");
     opt_str(o, r.failure.map(FailureCode::as_str));
     o.raw("}");
@@ -255,12 +273,13 @@ mod tests {
             attempt in prop::option::of(any::<u32>()),
             prompt_tokens in prop::option::of(any::<u64>()),
             completion_tokens in prop::option::of(any::<u64>()),
+            completion_estimated in any::<bool>(),
             request_id in prop::option::of("[A-Za-z0-9_.:-]{1,128}"),
             case_id in prop::option::of("[A-Za-z0-9_.:#/-]{1,128}"),
         ) -> Record {
             Record {
                 seq, span, parent, start, name, elapsed_ns, status, failure, attempt,
-                prompt_tokens, completion_tokens,
+                prompt_tokens, completion_tokens, completion_estimated,
                 request_id: request_id.map(|s| InlineId::new(&s, is_valid_id).unwrap())
                     .unwrap_or(InlineId::NONE),
                 case_id: case_id.map(|s| InlineId::new(&s, is_valid_case_id).unwrap())
@@ -301,6 +320,7 @@ mod tests {
             attempt: Some(u32::MAX),
             prompt_tokens: Some(u64::MAX),
             completion_tokens: Some(u64::MAX),
+            completion_estimated: false,
             request_id: InlineId::new(&"r".repeat(128), is_valid_id).unwrap(),
             case_id: InlineId::new(&"c".repeat(128), is_valid_case_id).unwrap(),
         };

@@ -339,6 +339,7 @@ impl TimelineSink {
             failure: end.failure,
             prompt_tokens: end.prompt_tokens,
             completion_tokens: end.completion_tokens,
+            completion_estimated: end.completion_estimated,
             request_id,
             ..Record::EMPTY
         };

@@ -56,6 +56,8 @@ pub struct SpanEnd<'a> {
     pub(crate) failure: Option<FailureCode>,
     pub(crate) prompt_tokens: Option<u64>,
     pub(crate) completion_tokens: Option<u64>,
+    /// `completion_tokens` is the client's estimate (DESIGN §5), not server usage.
+    pub(crate) completion_estimated: bool,
     pub(crate) request_id: Option<&'a str>,
 }
 
@@ -66,6 +68,7 @@ impl<'a> SpanEnd<'a> {
             failure,
             prompt_tokens: None,
             completion_tokens: None,
+            completion_estimated: false,
             request_id: None,
         }
     }
@@ -85,6 +88,16 @@ impl<'a> SpanEnd<'a> {
     pub fn with_tokens(mut self, prompt: Option<u64>, completion: Option<u64>) -> Self {
         self.prompt_tokens = prompt;
         self.completion_tokens = completion;
+        self.completion_estimated = false;
+        self
+    }
+    /// Observed prompt tokens and a client-estimated completion count (count of
+    /// [`crate::client::estimate_tokens`], used when the server sent no usage — DESIGN §5).
+    /// The event carries it as `completion_tokens_estimate` with `completion_tokens` `null`.
+    pub fn with_estimated_completion(mut self, prompt: Option<u64>, estimate: Option<u64>) -> Self {
+        self.prompt_tokens = prompt;
+        self.completion_tokens = estimate;
+        self.completion_estimated = estimate.is_some();
         self
     }
     /// The request id learned at the end (e.g. the server's response id),

@@ -744,7 +744,12 @@ fn c19_counter_not_supported_and_non_monotonic() {
     assert_eq!(d2.whole_run_energy_mj, Some(15_000));
     assert_eq!(d2.counter_to_trapezoid_ratio, Some(1.0));
     assert_eq!(t.steps[0].devices[1].counter_energy_mj, Some(15_000));
-    assert_eq!(t.steps[0].counter_energy_mj, Some(15_000));
+    // gpu0 has no counter but 50 J of trapezoid energy in the step: a 15 J sum over gpu2
+    // alone beside a two-device 65 J trapezoid would be partial, so the step's counter
+    // figure (and the trajectory's) is withheld; the per-device figure above stays.
+    assert_eq!(t.steps[0].energy_mj, Some(65_000));
+    assert_eq!(t.steps[0].counter_energy_mj, None);
+    assert_eq!(t.total_counter_energy_mj, None);
     // Device 1 (everything NotSupported) has no series: no device entry, no zeros.
     assert!(t.devices.iter().all(|d| d.device != "gpu1"));
     assert_reconciles(&t);
@@ -1229,7 +1234,7 @@ fn table_names_source_and_condition_and_prints_dash_for_null() {
         "step",
         "kind",
         "duration ms",
-        "samples",
+        "min samples",
         "energy mJ",
         "basis",
         "prompt u/c",
@@ -1258,4 +1263,76 @@ fn table_names_source_and_condition_and_prints_dash_for_null() {
     let width = lines[2].chars().count();
     assert_eq!(lines[3].chars().count(), width, "{table}");
     assert_eq!(lines[4].chars().count(), width, "{table}");
+}
+
+/// Two devices, both with energy counters: the step's counter figure is the sum over both
+/// (every contributing device is covered).
+#[test]
+fn counter_energy_sums_only_when_every_device_has_a_counter() {
+    let pts: Vec<(u64, u64)> = (0..=4).map(|i| (i * 100, 200)).collect();
+    let ctr = |device: &str, per_100ms: u64| EnergyCounterSeries {
+        device: device.into(),
+        samples: (0..=4)
+            .map(|i| EnergyCounterSample {
+                elapsed_ns: i * 100 * MS,
+                energy_mj: 1_000_000 + i * per_100ms,
+            })
+            .collect(),
+    };
+    let mut inp = input(
+        400,
+        vec![
+            power("gpu0", PowerBasis::Instant, &pts),
+            power("gpu1", PowerBasis::Instant, &pts),
+        ],
+    );
+    inp.energy_counters = vec![ctr("gpu0", 20_000), ctr("gpu1", 20_000)];
+    let steps = [llm(1, 0, 200), tool(2, 200, 400)];
+    let t = attributed(attribute(&inp, Some(&steps), &no_usage()));
+    assert_eq!(t.steps[0].energy_mj, Some(80_000));
+    assert_eq!(t.steps[0].counter_energy_mj, Some(80_000));
+    assert_eq!(t.steps[1].counter_energy_mj, Some(80_000));
+    assert_eq!(t.total_counter_energy_mj, Some(160_000));
+
+    // Only gpu1 keeps its counter: the steps' and the trajectory's counter sums would
+    // cover one device of two, so they are null; per-device figures remain.
+    inp.energy_counters = vec![ctr("gpu1", 20_000)];
+    let t = attributed(attribute(&inp, Some(&steps), &no_usage()));
+    for s in &t.steps {
+        assert_eq!(s.energy_mj, Some(80_000));
+        assert_eq!(s.counter_energy_mj, None, "partial sum withheld");
+        assert_eq!(s.devices[1].counter_energy_mj, Some(40_000));
+        assert_eq!(s.devices[0].counter_energy_mj, None);
+    }
+    assert_eq!(t.total_counter_energy_mj, None);
+}
+
+/// Two devices sampled on different grids: the step's `samples_in_window` is the minimum
+/// over devices (documented), each device keeps its own count.
+#[test]
+fn samples_in_window_is_the_minimum_over_devices() {
+    // gpu0 every 50 ms, gpu1 every 100 ms; the window [100, 250] ms holds gpu0's samples
+    // at 100, 150, 200, 250 (4) and gpu1's at 100, 200 (2).
+    let g0: Vec<(u64, u64)> = (0..=8).map(|i| (i * 50, 200)).collect();
+    let g1: Vec<(u64, u64)> = (0..=4).map(|i| (i * 100, 200)).collect();
+    let inp = input(
+        400,
+        vec![
+            power("gpu0", PowerBasis::Instant, &g0),
+            power("gpu1", PowerBasis::Instant, &g1),
+        ],
+    );
+    let t = attributed(attribute(&inp, Some(&[llm(1, 100, 250)]), &no_usage()));
+    let s = &t.steps[0];
+    assert_eq!(s.devices[0].samples_in_window, Some(4));
+    assert_eq!(s.devices[1].samples_in_window, Some(2));
+    assert_eq!(s.samples_in_window, Some(2));
+    let by_source: Vec<u64> = s
+        .samples_by_source
+        .iter()
+        .map(|x| x.samples_in_window)
+        .collect();
+    assert_eq!(by_source, vec![4, 2]);
+    let table = render_step_table(&t);
+    assert!(table.contains("min samples"), "{table}");
 }

@@ -241,6 +241,7 @@ fn complete_capture_round_trips() {
             "attempt",
             "prompt_tokens",
             "completion_tokens",
+            "completion_tokens_estimate",
             "failure_code"
         ]
     );

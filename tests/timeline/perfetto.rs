@@ -31,6 +31,7 @@ fn ev(
         attempt: None,
         prompt_tokens: None,
         completion_tokens: None,
+        completion_tokens_estimate: None,
         failure_code: None,
     }
 }

@@ -26,6 +26,14 @@
   function ms(ns) {
     return ns === null || ns === undefined ? "—" : (ns / 1e6).toFixed(3);
   }
+  // Observed completion tokens, else the client's estimate marked "~" (no server usage;
+  // DESIGN §5), else null.
+  function completionOf(e) {
+    if (e.completion_tokens != null) return e.completion_tokens;
+    if (e.completion_tokens_estimate != null) return "~" + e.completion_tokens_estimate;
+    return null;
+  }
+
   function dash(v) {
     return v === null || v === undefined ? "—" : String(v);
   }
@@ -172,14 +180,14 @@
           t.end = e.elapsed_ns;
           t.status = e.status;
           t.prompt = e.prompt_tokens;
-          t.completion = e.completion_tokens;
+          t.completion = completionOf(e);
           t.failure = e.failure_code;
           if (!t.requestId && e.request_id) t.requestId = e.request_id;
         } else {
           orphans.push({ id: e.span_id, family: familyOf(e.kind), name: e.name, start: null,
             end: e.elapsed_ns, status: e.status, caseId: null, requestId: e.request_id,
             parent: e.parent_span_id, seq: e.seq, prompt: e.prompt_tokens,
-            completion: e.completion_tokens, failure: e.failure_code, startKnown: false });
+            completion: completionOf(e), failure: e.failure_code, startKnown: false });
         }
       }
     });
