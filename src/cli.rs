@@ -124,7 +124,8 @@ pub enum Command {
 
 impl Command {
     /// Whether the command only reads files and prints (`check`, `list`, `timeline`,
-    /// `compare`, `report` without `--otlp-endpoint`): such a command may end at once
+    /// `compare`, `report` without `--otlp-endpoint`, `trajectory` without `--out`,
+    /// `run --dry-run`): such a command may end at once
     /// when its reader closes stdout (SIGPIPE's default), as Unix filters do. Commands
     /// that measure, serve or write artifacts return `false`.
     pub fn prints_only(&self) -> bool {
@@ -134,6 +135,8 @@ impl Command {
             | Command::Timeline { .. }
             | Command::Compare { .. } => true,
             Command::Report { otlp_endpoint, .. } => otlp_endpoint.is_none(),
+            Command::Trajectory { out, .. } => out.is_none(),
+            Command::Run { args, .. } => args.dry_run,
             _ => false,
         }
     }

@@ -186,6 +186,29 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             }
         },
     };
+    if let Some(b) = &baseline {
+        // As `compare`: a baseline that shares no selected job would compare nothing, and
+        // every `regression_pct` gate would be unavailable; refused before any request.
+        let selected: Vec<&str> = resolved
+            .iter()
+            .flat_map(|r| r.jobs.iter().map(|j| j.job.id.as_str()))
+            .collect();
+        if !selected.iter().any(|id| b.job(id).is_some()) {
+            eprintln!(
+                "error: --baseline {}: the baseline (saved from run {}) shares no job with \
+                 this run: it has [{}], the run selects [{}]",
+                b.name,
+                b.run_id,
+                b.jobs
+                    .iter()
+                    .map(|j| j.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                selected.join(", ")
+            );
+            return EXIT_BAD_INPUT;
+        }
+    }
     if let Err(e) = check_output_paths(&args) {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;

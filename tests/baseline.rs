@@ -312,4 +312,18 @@ async fn resaving_renamed_jobs_and_unbounded_intervals_are_reported() {
         "{err}"
     );
     assert!(o.stdout.is_empty(), "no comparison printed: {}", text(&o));
+
+    // `run --baseline` with that baseline: refused before any request, as `compare` is.
+    let o = run_async(
+        cwd,
+        &["run", "suite.toml", "--baseline", "renamed", "--out", "r2"],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--baseline renamed: the baseline"),
+        "{}",
+        text(&o)
+    );
+    assert!(!cwd.join("r2").exists(), "nothing was run");
 }

@@ -472,7 +472,7 @@ fn check_and_list() {
 fn print_only_command_ends_quietly_when_stdout_closes() {
     let cwd = tempfile::tempdir().unwrap();
     let suites = [suite_path("agentic.toml"), suite_path("context.toml")];
-    for args in [vec!["list"], vec!["check"]] {
+    for args in [vec!["list"], vec!["check"], vec!["run", "--dry-run"]] {
         let mut child = support::command(cwd.path())
             .args(&args)
             .args(&suites)

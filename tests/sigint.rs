@@ -185,6 +185,13 @@ fn interrupted_run(sig: i32) {
             .is_empty()
     );
     assert_eq!(job(&r, "sig::later")["status"], "not_run");
+    // Never judged: no verdict at all (least of all a failed `successful_requests`).
+    assert_eq!(
+        job(&r, "sig::later")["verdicts"],
+        serde_json::json!([]),
+        "{}",
+        job(&r, "sig::later")
+    );
     assert_eq!(j["status"], "fail");
     assert_eq!(r["summary"]["jobs"], 1, "{}", r["summary"]);
     assert_eq!(r["summary"]["failed"], 1, "{}", r["summary"]);

@@ -99,11 +99,20 @@ impl JobComparison {
     }
 
     /// The gate figure `regression_pct` (basis `baseline comparison (NAME)`).
+    /// Unavailable when no figure is in both summaries (e.g. a baseline job that never
+    /// ran): a comparison of nothing is not a 0 % regression.
     pub fn regression_figure(&self) -> Figure {
-        Figure::available(
-            self.worst_regression_pct(),
-            format!("{} ({})", basis::BASELINE, self.baseline),
-        )
+        let basis = format!("{} ({})", basis::BASELINE, self.baseline);
+        if self.figures.is_empty() {
+            return Figure::unavailable(
+                basis,
+                format!(
+                    "no figure of job `{}` is in both the run and baseline `{}`",
+                    self.job, self.baseline
+                ),
+            );
+        }
+        Figure::available(self.worst_regression_pct(), basis)
     }
 }
 

@@ -147,7 +147,8 @@ pub fn summarize_job(job: &JobReport) -> JobSummary {
 }
 
 impl Baseline {
-    /// The baseline of `report` named `name` (every job summarised).
+    /// The baseline of `report` named `name`: every job the run started, summarised
+    /// (`not_run` jobs of a cancelled run are left out).
     pub fn from_report(report: &RunReport, name: &str) -> Baseline {
         Baseline {
             schema: BASELINE_SCHEMA.into(),
@@ -158,7 +159,13 @@ impl Baseline {
             simulated: report.endpoints.iter().any(|e| e.simulated),
             spread_method: SPREAD_METHOD.into(),
             percentile_method: report.percentile_method.clone(),
-            jobs: report.jobs.iter().map(summarize_job).collect(),
+            // A job the run never started (cancelled first) has nothing to compare with.
+            jobs: report
+                .jobs
+                .iter()
+                .filter(|j| j.status != "not_run")
+                .map(summarize_job)
+                .collect(),
         }
     }
 
@@ -238,9 +245,10 @@ pub fn compare_report(
 /// How a run's jobs meet a baseline's, from [`compare_report`]'s result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobCoverage {
-    /// Every job of the run is in the baseline.
+    /// Every job of the run is in the baseline, with at least one figure in both.
     All,
-    /// Some are: the ids of the run's jobs the baseline lacks, in report order.
+    /// Some are: the ids of the run's jobs the baseline lacks (or shares no figure with),
+    /// in report order.
     Partial(Vec<String>),
     /// None is (also when the run has no job): nothing was compared.
     None,
@@ -250,7 +258,7 @@ pub enum JobCoverage {
 pub fn job_coverage(jobs: &[(String, Option<JobComparison>)]) -> JobCoverage {
     let missing: Vec<String> = jobs
         .iter()
-        .filter(|(_, c)| c.is_none())
+        .filter(|(_, c)| c.as_ref().is_none_or(|c| c.figures.is_empty()))
         .map(|(id, _)| id.clone())
         .collect();
     if missing.len() == jobs.len() {
@@ -435,14 +443,54 @@ pub fn compare_command(
 mod tests {
     use super::*;
 
+    /// A job summary with one figure (`ttft_ms.p50` = 20 ms).
     fn summary(id: &str) -> JobSummary {
+        let fig = FigureSummary {
+            value: 20.0,
+            ci_low: Some(19.0),
+            ci_high: Some(21.0),
+            n: 10,
+            p25: 19.5,
+            p75: 20.5,
+            unit: "ms".into(),
+        };
         JobSummary {
             id: id.into(),
             kind: "context".into(),
             requests: 1,
             succeeded: 1,
-            figures: Default::default(),
+            figures: [("ttft_ms.p50".to_string(), fig)].into(),
         }
+    }
+
+    /// A job the baseline holds without figures (no successful request) compares nothing:
+    /// not covered, and its `regression_pct` is unavailable, never a 0 % pass.
+    #[test]
+    fn a_job_without_figures_is_not_compared() {
+        let mut b = baseline("main", "r0");
+        b.jobs[0].figures.clear();
+        let c = b
+            .compare(&summary("s::a"), 5.0)
+            .expect("the job is in the baseline");
+        assert!(c.figures.is_empty());
+        assert_eq!(
+            job_coverage(&[("s::a".into(), Some(c.clone()))]),
+            JobCoverage::None
+        );
+        let f = c.regression_figure();
+        assert_eq!(f.value, None, "{f:?}");
+        assert!(
+            f.reason
+                .as_deref()
+                .unwrap_or("")
+                .contains("no figure of job `s::a`"),
+            "{f:?}"
+        );
+        // With a shared figure the gate figure is available (0 % when nothing regressed).
+        let c = baseline("main", "r0")
+            .compare(&summary("s::a"), 5.0)
+            .unwrap();
+        assert_eq!(c.regression_figure().value, Some(0.0));
     }
 
     fn baseline(name: &str, run_id: &str) -> Baseline {

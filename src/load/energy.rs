@@ -242,7 +242,8 @@ impl RunEnergy {
             // varies run to run under open-loop arrivals).
             notes.push(format!(
                 "{} (achieved per point in the curve): per-step energy is apportioned, not \
-                 measured (ADR-013 wall); J/out tok in the curve is window energy",
+                 measured, at every point with more than one in flight (ADR-013 wall); \
+                 J/out tok in the curve is window energy",
                 attr::in_flight_phrase(declared, None)
             ));
         }

@@ -172,7 +172,7 @@ pub struct JobReport {
     /// job: every non-warm-up request of every point, rates over the sum of the point
     /// windows (per-point figures are under `sweep`).
     pub stats: Option<JobStats>,
-    /// Gate verdicts (the built-in `successful_requests` first).
+    /// Gate verdicts (the built-in `successful_requests` first); empty for a `not_run` job.
     pub verdicts: Vec<Verdict>,
     /// Grading checks: `(description, passed, reason)` over all trajectories.
     pub grading: Vec<GradingCheck>,
@@ -531,6 +531,11 @@ pub fn build(
                     gate::spec::WhenUnavailable::Skip,
                 );
             }
+        }
+        if e.cancelled_before_start {
+            // A job that never started was not judged: no verdict, least of all a failed
+            // `successful_requests` (it is `not_run`, and the cancelled run exits 100).
+            verdicts.clear();
         }
         let grading: Vec<GradingCheck> = g
             .checks
