@@ -288,6 +288,8 @@ pub struct RunListItem {
     pub passed: Option<usize>,
     /// Jobs failed.
     pub failed: Option<usize>,
+    /// Jobs not run (the run was cancelled before they started; not counted in `jobs`).
+    pub not_run: Option<usize>,
     /// Capture was on.
     pub capture_enabled: Option<bool>,
     /// Capture quality as the runner recorded it (verified only in the detail).
@@ -309,6 +311,7 @@ pub fn list_item(run_id: &str, report: &ReportState, timeline_present: bool) -> 
         jobs: v.summary.as_ref().map(|s| s.jobs),
         passed: v.summary.as_ref().map(|s| s.passed),
         failed: v.summary.as_ref().map(|s| s.failed),
+        not_run: v.summary.as_ref().map(|s| s.not_run),
         capture_enabled: v.capture.as_ref().map(|c| c.enabled),
         capture_quality: v.capture.and_then(|c| c.quality),
         timeline_present,

@@ -61,12 +61,59 @@ pub struct TimelineEvent {
     /// only a client estimate exists).
     pub completion_tokens: Option<u64>,
     /// Client-estimated completion tokens (count) when the server reported no usage, or
-    /// `null`; never set together with `completion_tokens`. Absent in files written before
-    /// the field existed (read as `null`).
+    /// `null`; never set together with `completion_tokens`. Added by schema v2 (a v1
+    /// line is read through [`TimelineEventV1`], which refuses it); absent reads as `null`.
     #[serde(default)]
     pub completion_tokens_estimate: Option<u64>,
     /// Failure code from the closed mapping, or `null`.
     pub failure_code: Option<FailureCode>,
+}
+
+/// An event line of a `inferscope-bench.timeline/v1` file: the v2 fields less
+/// `completion_tokens_estimate`, which v1 did not have (a v1 line carrying it is rejected
+/// as an unknown field, as a v1 reader would). Read only; converted to [`TimelineEvent`]
+/// with no estimate.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TimelineEventV1 {
+    seq: u64,
+    span_id: u64,
+    parent_span_id: Option<u64>,
+    kind: EventKind,
+    name: String,
+    elapsed_ns: u64,
+    wall_time_utc: String,
+    clock_domain_id: String,
+    status: Option<EndStatus>,
+    request_id: Option<String>,
+    case_id: Option<String>,
+    attempt: Option<u32>,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    failure_code: Option<FailureCode>,
+}
+
+impl From<TimelineEventV1> for TimelineEvent {
+    fn from(e: TimelineEventV1) -> Self {
+        Self {
+            seq: e.seq,
+            span_id: e.span_id,
+            parent_span_id: e.parent_span_id,
+            kind: e.kind,
+            name: e.name,
+            elapsed_ns: e.elapsed_ns,
+            wall_time_utc: e.wall_time_utc,
+            clock_domain_id: e.clock_domain_id,
+            status: e.status,
+            request_id: e.request_id,
+            case_id: e.case_id,
+            attempt: e.attempt,
+            prompt_tokens: e.prompt_tokens,
+            completion_tokens: e.completion_tokens,
+            completion_tokens_estimate: None,
+            failure_code: e.failure_code,
+        }
+    }
 }
 
 /// The closed set of event kinds (PRD event table; harness kinds for SWE jobs, issue 4).

@@ -10,8 +10,33 @@ use serde::{Deserialize, Serialize};
 use super::accounting::{DroppedCounts, Quality, QualityReason, RejectedCounts};
 use super::bounds::Bounds;
 
-/// The schema id of manifest and events (`schema` field).
-pub const SCHEMA: &str = "inferscope-bench.timeline/v1";
+/// The schema id the writer puts in the manifest (`schema` field), naming the contract
+/// of manifest and events. v2 added `completion_tokens_estimate` to every event line.
+pub const SCHEMA: &str = "inferscope-bench.timeline/v2";
+/// The previous schema id, still read: its event lines have no
+/// `completion_tokens_estimate` field (a line that has it is malformed).
+pub const SCHEMA_V1: &str = "inferscope-bench.timeline/v1";
+
+/// A timeline schema version the reader accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemaVersion {
+    /// [`SCHEMA_V1`]: no `completion_tokens_estimate` on event lines.
+    V1,
+    /// [`SCHEMA`]: `completion_tokens_estimate` allowed (end events only, never with
+    /// `completion_tokens`).
+    V2,
+}
+
+impl SchemaVersion {
+    /// The version named by a manifest's `schema`, or `None` for an unknown schema.
+    pub fn of(schema: &str) -> Option<Self> {
+        match schema {
+            SCHEMA_V1 => Some(Self::V1),
+            SCHEMA => Some(Self::V2),
+            _ => None,
+        }
+    }
+}
 /// The timeline directory under a run directory.
 pub const TIMELINE_DIR: &str = "timeline";
 /// The events file name inside [`TIMELINE_DIR`].
@@ -28,7 +53,7 @@ pub const IO_SOURCE: &str = "/proc/self/io";
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimelineManifest {
-    /// Always [`SCHEMA`].
+    /// [`SCHEMA`] when written; [`SCHEMA_V1`] is also read.
     pub schema: String,
     /// The run's id.
     pub run_id: String,

@@ -42,7 +42,9 @@ pub use event::{
     EndStatus, EventKind, FailureCode, HARNESS_SPAN_NAME, Phase, REQUEST_SPAN_NAME, SpanFamily,
     TimelineEvent,
 };
-pub use manifest::{IoCounters, SCHEMA, TimelineManifest, WindowIo, proc_self_io};
+pub use manifest::{
+    IoCounters, SCHEMA, SCHEMA_V1, SchemaVersion, TimelineManifest, WindowIo, proc_self_io,
+};
 pub use perfetto::{CounterTrack, TraceMeta, perfetto_trace};
 pub use persist::{ManifestInfo, PersistError, PersistReport};
 pub use reader::{VerifiedTimeline, VerifyReport, VerifyStatus, read_timeline, verify};

@@ -29,9 +29,11 @@ use sha2::{Digest, Sha256};
 
 use super::accounting::{Quality, QualityReason};
 use super::bounds::{Bounds, MAX_MANIFEST_BYTES};
-use super::event::{SpanFamily, TimelineEvent, validate_event};
+use super::event::{SpanFamily, TimelineEvent, TimelineEventV1, validate_event};
 use super::ids::is_valid_id;
-use super::manifest::{EVENTS_REL_PATH, MANIFEST_FILE, SCHEMA, TIMELINE_DIR, TimelineManifest};
+use super::manifest::{
+    EVENTS_REL_PATH, MANIFEST_FILE, SchemaVersion, TIMELINE_DIR, TimelineManifest,
+};
 pub use super::verify_report::{
     ErrorKind, Gap, IntegrityError, MAX_ITEMIZED, Unavailable, VerifyReport, VerifyStatus,
 };
@@ -308,7 +310,7 @@ pub fn check_manifest(m: &TimelineManifest) -> Vec<ErrorKind> {
         Quality::Partial => bad(m.quality_reasons.is_empty(), "partial without reasons"),
         Quality::Unavailable => bad(true, "a manifest cannot say unavailable"),
     }
-    if m.schema != SCHEMA {
+    if SchemaVersion::of(&m.schema).is_none() {
         out.insert(0, ErrorKind::UnknownSchema);
     }
     out
@@ -325,6 +327,8 @@ struct SpanState {
 /// events, errors, gaps and unknown-end spans.
 pub(crate) fn check_events(manifest: &TimelineManifest, bytes: &[u8], report: &mut VerifyReport) {
     let complete = manifest.quality == Quality::Complete;
+    // `verify` reads no events under an unknown schema; a direct caller gets v2's rules.
+    let version = SchemaVersion::of(&manifest.schema).unwrap_or(SchemaVersion::V2);
     let bounds: Bounds = manifest.bounds;
     if manifest.dropped_count > 0 {
         report.gap(Gap::DroppedEvents {
@@ -371,7 +375,11 @@ pub(crate) fn check_events(manifest: &TimelineManifest, bytes: &[u8], report: &m
             );
             continue;
         }
-        let e: TimelineEvent = match serde_json::from_slice(line) {
+        let parsed = match version {
+            SchemaVersion::V1 => serde_json::from_slice::<TimelineEventV1>(line).map(Into::into),
+            SchemaVersion::V2 => serde_json::from_slice::<TimelineEvent>(line),
+        };
+        let e: TimelineEvent = match parsed {
             Ok(e) => e,
             Err(err) => {
                 report.error(ln, None, ErrorKind::LineMalformed(json_fault(&err)));

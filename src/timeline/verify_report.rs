@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use super::accounting::Quality;
 use super::event::{EventFault, TimelineEvent};
-use super::manifest::{EVENTS_REL_PATH, MANIFEST_FILE, SCHEMA, TIMELINE_DIR, TimelineManifest};
+use super::manifest::{
+    EVENTS_REL_PATH, MANIFEST_FILE, SCHEMA, SCHEMA_V1, TIMELINE_DIR, TimelineManifest,
+};
 
 /// At most this many errors and gaps are itemized; the rest are counted.
 pub const MAX_ITEMIZED: usize = 100;
@@ -339,7 +341,7 @@ impl fmt::Display for ErrorKind {
             Unreadable(what, e) => write!(f, "{what} unreadable: {e}"),
             ManifestTooLarge { limit } => write!(f, "manifest over {limit} bytes"),
             ManifestMalformed(e) => write!(f, "manifest malformed: {e}"),
-            UnknownSchema => write!(f, "manifest schema is not {SCHEMA}"),
+            UnknownSchema => write!(f, "manifest schema is neither {SCHEMA} nor {SCHEMA_V1}"),
             ManifestInvalid(rule) => write!(f, "manifest invalid: {rule}"),
             EventsMissing => write!(f, "events file missing ({EVENTS_REL_PATH})"),
             EventsTooLarge => write!(f, "events file over the byte budget"),

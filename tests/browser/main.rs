@@ -605,3 +605,90 @@ fn static_html_report_renders_the_same_view() {
         b.exceptions
     );
 }
+
+/// The `cancelled` fixture's report with `extra` jobs stopped before they started
+/// (`status: "not_run"`, `summary.not_run`), written to `to/report.json` next to a copy
+/// of the fixture's other files.
+fn cancelled_with_not_run(to: &Path, extra: usize) {
+    let from = repo().join("fixtures/runs/cancelled");
+    let copy = Command::new("cp")
+        .arg("-R")
+        .arg(&from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let rp = to.join("report.json");
+    let mut r: Value = serde_json::from_slice(&std::fs::read(&rp).unwrap()).unwrap();
+    let mut j = r["jobs"][0].clone();
+    j["status"] = "not_run".into();
+    j["duration_ns"] = 0.into();
+    j["stats"] = Value::Null;
+    for k in [
+        "verdicts",
+        "grading",
+        "failure_codes",
+        "trajectories",
+        "requests",
+    ] {
+        j[k] = serde_json::json!([]);
+    }
+    j["grade_pass_rate"] = Value::Null;
+    for i in 0..extra {
+        j["id"] = format!("agentic::later{i}").into();
+        r["jobs"].as_array_mut().unwrap().push(j.clone());
+    }
+    r["summary"]["not_run"] = extra.into();
+    std::fs::write(&rp, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+}
+
+#[test]
+fn not_run_jobs_are_shown_as_not_run_without_the_failure_mark() {
+    let Some(mut b) = browser_or_skip("not_run_jobs_are_shown_as_not_run_without_the_failure_mark")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("cut");
+    cancelled_with_not_run(&run, 4);
+    let file = artifacts().join("not-run-report.html");
+    let st = Command::new(env!("CARGO_BIN_EXE_inferscope-bench"))
+        .arg("report")
+        .arg(&run)
+        .args(["--format", "html", "--output"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let s = b.new_page();
+    b.viewport(&s, 1280, 900);
+    open(&mut b, &s, &format!("file://{}", file.display()));
+    let text = b.eval(
+        &s,
+        r#"JSON.stringify({
+  runState: document.getElementById('run-state').innerText.trim(),
+  jobs: [...document.querySelectorAll('#jobs tbody tr')].map(tr => [tr.dataset.jobStatus, tr.cells[2].innerText.trim()])
+})"#,
+    );
+    let o: Value = serde_json::from_str(text.as_str().unwrap()).unwrap();
+    let run_state = o["runState"].as_str().unwrap();
+    assert!(
+        run_state.contains("CANCELLED") && run_state.contains("0 of 5 jobs passed, 4 not run"),
+        "{run_state}"
+    );
+    let jobs = o["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 5, "{o}");
+    assert_eq!(jobs[0], serde_json::json!(["fail", "✕ fail"]));
+    for j in &jobs[1..] {
+        assert_eq!(j, &serde_json::json!(["not_run", "⏹ not run"]));
+    }
+    assert!(
+        b.exceptions.is_empty(),
+        "page exceptions: {:?}",
+        b.exceptions
+    );
+}

@@ -932,3 +932,113 @@ fn report_html_is_one_self_contained_file() {
     assert!(!data["events"].as_array().unwrap().is_empty());
     assert!(!html[start..end].contains('<'));
 }
+
+/// A copy of the `cancelled` fixture whose report also holds `extra` jobs the
+/// cancellation stopped before they started (`status: "not_run"`, `summary.not_run`), as
+/// the runner writes them. Only `report.json` changes; the timeline is untouched.
+fn cancelled_with_not_run(to: &Path, extra: usize) {
+    copy_dir(&fixture("cancelled"), to);
+    let rp = to.join("report.json");
+    let mut r: serde_json::Value = serde_json::from_slice(&std::fs::read(&rp).unwrap()).unwrap();
+    let template = r["jobs"][0].clone();
+    for i in 0..extra {
+        let mut j = template.clone();
+        j["id"] = format!("agentic::later{i}").into();
+        j["status"] = "not_run".into();
+        j["duration_ns"] = 0.into();
+        j["stats"] = serde_json::Value::Null;
+        j["verdicts"] = serde_json::json!([]);
+        j["grading"] = serde_json::json!([]);
+        j["grade_pass_rate"] = serde_json::Value::Null;
+        j["failure_codes"] = serde_json::json!([]);
+        j["notes"] = serde_json::json!(["not run: cancelled before start"]);
+        j["trajectories"] = serde_json::json!([]);
+        j["requests"] = serde_json::json!([]);
+        r["jobs"].as_array_mut().unwrap().push(j);
+    }
+    r["summary"]["not_run"] = extra.into();
+    std::fs::write(&rp, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+}
+
+#[test]
+fn not_run_jobs_are_carried_by_the_listing_and_the_detail() {
+    let tmp = tempfile::tempdir().unwrap();
+    cancelled_with_not_run(&tmp.path().join("cut"), 4);
+    // A report written before `summary.not_run` existed reads as 0 not run.
+    copy_dir(&fixture("cancelled"), &tmp.path().join("old"));
+    let srv = TestServer::start(tmp.path());
+
+    let (s, list) = srv.json("/v1/runs");
+    assert_eq!(s, 200, "{list}");
+    let row = |id: &str| {
+        list["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["run_id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let cut = row("cut");
+    assert_eq!(cut["cancelled"], true);
+    assert_eq!(cut["jobs"], 1, "jobs run: not-run jobs are not counted");
+    assert_eq!(cut["passed"], 0);
+    assert_eq!(cut["failed"], 1);
+    assert_eq!(cut["not_run"], 4, "{cut}");
+    assert_eq!(row("old")["not_run"], 0);
+
+    let (s, d) = srv.json("/v1/runs/cut");
+    assert_eq!(s, 200, "{d}");
+    let sum = &d["report"]["summary"];
+    assert_eq!(
+        (
+            &sum["jobs"],
+            &sum["passed"],
+            &sum["failed"],
+            &sum["not_run"]
+        ),
+        (&1.into(), &0.into(), &1.into(), &4.into()),
+        "{sum}"
+    );
+    let statuses: Vec<&str> = d["report"]["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["fail", "not_run", "not_run", "not_run", "not_run"]
+    );
+    // The timeline of the run is served as before.
+    let (s, v) = srv.json("/v1/benchmark-timeline?run_id=cut");
+    assert_eq!(s, 200, "{v}");
+}
+
+#[test]
+fn static_html_report_carries_not_run() {
+    let bin = env!("CARGO_BIN_EXE_inferscope-bench");
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("cut");
+    cancelled_with_not_run(&run, 2);
+    let out = tmp.path().join("report.html");
+    let st = std::process::Command::new(bin)
+        .args(["report"])
+        .arg(&run)
+        .args(["--format", "html", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    let start = html.find("id=\"inferscope-data\">").unwrap() + "id=\"inferscope-data\">".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let data: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
+    assert_eq!(data["detail"]["report"]["summary"]["not_run"], 2);
+    // The page's script marks not-run jobs without the failure mark.
+    assert!(html.contains("⏹ not run"));
+}

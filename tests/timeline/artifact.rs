@@ -182,7 +182,8 @@ fn complete_capture_round_trips() {
             .starts_with("timeline ok: complete, 14 events, 0 dropped")
     );
     let m: &TimelineManifest = report.manifest.as_ref().unwrap();
-    assert_eq!(m.schema, "inferscope-bench.timeline/v1");
+    assert_eq!(m.schema, "inferscope-bench.timeline/v2");
+    assert_eq!(m.schema, inferscope_bench::timeline::SCHEMA);
     assert_eq!(m.run_id, "run-20240910-1");
     assert!(m.timeline_id.starts_with("tl-"));
     assert_eq!(m.telemetry_session_id.as_deref(), Some("sess-9"));
@@ -542,9 +543,175 @@ fn unknown_fields_are_rejected_in_events_and_manifest() {
     rewrite(
         dir.path(),
         |t| t,
-        |m| m["schema"] = "inferscope-bench.timeline/v2".into(),
+        |m| m["schema"] = "inferscope-bench.timeline/v9".into(),
     );
     assert_eq!(kinds(&verify(dir.path()))[0], ErrorKind::UnknownSchema);
+}
+
+/// A run whose one request ends with a client-estimated completion count (schema v2's
+/// `completion_tokens_estimate`), persisted.
+fn persisted_with_estimate() -> tempfile::TempDir {
+    let r = run_with(Bounds::default());
+    r.clock.set(1_000);
+    let exec = r
+        .sink
+        .span_start(
+            SpanName::Phase(Phase::RequestExecution),
+            None,
+            SpanContext::default(),
+        )
+        .unwrap();
+    let req = r
+        .sink
+        .span_start(
+            SpanName::ChatCompletion,
+            Some(exec),
+            SpanContext {
+                case_id: Some("agentic::lookup#0/step1"),
+                request_id: Some("req-1"),
+                attempt: Some(1),
+            },
+        )
+        .unwrap();
+    r.clock.set(2_000);
+    assert!(r.sink.span_end(
+        req,
+        SpanEnd::completed().with_estimated_completion(Some(10), Some(3))
+    ));
+    r.clock.set(3_000);
+    assert!(r.sink.span_end(exec, SpanEnd::completed()));
+    persisted(&r)
+}
+
+#[test]
+fn writer_produces_v2_and_v2_with_an_estimate_verifies() {
+    let dir = persisted_with_estimate();
+    let report = verify(dir.path());
+    assert!(report.ok(), "{report}");
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(
+        report.manifest.as_ref().unwrap().schema,
+        "inferscope-bench.timeline/v2"
+    );
+    let end = report
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::RequestEnd)
+        .unwrap();
+    assert_eq!(end.completion_tokens_estimate, Some(3));
+    assert_eq!(end.completion_tokens, None);
+    // v2 keeps its own rules: an estimate on a start event is invalid.
+    let dir = persisted_with_estimate();
+    rewrite(
+        dir.path(),
+        |t| {
+            t.replacen(
+                "\"completion_tokens_estimate\":null",
+                "\"completion_tokens_estimate\":1",
+                1,
+            )
+        },
+        |_| {},
+    );
+    let report = verify(dir.path());
+    assert_eq!(report.exit_code(), 1);
+    assert!(
+        matches!(report.errors[0].kind, ErrorKind::EventInvalid(_)),
+        "{report}"
+    );
+}
+
+/// Turns a persisted v2 timeline into what a v1 writer made: the manifest says v1 and no
+/// line has `completion_tokens_estimate` (hash and length recomputed).
+fn as_v1(t: String) -> String {
+    t.lines()
+        .map(|l| {
+            let mut v: serde_json::Map<String, Value> = serde_json::from_str(l).unwrap();
+            v.remove("completion_tokens_estimate");
+            serde_json::to_string(&v).unwrap() + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn v1_file_without_the_estimate_field_still_verifies() {
+    let dir = persisted(&complete_run());
+    rewrite(dir.path(), as_v1, |m| {
+        m["schema"] = "inferscope-bench.timeline/v1".into()
+    });
+    let text = std::fs::read_to_string(events_path(dir.path())).unwrap();
+    assert!(!text.contains("completion_tokens_estimate"));
+    let report = verify(dir.path());
+    assert!(report.ok(), "{report}");
+    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.events.len(), 14);
+    assert!(
+        report
+            .events
+            .iter()
+            .all(|e| e.completion_tokens_estimate.is_none())
+    );
+}
+
+#[test]
+fn v1_file_with_the_estimate_field_is_rejected() {
+    for value in ["3", "null"] {
+        let dir = persisted_with_estimate();
+        // Every line as v1 except the request end, which keeps the v2-only field.
+        rewrite(
+            dir.path(),
+            |t| {
+                t.lines()
+                    .map(|l| {
+                        if l.contains("\"request_end\"") {
+                            let mut v: serde_json::Map<String, Value> =
+                                serde_json::from_str(l).unwrap();
+                            v.insert(
+                                "completion_tokens_estimate".into(),
+                                serde_json::from_str(value).unwrap(),
+                            );
+                            serde_json::to_string(&v).unwrap() + "\n"
+                        } else {
+                            as_v1(l.to_string())
+                        }
+                    })
+                    .collect()
+            },
+            |m| m["schema"] = "inferscope-bench.timeline/v1".into(),
+        );
+        let report = verify(dir.path());
+        assert_eq!(report.exit_code(), 1, "{value}: {report}");
+        // Only that line is malformed (the rest follow from losing it).
+        let malformed: Vec<_> = report
+            .errors
+            .iter()
+            .filter(|e| matches!(e.kind, ErrorKind::LineMalformed(_)))
+            .collect();
+        assert_eq!(malformed.len(), 1, "{value}: {report}");
+        let e = &report.errors[0];
+        assert_eq!(e.line, Some(3), "{value}");
+        match &e.kind {
+            ErrorKind::LineMalformed(msg) => assert!(msg.contains("unknown field"), "{msg}"),
+            k => panic!("{value}: {k:?}"),
+        }
+    }
+}
+
+#[test]
+fn unknown_schema_reads_no_events() {
+    for schema in [
+        "inferscope-bench.timeline/v3",
+        "inferscope-bench.timeline/v0",
+        "",
+    ] {
+        let dir = persisted_with_estimate();
+        rewrite(dir.path(), |t| t, |m| m["schema"] = schema.into());
+        let report = verify(dir.path());
+        assert_eq!(kinds(&report), [ErrorKind::UnknownSchema], "{schema:?}");
+        assert!(report.events.is_empty());
+        assert_ne!(report.exit_code(), 0);
+        assert!(report.to_string().contains("neither"), "{report}");
+    }
 }
 
 #[test]

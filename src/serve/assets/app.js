@@ -315,7 +315,9 @@
     else {
       runAttr = r.cancelled ? "cancelled" : "finished";
       var sum = r.summary;
-      runText = "Run: " + (r.cancelled ? "CANCELLED" : "finished") + " · " + sum.passed + " of " + sum.jobs + " jobs passed";
+      var notRun = sum.not_run || 0;
+      runText = "Run: " + (r.cancelled ? "CANCELLED" : "finished") + " · " + sum.passed + " of " + (sum.jobs + notRun) + " jobs passed" +
+        (notRun ? ", " + notRun + " not run" : "");
     }
     s.appendChild(badge("run-state", { "data-run": runAttr }, r.cancelled ? "⊘" : "▶", runText));
     var t = d.telemetry;
@@ -719,6 +721,14 @@
     }
   }
 
+  // A job not run (the run was cancelled before it started) is neither a pass nor a
+  // failure: no failure mark.
+  function jobStatusText(status) {
+    if (status === "pass") return "✓ pass";
+    if (status === "not_run") return "⏹ not run";
+    return "✕ " + status;
+  }
+
   function renderJobs(d) {
     var box = document.getElementById("jobs");
     clear(box);
@@ -732,7 +742,8 @@
       var tr = el("tr");
       tr.appendChild(el("td", null, j.id));
       tr.appendChild(el("td", null, j.kind));
-      tr.appendChild(el("td", null, j.status === "pass" ? "✓ pass" : "✕ " + j.status));
+      tr.setAttribute("data-job-status", j.status);
+      tr.appendChild(el("td", null, jobStatusText(j.status)));
       tr.appendChild(el("td", "num", ms(j.duration_ns)));
       tr.appendChild(el("td", null, j.verdicts.map(function (v) {
         return v.gate + " " + v.outcome + " (" + (v.value === null ? "unavailable" : v.value) + " " + v.comparison + " " + v.bound + (v.unit ? " " + v.unit : "") + ")";

@@ -133,6 +133,7 @@ fn report_head_ok(r: &RunReport) -> ReportView {
             jobs: r.summary.jobs,
             passed: r.summary.passed,
             failed: r.summary.failed,
+            not_run: r.summary.not_run,
             duration_ns: r.summary.duration_ns,
             exit_status: r.summary.exit_status,
         }),

@@ -124,6 +124,8 @@ pub struct SummaryView {
     pub passed: usize,
     /// Jobs failed.
     pub failed: usize,
+    /// Jobs not run: the run was cancelled before they started (not counted in `jobs`).
+    pub not_run: usize,
     /// Run duration, ns.
     pub duration_ns: u64,
     /// Exit status of the run.
