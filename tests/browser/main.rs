@@ -12,6 +12,8 @@
 //! otherwise.
 
 mod cdp;
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::collections::BTreeSet;
 use std::io::BufRead;
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use cdp::{Browser, png_size};
+use support::{cancelled_with_not_run, report_html};
 
 const TOKEN: &str = "browser-test-token-0123456789";
 const FIXTURES: [&str; 5] = [
@@ -573,23 +576,7 @@ fn static_html_report_renders_the_same_view() {
     b.viewport(&s, 1280, 900);
     for f in ["overflowed", "clock-misaligned"] {
         let file = out.join(format!("{f}-report.html"));
-        let st = Command::new(env!("CARGO_BIN_EXE_inferscope-bench"))
-            .args([
-                "report",
-                &format!("fixtures/runs/{f}"),
-                "--format",
-                "html",
-                "--output",
-            ])
-            .arg(&file)
-            .current_dir(repo())
-            .output()
-            .unwrap();
-        assert!(
-            st.status.success(),
-            "{}",
-            String::from_utf8_lossy(&st.stderr)
-        );
+        report_html(&Path::new("fixtures/runs").join(f), &file);
         open(&mut b, &s, &format!("file://{}", file.display()));
         let o = observe(&mut b, &s);
         check_state(f, &o);
@@ -606,42 +593,6 @@ fn static_html_report_renders_the_same_view() {
     );
 }
 
-/// The `cancelled` fixture's report with `extra` jobs stopped before they started
-/// (`status: "not_run"`, `summary.not_run`), written to `to/report.json` next to a copy
-/// of the fixture's other files.
-fn cancelled_with_not_run(to: &Path, extra: usize) {
-    let from = repo().join("fixtures/runs/cancelled");
-    let copy = Command::new("cp")
-        .arg("-R")
-        .arg(&from)
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(copy.success());
-    let rp = to.join("report.json");
-    let mut r: Value = serde_json::from_slice(&std::fs::read(&rp).unwrap()).unwrap();
-    let mut j = r["jobs"][0].clone();
-    j["status"] = "not_run".into();
-    j["duration_ns"] = 0.into();
-    j["stats"] = Value::Null;
-    for k in [
-        "verdicts",
-        "grading",
-        "failure_codes",
-        "trajectories",
-        "requests",
-    ] {
-        j[k] = serde_json::json!([]);
-    }
-    j["grade_pass_rate"] = Value::Null;
-    for i in 0..extra {
-        j["id"] = format!("agentic::later{i}").into();
-        r["jobs"].as_array_mut().unwrap().push(j.clone());
-    }
-    r["summary"]["not_run"] = extra.into();
-    std::fs::write(&rp, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
-}
-
 #[test]
 fn not_run_jobs_are_shown_as_not_run_without_the_failure_mark() {
     let Some(mut b) = browser_or_skip("not_run_jobs_are_shown_as_not_run_without_the_failure_mark")
@@ -652,18 +603,7 @@ fn not_run_jobs_are_shown_as_not_run_without_the_failure_mark() {
     let run = tmp.path().join("cut");
     cancelled_with_not_run(&run, 4);
     let file = artifacts().join("not-run-report.html");
-    let st = Command::new(env!("CARGO_BIN_EXE_inferscope-bench"))
-        .arg("report")
-        .arg(&run)
-        .args(["--format", "html", "--output"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    report_html(&run, &file);
     let s = b.new_page();
     b.viewport(&s, 1280, 900);
     open(&mut b, &s, &format!("file://{}", file.display()));

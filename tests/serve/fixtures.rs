@@ -16,19 +16,7 @@ use inferscope_bench::timeline::{
 /// The event bound of the overflowed capture (the source run has 28 events).
 pub const OVERFLOW_MAX_EVENTS: u32 = 16;
 
-/// Copies the tree `from` to `to` (directories and regular files), creating `to`.
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = e.file_type().unwrap();
-        if t.is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else if t.is_file() {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
+pub use crate::support::copy_dir;
 
 /// Replays `src`'s timeline into a bounded sink and writes the run to `out`.
 pub fn replay_overflowed(src: &Path, out: &Path, max_events: u32) {

@@ -4,6 +4,8 @@
 //! runs, typed unavailable / not-found / integrity answers, and no payload ever served.
 
 mod fixtures;
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -13,6 +15,7 @@ use std::time::Duration;
 use fixtures::copy_dir;
 use inferscope_bench::serve::{BoundServer, RunStore, Token};
 use sha2::{Digest, Sha256};
+use support::{cancelled_with_not_run, report_html};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 const SECRET: &[u8] = b"SECRET-BYTES-8d1e0f";
@@ -892,26 +895,9 @@ fn the_binary_serves_with_a_token_and_refuses_to_start_without() {
 
 #[test]
 fn report_html_is_one_self_contained_file() {
-    let bin = env!("CARGO_BIN_EXE_inferscope-bench");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("report.html");
-    let st = std::process::Command::new(bin)
-        .args([
-            "report",
-            "fixtures/runs/overflowed",
-            "--format",
-            "html",
-            "--output",
-        ])
-        .arg(&out)
-        .current_dir(repo())
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    report_html(Path::new("fixtures/runs/overflowed"), &out);
     let html = std::fs::read_to_string(&out).unwrap();
     assert!(html.contains("<script type=\"application/json\" id=\"inferscope-data\">"));
     assert!(!html.contains("src=\"app.js\"") && !html.contains("href=\"style.css\""));
@@ -931,33 +917,6 @@ fn report_html_is_one_self_contained_file() {
     );
     assert!(!data["events"].as_array().unwrap().is_empty());
     assert!(!html[start..end].contains('<'));
-}
-
-/// A copy of the `cancelled` fixture whose report also holds `extra` jobs the
-/// cancellation stopped before they started (`status: "not_run"`, `summary.not_run`), as
-/// the runner writes them. Only `report.json` changes; the timeline is untouched.
-fn cancelled_with_not_run(to: &Path, extra: usize) {
-    copy_dir(&fixture("cancelled"), to);
-    let rp = to.join("report.json");
-    let mut r: serde_json::Value = serde_json::from_slice(&std::fs::read(&rp).unwrap()).unwrap();
-    let template = r["jobs"][0].clone();
-    for i in 0..extra {
-        let mut j = template.clone();
-        j["id"] = format!("agentic::later{i}").into();
-        j["status"] = "not_run".into();
-        j["duration_ns"] = 0.into();
-        j["stats"] = serde_json::Value::Null;
-        j["verdicts"] = serde_json::json!([]);
-        j["grading"] = serde_json::json!([]);
-        j["grade_pass_rate"] = serde_json::Value::Null;
-        j["failure_codes"] = serde_json::json!([]);
-        j["notes"] = serde_json::json!(["not run: cancelled before start"]);
-        j["trajectories"] = serde_json::json!([]);
-        j["requests"] = serde_json::json!([]);
-        r["jobs"].as_array_mut().unwrap().push(j);
-    }
-    r["summary"]["not_run"] = extra.into();
-    std::fs::write(&rp, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
 }
 
 #[test]
@@ -1017,23 +976,11 @@ fn not_run_jobs_are_carried_by_the_listing_and_the_detail() {
 
 #[test]
 fn static_html_report_carries_not_run() {
-    let bin = env!("CARGO_BIN_EXE_inferscope-bench");
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("cut");
     cancelled_with_not_run(&run, 2);
     let out = tmp.path().join("report.html");
-    let st = std::process::Command::new(bin)
-        .args(["report"])
-        .arg(&run)
-        .args(["--format", "html", "--output"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    report_html(&run, &out);
     let html = std::fs::read_to_string(&out).unwrap();
     let start = html.find("id=\"inferscope-data\">").unwrap() + "id=\"inferscope-data\">".len();
     let end = start + html[start..].find("</script>").unwrap();

@@ -1,5 +1,6 @@
 //! Shared helpers of the binary-level integration tests (`baseline`, `cli`, `hostile`,
-//! `load`, `offline`, `otlp`, `secrets`, `sigint`): the built binary, temporary suites, a
+//! `load`, `offline`, `otlp`, `secrets`, `sigint`, and `serve`/`browser` for the run
+//! fixtures): the built binary, temporary suites, a
 //! scripted loopback HTTP/1.1 server that speaks vLLM's SSE shape and misbehaves on chosen
 //! requests, and artifact readers.
 //!
@@ -652,4 +653,67 @@ impl Default for Tripwire {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Copies the tree `from` to `to` (directories and regular files), creating `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else if t.is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// A copy (at `to`) of the `fixtures/runs/cancelled` run whose report also holds `extra`
+/// jobs the cancellation stopped before they started (`status: "not_run"`,
+/// `summary.not_run`), as the runner writes them: no stats, verdicts, grading,
+/// trajectories or requests. Only `report.json` changes; the timeline is untouched.
+pub fn cancelled_with_not_run(to: &Path, extra: usize) {
+    copy_dir(&repo().join("fixtures/runs/cancelled"), to);
+    let rp = to.join("report.json");
+    let mut r: Value = serde_json::from_slice(&std::fs::read(&rp).unwrap()).unwrap();
+    let mut j = r["jobs"][0].clone();
+    j["status"] = "not_run".into();
+    j["duration_ns"] = 0.into();
+    j["stats"] = Value::Null;
+    j["grade_pass_rate"] = Value::Null;
+    for k in [
+        "verdicts",
+        "grading",
+        "failure_codes",
+        "trajectories",
+        "requests",
+    ] {
+        j[k] = json!([]);
+    }
+    j["notes"] = json!(["not run: cancelled before start"]);
+    for i in 0..extra {
+        j["id"] = format!("agentic::later{i}").into();
+        r["jobs"].as_array_mut().unwrap().push(j.clone());
+    }
+    r["summary"]["not_run"] = extra.into();
+    std::fs::write(&rp, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+}
+
+/// Runs `inferscope-bench report RUN_DIR --format html --output OUT` in the repository
+/// root (so relative fixture paths work); panics with stderr unless it exits 0.
+pub fn report_html(run_dir: &Path, out: &Path) {
+    let st = std::process::Command::new(bin_path())
+        .arg("report")
+        .arg(run_dir)
+        .args(["--format", "html", "--output"])
+        .arg(out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
 }
