@@ -14,6 +14,7 @@ use super::metrics::{
     StepDeviceEnergy, StepMetrics, TrajectoryMetrics, TrajectoryOutcome, WithheldTrajectory,
     WithholdReason, in_flight_phrase,
 };
+use crate::stats::total_if_complete;
 
 /// The statement printed next to measured figures (ADR-013 "The wall").
 pub const CONTROLLED_CONCURRENCY_STATEMENT: &str = "Controlled concurrency: one trajectory in \
@@ -242,8 +243,7 @@ impl<'a> Attributor<'a> {
             let duration_ns = e - s;
             let mut samples_by_source = Vec::with_capacity(p.devices.len() * 2 + p.counters.len());
             let mut devices = Vec::with_capacity(p.devices.len());
-            let (mut energy, mut counter_energy) = (None::<u64>, None::<u64>);
-            let mut counter_complete = true;
+            let mut energy = None::<u64>;
             let (mut min_samples, mut min_covered) = (None::<u64>, None::<u64>);
             for (di, slot) in p.devices.iter().enumerate() {
                 let pw = slot
@@ -258,21 +258,6 @@ impl<'a> Attributor<'a> {
                 if let Some(mj) = dev_energy {
                     device_steps_mj[di] += mj;
                     energy = Some(energy.unwrap_or(0) + mj);
-                }
-                // The counter sum covers every device or none: a device with energy in this
-                // window on either basis (or a counter series) but no counter figure makes
-                // the sum partial, so it is withheld (never a partial sum shown as whole).
-                let dev_counter = ce.and_then(|c| c.energy_mj);
-                match dev_counter {
-                    Some(mj) if counter_complete => {
-                        counter_energy = Some(counter_energy.unwrap_or(0).saturating_add(mj));
-                    }
-                    Some(_) => {}
-                    None if dev_energy.is_some() || ce.is_some() => {
-                        counter_complete = false;
-                        counter_energy = None;
-                    }
-                    None => {}
                 }
                 if let Some((_, w)) = pw {
                     min_samples = Some(
@@ -303,6 +288,16 @@ impl<'a> Attributor<'a> {
                     counter_epoch_resets: ce.and_then(|c| c.energy_mj.map(|_| c.resets)),
                 });
             }
+            // The counter sum covers every device or none: a device with energy in this
+            // window on either basis (or a counter series) but no counter figure makes the
+            // sum partial, so it is withheld (never a partial sum shown as whole).
+            let counted: Vec<Option<u64>> = devices
+                .iter()
+                .filter(|d| d.energy_mj.is_some() || d.counter_samples_in_window.is_some())
+                .map(|d| d.counter_energy_mj)
+                .collect();
+            let counter_energy =
+                total_if_complete(counted.iter().copied()).filter(|_| !counted.is_empty());
             let mut delta = |c: Option<&super::index::CounterIndex<'_>>, hint: &mut usize| {
                 c.and_then(|c| {
                     let (n, d) = c.window(s, e, hint);
@@ -393,18 +388,11 @@ impl<'a> Attributor<'a> {
         let unattributed_energy_mj = sum_some(devices.iter().map(|d| d.unattributed_energy_mj));
         // Every kept step or nothing: a sum over the steps that have a counter figure
         // would pass a partial total off as the trajectory's.
-        let total_counter_energy_mj = steps
-            .iter()
-            .try_fold(0u64, |acc, s| {
-                s.counter_energy_mj.map(|v| acc.saturating_add(v))
-            })
+        let total_counter_energy_mj = total_if_complete(steps.iter().map(|s| s.counter_energy_mj))
             .filter(|_| !steps.is_empty());
         let all_llm = |f: &dyn Fn(&StepMetrics) -> Option<u64>| {
-            steps
-                .iter()
-                .filter(|s| s.kind == StepKind::LlmCall)
-                .try_fold(0u64, |acc, s| f(s).map(|v| acc.saturating_add(v)))
-                .filter(|_| steps.iter().any(|s| s.kind == StepKind::LlmCall))
+            let llm = || steps.iter().filter(|s| s.kind == StepKind::LlmCall);
+            total_if_complete(llm().map(f)).filter(|_| llm().next().is_some())
         };
         let total_generation_tokens = all_llm(&|s| s.generation_tokens_delta);
         let total_usage_completion_tokens = all_llm(&|s| s.usage.completion_tokens);
