@@ -133,11 +133,12 @@ fn dropped_line(d: &DroppedStep) -> String {
 ///
 /// Line 1 names the trajectory, the power source label (`instant`, `averaged_1s`,
 /// `simulated`, `mixed`, or `—` without power), the energy basis (`—` without power) and
-/// the trajectories declared and observed in flight; line 2 is the concurrency statement; then a header row and one row per kept
-/// step (columns: step, kind, duration ms, min samples — the fewest power samples in the
-/// window over devices, `StepMetrics::samples_in_window` —, energy mJ, basis, counter mJ
-/// — `null` unless every device with energy in the window has a counter figure —, prompt /
-/// cached / generated tokens, cache hit rate, tokens per joule); then the totals with the
+/// the trajectories declared and observed in flight; line 2 is the concurrency statement;
+/// then a header row and one row per kept step (columns: step, kind, duration ms, min
+/// samples — the fewest power samples in the window over devices,
+/// `StepMetrics::samples_in_window` —, energy mJ, basis, counter mJ — `null` unless every
+/// device with energy in the window has a counter figure —, prompt / cached / generated
+/// tokens, cache hit rate, tokens per joule); then the totals with the
 /// reconciliation, the dropped steps and the marker flags.
 pub fn render_step_table(t: &TrajectoryMetrics) -> String {
     let mut out = String::new();

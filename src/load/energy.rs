@@ -143,20 +143,13 @@ impl RunEnergy {
         if self.devices.is_empty() {
             return None;
         }
-        match self.power_label.as_deref() {
-            None => None,
-            Some("simulated") => Some(attr::EnergySource::Simulator),
-            Some(_) => Some(attr::EnergySource::Device),
-        }
+        energy::energy_source(self.power_label.as_deref())
     }
 
     /// `simulated` or `measured` for window figures; `None` without a power source.
     fn window_basis(&self) -> Option<&'static str> {
-        match self.power_label.as_deref() {
-            None => None,
-            Some("simulated") => Some(basis::SIMULATED),
-            Some(_) => Some(basis::MEASURED),
-        }
+        attr::EnergyBasis::of(1, energy::energy_source(self.power_label.as_deref()))
+            .map(attr::EnergyBasis::label)
     }
 
     /// Device energy over `[start_ns, end_ns]`: (mJ summed over devices, basis, method).
@@ -192,8 +185,9 @@ impl RunEnergy {
     /// Job figures of a load job from window energy: tokens per joule = output tokens of
     /// every successful request / Σ point window energy (basis `simulated` / `measured`);
     /// energy per trajectory = Σ window energy / units, `apportioned` when any point
-    /// declared more than one unit in flight ([`crate::attribution::EnergyBasis::of`]). `windows[i]` is point i's [`RunEnergy::window`] (one
-    /// per point of `run`, computed once by the caller, which also shows it in the curve).
+    /// declared more than one unit in flight ([`crate::attribution::EnergyBasis::of`]).
+    /// `windows[i]` is point i's [`RunEnergy::window`] (one per point of `run`, computed
+    /// once by the caller, which also shows it in the curve).
     pub fn load_job_figures(
         &self,
         run: &LoadRun,
@@ -225,13 +219,9 @@ impl RunEnergy {
             .max()
             .unwrap_or(1);
         // The one rule (ADR-013 wall first): apportioned above one declared in flight.
-        let source = if b == basis::SIMULATED {
-            attr::EnergySource::Simulator
-        } else {
-            attr::EnergySource::Device
-        };
         let per_traj_basis =
-            attr::EnergyBasis::of(declared, Some(source)).map_or(b, attr::EnergyBasis::label);
+            attr::EnergyBasis::of(declared, energy::energy_source(self.power_label.as_deref()))
+                .map_or(b, attr::EnergyBasis::label);
         let apportioned = per_traj_basis == basis::APPORTIONED;
         let mut notes = Vec::new();
         if b == basis::SIMULATED {

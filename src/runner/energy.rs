@@ -213,6 +213,18 @@ pub(crate) fn step_energies(run: &RunAttribution) -> HashMap<(String, u64), Step
     steps
 }
 
+/// The power source a session's power label names (`simulated`: the built-in simulator's
+/// model; any other label, e.g. `nvml`: a device); `None` without a label.
+pub(crate) fn energy_source(power_label: Option<&str>) -> Option<attr::EnergySource> {
+    power_label.map(|l| {
+        if l == basis::SIMULATED {
+            attr::EnergySource::Simulator
+        } else {
+            attr::EnergySource::Device
+        }
+    })
+}
+
 /// One step's energy as shown in `report.json`.
 #[derive(Debug, Clone)]
 pub struct StepEnergy {
@@ -260,13 +272,8 @@ impl Attribution {
             .run
             .as_ref()
             .and_then(|r| r.concurrency.energy_basis)
-            .map_or_else(
-                || match self.power_label.as_deref() {
-                    Some("simulated") => basis::SIMULATED,
-                    _ => basis::MEASURED,
-                },
-                attr::EnergyBasis::label,
-            )
+            .or_else(|| attr::EnergyBasis::of(1, energy_source(self.power_label.as_deref())))
+            .map_or(basis::MEASURED, attr::EnergyBasis::label)
             .to_string();
         let prefix = format!("{job_id}#");
         let mut tokens = 0u64;
