@@ -134,7 +134,7 @@ fn step_span(
         // `gen_ai.usage.*` is server usage: a client estimate (DESIGN §5) is not passed
         // off as one.
         if let Some(v) = st.completion_tokens {
-            if st.token_source.as_deref() == Some("client_estimate") {
+            if st.token_source == Some(crate::client::TokenSource::ClientEstimate) {
                 attrs.push(kv("inferscope.usage.output_tokens_estimate", int(v)));
             } else {
                 attrs.push(kv("gen_ai.usage.output_tokens", int(v)));

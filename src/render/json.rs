@@ -27,7 +27,7 @@ pub fn job_value(job: &JobReportView) -> Value {
         "id": job.id,
         "suite": job.suite(),
         "kind": job.kind,
-        "status": if job.not_run { "not_run" } else if job.passed { "pass" } else { "fail" },
+        "status": job.status(),
         "duration_s": seconds(job.duration_ns),
         "duration_ns": job.duration_ns,
         "verdicts": job.verdicts,

@@ -111,16 +111,7 @@ fn opt(v: Option<f64>) -> String {
 fn system_out(job: &JobReportView) -> String {
     let mut out = vec![
         format!("job: {} ({})", job.id, job.kind),
-        format!(
-            "status: {}",
-            if job.not_run {
-                "not_run"
-            } else if job.passed {
-                "pass"
-            } else {
-                "fail"
-            }
-        ),
+        format!("status: {}", job.status()),
         "verdicts:".to_string(),
     ];
     for v in &job.verdicts {

@@ -34,6 +34,18 @@ pub struct JobReportView {
 }
 
 impl JobReportView {
+    /// `not_run`, `pass` or `fail`: the job's status word in machine-read output (JSON
+    /// messages, JUnit system-out), as in `report.json`.
+    pub fn status(&self) -> &'static str {
+        if self.not_run {
+            "not_run"
+        } else if self.passed {
+            "pass"
+        } else {
+            "fail"
+        }
+    }
+
     /// The suite part of `id` (before the first `::`); the whole id when it has none.
     pub fn suite(&self) -> &str {
         self.id.split_once("::").map_or(&self.id, |(s, _)| s)

@@ -106,7 +106,7 @@ pub struct StepReport {
     /// ([`crate::client::TokenSource`]); `null` when there is no count. Absent in reports
     /// written before the field existed.
     #[serde(default)]
-    pub token_source: Option<String>,
+    pub token_source: Option<crate::client::TokenSource>,
     /// TTFT, ms from send; `null` for tools or when no token arrived.
     pub ttft_ms: Option<f64>,
     /// Step energy, mJ (ADR-013 trapezoid; basis in `energy_basis`); `null` when
@@ -339,11 +339,7 @@ fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>, warmup: bool
         completion_tokens: r.and_then(|r| r.completion_tokens),
         token_source: r
             .filter(|r| r.completion_tokens.is_some())
-            .and_then(|r| r.token_source)
-            .map(|t| match t {
-                crate::client::TokenSource::Server => "server".to_string(),
-                crate::client::TokenSource::ClientEstimate => "client_estimate".to_string(),
-            }),
+            .and_then(|r| r.token_source),
         ttft_ms: r.and_then(|r| r.ttft_ms()),
         energy_mj: energy.and_then(|e| e.energy_mj),
         energy_basis: energy.and_then(|e| e.basis.clone()),

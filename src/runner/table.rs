@@ -5,10 +5,10 @@
 //!
 //! Absent values print as `—` (never 0). A generated-token count the client estimated
 //! because the server sent no usage (`token_source = client_estimate`, DESIGN §5), and the
-//! tokens per joule derived from it, print with a leading `~`. The header of each table names the power source
-//! (`simulated` for the built-in simulator), the energy basis (`—` without a power source)
-//! and the trajectories declared and observed in flight; the ADR-013 concurrency statement
-//! is printed once per run.
+//! tokens per joule derived from it, print with a leading `~`. The header of each table
+//! names the power source (`simulated` for the built-in simulator), the energy basis (`—`
+//! without a power source) and the trajectories declared and observed in flight; the
+//! ADR-013 concurrency statement is printed once per run.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -184,7 +184,7 @@ fn table(t: &TrajectoryReport, f: Option<&TrajectoryFacts>, out: &mut String) {
             .cloned()
             .unwrap_or_default();
         let energy = sf.energy_mj.or(s.energy_mj);
-        let est = if s.token_source.as_deref() == Some("client_estimate") {
+        let est = if s.token_source == Some(crate::client::TokenSource::ClientEstimate) {
             "~"
         } else {
             ""
@@ -275,7 +275,7 @@ mod tests {
         assert!(!row.contains('~'), "{row}");
         let st = &mut r.jobs[0].trajectories[0].steps[0];
         assert_eq!(st.completion_tokens, Some(4));
-        st.token_source = Some("client_estimate".into());
+        st.token_source = Some(crate::client::TokenSource::ClientEstimate);
         let row = first_llm_row(&r);
         assert!(row.contains(" ~4 "), "{row}");
         assert!(
