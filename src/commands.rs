@@ -124,15 +124,24 @@ fn list(paths: &[PathBuf], filter: Option<&str>) -> i32 {
             }
             match filter {
                 // As `run`: a filter that selects nothing is a bad flag, not an empty list.
-                Some(f) if listed == 0 => {
-                    eprintln!("error: no job selected by --filter {f:?}");
-                    EXIT_BAD_INPUT
-                }
+                Some(f) if listed == 0 => no_job_selected(Some(f)),
                 _ => 0,
             }
         }
         Err(code) => code,
     }
+}
+
+/// Prints `error: no job selected[ by --filter "PATTERN"]` and returns exit 2 (bad input),
+/// for `run` and `list` alike.
+fn no_job_selected(filter: Option<&str>) -> i32 {
+    eprintln!(
+        "error: no job selected{}",
+        filter
+            .map(|f| format!(" by --filter {f:?}"))
+            .unwrap_or_default()
+    );
+    EXIT_BAD_INPUT
 }
 
 /// Loads and resolves suites for `run` (exit 2 on any problem, before any request).
@@ -159,14 +168,7 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
         }
     }
     if resolved.iter().all(|r| r.jobs.is_empty()) {
-        eprintln!(
-            "error: no job selected{}",
-            args.filter
-                .as_deref()
-                .map(|f| format!(" by --filter {f:?}"))
-                .unwrap_or_default()
-        );
-        return Err(EXIT_BAD_INPUT);
+        return Err(no_job_selected(args.filter.as_deref()));
     }
     Ok(resolved)
 }
