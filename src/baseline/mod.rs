@@ -310,16 +310,12 @@ pub fn render_comparison(
 /// is no file; `replaced baseline `NAME` (was saved from run RUN_ID)` when it is a
 /// baseline; the same with `(the old file could not be read: REASON)` when it is not.
 pub fn replaced_note(name: &str, path: &Path) -> Option<String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let old = match std::fs::read_to_string(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            return Some(format!(
-                "replaced baseline `{name}` (the old file could not be read: {e})"
-            ));
-        }
+        Err(e) => Err(e.to_string()),
+        Ok(text) => serde_json::from_str::<Baseline>(&text).map_err(|e| e.to_string()),
     };
-    Some(match serde_json::from_str::<Baseline>(&text) {
+    Some(match old {
         Ok(old) => format!(
             "replaced baseline `{name}` (was saved from run {})",
             old.run_id
