@@ -467,6 +467,7 @@ impl Session {
                     words,
                     max_tokens: Some(j.max_tokens),
                     temperature: Some(j.temperature),
+                    n: j.n,
                 };
                 if let Some(spec) = &j.load {
                     let template = UnitTemplate::Context(plan);
@@ -645,6 +646,7 @@ fn agentic_plan(
         max_tokens: Some(j.max_tokens),
         temperature: Some(j.temperature),
         seed: Some(seed),
+        n: j.n,
         max_steps: a.max_steps,
         max_repeated_tool_calls: a.max_repeated_tool_calls,
         script: (a.mode == AgenticMode::Scripted).then(|| {

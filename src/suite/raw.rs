@@ -84,6 +84,7 @@ pub(crate) struct RawJob {
     pub description: Option<String>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f64>,
+    pub n: Option<u32>,
     pub repeat: Option<u32>,
     pub gates: Option<GateSpec>,
     #[serde(default)]
@@ -149,6 +150,7 @@ pub(crate) fn common_job_keys() -> &'static [&'static str] {
 pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
     match kind {
         JobKindName::Agentic => &[
+            "n",
             "mode",
             "system",
             "task",
@@ -157,7 +159,7 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
             "max_repeated_tool_calls",
             "script",
         ],
-        JobKindName::Context => &["sizes", "shared_prefix", "filler"],
+        JobKindName::Context => &["n", "sizes", "shared_prefix", "filler"],
         JobKindName::Swe => &["command", "timeout_s", "env"],
     }
 }
