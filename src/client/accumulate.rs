@@ -447,16 +447,20 @@ impl StreamAccumulator {
         {
             self.on_choices(choices, arrival_ns);
         }
-        if let Some(Obj(u)) = &chunk.usage {
-            self.usage = Some(u.usage());
+        self.read_usage_and_timings(chunk);
+        Flow::Continue
+    }
+
+    fn read_usage_and_timings(&mut self, chunk: &ChunkView<'_>) {
+        if let Some(u) = &chunk.usage {
+            self.usage = Some(u.0.usage());
         }
-        if let Some(Obj(t)) = &chunk.timings {
+        if let Some(t) = &chunk.timings {
             self.timings = Some(LlamaTimings {
-                cache_n: t.cache_n,
-                prompt_n: t.prompt_n,
+                cache_n: t.0.cache_n,
+                prompt_n: t.0.prompt_n,
             });
         }
-        Flow::Continue
     }
 
     fn on_choices(&mut self, choices: &Choices<'_>, arrival_ns: u64) {
@@ -555,15 +559,7 @@ impl StreamAccumulator {
             }
         }
         let chunk = ChunkView::from_value(&value);
-        if let Some(Obj(u)) = &chunk.usage {
-            self.usage = Some(u.usage());
-        }
-        if let Some(Obj(t)) = &chunk.timings {
-            self.timings = Some(LlamaTimings {
-                cache_n: t.cache_n,
-                prompt_n: t.prompt_n,
-            });
-        }
+        self.read_usage_and_timings(&chunk);
         self.done_ns = Some(arrival_ns);
         Flow::Done
     }
@@ -819,8 +815,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
 struct ChunkView<'a> {
     #[serde(borrow)]
     choices: Option<Choices<'a>>,
-    usage: Option<Obj<UsageView>>,
-    timings: Option<Obj<TimingsView>>,
+    // Boxed: present once per response at most, and the view stays small to move.
+    usage: Option<Box<Obj<UsageView>>>,
+    timings: Option<Box<Obj<TimingsView>>>,
     /// Present and not null: an in-band error (read from a `Value`, cold).
     error: Option<IgnoredAny>,
     #[serde(borrow)]
@@ -837,12 +834,12 @@ impl<'a> ChunkView<'a> {
                 Some(Value::Array(items)) => Some(Choices::from_values(items)),
                 _ => None,
             },
-            usage: obj("usage").map(|u| Obj(UsageView::from_value(u))),
+            usage: obj("usage").map(|u| Box::new(Obj(UsageView::from_value(u)))),
             timings: obj("timings").map(|t| {
-                Obj(TimingsView {
+                Box::new(Obj(TimingsView {
                     cache_n: t.get("cache_n").and_then(Value::as_u64),
                     prompt_n: t.get("prompt_n").and_then(Value::as_u64),
-                })
+                }))
             }),
             error: None,
             object: JStr::of(v.get("object")),

@@ -282,6 +282,29 @@ pub struct Client {
     streams_in_flight: Arc<InFlight>,
 }
 
+/// Yields once by waking itself: the task goes to the back of its worker's run queue, so
+/// every task already runnable (the other streams whose reads completed in this tick, and
+/// their connection tasks) runs before it continues. Unlike `tokio::task::yield_now`, it
+/// does not wait for the next I/O driver poll, which costs a syscall and keeps every
+/// stream's state out of cache longer (issue 19, BENCHMARKS.md).
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -606,12 +629,12 @@ impl Client {
         let headers_ns = head.headers_ns.unwrap_or(head.send_ns);
         // The clock is read as soon as each read completes, before any framing or parsing
         // (rust-conventions §4.3). When other streams are being read too, the task then
-        // yields once before framing and parsing that read: when many streams' reads
-        // complete together (a decode step of 128 sequences), every stream gets its read
-        // stamped first and the parsing comes after, so a stream's stamp does not wait
-        // behind the other streams' SSE and JSON work. A lone stream does not yield (with
-        // two runtime workers the yield hands the task to the other worker and costs
-        // ~0.1 ms per read). Figures: BENCHMARKS.md, client timing fidelity.
+        // yields once ([`YieldOnce`]) before framing and parsing that read: when many
+        // streams' reads complete together (a decode step of 128 sequences), every stream
+        // gets its read stamped first and the parsing comes after, so a stream's stamp does
+        // not wait behind the other streams' SSE and JSON work. A lone stream does not
+        // yield (with two runtime workers the yield hands the task to the other worker and
+        // costs ~0.1 ms per read). Figures: BENCHMARKS.md, client timing fidelity.
         let in_flight = self.streams_in_flight.enter();
         let mut body = std::pin::pin!(resp.bytes_stream());
         let mut framer = SseFramer::new(self.config.max_event_bytes);
@@ -633,7 +656,7 @@ impl Client {
                         Some(Ok(read)) => {
                             stamps.record(arrival_ns, read.len());
                             if self.streams_in_flight.current() > 1 {
-                                tokio::task::yield_now().await;
+                                YieldOnce(false).await;
                             }
                             match feed(&mut framer, &mut acc, &read, arrival_ns) {
                                 Ok(Flow::Continue) => {}

@@ -133,16 +133,42 @@ impl SseFramer {
     /// parsed (the caller stops reading; the framer must not be pushed again, and its
     /// state past the break is unspecified).
     ///
+    /// A read with no CR that starts at an event boundary (the common case) is parsed in
+    /// place; only its incomplete trailing event, if any, is copied.
+    ///
     /// Errors: [`FrameError::TooLarge`] when one event (complete or still buffered) exceeds
     /// the cap; [`FrameError::InvalidUtf8`] for a complete event that is not UTF-8. Events
     /// completed before the offending one are dispatched first.
     pub fn push(
         &mut self,
         read: &[u8],
-        mut on_event: impl FnMut(SseEventRef<'_>) -> ControlFlow<()>,
+        on_event: impl FnMut(SseEventRef<'_>) -> ControlFlow<()>,
     ) -> Result<(), FrameError> {
         if let Some(e) = self.failed {
             return Err(e);
+        }
+        if self.buf.is_empty()
+            && self.bom_checked
+            && !self.skip_lf
+            && memchr::memchr(b'\r', read).is_none()
+        {
+            let scanned = scan(
+                read,
+                0,
+                &mut self.prev_lf,
+                &mut self.joined,
+                self.max_event_bytes,
+                on_event,
+            );
+            return match scanned {
+                Ok(Some(rest)) => {
+                    self.buf.extend_from_slice(&read[rest..]);
+                    self.scanned = self.buf.len();
+                    self.check_buffered()
+                }
+                Ok(None) => Ok(()),
+                Err(e) => Err(self.fail(e)),
+            };
         }
         self.append_normalized(read);
         if !self.bom_checked {
@@ -158,47 +184,31 @@ impl SseFramer {
             }
             self.scanned = 0;
         }
-        let mut event_start = 0usize;
-        let mut i = self.scanned;
-        while let Some(off) = memchr_lf(&self.buf[i..]) {
-            let j = i + off;
-            if off > 0 {
-                self.prev_lf = false;
+        let scanned = scan(
+            &self.buf,
+            self.scanned,
+            &mut self.prev_lf,
+            &mut self.joined,
+            self.max_event_bytes,
+            on_event,
+        );
+        match scanned {
+            Ok(Some(rest)) => {
+                // Keep only the incomplete trailing event: bytes of complete events are
+                // dropped, so a remainder is moved at most once (it then starts the buffer).
+                if rest > 0 {
+                    self.buf.drain(..rest);
+                }
+                self.scanned = self.buf.len();
+                self.check_buffered()
             }
-            let blank = self.prev_lf;
-            self.prev_lf = true;
-            i = j + 1;
-            if !blank {
-                continue;
-            }
-            // A blank line at j ends the event buf[event_start..=j].
-            let len = j + 1 - event_start;
-            if len > self.max_event_bytes {
-                return Err(self.fail(FrameError::TooLarge {
-                    buffered: len,
-                    limit: self.max_event_bytes,
-                }));
-            }
-            let Ok(event) = std::str::from_utf8(&self.buf[event_start..j]) else {
-                return Err(self.fail(FrameError::InvalidUtf8));
-            };
-            event_start = j + 1;
-            if let Some(ev) = parse_event(event, &mut self.joined)
-                && on_event(ev).is_break()
-            {
-                return Ok(());
-            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(self.fail(e)),
         }
-        // No line end in buf[i..]: bytes after the last LF start a line.
-        if i < self.buf.len() {
-            self.prev_lf = false;
-        }
-        // Keep only the incomplete trailing event: bytes of complete events are dropped,
-        // so a remainder is moved at most once (it then starts the buffer).
-        if event_start > 0 {
-            self.buf.drain(..event_start);
-        }
-        self.scanned = self.buf.len();
+    }
+
+    /// The cap applies to the incomplete trailing event too.
+    fn check_buffered(&mut self) -> Result<(), FrameError> {
         if self.buf.len() > self.max_event_bytes {
             return Err(self.fail(FrameError::TooLarge {
                 buffered: self.buf.len(),
@@ -222,7 +232,7 @@ impl SseFramer {
                 rest = &rest[1..];
             }
         }
-        while let Some(p) = rest.iter().position(|&b| b == b'\r') {
+        while let Some(p) = memchr::memchr(b'\r', rest) {
             self.buf.extend_from_slice(&rest[..p]);
             self.buf.push(b'\n');
             rest = match rest.get(p + 1) {
@@ -238,9 +248,50 @@ impl SseFramer {
     }
 }
 
-#[inline]
-fn memchr_lf(s: &[u8]) -> Option<usize> {
-    s.iter().position(|&b| b == b'\n')
+/// Scans `bytes` (LF line ends only) from `from` for blank lines, dispatching each event
+/// they complete; events start at 0 (`bytes` begins at an event boundary). Returns where
+/// the incomplete trailing event starts, or `None` when `on_event` broke off.
+fn scan(
+    bytes: &[u8],
+    from: usize,
+    prev_lf: &mut bool,
+    joined: &mut String,
+    max_event_bytes: usize,
+    mut on_event: impl FnMut(SseEventRef<'_>) -> ControlFlow<()>,
+) -> Result<Option<usize>, FrameError> {
+    let mut event_start = 0usize;
+    let mut i = from;
+    while let Some(off) = memchr::memchr(b'\n', &bytes[i..]) {
+        let j = i + off;
+        let blank = *prev_lf && off == 0;
+        *prev_lf = true;
+        i = j + 1;
+        if !blank {
+            continue;
+        }
+        // A blank line at j ends the event bytes[event_start..=j].
+        let len = j + 1 - event_start;
+        if len > max_event_bytes {
+            return Err(FrameError::TooLarge {
+                buffered: len,
+                limit: max_event_bytes,
+            });
+        }
+        let Ok(event) = std::str::from_utf8(&bytes[event_start..j]) else {
+            return Err(FrameError::InvalidUtf8);
+        };
+        event_start = j + 1;
+        if let Some(ev) = parse_event(event, joined)
+            && on_event(ev).is_break()
+        {
+            return Ok(None);
+        }
+    }
+    // No line end in bytes[i..]: bytes after the last LF start a line.
+    if i < bytes.len() {
+        *prev_lf = false;
+    }
+    Ok(Some(event_start))
 }
 
 /// Parses one complete event (its lines, LF-separated, without the terminating blank line)
@@ -250,11 +301,17 @@ fn parse_event<'a>(event: &'a str, joined: &'a mut String) -> Option<SseEventRef
     let mut event_type: Option<&'a str> = None;
     let mut first: Option<&'a str> = None;
     let mut many = false;
-    for line in event.split('\n') {
+    let mut rest = event;
+    while !rest.is_empty() {
+        let (line, next) = match memchr::memchr(b'\n', rest.as_bytes()) {
+            Some(p) => (&rest[..p], &rest[p + 1..]),
+            None => (rest, ""),
+        };
+        rest = next;
         if line.is_empty() || line.as_bytes()[0] == b':' {
             continue;
         }
-        let (field, value) = match line.find(':') {
+        let (field, value) = match memchr::memchr(b':', line.as_bytes()) {
             Some(c) => {
                 let v = &line[c + 1..];
                 (&line[..c], v.strip_prefix(' ').unwrap_or(v))

@@ -1191,3 +1191,17 @@ mod typed_vs_lenient {
         );
     }
 }
+
+#[test]
+fn print_view_sizes() {
+    eprintln!(
+        "ChunkView {} Choices {} ChoiceView {} DeltaView {} JStr {} OptJStr {} ToolDeltas {}",
+        std::mem::size_of::<ChunkView<'_>>(),
+        std::mem::size_of::<Choices<'_>>(),
+        std::mem::size_of::<ChoiceView<'_>>(),
+        std::mem::size_of::<DeltaView<'_>>(),
+        std::mem::size_of::<JStr<'_>>(),
+        std::mem::size_of::<Option<JStr<'_>>>(),
+        std::mem::size_of::<Option<ToolDeltas<'_>>>(),
+    );
+}
