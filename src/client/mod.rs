@@ -24,7 +24,7 @@ pub use http::{ChatRequest, Client, ClientConfig, ClientError};
 pub use in_flight::{InFlight, InFlightGuard};
 pub use record::{
     AssistantOutput, ChoiceRecord, FailureCode, RecordWarning, RequestRecord, RequestStatus,
-    TokenSource, ToolCall, estimate_tokens, estimate_tokens_all, sanitize_error,
+    TokenSource, ToolCall, choice_count_note, estimate_tokens, estimate_tokens_all, sanitize_error,
 };
 pub use sse::{
     DEFAULT_MAX_EVENT_BYTES, FrameError, ReadStamps, SseError, SseEvent, SseEventRef, SseFramer,

@@ -378,7 +378,14 @@ impl Session {
                         load: None,
                     }
                 } else {
-                    self.run_job(si, s, job, ctx).await
+                    let mut ex = self.run_job(si, s, job, ctx).await;
+                    let records = ex
+                        .trajectories
+                        .iter()
+                        .flat_map(|t| t.steps.iter().filter_map(|st| st.request.as_ref()));
+                    ex.notes
+                        .extend(crate::client::choice_count_note(job.job.n, records));
+                    ex
                 };
                 out.push(executed);
                 bar.inc(1);

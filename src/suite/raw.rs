@@ -150,7 +150,6 @@ pub(crate) fn common_job_keys() -> &'static [&'static str] {
 pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
     match kind {
         JobKindName::Agentic => &[
-            "n",
             "mode",
             "system",
             "task",
@@ -159,9 +158,15 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
             "max_repeated_tool_calls",
             "script",
         ],
-        JobKindName::Context => &["n", "sizes", "shared_prefix", "filler"],
+        JobKindName::Context => &["sizes", "shared_prefix", "filler"],
         JobKindName::Swe => &["command", "timeout_s", "env"],
     }
+}
+
+/// Request keys (issue 13 item 5): settings of the chat requests the tool itself sends,
+/// accepted by the kinds in [`load_kinds`] (an SWE harness sends its own requests).
+pub(crate) fn request_job_keys() -> &'static [&'static str] {
+    &["n"]
 }
 
 /// Load keys (issue 8): accepted by the kinds in [`load_kinds`].
