@@ -38,7 +38,7 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, de::value::MapAccessDeserializer};
 use serde_json::Value;
 
@@ -196,7 +196,7 @@ impl ChoiceState {
         }
         let mut token = false;
         let mut visible = false;
-        if let Some(Obj(delta)) = &c.delta {
+        if let Some(delta) = &c.delta {
             if let Some(s) = non_empty(&delta.content) {
                 self.text.push_str(s);
                 token = true;
@@ -405,7 +405,7 @@ impl StreamAccumulator {
         // array); anything it refuses goes through a Value.
         if typed
             && data.as_bytes()[0] == b'{'
-            && let Ok(chunk) = serde_json::from_str::<ChunkView<'_>>(data)
+            && let Some(chunk) = ChunkView::parse(data)
         {
             if chunk.error.is_some() || chunk.object.as_ref().is_some_and(|o| o.0 == "error") {
                 return self.on_event_value(data, arrival_ns);
@@ -468,7 +468,7 @@ impl StreamAccumulator {
         let chunk = self.chunk_count;
         let mut token = false;
         let mut visible = false;
-        for (pos, Obj(c)) in choices.iter().enumerate() {
+        for (pos, c) in choices.iter().enumerate() {
             if let Some(fr) = &c.finish_reason {
                 self.finish_reason = Some(fr.0.to_string());
             }
@@ -810,21 +810,44 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
     }
 }
 
-/// One streamed chunk (or a non-streamed body's top level), as far as it is read.
-#[derive(Debug, Default, Deserialize)]
+/// One streamed chunk (or a non-streamed body's top level), as far as it is read. The
+/// strict view is filled in place ([`Fill`]); the lenient one built from a `Value`.
+#[derive(Debug, Default)]
 struct ChunkView<'a> {
-    #[serde(borrow)]
     choices: Option<Choices<'a>>,
-    // Boxed: present once per response at most, and the view stays small to move.
+    // Boxed: present once per response at most.
     usage: Option<Box<Obj<UsageView>>>,
     timings: Option<Box<Obj<TimingsView>>>,
     /// Present and not null: an in-band error (read from a `Value`, cold).
     error: Option<IgnoredAny>,
-    #[serde(borrow)]
     object: Option<JStr<'a>>,
 }
 
+impl<'de> Fill<'de> for ChunkView<'de> {
+    const KEYS: &'static [&'static str] = &["choices", "usage", "timings", "error", "object"];
+
+    fn fill<A: MapAccess<'de>>(&mut self, key: usize, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            0 => map.next_value_seed(FillChoices(&mut self.choices)),
+            1 => map.next_value().map(|v| self.usage = v),
+            2 => map.next_value().map(|v| self.timings = v),
+            3 => map.next_value().map(|v| self.error = v),
+            _ => map.next_value().map(|v| self.object = v),
+        }
+    }
+}
+
 impl<'a> ChunkView<'a> {
+    /// The strict typed view of one data event; `None` when `data` is not an object of
+    /// the expected shape (then the lenient reading decides).
+    fn parse(data: &'a str) -> Option<Self> {
+        let mut view = ChunkView::default();
+        let mut de = serde_json::Deserializer::from_str(data);
+        FillObj(&mut view).deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        Some(view)
+    }
+
     /// The lenient reading of a `Value` (wrong types count as absent), as the accumulator
     /// read chunks before the typed view.
     fn from_value(v: &'a Value) -> Self {
@@ -850,8 +873,8 @@ impl<'a> ChunkView<'a> {
 /// The `choices` array; the first entry inline (no allocation for one choice).
 #[derive(Debug, Default)]
 struct Choices<'a> {
-    first: Option<Obj<ChoiceView<'a>>>,
-    rest: Vec<Obj<ChoiceView<'a>>>,
+    first: Option<ChoiceView<'a>>,
+    rest: Vec<ChoiceView<'a>>,
 }
 
 impl<'a> Choices<'a> {
@@ -859,14 +882,14 @@ impl<'a> Choices<'a> {
         self.first.is_none()
     }
 
-    fn iter(&self) -> impl Iterator<Item = &Obj<ChoiceView<'a>>> {
+    fn iter(&self) -> impl Iterator<Item = &ChoiceView<'a>> {
         self.first.iter().chain(self.rest.iter())
     }
 
     fn from_values(items: &'a [Value]) -> Self {
         let mut out = Choices::default();
         for item in items {
-            let c = Obj(ChoiceView::from_value(item));
+            let c = ChoiceView::from_value(item);
             if out.first.is_none() {
                 out.first = Some(c);
             } else {
@@ -877,40 +900,81 @@ impl<'a> Choices<'a> {
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Choices<'a>;
+/// Fills `choices` (`null`: none) in place, each entry a [`ChoiceView`] object.
+struct FillChoices<'o, 'a>(&'o mut Option<Choices<'a>>);
+
+impl<'de> DeserializeSeed<'de> for FillChoices<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FillChoices<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of choices or null")
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        struct Seq<'o, 'a>(&'o mut Choices<'a>);
+        impl<'de> Visitor<'de> for Seq<'_, 'de> {
+            type Value = ();
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("an array of choices")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Choices<'a>, A::Error> {
-                let first = seq.next_element()?;
-                let mut rest = Vec::new();
-                if first.is_some() {
-                    while let Some(c) = seq.next_element()? {
-                        rest.push(c);
-                    }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+                let first = self.0.first.insert(ChoiceView::default());
+                if seq.next_element_seed(FillObj(first))?.is_none() {
+                    self.0.first = None;
+                    return Ok(());
                 }
-                Ok(Choices { first, rest })
+                // More than one choice (n > 1): filled aside, then moved into `rest` (no
+                // allocation for the common single choice).
+                loop {
+                    let mut next = ChoiceView::default();
+                    if seq.next_element_seed(FillObj(&mut next))?.is_none() {
+                        return Ok(());
+                    }
+                    self.0.rest.push(next);
+                }
             }
         }
-        d.deserialize_seq(V(PhantomData))
+        d.deserialize_seq(Seq(self.0.insert(Choices::default())))
     }
 }
 
 /// One entry of `choices`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default)]
 struct ChoiceView<'a> {
     index: Option<u64>,
-    #[serde(borrow)]
     finish_reason: Option<JStr<'a>>,
-    #[serde(borrow)]
-    delta: Option<Obj<DeltaView<'a>>>,
+    delta: Option<DeltaView<'a>>,
     /// `/v1/completions` text.
-    #[serde(borrow)]
     text: Option<JStr<'a>>,
+}
+
+impl<'de> Fill<'de> for ChoiceView<'de> {
+    const KEYS: &'static [&'static str] = &["index", "finish_reason", "delta", "text"];
+
+    fn fill<A: MapAccess<'de>>(&mut self, key: usize, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            0 => map.next_value().map(|v| self.index = v),
+            1 => map.next_value().map(|v| self.finish_reason = v),
+            2 => map.next_value_seed(FillOpt(&mut self.delta)),
+            _ => map.next_value().map(|v| self.text = v),
+        }
+    }
 }
 
 impl<'a> ChoiceView<'a> {
@@ -918,23 +982,21 @@ impl<'a> ChoiceView<'a> {
         ChoiceView {
             index: v.get("index").and_then(Value::as_u64),
             finish_reason: JStr::of(v.get("finish_reason")),
-            delta: v.get("delta").map(|d| {
-                Obj(DeltaView {
-                    content: JStr::of(d.get("content")),
-                    reasoning_content: JStr::of(d.get("reasoning_content")),
-                    reasoning: JStr::of(d.get("reasoning")),
-                    tool_calls: match d.get("tool_calls") {
-                        Some(Value::Array(calls)) => Some(ToolDeltas {
-                            len: calls.len(),
-                            entries: calls
-                                .iter()
-                                .filter(|c| c.is_object())
-                                .map(ToolDeltaView::from_value)
-                                .collect(),
-                        }),
-                        _ => None,
-                    },
-                })
+            delta: v.get("delta").map(|d| DeltaView {
+                content: JStr::of(d.get("content")),
+                reasoning_content: JStr::of(d.get("reasoning_content")),
+                reasoning: JStr::of(d.get("reasoning")),
+                tool_calls: match d.get("tool_calls") {
+                    Some(Value::Array(calls)) => Some(ToolDeltas {
+                        len: calls.len(),
+                        entries: calls
+                            .iter()
+                            .filter(|c| c.is_object())
+                            .map(ToolDeltaView::from_value)
+                            .collect(),
+                    }),
+                    _ => None,
+                },
             }),
             text: JStr::of(v.get("text")),
         }
@@ -942,16 +1004,105 @@ impl<'a> ChoiceView<'a> {
 }
 
 /// A choice's `delta`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default)]
 struct DeltaView<'a> {
-    #[serde(borrow)]
     content: Option<JStr<'a>>,
-    #[serde(borrow)]
     reasoning_content: Option<JStr<'a>>,
-    #[serde(borrow)]
     reasoning: Option<JStr<'a>>,
-    #[serde(borrow)]
     tool_calls: Option<ToolDeltas<'a>>,
+}
+
+impl<'de> Fill<'de> for DeltaView<'de> {
+    const KEYS: &'static [&'static str] =
+        &["content", "reasoning_content", "reasoning", "tool_calls"];
+
+    fn fill<A: MapAccess<'de>>(&mut self, key: usize, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            0 => map.next_value().map(|v| self.content = v),
+            1 => map.next_value().map(|v| self.reasoning_content = v),
+            2 => map.next_value().map(|v| self.reasoning = v),
+            _ => map.next_value().map(|v| self.tool_calls = v),
+        }
+    }
+}
+
+/// A view filled in place from a JSON object: each of `KEYS` at most once (a duplicate
+/// fails the strict view, as serde's derive does), other members skipped.
+trait Fill<'de>: Default {
+    /// The members read, by position.
+    const KEYS: &'static [&'static str];
+
+    /// Reads the value of member `KEYS[key]` from `map`.
+    fn fill<A: MapAccess<'de>>(&mut self, key: usize, map: &mut A) -> Result<(), A::Error>;
+}
+
+/// Fills a [`Fill`] view from an object (an array is refused).
+struct FillObj<'o, T>(&'o mut T);
+
+impl<'de, T: Fill<'de>> DeserializeSeed<'de> for FillObj<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, T: Fill<'de>> Visitor<'de> for FillObj<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = 0u32;
+        while let Some(key) = map.next_key::<JStr<'de>>()? {
+            match T::KEYS.iter().position(|k| *k == key.0) {
+                Some(i) => {
+                    if seen & (1 << i) != 0 {
+                        return Err(serde::de::Error::duplicate_field(T::KEYS[i]));
+                    }
+                    seen |= 1 << i;
+                    self.0.fill(i, &mut map)?;
+                }
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fills an optional [`Fill`] view: `null` leaves it `None`.
+struct FillOpt<'o, T>(&'o mut Option<T>);
+
+impl<'de, T: Fill<'de>> DeserializeSeed<'de> for FillOpt<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de, T: Fill<'de>> Visitor<'de> for FillOpt<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object or null")
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        FillObj(self.0.insert(T::default())).deserialize(d)
+    }
 }
 
 /// A `delta.tool_calls` array: its length (a non-empty array is a token event) and the

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -281,6 +280,52 @@ pub struct Client {
     /// Streamed bodies being read right now, over this client and its clones.
     streams_in_flight: Arc<InFlight>,
 }
+
+/// What [`next_or_timer`] saw first.
+enum Next<T> {
+    /// The stream's next item (`None`: it ended).
+    Item(Option<T>),
+    /// The timer elapsed.
+    Timer,
+}
+
+/// The next item of `body`, or the timer if it elapses first (the stream wins a tie). The
+/// timer is polled only while `armed` does not hold this task's waker (first call, after a
+/// reset, or on another task): a pending `Sleep` keeps the waker it was last polled with
+/// and wakes it when it elapses, and `is_elapsed` is then checked without re-registering.
+/// That keeps one atomic waker registration off every pending read.
+async fn next_or_timer<S: futures_util::Stream + Unpin>(
+    body: &mut S,
+    mut timer: std::pin::Pin<&mut tokio::time::Sleep>,
+    armed: &mut Option<std::task::Waker>,
+) -> Next<S::Item> {
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(item) = std::pin::Pin::new(&mut *body).poll_next(cx) {
+            return std::task::Poll::Ready(Next::Item(item));
+        }
+        if timer.is_elapsed() {
+            return std::task::Poll::Ready(Next::Timer);
+        }
+        if !armed.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            if timer.as_mut().poll(cx).is_ready() {
+                return std::task::Poll::Ready(Next::Timer);
+            }
+            *armed = Some(cx.waker().clone());
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// Reads of one stream that arrive within this of its previous read are one burst (the
+/// rest of a network read that hyper hands over chunk by chunk, the tail written right
+/// after a token, a server writing faster than 1 ms per token): only the first read of a
+/// burst yields before it is parsed. At real token intervals (several ms) every token read
+/// starts a burst and yields as before; at saturation, where a response arrives in a few
+/// network reads, the stream no longer rotates through every other stream's task between
+/// two chunks of one read. What a read inside a burst costs the others: its parse (about
+/// 0.6 µs per event) runs before their stamps (issue 19, BENCHMARKS.md "Client cost").
+const BURST_NS: u64 = 1_000_000;
 
 /// Yields once by waking itself: the task goes to the back of its worker's run queue, so
 /// every task already runnable (the other streams whose reads completed in this tick, and
@@ -629,12 +674,13 @@ impl Client {
         let headers_ns = head.headers_ns.unwrap_or(head.send_ns);
         // The clock is read as soon as each read completes, before any framing or parsing
         // (rust-conventions §4.3). When other streams are being read too, the task then
-        // yields once ([`YieldOnce`]) before framing and parsing that read: when many
-        // streams' reads complete together (a decode step of 128 sequences), every stream
-        // gets its read stamped first and the parsing comes after, so a stream's stamp does
-        // not wait behind the other streams' SSE and JSON work. A lone stream does not
-        // yield (with two runtime workers the yield hands the task to the other worker and
-        // costs ~0.1 ms per read). Figures: BENCHMARKS.md, client timing fidelity.
+        // yields once ([`YieldOnce`]) before framing and parsing the first read of a burst
+        // ([`BURST_NS`]): when many streams' reads complete together (a decode step of 128
+        // sequences), every stream gets its read stamped first and the parsing comes
+        // after, so a stream's stamp does not wait behind the other streams' SSE and JSON
+        // work. A lone stream does not yield (with two runtime workers the yield hands the
+        // task to the other worker and costs ~0.1 ms per read). Figures: BENCHMARKS.md,
+        // client timing fidelity.
         let in_flight = self.streams_in_flight.enter();
         let mut body = std::pin::pin!(resp.bytes_stream());
         let mut framer = SseFramer::new(self.config.max_event_bytes);
@@ -647,15 +693,20 @@ impl Client {
         let timer = tokio::time::sleep_until(idle_at(headers_ns));
         tokio::pin!(timer);
 
+        // The timer is polled (registering this task's waker) only when it may have
+        // elapsed or the waker changed: a pending read does not re-register it.
+        let mut armed: Option<std::task::Waker> = None;
         let (end_ns, clean, done) = loop {
-            tokio::select! {
-                biased;
-                item = body.next() => {
+            match next_or_timer(&mut body, timer.as_mut(), &mut armed).await {
+                Next::Item(item) => {
                     let arrival_ns = clock.elapsed_ns();
                     match item {
                         Some(Ok(read)) => {
+                            let waited = stamps
+                                .last_read_ns()
+                                .is_none_or(|prev| arrival_ns.saturating_sub(prev) >= BURST_NS);
                             stamps.record(arrival_ns, read.len());
-                            if self.streams_in_flight.current() > 1 {
+                            if waited && self.streams_in_flight.current() > 1 {
                                 YieldOnce(false).await;
                             }
                             match feed(&mut framer, &mut acc, &read, arrival_ns) {
@@ -677,8 +728,8 @@ impl Client {
                         }
                         None => break (arrival_ns, true, false),
                     }
-                },
-                () = &mut timer => {
+                }
+                Next::Timer => {
                     let now = clock.elapsed_ns();
                     let last = stamps.last_read_ns().unwrap_or(0).max(headers_ns);
                     if now.saturating_sub(last) >= idle_ns {
@@ -690,10 +741,14 @@ impl Client {
                         break (now, false, false);
                     }
                     if TokioInstant::now() >= deadline {
-                        acc.fail(FailureCode::Timeout, "request_timeout passed while streaming");
+                        acc.fail(
+                            FailureCode::Timeout,
+                            "request_timeout passed while streaming",
+                        );
                         break (now, false, false);
                     }
                     timer.as_mut().reset(idle_at(last));
+                    armed = None;
                 }
             }
         };
@@ -703,18 +758,17 @@ impl Client {
             timer
                 .as_mut()
                 .reset(TokioInstant::now() + Duration::from_millis(50));
-            loop {
-                tokio::select! {
-                    biased;
-                    item = body.next() => if !matches!(item, Some(Ok(_))) { break },
-                    () = &mut timer => break,
-                }
-            }
+            armed = None;
+            while let Next::Item(Some(Ok(_))) =
+                next_or_timer(&mut body, timer.as_mut(), &mut armed).await
+            {}
             drop(in_flight);
             // The body's end wakes hyper's connection task, which puts the connection back
             // in the pool; let it run before this request returns, so that a caller's next
-            // request finds the connection idle instead of opening a new one.
-            tokio::task::yield_now().await;
+            // request finds the connection idle instead of opening a new one. The
+            // connection task is runnable now, so a self-wake (behind it in the run queue)
+            // is enough; `yield_now` would wait for the next I/O driver poll.
+            YieldOnce(false).await;
         }
         head.first_byte_ns = stamps.first_read_ns();
         acc.finish(head, end_ns, clean)

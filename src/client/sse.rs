@@ -260,6 +260,9 @@ fn scan(
     mut on_event: impl FnMut(SseEventRef<'_>) -> ControlFlow<()>,
 ) -> Result<Option<usize>, FrameError> {
     let mut event_start = 0usize;
+    // Line ends seen in the current event (2 = more than one line); a resumed scan does
+    // not know, so it counts as many.
+    let mut lines: u8 = if from > 0 { 2 } else { 0 };
     let mut i = from;
     while let Some(off) = memchr::memchr(b'\n', &bytes[i..]) {
         let j = i + off;
@@ -267,6 +270,7 @@ fn scan(
         *prev_lf = true;
         i = j + 1;
         if !blank {
+            lines = lines.saturating_add(1);
             continue;
         }
         // A blank line at j ends the event bytes[event_start..=j].
@@ -281,7 +285,17 @@ fn scan(
             return Err(FrameError::InvalidUtf8);
         };
         event_start = j + 1;
-        if let Some(ev) = parse_event(event, joined)
+        let parsed = if lines == 1 {
+            // One line (the common `data: {...}`): it is the event without its line end.
+            parse_line(&event[..event.len() - 1]).map(|data| SseEventRef {
+                event_type: None,
+                data,
+            })
+        } else {
+            parse_event(event, joined)
+        };
+        lines = 0;
+        if let Some(ev) = parsed
             && on_event(ev).is_break()
         {
             return Ok(None);
@@ -292,6 +306,34 @@ fn scan(
         *prev_lf = false;
     }
     Ok(Some(event_start))
+}
+
+/// A line's field name and value (one leading space of the value dropped); `None` for a
+/// blank line or a comment.
+#[inline]
+fn split_field(line: &str) -> Option<(&str, &str)> {
+    if line.is_empty() || line.as_bytes()[0] == b':' {
+        return None;
+    }
+    // Field names are short: a plain scan finds the colon sooner than a SIMD search.
+    Some(match line.bytes().position(|b| b == b':') {
+        Some(c) => {
+            let v = &line[c + 1..];
+            (&line[..c], v.strip_prefix(' ').unwrap_or(v))
+        }
+        None => (line, ""),
+    })
+}
+
+/// [`parse_event`] for an event of one line: its data when it is a `data` line; `None`
+/// when the line dispatches nothing on its own (a comment, `event:`, `id:`, another
+/// field). The event type is always the default.
+#[inline]
+fn parse_line(line: &str) -> Option<&str> {
+    match split_field(line)? {
+        ("data", value) => Some(value),
+        _ => None,
+    }
 }
 
 /// Parses one complete event (its lines, LF-separated, without the terminating blank line)
@@ -308,15 +350,8 @@ fn parse_event<'a>(event: &'a str, joined: &'a mut String) -> Option<SseEventRef
             None => (rest, ""),
         };
         rest = next;
-        if line.is_empty() || line.as_bytes()[0] == b':' {
+        let Some((field, value)) = split_field(line) else {
             continue;
-        }
-        let (field, value) = match memchr::memchr(b':', line.as_bytes()) {
-            Some(c) => {
-                let v = &line[c + 1..];
-                (&line[..c], v.strip_prefix(' ').unwrap_or(v))
-            }
-            None => (line, ""),
         };
         match field {
             "data" => match first {
