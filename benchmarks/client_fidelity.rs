@@ -17,7 +17,9 @@
 //! machine-floor measurement, default 1000; 0 skips it), `FIDELITY_DUMP=PREFIX` (write
 //! every token's server stamps and client stamp to `PREFIX.CLIENT.cC.csv`, and the clock's
 //! origin as CLOCK_MONOTONIC ns to `PREFIX.origin`, to line the stamps up with a trace
-//! taken with `perf … -k CLOCK_MONOTONIC`). Without
+//! taken with `perf … -k CLOCK_MONOTONIC`), `FIDELITY_PREPARE` (`ahead`, the default: each
+//! product worker serializes its next request while the current one is in flight, with
+//! `Client::prepare` / `Client::send`; `inline`: `Client::chat` when it is due). Without
 //! `--bench` (`cargo test --benches`) it is a short smoke run (concurrency 1 and 8,
 //! T = 5 ms, I = 1 ms, 8 tokens, no floor, no pinning, no CPU-latency request) that fails
 //! only when a request fails: timing is never asserted.
@@ -40,6 +42,17 @@
 //! The header line prints the placement, the cpuidle driver/governor and the request;
 //! `FIDELITY_PIN_SERVER=none FIDELITY_PIN_CLIENT=none FIDELITY_IDLE_LATENCY_US=none`
 //! measures the machine as it comes.
+//!
+//! # Cost (issue 19)
+//! Every level also prints the client's cost: CPU per 1000 requests (the client runtime's
+//! threads' time on a CPU from `schedstat`, ns resolution; `utime + stime` ticks where the
+//! kernel has no schedstat), heap allocations per request on those threads (a counting
+//! global allocator), req/s, and the closed loop's **send lag**: from the moment a
+//! request was due (its worker's previous request ended) to `send_ns` (handed to the HTTP
+//! stack) and to the server's read of its body. With `FIDELITY_TTFT_MS=0
+//! FIDELITY_ITL_MS=0` the server writes each whole response at once (an engine at
+//! saturation: every chunk is ready), so the level measures the client at saturation; the
+//! token timings of such a level measure read batching, not fidelity.
 //!
 //! # Clients
 //! - `product`: [`inferscope_bench::client::Client::chat`], the client the tool runs.
