@@ -1,14 +1,16 @@
 //! The subcommands behind the CLI: each takes parsed arguments and returns the process
-//! exit status (0 ok, 100 a job/gate failed, 2 bad input, 1 integrity error, 3
-//! inconclusive). Console output goes to stdout; diagnostics to stderr.
+//! exit status (0 ok, 100 a job/gate failed or the run was cancelled, 96 a setup error —
+//! the endpoint failed the preflight —, 2 bad input, 1 integrity error, 3 inconclusive).
+//! Console output goes to stdout; diagnostics to stderr.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Command, MessageFormat, ReportFormat, RunArgs, TimelineCommand};
 use crate::gate::EXIT_BAD_INPUT;
-use crate::render::{self, JobReportView, RunTotals, Style};
-use crate::runner::{self, RunOptions, report::RunReport};
+use crate::model::RunReport;
+use crate::render::{self, Style};
+use crate::runner::{self, RunOptions};
 use crate::suite::{self, ResolvedSuite, RunOverrides, SuiteError};
 
 /// Runs one parsed command.
@@ -277,14 +279,15 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
         }
         MessageFormat::Json => {
             for j in &outcome.report.jobs {
-                let _ = writeln!(out, "{}", render::job_message(&j.view()));
+                let _ = writeln!(out, "{}", render::job_message(j));
             }
-            let views: Vec<JobReportView> = outcome.report.jobs.iter().map(|j| j.view()).collect();
-            let totals = RunTotals::from_jobs(&views, outcome.report.summary.duration_ns);
             let _ = writeln!(
                 out,
                 "{}",
-                render::summary_message(&totals, &runner::report::endpoint_label(&outcome.report))
+                render::summary_message(
+                    &outcome.report.summary,
+                    &runner::report::endpoint_label(&outcome.report)
+                )
             );
         }
     }
@@ -300,11 +303,7 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             let _ = writeln!(out, "run directory: {}", outcome.run_dir.display());
         }
         MessageFormat::Json => {
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::json!({"type": "artifacts", "run_dir": outcome.run_dir})
-            );
+            let _ = writeln!(out, "{}", render::json::artifacts_message(&outcome.run_dir));
         }
     }
     if let Some(url) = &after.otlp_endpoint {
@@ -364,24 +363,19 @@ fn check_output_paths(args: &RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn views(report: &RunReport) -> (Vec<JobReportView>, RunTotals) {
-    let views: Vec<JobReportView> = report.jobs.iter().map(|j| j.view()).collect();
-    let totals = RunTotals::from_jobs(&views, report.summary.duration_ns);
-    (views, totals)
-}
-
 fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
-    let (views, _) = views(report);
-    let xml = render::junit_xml("inferscope-bench", &views, report.summary.duration_ns)
+    let xml = render::junit_xml("inferscope-bench", &report.jobs, report.summary.duration_ns)
         .map_err(|e| e.to_string())?;
     std::fs::write(path, xml).map_err(|e| e.to_string())
 }
 
-/// Reads a run's `report.json`.
+/// Reads a run's `report.json` through the typed model: schema
+/// `inferscope-bench.report/v2` only (a v1 report is refused as an unsupported schema,
+/// naming it).
 pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
     let p = run_dir.join("report.json");
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    RunReport::from_json(&bytes).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
@@ -420,13 +414,12 @@ async fn report_command(
 }
 
 fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
-    let (views, totals) = views(rep);
     let text = match format {
         ReportFormat::Markdown => {
-            render::markdown_summary(&views, &totals, &runner::report::endpoint_label(rep))
+            render::markdown_summary(&rep.jobs, &rep.summary, &runner::report::endpoint_label(rep))
         }
         ReportFormat::Junit => {
-            match render::junit_xml("inferscope-bench", &views, rep.summary.duration_ns) {
+            match render::junit_xml("inferscope-bench", &rep.jobs, rep.summary.duration_ns) {
                 Ok(x) => x,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -434,7 +427,8 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
                 }
             }
         }
-        ReportFormat::Json => serde_json::to_string_pretty(rep).unwrap_or_default(),
+        // Byte-for-byte the `report.json` the run wrote (the typed model round-trips).
+        ReportFormat::Json => String::from_utf8(rep.to_json()).unwrap_or_default(),
         ReportFormat::OtlpJson => {
             serde_json::to_string_pretty(&crate::otlp::export(rep)).unwrap_or_default()
         }

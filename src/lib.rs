@@ -9,7 +9,8 @@
 //! of each trajectory ([`attribution`], ADR-013), and turns the results into pass/fail gates
 //! ([`gate`]) with nextest-style output ([`render`]). Jobs can run under load —
 //! trajectories in flight, seeded arrival rates, sweeps ([`load`]) — be compared with saved
-//! baselines ([`baseline`]), and be exported as OTLP trace spans ([`otlp`]).
+//! baselines ([`baseline`]), and be exported as OTLP trace spans ([`otlp`]). Everything a
+//! run reports is one typed model ([`model`]): every figure with its basis.
 //!
 //! Pure logic (parsing, statistics, attribution, gates) does no I/O; I/O lives at the edges
 //! (`client`, `telemetry`, `timeline` persistence, `sim`, `runner`).
@@ -24,6 +25,7 @@ pub mod gate;
 pub mod grade;
 pub mod harness;
 pub mod load;
+pub mod model;
 pub mod otlp;
 pub mod overhead;
 pub mod render;

@@ -17,25 +17,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-/// Kind of a step (ADR-013 marker field `kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepKind {
-    /// One LLM call (a chat-completions request).
-    LlmCall,
-    /// One tool execution (no tokens flow; its window carries idle or tool energy).
-    Tool,
-}
-
-impl StepKind {
-    /// The marker label: `llm_call` or `tool`.
-    pub fn label(self) -> &'static str {
-        match self {
-            StepKind::LlmCall => "llm_call",
-            StepKind::Tool => "tool",
-        }
-    }
-}
+/// Kind of a step (ADR-013 marker field `kind`): the report model's.
+pub use crate::model::StepKind;
 
 /// One ADR-013 step marker as written in `steps.jsonl`.
 ///
@@ -59,6 +42,29 @@ pub struct StepMarker {
     /// Step name (`chat`, or the tool name); never a prompt or a tool payload.
     #[serde(default)]
     pub name: Option<String>,
+}
+
+impl StepMarker {
+    /// The runner's marker of one step: its window mapped to unix ns through `anchor`
+    /// (`elapsed_ns + anchor`), labelled with its trajectory and name.
+    pub fn at(
+        anchor: u64,
+        trajectory: &str,
+        step_id: u64,
+        kind: StepKind,
+        start_ns: u64,
+        end_ns: u64,
+        name: &str,
+    ) -> StepMarker {
+        StepMarker {
+            step_id,
+            kind,
+            t_start_unix_ns: anchor + start_ns,
+            t_end_unix_ns: anchor + end_ns,
+            trajectory: Some(trajectory.to_string()),
+            name: Some(name.to_string()),
+        }
+    }
 }
 
 /// One line of a marker file that could not be read.

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::client::RequestRecord;
-use crate::runner::report::{JobReport, RunReport};
+use crate::model::{JobReport, JobStatus, RunReport};
 pub use compare::{
     ChangeVerdict, DEFAULT_NOISE_PCT, FigureChange, JobComparison, compare_job, render_job,
 };
@@ -143,12 +143,13 @@ pub fn job_samples(job: &JobReport) -> (JobSamples, u64, u64) {
 /// The summary of one job of a report.
 pub fn summarize_job(job: &JobReport) -> JobSummary {
     let (samples, n, ok) = job_samples(job);
-    job_summary(&job.id, &job.kind, n, ok, &samples)
+    job_summary(&job.id, job.kind.as_str(), n, ok, &samples)
 }
 
 impl Baseline {
-    /// The baseline of `report` named `name`: every job the run started, summarised
-    /// (`not_run` jobs of a cancelled run are left out).
+    /// The baseline of `report` named `name`: every job the run ran to its end, summarised
+    /// (`not_run`, `cancelled` and `setup_error` jobs are left out: a partial or absent run
+    /// is no baseline).
     pub fn from_report(report: &RunReport, name: &str) -> Baseline {
         Baseline {
             schema: BASELINE_SCHEMA.into(),
@@ -163,7 +164,7 @@ impl Baseline {
             jobs: report
                 .jobs
                 .iter()
-                .filter(|j| j.status != "not_run")
+                .filter(|j| matches!(j.status, JobStatus::Pass | JobStatus::Fail))
                 .map(summarize_job)
                 .collect(),
         }

@@ -23,8 +23,8 @@
 use serde_json::Value;
 
 use super::record::{
-    AssistantOutput, FailureCode, RecordWarning, RequestRecord, RequestStatus, TokenSource,
-    estimate_tokens, sanitize_error,
+    AssistantOutput, FailureCode, RecordWarning, RequestRecord, RequestStatus, estimate,
+    sanitize_error,
 };
 use super::tool_calls::ToolCallAssembler;
 
@@ -384,8 +384,9 @@ impl StreamAccumulator {
     ///
     /// Tokens: server `usage` when present (`token_source = server`); usage that is
     /// all-zero despite non-empty output is dropped with [`RecordWarning::UsageAllZero`]
-    /// (C12 D); without usage, `completion_tokens` is [`estimate_tokens`] over the whole
-    /// output (`client_estimate`). Prompt and cached tokens fall back to llama.cpp
+    /// (C12 D); without usage, `completion_tokens` stays `None` and
+    /// `completion_tokens_estimate` is [`super::estimate_tokens`] over the whole output.
+    /// Prompt and cached tokens fall back to llama.cpp
     /// `timings` (`prompt_n + cache_n`, `cache_n`); otherwise they stay `None`.
     pub fn finish(mut self, head: RequestHead, end_ns: u64, eof_clean: bool) -> RequestRecord {
         let mut rec = RequestRecord::new(
@@ -455,15 +456,9 @@ impl StreamAccumulator {
         rec.cached_tokens = usage.cached_tokens.or(timings.cache_n);
         rec.total_tokens = usage.total_tokens;
         rec.reasoning_tokens = usage.reasoning_tokens;
-        match usage.completion_tokens {
-            Some(n) => {
-                rec.completion_tokens = Some(n);
-                rec.token_source = Some(TokenSource::Server);
-            }
-            None => {
-                rec.completion_tokens = Some(estimate_tokens(&output));
-                rec.token_source = Some(TokenSource::ClientEstimate);
-            }
+        rec.completion_tokens = usage.completion_tokens;
+        if rec.completion_tokens.is_none() {
+            rec.completion_tokens_estimate = Some(estimate(&output));
         }
         rec.tool_call_count = output.tool_calls.len() as u64;
         rec.warnings = warnings;

@@ -5,7 +5,8 @@
 //! - [`sse`]: SSE framing over `eventsource-stream` with per-read arrival stamps, line-ending
 //!   normalization and the `max_event_bytes` cap — C03, C04, C05, C30.
 //! - [`http`]: the reqwest edge ([`Client::chat`], [`Client::list_models`]).
-//! - [`record`]: [`RequestRecord`] and the closed vocabularies ([`FailureCode`], ...).
+//! - [`record`]: [`RequestRecord`] and the closed vocabularies ([`FailureCode`], ...),
+//!   re-exported from the report model ([`crate::model::request`]).
 //! - [`tool_calls`]: tool-call delta assembly by index and id — C09.
 //!
 //! Semantics follow the field cases' reference definitions (`cases/README.md` §0): times are
@@ -22,8 +23,8 @@ pub use accumulate::{Flow, LlamaTimings, RequestHead, StreamAccumulator, Usage};
 pub use http::{ChatRequest, Client, ClientConfig, ClientError};
 pub use in_flight::{InFlight, InFlightGuard};
 pub use record::{
-    AssistantOutput, FailureCode, RecordWarning, RequestRecord, RequestStatus, TokenSource,
-    ToolCall, estimate_tokens, sanitize_error,
+    AssistantOutput, FailureCode, RecordWarning, RequestRecord, RequestStatus, TokenEstimate,
+    TokenSource, ToolCall, estimate, estimate_tokens, sanitize_error,
 };
 pub use sse::{
     DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseEventStream, frame_reads, replay_reads,

@@ -1,12 +1,15 @@
 //! [`evaluate`]: a job's [`FigureSet`] against its merged [`GateSpec`] (DESIGN §7,
 //! issue 6 item 1), and [`validate_spec`] for `check` / bad-input detection.
 
-use super::figures::{Figure, FigureSet, LatencyFigures, basis};
+use super::figures::{Figure, FigureSet, LatencyFigures};
 use super::spec::{GateSpec, OverheadSpec, PercentileBounds, WhenUnavailable};
-use super::verdict::{Comparison, Verdict};
+use super::verdict::{Comparison, Verdict, judge};
+use crate::model::Basis;
 
 /// The built-in gate's key: a job with zero successful requests always fails.
 pub const SUCCESSFUL_REQUESTS_GATE: &str = "successful_requests";
+/// The built-in gate of an SWE job: its harness must exit 0 (basis `harness`).
+pub const HARNESS_EXIT_GATE: &str = "harness_exit";
 
 /// One non-percentile gate: its key, figure name, unit, direction, bound and figure.
 struct ScalarGate<'a> {
@@ -20,14 +23,19 @@ struct ScalarGate<'a> {
 
 /// Evaluates every bound `spec` declares against `figures`.
 ///
-/// Order: the built-in `successful_requests >= 1` verdict first (always present, never
-/// skippable), then TTFT, ITL, TPOT, E2E (p50, p90, p95, p99, mean each), error rate, grade
-/// pass rate, tokens per joule, cache hit rate, energy per trajectory, regression. An absent
-/// bound gives no verdict. Gate keys and figure names:
+/// Order: the built-in verdicts first (never skippable): `successful_requests >= 1` for a
+/// job that sends its own requests, or `harness_exit == 0` for an SWE job (its harness
+/// talks to the endpoint itself: its exit status is its own verdict, basis `harness`); then
+/// TTFT, ITL, TPOT, E2E (p50, p90, p95, p99, mean each), error rate, grade pass rate,
+/// tokens per joule, cache hit rate, energy per trajectory, regression. An absent bound
+/// gives no verdict, except `max_error_rate`: a job that made requests and declares none
+/// gets the built-in bound 0 (a failed request fails its job unless the suite tolerates an
+/// error rate). Gate keys and figure names:
 ///
 /// | gate key | figure | comparison | unit |
 /// |---|---|---|---|
 /// | `successful_requests` | `successful_requests` | `>=` 1 | |
+/// | `harness_exit` | `harness_exit_code` | `==` 0 | |
 /// | `ttft_ms.p99` (…) | `ttft_ms.p99` | `<=` | ms |
 /// | `max_error_rate` | `error_rate` | `<=` | fraction |
 /// | `min_grade_pass_rate` | `grade_pass_rate` | `>=` | fraction |
@@ -39,15 +47,30 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
     let when = spec.when_unavailable.unwrap_or_default();
     let mut out = Vec::new();
 
-    out.push(Verdict::judge(
-        SUCCESSFUL_REQUESTS_GATE,
-        SUCCESSFUL_REQUESTS_GATE,
-        "",
-        Comparison::AtLeast,
-        1.0,
-        &Figure::available(figures.successful_requests as f64, basis::REQUEST_OUTCOMES),
-        WhenUnavailable::Fail,
-    ));
+    if let Some(n) = figures.successful_requests {
+        out.push(judge(
+            SUCCESSFUL_REQUESTS_GATE,
+            SUCCESSFUL_REQUESTS_GATE,
+            "",
+            Comparison::AtLeast,
+            1.0,
+            &Figure::of(n as f64, Basis::RequestOutcomes),
+            WhenUnavailable::Fail,
+            true,
+        ));
+    }
+    if let Some(exit) = &figures.harness_exit_code {
+        out.push(judge(
+            HARNESS_EXIT_GATE,
+            "harness_exit_code",
+            "",
+            Comparison::Equal,
+            0.0,
+            exit,
+            WhenUnavailable::Fail,
+            true,
+        ));
+    }
 
     let latency: [(&str, &Option<PercentileBounds>, &LatencyFigures); 4] = [
         ("ttft_ms", &spec.ttft_ms, &figures.ttft_ms),
@@ -67,7 +90,7 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
         for (stat, bound, fig) in stats {
             if let Some(bound) = bound {
                 let key = format!("{name}.{stat}");
-                out.push(Verdict::judge(
+                out.push(judge(
                     &key,
                     &key,
                     "ms",
@@ -75,6 +98,7 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
                     bound,
                     fig,
                     when,
+                    false,
                 ));
             }
         }
@@ -131,10 +155,26 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
         },
     ];
     for g in scalar {
-        if let Some(bound) = g.bound {
-            out.push(Verdict::judge(
-                g.gate, g.figure, g.unit, g.cmp, bound, g.value, when,
-            ));
+        let built_in = g.gate == "max_error_rate" && g.bound.is_none() && figures.requests > 0;
+        // A failed request fails its job unless the gates tolerate an error rate.
+        let bound = if built_in { Some(0.0) } else { g.bound };
+        if let Some(bound) = bound {
+            let mut v = judge(
+                g.gate, g.figure, g.unit, g.cmp, bound, g.value, when, built_in,
+            );
+            if built_in && !v.outcome.is_passing() {
+                v.message.push_str(
+                    " [built-in: a failed request fails the job; declare `max_error_rate` in \
+                     [gates] to tolerate some]",
+                );
+            }
+            if g.gate == "min_cache_hit_rate"
+                && let Some((reporting, ok)) = figures.cache_coverage
+            {
+                v.message
+                    .push_str(&format!(" [{reporting}/{ok} requests reported cached tokens]"));
+            }
+            out.push(v);
         }
     }
     out

@@ -14,7 +14,7 @@ use super::arrival::arrival_offsets_ns;
 use super::exec::{InFlight, PointPlan, Timer, UnitRunner, UnitTicket, run_point};
 use super::record::{LoadRun, PointRecord};
 use super::spec::{LoadSpec, point_seed};
-use crate::client::{ChatRequest, Client, RequestRecord, RequestStatus};
+use crate::client::{ChatRequest, Client, RequestRecord};
 use crate::clock::RunClock;
 use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, run_trajectory,
@@ -109,11 +109,7 @@ impl LlmExecutor for UnitExec<'_> {
             r = self.client.chat(req, self.clock, scheduled) => r,
             _ = wait_flag(self.cancelled) => {
                 let now = self.clock.elapsed_ns();
-                let mut r = RequestRecord::new(&req.request_id, scheduled, now.max(scheduled), req.stream);
-                r.status = RequestStatus::Failed;
-                r.error = Some("cancelled".into());
-                r.end_ns = Some(now);
-                r
+                RequestRecord::cancelled(&req.request_id, scheduled, now.max(scheduled), req.stream, now)
             }
         }
     }

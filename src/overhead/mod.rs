@@ -232,7 +232,7 @@ async fn one_run(
         jobs_passed: rep.summary.passed,
         jobs: rep.summary.jobs,
         capture_events: rep.capture.events,
-        capture_quality: rep.capture.quality.clone(),
+        capture_quality: rep.capture.quality.map(|q| q.as_str().to_string()),
     }
 }
 

@@ -21,7 +21,9 @@ use serde_json::{Value, json};
 
 use crate::client::{ChatRequest, RequestRecord};
 use crate::runner::capture::Capture;
-use crate::runner::steps::{StepKind, StepRecord, StepStatus, StopReason, TrajectoryRecord};
+use crate::runner::steps::{
+    FailureCode, StepKind, StepRecord, StepStatus, StopReason, ToolErrorCode, TrajectoryRecord,
+};
 
 /// Sends one chat request and returns its record (never fails: failures are records).
 pub trait LlmExecutor: Sync {
@@ -36,8 +38,10 @@ pub trait LlmExecutor: Sync {
 pub struct ToolOutcome {
     /// Text returned to the model as the tool message (never written to artifacts).
     pub content: String,
-    /// `None` on success, else the tool error code (e.g. `sandbox_violation`).
-    pub error_code: Option<String>,
+    /// The tool failed.
+    pub failed: bool,
+    /// Which failure (e.g. `sandbox_violation`), when the tool said.
+    pub error_code: Option<ToolErrorCode>,
     /// Declared latency the driver waits before returning the result.
     pub latency: Duration,
 }
@@ -113,7 +117,7 @@ pub async fn llm_step<E: LlmExecutor>(
     let end_ns = rec.end_ns.unwrap_or_else(|| exec.now_ns()).max(start_ns);
     let ok = rec.is_success();
     // A request cut short by Ctrl-C ends `cancelled`, not `failed` (PRD lifecycle).
-    let cancelled = !ok && rec.failure_code.is_none() && ctx.is_cancelled();
+    let cancelled = rec.failure_code == Some(FailureCode::Cancelled);
     if cancelled {
         ctx.capture.request_cancelled(span);
     } else {
@@ -132,8 +136,10 @@ pub async fn llm_step<E: LlmExecutor>(
         } else {
             StepStatus::Failed
         },
-        failure_code: rec.failure_code.map(|c| c.as_str().to_string()),
+        failure_code: rec.failure_code,
+        tool_error: None,
         request: Some(rec),
+        status_known: true,
     }
 }
 
@@ -154,9 +160,9 @@ pub async fn tool_step<T: ToolExec>(
         tokio::time::sleep(out.latency).await;
     }
     let end_ns = now_ns().max(start_ns);
-    ctx.capture.fixture_end(span, out.error_code.is_none());
+    ctx.capture.fixture_end(span, !out.failed);
     // A tool name the model invented is model output: it never becomes a step name.
-    let declared = out.error_code.as_deref() != Some("unknown_tool");
+    let declared = out.error_code != Some(ToolErrorCode::UnknownTool);
     let step = StepRecord {
         step_id,
         kind: StepKind::Tool,
@@ -167,13 +173,15 @@ pub async fn tool_step<T: ToolExec>(
         },
         start_ns,
         end_ns,
-        status: if out.error_code.is_none() {
-            StepStatus::Completed
-        } else {
+        status: if out.failed {
             StepStatus::Failed
+        } else {
+            StepStatus::Completed
         },
-        failure_code: out.error_code.clone(),
+        failure_code: out.failed.then_some(FailureCode::ToolError),
+        tool_error: out.error_code,
         request: None,
+        status_known: true,
     };
     (step, out)
 }
@@ -378,6 +386,7 @@ mod tests {
         fn execute(&self, _name: &str, _arguments: &str) -> ToolOutcome {
             ToolOutcome {
                 content: "[]".into(),
+                failed: false,
                 error_code: None,
                 latency: Duration::ZERO,
             }

@@ -2,7 +2,9 @@
 //! simulator), then grades, attributes and gates (DESIGN §3 `driver`, §4–§7).
 //!
 //! Phases, in order, each a span when capture is on: `preparation` (simulator, clients,
-//! tools, samplers), `preflight` (endpoint reachable, model listed), `request_execution`
+//! tools), `preflight` (endpoint reachable, `/models` answering, model listed; then the
+//! samplers start — a preflight failure is a setup error: no sampler, no measured window,
+//! exit 96), `request_execution`
 //! (the jobs, one trajectory in flight at a time: the ADR-013 controlled-concurrency
 //! condition — except jobs with load keys, which run their units concurrently per
 //! [`crate::load`] and are labelled `apportioned` above one in flight), `grading`, `finalization` (statistics, attribution, gates, artifacts).
@@ -55,14 +57,15 @@ pub struct RunExtras {
 
 /// What a run produced.
 pub struct RunOutcome {
-    /// Exit status: 0 all jobs and gates passed, 100 any failed, 2 when the artifacts
-    /// could not be written to the run directory (the run's figures are then only on the
-    /// console, so CI must not read it as a pass).
+    /// Exit status: 0 all jobs and gates passed, 100 any failed or the run was cancelled,
+    /// 96 a setup error (preflight), 2 when the artifacts could not be written to the run
+    /// directory (the run's figures are then only on the console, so CI must not read it
+    /// as a pass).
     pub exit_status: i32,
     /// The run directory.
     pub run_dir: PathBuf,
     /// The report (also written as `report.json`).
-    pub report: report::RunReport,
+    pub report: crate::model::RunReport,
     /// Human lines per job, the summary and the plain line, in print order.
     pub console: Vec<String>,
 }
@@ -132,7 +135,12 @@ pub async fn run_with(
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
     capture.phase(Phase::Preflight);
     session.preflight().await;
-    capture.phase(Phase::RequestExecution);
+    // A run whose every suite failed set-up or the preflight starts no sampler and no
+    // measured window: its jobs are `setup_error` and it exits 96.
+    if session.any_runnable() {
+        session.start_telemetry();
+        capture.phase(Phase::RequestExecution);
+    }
     let executed = session.execute_jobs(&opts, &ctx).await;
     if ctx.cancelled.load(Ordering::Relaxed) {
         capture.cancel_open_spans();

@@ -35,7 +35,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
-use crate::runner::report::{REPORT_SCHEMA, RunReport};
+use crate::model::{REPORT_SCHEMA, RunReport};
 pub use crate::telemetry::{SAMPLES_SCHEMA, SamplesSources};
 use crate::timeline::ids::{MAX_ID_LEN, is_valid_id};
 use crate::timeline::manifest::{EVENTS_FILE, MANIFEST_FILE, TIMELINE_DIR};

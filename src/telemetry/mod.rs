@@ -54,6 +54,7 @@ pub mod profile;
 pub mod prom;
 mod sampler;
 mod store;
+pub mod summary;
 
 pub use counters::{CounterIncrease, CounterTracker, counter_increase};
 pub use energy::{EnergyMethod, EnergyPoint, EnergySummary, whole_run_energy};
@@ -84,31 +85,8 @@ pub const DEFAULT_METRICS_TIMEOUT: Duration = Duration::from_secs(1);
 /// Default cap on samples kept per source (power: per device).
 pub const DEFAULT_MAX_SAMPLES: usize = 200_000;
 
-/// The state of one source (or power device) at the end of the run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum SourceStatus {
-    /// Sampled until stop.
-    Ok,
-    /// Never produced data; the reason (e.g. NVML init failure, pid absent, no scrape
-    /// succeeded, every power/energy query NotSupported).
-    Unavailable {
-        /// Human-readable reason.
-        reason: String,
-    },
-    /// Stopped early because the target went away (pid exited or reused, GPU lost).
-    Ended {
-        /// When it was noticed, ns from the reference instant.
-        at_elapsed_ns: Option<u64>,
-        /// Human-readable reason.
-        reason: String,
-    },
-    /// The sampler itself failed (thread could not start or panicked).
-    Failed {
-        /// Human-readable reason.
-        reason: String,
-    },
-}
+/// The state of one source (or power device) at the end of the run: the report model's.
+pub use crate::model::telemetry::SourceStatus;
 
 /// `/proc` source settings.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,31 +16,8 @@ use super::SourceStatus;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// What a power figure means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum PowerBasis {
-    /// Instantaneous board power (`NVML_FI_DEV_POWER_INSTANT`, or a probe's instant reading).
-    #[serde(rename = "instant")]
-    Instant,
-    /// A 1 s trailing average (`nvmlDeviceGetPowerUsage` on Ampere-except-GA100 and newer);
-    /// low confidence for windows shorter than 1 s (C20).
-    #[serde(rename = "averaged_1s")]
-    Averaged1s,
-    /// A model of power, not a measurement (the built-in simulator). Labelled everywhere.
-    #[serde(rename = "simulated")]
-    Simulated,
-}
-
-impl PowerBasis {
-    /// The serialized name (`"instant"`, `"averaged_1s"`, `"simulated"`).
-    pub fn name(self) -> &'static str {
-        match self {
-            PowerBasis::Instant => "instant",
-            PowerBasis::Averaged1s => "averaged_1s",
-            PowerBasis::Simulated => "simulated",
-        }
-    }
-}
+/// What a power figure means: the report model's (`instant`, `averaged_1s`, `simulated`).
+pub use crate::model::basis::PowerBasis;
 
 /// One reading of a [`PowerProbe`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -119,15 +96,8 @@ pub struct PowerSample {
     pub utilization_memory_pct: Option<u32>,
 }
 
-/// Whether a power device is an NVML GPU or a probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PowerDeviceKind {
-    /// An NVIDIA GPU through NVML.
-    Nvml,
-    /// A [`PowerProbe`].
-    Probe,
-}
+/// Whether a power device is an NVML GPU or a probe: the report model's.
+pub use crate::model::telemetry::PowerDeviceKind;
 
 /// Errors of one field of one device.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -155,9 +155,11 @@ pub struct JobView {
     /// `suite::job`.
     pub id: String,
     /// `agentic`, `context` or `swe`.
-    pub kind: String,
-    /// `pass` or `fail`.
-    pub status: String,
+    pub kind: crate::model::JobKind,
+    /// `pass`, `fail`, `cancelled`, `not_run` or `setup_error`.
+    pub status: crate::model::JobStatus,
+    /// The setup error's cause when `setup_error` (the message is not shown).
+    pub setup_cause: Option<crate::model::SetupCause>,
     /// Start, ns.
     pub start_ns: u64,
     /// End, ns.
@@ -171,7 +173,7 @@ pub struct JobView {
     /// Grading checks (description and result; no reasons).
     pub grading: Vec<GradingView>,
     /// Failed requests per failure code.
-    pub failure_codes: Vec<(String, u64)>,
+    pub failure_codes: Vec<crate::model::FailureCount>,
     /// Trajectories.
     pub trajectories: Vec<TrajectoryView>,
 }
@@ -191,8 +193,10 @@ pub struct VerdictView {
     pub comparison: crate::gate::Comparison,
     /// Unit.
     pub unit: String,
-    /// How the figure was obtained.
-    pub basis: String,
+    /// What the figure rests on.
+    pub basis: crate::model::Basis,
+    /// For a token-derived figure: whose token counts.
+    pub tokens: Option<crate::model::TokenSource>,
     /// Outcome.
     pub outcome: crate::gate::Outcome,
 }
@@ -214,46 +218,17 @@ pub struct TrajectoryView {
     /// Repeat index.
     pub index: u32,
     /// Why it stopped.
-    pub stop_reason: String,
+    pub stop_reason: crate::model::StopReason,
     /// Start, ns.
     pub start_ns: u64,
     /// End, ns.
     pub end_ns: u64,
     /// Grading result, `null` without checks.
     pub graded_pass: Option<bool>,
-    /// Steps in order.
-    pub steps: Vec<StepView>,
-}
-
-/// One step (ADR-013 step of the report).
-#[derive(Clone, Debug, Serialize)]
-pub struct StepView {
-    /// Run-unique step id.
-    pub step_id: u64,
-    /// `llm_call` or `tool`.
-    pub kind: String,
-    /// `chat` or the tool name.
-    pub name: String,
-    /// Start, ns.
-    pub start_ns: u64,
-    /// End, ns.
-    pub end_ns: u64,
-    /// `completed`, `failed` or `cancelled`.
-    pub status: String,
-    /// Failure code.
-    pub failure_code: Option<String>,
-    /// Prompt tokens from usage.
-    pub prompt_tokens: Option<u64>,
-    /// Cached prompt tokens from usage.
-    pub cached_tokens: Option<u64>,
-    /// Completion tokens from usage.
-    pub completion_tokens: Option<u64>,
-    /// TTFT, ms.
-    pub ttft_ms: Option<f64>,
-    /// Step energy, mJ.
-    pub energy_mj: Option<u64>,
-    /// Basis of `energy_mj`.
-    pub energy_basis: Option<String>,
+    /// Steps in order: the report's own step shape ([`crate::model::StepReport`]), with
+    /// its name passed through its syntax and its ADR-013 breakdown left out (the page shows
+    /// each step's energy figure with its basis, and its token counts with their source).
+    pub steps: Vec<crate::model::StepReport>,
 }
 
 /// The timeline's state and manifest figures.
