@@ -474,7 +474,7 @@ mod tests {
             job_coverage(&[("s::a".into(), Some(c.clone()))]),
             JobCoverage::None
         );
-        let f = c.regression_figure();
+        let f = crate::baseline::compare::regression_figure(Some(&c), None, "");
         assert_eq!(f.value, None, "{f:?}");
         assert!(
             f.reason
@@ -487,7 +487,7 @@ mod tests {
         let c = baseline("main", "r0")
             .compare(&summary("s::a"), 5.0)
             .unwrap();
-        assert_eq!(c.regression_figure().value, Some(0.0));
+        assert_eq!(crate::baseline::compare::regression_figure(Some(&c), None, "").value, Some(0.0));
     }
 
     fn baseline(name: &str, run_id: &str) -> Baseline {

@@ -348,7 +348,7 @@ mod tests {
         }
     }
 
-    fn facts(window_ns: u64, energy: Option<(u64, String, String)>) -> PointFacts {
+    fn facts(window_ns: u64) -> PointFacts {
         PointFacts {
             index: 0,
             value: Some(4.0),
@@ -358,9 +358,18 @@ mod tests {
             achieved_concurrency: 4,
             max_requests_in_flight: 4,
             units: 4,
+            units_not_started: 0,
             window_ns,
-            energy,
+            trajectories: vec![],
         }
+    }
+
+    fn window(mj: u64, basis: crate::model::Basis) -> Option<WindowEnergy> {
+        Some(WindowEnergy {
+            energy_mj: mj,
+            basis,
+            method: WindowMethod::Counter,
+        })
     }
 
     #[test]
@@ -368,7 +377,7 @@ mod tests {
         let gates: GateSpec =
             toml::from_str("ttft_ms = { p50 = 10.0, p99 = 100.0 }\ne2e_ms = { p99 = 300.0 }")
                 .unwrap();
-        let c = GoodputCriteria::from_gates(&gates).unwrap();
+        let c = goodput_criteria(&gates).unwrap();
         assert_eq!(c.ttft_ms, Some(100.0));
         assert_eq!(c.e2e_ms, Some(300.0));
         let reqs = vec![
@@ -377,7 +386,7 @@ mod tests {
             req(50.0, 250.0, 40.0, 10), // e2e from schedule 290: good
             req(150.0, 200.0, 0.0, 10), // ttft 150
         ];
-        let s = summarize_point(facts(2_000_000_000, None), &reqs, Some(&c));
+        let s = summarize_point(facts(2_000_000_000), &reqs, Some(&c), None);
         let g = s.goodput.unwrap();
         assert_eq!(g.good_requests, 2);
         assert_eq!(g.fraction, Some(0.5));
@@ -385,7 +394,7 @@ mod tests {
         let sched = s.ttft_from_schedule_ms.unwrap();
         assert_eq!(sched.max, 150.0);
         assert_eq!(sched.min, 50.0);
-        assert!(GoodputCriteria::from_gates(&GateSpec::default()).is_none());
+        assert!(goodput_criteria(&GateSpec::default()).is_none());
     }
 
     #[test]
@@ -399,12 +408,10 @@ mod tests {
         let mut warm = req(1.0, 1.0, 0.0, 7);
         warm.warmup = true;
         let s = summarize_point(
-            facts(
-                1_000_000_000,
-                Some((2000, "simulated".into(), "counter".into())),
-            ),
+            facts(1_000_000_000),
             &[req(1.0, 1.0, 0.0, 10), bad, warm],
             Some(&c),
+            window(2000, crate::model::Basis::Simulated),
         );
         assert_eq!(s.stats.requests, 2, "warm-up excluded");
         assert_eq!(s.warmup_requests, 1);
@@ -418,11 +425,7 @@ mod tests {
     fn missing_tokens_give_no_energy_per_token() {
         let mut r = req(1.0, 1.0, 0.0, 0);
         r.figures.output_tokens = None;
-        let s = summarize_point(
-            facts(1, Some((5, "measured".into(), "counter".into()))),
-            &[r],
-            None,
-        );
+        let s = summarize_point(facts(1), &[r], None, window(5, crate::model::Basis::Measured));
         let e = s.energy.unwrap();
         assert_eq!(e.output_tokens, None);
         assert_eq!(e.energy_per_output_token_j, None);
@@ -452,7 +455,7 @@ mod tests {
         ];
         assert_eq!(
             window_energy_mj(&with_counter, 0, 2_000_000_000),
-            Some((2000, "counter"))
+            Some((2000, WindowMethod::Counter))
         );
         let no_counter = [
             p(0, 1000, None),
@@ -462,14 +465,14 @@ mod tests {
         // (1000+3000)/2 W·s·1e-3 = 2 J over the first second + 3 J → 5000 mJ.
         assert_eq!(
             window_energy_mj(&no_counter, 0, 2_000_000_000),
-            Some((5000, "trapezoid"))
+            Some((5000, WindowMethod::Trapezoid))
         );
         assert_eq!(window_energy_mj(&no_counter, 10, 20), None);
         let mut reset = with_counter;
         reset[2].epoch = Some(1);
         assert_eq!(
             window_energy_mj(&reset, 0, 2_000_000_000).map(|e| e.1),
-            Some("trapezoid")
+            Some(WindowMethod::Trapezoid)
         );
     }
 
@@ -480,13 +483,14 @@ mod tests {
             ..Default::default()
         };
         let a = summarize_point(
-            facts(1_000_000_000, None),
+            facts(1_000_000_000),
             &[req(1.0, 2.0, 0.0, 4)],
             Some(&c),
+            None,
         );
-        let mut f = facts(1_000_000_000, None);
+        let mut f = facts(1_000_000_000);
         f.label = "concurrency 16".into();
-        let b = summarize_point(f, &[], Some(&c));
+        let b = summarize_point(f, &[], Some(&c), None);
         let t = render_curve("s::j", Some("concurrency"), &[a, b]);
         assert!(t.starts_with("load s::j · sweep over concurrency"), "{t}");
         assert!(t.contains("concurrency 4"));
@@ -494,5 +498,26 @@ mod tests {
         assert!(t.contains("100.0%"));
         assert!(t.contains('—'));
         assert!(t.contains("goodput: requests with e2e_ms <= 1000"));
+    }
+
+    /// Issue 13 item 2: output tokens/s from estimated counts are marked `~` in the curve,
+    /// and a point's energy per output token says whose counts it divides by.
+    #[test]
+    fn estimated_tokens_are_marked_in_the_curve() {
+        let mut r = req(1.0, 2.0, 0.0, 4);
+        r.figures.output_tokens_estimated = true;
+        let p = summarize_point(
+            facts(1_000_000_000),
+            &[r],
+            None,
+            window(1000, crate::model::Basis::Simulated),
+        );
+        assert_eq!(
+            p.energy.as_ref().and_then(|e| e.tokens),
+            Some(TokenSource::ClientEstimate)
+        );
+        let t = render_curve("s::j", None, &[p]);
+        assert!(t.contains("~4.0"), "{t}");
+        assert!(t.contains("client-estimated output tokens"), "{t}");
     }
 }

@@ -118,7 +118,7 @@ impl LoadRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::spec::Arrival;
+    use crate::load::spec::{Arrival, Stop};
 
     fn point(concurrency: Option<u32>, units_started: u64, achieved: u32) -> PointRecord {
         PointRecord {

@@ -117,6 +117,7 @@ pub enum EstimateMethod {
     /// tool call's name and arguments, once over the whole output (C11: never per chunk).
     /// A coarse stand-in for a tokenizer: about 4 bytes per token for English BPE
     /// vocabularies.
+    #[serde(rename = "utf8_bytes_div_4")]
     Utf8BytesDiv4,
 }
 

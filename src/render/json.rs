@@ -163,8 +163,10 @@ mod tests {
         assert_eq!(v["duration_ns"], 512_000_000u64);
         assert_eq!(v["verdicts"][1]["outcome"], "fail");
         assert_eq!(v["verdicts"][1]["basis"], "client_timing");
-        assert_eq!(v["verdicts"][2]["value"], Value::Null);
-        assert_eq!(v["verdicts"][2]["outcome"], "unavailable");
+        assert_eq!(v["verdicts"][2]["gate"], "max_error_rate");
+        assert_eq!(v["verdicts"][3]["value"], Value::Null);
+        assert_eq!(v["verdicts"][3]["outcome"], "unavailable");
+        assert_eq!(v["verdicts"][3]["basis"], "unavailable");
         assert_eq!(v["grading"][1]["detail"], "final answer lacks \"Oslo\"");
         assert_eq!(v["grading"][0]["detail"], Value::Null);
         assert_eq!(v["failure_codes"][0]["code"], "idle_timeout");

@@ -171,8 +171,8 @@ Endpoint: simulated (built-in) · 2 jobs · 1.746 s
 
 | Job | Status | Requests ok/total | TTFT p50 / p99 (ms) | ITL p50 / p99 (ms) | TPOT mean (ms) | E2E p50 / p99 (ms) | Output tok/s | Cache hit rate | Verdicts |
 |---|---|---|---|---|---|---|---|---|---|
-| `agentic::lookup` | ✅ PASS | 3/3 | 100 / 100 | 10 / 50 | 30 | 205 / 209.9 | 7.5 | 50% (coverage 100%) | 2 pass |
-| `context::long&lt;prompt&gt;` | ❌ FAIL | 1/2 | 812.4 / 812.4 | — | — | 900 / 900 | 8 | — | 1 pass, 1 fail, 1 unavailable |
+| `agentic::lookup` | ✅ PASS | 3/3 | 100 / 100 | 10 / 50 | 30 | 205 / 209.9 | 7.5 | 50% (coverage 100%) | 3 pass |
+| `context::long&lt;prompt&gt;` | ❌ FAIL | 1/2 | 812.4 / 812.4 | — | — | 900 / 900 | 8 | — | 2 pass, 1 fail, 1 unavailable |
 
 #### Details
 
@@ -197,7 +197,7 @@ Endpoint: simulated (built-in) · 2 jobs · 1.746 s
             &EndpointLabel::Url("http://h:1/v1".into()),
         );
         assert!(
-            md.contains("| `agentic::lookup` | ✅ PASS | — | — | — | — | — | — | — | 2 pass |"),
+            md.contains("| `agentic::lookup` | ✅ PASS | — | — | — | — | — | — | — | 3 pass |"),
             "{md}"
         );
         assert!(md.contains("  - note: a|b c\n"), "{md}");

@@ -103,6 +103,16 @@ impl DriverCtx {
     }
 }
 
+/// Why a trajectory stops at a step that did not complete: `cancelled` when Ctrl-C /
+/// SIGTERM cut its request short, else `request_failed`.
+fn stop_of(step: &StepRecord) -> StopReason {
+    if step.status == StepStatus::Cancelled {
+        StopReason::Cancelled
+    } else {
+        StopReason::RequestFailed
+    }
+}
+
 /// Runs one LLM call as a step (request span in the timeline).
 pub async fn llm_step<E: LlmExecutor>(
     exec: &E,
@@ -245,9 +255,10 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                 }
                 let step = llm_step(exec, ctx, case_id, &request(plan, &messages, k)).await;
                 let ok = step.status == StepStatus::Completed;
+                let stop = stop_of(&step);
                 steps.push(step);
                 if !ok {
-                    reason = StopReason::RequestFailed;
+                    reason = stop;
                     break;
                 }
                 let id = format!("call_{k}");
@@ -270,7 +281,7 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                     if step.status == StepStatus::Completed {
                         final_answer = step.request.as_ref().map(|r| r.output.text.clone());
                     } else {
-                        reason = StopReason::RequestFailed;
+                        reason = stop_of(&step);
                     }
                     steps.push(step);
                 }
@@ -289,9 +300,10 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                 let step = llm_step(exec, ctx, case_id, &request(plan, &messages, n)).await;
                 let ok = step.status == StepStatus::Completed;
                 let output = step.request.as_ref().map(|r| r.output.clone());
+                let stop = stop_of(&step);
                 steps.push(step);
                 if !ok {
-                    reason = StopReason::RequestFailed;
+                    reason = stop;
                     break;
                 }
                 let output = output.unwrap_or_default();

@@ -617,8 +617,8 @@ mod tests {
 
     use super::*;
     use crate::attribution::{
-        AttributionInput, Concurrency, PowerBasis, PowerSample, PowerSeries, RunWindow, StepKind,
-        StepMarker, attribute_run,
+        AttributionInput, Concurrency, PowerBasis, PowerSample, PowerSeries, RunAttribution,
+        RunWindow, StepKind, StepMarker, attribute_run,
     };
 
     const A: u64 = 1_700_000_000_000_000_000;
@@ -667,6 +667,28 @@ mod tests {
         attribute_run(&input, Some(markers), &BTreeMap::new())
     }
 
+    /// Each step's energy and basis label by (trajectory, step id).
+    fn step_energies(r: &RunAttribution) -> HashMap<(String, u64), StepEnergy> {
+        let mut out = HashMap::new();
+        for m in r.trajectories.iter().filter_map(|o| o.metrics()) {
+            for s in &m.steps {
+                out.insert(
+                    (m.trajectory.clone().unwrap_or_default(), s.step_id),
+                    StepEnergy {
+                        energy_mj: s.energy_mj,
+                        basis: s.energy_basis.map(|b| b.label().to_string()),
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    struct StepEnergy {
+        energy_mj: Option<u64>,
+        basis: Option<String>,
+    }
+
     fn label(steps: &HashMap<(String, u64), StepEnergy>, t: &str) -> Option<String> {
         steps[&(t.to_string(), 1)].basis.clone()
     }
@@ -702,5 +724,131 @@ mod tests {
             assert_eq!(label(&steps, "a").as_deref(), Some("apportioned"));
             assert_eq!(label(&steps, "b").as_deref(), Some("apportioned"));
         }
+    }
+
+    fn power_run(devices: Vec<(crate::telemetry::PowerDevice, Vec<crate::telemetry::PowerSample>)>) -> TelemetryRun {
+        let mut samples = Vec::new();
+        let mut devs = Vec::new();
+        for (d, s) in devices {
+            devs.push(d);
+            samples.extend(s);
+        }
+        TelemetryRun {
+            clock_domain_id: "mono:test:1:1".into(),
+            reference_instant_unix_ns: A,
+            started_elapsed_ns: 0,
+            stopped_elapsed_ns: 1000 * MS,
+            proc: None,
+            power: Some(crate::telemetry::PowerTimeline {
+                gpu_status: Some(crate::telemetry::SourceStatus::Ok),
+                period_ns: 100 * MS,
+                devices: devs,
+                sample_count: samples.len() as u64,
+                dropped: 0,
+                samples,
+            }),
+            metrics: None,
+        }
+    }
+
+    fn device(id: u32, label: &str, kind: PowerDeviceKind) -> crate::telemetry::PowerDevice {
+        crate::telemetry::PowerDevice {
+            device: id,
+            kind,
+            label: label.into(),
+            index: Some(id),
+            uuid: None,
+            name: None,
+            power_basis: Some(PowerBasis::Instant),
+            status: crate::telemetry::SourceStatus::Ok,
+            unsupported: Default::default(),
+            errors: Default::default(),
+            energy: None,
+        }
+    }
+
+    fn flat(id: u32, from_ms: u64, to_ms: u64) -> Vec<crate::telemetry::PowerSample> {
+        (from_ms / 100..=to_ms / 100)
+            .map(|i| crate::telemetry::PowerSample {
+                elapsed_ns: i * 100 * MS,
+                device: id,
+                power_mw: Some(100_000),
+                power_basis: Some(PowerBasis::Instant),
+                energy_mj: None,
+                energy_epoch: None,
+                memory_used_bytes: None,
+                utilization_gpu_pct: None,
+                utilization_memory_pct: None,
+            })
+            .collect()
+    }
+
+    /// Issue 13 item 3: the power source comes from what was sampled. NVML configured but
+    /// not loadable (`gpu = "auto"` on a machine without it) is no power source, with the
+    /// reason — never `nvml`, never a `measured` basis.
+    #[test]
+    fn power_source_is_what_was_sampled_not_what_was_configured() {
+        let mut t = power_run(vec![]);
+        t.power.as_mut().unwrap().gpu_status = Some(crate::telemetry::SourceStatus::Unavailable {
+            reason: "NVML library not found (libnvidia-ml.so.1)".into(),
+        });
+        let p = power_report(Some(&t), false);
+        assert_eq!(p.source, None);
+        assert_eq!(p.reason.as_deref(), Some("NVML library not found (libnvidia-ml.so.1)"));
+        assert_eq!(p.describe(), "power unavailable (NVML library not found (libnvidia-ml.so.1))");
+        let run = RunEnergy::attribute(&[], Some(&t), p);
+        assert_eq!(run.basis(1), Basis::Unavailable);
+        let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
+        assert_eq!(e.tokens_per_joule.value, None);
+        assert_eq!(e.tokens_per_joule.basis, Basis::Unavailable);
+        assert!(
+            e.tokens_per_joule.reason.as_deref().unwrap().contains("NVML library not found"),
+            "{e:?}"
+        );
+        assert_eq!(e.energy_per_trajectory_j.basis, Basis::Unavailable);
+
+        let gpu = power_run(vec![(device(0, "gpu0", PowerDeviceKind::Nvml), flat(0, 0, 1000))]);
+        let p = power_report(Some(&gpu), false);
+        assert_eq!(p.source, Some(PowerSource::Nvml));
+        assert_eq!(p.describe(), "power nvml");
+        let off = power_report(None, true);
+        assert_eq!(off.source, None);
+        assert!(power_report(Some(&TelemetryRun { power: None, ..gpu.clone() }), true)
+            .reason
+            .unwrap()
+            .contains("gpu = \"off\""));
+    }
+
+    /// Issue 13 item 3: one definition of a job's energy figures (device energy over its
+    /// windows); a device that cannot cover a window withholds the sum, never a partial one.
+    #[test]
+    fn job_energy_over_windows_and_partial_devices_withheld() {
+        let two = power_run(vec![
+            (device(0, "gpu0", PowerDeviceKind::Nvml), flat(0, 0, 1000)),
+            (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 1000)),
+        ]);
+        let run = RunEnergy::attribute(&[], Some(&two), power_report(Some(&two), false));
+        let e = run.job_energy(&[(0, 500 * MS)], Some((100, TokenSource::Server)), 2, 1);
+        // 2 devices × 100 W × 0.5 s = 100 J.
+        assert_eq!(e.energy_j.value, Some(100.0));
+        assert_eq!(e.energy_j.basis, Basis::Measured);
+        assert_eq!(e.tokens_per_joule.value, Some(1.0));
+        assert_eq!(e.tokens_per_joule.tokens, Some(TokenSource::Server));
+        assert_eq!(e.energy_per_trajectory_j.value, Some(50.0), "the mean trajectory");
+        let load = run.job_energy(&[(0, 500 * MS)], Some((100, TokenSource::ClientEstimate)), 2, 4);
+        assert_eq!(load.energy_per_trajectory_j.basis, Basis::Apportioned);
+        assert_eq!(load.tokens_per_joule.basis, Basis::Measured, "a whole-window ratio");
+        assert_eq!(load.tokens_per_joule.tokens, Some(TokenSource::ClientEstimate));
+
+        // gpu1 stops sampling at 300 ms: a window to 500 ms has no sum.
+        let partial = power_run(vec![
+            (device(0, "gpu0", PowerDeviceKind::Nvml), flat(0, 0, 1000)),
+            (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 300)),
+        ]);
+        let run = RunEnergy::attribute(&[], Some(&partial), power_report(Some(&partial), false));
+        let e = run.job_energy(&[(400 * MS, 800 * MS)], Some((10, TokenSource::Server)), 1, 1);
+        assert_eq!(e.energy_j.value, None);
+        assert!(e.energy_j.reason.as_deref().unwrap().contains("gpu1"), "{e:?}");
+        assert_eq!(e.tokens_per_joule.value, None);
     }
 }

@@ -133,7 +133,7 @@ pub struct ExecutedJob {
     /// points, scheduled arrivals) ran: it is `cancelled`, never a pass.
     pub interrupted: bool,
     /// How many units the job planned (repeats; sweep points for a load job) and how many
-    /// ran, for the cancellation note.
+    /// ran to their end, for the cancellation note.
     pub units: (u64, u64),
     /// The executed load points when the job ran under load (issue 8); `None` for the
     /// sequential drivers.
@@ -146,15 +146,17 @@ impl ExecutedJob {
         !self.cancelled_before_start && self.setup_error.is_none()
     }
 
-    /// `cancelled: 1 of 3 sweep points ran` (or trajectories, for a sequential job).
+    /// `cancelled (Ctrl-C / SIGTERM): 1 of 3 sweep points ran to their end` (or
+    /// trajectories, for a sequential job).
     pub fn interruption_note(&self) -> String {
-        let (planned, ran) = self.units;
+        let (planned, done) = self.units;
         let what = if self.load.is_some() {
             "sweep points"
         } else {
             "trajectories"
         };
-        let mut note = format!("cancelled (Ctrl-C / SIGTERM): {ran} of {planned} {what} ran");
+        let mut note =
+            format!("cancelled (Ctrl-C / SIGTERM): {done} of {planned} {what} ran to their end");
         if let Some(l) = &self.load {
             let not_started: u64 = l.points.iter().map(|p| p.not_started).sum();
             if not_started > 0 {
@@ -175,18 +177,24 @@ impl ExecutedJob {
                 _ => u64::from(self.job.job.repeat.max(1)),
             },
         };
-        let ran = match &self.load {
-            Some(l) => l.points.len() as u64,
-            None => self.trajectories.len() as u64,
+        let cut_short = |t: &TrajectoryRecord| {
+            t.stop_reason == StopReason::Cancelled
+                || t.steps.iter().any(|s| s.status == StepStatus::Cancelled)
         };
-        self.units = (planned, ran);
-        let cut = self
-            .trajectories
-            .iter()
-            .any(|t| t.stop_reason == StopReason::Cancelled)
-            || ran < planned
-            || self.load.as_ref().is_some_and(|l| !l.complete());
-        self.interrupted = cancelled && self.status_ran() && cut;
+        // Units that ran to their end: whole sweep points (every scheduled unit started,
+        // none cut short), or trajectories not cut short.
+        let done = match &self.load {
+            Some(l) => l
+                .points
+                .iter()
+                .filter(|p| {
+                    p.not_started == 0 && !self.trajectories[p.trajectories.clone()].iter().any(cut_short)
+                })
+                .count() as u64,
+            None => self.trajectories.iter().filter(|t| !cut_short(t)).count() as u64,
+        };
+        self.units = (planned, done);
+        self.interrupted = cancelled && self.status_ran() && done < planned;
     }
 }
 

@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use inferscope_bench::attribution::{
     AttributionInput, Concurrency, CounterName, CounterPoint, CounterSeries, DropReason,
     EnergyBasis, EnergyCounterSample, EnergyCounterSeries, MAX_POWER_MW, MarkerIssue, PowerBasis,
-    PowerSample, PowerSeries, PowerSourceLabel, RunWindow, SeriesProblem, SourceKind, StepKey,
+    PowerSample, PowerSeries, PowerBasisLabel, RunWindow, SeriesProblem, SourceKind, StepKey,
     StepKind, StepMarker, StepUsage, TrajectoryMetrics, TrajectoryOutcome, WithholdReason,
     attribute, attribute_run, observed_max_trajectories_in_flight, parse_step_markers,
     render_outcome, render_step_table,
@@ -152,7 +152,7 @@ fn reconciliation_on_ramp_fixture_is_exact() {
     assert_eq!(t.llm_energy_mj, Some(235_000));
     assert_eq!(t.tool_energy_mj, None);
     assert_eq!(t.energy_basis, Some(EnergyBasis::Measured));
-    assert_eq!(t.power_basis, Some(PowerSourceLabel::Instant));
+    assert_eq!(t.power_basis, Some(PowerBasisLabel::Instant));
     assert_reconciles(&t);
 }
 
@@ -190,7 +190,7 @@ fn flooring_remainders_land_in_unattributed_exactly() {
     assert_eq!(t.steps[1].energy_mj, Some(1));
     assert_eq!(t.whole_run_energy_mj, Some(3));
     assert_eq!(t.unattributed_energy_mj, Some(1));
-    assert_eq!(t.power_basis, Some(PowerSourceLabel::Simulated));
+    assert_eq!(t.power_basis, Some(PowerBasisLabel::Simulated));
     assert_reconciles(&t);
 }
 
@@ -240,7 +240,7 @@ fn mixed_power_bases_are_labelled_mixed() {
         Some(&[llm(1, 0, 1000)]),
         &no_usage(),
     ));
-    assert_eq!(t.power_basis, Some(PowerSourceLabel::Mixed));
+    assert_eq!(t.power_basis, Some(PowerBasisLabel::Mixed));
 }
 
 #[test]
@@ -835,7 +835,7 @@ fn c20_counter_energy_and_low_confidence_on_averaged_power() {
     assert_eq!(s.counter_energy_mj, Some(140_000));
     assert_eq!(s.energy_mj, Some(140_000));
     assert!(!s.low_confidence);
-    assert_eq!(s.power_basis, Some(PowerSourceLabel::Instant));
+    assert_eq!(s.power_basis, Some(PowerBasisLabel::Instant));
 
     // Only the 1 s averaged API: it reads 380 W across the step.
     let averaged = power(
@@ -855,7 +855,7 @@ fn c20_counter_energy_and_low_confidence_on_averaged_power() {
         Some(140_000),
         "counter figure kept beside it"
     );
-    assert_eq!(s.power_basis, Some(PowerSourceLabel::Averaged1s));
+    assert_eq!(s.power_basis, Some(PowerBasisLabel::Averaged1s));
     let json = serde_json::to_value(&t).unwrap();
     assert_eq!(json["power_basis"], "averaged_1s");
     assert_eq!(json["steps"][0]["low_confidence"], true);
