@@ -115,6 +115,13 @@ fn interrupted_run(sig: i32) {
 
     // Exited on its own (not killed by the signal), non-zero: 100, as a failed run.
     assert_eq!(status.code(), Some(100), "{all}");
+    // The job the signal cut short is CANCELLED (never PASS nor FAIL).
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("CANCELLED [") && l.ends_with(" sig::ctx")),
+        "{all}"
+    );
     // The job that never started is NOT RUN, not FAIL, and not counted as run.
     assert!(
         stdout
@@ -136,7 +143,7 @@ fn interrupted_run(sig: i32) {
     );
     assert!(
         stdout.lines().any(|l| l.contains("Summary [")
-            && l.ends_with("] 1 job run: 0 passed, 1 failed, 1 not run (cancelled)")),
+            && l.ends_with("] 1 job run: 0 passed, 0 failed, 1 cancelled, 1 not run (cancelled)")),
         "{all}"
     );
     assert!(stderr.contains("interrupt"), "{all}");
@@ -192,9 +199,20 @@ fn interrupted_run(sig: i32) {
         "{}",
         job(&r, "sig::later")
     );
-    assert_eq!(j["status"], "fail");
+    // Stopped part-way by the signal: cancelled, never a pass or a plain failure.
+    assert_eq!(j["status"], "cancelled");
+    assert!(
+        j["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "cancelled (Ctrl-C / SIGTERM): 0 of 1 trajectories ran to their end"),
+        "{}",
+        j["notes"]
+    );
     assert_eq!(r["summary"]["jobs"], 1, "{}", r["summary"]);
-    assert_eq!(r["summary"]["failed"], 1, "{}", r["summary"]);
+    assert_eq!(r["summary"]["failed"], 0, "{}", r["summary"]);
+    assert_eq!(r["summary"]["cancelled"], 1, "{}", r["summary"]);
     assert_eq!(r["summary"]["not_run"], 1, "{}", r["summary"]);
     assert_eq!(r["summary"]["exit_status"], 100, "{}", r["summary"]);
 
@@ -259,7 +277,7 @@ fn sigint_json_messages_say_not_run_for_a_job_never_started() {
             .find(|m| m["type"] == "job" && m["id"] == id)
             .unwrap_or_else(|| panic!("no job message for {id}\n{all}"))
     };
-    assert_eq!(job_msg("sig::ctx")["status"], "fail", "{all}");
+    assert_eq!(job_msg("sig::ctx")["status"], "cancelled", "{all}");
     assert_eq!(job_msg("sig::later")["status"], "not_run", "{all}");
     let summary = msgs
         .iter()
@@ -268,7 +286,8 @@ fn sigint_json_messages_say_not_run_for_a_job_never_started() {
     assert_eq!(summary["status"], "fail", "{summary}");
     assert_eq!(summary["jobs"], 1, "{summary}");
     assert_eq!(summary["passed"], 0, "{summary}");
-    assert_eq!(summary["failed"], 1, "{summary}");
+    assert_eq!(summary["failed"], 0, "{summary}");
+    assert_eq!(summary["cancelled"], 1, "{summary}");
     assert_eq!(summary["not_run"], 1, "{summary}");
     assert_eq!(summary["exit_code"], 100, "{summary}");
 }

@@ -290,6 +290,10 @@ pub struct RunListItem {
     pub failed: Option<usize>,
     /// Jobs not run (the run was cancelled before they started; not counted in `jobs`).
     pub not_run: Option<usize>,
+    /// Jobs Ctrl-C / SIGTERM stopped part-way (counted in `jobs`, never passed).
+    pub jobs_cancelled: Option<usize>,
+    /// Jobs that could not start (setup errors; not counted in `jobs`).
+    pub setup_errors: Option<usize>,
     /// Capture was on.
     pub capture_enabled: Option<bool>,
     /// Capture quality as the runner recorded it (verified only in the detail).
@@ -312,6 +316,8 @@ pub fn list_item(run_id: &str, report: &ReportState, timeline_present: bool) -> 
         passed: v.summary.as_ref().map(|s| s.passed),
         failed: v.summary.as_ref().map(|s| s.failed),
         not_run: v.summary.as_ref().map(|s| s.not_run),
+        jobs_cancelled: v.summary.as_ref().map(|s| s.cancelled),
+        setup_errors: v.summary.as_ref().map(|s| s.setup_errors),
         capture_enabled: v.capture.as_ref().map(|c| c.enabled),
         capture_quality: v.capture.and_then(|c| c.quality),
         timeline_present,

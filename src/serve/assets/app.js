@@ -218,7 +218,10 @@
       });
       ss.forEach(function (s, i) {
         s.energyJoin = ok ? "joined" : "no_join";
-        if (ok) { s.energy = st[i].energy_mj; s.energyBasis = st[i].energy_basis; s.stepId = st[i].step_id; }
+        if (ok) {
+          s.energy = st[i].energy.value; s.energyBasis = st[i].energy.basis;
+          s.energyReason = st[i].energy.reason; s.stepId = st[i].step_id;
+        }
       });
     });
   }
@@ -227,7 +230,7 @@
     if (s.family === "phase") return "— (not attributed to phases)";
     if (s.energyJoin === "joined") {
       if (s.energy === null || s.energy === undefined) {
-        return "— unavailable" + (s.energyBasis ? " (" + s.energyBasis + ")" : "");
+        return "— unavailable (" + dash(s.energyBasis) + (s.energyReason ? ": " + s.energyReason : "") + ")";
       }
       return s.energy + " mJ (" + dash(s.energyBasis) + ")";
     }
@@ -713,20 +716,31 @@
         tr.appendChild(el("td", null, st.name + " (" + st.kind + ", report step)"));
         tr.appendChild(el("td", "num", ms(st.start_ns)));
         tr.appendChild(el("td", "num", ms(st.end_ns - st.start_ns)));
-        tr.appendChild(el("td", null, st.status + (st.failure_code && st.failure_code !== st.status ? " (" + st.failure_code + ")" : "")));
-        tr.appendChild(el("td", "num", st.kind === "tool" ? "—" : dash(st.prompt_tokens) + " / " + dash(st.completion_tokens)));
-        tr.appendChild(el("td", null, st.energy_mj === null ? "— unavailable" + (st.energy_basis ? " (" + st.energy_basis + ")" : "") : st.energy_mj + " mJ (" + dash(st.energy_basis) + ")"));
+        tr.appendChild(el("td", null, dash(st.status) + (st.failure_code && st.failure_code !== st.status ? " (" + st.failure_code + ")" : "")));
+        tr.appendChild(el("td", "num", st.kind === "tool" ? "—" : dash(st.prompt_tokens) + " / " + stepTokens(st)));
+        tr.appendChild(el("td", null, st.energy.value === null ? "— unavailable (" + st.energy.basis + (st.energy.reason ? ": " + st.energy.reason : "") + ")" : st.energy.value + " mJ (" + st.energy.basis + ")"));
         tbody.appendChild(tr);
       });
     }
   }
 
   // A job not run (the run was cancelled before it started) is neither a pass nor a
-  // failure: no failure mark.
+  // failure: no failure mark. A job cut short by Ctrl-C is cancelled (never a pass); a job
+  // whose endpoint failed the preflight is a setup error.
   function jobStatusText(status) {
     if (status === "pass") return "✓ pass";
     if (status === "not_run") return "⏹ not run";
+    if (status === "cancelled") return "⏹ cancelled";
+    if (status === "setup_error") return "⚠ setup error";
     return "✕ " + status;
+  }
+
+  // A report step's output tokens: the server's count, or the client's estimate marked
+  // `~` with its basis (the server sent no usage).
+  function stepTokens(st) {
+    if (st.completion_tokens !== null && st.completion_tokens !== undefined) return String(st.completion_tokens);
+    if (st.completion_tokens_estimate) return "~" + st.completion_tokens_estimate.tokens + " (client estimate)";
+    return "—";
   }
 
   function renderJobs(d) {
@@ -746,7 +760,7 @@
       tr.appendChild(el("td", null, jobStatusText(j.status)));
       tr.appendChild(el("td", "num", ms(j.duration_ns)));
       tr.appendChild(el("td", null, j.verdicts.map(function (v) {
-        return v.gate + " " + v.outcome + " (" + (v.value === null ? "unavailable" : v.value) + " " + v.comparison + " " + v.bound + (v.unit ? " " + v.unit : "") + ")";
+        return v.gate + " " + v.outcome + " (" + (v.value === null ? "unavailable" : v.value) + " " + v.comparison + " " + v.bound + (v.unit ? " " + v.unit : "") + "; " + v.basis + (v.tokens === "client_estimate" ? ", tokens client-estimated" : "") + ")";
       }).join("; ")));
       tb.appendChild(tr);
     });

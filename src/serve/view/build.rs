@@ -121,14 +121,7 @@ fn report_head_ok(r: &RunReport) -> ReportView {
             simulated: e.simulated,
             engine_profile: code_or_other(&e.engine_profile),
         }),
-        summary: Some(SummaryView {
-            jobs: r.summary.jobs,
-            passed: r.summary.passed,
-            failed: r.summary.failed,
-            not_run: r.summary.not_run,
-            duration_ns: r.summary.duration_ns,
-            exit_status: r.summary.exit_status,
-        }),
+        summary: Some(r.summary),
         capture: Some(CaptureView {
             enabled: r.capture.enabled,
             quality: r.capture.quality.map(|q| q.as_str().to_string()),

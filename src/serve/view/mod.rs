@@ -115,22 +115,9 @@ pub struct EndpointView {
     pub engine_profile: String,
 }
 
-/// Run totals.
-#[derive(Clone, Debug, Serialize)]
-pub struct SummaryView {
-    /// Jobs run.
-    pub jobs: usize,
-    /// Jobs passed.
-    pub passed: usize,
-    /// Jobs failed.
-    pub failed: usize,
-    /// Jobs not run: the run was cancelled before they started (not counted in `jobs`).
-    pub not_run: usize,
-    /// Run duration, ns.
-    pub duration_ns: u64,
-    /// Exit status of the run.
-    pub exit_status: i32,
-}
+/// Run totals: the report's own ([`crate::model::SummaryReport`]: counts and the exit
+/// status, no text).
+pub type SummaryView = crate::model::SummaryReport;
 
 /// The runner's capture record (from `report.json`).
 #[derive(Clone, Debug, Serialize)]
