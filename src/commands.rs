@@ -17,7 +17,17 @@ use crate::suite::{self, ResolvedSuite, RunOverrides, SuiteError};
 pub async fn dispatch(cmd: Command) -> i32 {
     match cmd {
         Command::Check { suites } => check(&suites),
-        Command::List { suites, filter } => list(&suites, filter.as_deref()),
+        Command::List {
+            suites,
+            filter,
+            partition,
+        } => list(&suites, filter.as_deref(), partition),
+        Command::Merge {
+            run_dirs,
+            out,
+            host_clock_offset_ms,
+        } => crate::shard::merge::command(&run_dirs, &out, host_clock_offset_ms),
+        Command::K8s(args) => crate::shard::k8s::command(args),
         Command::Run { args, after } => run(args, after).await,
         Command::Serve(args) => crate::serve::run(args).await,
         Command::Sim(args) => match crate::sim::serve(args).await {
@@ -112,23 +122,28 @@ fn check(paths: &[PathBuf]) -> i32 {
     }
 }
 
-fn list(paths: &[PathBuf], filter: Option<&str>) -> i32 {
+fn list(paths: &[PathBuf], filter: Option<&str>, partition: Option<crate::shard::Partition>) -> i32 {
     match load_all(paths) {
         Ok(suites) => {
-            let mut listed = 0usize;
-            for s in &suites {
-                for j in &s.jobs {
-                    if filter.is_none_or(|f| suite::filter_matches(f, &j.id)) {
-                        println!("{}  {}", j.id, j.kind_name().as_str());
-                        listed += 1;
-                    }
+            let jobs: Vec<&suite::Job> = suites
+                .iter()
+                .flat_map(|s| s.jobs.iter())
+                .filter(|j| filter.is_none_or(|f| suite::filter_matches(f, &j.id)))
+                .collect();
+            if jobs.is_empty() && filter.is_some() {
+                // As `run`: a filter that selects nothing is a bad flag, not an empty list.
+                return no_job_selected(filter);
+            }
+            let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+            // As `run --partition`: the partition applies to what the filter selected, and
+            // may hold no job (that shard has nothing to do).
+            let keep = partition.map_or_else(|| vec![true; ids.len()], |p| p.selects(&ids));
+            for (j, k) in jobs.iter().zip(keep) {
+                if k {
+                    println!("{}  {}", j.id, j.kind_name().as_str());
                 }
             }
-            match filter {
-                // As `run`: a filter that selects nothing is a bad flag, not an empty list.
-                Some(f) if listed == 0 => no_job_selected(Some(f)),
-                _ => 0,
-            }
+            0
         }
         Err(code) => code,
     }
@@ -176,9 +191,26 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
 }
 
 async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
-    let resolved = match resolve_run(&args) {
+    let mut resolved = match resolve_run(&args) {
         Ok(r) => r,
         Err(code) => return code,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    let shard = match crate::shard::plan(
+        args.partition,
+        args.shard,
+        args.start_at.as_deref(),
+        &mut resolved,
+        now,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
     };
     let baseline = match &after.baseline {
         None => None,
@@ -243,6 +275,9 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             "{}",
             render::start_line(jobs, resolved.len(), &label, Style::PLAIN)
         );
+        if let Some(s) = &shard {
+            println!("{}", crate::shard::describe_run(s));
+        }
     }
     let cancelled = runner::install_signal_flag();
     let outcome = runner::run_with(
@@ -254,7 +289,7 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             quiet: false,
         },
         cancelled,
-        runner::RunExtras { baseline },
+        runner::RunExtras { baseline, shard },
     )
     .await;
     let stdout = std::io::stdout();

@@ -9,7 +9,8 @@
 //! of each trajectory ([`attribution`], ADR-013), and turns the results into pass/fail gates
 //! ([`gate`]) with nextest-style output ([`render`]). Jobs can run under load —
 //! trajectories in flight, seeded arrival rates, sweeps ([`load`]) — be compared with saved
-//! baselines ([`baseline`]), and be exported as OTLP trace spans ([`otlp`]). Everything a
+//! baselines ([`baseline`]), be exported as OTLP trace spans ([`otlp`]), and be divided
+//! among shards on several machines and merged back ([`shard`]). Everything a
 //! run reports is one typed model ([`model`]): every figure with its basis.
 //!
 //! Pure logic (parsing, statistics, attribution, gates) does no I/O; I/O lives at the edges
@@ -31,6 +32,7 @@ pub mod overhead;
 pub mod render;
 pub mod runner;
 pub mod serve;
+pub mod shard;
 pub mod sim;
 pub mod stats;
 pub mod suite;

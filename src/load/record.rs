@@ -75,6 +75,8 @@ pub struct LoadRun {
     pub client_max_connections: usize,
     /// Executed points, in order.
     pub points: Vec<PointRecord>,
+    /// `--shard K/N`: this shard's share of each point (empty unsharded).
+    pub shares: Vec<crate::model::shard::PointShare>,
 }
 
 pub use crate::model::load::{LoadReport, SweepReport};

@@ -15,6 +15,7 @@
 //! - [`stats`]: percentiles and [`JobStats`].
 //! - [`attribution`]: the ADR-013 figures.
 //! - [`load`], [`baseline`], [`telemetry`]: the curve, comparisons, sampler summaries.
+//! - [`shard`]: a shard's identity and a merged run's per-shard sections (issue 17).
 //!
 //! Every `Option` serializes as `null`, never skipped; maps are `BTreeMap`s and objects
 //! are structs, so the JSON order never depends on serde_json's `preserve_order`, and a
@@ -29,6 +30,7 @@ pub mod job;
 pub mod load;
 pub mod request;
 pub mod run;
+pub mod shard;
 pub mod stats;
 pub mod step;
 pub mod telemetry;
@@ -53,5 +55,6 @@ pub use run::{
     CaptureReport, EndpointReport, PowerReport, Quality, REPORT_SCHEMA, ReportError, RunReport,
     SummaryReport,
 };
+pub use shard::{MergeReport, ShardIdentity, ShardMode, ShardSection};
 pub use stats::{JobStats, Summary};
 pub use step::{StepKind, StepReport, StepStatus, StopReason, ToolErrorCode, TrajectoryReport};

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::attribution::RunAttributionSummary;
 use super::basis::PowerSource;
 use super::job::{JobReport, JobStatus, SetupError};
+use super::shard::{MergeReport, ShardIdentity};
 use super::telemetry::TelemetrySummary;
 
 /// Schema id of `report.json`. v2 (issue 13) is the typed model: every figure with its
@@ -211,6 +212,11 @@ pub struct RunReport {
     pub jobs: Vec<JobReport>,
     /// Totals.
     pub summary: SummaryReport,
+    /// This run's identity as one shard of several (`run --partition` / `--shard`);
+    /// `null` for an unsharded run.
+    pub shard: Option<ShardIdentity>,
+    /// For a run built by `merge`: how, and one section per shard; `null` otherwise.
+    pub merge: Option<MergeReport>,
 }
 
 impl RunReport {

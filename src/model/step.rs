@@ -210,6 +210,10 @@ pub struct TrajectoryReport {
     /// Steps, in order.
     pub steps: Vec<StepReport>,
     /// The trajectory's ADR-013 attribution: totals, reconciliation, drops, condition; or
-    /// why it was withheld. `null` without telemetry.
+    /// why it was withheld. `null` without telemetry. In a merged run it stays in its
+    /// shard's clock domain (joined against that shard's samples).
     pub attribution: Option<AttributionOutcome<TrajectoryAttribution>>,
+    /// In a merged run, the shard (K) that ran it: its times are that shard's, shifted by
+    /// the shard's `merge.shards[].offset_ns` onto the merged axis. `null` otherwise.
+    pub shard: Option<u32>,
 }

@@ -323,6 +323,9 @@ pub async fn command(args: OverheadArgs) -> i32 {
         filter: args.filter.clone(),
         junit: None,
         message_format: MessageFormat::Human,
+        partition: None,
+        shard: None,
+        start_at: None,
     };
     let suites = match crate::commands::resolve_run(&run_args) {
         Ok(s) => s,

@@ -106,6 +106,8 @@ pub struct Session {
     pub suites: Vec<SuiteRuntime>,
     sim: Option<SimHandle>,
     telemetry: Option<TelemetryHandle>,
+    /// `--shard K/N`: load jobs run this shard's share of their load (issue 17).
+    pub shard: Option<crate::shard::ShardSpec>,
 }
 
 /// A job as executed (before grading).
@@ -391,6 +393,7 @@ impl Session {
             suites,
             sim,
             telemetry: None,
+            shard: None,
         }
     }
 
@@ -599,12 +602,18 @@ impl Session {
             ctx: ctx.clone(),
             job_id: ex.job.job.id.clone(),
             job_index: ex.job.job.index,
-            suite_seed: s.resolved.suite.seed,
+            suite_seed: match self.shard {
+                Some(sh) => crate::shard::shard_seed(s.resolved.suite.seed, sh.k, sh.n),
+                None => s.resolved.suite.seed,
+            },
             client_max_connections: client.config().max_connections,
+            shard: self.shard,
         };
         let (trajectories, run) = run_load(env, spec, template).await;
         ex.notes
             .extend(run.points.iter().filter_map(PointRecord::shortfall_note));
+        ex.notes
+            .extend(run.shares.iter().filter_map(|p| p.note.clone()));
         ex.trajectories = trajectories;
         ex.load = Some(run);
     }

@@ -53,6 +53,8 @@ pub struct RunOptions {
 pub struct RunExtras {
     /// `--baseline NAME`: compare every job with it and feed `[gates] regression_pct`.
     pub baseline: Option<crate::baseline::Baseline>,
+    /// `--partition`, `--shard`, `--start-at` (issue 17): this run as one shard of several.
+    pub shard: Option<crate::shard::ShardRun>,
 }
 
 /// What a run produced.
@@ -133,12 +135,24 @@ pub async fn run_with(
     };
     let io_before = crate::timeline::proc_self_io();
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
+    session.shard = extras.shard.as_ref().and_then(|s| s.spec);
     capture.phase(Phase::Preflight);
     session.preflight().await;
     // A run whose every suite failed set-up or the preflight starts no sampler and no
     // measured window: its jobs are `setup_error` and it exits 96.
+    let mut released_ns = None;
     if session.any_runnable() {
         session.start_telemetry();
+        if let Some(t) = extras.shard.as_ref().and_then(|s| s.start_at_unix_ns) {
+            // `--start-at`: the first request waits for the shards' common instant, on the
+            // run clock (the anchor maps the wall-clock instant onto it).
+            let target = t.saturating_sub(clock.reference_instant_unix_ns());
+            tokio::select! {
+                _ = tokio::time::sleep_until(clock.tokio_at(target)) => {}
+                _ = execute::wait_flag(&ctx.cancelled) => {}
+            }
+            released_ns = Some(clock.elapsed_ns());
+        }
         capture.phase(Phase::RequestExecution);
     }
     let executed = session.execute_jobs(&opts, &ctx).await;
@@ -159,6 +173,14 @@ pub async fn run_with(
         ctx.cancelled.load(Ordering::Relaxed),
         extras.baseline.as_ref(),
     );
+    if let Some(s) = &extras.shard {
+        report.shard = Some(crate::shard::identity_of(s, &graded, &report, &clock, released_ns));
+        if report.jobs.is_empty() && !report.cancelled {
+            // A partition may hold no job: that shard has nothing to do, which is not bad
+            // input (every K must still leave its run directory for `merge`).
+            report.summary.exit_status = 0;
+        }
+    }
     capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
     let console = report::console_lines(&report);
     let writes = report::write_artifacts(

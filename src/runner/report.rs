@@ -287,6 +287,7 @@ fn trajectory_report(
         tokens_per_joule,
         steps,
         attribution: outcome.map(TrajectoryOutcome::without_steps),
+        shard: None,
     }
 }
 
@@ -712,6 +713,8 @@ pub fn build(
         attribution: run.summary(),
         summary: SummaryReport::of(&jobs, end_ns, cancelled),
         jobs,
+        shard: None,
+        merge: None,
     }
 }
 
