@@ -39,11 +39,29 @@ pub async fn dispatch(cmd: Command) -> i32 {
         },
         Command::Timeline {
             command: TimelineCommand::Verify { run_dir },
-        } => {
-            let r = crate::timeline::verify(&run_dir);
-            println!("{r}");
-            r.exit_code()
-        }
+        } => match crate::shard::merge::shard_dirs(&run_dir) {
+            // A merged run keeps each shard's timeline verbatim under shards/K: each is
+            // verified against its own report (1 when any fails, else 2 when any is
+            // unavailable, else 0).
+            Some(shards) => {
+                let mut code = 0;
+                for (k, dir) in shards {
+                    let r = crate::timeline::verify(&dir);
+                    println!("shard {k}: {r}");
+                    code = match (code, r.exit_code()) {
+                        (1, _) | (_, 1) => 1,
+                        (c, 0) => c,
+                        (_, e) => e,
+                    };
+                }
+                code
+            }
+            None => {
+                let r = crate::timeline::verify(&run_dir);
+                println!("{r}");
+                r.exit_code()
+            }
+        },
         Command::Report {
             run_dir,
             format,
@@ -358,26 +376,7 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
 /// Errors: one line naming the flag, the path and the reason.
 fn check_output_paths(args: &RunArgs) -> Result<(), String> {
     if let Some(dir) = &args.out {
-        match std::fs::read_dir(dir) {
-            Ok(mut entries) => {
-                if entries.next().is_some() {
-                    return Err(format!(
-                        "--out {}: the directory is not empty (a previous run?); a run \
-                         directory must be new or empty, so no earlier artifact is read as \
-                         this run's",
-                        dir.display()
-                    ));
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(_) if dir.exists() && !dir.is_dir() => {
-                return Err(format!(
-                    "--out {}: exists and is not a directory",
-                    dir.display()
-                ));
-            }
-            Err(e) => return Err(format!("--out {}: {e}", dir.display())),
-        }
+        check_new_or_empty_dir(dir)?;
     }
     if let Some(path) = &args.junit {
         if path.is_dir() {
@@ -396,6 +395,31 @@ fn check_output_paths(args: &RunArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `--out DIR` of `run` and `merge`: a new path or an empty directory (a directory holding
+/// files, e.g. a previous run, is refused: its old `timeline/` or `samples/` would sit
+/// next to the new `report.json` and be read as this run's). Errors name the flag.
+pub fn check_new_or_empty_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(format!(
+                    "--out {}: the directory is not empty (a previous run?); a run \
+                     directory must be new or empty, so no earlier artifact is read as \
+                     this run's",
+                    dir.display()
+                ));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(_) if dir.exists() && !dir.is_dir() => Err(format!(
+            "--out {}: exists and is not a directory",
+            dir.display()
+        )),
+        Err(e) => Err(format!("--out {}: {e}", dir.display())),
+    }
 }
 
 fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
@@ -476,6 +500,15 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
                 );
             }
             page
+        }
+        ReportFormat::Perfetto if rep.merge.is_some() => {
+            match crate::shard::merge::perfetto(run_dir, rep) {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return EXIT_BAD_INPUT;
+                }
+            }
         }
         ReportFormat::Perfetto => match runner::energy::perfetto(run_dir, rep) {
             Ok(v) => v,

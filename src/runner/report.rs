@@ -513,24 +513,7 @@ fn job_report(
         baseline.map(|b| b.name.as_str()),
         &e.job.job.id,
     );
-    let spec = &e.job.gates;
-    let mut verdicts = gate::evaluate(spec, &figs);
-    if baseline.is_none() {
-        // `regression_pct` compares with `--baseline NAME`; a run without one (e.g. the run
-        // a baseline is saved from) reports the gate as skipped, never passed.
-        for v in verdicts.iter_mut().filter(|v| v.gate == "regression_pct") {
-            *v = gate::judge(
-                &v.gate.clone(),
-                &v.figure.clone(),
-                &v.unit.clone(),
-                v.comparison,
-                v.bound,
-                &figs.regression_pct,
-                gate::spec::WhenUnavailable::Skip,
-                false,
-            );
-        }
-    }
+    let mut verdicts = job_verdicts(&e.job.gates, &figs, baseline.is_some());
     let ran = e.status_ran();
     if !ran {
         // A job that never started was not judged: no verdict at all.
@@ -653,6 +636,32 @@ fn job_report(
         trajectories,
         requests,
     }
+}
+
+/// A job's verdicts: its gates against its figures ([`gate::evaluate`]). Without a
+/// baseline, `regression_pct` (which compares with `--baseline NAME`) is reported skipped,
+/// never passed (e.g. the run a baseline is saved from). Shared by the run and `merge`.
+pub fn job_verdicts(
+    spec: &gate::spec::GateSpec,
+    figs: &FigureSet,
+    has_baseline: bool,
+) -> Vec<crate::model::Verdict> {
+    let mut verdicts = gate::evaluate(spec, figs);
+    if !has_baseline {
+        for v in verdicts.iter_mut().filter(|v| v.gate == "regression_pct") {
+            *v = gate::judge(
+                &v.gate.clone(),
+                &v.figure.clone(),
+                &v.unit.clone(),
+                v.comparison,
+                v.bound,
+                &figs.regression_pct,
+                gate::spec::WhenUnavailable::Skip,
+                false,
+            );
+        }
+    }
+    verdicts
 }
 
 fn job_kind(e: &ExecutedJob) -> JobKind {
