@@ -51,6 +51,12 @@ pub struct K8sArgs {
     /// Endpoint base URL for every shard (`run --endpoint`); default: the suite's.
     #[arg(long)]
     pub endpoint: Option<String>,
+    /// Model name for every shard (`run --model`); default: the suite's.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Every shard captures its timeline (`run --capture-timeline`).
+    #[arg(long)]
+    pub capture_timeline: bool,
     /// The PersistentVolumeClaim shared by every shard and the merge (ReadWriteMany when
     /// the shards land on several nodes), mounted at `/runs`.
     #[arg(long, value_name = "CLAIM", default_value = "inferscope-runs")]
@@ -90,24 +96,41 @@ pub struct K8sArgs {
 /// Where the shared volume is mounted in every pod.
 pub const RUNS_MOUNT: &str = "/runs";
 
+/// Which optional `run` flags a shard's script passes (their values come from the pod's
+/// environment).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptOptions {
+    /// `--endpoint "$INFERSCOPE_ENDPOINT"`.
+    pub endpoint: bool,
+    /// `--model "$INFERSCOPE_MODEL"`.
+    pub model: bool,
+    /// `--capture-timeline`.
+    pub capture_timeline: bool,
+}
+
 /// The shell script of a shard pod: the shard K from `JOB_COMPLETION_INDEX`, the run, and
 /// its exit status mapped (a written run directory is a success of the pod).
-pub fn shard_script(mode: PartitionMode, with_endpoint: bool) -> String {
+pub fn shard_script(mode: PartitionMode, opts: &ScriptOptions) -> String {
     let flag = match mode {
         PartitionMode::Hash => "--partition \"hash:$k/$INFERSCOPE_SHARDS\"",
         PartitionMode::Count => "--partition \"count:$k/$INFERSCOPE_SHARDS\"",
         PartitionMode::Shard => "--shard \"$k/$INFERSCOPE_SHARDS\"",
     };
-    let endpoint = if with_endpoint {
-        " --endpoint \"$INFERSCOPE_ENDPOINT\""
-    } else {
-        ""
-    };
+    let mut extra = String::new();
+    if opts.endpoint {
+        extra.push_str(" --endpoint \"$INFERSCOPE_ENDPOINT\"");
+    }
+    if opts.model {
+        extra.push_str(" --model \"$INFERSCOPE_MODEL\"");
+    }
+    if opts.capture_timeline {
+        extra.push_str(" --capture-timeline");
+    }
     format!(
         "set -u\n\
          k=$((JOB_COMPLETION_INDEX + 1))\n\
          status=0\n\
-         inferscope-bench run \"$INFERSCOPE_SUITE\" {flag}{endpoint} \
+         inferscope-bench run \"$INFERSCOPE_SUITE\" {flag}{extra} \
          --start-at \"$INFERSCOPE_START_AT\" --out \"$INFERSCOPE_RUNS/shard-$k\" || status=$?\n\
          # 0 passed, 100 a job or gate failed, 96 a setup error: the run directory holds the\n\
          # result and the merge reports it. Anything else (2: bad input, artifacts not\n\
@@ -164,6 +187,9 @@ pub fn manifests(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Valu
     ];
     if let Some(e) = &args.endpoint {
         shard_env.push(json!({"name": "INFERSCOPE_ENDPOINT", "value": e}));
+    }
+    if let Some(m) = &args.model {
+        shard_env.push(json!({"name": "INFERSCOPE_MODEL", "value": m}));
     }
     if let Some(var) = &facts.api_key_env {
         shard_env.push(json!({
@@ -226,7 +252,11 @@ pub fn manifests(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Valu
                         "name": "shard",
                         "image": args.image,
                         "command": ["/bin/sh", "-c"],
-                        "args": [shard_script(args.partition_mode, args.endpoint.is_some())],
+                        "args": [shard_script(args.partition_mode, &ScriptOptions {
+                            endpoint: args.endpoint.is_some(),
+                            model: args.model.is_some(),
+                            capture_timeline: args.capture_timeline,
+                        })],
                         "env": shard_env,
                         "resources": resources,
                         "volumeMounts": mount,
@@ -414,9 +444,17 @@ mod tests {
 
     #[test]
     fn shard_mode_runs_shard_k_of_n() {
-        let s = shard_script(PartitionMode::Shard, false);
+        let s = shard_script(PartitionMode::Shard, &ScriptOptions::default());
         assert!(s.contains("--shard \"$k/$INFERSCOPE_SHARDS\""));
         assert!(!s.contains("--endpoint"));
-        assert!(shard_script(PartitionMode::Count, false).contains("count:$k/"));
+        let c = shard_script(
+            PartitionMode::Count,
+            &ScriptOptions {
+                model: true,
+                capture_timeline: true,
+                ..Default::default()
+            },
+        );
+        assert!(c.contains("count:$k/") && c.contains("--model \"$INFERSCOPE_MODEL\" --capture-timeline"));
     }
 }
