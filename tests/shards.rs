@@ -461,6 +461,25 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
         .filter_map(|e| e["pid"].as_u64())
         .collect();
     assert_eq!(pids, (1..=4).collect(), "one Perfetto process per shard");
+    // The dashboard's view: one lane group per shard, every trajectory in its shard's
+    // group, each group shifted by its shard's offset with the anchor uncertainty stated;
+    // the self-contained HTML report carries the same groups.
+    let groups = inferscope_bench::serve::view::shard_views(&m);
+    assert_eq!(groups.iter().map(|g| g.k).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    for (g, s) in groups.iter().zip(&mi.shards) {
+        assert_eq!((g.offset_ns, g.n, g.uncertainty_ns), (s.offset_ns, 4, mi.alignment.uncertainty_ns));
+        assert!(!g.trajectories.is_empty(), "shard {} has lanes", g.k);
+        for id in &g.trajectories {
+            let t = m.jobs.iter().flat_map(|j| &j.trajectories).find(|t| &t.id == id).unwrap();
+            assert_eq!(t.shard, Some(g.k));
+        }
+    }
+    let lanes: usize = groups.iter().map(|g| g.trajectories.len()).sum();
+    assert_eq!(lanes, m.jobs.iter().map(|j| j.trajectories.len()).sum::<usize>());
+    let html = std::fs::read_to_string(cwd.join("merged.html")).unwrap();
+    assert!(html.contains("\"shards\":[{\"k\":1,\"n\":4"), "the page's data holds the shard groups");
+    assert!(html.contains("renderShardGroups"));
+
     let o = run(cwd, &["baseline", "save", md, "--name", "merged"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let o = run(cwd, &["compare", md, "--baseline", "merged"]);

@@ -457,6 +457,39 @@
     return btn;
   }
 
+  // A merged run (issue 17): one lane group per shard, its trajectories' steps from the
+  // report, placed on the merged axis (each shard's times shifted by its unix anchor); the
+  // group title states the clock domain, the shift and the anchor uncertainty.
+  function renderShardGroups(root, d, groups, range) {
+    var trajById = {};
+    (d.report.jobs || []).forEach(function (j) { j.trajectories.forEach(function (t) { trajById[t.id] = t; }); });
+    groups.forEach(function (g) {
+      var title = el("div", "group-title", "Shard " + g.k + "/" + g.n + " · clock domain " + g.clock_domain +
+        " · shifted +" + (g.offset_ns / 1e6).toFixed(3) + " ms by its unix anchor (± " +
+        (g.uncertainty_ns / 1e3).toFixed(1) + " µs, " + g.alignment + ")");
+      title.setAttribute("data-shard-group", String(g.k));
+      root.appendChild(title);
+      if (!g.trajectories.length) {
+        var none = laneRow("trajectory", "No trajectory", "shard " + g.k, { "data-shard": String(g.k) });
+        root.appendChild(none.lane);
+      }
+      g.trajectories.forEach(function (id) {
+        var t = trajById[id];
+        if (!t) return;
+        var row = laneRow("trajectory", id, t.steps.length + " step(s) · shard " + g.k, { "data-trajectory": id, "data-shard": String(g.k) });
+        t.steps.forEach(function (st) {
+          var s = { id: st.step_id, family: st.kind === "llm_call" ? "request" : "fixture", name: st.name,
+            start: st.start_ns, end: st.end_ns, status: st.status || "unknown", caseId: id, requestId: null,
+            parent: null, seq: st.step_id, prompt: st.prompt_tokens, completion: st.completion_tokens,
+            failure: st.failure_code, startKnown: true, energyJoin: "joined", energy: st.energy.value,
+            energyBasis: st.energy.basis, energyReason: st.energy.reason, stepId: st.step_id };
+          row.track.appendChild(spanButton(s, range, range.hi));
+        });
+        root.appendChild(row.lane);
+      });
+    });
+  }
+
   function renderTimeline(b, spans) {
     var root = document.getElementById("timeline");
     clear(root);
@@ -480,57 +513,62 @@
       lanesForKeys.push(ph.filter(function (s) { return s.startKnown; }));
     }
 
-    root.appendChild(el("div", "group-title", "Trajectories: model requests and fixture tools"));
-    if (d.timeline.state === "ok") {
-      var byCase = new Map();
-      spans.forEach(function (s) {
-        if (s.family === "phase") return;
-        var key = s.caseId || "(no case id)";
-        if (!byCase.has(key)) byCase.set(key, []);
-        byCase.get(key).push(s);
-      });
-      if (!byCase.size) {
-        var none = laneRow("trajectory", "No request or tool spans", null, { "data-lane": "none" });
-        none.track.appendChild(gapMarker("capture_partial", "No request or fixture span in the capture", null));
-        root.appendChild(none.lane);
-      }
-      byCase.forEach(function (list, key) {
-        var row = laneRow("trajectory", key, list.length + " span(s)", { "data-trajectory": key });
-        var keyed = [];
-        list.forEach(function (s) {
-          if (s.startKnown) {
-            row.track.appendChild(spanButton(s, range, captureEnd));
-            keyed.push(s);
-            if (s.end === null) {
-              row.track.appendChild(gapMarker("unknown_end", "end unknown", range, s.start, captureEnd));
+    var shardGroups = d.report.shards || [];
+    if (shardGroups.length) {
+      renderShardGroups(root, d, shardGroups, range);
+    } else {
+      root.appendChild(el("div", "group-title", "Trajectories: model requests and fixture tools"));
+      if (d.timeline.state === "ok") {
+        var byCase = new Map();
+        spans.forEach(function (s) {
+          if (s.family === "phase") return;
+          var key = s.caseId || "(no case id)";
+          if (!byCase.has(key)) byCase.set(key, []);
+          byCase.get(key).push(s);
+        });
+        if (!byCase.size) {
+          var none = laneRow("trajectory", "No request or tool spans", null, { "data-lane": "none" });
+          none.track.appendChild(gapMarker("capture_partial", "No request or fixture span in the capture", null));
+          root.appendChild(none.lane);
+        }
+        byCase.forEach(function (list, key) {
+          var row = laneRow("trajectory", key, list.length + " span(s)", { "data-trajectory": key });
+          var keyed = [];
+          list.forEach(function (s) {
+            if (s.startKnown) {
+              row.track.appendChild(spanButton(s, range, captureEnd));
+              keyed.push(s);
+              if (s.end === null) {
+                row.track.appendChild(gapMarker("unknown_end", "end unknown", range, s.start, captureEnd));
+              }
+            } else {
+              row.track.appendChild(gapMarker("missing_start", "start unknown", range, Math.max(range.lo, s.end - (range.hi - range.lo) * 0.01), s.end));
             }
-          } else {
-            row.track.appendChild(gapMarker("missing_start", "start unknown", range, Math.max(range.lo, s.end - (range.hi - range.lo) * 0.01), s.end));
+          });
+          lanesForKeys.push(keyed);
+          root.appendChild(row.lane);
+        });
+        d.gaps.forEach(function (g) {
+          if (g.kind === "seq_gap" && g.start_ns !== null && g.end_ns !== null) {
+            var row = laneRow("gap", "Lost events", g.label, { "data-lane": "lost-events" });
+            row.track.appendChild(gapMarker("seq_gap", g.label, range, g.start_ns, g.end_ns));
+            root.appendChild(row.lane);
           }
         });
-        lanesForKeys.push(keyed);
-        root.appendChild(row.lane);
-      });
-      d.gaps.forEach(function (g) {
-        if (g.kind === "seq_gap" && g.start_ns !== null && g.end_ns !== null) {
-          var row = laneRow("gap", "Lost events", g.label, { "data-lane": "lost-events" });
-          row.track.appendChild(gapMarker("seq_gap", g.label, range, g.start_ns, g.end_ns));
-          root.appendChild(row.lane);
+        if (d.timeline.dropped_count > 0) {
+          var dr = laneRow("gap", "Dropped events", d.timeline.dropped_count + " not recorded", { "data-lane": "dropped" });
+          var lastKept = spans.reduce(function (m, s) { return Math.max(m, s.end !== null ? s.end : s.start || 0); }, range.lo);
+          dr.track.appendChild(gapMarker("dropped_events", d.timeline.dropped_count + " events dropped after the capture filled; what happened here is not recorded", range, lastKept, captureEnd));
+          root.appendChild(dr.lane);
         }
-      });
-      if (d.timeline.dropped_count > 0) {
-        var dr = laneRow("gap", "Dropped events", d.timeline.dropped_count + " not recorded", { "data-lane": "dropped" });
-        var lastKept = spans.reduce(function (m, s) { return Math.max(m, s.end !== null ? s.end : s.start || 0); }, range.lo);
-        dr.track.appendChild(gapMarker("dropped_events", d.timeline.dropped_count + " events dropped after the capture filled; what happened here is not recorded", range, lastKept, captureEnd));
-        root.appendChild(dr.lane);
+      } else {
+        var empty = laneRow("trajectory", "Trajectories", null, { "data-lane": "trajectories" });
+        empty.track.appendChild(gapMarker(d.timeline.state === "unavailable" ? "capture_unavailable" : "integrity_error",
+          d.timeline.state === "unavailable" ? "No spans: timeline unavailable (the table lists report steps instead)" : "No spans: timeline failed verification", null));
+        root.appendChild(empty.lane);
       }
-    } else {
-      var empty = laneRow("trajectory", "Trajectories", null, { "data-lane": "trajectories" });
-      empty.track.appendChild(gapMarker(d.timeline.state === "unavailable" ? "capture_unavailable" : "integrity_error",
-        d.timeline.state === "unavailable" ? "No spans: timeline unavailable (the table lists report steps instead)" : "No spans: timeline failed verification", null));
-      root.appendChild(empty.lane);
-    }
 
+    }
     root.appendChild(el("div", "group-title", "Resources, per host and device (never summed)"));
     renderResources(root, b, range);
     wireKeys(lanesForKeys);

@@ -12,8 +12,35 @@ pub fn report_view(state: &ReportState) -> ReportView {
     let mut view = report_head(state);
     if let ReportState::Ok(r) = state {
         view.jobs = job_views(r);
+        view.shards = shard_views(r);
     }
     view
+}
+
+/// A merged run's lane groups: one per shard, its trajectories, its offset onto the
+/// merged axis and the alignment's uncertainty (pure).
+pub fn shard_views(r: &RunReport) -> Vec<ShardView> {
+    let Some(m) = &r.merge else { return Vec::new() };
+    m.shards
+        .iter()
+        .map(|s| ShardView {
+            k: s.k,
+            n: m.n,
+            clock_domain: clock_domain_fingerprint(&s.clock_domain_id),
+            offset_ns: s.offset_ns,
+            alignment: code_or_other(&m.alignment.basis),
+            uncertainty_ns: m.alignment.uncertainty_ns,
+            start_ns: s.aligned.start_ns,
+            end_ns: s.aligned.end_ns,
+            trajectories: r
+                .jobs
+                .iter()
+                .flat_map(|j| j.trajectories.iter())
+                .filter(|t| t.shard == Some(s.k) && is_valid_case_id(&t.id))
+                .map(|t| t.id.clone())
+                .collect(),
+        })
+        .collect()
 }
 
 /// The report part of the view without its jobs (pure): every field of [`report_view`]
@@ -86,6 +113,7 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
                     start_ns: t.start_ns,
                     end_ns: t.end_ns,
                     graded_pass: t.graded_pass,
+                    shard: t.shard,
                     steps: t.steps.iter().map(step_view).collect(),
                 })
                 .collect(),
@@ -131,6 +159,7 @@ fn report_head_ok(r: &RunReport) -> ReportView {
             diagnostic: r.capture.diagnostic.is_some(),
         }),
         jobs: Vec::new(),
+        shards: Vec::new(),
     }
 }
 

@@ -22,7 +22,7 @@ mod build;
 mod gaps;
 mod telemetry;
 
-pub use build::{report_head, report_view, timeline_view};
+pub use build::{report_head, report_view, shard_views, timeline_view};
 pub use gaps::gap_markers;
 pub use telemetry::{LaneTimes, METRICS_GAUGES, sample_gaps, telemetry_view};
 
@@ -100,6 +100,32 @@ pub struct ReportView {
     pub capture: Option<CaptureView>,
     /// Jobs.
     pub jobs: Vec<JobView>,
+    /// A merged run's shards (issue 17): one lane group each, aligned by the shards' unix
+    /// anchors; empty for a single run.
+    pub shards: Vec<ShardView>,
+}
+
+/// One shard of a merged run: its lane group's header.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShardView {
+    /// The shard, from 1.
+    pub k: u32,
+    /// Shards in all.
+    pub n: u32,
+    /// Fingerprint of the shard's own clock domain.
+    pub clock_domain: String,
+    /// `anchor − merged anchor`, ns: the shift of its times onto the page's axis.
+    pub offset_ns: u64,
+    /// `same_host` or `cross_host`.
+    pub alignment: String,
+    /// Bound of the error of its placement on the axis, ns (anchor uncertainty).
+    pub uncertainty_ns: u64,
+    /// Its run window on the axis.
+    pub start_ns: u64,
+    /// End of its run window on the axis.
+    pub end_ns: u64,
+    /// Its trajectories (ids in `jobs[].trajectories`), in order.
+    pub trajectories: Vec<String>,
 }
 
 /// Endpoint identity (no URL: R011).
@@ -212,6 +238,8 @@ pub struct TrajectoryView {
     pub end_ns: u64,
     /// Grading result, `null` without checks.
     pub graded_pass: Option<bool>,
+    /// In a merged run, the shard that ran it (its lane group); `null` otherwise.
+    pub shard: Option<u32>,
     /// Steps in order: the report's own step shape ([`crate::model::StepReport`]), with
     /// its name passed through its syntax and its ADR-013 breakdown left out (the page shows
     /// each step's energy figure with its basis, and its token counts with their source).
