@@ -415,9 +415,11 @@ async fn report_command(
 
 fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
     let text = match format {
-        ReportFormat::Markdown => {
-            render::markdown_summary(&rep.jobs, &rep.summary, &runner::report::endpoint_label(rep))
-        }
+        ReportFormat::Markdown => render::markdown_summary(
+            &rep.jobs,
+            &rep.summary,
+            &runner::report::endpoint_label(rep),
+        ),
         ReportFormat::Junit => {
             match render::junit_xml("inferscope-bench", &rep.jobs, rep.summary.duration_ns) {
                 Ok(x) => x,

@@ -487,7 +487,10 @@ mod tests {
         let c = baseline("main", "r0")
             .compare(&summary("s::a"), 5.0)
             .unwrap();
-        assert_eq!(crate::baseline::compare::regression_figure(Some(&c), None, "").value, Some(0.0));
+        assert_eq!(
+            crate::baseline::compare::regression_figure(Some(&c), None, "").value,
+            Some(0.0)
+        );
     }
 
     fn baseline(name: &str, run_id: &str) -> Baseline {

@@ -67,7 +67,6 @@ pub struct RunWindow {
     pub end_elapsed_ns: u64,
 }
 
-
 /// Kind of a sampled source, for [`SourceSamples`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -531,6 +530,21 @@ pub enum WithholdReason {
     },
 }
 
+impl WithholdReason {
+    /// The snake_case reason (the serialized `reason` tag).
+    pub fn label(&self) -> &'static str {
+        match self {
+            WithholdReason::NoAnchor => "no_anchor",
+            WithholdReason::NoStepFile => "no_step_file",
+            WithholdReason::NoSteps => "no_steps",
+            WithholdReason::NoValidSteps => "no_valid_steps",
+            WithholdReason::CounterRegression { .. } => "counter_regression",
+            WithholdReason::InvalidRunWindow { .. } => "invalid_run_window",
+            WithholdReason::InvalidSeries { .. } => "invalid_series",
+        }
+    }
+}
+
 /// A trajectory whose metrics are withheld, with every reason found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WithheldTrajectory {
@@ -577,7 +591,6 @@ impl<T> AttributionOutcome<T> {
             AttributionOutcome::Withheld(w) => Some(w),
         }
     }
-
 }
 
 impl AttributionOutcome<TrajectoryAttribution> {
@@ -657,6 +670,21 @@ pub struct RunAttributionSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn withhold_labels_are_the_serde_tags() {
+        for r in [
+            WithholdReason::NoAnchor,
+            WithholdReason::NoValidSteps,
+            WithholdReason::InvalidRunWindow {
+                start_elapsed_ns: 2,
+                end_elapsed_ns: 1,
+            },
+        ] {
+            let v = serde_json::to_value(&r).unwrap();
+            assert_eq!(v["reason"], r.label());
+        }
+    }
 
     #[test]
     fn in_flight_phrase_never_states_a_declared_bound_as_observed() {

@@ -78,7 +78,10 @@ impl JobStatus {
     /// Whether the job ran (made requests or started its harness): `pass`, `fail`,
     /// `cancelled`.
     pub fn ran(self) -> bool {
-        matches!(self, JobStatus::Pass | JobStatus::Fail | JobStatus::Cancelled)
+        matches!(
+            self,
+            JobStatus::Pass | JobStatus::Fail | JobStatus::Cancelled
+        )
     }
 }
 

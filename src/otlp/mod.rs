@@ -216,9 +216,8 @@ pub fn export(report: &RunReport) -> Value {
         let model = model_of(report, job);
         for t in &job.trajectories {
             let trace = trace_id(&report.run_id, &t.id);
-            let root = root_span(report, job, t, &trace);
-            let parent = root["spanId"].as_str().unwrap_or_default().to_string();
-            spans.push(root);
+            spans.push(root_span(report, job, t, &trace));
+            let parent = span_id(&report.run_id, &t.id, None);
             for st in &t.steps {
                 spans.push(step_span(report, model, t, st, &trace, &parent));
             }

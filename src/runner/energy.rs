@@ -358,10 +358,14 @@ impl RunEnergy {
         for g in graded {
             let Some(l) = &g.executed.load else { continue };
             for p in &l.points {
-                let trajs: Vec<&TrajectoryRecord> =
-                    g.executed.trajectories[p.trajectories.clone()].iter().collect();
+                let trajs: Vec<&TrajectoryRecord> = g.executed.trajectories[p.trajectories.clone()]
+                    .iter()
+                    .collect();
                 if let Some(r) = join(t, &trajs, p.declared_concurrency()) {
-                    joins.push((format!("{} · {}", g.executed.job.job.id, p.point.label()), r));
+                    joins.push((
+                        format!("{} · {}", g.executed.job.job.id, p.point.label()),
+                        r,
+                    ));
                 }
             }
         }
@@ -430,7 +434,10 @@ impl RunEnergy {
     fn no_power(&self) -> String {
         format!(
             "no power source: {}",
-            self.power.reason.as_deref().unwrap_or("nothing supplied power readings")
+            self.power
+                .reason
+                .as_deref()
+                .unwrap_or("nothing supplied power readings")
         )
     }
 
@@ -726,7 +733,12 @@ mod tests {
         }
     }
 
-    fn power_run(devices: Vec<(crate::telemetry::PowerDevice, Vec<crate::telemetry::PowerSample>)>) -> TelemetryRun {
+    fn power_run(
+        devices: Vec<(
+            crate::telemetry::PowerDevice,
+            Vec<crate::telemetry::PowerSample>,
+        )>,
+    ) -> TelemetryRun {
         let mut samples = Vec::new();
         let mut devs = Vec::new();
         for (d, s) in devices {
@@ -794,29 +806,50 @@ mod tests {
         });
         let p = power_report(Some(&t), false);
         assert_eq!(p.source, None);
-        assert_eq!(p.reason.as_deref(), Some("NVML library not found (libnvidia-ml.so.1)"));
-        assert_eq!(p.describe(), "power unavailable (NVML library not found (libnvidia-ml.so.1))");
+        assert_eq!(
+            p.reason.as_deref(),
+            Some("NVML library not found (libnvidia-ml.so.1)")
+        );
+        assert_eq!(
+            p.describe(),
+            "power unavailable (NVML library not found (libnvidia-ml.so.1))"
+        );
         let run = RunEnergy::attribute(&[], Some(&t), p);
         assert_eq!(run.basis(1), Basis::Unavailable);
         let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
         assert_eq!(e.tokens_per_joule.value, None);
         assert_eq!(e.tokens_per_joule.basis, Basis::Unavailable);
         assert!(
-            e.tokens_per_joule.reason.as_deref().unwrap().contains("NVML library not found"),
+            e.tokens_per_joule
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("NVML library not found"),
             "{e:?}"
         );
         assert_eq!(e.energy_per_trajectory_j.basis, Basis::Unavailable);
 
-        let gpu = power_run(vec![(device(0, "gpu0", PowerDeviceKind::Nvml), flat(0, 0, 1000))]);
+        let gpu = power_run(vec![(
+            device(0, "gpu0", PowerDeviceKind::Nvml),
+            flat(0, 0, 1000),
+        )]);
         let p = power_report(Some(&gpu), false);
         assert_eq!(p.source, Some(PowerSource::Nvml));
         assert_eq!(p.describe(), "power nvml");
         let off = power_report(None, true);
         assert_eq!(off.source, None);
-        assert!(power_report(Some(&TelemetryRun { power: None, ..gpu.clone() }), true)
+        assert!(
+            power_report(
+                Some(&TelemetryRun {
+                    power: None,
+                    ..gpu.clone()
+                }),
+                true
+            )
             .reason
             .unwrap()
-            .contains("gpu = \"off\""));
+            .contains("gpu = \"off\"")
+        );
     }
 
     /// Issue 13 item 3: one definition of a job's energy figures (device energy over its
@@ -834,11 +867,27 @@ mod tests {
         assert_eq!(e.energy_j.basis, Basis::Measured);
         assert_eq!(e.tokens_per_joule.value, Some(1.0));
         assert_eq!(e.tokens_per_joule.tokens, Some(TokenSource::Server));
-        assert_eq!(e.energy_per_trajectory_j.value, Some(50.0), "the mean trajectory");
-        let load = run.job_energy(&[(0, 500 * MS)], Some((100, TokenSource::ClientEstimate)), 2, 4);
+        assert_eq!(
+            e.energy_per_trajectory_j.value,
+            Some(50.0),
+            "the mean trajectory"
+        );
+        let load = run.job_energy(
+            &[(0, 500 * MS)],
+            Some((100, TokenSource::ClientEstimate)),
+            2,
+            4,
+        );
         assert_eq!(load.energy_per_trajectory_j.basis, Basis::Apportioned);
-        assert_eq!(load.tokens_per_joule.basis, Basis::Measured, "a whole-window ratio");
-        assert_eq!(load.tokens_per_joule.tokens, Some(TokenSource::ClientEstimate));
+        assert_eq!(
+            load.tokens_per_joule.basis,
+            Basis::Measured,
+            "a whole-window ratio"
+        );
+        assert_eq!(
+            load.tokens_per_joule.tokens,
+            Some(TokenSource::ClientEstimate)
+        );
 
         // gpu1 stops sampling at 300 ms: a window to 500 ms has no sum.
         let partial = power_run(vec![
@@ -846,9 +895,17 @@ mod tests {
             (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 300)),
         ]);
         let run = RunEnergy::attribute(&[], Some(&partial), power_report(Some(&partial), false));
-        let e = run.job_energy(&[(400 * MS, 800 * MS)], Some((10, TokenSource::Server)), 1, 1);
+        let e = run.job_energy(
+            &[(400 * MS, 800 * MS)],
+            Some((10, TokenSource::Server)),
+            1,
+            1,
+        );
         assert_eq!(e.energy_j.value, None);
-        assert!(e.energy_j.reason.as_deref().unwrap().contains("gpu1"), "{e:?}");
+        assert!(
+            e.energy_j.reason.as_deref().unwrap().contains("gpu1"),
+            "{e:?}"
+        );
         assert_eq!(e.tokens_per_joule.value, None);
     }
 }

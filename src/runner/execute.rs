@@ -10,12 +10,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::attribution::read_step_markers;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
-use crate::model::request::redact_secrets;
-use crate::model::{SetupCause, SetupError};
 use crate::clock::RunClock;
 use crate::grade::{CheckResult, GradeSubject, evaluate};
 use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
+use crate::model::request::redact_secrets;
+use crate::model::{SetupCause, SetupError};
 use crate::runner::RunOptions;
 use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory,
@@ -188,7 +188,10 @@ impl ExecutedJob {
                 .points
                 .iter()
                 .filter(|p| {
-                    p.not_started == 0 && !self.trajectories[p.trajectories.clone()].iter().any(cut_short)
+                    p.not_started == 0
+                        && !self.trajectories[p.trajectories.clone()]
+                            .iter()
+                            .any(cut_short)
                 })
                 .count() as u64,
             None => self.trajectories.iter().filter(|t| !cut_short(t)).count() as u64,
@@ -398,7 +401,8 @@ impl Session {
     /// run that cannot start measures nothing); returns once each source took its first
     /// sample, before the measured window.
     pub fn start_telemetry(&mut self) {
-        self.telemetry = super::energy::start_telemetry(&self.suites, self.sim.as_ref(), &self.clock);
+        self.telemetry =
+            super::energy::start_telemetry(&self.suites, self.sim.as_ref(), &self.clock);
     }
 
     /// Whether some suite can run (no setup error).

@@ -26,7 +26,7 @@ use crate::load::{LoadRun, goodput_criteria, load_report, summarize_point, sweep
 use crate::model::load::WindowEnergy;
 use crate::model::request::redact_secrets;
 use crate::model::{
-    AttributionOutcome, Basis, Figure, CaptureReport, EndpointReport, FailureCount, GradingCheck,
+    AttributionOutcome, Basis, CaptureReport, EndpointReport, FailureCount, Figure, GradingCheck,
     HarnessReport, JobKind, JobReport, JobStatus, Quality, REPORT_SCHEMA, RunReport,
     StepAttribution, StepKind, StepReport, SummaryReport, TokenSource, TrajectoryOutcome,
     TrajectoryReport, tokens_per_joule,
@@ -124,16 +124,7 @@ fn step_energy(
             None,
         ),
         Some(AttributionOutcome::Withheld(w)) => {
-            let reasons: Vec<String> = w
-                .reasons
-                .iter()
-                .map(|r| {
-                    serde_json::to_value(r)
-                        .ok()
-                        .and_then(|v| v.get("reason").and_then(|x| x.as_str()).map(String::from))
-                        .unwrap_or_default()
-                })
-                .collect();
+            let reasons: Vec<&str> = w.reasons.iter().map(|r| r.label()).collect();
             (
                 Figure::missing(
                     run.basis(w.concurrency.max_trajectories_in_flight),
@@ -142,31 +133,32 @@ fn step_energy(
                 None,
             )
         }
-        Some(AttributionOutcome::Attributed(m)) => match m.steps.iter().find(|s| s.step_id == step_id)
-        {
-            None => {
-                let why = m
-                    .dropped_steps
-                    .iter()
-                    .find(|d| d.step_id == step_id)
-                    .map_or("not in the join", |d| d.reason.label());
-                (
-                    Figure::missing(
-                        run.basis(m.concurrency.max_trajectories_in_flight),
-                        format!("step dropped from attribution ({why})"),
-                    ),
-                    None,
-                )
+        Some(AttributionOutcome::Attributed(m)) => {
+            match m.steps.iter().find(|s| s.step_id == step_id) {
+                None => {
+                    let why = m
+                        .dropped_steps
+                        .iter()
+                        .find(|d| d.step_id == step_id)
+                        .map_or("not in the join", |d| d.reason.label());
+                    (
+                        Figure::missing(
+                            run.basis(m.concurrency.max_trajectories_in_flight),
+                            format!("step dropped from attribution ({why})"),
+                        ),
+                        None,
+                    )
+                }
+                Some(sm) => {
+                    let basis = sm.energy_basis.map_or(Basis::Unavailable, Basis::from);
+                    let f = match sm.energy_mj {
+                        Some(v) => Figure::of(v, basis),
+                        None => Figure::missing(basis, missing_energy_reason(&sm.attribution)),
+                    };
+                    (f, Some(sm.attribution.clone()))
+                }
             }
-            Some(sm) => {
-                let basis = sm.energy_basis.map_or(Basis::Unavailable, Basis::from);
-                let f = match sm.energy_mj {
-                    Some(v) => Figure::of(v, basis),
-                    None => Figure::missing(basis, missing_energy_reason(&sm.attribution)),
-                };
-                (f, Some(sm.attribution.clone()))
-            }
-        },
+        }
     }
 }
 
@@ -185,7 +177,11 @@ fn per_joule_figure(
         (Some((t, _)), Some(e)) => Figure::finite_or(
             tokens_per_joule(Some(t), Some(e)),
             energy.basis,
-            if t == 0 { "no output tokens" } else { "no energy" },
+            if t == 0 {
+                "no output tokens"
+            } else {
+                "no energy"
+            },
         ),
     };
     f.with_tokens(tokens.map(|t| t.1))
@@ -246,15 +242,19 @@ fn trajectory_report(
         })
         .collect();
     // Output tokens over the LLM steps: every one counted, or none (never a sum with 0).
-    let llm: Vec<&StepReport> = steps.iter().filter(|s| s.kind == StepKind::LlmCall).collect();
+    let llm: Vec<&StepReport> = steps
+        .iter()
+        .filter(|s| s.kind == StepKind::LlmCall)
+        .collect();
     let tokens = if llm.is_empty() {
         Err("no LLM step".to_string())
     } else {
-        llm.iter().try_fold((0u64, TokenSource::Server), |(n, src), s| {
-            s.output_tokens()
-                .map(|(k, ks)| (n.saturating_add(k), src.and(ks)))
-                .ok_or_else(|| format!("LLM step {} has no output-token count", s.step_id))
-        })
+        llm.iter()
+            .try_fold((0u64, TokenSource::Server), |(n, src), s| {
+                s.output_tokens()
+                    .map(|(k, ks)| (n.saturating_add(k), src.and(ks)))
+                    .ok_or_else(|| format!("LLM step {} has no output-token count", s.step_id))
+            })
     };
     let completion_tokens = match &tokens {
         Ok((n, src)) => Figure::of(*n, src.basis()).with_tokens(Some(*src)),
@@ -381,10 +381,7 @@ fn grading_rows(g: &GradedJob) -> Vec<GradingCheck> {
 /// The harness's exit code as the built-in `harness_exit` figure (basis `harness`).
 fn harness_exit_figure(h: &crate::runner::swe::SweOutcome) -> Figure<f64> {
     match (h.exit_code, h.timed_out, &h.spawn_error) {
-        (_, true, _) => Figure::missing(
-            Basis::Harness,
-            "timed out; its process group was killed",
-        ),
+        (_, true, _) => Figure::missing(Basis::Harness, "timed out; its process group was killed"),
         (_, _, Some(e)) => Figure::missing(Basis::Harness, format!("could not start: {e}")),
         (Some(c), _, _) => Figure::of(f64::from(c), Basis::Harness),
         (None, _, _) => Figure::missing(Basis::Harness, "ended by a signal, no exit code"),
@@ -503,8 +500,7 @@ fn job_report(
     };
     let comparison = baseline.and_then(|b| {
         let (samples, n, ok) = baseline::samples_of(requests.iter(), &warm, e.load.is_some());
-        let summary =
-            baseline::job_summary(&e.job.job.id, job_kind(e).as_str(), n, ok, &samples);
+        let summary = baseline::job_summary(&e.job.job.id, job_kind(e).as_str(), n, ok, &samples);
         b.compare(&summary, baseline::DEFAULT_NOISE_PCT)
     });
     figs.regression_pct = baseline::compare::regression_figure(
@@ -547,14 +543,12 @@ fn job_report(
     }
     if ran {
         match job_energy.energy_per_trajectory_j.basis {
-            Basis::Simulated => notes.push(
-                "energy is simulated (built-in simulator power model), not measured".into(),
-            ),
+            Basis::Simulated => notes
+                .push("energy is simulated (built-in simulator power model), not measured".into()),
             Basis::Apportioned => {
                 if job_energy.energy_j.basis == Basis::Simulated {
                     notes.push(
-                        "energy is simulated (built-in simulator power model), not measured"
-                            .into(),
+                        "energy is simulated (built-in simulator power model), not measured".into(),
                     );
                 }
                 notes.push(format!(
@@ -729,7 +723,9 @@ pub fn console_lines(report: &RunReport) -> Vec<String> {
     let style = Style::PLAIN;
     let mut out = Vec::new();
     for j in &report.jobs {
-        let mut block = render::job_block(j, style).trim_end_matches('\n').to_string();
+        let mut block = render::job_block(j, style)
+            .trim_end_matches('\n')
+            .to_string();
         // Load jobs: the curve; `--baseline`: the per-figure comparison.
         if let Some(sw) = &j.sweep {
             block.push('\n');
@@ -774,7 +770,9 @@ pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
         .flat_map(|j| j.trajectories.iter())
         .flat_map(|t| {
             t.steps.iter().map(move |s| {
-                StepMarker::at(anchor, &t.id, s.step_id, s.kind, s.start_ns, s.end_ns, &s.name)
+                StepMarker::at(
+                    anchor, &t.id, s.step_id, s.kind, s.start_ns, s.end_ns, &s.name,
+                )
             })
         })
         .collect()
@@ -834,4 +832,70 @@ pub fn write_artifacts(
     )?;
     write_atomic(&run_dir.join("report.json"), &report.to_json())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{StepStatus, StopReason};
+    use crate::runner::steps::StepRecord;
+
+    fn llm(step_id: u64, completion: Option<u64>) -> StepRecord {
+        let mut r = RequestRecord::new(&format!("r{step_id}"), 0, 0, true);
+        r.status = crate::model::RequestStatus::Success;
+        r.completion_tokens = completion;
+        StepRecord {
+            step_id,
+            kind: StepKind::LlmCall,
+            name: "chat".into(),
+            start_ns: 0,
+            end_ns: 1,
+            status: StepStatus::Completed,
+            failure_code: None,
+            tool_error: None,
+            request: Some(r),
+            status_known: true,
+        }
+    }
+
+    /// Issue 13 item 3: a trajectory with an LLM step that lacks a token count has no
+    /// token total and no tokens per joule — never a sum with 0 for the missing step.
+    #[test]
+    fn a_step_without_a_token_count_makes_the_trajectory_figures_missing() {
+        let t = TrajectoryRecord {
+            id: "s::j#0".into(),
+            index: 0,
+            stop_reason: StopReason::FinalAnswer,
+            steps: vec![llm(1, Some(10)), llm(2, None)],
+            tools_called: vec![],
+            final_answer: None,
+            stdout: None,
+            start_ns: 0,
+            end_ns: 2,
+        };
+        let run = RunEnergy::attribute(&[], None, energy::power_report(None, false));
+        let r = trajectory_report(&t, None, &run, &HashSet::new());
+        assert_eq!(r.completion_tokens.value, None);
+        assert_eq!(
+            r.completion_tokens.reason.as_deref(),
+            Some("LLM step 2 has no output-token count")
+        );
+        assert_eq!(r.tokens_per_joule.value, None);
+        // With energy present, a missing token count still gives no ratio.
+        let e = Figure::of(5000, Basis::Measured);
+        let f = per_joule_figure(None, &e, "LLM step 2 has no output-token count");
+        assert_eq!(f.value, None);
+        assert_eq!(f.basis, Basis::Measured);
+        let f = per_joule_figure(Some((10, TokenSource::ClientEstimate)), &e, "");
+        assert_eq!(f.value, Some(2.0));
+        assert_eq!(f.tokens, Some(TokenSource::ClientEstimate));
+        // Every count present: the total, with the weaker source.
+        let t = TrajectoryRecord {
+            steps: vec![llm(1, Some(10)), llm(2, Some(5))],
+            ..t
+        };
+        let r = trajectory_report(&t, None, &run, &HashSet::new());
+        assert_eq!(r.completion_tokens.value, Some(15));
+        assert_eq!(r.completion_tokens.basis, Basis::ServerReported);
+    }
 }

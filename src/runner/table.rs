@@ -50,17 +50,7 @@ fn header(report: &RunReport, t: &TrajectoryReport) -> String {
     match &t.attribution {
         None => format!("{power} · no samples"),
         Some(AttributionOutcome::Withheld(w)) => {
-            let reasons: Vec<String> = w
-                .reasons
-                .iter()
-                .filter_map(|r| {
-                    serde_json::to_value(r)
-                        .ok()?
-                        .get("reason")?
-                        .as_str()
-                        .map(String::from)
-                })
-                .collect();
+            let reasons: Vec<&str> = w.reasons.iter().map(|r| r.label()).collect();
             format!("{power} · attribution withheld ({})", reasons.join(", "))
         }
         Some(AttributionOutcome::Attributed(m)) => format!(
@@ -175,7 +165,10 @@ pub fn step_tables(report: &RunReport) -> Vec<String> {
             out.push(rendered(report, t));
         }
     }
-    let groups = report.attribution.as_ref().map_or(&[][..], |a| &a.groups[..]);
+    let groups = report
+        .attribution
+        .as_ref()
+        .map_or(&[][..], |a| &a.groups[..]);
     let seq_statement = groups
         .iter()
         .find(|g| !load_group(g))
