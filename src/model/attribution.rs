@@ -377,9 +377,9 @@ pub struct DeviceRunEnergy {
 /// Per-trajectory totals, reconciliation and condition (ADR-013 `TrajectoryMetrics` less
 /// its steps, with issue 5's corrections).
 ///
-/// Reconciliation (asserted in tests): `whole_run_energy_mj == total_energy_mj.unwrap_or(0)
-/// + unattributed_energy_mj` whenever `whole_run_energy_mj` is `Some`, and the same per
-/// device. Definition: each step's device figure is floored to mJ once from its exact
+/// Reconciliation (asserted in tests): `whole_run_energy_mj ==
+/// total_energy_mj.unwrap_or(0) + unattributed_energy_mj` whenever `whole_run_energy_mj`
+/// is `Some`, and the same per device. Definition: each step's device figure is floored to mJ once from its exact
 /// `u128` doubled-mW·ns sum; `unattributed_energy_mj` is defined as the floored whole-run
 /// figure minus the sum of floored step figures. It therefore holds the energy of every
 /// segment not fully inside a kept step (gaps, straddling segments, dropped steps) plus

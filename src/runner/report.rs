@@ -101,65 +101,60 @@ fn missing_energy_reason(a: &StepAttribution) -> String {
     }
 }
 
-/// A step's energy figure and its ADR-013 figures from its trajectory's join outcome.
+/// A step's energy figure and its ADR-013 figures from its trajectory's join outcome. The
+/// ADR-013 figures (samples, counter deltas, usage) are kept whatever the power source;
+/// the energy is `null` with basis `unavailable` without one.
 fn step_energy(
     outcome: Option<&TrajectoryOutcome>,
     step_id: u64,
     run: &RunEnergy,
 ) -> (Figure<u64>, Option<StepAttribution>) {
-    let no_power = run.power().source.is_none();
-    let power_reason = || {
-        format!(
+    let metrics = match outcome {
+        Some(AttributionOutcome::Attributed(m)) => Some(m),
+        _ => None,
+    };
+    let step = metrics.and_then(|m| m.steps.iter().find(|s| s.step_id == step_id));
+    let attribution = step.map(|s| s.attribution.clone());
+    if run.power().source.is_none() {
+        let why = format!(
             "no power source: {}",
             run.power()
                 .reason
                 .as_deref()
                 .unwrap_or("nothing supplied power readings")
-        )
-    };
-    match outcome {
-        _ if no_power => (Figure::missing(Basis::Unavailable, power_reason()), None),
-        None => (
-            Figure::missing(Basis::Unavailable, "no telemetry joined this step"),
-            None,
-        ),
-        Some(AttributionOutcome::Withheld(w)) => {
+        );
+        return (Figure::missing(Basis::Unavailable, why), attribution);
+    }
+    let energy = match (outcome, metrics, step) {
+        (None, _, _) => Figure::missing(Basis::Unavailable, "no telemetry joined this step"),
+        (Some(AttributionOutcome::Withheld(w)), _, _) => {
             let reasons: Vec<&str> = w.reasons.iter().map(|r| r.label()).collect();
-            (
-                Figure::missing(
-                    run.basis(w.concurrency.max_trajectories_in_flight),
-                    format!("attribution withheld ({})", reasons.join(", ")),
-                ),
-                None,
+            Figure::missing(
+                run.basis(w.concurrency.max_trajectories_in_flight),
+                format!("attribution withheld ({})", reasons.join(", ")),
             )
         }
-        Some(AttributionOutcome::Attributed(m)) => {
-            match m.steps.iter().find(|s| s.step_id == step_id) {
-                None => {
-                    let why = m
-                        .dropped_steps
-                        .iter()
-                        .find(|d| d.step_id == step_id)
-                        .map_or("not in the join", |d| d.reason.label());
-                    (
-                        Figure::missing(
-                            run.basis(m.concurrency.max_trajectories_in_flight),
-                            format!("step dropped from attribution ({why})"),
-                        ),
-                        None,
-                    )
-                }
-                Some(sm) => {
-                    let basis = sm.energy_basis.map_or(Basis::Unavailable, Basis::from);
-                    let f = match sm.energy_mj {
-                        Some(v) => Figure::of(v, basis),
-                        None => Figure::missing(basis, missing_energy_reason(&sm.attribution)),
-                    };
-                    (f, Some(sm.attribution.clone()))
-                }
+        (_, Some(m), None) => {
+            let why = m
+                .dropped_steps
+                .iter()
+                .find(|d| d.step_id == step_id)
+                .map_or("not in the join", |d| d.reason.label());
+            Figure::missing(
+                run.basis(m.concurrency.max_trajectories_in_flight),
+                format!("step dropped from attribution ({why})"),
+            )
+        }
+        (_, _, Some(sm)) => {
+            let basis = sm.energy_basis.map_or(Basis::Unavailable, Basis::from);
+            match sm.energy_mj {
+                Some(v) => Figure::of(v, basis),
+                None => Figure::missing(basis, missing_energy_reason(&sm.attribution)),
             }
         }
-    }
+        (_, None, None) => Figure::missing(Basis::Unavailable, "no join"),
+    };
+    (energy, attribution)
 }
 
 /// A tokens-per-joule figure from an output-token count and an energy figure (mJ).

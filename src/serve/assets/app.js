@@ -319,8 +319,11 @@
       runAttr = r.cancelled ? "cancelled" : "finished";
       var sum = r.summary;
       var notRun = sum.not_run || 0;
-      runText = "Run: " + (r.cancelled ? "CANCELLED" : "finished") + " · " + sum.passed + " of " + (sum.jobs + notRun) + " jobs passed" +
-        (notRun ? ", " + notRun + " not run" : "");
+      var setup = sum.setup_errors || 0;
+      runText = "Run: " + (r.cancelled ? "CANCELLED" : "finished") + " · " + sum.passed + " of " + (sum.jobs + notRun + setup) + " jobs passed" +
+        (notRun ? ", " + notRun + " not run" : "") +
+        (sum.cancelled ? ", " + sum.cancelled + " cancelled" : "") +
+        (setup ? ", " + setup + " setup error" + (setup === 1 ? "" : "s") : "");
     }
     s.appendChild(badge("run-state", { "data-run": runAttr }, r.cancelled ? "⊘" : "▶", runText));
     var t = d.telemetry;
