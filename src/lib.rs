@@ -20,6 +20,7 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod commands;
+pub mod fsio;
 pub mod gate;
 pub mod grade;
 pub mod harness;
