@@ -45,8 +45,8 @@ pub mod limits {
     pub const EVENTS_BYTES: u64 = 8 << 20;
     /// A suite file.
     pub const SUITE_BYTES: u64 = 4 << 20;
-    /// A `--token-file`.
-    pub const TOKEN_FILE_BYTES: u64 = 4 << 10;
+    /// A `--token-file`: the longest token (4,096 bytes) and a line end.
+    pub const TOKEN_FILE_BYTES: u64 = (4 << 10) + 2;
     /// A step-marker file (`INFERSCOPE_STEPS_FILE`, `trajectory --steps`, `steps.jsonl`).
     pub const STEPS_FILE_BYTES: u64 = 64 << 20;
     /// A saved baseline (`.inferscope/baselines/NAME.json`).

@@ -26,6 +26,7 @@ pub mod grade;
 pub mod harness;
 pub mod load;
 pub mod otlp;
+pub mod redact;
 pub mod overhead;
 pub mod render;
 pub mod runner;

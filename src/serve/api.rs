@@ -121,7 +121,8 @@ pub struct TimelineUnavailable {
     pub run_id: String,
     /// Always `unavailable`.
     pub state: &'static str,
-    /// `no_timeline` (capture off) or `no_manifest` (killed run / failed persistence).
+    /// `no_timeline` (capture off), `no_manifest` (killed run / failed persistence) or
+    /// `run_incomplete` (no `report.json`, the run's last artifact).
     pub reason: &'static str,
 }
 

@@ -188,11 +188,17 @@ fn run_id_query(q: &Query) -> Result<String, ApiError> {
 
 /// A run's report and its timeline, the timeline checked against the report's run id
 /// when the report is readable (blocking I/O).
+///
+/// A run without `report.json` (its last artifact) is incomplete: its timeline is
+/// `unavailable` (`run_incomplete`), never served as a run's.
 fn report_and_timeline(dir: &RunDir) -> (ReportState, TimelineState) {
     let report = dir.report(MAX_REPORT_BYTES);
     let owner = match &report {
         ReportState::Ok(r) => Some(r.run_id.clone()),
-        _ => None,
+        ReportState::Missing => {
+            return (report, TimelineState::Unavailable("run_incomplete"));
+        }
+        ReportState::Fault(_) => None,
     };
     let timeline = dir.timeline(owner.as_deref());
     (report, timeline)

@@ -297,7 +297,7 @@
     if (t.state === "ok" && t.quality === "complete") return ["complete", "✓", "Capture: COMPLETE"];
     if (t.state === "ok") return ["partial", "◐", "Capture: PARTIAL (" + t.quality_reasons.join(", ") + ")"];
     if (t.state === "unavailable") return ["unavailable", "∅", "Capture: UNAVAILABLE (" +
-      (t.reason === "no_manifest" ? "no manifest: killed run or failed persistence" : "no timeline: capture off") + ")"];
+      (t.reason === "no_manifest" ? "no manifest: killed run or failed persistence" : t.reason === "run_incomplete" ? "incomplete run: no report.json" : "no timeline: capture off") + ")"];
     return ["integrity_error", "⚠", "Capture: INTEGRITY ERROR"];
   }
 
@@ -468,7 +468,7 @@
     var lanesForKeys = [];
     if (d.timeline.state !== "ok") {
       var txt = d.timeline.state === "unavailable"
-        ? "Timeline unavailable: " + (d.timeline.reason === "no_manifest" ? "no manifest (killed run or failed persistence)" : "capture was off for this run")
+        ? "Timeline unavailable: " + (d.timeline.reason === "no_manifest" ? "no manifest (killed run or failed persistence)" : d.timeline.reason === "run_incomplete" ? "incomplete run (no report.json)" : "capture was off for this run")
         : "Timeline integrity error: not shown";
       phases.track.appendChild(gapMarker(d.timeline.state === "unavailable" ? "capture_unavailable" : "integrity_error", txt, null));
     } else {
