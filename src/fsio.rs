@@ -51,7 +51,7 @@ pub mod limits {
     pub const STEPS_FILE_BYTES: u64 = 64 << 20;
     /// A saved baseline (`.inferscope/baselines/NAME.json`).
     pub const BASELINE_BYTES: u64 = 16 << 20;
-    /// A fixture tool's response or response-table file.
+    /// A fixture tool's response or response-table file, or a context job's filler.
     pub const TOOL_FILE_BYTES: u64 = 16 << 20;
 }
 

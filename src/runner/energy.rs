@@ -355,7 +355,7 @@ pub fn markers_and_usage<'a>(
                     StepKind::LlmCall => attr::StepKind::LlmCall,
                     StepKind::Tool => attr::StepKind::Tool,
                 },
-                t_start_unix_ns: anchor + s.start_ns,
+                t_start_unix_ns: s.start_unix_ns(anchor),
                 t_end_unix_ns: anchor + s.end_ns,
                 trajectory: Some(tr.id.clone()),
                 name: Some(s.name.clone()),
@@ -422,13 +422,26 @@ pub fn attribute<'a>(
 /// an external driver's step markers with a run's sampled timelines. Exit 0 on success,
 /// 2 on unreadable input.
 pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
-    let markers = match attr::read_step_markers(steps) {
+    let file = match attr::read_step_markers(steps) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {}: {e}", steps.display());
             return gate::EXIT_BAD_INPUT;
         }
     };
+    // Every rejected line is bad input, named by file and line; a half-written last line
+    // (a driver killed mid-write) is left out and said so, the records before it kept.
+    let shown = steps.display().to_string();
+    if file.rejected_count > 0 {
+        for p in file.problems(&shown) {
+            eprintln!("error: {p}");
+        }
+        return gate::EXIT_BAD_INPUT;
+    }
+    for p in file.problems(&shown) {
+        eprintln!("warning: {p}");
+    }
+    let markers = file.markers.clone();
     let t = match TelemetryRun::read_samples(samples) {
         Ok(t) => t,
         Err(e) => {
@@ -440,6 +453,22 @@ pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
     let run = attr::attribute_run(&input, Some(&markers), &BTreeMap::new());
     for o in &run.trajectories {
         println!("{}", attr::render_outcome(o).trim_end());
+    }
+    // Each marker the ADR-013 rules dropped, by its line in the file.
+    for o in &run.trajectories {
+        let dropped = match o {
+            attr::TrajectoryOutcome::Attributed(t) => &t.dropped_steps,
+            attr::TrajectoryOutcome::Withheld(w) => &w.dropped_steps,
+        };
+        for d in dropped {
+            for l in file.lines_of(d.step_id, d.t_start_unix_ns, d.t_end_unix_ns) {
+                println!(
+                    "note: {shown}:{l}: step {} dropped from attribution ({})",
+                    d.step_id,
+                    d.reason.label()
+                );
+            }
+        }
     }
     if let Some(p) = out {
         let json = match serde_json::to_vec_pretty(&run) {
