@@ -413,13 +413,19 @@ async fn run_detail(
         Ok(id) => id,
         Err(e) => return error(e),
     };
-    if let Err(e) = Query::parse(raw.as_deref(), &[]) {
-        return error(query_error(e));
-    }
+    let jobs_after = match Query::parse(raw.as_deref(), &["jobs_after"])
+        .and_then(|q| q.u64_in("jobs_after", 0, 0, u64::MAX))
+    {
+        Ok(a) => a,
+        Err(e) => return error(query_error(e)),
+    };
     let gate = st.clone();
     blocking(&gate, move || {
         let dir = st.store.resolve(&id).map_err(store_error)?;
-        Ok(json(StatusCode::OK, &load_detail(&dir)))
+        Ok(json(
+            StatusCode::OK,
+            &api::detail_page(load_detail(&dir), jobs_after),
+        ))
     })
     .await
 }
@@ -582,9 +588,16 @@ async fn artifact(
     if !is_valid_run_id(&id) {
         return error(ApiError::not_found());
     }
-    if let Err(e) = Query::parse(raw.as_deref(), &[]) {
-        return error(query_error(e));
-    }
+    let keys: &[&str] = if events { &["after_seq", "limit"] } else { &[] };
+    let (after, limit) = match Query::parse(raw.as_deref(), keys).and_then(|q| {
+        Ok((
+            q.u64_in("after_seq", 0, 0, u64::MAX)?,
+            q.u64_in("limit", api::MAX_PAGE_EVENTS, 1, api::MAX_PAGE_EVENTS)?,
+        ))
+    }) {
+        Ok(v) => v,
+        Err(e) => return error(query_error(e)),
+    };
     let gate = st.clone();
     blocking(&gate, move || {
         let dir = st.store.resolve(&id).map_err(store_error)?;
@@ -598,16 +611,34 @@ async fn artifact(
         let bytes = dir
             .verified_artifact(&t.manifest, events)
             .map_err(|i| ApiError::integrity("the timeline", vec![i]))?;
-        let ct = if events {
-            "application/x-ndjson"
-        } else {
-            "application/json"
-        };
-        Ok((
-            [(header::CONTENT_TYPE, HeaderValue::from_static(ct))],
-            Body::from(bytes),
+        if !events {
+            return Ok((
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                Body::from(bytes),
+            )
+                .into_response());
+        }
+        let page = api::raw_events_page(&bytes, &t.events, after, limit);
+        let mut r = (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-ndjson"),
+            )],
+            Body::from(page.bytes),
         )
-            .into_response())
+            .into_response();
+        let h = r.headers_mut();
+        h.insert(
+            "x-inferscope-event-count",
+            HeaderValue::from(t.events.len() as u64),
+        );
+        if let Some(n) = page.next_after_seq {
+            h.insert("x-inferscope-next-after-seq", HeaderValue::from(n));
+        }
+        Ok(r)
     })
     .await
 }
