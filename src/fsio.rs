@@ -163,9 +163,9 @@ impl ReadError {
 
 /// `32 MiB`, `4 KiB`, `100 bytes` (pure).
 pub fn human_bytes(n: u64) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
         format!("{} KiB", n >> 10)
     } else {
         format!("{n} bytes")
@@ -516,12 +516,18 @@ mod tests {
             Err(ReadError::TooLarge { limit: 1 << 20 })
         );
         assert_eq!(r.read(&["good", "x"], 10), Err(ReadError::NotDirectory));
-        assert_eq!(r.read(&["..", "outside", "secret"], 10), Err(ReadError::NotFound));
+        assert_eq!(
+            r.read(&["..", "outside", "secret"], 10),
+            Err(ReadError::NotFound)
+        );
         assert_eq!(r.read_optional(&["sub", "nope"], 10), Ok(None));
         assert_eq!(r.entry(&["sub"]), Ok(Entry::Dir));
         assert_eq!(r.entry(&["good"]), Ok(Entry::File));
         assert_eq!(r.entry(&["outdir"]), Err(ReadError::Symlink));
-        assert_eq!(r.entry(&["fifo"]), Err(ReadError::NotRegular(FileKind::Fifo)));
+        assert_eq!(
+            r.entry(&["fifo"]),
+            Err(ReadError::NotRegular(FileKind::Fifo))
+        );
         // A root that is itself a symlink: refused without follow, followed with it.
         let link = tmp.path().join("link");
         symlink(&root, &link).unwrap();
@@ -546,7 +552,10 @@ mod tests {
     fn utf8_positions() {
         assert_eq!(utf8_error_position(b"ok"), None);
         assert_eq!(utf8_error_position(b"\xff"), Some((1, 1)));
-        assert_eq!(utf8_error_position(b"a = 1\nb = \"\xc3\xa9\xff\""), Some((2, 7)));
+        assert_eq!(
+            utf8_error_position(b"a = 1\nb = \"\xc3\xa9\xff\""),
+            Some((2, 7))
+        );
         assert_eq!(utf8(b"x\n\n\xc3".to_vec()), Err((3, 1)));
         assert_eq!(human_bytes(32 << 20), "32 MiB");
         assert_eq!(human_bytes(4096), "4 KiB");

@@ -18,7 +18,10 @@ fn userinfo_ranges(s: &str) -> Vec<std::ops::Range<usize>> {
         // The authority ends at the first `/`, `?`, `#`, whitespace or quote.
         let end = b[start..]
             .iter()
-            .position(|&c| matches!(c, b'/' | b'?' | b'#' | b'"' | b'\'' | b'`' | b'>' | b'<') || c.is_ascii_whitespace())
+            .position(|&c| {
+                matches!(c, b'/' | b'?' | b'#' | b'"' | b'\'' | b'`' | b'>' | b'<')
+                    || c.is_ascii_whitespace()
+            })
             .map_or(b.len(), |p| start + p);
         if let Some(at) = s[start..end].rfind('@') {
             out.push(start..start + at);
@@ -50,7 +53,11 @@ pub fn urls(s: &str) -> Cow<'_, str> {
 /// (case-insensitive, `-` read as `_`). A key ending in `_env` names an environment
 /// variable, not its value, and is not a secret.
 pub fn is_secret_key(key: &str) -> bool {
-    let k = key.trim().trim_matches(['"', '\'']).to_ascii_lowercase().replace('-', "_");
+    let k = key
+        .trim()
+        .trim_matches(['"', '\''])
+        .to_ascii_lowercase()
+        .replace('-', "_");
     if k.ends_with("_env") {
         return false;
     }
@@ -83,7 +90,9 @@ fn mask(bytes: &mut [u8], r: std::ops::Range<usize>) {
 /// The value part of a `key = value` line starting at byte `line_start` of `text`: the
 /// key and the byte range of the value (to the end of the line), when the line has one.
 fn key_value(text: &str, line_start: usize) -> Option<(&str, std::ops::Range<usize>)> {
-    let end = text[line_start..].find('\n').map_or(text.len(), |i| line_start + i);
+    let end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |i| line_start + i);
     let line = &text[line_start..end];
     let eq = line.find('=')?;
     let key = line[..eq].trim();
@@ -114,7 +123,9 @@ pub fn mask_source(text: &str, unknown_at: Option<usize>) -> String {
                 mask(&mut bytes, v);
             }
         }
-        start = text[start..].find('\n').map_or(text.len(), |i| start + i + 1);
+        start = text[start..]
+            .find('\n')
+            .map_or(text.len(), |i| start + i + 1);
     }
     if let Some(at) = unknown_at.filter(|&a| a <= text.len()) {
         let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
@@ -178,15 +189,33 @@ mod tests {
 
     #[test]
     fn userinfo_is_redacted_everywhere() {
-        assert_eq!(urls("POST http://u:PW@h:1/v1/traces: refused"), "POST http://***@h:1/v1/traces: refused");
-        assert_eq!(urls("a https://tok@x b http://y/z@q"), "a https://***@x b http://y/z@q");
+        assert_eq!(
+            urls("POST http://u:PW@h:1/v1/traces: refused"),
+            "POST http://***@h:1/v1/traces: refused"
+        );
+        assert_eq!(
+            urls("a https://tok@x b http://y/z@q"),
+            "a https://***@x b http://y/z@q"
+        );
         assert_eq!(urls("no url here"), "no url here");
-        assert_eq!(urls("(http://a:b@c) and http://d:e@f"), "(http://***@c) and http://***@f");
+        assert_eq!(
+            urls("(http://a:b@c) and http://d:e@f"),
+            "(http://***@c) and http://***@f"
+        );
     }
 
     #[test]
     fn secret_keys() {
-        for k in ["api_key", "API-KEY", "token", "my_token_thing", "password", "db.secret", "Authorization", "\"apikey\""] {
+        for k in [
+            "api_key",
+            "API-KEY",
+            "token",
+            "my_token_thing",
+            "password",
+            "db.secret",
+            "Authorization",
+            "\"apikey\"",
+        ] {
             assert!(is_secret_key(k), "{k}");
         }
         for k in ["api_key_env", "model", "engine", "name"] {
@@ -200,7 +229,10 @@ mod tests {
         let at = t.find("foo").unwrap();
         let m = mask_source(t, Some(at));
         assert_eq!(m.len(), t.len());
-        assert!(!m.contains("hunter2") && !m.contains("sk-1") && !m.contains("sk-ZZ"), "{m}");
+        assert!(
+            !m.contains("hunter2") && !m.contains("sk-1") && !m.contains("sk-ZZ"),
+            "{m}"
+        );
         assert!(m.contains("api_key_env = \"K\""), "{m}");
         assert!(m.contains("http://") && m.contains("@h/v1"), "{m}");
         assert_eq!(m.find("foo"), t.find("foo"));
@@ -210,7 +242,10 @@ mod tests {
     fn excerpts_are_bounded() {
         let long = "A".repeat(5_000_000);
         let e = excerpt(&long);
-        assert!(e.chars().count() < 110 && e.ends_with("(5000000 bytes)"), "{e}");
+        assert!(
+            e.chars().count() < 110 && e.ends_with("(5000000 bytes)"),
+            "{e}"
+        );
         assert_eq!(excerpt("short"), "short");
         assert_eq!(excerpt("a\nb"), "a\\nb");
     }

@@ -30,18 +30,61 @@ fn bytes_from(alphabet: &'static [&'static [u8]], max: usize) -> impl Strategy<V
 }
 
 const SSE: &[&[u8]] = &[
-    b"data: ", b"data:", b"event: x", b": c", b"\n", b"\r\n", b"\r", b"{\"a\":1}", b"[DONE]",
-    b"\xef\xbb\xbf", b"id: 1", b"retry: 5", b"x",
+    b"data: ",
+    b"data:",
+    b"event: x",
+    b": c",
+    b"\n",
+    b"\r\n",
+    b"\r",
+    b"{\"a\":1}",
+    b"[DONE]",
+    b"\xef\xbb\xbf",
+    b"id: 1",
+    b"retry: 5",
+    b"x",
 ];
 const PROM: &[&[u8]] = &[
-    b"# TYPE ", b"# HELP ", b"counter", b"gauge", b"histogram", b"vllm:prompt_tokens_total",
-    b"{", b"}", b"=\"", b"\"", b",", b" ", b"1", b"-2.5e3", b"+Inf", b"NaN", b"\n", b"_bucket",
-    b"le", b"# EOF", b" # {a=\"b\"} 1", b"\\",
+    b"# TYPE ",
+    b"# HELP ",
+    b"counter",
+    b"gauge",
+    b"histogram",
+    b"vllm:prompt_tokens_total",
+    b"{",
+    b"}",
+    b"=\"",
+    b"\"",
+    b",",
+    b" ",
+    b"1",
+    b"-2.5e3",
+    b"+Inf",
+    b"NaN",
+    b"\n",
+    b"_bucket",
+    b"le",
+    b"# EOF",
+    b" # {a=\"b\"} 1",
+    b"\\",
 ];
 const MARK: &[&[u8]] = &[
-    b"{\"step_id\":", b"1", b"18446744073709551615", b"18446744073709551616", b"1.5", b"-1",
-    b",\"kind\":\"llm_call\"", b",\"kind\":\"tool\"", b",\"t_start_unix_ns\":",
-    b",\"t_end_unix_ns\":", b"}", b"\n", b"\r\n", b" ", b"\xef\xbb\xbf", b"\xff",
+    b"{\"step_id\":",
+    b"1",
+    b"18446744073709551615",
+    b"18446744073709551616",
+    b"1.5",
+    b"-1",
+    b",\"kind\":\"llm_call\"",
+    b",\"kind\":\"tool\"",
+    b",\"t_start_unix_ns\":",
+    b",\"t_end_unix_ns\":",
+    b"}",
+    b"\n",
+    b"\r\n",
+    b" ",
+    b"\xef\xbb\xbf",
+    b"\xff",
 ];
 
 fn config(cases: u32) -> ProptestConfig {
@@ -134,7 +177,11 @@ proptest! {
 
 fn fixture_run(dir: &Path) {
     let from = repo().join("fixtures/runs/complete");
-    for rel in ["report.json", "timeline/manifest.json", "timeline/events.jsonl"] {
+    for rel in [
+        "report.json",
+        "timeline/manifest.json",
+        "timeline/events.jsonl",
+    ] {
         let to = dir.join(rel);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(from.join(rel), to).unwrap();

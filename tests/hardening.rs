@@ -22,7 +22,11 @@ const HANG: Duration = Duration::from_secs(60);
 fn mkfifo(p: &Path) {
     let c = CString::new(p.as_os_str().as_bytes()).unwrap();
     // SAFETY: NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {p:?}");
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+        0,
+        "mkfifo {p:?}"
+    );
 }
 
 fn sparse(p: &Path, len: u64) {
@@ -110,19 +114,43 @@ fn cli_readers_refuse_hostile_artifacts() {
                 vec!["timeline", "verify", "RUN"],
             ],
         ),
-        ("timeline/manifest.json", vec![vec!["timeline", "verify", "RUN"]]),
-        ("timeline/events.jsonl", vec![vec!["timeline", "verify", "RUN"]]),
+        (
+            "timeline/manifest.json",
+            vec![vec!["timeline", "verify", "RUN"]],
+        ),
+        (
+            "timeline/events.jsonl",
+            vec![vec!["timeline", "verify", "RUN"]],
+        ),
         (
             "samples/gpu.jsonl",
-            vec![vec!["trajectory", "--samples", "RUN", "--steps", "RUN/steps.jsonl"]],
+            vec![vec![
+                "trajectory",
+                "--samples",
+                "RUN",
+                "--steps",
+                "RUN/steps.jsonl",
+            ]],
         ),
         (
             "samples/sources.json",
-            vec![vec!["trajectory", "--samples", "RUN", "--steps", "RUN/steps.jsonl"]],
+            vec![vec![
+                "trajectory",
+                "--samples",
+                "RUN",
+                "--steps",
+                "RUN/steps.jsonl",
+            ]],
         ),
         (
             "steps.jsonl",
-            vec![vec!["trajectory", "--samples", "RUN", "--steps", "RUN/steps.jsonl"]],
+            vec![vec![
+                "trajectory",
+                "--samples",
+                "RUN",
+                "--steps",
+                "RUN/steps.jsonl",
+            ]],
         ),
     ];
     let good = std::fs::read(repo().join("fixtures/runs/complete/report.json")).unwrap();
@@ -134,10 +162,7 @@ fn cli_readers_refuse_hostile_artifacts() {
             plant(&run.join(file), h, &outside, &good);
             for args in commands {
                 let run_s = run.to_str().unwrap().to_string();
-                let args: Vec<String> = args
-                    .iter()
-                    .map(|a| a.replace("RUN", &run_s))
-                    .collect();
+                let args: Vec<String> = args.iter().map(|a| a.replace("RUN", &run_s)).collect();
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let o = run_bounded(&case, &args);
                 let code = o.status.code();
@@ -147,7 +172,10 @@ fn cli_readers_refuse_hostile_artifacts() {
                     describe(&o)
                 );
                 let (out, err) = text(&o);
-                assert!(out.len() + err.len() < 64 << 10, "{file} {h:?}: output bounded");
+                assert!(
+                    out.len() + err.len() < 64 << 10,
+                    "{file} {h:?}: output bounded"
+                );
             }
         }
     }
@@ -158,7 +186,10 @@ fn cli_readers_refuse_hostile_artifacts() {
 fn baseline_file_and_compare_refuse_hostile_files() {
     let tmp = tempfile::tempdir().unwrap();
     let run = complete_run(tmp.path());
-    let o = run_bounded(tmp.path(), &["baseline", "save", run.to_str().unwrap(), "--name", "m"]);
+    let o = run_bounded(
+        tmp.path(),
+        &["baseline", "save", run.to_str().unwrap(), "--name", "m"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let path = tmp.path().join(".inferscope/baselines/m.json");
     let outside = tmp.path().join("outside");
@@ -172,7 +203,10 @@ fn baseline_file_and_compare_refuse_hostile_files() {
         );
         assert_eq!(o.status.code(), Some(2), "{h:?}: {}", describe(&o));
         // Saving over it never reads it either.
-        let o = run_bounded(tmp.path(), &["baseline", "save", run.to_str().unwrap(), "--name", "m"]);
+        let o = run_bounded(
+            tmp.path(),
+            &["baseline", "save", run.to_str().unwrap(), "--name", "m"],
+        );
         assert_eq!(o.status.code(), Some(0), "{h:?}: {}", describe(&o));
         let _ = std::fs::remove_file(&path);
     }
@@ -193,7 +227,15 @@ fn suite_and_token_file_refuse_hostile_files() {
         plant(&tok, h, &outside, b"0123456789abcdef-token\n");
         let o = run_bounded(
             tmp.path(),
-            &["serve", "--runs", ".", "--bind", "127.0.0.1:0", "--token-file", "tok"],
+            &[
+                "serve",
+                "--runs",
+                ".",
+                "--bind",
+                "127.0.0.1:0",
+                "--token-file",
+                "tok",
+            ],
         );
         assert_eq!(o.status.code(), Some(2), "{h:?}: {}", describe(&o));
     }
@@ -208,9 +250,13 @@ fn verify_and_store_never_block_on_report_json() {
     std::fs::create_dir_all(&outside).unwrap();
     let root = tmp.path().join("runs");
     std::fs::create_dir_all(&root).unwrap();
-    let mut other = std::fs::read_to_string(repo().join("fixtures/runs/complete/report.json"))
-        .unwrap();
-    other = other.replacen("\"run_id\"", "\"run_id\": \"someone-else\", \"x_run_id\"", 1);
+    let mut other =
+        std::fs::read_to_string(repo().join("fixtures/runs/complete/report.json")).unwrap();
+    other = other.replacen(
+        "\"run_id\"",
+        "\"run_id\": \"someone-else\", \"x_run_id\"",
+        1,
+    );
     for h in ALL {
         let run = complete_run(&root.join(format!("{h:?}")));
         plant(&run.join("report.json"), h, &outside, other.as_bytes());
@@ -242,7 +288,10 @@ fn a_run_without_its_report_is_incomplete() {
     let o = run_bounded(tmp.path(), &["timeline", "verify", run.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(text(&o).0.contains("incomplete run"), "{}", describe(&o));
-    let o = run_bounded(tmp.path(), &["report", run.to_str().unwrap(), "--format", "json"]);
+    let o = run_bounded(
+        tmp.path(),
+        &["report", run.to_str().unwrap(), "--format", "json"],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(text(&o).1.contains("incomplete run"), "{}", describe(&o));
     // With the report in place the same directory verifies (the temp file is ignored).
@@ -302,12 +351,19 @@ fn suite_diagnostics_redact_bound_and_locate() {
         }
     }
     // A 3 MB bad value: stderr stays small and names the position.
-    let big = format!("name = \"x\"\nmodel = \"m\"\nengine = \"{}\"\n", "A".repeat(3_000_000));
+    let big = format!(
+        "name = \"x\"\nmodel = \"m\"\nengine = \"{}\"\n",
+        "A".repeat(3_000_000)
+    );
     write(tmp.path(), "big.toml", &big);
     let o = run_bounded(tmp.path(), &["check", "big.toml"]);
     assert_eq!(o.status.code(), Some(2));
     let (out, err) = text(&o);
-    assert!(out.len() + err.len() < 8 << 10, "{} bytes", out.len() + err.len());
+    assert!(
+        out.len() + err.len() < 8 << 10,
+        "{} bytes",
+        out.len() + err.len()
+    );
     assert!(err.contains("big.toml:3:10"), "{err}");
 }
 
@@ -338,14 +394,20 @@ fn otlp_warning_redacts_userinfo() {
     );
     let (out, err) = text(&o);
     assert!(err.contains("warning: otlp:"), "{}", describe(&o));
-    assert!(!out.contains("PW-s3cret") && !err.contains("PW-s3cret"), "{}", describe(&o));
+    assert!(
+        !out.contains("PW-s3cret") && !err.contains("PW-s3cret"),
+        "{}",
+        describe(&o)
+    );
     assert!(err.contains("http://***@127.0.0.1"), "{err}");
 }
 
 // ------------------------------------------------------------------ 8. markers
 
 fn marker(id: u64, kind: &str, s: u64, e: u64) -> String {
-    format!("{{\"step_id\":{id},\"kind\":\"{kind}\",\"t_start_unix_ns\":{s},\"t_end_unix_ns\":{e}}}")
+    format!(
+        "{{\"step_id\":{id},\"kind\":\"{kind}\",\"t_start_unix_ns\":{s},\"t_end_unix_ns\":{e}}}"
+    )
 }
 
 /// Item 8: `trajectory --steps` keeps the valid records of a file whose last line was cut
@@ -362,7 +424,13 @@ fn trajectory_keeps_records_before_a_truncated_tail_and_locates_drops() {
     let f = write(tmp.path(), "cut.jsonl", &cut);
     let o = run_bounded(
         tmp.path(),
-        &["trajectory", "--samples", run.to_str().unwrap(), "--steps", f.to_str().unwrap()],
+        &[
+            "trajectory",
+            "--samples",
+            run.to_str().unwrap(),
+            "--steps",
+            f.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (out, err) = text(&o);
@@ -380,11 +448,20 @@ fn trajectory_keeps_records_before_a_truncated_tail_and_locates_drops() {
     let f = write(tmp.path(), "rev.jsonl", &rev);
     let o = run_bounded(
         tmp.path(),
-        &["trajectory", "--samples", run.to_str().unwrap(), "--steps", f.to_str().unwrap()],
+        &[
+            "trajectory",
+            "--samples",
+            run.to_str().unwrap(),
+            "--steps",
+            f.to_str().unwrap(),
+        ],
     );
     let (out, _) = text(&o);
     assert!(
-        out.contains(&format!("rev.jsonl:{}: step 77 dropped from attribution (ends_before_start)", n + 1)),
+        out.contains(&format!(
+            "rev.jsonl:{}: step 77 dropped from attribution (ends_before_start)",
+            n + 1
+        )),
         "{}",
         describe(&o)
     );
@@ -395,10 +472,20 @@ fn trajectory_keeps_records_before_a_truncated_tail_and_locates_drops() {
     let f = write(tmp.path(), "bad.jsonl", &(lines.join("\n") + "\n"));
     let o = run_bounded(
         tmp.path(),
-        &["trajectory", "--samples", run.to_str().unwrap(), "--steps", f.to_str().unwrap()],
+        &[
+            "trajectory",
+            "--samples",
+            run.to_str().unwrap(),
+            "--steps",
+            f.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
-    assert!(text(&o).1.contains("bad.jsonl:2: rejected step marker"), "{}", describe(&o));
+    assert!(
+        text(&o).1.contains("bad.jsonl:2: rejected step marker"),
+        "{}",
+        describe(&o)
+    );
 }
 
 /// Item 8: an SWE harness killed mid-write leaves a half line: every record before it is
@@ -424,7 +511,10 @@ print("done")
         "name = \"w\"\n[[jobs]]\nname = \"h\"\nkind = \"swe\"\ncommand = [\"python3\", \"h.py\"]\ntimeout_s = 30.0\n",
     );
     let out = tmp.path().join("run");
-    let o = run_bounded(tmp.path(), &["run", "s.toml", "--out", out.to_str().unwrap()]);
+    let o = run_bounded(
+        tmp.path(),
+        &["run", "s.toml", "--out", out.to_str().unwrap()],
+    );
     let (stdout, _) = text(&o);
     assert!(stdout.contains("truncated_tail"), "{}", describe(&o));
     let r = support::report(&out);
@@ -436,9 +526,19 @@ print("done")
     let steps = j["trajectories"][0]["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2, "{j}");
     // The first marker started ~10 s before the anchor: its real duration is kept.
-    let before = steps[0]["start_before_anchor_ns"].as_u64().expect("flagged");
+    let before = steps[0]["start_before_anchor_ns"]
+        .as_u64()
+        .expect("flagged");
     assert!(before > 5_000_000_000, "{before}");
-    assert!(steps[0]["duration_ms"].as_f64().unwrap() > 9_000.0, "{}", steps[0]);
-    assert_eq!(sf["before_anchor_steps"].as_array().unwrap().len(), 1, "{sf}");
+    assert!(
+        steps[0]["duration_ms"].as_f64().unwrap() > 9_000.0,
+        "{}",
+        steps[0]
+    );
+    assert_eq!(
+        sf["before_anchor_steps"].as_array().unwrap().len(),
+        1,
+        "{sf}"
+    );
     assert!(steps[1]["start_before_anchor_ns"].is_null());
 }

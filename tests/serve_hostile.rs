@@ -107,7 +107,10 @@ fn get(addr: SocketAddr, target: &str, timeout: Duration) -> std::io::Result<Res
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     let mut body = buf[split + 4..].to_vec();
-    if headers.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         body = dechunk(&body);
     }
     Ok(Resp {
@@ -213,15 +216,17 @@ fn runs_listing_answers_within_1s_under_fifo_and_slow_header_clients() {
     }
     for _ in 0..per_group {
         let mut s = TcpStream::connect(srv.addr).unwrap();
-        s.write_all(b"GET /v1/runs HTTP/1.1\r\nHost: x\r\nAuthoriz").unwrap();
+        s.write_all(b"GET /v1/runs HTTP/1.1\r\nHost: x\r\nAuthoriz")
+            .unwrap();
         held.push(s);
     }
     // Let the server take all of them in.
     std::thread::sleep(Duration::from_millis(500));
     for attempt in 0..3 {
         let t0 = Instant::now();
-        let r = get(srv.addr, "/v1/runs", Duration::from_secs(1))
-            .unwrap_or_else(|e| panic!("attempt {attempt}: /v1/runs gave no answer within 1 s: {e}"));
+        let r = get(srv.addr, "/v1/runs", Duration::from_secs(1)).unwrap_or_else(|e| {
+            panic!("attempt {attempt}: /v1/runs gave no answer within 1 s: {e}")
+        });
         let took = t0.elapsed();
         println!("/v1/runs answered in {took:?}");
         assert_eq!(r.status, 200, "{}", r.headers);
@@ -277,7 +282,9 @@ fn connections_over_the_cap_are_closed() {
             ..ServeLimits::default()
         },
     );
-    let mut held: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(srv.addr).unwrap()).collect();
+    let mut held: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(srv.addr).unwrap())
+        .collect();
     std::thread::sleep(Duration::from_millis(300));
     let over = get(srv.addr, "/health", Duration::from_secs(20));
     assert!(over.is_err(), "the fifth connection was served");
@@ -410,5 +417,9 @@ fn a_page_with_an_oversized_first_item_still_advances() {
     assert_eq!(p.next_after, None);
     let p = api::samples_page("r", "metrics", &items, 0, 1, None, None);
     assert!(p.samples.is_empty());
-    assert_eq!(p.next_after, Some(1), "the cursor moved past the oversized item");
+    assert_eq!(
+        p.next_after,
+        Some(1),
+        "the cursor moved past the oversized item"
+    );
 }

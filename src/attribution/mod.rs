@@ -57,7 +57,8 @@ pub use input::{
 };
 pub use markers::{
     MAX_MARKER_ERRORS, MarkerFile, MarkerFileError, MarkerLineError, MarkerReadError, StepKind,
-    StepMarker, parse_marker_file, parse_step_markers, read_step_markers, step_markers_to_jsonl, write_step_markers,
+    StepMarker, parse_marker_file, parse_step_markers, read_step_markers, step_markers_to_jsonl,
+    write_step_markers,
 };
 pub use metrics::{
     ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, EnergyBasis, EnergySource,

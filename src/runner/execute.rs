@@ -588,9 +588,7 @@ impl Session {
                         // anchor keeps its real time (never rewritten to the anchor) and
                         // is flagged; the join drops it by its `outside_run` rule.
                         let step_id = ctx.step_id();
-                        let before = anchor
-                            .checked_sub(m.t_start_unix_ns)
-                            .filter(|&b| b > 0);
+                        let before = anchor.checked_sub(m.t_start_unix_ns).filter(|&b| b > 0);
                         if before.is_some() {
                             prov.before_anchor_steps.push(step_id);
                         }

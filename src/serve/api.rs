@@ -577,7 +577,9 @@ pub fn detail_page(mut d: RunDetail, jobs_after: u64) -> DetailPage {
     };
     let base = json_len(&d) + 512;
     let room = budget.saturating_sub(base);
-    let start = usize::try_from(jobs_after).unwrap_or(usize::MAX).min(jobs.len());
+    let start = usize::try_from(jobs_after)
+        .unwrap_or(usize::MAX)
+        .min(jobs.len());
     let mut used = 0usize;
     let mut page = Vec::new();
     let mut summarised = Vec::new();

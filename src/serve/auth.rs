@@ -195,7 +195,10 @@ mod tests {
         for mode in [0o666, 0o644, 0o640, 0o604] {
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
             let e = Token::load(Some(&p), None).unwrap_err();
-            assert!(matches!(e, TokenError::Exposed { mode: m, .. } if m == mode), "{e}");
+            assert!(
+                matches!(e, TokenError::Exposed { mode: m, .. } if m == mode),
+                "{e}"
+            );
             assert!(e.to_string().contains("chmod 600"), "{e}");
             assert!(!e.to_string().contains(T));
         }

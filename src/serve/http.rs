@@ -239,8 +239,8 @@ where
         lane.waiting.fetch_sub(1, Ordering::SeqCst);
         return busy();
     }
-    let permit = tokio::time::timeout(READ_QUEUE_TIMEOUT, lane.permits.clone().acquire_owned())
-        .await;
+    let permit =
+        tokio::time::timeout(READ_QUEUE_TIMEOUT, lane.permits.clone().acquire_owned()).await;
     lane.waiting.fetch_sub(1, Ordering::SeqCst);
     let _permit = match permit {
         Ok(Ok(p)) => p,

@@ -506,7 +506,11 @@ impl RunDir {
     pub fn has_manifest(&self) -> bool {
         self.touch();
         matches!(
-            self.entry(&[TIMELINE_DIR, MANIFEST_FILE], "timeline/manifest.json", false),
+            self.entry(
+                &[TIMELINE_DIR, MANIFEST_FILE],
+                "timeline/manifest.json",
+                false
+            ),
             Ok(Some(_))
         )
     }

@@ -193,7 +193,9 @@ impl SuiteError {
         // a snippet with overlong lines is left out (the message stays located).
         let unknown = matches!(
             kind,
-            SuiteErrorKind::UnknownField | SuiteErrorKind::UnknownTable | SuiteErrorKind::WrongKindField
+            SuiteErrorKind::UnknownField
+                | SuiteErrorKind::UnknownTable
+                | SuiteErrorKind::WrongKindField
         );
         let source = (kind != SuiteErrorKind::Secret && snippet_fits(text, &span)).then(|| {
             let masked = crate::redact::mask_source(text, unknown.then_some(location.offset));

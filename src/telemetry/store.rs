@@ -209,9 +209,7 @@ impl TelemetryRun {
         };
         let sources = sdir.join("sources.json");
         let text = read_bounded(&sources, crate::fsio::limits::SAMPLES_SOURCES_BYTES)?
-            .ok_or_else(|| {
-                io_err(&sources)(std::io::Error::from(std::io::ErrorKind::NotFound))
-            })?;
+            .ok_or_else(|| io_err(&sources)(std::io::Error::from(std::io::ErrorKind::NotFound)))?;
         let s: SamplesSources =
             serde_json::from_slice(&text).map_err(|source| SamplesError::Json {
                 path: sources.clone(),

@@ -67,17 +67,17 @@ fn json_fault(e: &serde_json::Error) -> String {
 /// symlink followed on any component, no FIFO or device, size checked before reading).
 /// `Ok(None)` when missing; a file over `limit` is `Ok(Some)` of `limit + 1` bytes so
 /// callers report their own too-large error.
-fn read_bounded(
-    root: &fsio::Root,
-    rel: &[&str],
-    limit: u64,
-) -> Result<Option<Vec<u8>>, ErrorKind> {
+fn read_bounded(root: &fsio::Root, rel: &[&str], limit: u64) -> Result<Option<Vec<u8>>, ErrorKind> {
     match root.read_optional(rel, limit) {
-        Err(fsio::ReadError::TooLarge { .. }) => {
-            Ok(Some(vec![0; usize::try_from(limit + 1).unwrap_or(usize::MAX)]))
-        }
+        Err(fsio::ReadError::TooLarge { .. }) => Ok(Some(vec![
+            0;
+            usize::try_from(limit + 1)
+                .unwrap_or(usize::MAX)
+        ])),
         Err(
-            fsio::ReadError::Symlink | fsio::ReadError::NotRegular(_) | fsio::ReadError::NotDirectory,
+            fsio::ReadError::Symlink
+            | fsio::ReadError::NotRegular(_)
+            | fsio::ReadError::NotDirectory,
         ) => Err(ErrorKind::NotRegularFile("file")),
         Err(e) => Err(ErrorKind::Unreadable("file", e.to_string())),
         Ok(b) => Ok(b),
@@ -248,7 +248,9 @@ fn report_run_id(root: &fsio::Root) -> Result<ReportId, ErrorKind> {
         Ok(Some(bytes)) => Ok(serde_json::from_slice::<RunIdOnly>(&bytes)
             .map_or(ReportId::Unknown, |r| ReportId::Id(r.run_id))),
         Err(
-            fsio::ReadError::Symlink | fsio::ReadError::NotRegular(_) | fsio::ReadError::NotDirectory,
+            fsio::ReadError::Symlink
+            | fsio::ReadError::NotRegular(_)
+            | fsio::ReadError::NotDirectory,
         ) => Err(ErrorKind::NotRegularFile("report.json")),
         Err(e) => Err(ErrorKind::Unreadable("report.json", e.to_string())),
     }
