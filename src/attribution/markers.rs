@@ -120,6 +120,9 @@ pub struct MarkerFile {
     /// The 1-based line of a half-written last line (no final newline and not a valid
     /// marker): left out, every record before it kept.
     pub truncated_tail: Option<usize>,
+    /// Why that last line did not parse (for the strict reader's message).
+    #[serde(skip)]
+    pub truncated_tail_error: Option<String>,
     /// Rejected lines (other than a truncated tail), up to [`MAX_MARKER_ERRORS`].
     pub rejected: Vec<MarkerLineError>,
     /// Rejected lines in the whole file (≥ `rejected.len()`).
@@ -199,8 +202,9 @@ pub fn parse_marker_file(bytes: &[u8]) -> MarkerFile {
                 f.markers.push(m);
                 f.lines.push(i + 1);
             }
-            Err(_) if !ends_with_newline && Some(i) == last_nonempty => {
+            Err(message) if !ends_with_newline && Some(i) == last_nonempty => {
                 f.truncated_tail = Some(i + 1);
+                f.truncated_tail_error = Some(message);
             }
             Err(message) => {
                 f.rejected_count += 1;
@@ -233,7 +237,10 @@ pub fn parse_step_markers(text: &str) -> Result<Vec<StepMarker>, MarkerFileError
         if errors.len() < MAX_MARKER_ERRORS {
             errors.push(MarkerLineError {
                 line: l,
-                message: "truncated last line (no newline, not a complete marker)".into(),
+                message: format!(
+                    "truncated last line (no newline, not a complete marker): {}",
+                    f.truncated_tail_error.as_deref().unwrap_or("")
+                ),
             });
         }
     }
