@@ -404,6 +404,20 @@ fn otlp_warning_redacts_userinfo() {
 
 // ------------------------------------------------------------------ 8. markers
 
+/// `trajectory --samples RUN --steps FILE`, bounded.
+fn trajectory(cwd: &Path, run: &Path, steps: &Path) -> Output {
+    run_bounded(
+        cwd,
+        &[
+            "trajectory",
+            "--samples",
+            run.to_str().unwrap(),
+            "--steps",
+            steps.to_str().unwrap(),
+        ],
+    )
+}
+
 fn marker(id: u64, kind: &str, s: u64, e: u64) -> String {
     format!(
         "{{\"step_id\":{id},\"kind\":\"{kind}\",\"t_start_unix_ns\":{s},\"t_end_unix_ns\":{e}}}"
@@ -422,16 +436,7 @@ fn trajectory_keeps_records_before_a_truncated_tail_and_locates_drops() {
     let mut cut = steps.clone();
     cut.push_str("{\"step_id\":99,\"kind\":\"llm_c");
     let f = write(tmp.path(), "cut.jsonl", &cut);
-    let o = run_bounded(
-        tmp.path(),
-        &[
-            "trajectory",
-            "--samples",
-            run.to_str().unwrap(),
-            "--steps",
-            f.to_str().unwrap(),
-        ],
-    );
+    let o = trajectory(tmp.path(), &run, &f);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (out, err) = text(&o);
     assert!(
@@ -446,16 +451,7 @@ fn trajectory_keeps_records_before_a_truncated_tail_and_locates_drops() {
     let s = v["t_start_unix_ns"].as_u64().unwrap();
     let rev = format!("{steps}{}\n", marker(77, "tool", s + 10, s + 5));
     let f = write(tmp.path(), "rev.jsonl", &rev);
-    let o = run_bounded(
-        tmp.path(),
-        &[
-            "trajectory",
-            "--samples",
-            run.to_str().unwrap(),
-            "--steps",
-            f.to_str().unwrap(),
-        ],
-    );
+    let o = trajectory(tmp.path(), &run, &f);
     let (out, _) = text(&o);
     assert!(
         out.contains(&format!(
@@ -470,16 +466,7 @@ fn trajectory_keeps_records_before_a_truncated_tail_and_locates_drops() {
     let mut lines: Vec<&str> = steps.lines().collect();
     lines.insert(1, "{\"step_id\": 1.5}");
     let f = write(tmp.path(), "bad.jsonl", &(lines.join("\n") + "\n"));
-    let o = run_bounded(
-        tmp.path(),
-        &[
-            "trajectory",
-            "--samples",
-            run.to_str().unwrap(),
-            "--steps",
-            f.to_str().unwrap(),
-        ],
-    );
+    let o = trajectory(tmp.path(), &run, &f);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(
         text(&o).1.contains("bad.jsonl:2: rejected step marker"),

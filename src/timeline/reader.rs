@@ -98,8 +98,12 @@ fn rename_what(k: ErrorKind, what: &'static str) -> ErrorKind {
 /// `timeline verify` command) reports it as incomplete. Never panics on hostile input;
 /// reads at most 16 KiB of manifest and the manifest's byte budget (≤ 8 MiB) of events.
 pub fn verify(run_dir: &Path) -> VerifyReport {
+    verify_opened(run_dir, false)
+}
+
+fn verify_opened(run_dir: &Path, require_report: bool) -> VerifyReport {
     match fsio::Root::open(run_dir, true) {
-        Ok(root) => verify_at(&root, run_dir, false),
+        Ok(root) => verify_at(&root, run_dir, require_report),
         Err(_) => {
             let mut report = VerifyReport::new(run_dir);
             report.unavailable = Some(Unavailable::RunDirMissing);
@@ -112,14 +116,7 @@ pub fn verify(run_dir: &Path) -> VerifyReport {
 /// last artifact (written atomically after everything else), is in place; without it the
 /// timeline is [`Unavailable::Incomplete`] (exit 2), whatever the timeline holds.
 pub fn verify_run(run_dir: &Path) -> VerifyReport {
-    match fsio::Root::open(run_dir, true) {
-        Ok(root) => verify_at(&root, run_dir, true),
-        Err(_) => {
-            let mut report = VerifyReport::new(run_dir);
-            report.unavailable = Some(Unavailable::RunDirMissing);
-            report
-        }
-    }
+    verify_opened(run_dir, true)
 }
 
 /// [`verify`] / [`verify_run`] below an opened run directory (`serve` opens it from its
