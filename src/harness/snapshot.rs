@@ -481,6 +481,7 @@ mod tests {
             start_ns: 0,
             end_ns: 1,
             duration_ms: 0.0,
+            start_before_anchor_ns: None,
             status: Some(StepStatus::Completed),
             failure_code: None,
             tool_error: None,

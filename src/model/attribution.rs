@@ -56,6 +56,16 @@ pub struct StepUsage {
     pub completion_tokens: Option<u64>,
 }
 
+/// One line of a marker file that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MarkerLineError {
+    /// 1-based line number in the file.
+    pub line: usize,
+    /// What was wrong (serde_json's message, e.g. `invalid type: floating point
+    /// \`1.7e18\`, expected u64 at line 1 column 33`).
+    pub message: String,
+}
+
 /// The measured window of the run, `[start_elapsed_ns, end_elapsed_ns]` (closed), in ns
 /// from the reference instant. Steps must lie inside it; the whole-run integral is taken
 /// over it.

@@ -46,7 +46,7 @@ pub use figure::{Figure, basis_text, tokens_per_joule};
 pub use gate::{Comparison, Outcome, Verdict};
 pub use job::{
     FailureCount, GradingCheck, HarnessReport, JobEnergy, JobKind, JobReport, JobStatus,
-    SetupCause, SetupError,
+    SetupCause, SetupError, StepsFileReport,
 };
 pub use request::{FailureCode, RequestRecord, RequestStatus};
 pub use run::{

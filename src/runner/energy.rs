@@ -259,7 +259,12 @@ pub fn markers_and_usage<'a>(
     for tr in trajectories {
         for s in &tr.steps {
             markers.push(StepMarker::at(
-                anchor, &tr.id, s.step_id, s.kind, s.start_ns, s.end_ns, &s.name,
+                &tr.id,
+                s.step_id,
+                s.kind,
+                s.start_unix_ns(anchor),
+                anchor + s.end_ns,
+                &s.name,
             ));
             if let Some(r) = &s.request {
                 usage.insert(
@@ -540,13 +545,26 @@ impl RunEnergy {
 /// an external driver's step markers with a run's sampled timelines. Exit 0 on success,
 /// 2 on unreadable input.
 pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
-    let markers = match attr::read_step_markers(steps) {
+    let file = match attr::read_step_markers(steps) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {}: {e}", steps.display());
             return gate::EXIT_BAD_INPUT;
         }
     };
+    // Every rejected line is bad input, named by file and line; a half-written last line
+    // (a driver killed mid-write) is left out and said so, the records before it kept.
+    let shown = steps.display().to_string();
+    if file.rejected_count > 0 {
+        for p in file.problems(&shown) {
+            eprintln!("error: {p}");
+        }
+        return gate::EXIT_BAD_INPUT;
+    }
+    for p in file.problems(&shown) {
+        eprintln!("warning: {p}");
+    }
+    let markers = file.markers.clone();
     let t = match TelemetryRun::read_samples(samples) {
         Ok(t) => t,
         Err(e) => {
@@ -558,6 +576,22 @@ pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
     let run = attr::attribute_run(&input, Some(&markers), &BTreeMap::new());
     for o in &run.trajectories {
         println!("{}", attr::render_outcome(o).trim_end());
+    }
+    // Each marker the ADR-013 rules dropped, by its line in the file.
+    for o in &run.trajectories {
+        let dropped = match o {
+            attr::TrajectoryOutcome::Attributed(t) => &t.dropped_steps,
+            attr::TrajectoryOutcome::Withheld(w) => &w.dropped_steps,
+        };
+        for d in dropped {
+            for l in file.lines_of(d.step_id, d.t_start_unix_ns, d.t_end_unix_ns) {
+                println!(
+                    "note: {shown}:{l}: step {} dropped from attribution ({})",
+                    d.step_id,
+                    d.reason.label()
+                );
+            }
+        }
     }
     if let Some(p) = out {
         let json = match serde_json::to_vec_pretty(&run) {

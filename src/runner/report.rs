@@ -203,6 +203,7 @@ fn step_report(
         start_ns: s.start_ns,
         end_ns: s.end_ns,
         duration_ms: s.duration_ms(),
+        start_before_anchor_ns: s.start_before_anchor_ns,
         status: s.status_known.then_some(s.status),
         failure_code: s.failure_code,
         tool_error: s.tool_error,
@@ -567,6 +568,9 @@ fn job_report(
         } else if h.exit_code != Some(0) {
             harness_ok = false;
         }
+        if let Some(f) = &h.steps_file {
+            notes.extend(steps_file_notes(f));
+        }
     }
     let outcome = JobOutcome::from_verdicts(&verdicts, g.grading_passed());
     // A trajectory that ended without its final answer (max_steps, a repeated tool call, a
@@ -634,6 +638,7 @@ fn job_report(
             exit_code: h.exit_code,
             timed_out: h.timed_out,
             spawn_error: h.spawn_error.clone(),
+            steps_file: h.steps_file.clone(),
         }),
         load,
         sweep,
@@ -747,6 +752,44 @@ pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
     super::table::step_tables(report)
 }
 
+/// The console notes of an SWE steps file: a truncated tail, every rejected line (by its
+/// line number) and steps that start before the run's anchor.
+fn steps_file_notes(f: &crate::model::StepsFileReport) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(e) = &f.read_error {
+        notes.push(format!("steps file unreadable: {e}"));
+    }
+    if let Some(l) = f.truncated_line {
+        notes.push(format!(
+            "steps file: truncated_tail: line {l} was half-written and left out; the {} \
+             marker(s) before it are kept",
+            f.markers
+        ));
+    }
+    for r in &f.rejected {
+        notes.push(format!(
+            "steps file line {}: rejected step marker: {}",
+            r.line, r.message
+        ));
+    }
+    if f.rejected_count > f.rejected.len() {
+        notes.push(format!(
+            "steps file: {} more rejected line(s)",
+            f.rejected_count - f.rejected.len()
+        ));
+    }
+    if !f.before_anchor_steps.is_empty() {
+        notes.push(format!(
+            "steps file: {} step(s) start before the run's reference instant (steps {:?}): \
+             kept with their real times, dropped from attribution by ADR-013's outside_run \
+             rule",
+            f.before_anchor_steps.len(),
+            f.before_anchor_steps
+        ));
+    }
+    notes
+}
+
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -766,7 +809,12 @@ pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
         .flat_map(|t| {
             t.steps.iter().map(move |s| {
                 StepMarker::at(
-                    anchor, &t.id, s.step_id, s.kind, s.start_ns, s.end_ns, &s.name,
+                    &t.id,
+                    s.step_id,
+                    s.kind,
+                    s.start_unix_ns(anchor),
+                    anchor + s.end_ns,
+                    &s.name,
                 )
             })
         })
@@ -850,6 +898,7 @@ mod tests {
             tool_error: None,
             request: Some(r),
             status_known: true,
+            start_before_anchor_ns: None,
         }
     }
 
