@@ -46,7 +46,7 @@ pub async fn dispatch(cmd: Command) -> i32 {
             Some(shards) => {
                 let mut code = 0;
                 for (k, dir) in shards {
-                    let r = crate::timeline::verify(&dir);
+                    let r = crate::timeline::verify_run(&dir);
                     println!("shard {k}: {r}");
                     code = match (code, r.exit_code()) {
                         (1, _) | (_, 1) => 1,
@@ -57,7 +57,7 @@ pub async fn dispatch(cmd: Command) -> i32 {
                 code
             }
             None => {
-                let r = crate::timeline::verify(&run_dir);
+                let r = crate::timeline::verify_run(&run_dir);
                 println!("{r}");
                 r.exit_code()
             }
@@ -428,12 +428,23 @@ fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
     std::fs::write(path, xml).map_err(|e| e.to_string())
 }
 
-/// Reads a run's `report.json` through the typed model: schema
-/// `inferscope-bench.report/v2` only (a v1 report is refused as an unsupported schema,
-/// naming it).
+/// Reads a run's `report.json` through the bounded reader ([`crate::fsio`]: no symlink
+/// below `run_dir`, no FIFO or device, at most [`crate::fsio::limits::REPORT_BYTES`]) and
+/// the typed model: schema `inferscope-bench.report/v2` only (a v1 report is refused as an
+/// unsupported schema, naming it). A run without it is incomplete (the report is the
+/// artifact a run writes last).
 pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
     let p = run_dir.join("report.json");
-    let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let bytes = crate::fsio::Root::open(run_dir, true)
+        .and_then(|r| r.read(&["report.json"], crate::fsio::limits::REPORT_BYTES))
+        .map_err(|e| match e {
+            crate::fsio::ReadError::NotFound => format!(
+                "{}: not found: an incomplete run (report.json is written last) or not a \
+                 run directory",
+                p.display()
+            ),
+            e => format!("{}: {e}", p.display()),
+        })?;
     RunReport::from_json(&bytes).map_err(|e| format!("{}: {e}", p.display()))
 }
 
@@ -474,9 +485,11 @@ async fn report_command(
 
 fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
     let text = match format {
-        ReportFormat::Markdown => {
-            render::markdown_summary(&rep.jobs, &rep.summary, &runner::report::endpoint_label(rep))
-        }
+        ReportFormat::Markdown => render::markdown_summary(
+            &rep.jobs,
+            &rep.summary,
+            &runner::report::endpoint_label(rep),
+        ),
         ReportFormat::Junit => {
             match render::junit_xml("inferscope-bench", &rep.jobs, rep.summary.duration_ns) {
                 Ok(x) => x,

@@ -970,7 +970,10 @@ fn no_power_source_anywhere(r: &Value, console: &str) {
         assert_eq!(s["energy"]["value"], Value::Null, "{s}");
         assert_eq!(s["energy"]["basis"], "unavailable", "{s}");
         assert!(
-            s["energy"]["reason"].as_str().unwrap().starts_with("no power source"),
+            s["energy"]["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("no power source"),
             "{s}"
         );
     }

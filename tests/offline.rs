@@ -73,11 +73,13 @@ fn offline_join_reproduces_the_runs_step_energy() {
         .flat_map(|j| j["trajectories"].as_array().unwrap())
         .flat_map(|t| {
             let id = t["id"].as_str().unwrap().to_string();
-            t["steps"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(move |s| (id.clone(), s["step_id"].as_u64().unwrap(), s["energy"]["value"].as_u64()))
+            t["steps"].as_array().unwrap().iter().map(move |s| {
+                (
+                    id.clone(),
+                    s["step_id"].as_u64().unwrap(),
+                    s["energy"]["value"].as_u64(),
+                )
+            })
         })
         .collect();
     online.sort();

@@ -107,7 +107,10 @@ fn report_without_error_excerpts(bytes: &[u8]) -> (String, Vec<String>) {
     for j in v["jobs"].as_array_mut().unwrap() {
         for r in j["requests"].as_array_mut().unwrap() {
             if let Some(e) = r["error"].as_str() {
-                assert!(e.len() <= 512 + '…'.len_utf8(), "error excerpt over 512 bytes: {e}");
+                assert!(
+                    e.len() <= 512 + '…'.len_utf8(),
+                    "error excerpt over 512 bytes: {e}"
+                );
                 excerpts.push(e.to_string());
                 r["error"] = serde_json::Value::Null;
             }
@@ -246,7 +249,13 @@ fn no_marker_from_prompts_tools_responses_or_errors_reaches_any_artifact() {
         .collect();
     assert_eq!(
         codes,
-        vec!["stream_error", "http_status", "http_status", "http_status", "none"]
+        vec![
+            "stream_error",
+            "http_status",
+            "http_status",
+            "http_status",
+            "none"
+        ]
     );
     // The error excerpts are in report.json (no longer `null`), with the key redacted.
     let (_, excerpts) =

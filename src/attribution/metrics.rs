@@ -2,9 +2,9 @@
 //! ([`crate::model::attribution`]), re-exported where the join fills them in.
 
 pub use crate::model::attribution::{
-    AttributionOutcome, ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep,
-    MarkerFlag, MarkerIssue, RunAttribution, SeriesProblem, SourceKind, SourceSamples,
-    StepAttribution, StepDeviceEnergy, StepMetrics, TrajectoryAttribution, TrajectoryMetrics,
-    TrajectoryOutcome, WithheldTrajectory, WithholdReason, in_flight_phrase,
+    AttributionOutcome, ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, MarkerFlag,
+    MarkerIssue, RunAttribution, SeriesProblem, SourceKind, SourceSamples, StepAttribution,
+    StepDeviceEnergy, StepMetrics, TrajectoryAttribution, TrajectoryMetrics, TrajectoryOutcome,
+    WithheldTrajectory, WithholdReason, in_flight_phrase,
 };
 pub use crate::model::basis::{EnergyBasis, PowerBasisLabel, PowerSource};

@@ -267,9 +267,15 @@ mod tests {
         assert_eq!(c.count(ChangeVerdict::Regressed), 2);
         assert_eq!(c.missing, vec!["c"]);
         assert_eq!(c.worst_regression_pct(), 200.0);
-        assert_eq!(crate::baseline::compare::regression_figure(Some(&c), None, "").value, Some(200.0));
+        assert_eq!(
+            crate::baseline::compare::regression_figure(Some(&c), None, "").value,
+            Some(200.0)
+        );
         let same = compare_job(&base, &base, "main", "r1", 5.0);
-        assert_eq!(crate::baseline::compare::regression_figure(Some(&same), None, "").value, Some(0.0));
+        assert_eq!(
+            crate::baseline::compare::regression_figure(Some(&same), None, "").value,
+            Some(0.0)
+        );
         let t = render_job(&c);
         assert!(t.contains("regressed"), "{t}");
         assert!(t.contains("+200.0%"), "{t}");

@@ -180,8 +180,9 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
             if g.gate == "min_cache_hit_rate"
                 && let Some((reporting, ok)) = figures.cache_coverage
             {
-                v.message
-                    .push_str(&format!(" [{reporting}/{ok} requests reported cached tokens]"));
+                v.message.push_str(&format!(
+                    " [{reporting}/{ok} requests reported cached tokens]"
+                ));
             }
             out.push(v);
         }
@@ -417,8 +418,7 @@ mod tests {
     #[test]
     fn unavailable_figure_fails_unless_skip() {
         let mut figs = FigureSet::from_job_stats(&stats_with_ttft(&[100.0]));
-        figs.tokens_per_joule =
-            Figure::missing(Basis::Measured, "no GPU: NVML library not found");
+        figs.tokens_per_joule = Figure::missing(Basis::Measured, "no GPU: NVML library not found");
         let v = evaluate(&spec("min_tokens_per_joule = 2.0"), &figs);
         let t = by(&v, "min_tokens_per_joule");
         assert_eq!(t.outcome, Outcome::Unavailable);
@@ -436,7 +436,8 @@ mod tests {
         let t = by(&v, "min_tokens_per_joule");
         assert_eq!(t.outcome, Outcome::Skipped);
         assert!(
-            t.message.ends_with("; skipped (when_unavailable = \"skip\")"),
+            t.message
+                .ends_with("; skipped (when_unavailable = \"skip\")"),
             "{}",
             t.message
         );
@@ -473,7 +474,11 @@ mod tests {
         let stats = JobStats::aggregate(&reqs, AggregateParams::new(1));
         let figs = FigureSet::from_job_stats(&stats);
         let v = evaluate(&spec("when_unavailable = \"skip\""), &figs);
-        assert_eq!(v.len(), 2, "successful_requests and the built-in error rate");
+        assert_eq!(
+            v.len(),
+            2,
+            "successful_requests and the built-in error rate"
+        );
         assert_eq!(v[0].outcome, Outcome::Fail);
         assert_eq!(v[1].outcome, Outcome::Fail, "3 of 3 failed");
         assert_eq!(
@@ -549,7 +554,10 @@ mod tests {
                 "regression_pct"
             ]
         );
-        assert!(v[1].built_in, "no declared max_error_rate: the built-in bound 0");
+        assert!(
+            v[1].built_in,
+            "no declared max_error_rate: the built-in bound 0"
+        );
         assert_eq!(v[5].message, "grade_pass_rate = 0.5 < bound 1 (grading)");
         assert_eq!(
             v[6].message,
@@ -581,21 +589,34 @@ mod tests {
     /// error rate (today half the requests answered 429/503 and every job passed).
     #[test]
     fn a_failed_request_fails_the_job_unless_an_error_rate_is_tolerated() {
-        let mut reqs = vec![RequestFigures::from_token_arrivals(&[1.0, 2.0], Some(2), Some(3.0)); 2];
+        let mut reqs =
+            vec![RequestFigures::from_token_arrivals(&[1.0, 2.0], Some(2), Some(3.0)); 2];
         reqs.extend(vec![RequestFigures::default(); 2]); // 429 / 503: failed
         let figs = FigureSet::from_job_stats(&JobStats::aggregate(&reqs, AggregateParams::new(1)));
         let v = evaluate(&GateSpec::default(), &figs);
         let e = by(&v, "max_error_rate");
         assert!(e.built_in);
         assert_eq!(e.outcome, Outcome::Fail);
-        assert!(e.message.starts_with("error_rate = 0.5 > bound 0 (request outcomes)"), "{}", e.message);
-        assert!(e.message.contains("declare `max_error_rate`"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("error_rate = 0.5 > bound 0 (request outcomes)"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("declare `max_error_rate`"),
+            "{}",
+            e.message
+        );
         assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Fail);
         let tolerated = evaluate(&spec("max_error_rate = 0.5"), &figs);
         let e = by(&tolerated, "max_error_rate");
         assert!(!e.built_in);
         assert_eq!(e.outcome, Outcome::Pass);
-        assert_eq!(JobOutcome::from_verdicts(&tolerated, true), JobOutcome::Pass);
+        assert_eq!(
+            JobOutcome::from_verdicts(&tolerated, true),
+            JobOutcome::Pass
+        );
     }
 
     /// Issue 13 item 4: an SWE job's harness exit is its own verdict (basis `harness`),

@@ -473,6 +473,54 @@ mod tests {
         assert_eq!(snap_file_body("no header"), None);
     }
 
+    fn step_with(energy: crate::model::Figure<u64>) -> StepReport {
+        StepReport {
+            step_id: 1,
+            kind: StepKind::Tool,
+            name: "read_file".into(),
+            start_ns: 0,
+            end_ns: 1,
+            duration_ms: 0.0,
+            start_before_anchor_ns: None,
+            status: Some(StepStatus::Completed),
+            failure_code: None,
+            tool_error: None,
+            prompt_tokens: None,
+            cached_tokens: None,
+            completion_tokens: None,
+            completion_tokens_estimate: None,
+            ttft_ms: None,
+            energy,
+            tokens_per_joule: crate::model::Figure::missing(Basis::Simulated, "not an LLM step"),
+            warmup: false,
+            attribution: None,
+        }
+    }
+
+    /// Issue 13 item 7: the snapshot records whether each step's energy is accounted for,
+    /// so energy disappearing (no power source, attribution withheld) changes it.
+    #[test]
+    fn step_energy_presence_is_recorded() {
+        use crate::model::Figure;
+        let present = step_with(Figure::of(12, Basis::Simulated));
+        assert_eq!(step(0, &present, None).energy, Some("[mJ]"));
+        // Shorter than the sampling grid: accounted for in the unattributed energy.
+        let short = step_with(Figure::missing(
+            Basis::Simulated,
+            "no power-sample segment lies fully inside the step window (shorter than the \
+             sampling grid; its energy is in the trajectory's unattributed energy)",
+        ));
+        assert_eq!(step(0, &short, None).energy, Some("[mJ]"));
+        let gone = step_with(Figure::missing(Basis::Unavailable, "no power source: NVML"));
+        let s = step(0, &gone, None);
+        assert_eq!((s.energy, s.energy_basis), (None, None));
+        let withheld = step_with(Figure::missing(
+            Basis::Simulated,
+            "attribution withheld (no_anchor)",
+        ));
+        assert_eq!(step(0, &withheld, None).energy, None);
+    }
+
     #[test]
     fn urls_are_redacted_in_notes() {
         assert_eq!(

@@ -26,10 +26,10 @@ use std::fmt::Write as _;
 
 use crate::attribution::{ABSENT, align_rows};
 use crate::gate::spec::{GateSpec, PercentileBounds};
+use crate::model::TokenSource;
 pub use crate::model::load::{
     Goodput, GoodputCriteria, PointEnergy, PointFacts, PointSummary, WindowEnergy, WindowMethod,
 };
-use crate::model::TokenSource;
 use crate::stats::{AggregateParams, JobStats, RequestFigures, Summary, total_if_complete};
 
 /// One request of a point as the curve needs it: its figures (from send) plus identity.
@@ -235,7 +235,10 @@ pub fn window_energy_mj(
         .map(|w| u128::from(w[0].1 + w[1].1) * u128::from(w[1].0.saturating_sub(w[0].0)))
         .sum();
     // mW·ns = 1e-12 J = 1e-9 mJ; halve the doubled sum.
-    Some(((doubled / 2 / 1_000_000_000) as u64, WindowMethod::Trapezoid))
+    Some((
+        (doubled / 2 / 1_000_000_000) as u64,
+        WindowMethod::Trapezoid,
+    ))
 }
 
 /// The console table of a curve, e.g.
@@ -425,7 +428,12 @@ mod tests {
     fn missing_tokens_give_no_energy_per_token() {
         let mut r = req(1.0, 1.0, 0.0, 0);
         r.figures.output_tokens = None;
-        let s = summarize_point(facts(1), &[r], None, window(5, crate::model::Basis::Measured));
+        let s = summarize_point(
+            facts(1),
+            &[r],
+            None,
+            window(5, crate::model::Basis::Measured),
+        );
         let e = s.energy.unwrap();
         assert_eq!(e.output_tokens, None);
         assert_eq!(e.energy_per_output_token_j, None);

@@ -56,6 +56,16 @@ pub struct StepUsage {
     pub completion_tokens: Option<u64>,
 }
 
+/// One line of a marker file that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MarkerLineError {
+    /// 1-based line number in the file.
+    pub line: usize,
+    /// What was wrong (serde_json's message, e.g. `invalid type: floating point
+    /// \`1.7e18\`, expected u64 at line 1 column 33`).
+    pub message: String,
+}
+
 /// The measured window of the run, `[start_elapsed_ns, end_elapsed_ns]` (closed), in ns
 /// from the reference instant. Steps must lie inside it; the whole-run integral is taken
 /// over it.
@@ -66,7 +76,6 @@ pub struct RunWindow {
     /// Window end, ns (≥ start, else the trajectory is withheld).
     pub end_elapsed_ns: u64,
 }
-
 
 /// Kind of a sampled source, for [`SourceSamples`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -378,9 +387,9 @@ pub struct DeviceRunEnergy {
 /// Per-trajectory totals, reconciliation and condition (ADR-013 `TrajectoryMetrics` less
 /// its steps, with issue 5's corrections).
 ///
-/// Reconciliation (asserted in tests): `whole_run_energy_mj == total_energy_mj.unwrap_or(0)
-/// + unattributed_energy_mj` whenever `whole_run_energy_mj` is `Some`, and the same per
-/// device. Definition: each step's device figure is floored to mJ once from its exact
+/// Reconciliation (asserted in tests): `whole_run_energy_mj ==
+/// total_energy_mj.unwrap_or(0) + unattributed_energy_mj` whenever `whole_run_energy_mj`
+/// is `Some`, and the same per device. Definition: each step's device figure is floored to mJ once from its exact
 /// `u128` doubled-mW·ns sum; `unattributed_energy_mj` is defined as the floored whole-run
 /// figure minus the sum of floored step figures. It therefore holds the energy of every
 /// segment not fully inside a kept step (gaps, straddling segments, dropped steps) plus
@@ -531,6 +540,21 @@ pub enum WithholdReason {
     },
 }
 
+impl WithholdReason {
+    /// The snake_case reason (the serialized `reason` tag).
+    pub fn label(&self) -> &'static str {
+        match self {
+            WithholdReason::NoAnchor => "no_anchor",
+            WithholdReason::NoStepFile => "no_step_file",
+            WithholdReason::NoSteps => "no_steps",
+            WithholdReason::NoValidSteps => "no_valid_steps",
+            WithholdReason::CounterRegression { .. } => "counter_regression",
+            WithholdReason::InvalidRunWindow { .. } => "invalid_run_window",
+            WithholdReason::InvalidSeries { .. } => "invalid_series",
+        }
+    }
+}
+
 /// A trajectory whose metrics are withheld, with every reason found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WithheldTrajectory {
@@ -577,7 +601,6 @@ impl<T> AttributionOutcome<T> {
             AttributionOutcome::Withheld(w) => Some(w),
         }
     }
-
 }
 
 impl AttributionOutcome<TrajectoryAttribution> {
@@ -657,6 +680,21 @@ pub struct RunAttributionSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn withhold_labels_are_the_serde_tags() {
+        for r in [
+            WithholdReason::NoAnchor,
+            WithholdReason::NoValidSteps,
+            WithholdReason::InvalidRunWindow {
+                start_elapsed_ns: 2,
+                end_elapsed_ns: 1,
+            },
+        ] {
+            let v = serde_json::to_value(&r).unwrap();
+            assert_eq!(v["reason"], r.label());
+        }
+    }
 
     #[test]
     fn in_flight_phrase_never_states_a_declared_bound_as_observed() {

@@ -93,4 +93,3 @@ impl JobComparison {
             .fold(0.0, f64::max)
     }
 }
-

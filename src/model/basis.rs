@@ -313,8 +313,14 @@ mod tests {
         assert_eq!(EnergyBasis::of(1, None), None);
         assert_eq!(EnergyBasis::of(4, None), None);
         assert_eq!(EnergyBasis::of(1, Some(PowerSource::Nvml)), Some(Measured));
-        assert_eq!(EnergyBasis::of(1, Some(PowerSource::Simulated)), Some(Simulated));
-        assert_eq!(EnergyBasis::of(2, Some(PowerSource::Nvml)), Some(Apportioned));
+        assert_eq!(
+            EnergyBasis::of(1, Some(PowerSource::Simulated)),
+            Some(Simulated)
+        );
+        assert_eq!(
+            EnergyBasis::of(2, Some(PowerSource::Nvml)),
+            Some(Apportioned)
+        );
         assert_eq!(
             EnergyBasis::of(2, Some(PowerSource::Simulated)),
             Some(Apportioned)

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::attribution::MarkerLineError;
 use super::baseline::JobComparison;
 use super::figure::Figure;
 use super::gate::{Outcome, Verdict};
@@ -78,7 +79,10 @@ impl JobStatus {
     /// Whether the job ran (made requests or started its harness): `pass`, `fail`,
     /// `cancelled`.
     pub fn ran(self) -> bool {
-        matches!(self, JobStatus::Pass | JobStatus::Fail | JobStatus::Cancelled)
+        matches!(
+            self,
+            JobStatus::Pass | JobStatus::Fail | JobStatus::Cancelled
+        )
     }
 }
 
@@ -161,6 +165,34 @@ pub struct HarnessReport {
     pub timed_out: bool,
     /// Why it could not start.
     pub spawn_error: Option<String>,
+    /// What was read from its `INFERSCOPE_STEPS_FILE` (`truncated_tail`, rejected lines,
+    /// steps before the anchor); `null` when it wrote none.
+    pub steps_file: Option<StepsFileReport>,
+}
+
+/// The provenance of an SWE harness's step markers (`INFERSCOPE_STEPS_FILE`), in
+/// `report.json` under `jobs[].harness.steps_file` (issue 15 item 8): nothing a harness
+/// wrote is lost silently.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepsFileReport {
+    /// Valid markers kept (steps of the trajectory).
+    pub markers: usize,
+    /// The last line was half-written (a harness killed mid-write): left out, every
+    /// record before it kept.
+    pub truncated_tail: bool,
+    /// The line number of that truncated line.
+    pub truncated_line: Option<usize>,
+    /// Rejected lines with their 1-based line numbers (at most
+    /// 20, the marker reader's cap).
+    pub rejected: Vec<MarkerLineError>,
+    /// Rejected lines in the whole file.
+    pub rejected_count: usize,
+    /// Run-unique ids of steps whose marker starts before the run's reference instant:
+    /// kept with their real times (`start_before_anchor_ns`) and dropped from attribution
+    /// only by ADR-013's `outside_run` rule.
+    pub before_anchor_steps: Vec<u64>,
+    /// Why the file could not be read (`null` when read or absent).
+    pub read_error: Option<String>,
 }
 
 /// A job's energy figures (one definition for sequential and load jobs; see

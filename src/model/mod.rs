@@ -37,8 +37,8 @@ pub mod telemetry;
 
 pub use attribution::{
     AttributionGroup, AttributionOutcome, ConcurrencyCondition, RunAttribution,
-    RunAttributionSummary, StepAttribution, StepMetrics, TrajectoryAttribution,
-    TrajectoryMetrics, TrajectoryOutcome,
+    RunAttributionSummary, StepAttribution, StepMetrics, TrajectoryAttribution, TrajectoryMetrics,
+    TrajectoryOutcome,
 };
 pub use basis::{
     Basis, EnergyBasis, EstimateMethod, PowerBasis, PowerBasisLabel, PowerSource, TokenEstimate,
@@ -48,7 +48,7 @@ pub use figure::{Figure, basis_text, tokens_per_joule};
 pub use gate::{Comparison, Outcome, Verdict};
 pub use job::{
     FailureCount, GradingCheck, HarnessReport, JobEnergy, JobKind, JobReport, JobStatus,
-    SetupCause, SetupError,
+    SetupCause, SetupError, StepsFileReport,
 };
 pub use request::{FailureCode, RequestRecord, RequestStatus};
 pub use run::{
@@ -58,3 +58,73 @@ pub use run::{
 pub use shard::{MergeReport, ShardIdentity, ShardMode, ShardSection};
 pub use stats::{JobStats, Summary};
 pub use step::{StepKind, StepReport, StepStatus, StopReason, ToolErrorCode, TrajectoryReport};
+
+#[cfg(test)]
+mod tests {
+    /// The model is a leaf: it names nothing of the crate outside `crate::model`, and no
+    /// crate but `serde` and `serde_json` (it is to become its own workspace crate).
+    #[test]
+    fn the_model_is_a_leaf_module() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/model");
+        let modules: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.ok()?.path();
+                Some(p.file_stem()?.to_str()?.to_string())
+            })
+            .collect();
+        let mut files = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let text = std::fs::read_to_string(&p).unwrap();
+            files += 1;
+            // This check's own module names the crates it looks for: leave it out.
+            let text = match p.file_name().and_then(|n| n.to_str()) {
+                Some("mod.rs") => text.split("#[cfg(test)]").next().unwrap_or("").to_string(),
+                _ => text,
+            };
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for (at, _) in code.match_indices("crate::") {
+                    assert!(
+                        code[at..].starts_with("crate::model"),
+                        "{}:{}: {line}",
+                        p.display(),
+                        i + 1
+                    );
+                }
+                let t = code.trim_start();
+                if let Some(rest) = t
+                    .strip_prefix("use ")
+                    .or_else(|| t.strip_prefix("pub use "))
+                {
+                    let root = rest.split("::").next().unwrap_or("");
+                    let external = root.chars().next().is_some_and(char::is_lowercase)
+                        && ![
+                            "std",
+                            "core",
+                            "serde",
+                            "serde_json",
+                            "super",
+                            "self",
+                            "crate",
+                        ]
+                        .contains(&root)
+                        && !modules.iter().any(|m| m == root);
+                    assert!(!external, "{}:{}: uses `{root}`", p.display(), i + 1);
+                }
+                for dep in [
+                    "tokio::",
+                    "reqwest::",
+                    "axum::",
+                    "clap::",
+                    "nvml_wrapper::",
+                    "insta::",
+                ] {
+                    assert!(!code.contains(dep), "{}:{}: {line}", p.display(), i + 1);
+                }
+            }
+        }
+        assert!(files >= 10);
+    }
+}

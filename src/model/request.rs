@@ -275,7 +275,9 @@ pub fn redact_secrets(text: &str, secrets: &[&str]) -> String {
             }
             // Keep the scheme word of an `Authorization: Bearer x` pair, redact the rest.
             let end = out[j..]
-                .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';' | '&' | '}'))
+                .find(|c: char| {
+                    c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';' | '&' | '}')
+                })
                 .map_or(out.len(), |k| j + k);
             if end > j {
                 if matches!(&lower[j..end], "bearer" | "basic") {
@@ -502,7 +504,10 @@ impl RequestRecord {
         if n <= 1 {
             return None;
         }
-        Some((ns_to_ms(last.saturating_sub(first)) / (n - 1) as f64, source))
+        Some((
+            ns_to_ms(last.saturating_sub(first)) / (n - 1) as f64,
+            source,
+        ))
     }
 
     /// [`RequestRecord::tpot`] from server-reported tokens only; `None` otherwise.
@@ -575,7 +580,10 @@ mod tests {
         let t = "denied: Authorization: Bearer sk-live-123 for key sk-live-123, api_key=abc&x=1";
         let r = redact_secrets(t, &["sk-live-123"]);
         let unnamed = redact_secrets("Authorization: Bearer tok-9 and bearer tok-8", &[]);
-        assert_eq!(unnamed, "Authorization: Bearer [redacted] and bearer [redacted]");
+        assert_eq!(
+            unnamed,
+            "Authorization: Bearer [redacted] and bearer [redacted]"
+        );
         assert!(!r.contains("sk-live-123"), "{r}");
         assert!(!r.contains("abc"), "{r}");
         assert!(r.contains("Authorization: Bearer [redacted]"), "{r}");
@@ -602,7 +610,9 @@ mod tests {
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains("\"completion_tokens\":null"), "{json}");
         assert!(
-            json.contains("\"completion_tokens_estimate\":{\"tokens\":4,\"method\":\"utf8_bytes_div_4\"}"),
+            json.contains(
+                "\"completion_tokens_estimate\":{\"tokens\":4,\"method\":\"utf8_bytes_div_4\"}"
+            ),
             "{json}"
         );
     }

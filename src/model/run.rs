@@ -281,7 +281,10 @@ impl std::fmt::Display for ReportError {
                 write!(f, "no schema: not an inferscope-bench report")
             }
             ReportError::UnknownSchema(s) => {
-                write!(f, "unknown schema {s:?} (this version reads {REPORT_SCHEMA:?})")
+                write!(
+                    f,
+                    "unknown schema {s:?} (this version reads {REPORT_SCHEMA:?})"
+                )
             }
             ReportError::Malformed(e) => write!(f, "not a {REPORT_SCHEMA} report: {e}"),
         }

@@ -328,7 +328,11 @@ impl JobStats {
         let output_tokens_per_s = Figure::from_option(
             out_total.and_then(|t| per_s(t as f64)),
             out_basis,
-            if out_total.is_some() { "empty window" } else { out_reason },
+            if out_total.is_some() {
+                "empty window"
+            } else {
+                out_reason
+            },
         )
         .with_tokens(output_tokens.tokens);
         let tpot_source = token_source_of(tpot_reqs.iter().map(|r| **r));
@@ -633,13 +637,20 @@ mod tests {
             f.output_tokens_estimated = est;
             f
         };
-        let s = JobStats::aggregate(&[r(3, false), r(5, true)], AggregateParams::new(1_000_000_000));
+        let s = JobStats::aggregate(
+            &[r(3, false), r(5, true)],
+            AggregateParams::new(1_000_000_000),
+        );
         assert_eq!(s.output_tokens.value, Some(8));
         assert_eq!(s.output_tokens.basis, Basis::ClientEstimate);
         assert_eq!(s.output_tokens.tokens, Some(TokenSource::ClientEstimate));
         assert_eq!(s.output_tokens_per_s.basis, Basis::ClientEstimate);
         assert_eq!(s.tpot_ms.tokens, Some(TokenSource::ClientEstimate));
-        assert_eq!(s.output_tokens_coverage, Some(0.5), "the estimate is not coverage");
+        assert_eq!(
+            s.output_tokens_coverage,
+            Some(0.5),
+            "the estimate is not coverage"
+        );
         let all_server = JobStats::aggregate(&[r(3, false)], AggregateParams::new(1_000_000_000));
         assert_eq!(all_server.output_tokens.basis, Basis::ServerReported);
         assert_eq!(all_server.output_tokens_coverage, Some(1.0));

@@ -141,8 +141,12 @@ pub struct StepReport {
     pub start_ns: u64,
     /// End, ns from the reference instant.
     pub end_ns: u64,
-    /// Duration, ms.
+    /// Duration, ms (from the real start, also one before the reference instant).
     pub duration_ms: f64,
+    /// For an SWE harness marker that starts before the run's reference instant: how long
+    /// before it, ns (`start_ns` is then 0, the real start `reference_instant_unix_ns −`
+    /// this); `null` otherwise.
+    pub start_before_anchor_ns: Option<u64>,
     /// How the step ended; `null` when the step is known only from an ADR-013 marker (an
     /// SWE harness's own markers say when a step ran, not how it ended).
     pub status: Option<StepStatus>,
@@ -174,6 +178,15 @@ pub struct StepReport {
 }
 
 impl StepReport {
+    /// The step's start as unix ns, given the run's anchor (its real start, before the
+    /// anchor too).
+    pub fn start_unix_ns(&self, anchor: u64) -> u64 {
+        match self.start_before_anchor_ns {
+            Some(b) => anchor.saturating_sub(b),
+            None => anchor + self.start_ns,
+        }
+    }
+
     /// The step's output-token count and its source: the server's, else the estimate.
     pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
         match (self.completion_tokens, self.completion_tokens_estimate) {

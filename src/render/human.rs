@@ -343,9 +343,7 @@ mod tests {
             status_line(&passing_job(), c),
             "        \x1b[32;1mPASS\x1b[0m [   1.234s] agentic::lookup"
         );
-        assert!(
-            summary_line(&counts(0, 1, 0), c).contains("\x1b[31;1mSummary\x1b[0m")
-        );
+        assert!(summary_line(&counts(0, 1, 0), c).contains("\x1b[31;1mSummary\x1b[0m"));
         assert!(!status_line(&passing_job(), Style::PLAIN).contains('\x1b'));
     }
 

@@ -66,7 +66,9 @@ fn test_case(job: &JobReport) -> TestCase {
         let reasons = job.reason_lines();
         let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
         s.set_message(match job.status {
-            JobStatus::Cancelled => "cancelled (Ctrl-C / SIGTERM) before all its work ran".to_string(),
+            JobStatus::Cancelled => {
+                "cancelled (Ctrl-C / SIGTERM) before all its work ran".to_string()
+            }
             _ => reasons
                 .first()
                 .cloned()
@@ -173,7 +175,10 @@ fn system_out(job: &JobReport) -> String {
     for (name, f) in [
         ("energy_j", &job.energy.energy_j),
         ("tokens_per_joule", &job.energy.tokens_per_joule),
-        ("energy_per_trajectory_j", &job.energy.energy_per_trajectory_j),
+        (
+            "energy_per_trajectory_j",
+            &job.energy.energy_per_trajectory_j,
+        ),
     ] {
         out.push(match (f.value, &f.reason) {
             (Some(v), _) => format!("{name}: {} ({})", format_number(v), f.basis_text()),

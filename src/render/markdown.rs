@@ -35,7 +35,9 @@ fn one(v: Option<f64>) -> String {
 /// A token-derived figure: `~` marks a client estimate (the server sent no usage).
 fn estimated(f: &Figure<f64>) -> String {
     match f.value {
-        Some(v) if f.tokens == Some(TokenSource::ClientEstimate) => format!("~{}", format_number(v)),
+        Some(v) if f.tokens == Some(TokenSource::ClientEstimate) => {
+            format!("~{}", format_number(v))
+        }
         v => one(v),
     }
 }

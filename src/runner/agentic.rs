@@ -148,6 +148,7 @@ pub async fn llm_step<E: LlmExecutor>(
         },
         failure_code: rec.failure_code,
         tool_error: None,
+        start_before_anchor_ns: None,
         request: Some(rec),
         status_known: true,
     }
@@ -190,6 +191,7 @@ pub async fn tool_step<T: ToolExec>(
         },
         failure_code: out.failed.then_some(FailureCode::ToolError),
         tool_error: out.error_code,
+        start_before_anchor_ns: None,
         request: None,
         status_known: true,
     };

@@ -116,9 +116,7 @@ impl Capture {
         let end = if rec.is_success() {
             SpanEnd::completed()
         } else {
-            SpanEnd::failed(
-                rec.failure_code,
-            )
+            SpanEnd::failed(rec.failure_code)
         };
         let end = match rec.completion_tokens_estimate {
             Some(e) if rec.completion_tokens.is_none() => {

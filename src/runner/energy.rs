@@ -259,7 +259,12 @@ pub fn markers_and_usage<'a>(
     for tr in trajectories {
         for s in &tr.steps {
             markers.push(StepMarker::at(
-                anchor, &tr.id, s.step_id, s.kind, s.start_ns, s.end_ns, &s.name,
+                &tr.id,
+                s.step_id,
+                s.kind,
+                s.start_unix_ns(anchor),
+                anchor + s.end_ns,
+                &s.name,
             ));
             if let Some(r) = &s.request {
                 usage.insert(
@@ -358,10 +363,14 @@ impl RunEnergy {
         for g in graded {
             let Some(l) = &g.executed.load else { continue };
             for p in &l.points {
-                let trajs: Vec<&TrajectoryRecord> =
-                    g.executed.trajectories[p.trajectories.clone()].iter().collect();
+                let trajs: Vec<&TrajectoryRecord> = g.executed.trajectories[p.trajectories.clone()]
+                    .iter()
+                    .collect();
                 if let Some(r) = join(t, &trajs, p.declared_concurrency()) {
-                    joins.push((format!("{} · {}", g.executed.job.job.id, p.point.label()), r));
+                    joins.push((
+                        format!("{} · {}", g.executed.job.job.id, p.point.label()),
+                        r,
+                    ));
                 }
             }
         }
@@ -430,7 +439,10 @@ impl RunEnergy {
     fn no_power(&self) -> String {
         format!(
             "no power source: {}",
-            self.power.reason.as_deref().unwrap_or("nothing supplied power readings")
+            self.power
+                .reason
+                .as_deref()
+                .unwrap_or("nothing supplied power readings")
         )
     }
 
@@ -533,13 +545,26 @@ impl RunEnergy {
 /// an external driver's step markers with a run's sampled timelines. Exit 0 on success,
 /// 2 on unreadable input.
 pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
-    let markers = match attr::read_step_markers(steps) {
+    let file = match attr::read_step_markers(steps) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {}: {e}", steps.display());
             return gate::EXIT_BAD_INPUT;
         }
     };
+    // Every rejected line is bad input, named by file and line; a half-written last line
+    // (a driver killed mid-write) is left out and said so, the records before it kept.
+    let shown = steps.display().to_string();
+    if file.rejected_count > 0 {
+        for p in file.problems(&shown) {
+            eprintln!("error: {p}");
+        }
+        return gate::EXIT_BAD_INPUT;
+    }
+    for p in file.problems(&shown) {
+        eprintln!("warning: {p}");
+    }
+    let markers = file.markers.clone();
     let t = match TelemetryRun::read_samples(samples) {
         Ok(t) => t,
         Err(e) => {
@@ -551,6 +576,22 @@ pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
     let run = attr::attribute_run(&input, Some(&markers), &BTreeMap::new());
     for o in &run.trajectories {
         println!("{}", attr::render_outcome(o).trim_end());
+    }
+    // Each marker the ADR-013 rules dropped, by its line in the file.
+    for o in &run.trajectories {
+        let dropped = match o {
+            attr::TrajectoryOutcome::Attributed(t) => &t.dropped_steps,
+            attr::TrajectoryOutcome::Withheld(w) => &w.dropped_steps,
+        };
+        for d in dropped {
+            for l in file.lines_of(d.step_id, d.t_start_unix_ns, d.t_end_unix_ns) {
+                println!(
+                    "note: {shown}:{l}: step {} dropped from attribution ({})",
+                    d.step_id,
+                    d.reason.label()
+                );
+            }
+        }
     }
     if let Some(p) = out {
         let json = match serde_json::to_vec_pretty(&run) {
@@ -726,7 +767,12 @@ mod tests {
         }
     }
 
-    fn power_run(devices: Vec<(crate::telemetry::PowerDevice, Vec<crate::telemetry::PowerSample>)>) -> TelemetryRun {
+    fn power_run(
+        devices: Vec<(
+            crate::telemetry::PowerDevice,
+            Vec<crate::telemetry::PowerSample>,
+        )>,
+    ) -> TelemetryRun {
         let mut samples = Vec::new();
         let mut devs = Vec::new();
         for (d, s) in devices {
@@ -794,29 +840,50 @@ mod tests {
         });
         let p = power_report(Some(&t), false);
         assert_eq!(p.source, None);
-        assert_eq!(p.reason.as_deref(), Some("NVML library not found (libnvidia-ml.so.1)"));
-        assert_eq!(p.describe(), "power unavailable (NVML library not found (libnvidia-ml.so.1))");
+        assert_eq!(
+            p.reason.as_deref(),
+            Some("NVML library not found (libnvidia-ml.so.1)")
+        );
+        assert_eq!(
+            p.describe(),
+            "power unavailable (NVML library not found (libnvidia-ml.so.1))"
+        );
         let run = RunEnergy::attribute(&[], Some(&t), p);
         assert_eq!(run.basis(1), Basis::Unavailable);
         let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
         assert_eq!(e.tokens_per_joule.value, None);
         assert_eq!(e.tokens_per_joule.basis, Basis::Unavailable);
         assert!(
-            e.tokens_per_joule.reason.as_deref().unwrap().contains("NVML library not found"),
+            e.tokens_per_joule
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("NVML library not found"),
             "{e:?}"
         );
         assert_eq!(e.energy_per_trajectory_j.basis, Basis::Unavailable);
 
-        let gpu = power_run(vec![(device(0, "gpu0", PowerDeviceKind::Nvml), flat(0, 0, 1000))]);
+        let gpu = power_run(vec![(
+            device(0, "gpu0", PowerDeviceKind::Nvml),
+            flat(0, 0, 1000),
+        )]);
         let p = power_report(Some(&gpu), false);
         assert_eq!(p.source, Some(PowerSource::Nvml));
         assert_eq!(p.describe(), "power nvml");
         let off = power_report(None, true);
         assert_eq!(off.source, None);
-        assert!(power_report(Some(&TelemetryRun { power: None, ..gpu.clone() }), true)
+        assert!(
+            power_report(
+                Some(&TelemetryRun {
+                    power: None,
+                    ..gpu.clone()
+                }),
+                true
+            )
             .reason
             .unwrap()
-            .contains("gpu = \"off\""));
+            .contains("gpu = \"off\"")
+        );
     }
 
     /// Issue 13 item 3: one definition of a job's energy figures (device energy over its
@@ -834,11 +901,27 @@ mod tests {
         assert_eq!(e.energy_j.basis, Basis::Measured);
         assert_eq!(e.tokens_per_joule.value, Some(1.0));
         assert_eq!(e.tokens_per_joule.tokens, Some(TokenSource::Server));
-        assert_eq!(e.energy_per_trajectory_j.value, Some(50.0), "the mean trajectory");
-        let load = run.job_energy(&[(0, 500 * MS)], Some((100, TokenSource::ClientEstimate)), 2, 4);
+        assert_eq!(
+            e.energy_per_trajectory_j.value,
+            Some(50.0),
+            "the mean trajectory"
+        );
+        let load = run.job_energy(
+            &[(0, 500 * MS)],
+            Some((100, TokenSource::ClientEstimate)),
+            2,
+            4,
+        );
         assert_eq!(load.energy_per_trajectory_j.basis, Basis::Apportioned);
-        assert_eq!(load.tokens_per_joule.basis, Basis::Measured, "a whole-window ratio");
-        assert_eq!(load.tokens_per_joule.tokens, Some(TokenSource::ClientEstimate));
+        assert_eq!(
+            load.tokens_per_joule.basis,
+            Basis::Measured,
+            "a whole-window ratio"
+        );
+        assert_eq!(
+            load.tokens_per_joule.tokens,
+            Some(TokenSource::ClientEstimate)
+        );
 
         // gpu1 stops sampling at 300 ms: a window to 500 ms has no sum.
         let partial = power_run(vec![
@@ -846,9 +929,17 @@ mod tests {
             (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 300)),
         ]);
         let run = RunEnergy::attribute(&[], Some(&partial), power_report(Some(&partial), false));
-        let e = run.job_energy(&[(400 * MS, 800 * MS)], Some((10, TokenSource::Server)), 1, 1);
+        let e = run.job_energy(
+            &[(400 * MS, 800 * MS)],
+            Some((10, TokenSource::Server)),
+            1,
+            1,
+        );
         assert_eq!(e.energy_j.value, None);
-        assert!(e.energy_j.reason.as_deref().unwrap().contains("gpu1"), "{e:?}");
+        assert!(
+            e.energy_j.reason.as_deref().unwrap().contains("gpu1"),
+            "{e:?}"
+        );
         assert_eq!(e.tokens_per_joule.value, None);
     }
 }

@@ -10,19 +10,19 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::attribution::read_step_markers;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
-use crate::model::request::redact_secrets;
-use crate::model::{SetupCause, SetupError};
 use crate::clock::RunClock;
 use crate::grade::{CheckResult, GradeSubject, evaluate};
 use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
+use crate::model::request::redact_secrets;
+use crate::model::{SetupCause, SetupError};
 use crate::runner::RunOptions;
 use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory,
 };
 use crate::runner::context::{ContextPlan, run_context};
 use crate::runner::steps::{StepRecord, StepStatus, StopReason, TrajectoryRecord};
-use crate::runner::swe::{SweOutcome, SwePlan, resolve_arg, run_harness};
+use crate::runner::swe::{StepsFileReport, SweOutcome, SwePlan, resolve_arg, run_harness};
 use crate::sim::{SimConfig, SimHandle};
 use crate::suite::{AgenticMode, EndpointSetting, JobKind, ResolvedJob, ResolvedSuite, SIM_MODEL};
 use crate::telemetry::{TelemetryHandle, TelemetryRun};
@@ -190,7 +190,10 @@ impl ExecutedJob {
                 .points
                 .iter()
                 .filter(|p| {
-                    p.not_started == 0 && !self.trajectories[p.trajectories.clone()].iter().any(cut_short)
+                    p.not_started == 0
+                        && !self.trajectories[p.trajectories.clone()]
+                            .iter()
+                            .any(cut_short)
                 })
                 .count() as u64,
             None => self.trajectories.iter().filter(|t| !cut_short(t)).count() as u64,
@@ -401,7 +404,8 @@ impl Session {
     /// run that cannot start measures nothing); returns once each source took its first
     /// sample, before the measured window.
     pub fn start_telemetry(&mut self) {
-        self.telemetry = super::energy::start_telemetry(&self.suites, self.sim.as_ref(), &self.clock);
+        self.telemetry =
+            super::energy::start_telemetry(&self.suites, self.sim.as_ref(), &self.clock);
     }
 
     /// Whether some suite can run (no setup error).
@@ -537,7 +541,10 @@ impl Session {
             }
             JobKind::Context(c) => {
                 let words = match &c.filler {
-                    Some(p) => match std::fs::read_to_string(p) {
+                    Some(p) => match crate::fsio::read(p, crate::fsio::limits::TOOL_FILE_BYTES)
+                        .map_err(|e| e.to_string())
+                        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".into()))
+                    {
                         Ok(t) => t.split_whitespace().map(str::to_string).collect(),
                         Err(e) => {
                             ex.notes
@@ -662,29 +669,46 @@ impl Session {
         let end_ns = self.clock.elapsed_ns();
         let ok = outcome.exit_code == Some(0);
         ctx.capture.harness_end(span, ok, outcome.timed_out);
+        let mut outcome = outcome;
         let mut steps = Vec::new();
-        if steps_file.exists()
-            && let Ok(markers) = read_step_markers(&steps_file)
-        {
-            {
-                let anchor = self.clock.reference_instant_unix_ns();
-                for m in markers {
-                    // Harness step ids are renumbered run-unique; times map onto the
-                    // run clock through the anchor (ADR-013 join).
-                    steps.push(StepRecord {
-                        step_id: ctx.step_id(),
-                        kind: m.kind,
-                        name: m.name.clone().unwrap_or_else(|| m.kind.label().into()),
-                        start_ns: m.t_start_unix_ns.saturating_sub(anchor),
-                        end_ns: m.t_end_unix_ns.saturating_sub(anchor),
-                        status: StepStatus::Completed,
-                        failure_code: None,
-                        tool_error: None,
-                        request: None,
-                        status_known: false,
-                    });
+        let mut prov = StepsFileReport::default();
+        if steps_file.exists() {
+            match read_step_markers(&steps_file) {
+                Err(e) => prov.read_error = Some(e.to_string()),
+                Ok(file) => {
+                    let anchor = self.clock.reference_instant_unix_ns();
+                    prov.markers = file.markers.len();
+                    prov.truncated_tail = file.truncated_tail.is_some();
+                    prov.truncated_line = file.truncated_tail;
+                    prov.rejected = file.rejected.clone();
+                    prov.rejected_count = file.rejected_count;
+                    for m in file.markers {
+                        // Harness step ids are renumbered run-unique; times map onto the
+                        // run clock through the anchor (ADR-013 join). A start before the
+                        // anchor keeps its real time (never rewritten to the anchor) and
+                        // is flagged; the join drops it by its `outside_run` rule.
+                        let step_id = ctx.step_id();
+                        let before = anchor.checked_sub(m.t_start_unix_ns).filter(|&b| b > 0);
+                        if before.is_some() {
+                            prov.before_anchor_steps.push(step_id);
+                        }
+                        steps.push(StepRecord {
+                            step_id,
+                            kind: m.kind,
+                            name: m.name.clone().unwrap_or_else(|| m.kind.label().into()),
+                            start_ns: m.t_start_unix_ns.saturating_sub(anchor),
+                            end_ns: m.t_end_unix_ns.saturating_sub(anchor),
+                            status: StepStatus::Completed,
+                            failure_code: None,
+                            tool_error: None,
+                            request: None,
+                            status_known: false,
+                            start_before_anchor_ns: before,
+                        });
+                    }
                 }
             }
+            outcome.steps_file = Some(prov);
         }
         let stop_reason = if outcome.timed_out {
             StopReason::Timeout

@@ -26,7 +26,7 @@ use crate::load::{LoadRun, goodput_criteria, load_report, summarize_point, sweep
 use crate::model::load::WindowEnergy;
 use crate::model::request::redact_secrets;
 use crate::model::{
-    AttributionOutcome, Basis, Figure, CaptureReport, EndpointReport, FailureCount, GradingCheck,
+    AttributionOutcome, Basis, CaptureReport, EndpointReport, FailureCount, Figure, GradingCheck,
     HarnessReport, JobKind, JobReport, JobStatus, Quality, REPORT_SCHEMA, RunReport,
     StepAttribution, StepKind, StepReport, SummaryReport, TokenSource, TrajectoryOutcome,
     TrajectoryReport, tokens_per_joule,
@@ -101,73 +101,60 @@ fn missing_energy_reason(a: &StepAttribution) -> String {
     }
 }
 
-/// A step's energy figure and its ADR-013 figures from its trajectory's join outcome.
+/// A step's energy figure and its ADR-013 figures from its trajectory's join outcome. The
+/// ADR-013 figures (samples, counter deltas, usage) are kept whatever the power source;
+/// the energy is `null` with basis `unavailable` without one.
 fn step_energy(
     outcome: Option<&TrajectoryOutcome>,
     step_id: u64,
     run: &RunEnergy,
 ) -> (Figure<u64>, Option<StepAttribution>) {
-    let no_power = run.power().source.is_none();
-    let power_reason = || {
-        format!(
+    let metrics = match outcome {
+        Some(AttributionOutcome::Attributed(m)) => Some(m),
+        _ => None,
+    };
+    let step = metrics.and_then(|m| m.steps.iter().find(|s| s.step_id == step_id));
+    let attribution = step.map(|s| s.attribution.clone());
+    if run.power().source.is_none() {
+        let why = format!(
             "no power source: {}",
             run.power()
                 .reason
                 .as_deref()
                 .unwrap_or("nothing supplied power readings")
-        )
-    };
-    match outcome {
-        _ if no_power => (Figure::missing(Basis::Unavailable, power_reason()), None),
-        None => (
-            Figure::missing(Basis::Unavailable, "no telemetry joined this step"),
-            None,
-        ),
-        Some(AttributionOutcome::Withheld(w)) => {
-            let reasons: Vec<String> = w
-                .reasons
-                .iter()
-                .map(|r| {
-                    serde_json::to_value(r)
-                        .ok()
-                        .and_then(|v| v.get("reason").and_then(|x| x.as_str()).map(String::from))
-                        .unwrap_or_default()
-                })
-                .collect();
-            (
-                Figure::missing(
-                    run.basis(w.concurrency.max_trajectories_in_flight),
-                    format!("attribution withheld ({})", reasons.join(", ")),
-                ),
-                None,
+        );
+        return (Figure::missing(Basis::Unavailable, why), attribution);
+    }
+    let energy = match (outcome, metrics, step) {
+        (None, _, _) => Figure::missing(Basis::Unavailable, "no telemetry joined this step"),
+        (Some(AttributionOutcome::Withheld(w)), _, _) => {
+            let reasons: Vec<&str> = w.reasons.iter().map(|r| r.label()).collect();
+            Figure::missing(
+                run.basis(w.concurrency.max_trajectories_in_flight),
+                format!("attribution withheld ({})", reasons.join(", ")),
             )
         }
-        Some(AttributionOutcome::Attributed(m)) => match m.steps.iter().find(|s| s.step_id == step_id)
-        {
-            None => {
-                let why = m
-                    .dropped_steps
-                    .iter()
-                    .find(|d| d.step_id == step_id)
-                    .map_or("not in the join", |d| d.reason.label());
-                (
-                    Figure::missing(
-                        run.basis(m.concurrency.max_trajectories_in_flight),
-                        format!("step dropped from attribution ({why})"),
-                    ),
-                    None,
-                )
+        (_, Some(m), None) => {
+            let why = m
+                .dropped_steps
+                .iter()
+                .find(|d| d.step_id == step_id)
+                .map_or("not in the join", |d| d.reason.label());
+            Figure::missing(
+                run.basis(m.concurrency.max_trajectories_in_flight),
+                format!("step dropped from attribution ({why})"),
+            )
+        }
+        (_, _, Some(sm)) => {
+            let basis = sm.energy_basis.map_or(Basis::Unavailable, Basis::from);
+            match sm.energy_mj {
+                Some(v) => Figure::of(v, basis),
+                None => Figure::missing(basis, missing_energy_reason(&sm.attribution)),
             }
-            Some(sm) => {
-                let basis = sm.energy_basis.map_or(Basis::Unavailable, Basis::from);
-                let f = match sm.energy_mj {
-                    Some(v) => Figure::of(v, basis),
-                    None => Figure::missing(basis, missing_energy_reason(&sm.attribution)),
-                };
-                (f, Some(sm.attribution.clone()))
-            }
-        },
-    }
+        }
+        (_, None, None) => Figure::missing(Basis::Unavailable, "no join"),
+    };
+    (energy, attribution)
 }
 
 /// A tokens-per-joule figure from an output-token count and an energy figure (mJ).
@@ -185,7 +172,11 @@ fn per_joule_figure(
         (Some((t, _)), Some(e)) => Figure::finite_or(
             tokens_per_joule(Some(t), Some(e)),
             energy.basis,
-            if t == 0 { "no output tokens" } else { "no energy" },
+            if t == 0 {
+                "no output tokens"
+            } else {
+                "no energy"
+            },
         ),
     };
     f.with_tokens(tokens.map(|t| t.1))
@@ -212,6 +203,7 @@ fn step_report(
         start_ns: s.start_ns,
         end_ns: s.end_ns,
         duration_ms: s.duration_ms(),
+        start_before_anchor_ns: s.start_before_anchor_ns,
         status: s.status_known.then_some(s.status),
         failure_code: s.failure_code,
         tool_error: s.tool_error,
@@ -246,15 +238,19 @@ fn trajectory_report(
         })
         .collect();
     // Output tokens over the LLM steps: every one counted, or none (never a sum with 0).
-    let llm: Vec<&StepReport> = steps.iter().filter(|s| s.kind == StepKind::LlmCall).collect();
+    let llm: Vec<&StepReport> = steps
+        .iter()
+        .filter(|s| s.kind == StepKind::LlmCall)
+        .collect();
     let tokens = if llm.is_empty() {
         Err("no LLM step".to_string())
     } else {
-        llm.iter().try_fold((0u64, TokenSource::Server), |(n, src), s| {
-            s.output_tokens()
-                .map(|(k, ks)| (n.saturating_add(k), src.and(ks)))
-                .ok_or_else(|| format!("LLM step {} has no output-token count", s.step_id))
-        })
+        llm.iter()
+            .try_fold((0u64, TokenSource::Server), |(n, src), s| {
+                s.output_tokens()
+                    .map(|(k, ks)| (n.saturating_add(k), src.and(ks)))
+                    .ok_or_else(|| format!("LLM step {} has no output-token count", s.step_id))
+            })
     };
     let completion_tokens = match &tokens {
         Ok((n, src)) => Figure::of(*n, src.basis()).with_tokens(Some(*src)),
@@ -382,10 +378,7 @@ fn grading_rows(g: &GradedJob) -> Vec<GradingCheck> {
 /// The harness's exit code as the built-in `harness_exit` figure (basis `harness`).
 fn harness_exit_figure(h: &crate::runner::swe::SweOutcome) -> Figure<f64> {
     match (h.exit_code, h.timed_out, &h.spawn_error) {
-        (_, true, _) => Figure::missing(
-            Basis::Harness,
-            "timed out; its process group was killed",
-        ),
+        (_, true, _) => Figure::missing(Basis::Harness, "timed out; its process group was killed"),
         (_, _, Some(e)) => Figure::missing(Basis::Harness, format!("could not start: {e}")),
         (Some(c), _, _) => Figure::of(f64::from(c), Basis::Harness),
         (None, _, _) => Figure::missing(Basis::Harness, "ended by a signal, no exit code"),
@@ -504,8 +497,7 @@ fn job_report(
     };
     let comparison = baseline.and_then(|b| {
         let (samples, n, ok) = baseline::samples_of(requests.iter(), &warm, e.load.is_some());
-        let summary =
-            baseline::job_summary(&e.job.job.id, job_kind(e).as_str(), n, ok, &samples);
+        let summary = baseline::job_summary(&e.job.job.id, job_kind(e).as_str(), n, ok, &samples);
         b.compare(&summary, baseline::DEFAULT_NOISE_PCT)
     });
     figs.regression_pct = baseline::compare::regression_figure(
@@ -531,14 +523,12 @@ fn job_report(
     }
     if ran {
         match job_energy.energy_per_trajectory_j.basis {
-            Basis::Simulated => notes.push(
-                "energy is simulated (built-in simulator power model), not measured".into(),
-            ),
+            Basis::Simulated => notes
+                .push("energy is simulated (built-in simulator power model), not measured".into()),
             Basis::Apportioned => {
                 if job_energy.energy_j.basis == Basis::Simulated {
                     notes.push(
-                        "energy is simulated (built-in simulator power model), not measured"
-                            .into(),
+                        "energy is simulated (built-in simulator power model), not measured".into(),
                     );
                 }
                 notes.push(format!(
@@ -561,6 +551,9 @@ fn job_report(
             harness_ok = false;
         } else if h.exit_code != Some(0) {
             harness_ok = false;
+        }
+        if let Some(f) = &h.steps_file {
+            notes.extend(steps_file_notes(f));
         }
     }
     let outcome = JobOutcome::from_verdicts(&verdicts, g.grading_passed());
@@ -629,6 +622,7 @@ fn job_report(
             exit_code: h.exit_code,
             timed_out: h.timed_out,
             spawn_error: h.spawn_error.clone(),
+            steps_file: h.steps_file.clone(),
         }),
         load,
         sweep,
@@ -741,7 +735,9 @@ pub fn console_lines(report: &RunReport) -> Vec<String> {
     let style = Style::PLAIN;
     let mut out = Vec::new();
     for j in &report.jobs {
-        let mut block = render::job_block(j, style).trim_end_matches('\n').to_string();
+        let mut block = render::job_block(j, style)
+            .trim_end_matches('\n')
+            .to_string();
         // Load jobs: the curve; `--baseline`: the per-figure comparison.
         if let Some(sw) = &j.sweep {
             block.push('\n');
@@ -768,6 +764,44 @@ pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
     super::table::step_tables(report)
 }
 
+/// The console notes of an SWE steps file: a truncated tail, every rejected line (by its
+/// line number) and steps that start before the run's anchor.
+fn steps_file_notes(f: &crate::model::StepsFileReport) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(e) = &f.read_error {
+        notes.push(format!("steps file unreadable: {e}"));
+    }
+    if let Some(l) = f.truncated_line {
+        notes.push(format!(
+            "steps file: truncated_tail: line {l} was half-written and left out; the {} \
+             marker(s) before it are kept",
+            f.markers
+        ));
+    }
+    for r in &f.rejected {
+        notes.push(format!(
+            "steps file line {}: rejected step marker: {}",
+            r.line, r.message
+        ));
+    }
+    if f.rejected_count > f.rejected.len() {
+        notes.push(format!(
+            "steps file: {} more rejected line(s)",
+            f.rejected_count - f.rejected.len()
+        ));
+    }
+    if !f.before_anchor_steps.is_empty() {
+        notes.push(format!(
+            "steps file: {} step(s) start before the run's reference instant (steps {:?}): \
+             kept with their real times, dropped from attribution by ADR-013's outside_run \
+             rule",
+            f.before_anchor_steps.len(),
+            f.before_anchor_steps
+        ));
+    }
+    notes
+}
+
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -786,7 +820,14 @@ pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
         .flat_map(|j| j.trajectories.iter())
         .flat_map(|t| {
             t.steps.iter().map(move |s| {
-                StepMarker::at(anchor, &t.id, s.step_id, s.kind, s.start_ns, s.end_ns, &s.name)
+                StepMarker::at(
+                    &t.id,
+                    s.step_id,
+                    s.kind,
+                    s.start_unix_ns(anchor),
+                    anchor + s.end_ns,
+                    &s.name,
+                )
             })
         })
         .collect()
@@ -846,4 +887,71 @@ pub fn write_artifacts(
     )?;
     write_atomic(&run_dir.join("report.json"), &report.to_json())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{StepStatus, StopReason};
+    use crate::runner::steps::StepRecord;
+
+    fn llm(step_id: u64, completion: Option<u64>) -> StepRecord {
+        let mut r = RequestRecord::new(&format!("r{step_id}"), 0, 0, true);
+        r.status = crate::model::RequestStatus::Success;
+        r.completion_tokens = completion;
+        StepRecord {
+            step_id,
+            kind: StepKind::LlmCall,
+            name: "chat".into(),
+            start_ns: 0,
+            end_ns: 1,
+            status: StepStatus::Completed,
+            failure_code: None,
+            tool_error: None,
+            request: Some(r),
+            status_known: true,
+            start_before_anchor_ns: None,
+        }
+    }
+
+    /// Issue 13 item 3: a trajectory with an LLM step that lacks a token count has no
+    /// token total and no tokens per joule — never a sum with 0 for the missing step.
+    #[test]
+    fn a_step_without_a_token_count_makes_the_trajectory_figures_missing() {
+        let t = TrajectoryRecord {
+            id: "s::j#0".into(),
+            index: 0,
+            stop_reason: StopReason::FinalAnswer,
+            steps: vec![llm(1, Some(10)), llm(2, None)],
+            tools_called: vec![],
+            final_answer: None,
+            stdout: None,
+            start_ns: 0,
+            end_ns: 2,
+        };
+        let run = RunEnergy::attribute(&[], None, energy::power_report(None, false));
+        let r = trajectory_report(&t, None, &run, &HashSet::new());
+        assert_eq!(r.completion_tokens.value, None);
+        assert_eq!(
+            r.completion_tokens.reason.as_deref(),
+            Some("LLM step 2 has no output-token count")
+        );
+        assert_eq!(r.tokens_per_joule.value, None);
+        // With energy present, a missing token count still gives no ratio.
+        let e = Figure::of(5000, Basis::Measured);
+        let f = per_joule_figure(None, &e, "LLM step 2 has no output-token count");
+        assert_eq!(f.value, None);
+        assert_eq!(f.basis, Basis::Measured);
+        let f = per_joule_figure(Some((10, TokenSource::ClientEstimate)), &e, "");
+        assert_eq!(f.value, Some(2.0));
+        assert_eq!(f.tokens, Some(TokenSource::ClientEstimate));
+        // Every count present: the total, with the weaker source.
+        let t = TrajectoryRecord {
+            steps: vec![llm(1, Some(10)), llm(2, Some(5))],
+            ..t
+        };
+        let r = trajectory_report(&t, None, &run, &HashSet::new());
+        assert_eq!(r.completion_tokens.value, Some(15));
+        assert_eq!(r.completion_tokens.basis, Basis::ServerReported);
+    }
 }

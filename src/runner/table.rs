@@ -8,7 +8,8 @@
 //! because the server sent no usage (`completion_tokens_estimate`, DESIGN §5), and the
 //! tokens per joule derived from it, print with a leading `~`. The header of each table
 //! names the power source from what was sampled (`power nvml`, `power simulated`, `power
-//! unavailable (REASON)`), the energy basis (`—` without a power source) and the
+//! unavailable`, its reason printed once after the tables), the energy basis (`—` without
+//! a power source) and the
 //! trajectories declared and observed in flight; the ADR-013 concurrency statement of
 //! each join is printed once, after its tables. A load point's table is its first
 //! trajectory's (every trajectory is in `report.json`).
@@ -44,23 +45,17 @@ fn estimated(f: &Figure<f64>) -> String {
     }
 }
 
-/// `power nvml · energy basis measured · 1 trajectory in flight`, or the withholding.
+/// `power nvml · energy basis measured · 1 trajectory in flight`, or the withholding. Without
+/// a power source, `power unavailable` (the reason is printed once, after the tables).
 fn header(report: &RunReport, t: &TrajectoryReport) -> String {
-    let power = report.power.describe();
+    let power = match report.power.source {
+        Some(s) => format!("power {}", s.label()),
+        None => "power unavailable".to_string(),
+    };
     match &t.attribution {
         None => format!("{power} · no samples"),
         Some(AttributionOutcome::Withheld(w)) => {
-            let reasons: Vec<String> = w
-                .reasons
-                .iter()
-                .filter_map(|r| {
-                    serde_json::to_value(r)
-                        .ok()?
-                        .get("reason")?
-                        .as_str()
-                        .map(String::from)
-                })
-                .collect();
+            let reasons: Vec<&str> = w.reasons.iter().map(|r| r.label()).collect();
             format!("{power} · attribution withheld ({})", reasons.join(", "))
         }
         Some(AttributionOutcome::Attributed(m)) => format!(
@@ -107,10 +102,10 @@ fn table(report: &RunReport, t: &TrajectoryReport, out: &mut String) {
         if name.chars().count() > 14 {
             name = name.chars().take(13).collect::<String>() + "…";
         }
-        let basis = if s.energy.is_present() || s.attribution.is_some() {
-            s.energy.basis.name()
-        } else {
-            ABSENT
+        let basis = match s.energy.basis {
+            crate::model::Basis::Unavailable => ABSENT,
+            b if s.energy.is_present() || s.attribution.is_some() => b.name(),
+            _ => ABSENT,
         };
         let _ = writeln!(
             out,
@@ -175,7 +170,10 @@ pub fn step_tables(report: &RunReport) -> Vec<String> {
             out.push(rendered(report, t));
         }
     }
-    let groups = report.attribution.as_ref().map_or(&[][..], |a| &a.groups[..]);
+    let groups = report
+        .attribution
+        .as_ref()
+        .map_or(&[][..], |a| &a.groups[..]);
     let seq_statement = groups
         .iter()
         .find(|g| !load_group(g))
@@ -184,6 +182,12 @@ pub fn step_tables(report: &RunReport) -> Vec<String> {
         && !out.is_empty()
     {
         out.push(st);
+    }
+    if report.power.source.is_none() && !out.is_empty() {
+        out.push(format!(
+            "{}: every energy figure is null (basis unavailable)",
+            report.power.describe()
+        ));
     }
     for g in groups.iter().filter(|g| load_group(g)) {
         let Some(first) = g.trajectories.first().and_then(|id| trajectory(report, id)) else {

@@ -481,7 +481,10 @@ pub fn map_exposition(
         drop.extend(spec.dedupe_labels);
         let mut engines: BTreeMap<String, Vec<&super::prom::MetricSample>> = BTreeMap::new();
         for s in &vals {
-            engines.entry(series_key(&s.labels, &drop)).or_default().push(s);
+            engines
+                .entry(series_key(&s.labels, &drop))
+                .or_default()
+                .push(s);
         }
         let mut values: BTreeMap<String, Option<f64>> = BTreeMap::new();
         for (engine, samples) in engines {

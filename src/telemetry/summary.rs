@@ -120,3 +120,60 @@ pub fn gauge_summaries(samples: &[MetricsSample]) -> BTreeMap<String, GaugeSumma
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::{CounterValues, ResetFlags};
+
+    fn sample(gauges: &[(&str, Option<f64>)], engines: &[(&str, &[(&str, f64)])]) -> MetricsSample {
+        MetricsSample {
+            elapsed_ns: 0,
+            request_sent_ns: 0,
+            counters: CounterValues::default(),
+            resets: ResetFlags::default(),
+            gauges: gauges.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            gauge_engines: engines
+                .iter()
+                .map(|(g, es)| {
+                    (
+                        g.to_string(),
+                        es.iter().map(|(e, v)| (e.to_string(), Some(*v))).collect(),
+                    )
+                })
+                .collect(),
+            non_finite: vec![],
+        }
+    }
+
+    /// Issue 13 item 6: a gauge over two data-parallel engines is kept per engine with its
+    /// max and mean — never summed (0.25 + 0.5 used to read 0.75).
+    #[test]
+    fn gauges_of_several_engines_are_kept_per_engine_never_summed() {
+        let kv = "kv_cache_usage";
+        let samples = [
+            sample(
+                &[(kv, None)],
+                &[(kv, &[("engine=\"0\"", 0.25), ("engine=\"1\"", 0.5)])],
+            ),
+            sample(
+                &[(kv, None)],
+                &[(kv, &[("engine=\"0\"", 0.75), ("engine=\"1\"", 0.5)])],
+            ),
+            sample(&[("requests_running", Some(2.0))], &[]),
+            sample(&[("requests_running", Some(4.0))], &[]),
+        ];
+        let g = gauge_summaries(&samples);
+        let kv = &g[kv];
+        assert_eq!(kv.engines.len(), 2);
+        assert_eq!(kv.engines["engine=\"0\""].max, Some(0.75));
+        assert_eq!(kv.engines["engine=\"0\""].mean, Some(0.5));
+        assert_eq!(kv.engines["engine=\"1\""].mean, Some(0.5));
+        assert_eq!(kv.max, Some(0.75), "the largest engine reading, not a sum");
+        assert_eq!(kv.mean, Some(0.5));
+        let run = &g["requests_running"];
+        assert_eq!(run.engines[""].samples, 2);
+        assert_eq!(run.max, Some(4.0));
+        assert_eq!(run.mean, Some(3.0));
+    }
+}

@@ -3,7 +3,7 @@ use std::collections::BTreeMap;
 use inferscope_bench::attribution::{
     AttributionInput, Concurrency, CounterName, CounterPoint, CounterSeries, DropReason,
     EnergyBasis, EnergyCounterSample, EnergyCounterSeries, MAX_POWER_MW, MarkerIssue, PowerBasis,
-    PowerSample, PowerSeries, PowerBasisLabel, RunWindow, SeriesProblem, SourceKind, StepKey,
+    PowerBasisLabel, PowerSample, PowerSeries, RunWindow, SeriesProblem, SourceKind, StepKey,
     StepKind, StepMarker, StepUsage, TrajectoryMetrics, TrajectoryOutcome, WithholdReason,
     attribute, attribute_run, observed_max_trajectories_in_flight, parse_step_markers,
     render_outcome, render_step_table,

@@ -366,7 +366,11 @@ fn check(input: &AttributionInput, markers: &[StepMarker]) -> Result<(), TestCas
     // A step's own figure is the sum over devices only when every device with a power
     // series has one (never a partial sum).
     for s in &t.steps {
-        let with_power: Vec<_> = s.devices.iter().filter(|d| d.samples_in_window.is_some()).collect();
+        let with_power: Vec<_> = s
+            .devices
+            .iter()
+            .filter(|d| d.samples_in_window.is_some())
+            .collect();
         let all = with_power.iter().all(|d| d.energy_mj.is_some());
         let dev_sum: Option<u64> = with_power
             .iter()

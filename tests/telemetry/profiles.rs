@@ -99,7 +99,9 @@ fn sglang_declared_counter_without_series_is_null_not_zero() {
     // the counter is missing (issue 13 item 6), never 0.
     assert_eq!(s.counter(CounterId::PrefixCacheHits), None);
     assert!(
-        s.notes.iter().any(|n| n.contains("declared but exposes no series")),
+        s.notes
+            .iter()
+            .any(|n| n.contains("declared but exposes no series")),
         "{:?}",
         s.notes
     );
