@@ -140,7 +140,11 @@ fn check(paths: &[PathBuf]) -> i32 {
     }
 }
 
-fn list(paths: &[PathBuf], filter: Option<&str>, partition: Option<crate::shard::Partition>) -> i32 {
+fn list(
+    paths: &[PathBuf],
+    filter: Option<&str>,
+    partition: Option<crate::shard::Partition>,
+) -> i32 {
     match load_all(paths) {
         Ok(suites) => {
             let jobs: Vec<&suite::Job> = suites

@@ -114,7 +114,10 @@ fn hash_partitions_of_every_ready_suite_run_every_job_exactly_once() {
     for bad in ["hash:0/3", "hash:4/3", "slice:1/2", "hash:1/x"] {
         let o = run(&repo(), &["list", "suites/load.toml", "--partition", bad]);
         assert_eq!(o.status.code(), Some(2), "{bad}: {}", describe(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains("--partition"), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--partition"),
+            "{bad}"
+        );
     }
 }
 
@@ -126,8 +129,9 @@ fn kube_validate() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME").map(|h| {
-                PathBuf::from(h)
-                    .join(".cache/inferscope-bench/venv-kube-validate-1.37.0/bin/kubernetes-validate")
+                PathBuf::from(h).join(
+                    ".cache/inferscope-bench/venv-kube-validate-1.37.0/bin/kubernetes-validate",
+                )
             })
         })
         .filter(|p| p.is_file());
@@ -196,14 +200,26 @@ fn k8s_manifests_validate_against_the_kubernetes_schema() {
     let Some(exe) = kube_validate() else { return };
     for (f, _) in &files {
         let o = validate(&exe, f);
-        let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
         assert_eq!(o.status.code(), Some(0), "{}: {out}", f.display());
         assert_eq!(out.matches("passed for resource").count(), 5, "{out}");
     }
     let broken = tmp.path().join("broken.yaml");
-    std::fs::write(&broken, files[0].1.replace("completionMode:", "completionModes:")).unwrap();
+    std::fs::write(
+        &broken,
+        files[0].1.replace("completionMode:", "completionModes:"),
+    )
+    .unwrap();
     let o = validate(&exe, &broken);
-    assert_ne!(o.status.code(), Some(0), "a misspelled field must fail validation");
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "a misspelled field must fail validation"
+    );
 }
 
 /// The simulator as its own process on a free loopback port; killed on drop.
@@ -241,7 +257,12 @@ fn container(doc: &Value) -> (String, Vec<(String, String)>) {
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|e| Some((e["name"].as_str()?.to_string(), e["value"].as_str()?.to_string())))
+        .filter_map(|e| {
+            Some((
+                e["name"].as_str()?.to_string(),
+                e["value"].as_str()?.to_string(),
+            ))
+        })
         .collect();
     (script, env)
 }
@@ -250,9 +271,16 @@ fn container(doc: &Value) -> (String, Vec<(String, String)>) {
 /// volume, `inferscope-bench` on PATH), in the repository (the image's working directory).
 fn pod(script: &str, env: &[(String, String)], runs: &Path, index: Option<u32>) -> Command {
     let bin_dir = support::bin_path().parent().unwrap().to_path_buf();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let mut c = Command::new("sh");
-    c.arg("-c").arg(script).current_dir(repo()).env("PATH", path);
+    c.arg("-c")
+        .arg(script)
+        .current_dir(repo())
+        .env("PATH", path);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -339,18 +367,26 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
         let o = c.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     }
-    let shards: Vec<RunReport> = (1..=4).map(|k| read(&runs.join(format!("shard-{k}")))).collect();
+    let shards: Vec<RunReport> = (1..=4)
+        .map(|k| read(&runs.join(format!("shard-{k}"))))
+        .collect();
     for (k, r) in shards.iter().enumerate() {
         let id = r.shard.as_ref().unwrap();
         assert_eq!((id.k, id.n), (k as u32 + 1, 4));
         let s = id.start_at.as_ref().expect("start_at recorded");
-        assert!(s.lag_ns >= 0 && s.lag_ns < 2_000_000_000, "lag {}", s.lag_ns);
+        assert!(
+            s.lag_ns >= 0 && s.lag_ns < 2_000_000_000,
+            "lag {}",
+            s.lag_ns
+        );
         assert!(s.first_request_lag_ns.unwrap() >= s.lag_ns);
     }
     let domains: BTreeSet<&str> = shards.iter().map(|r| r.clock_domain_id.as_str()).collect();
     assert_eq!(domains.len(), 4, "each shard its own clock domain");
 
-    let o = pod(&merge_script, &merge_env, &runs, None).output().unwrap();
+    let o = pod(&merge_script, &merge_env, &runs, None)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let merged_dir = runs.join("merged");
     let m = read(&merged_dir);
@@ -358,13 +394,22 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
     assert_eq!(mi.n, 4);
     assert_eq!(mi.shards.len(), 4);
     assert_eq!(mi.alignment.basis, "same_host");
-    let anchor = shards.iter().map(|r| r.reference_instant_unix_ns).min().unwrap();
+    let anchor = shards
+        .iter()
+        .map(|r| r.reference_instant_unix_ns)
+        .min()
+        .unwrap();
     assert_eq!(m.reference_instant_unix_ns, anchor);
     for (s, r) in mi.shards.iter().zip(&shards) {
         assert_eq!(s.clock_domain_id, r.clock_domain_id);
         assert_eq!(s.offset_ns, r.reference_instant_unix_ns - anchor);
         assert!(merged_dir.join(&s.dir).join("report.json").is_file());
-        assert!(merged_dir.join(&s.dir).join("timeline/manifest.json").is_file());
+        assert!(
+            merged_dir
+                .join(&s.dir)
+                .join("timeline/manifest.json")
+                .is_file()
+        );
     }
 
     for job in ["load::fanout", "load::arrivals"] {
@@ -373,7 +418,11 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
         // Every shard's request is in the merged job, shifted by its shard's offset only:
         // durations within a shard are unchanged to the nanosecond.
         assert_eq!(mj.requests.len(), union.len(), "{job}");
-        let measured: Vec<_> = union.iter().filter(|(_, w)| !w).map(|(r, _)| figures(r)).collect();
+        let measured: Vec<_> = union
+            .iter()
+            .filter(|(_, w)| !w)
+            .map(|(r, _)| figures(r))
+            .collect();
         let ok: Vec<_> = measured.iter().filter(|f| f.ok).collect();
         let st = mj.stats.as_ref().unwrap();
         assert_eq!(st.requests, measured.len() as u64, "{job}");
@@ -386,15 +435,25 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
         summary_eq(&format!("{job} itl"), st.itl_ms.as_ref(), &itl);
         summary_eq(&format!("{job} lag"), st.schedule_lag_ms.as_ref(), &lag);
         let ids: BTreeSet<&str> = mj.trajectories.iter().map(|t| t.id.as_str()).collect();
-        assert_eq!(ids.len(), mj.trajectories.len(), "{job}: trajectory ids unique");
+        assert_eq!(
+            ids.len(),
+            mj.trajectories.len(),
+            "{job}: trajectory ids unique"
+        );
         assert!(mj.trajectories.iter().all(|t| t.shard.is_some()));
 
         // Per point: the union's percentiles, and the load is the sum of the shards'.
         let sw = mj.sweep.as_ref().unwrap();
         for p in &sw.points {
             let share = |r: &RunReport| {
-                r.shard.as_ref().unwrap().load.iter().find(|l| l.job == job).unwrap().points
-                    [p.index]
+                r.shard
+                    .as_ref()
+                    .unwrap()
+                    .load
+                    .iter()
+                    .find(|l| l.job == job)
+                    .unwrap()
+                    .points[p.index]
                     .clone()
             };
             let shares: Vec<_> = shards.iter().map(share).collect();
@@ -425,10 +484,26 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
                 .filter(|(r, w)| !w && in_point.iter().any(|t| r.request_id.starts_with(t)))
                 .map(|(r, _)| figures(r))
                 .collect();
-            let pttft: Vec<f64> = preqs.iter().filter(|f| f.ok).filter_map(|f| f.ttft_ms).collect();
-            let pe2e: Vec<f64> = preqs.iter().filter(|f| f.ok).filter_map(|f| f.e2e_ms).collect();
-            summary_eq(&format!("{job} point {} ttft", p.index), p.stats.ttft_ms.as_ref(), &pttft);
-            summary_eq(&format!("{job} point {} e2e", p.index), p.stats.e2e_ms.as_ref(), &pe2e);
+            let pttft: Vec<f64> = preqs
+                .iter()
+                .filter(|f| f.ok)
+                .filter_map(|f| f.ttft_ms)
+                .collect();
+            let pe2e: Vec<f64> = preqs
+                .iter()
+                .filter(|f| f.ok)
+                .filter_map(|f| f.e2e_ms)
+                .collect();
+            summary_eq(
+                &format!("{job} point {} ttft", p.index),
+                p.stats.ttft_ms.as_ref(),
+                &pttft,
+            );
+            summary_eq(
+                &format!("{job} point {} e2e", p.index),
+                p.stats.e2e_ms.as_ref(),
+                &pe2e,
+            );
             if let Some(g) = &p.goodput {
                 assert!(g.good_requests <= preqs.len() as u64);
             }
@@ -447,13 +522,20 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
     let md = merged_dir.to_str().unwrap();
     let o = run(cwd, &["timeline", "verify", md]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    assert_eq!(String::from_utf8_lossy(&o.stdout).matches("shard ").count(), 4);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).matches("shard ").count(),
+        4
+    );
     for f in ["markdown", "json", "junit", "html", "perfetto", "otlp-json"] {
         let out = cwd.join(format!("merged.{f}"));
-        let o = run(cwd, &["report", md, "--format", f, "-o", out.to_str().unwrap()]);
+        let o = run(
+            cwd,
+            &["report", md, "--format", f, "-o", out.to_str().unwrap()],
+        );
         assert_eq!(o.status.code(), Some(0), "{f}: {}", describe(&o));
     }
-    let trace: Value = serde_json::from_slice(&std::fs::read(cwd.join("merged.perfetto")).unwrap()).unwrap();
+    let trace: Value =
+        serde_json::from_slice(&std::fs::read(cwd.join("merged.perfetto")).unwrap()).unwrap();
     let pids: BTreeSet<u64> = trace["traceEvents"]
         .as_array()
         .unwrap()
@@ -467,17 +549,31 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
     let groups = inferscope_bench::serve::view::shard_views(&m);
     assert_eq!(groups.iter().map(|g| g.k).collect::<Vec<_>>(), [1, 2, 3, 4]);
     for (g, s) in groups.iter().zip(&mi.shards) {
-        assert_eq!((g.offset_ns, g.n, g.uncertainty_ns), (s.offset_ns, 4, mi.alignment.uncertainty_ns));
+        assert_eq!(
+            (g.offset_ns, g.n, g.uncertainty_ns),
+            (s.offset_ns, 4, mi.alignment.uncertainty_ns)
+        );
         assert!(!g.trajectories.is_empty(), "shard {} has lanes", g.k);
         for id in &g.trajectories {
-            let t = m.jobs.iter().flat_map(|j| &j.trajectories).find(|t| &t.id == id).unwrap();
+            let t = m
+                .jobs
+                .iter()
+                .flat_map(|j| &j.trajectories)
+                .find(|t| &t.id == id)
+                .unwrap();
             assert_eq!(t.shard, Some(g.k));
         }
     }
     let lanes: usize = groups.iter().map(|g| g.trajectories.len()).sum();
-    assert_eq!(lanes, m.jobs.iter().map(|j| j.trajectories.len()).sum::<usize>());
+    assert_eq!(
+        lanes,
+        m.jobs.iter().map(|j| j.trajectories.len()).sum::<usize>()
+    );
     let html = std::fs::read_to_string(cwd.join("merged.html")).unwrap();
-    assert!(html.contains("\"shards\":[{\"k\":1,\"n\":4"), "the page's data holds the shard groups");
+    assert!(
+        html.contains("\"shards\":[{\"k\":1,\"n\":4"),
+        "the page's data holds the shard groups"
+    );
     assert!(html.contains("renderShardGroups"));
 
     let o = run(cwd, &["baseline", "save", md, "--name", "merged"]);
@@ -489,14 +585,25 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
     let s = |k: u32| runs.join(format!("shard-{k}"));
     let tampered = cwd.join("tampered");
     support::copy_dir(&s(4), &tampered);
-    let mut r: Value = serde_json::from_slice(&std::fs::read(tampered.join("report.json")).unwrap()).unwrap();
+    let mut r: Value =
+        serde_json::from_slice(&std::fs::read(tampered.join("report.json")).unwrap()).unwrap();
     r["shard"]["suite_fingerprint"] = Value::from("sha256:0000");
-    std::fs::write(tampered.join("report.json"), serde_json::to_vec(&r).unwrap()).unwrap();
+    std::fs::write(
+        tampered.join("report.json"),
+        serde_json::to_vec(&r).unwrap(),
+    )
+    .unwrap();
     let cases: Vec<(Vec<PathBuf>, &str)> = vec![
-        (vec![s(1), s(2), s(3), tampered.clone()], "suite fingerprint sha256:0000 differs"),
+        (
+            vec![s(1), s(2), s(3), tampered.clone()],
+            "suite fingerprint sha256:0000 differs",
+        ),
         (vec![s(1), s(2), s(3)], "missing"),
         (vec![s(1), s(2), s(3), s(3)], "appears twice"),
-        (vec![s(1), s(2), s(3), merged_dir.clone()], "already a merged run"),
+        (
+            vec![s(1), s(2), s(3), merged_dir.clone()],
+            "already a merged run",
+        ),
     ];
     for (i, (dirs, want)) in cases.into_iter().enumerate() {
         let out = cwd.join(format!("bad{i}"));
@@ -506,6 +613,10 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = run(cwd, &refs);
         assert_eq!(o.status.code(), Some(2), "{want}: {}", describe(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{want}: {}", describe(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(want),
+            "{want}: {}",
+            describe(&o)
+        );
     }
 }

@@ -174,7 +174,13 @@ pub async fn run_with(
         extras.baseline.as_ref(),
     );
     if let Some(s) = &extras.shard {
-        report.shard = Some(crate::shard::identity_of(s, &graded, &report, &clock, released_ns));
+        report.shard = Some(crate::shard::identity_of(
+            s,
+            &graded,
+            &report,
+            &clock,
+            released_ns,
+        ));
         if report.jobs.is_empty() && !report.cancelled {
             // A partition may hold no job: that shard has nothing to do, which is not bad
             // input (every K must still leave its run directory for `merge`).

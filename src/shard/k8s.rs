@@ -349,8 +349,7 @@ pub fn command(args: K8sArgs) -> i32 {
         Ok(mut s) => s.remove(0),
         Err(code) => return code,
     };
-    if args.partition_mode == PartitionMode::Shard && suite.jobs.iter().all(|j| j.load.is_none())
-    {
+    if args.partition_mode == PartitionMode::Shard && suite.jobs.iter().all(|j| j.load.is_none()) {
         return bad(format!(
             "--partition-mode shard: {} has no load job (a job with concurrency, rate, \
              count, duration_s or sweep) whose load could be shared",
@@ -368,7 +367,11 @@ pub fn command(args: K8sArgs) -> i32 {
         },
         None => {
             let ns = now.saturating_add(args.start_delay_s.saturating_mul(1_000_000_000));
-            format!("{}.{:03}", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000_000)
+            format!(
+                "{}.{:03}",
+                ns / 1_000_000_000,
+                ns % 1_000_000_000 / 1_000_000
+            )
         }
     };
     let facts = SuiteFacts {
@@ -408,10 +411,19 @@ mod tests {
         };
         let docs = manifests(&a, &facts, "1767225600.000");
         let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding", "Job", "Job"]);
+        assert_eq!(
+            kinds,
+            ["ServiceAccount", "Role", "RoleBinding", "Job", "Job"]
+        );
         let shards = &docs[3]["spec"];
         assert_eq!(shards["completionMode"], "Indexed");
-        assert_eq!((shards["completions"].as_u64(), shards["parallelism"].as_u64()), (Some(8), Some(8)));
+        assert_eq!(
+            (
+                shards["completions"].as_u64(),
+                shards["parallelism"].as_u64()
+            ),
+            (Some(8), Some(8))
+        );
         let pod = &shards["template"]["spec"];
         assert_eq!(
             pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
@@ -420,13 +432,33 @@ mod tests {
         );
         let c = &pod["containers"][0];
         let script = c["args"][0].as_str().unwrap();
-        assert!(script.contains("k=$((JOB_COMPLETION_INDEX + 1))"), "{script}");
-        assert!(script.contains("--partition \"hash:$k/$INFERSCOPE_SHARDS\""), "{script}");
-        assert!(script.contains("--endpoint \"$INFERSCOPE_ENDPOINT\""), "{script}");
+        assert!(
+            script.contains("k=$((JOB_COMPLETION_INDEX + 1))"),
+            "{script}"
+        );
+        assert!(
+            script.contains("--partition \"hash:$k/$INFERSCOPE_SHARDS\""),
+            "{script}"
+        );
+        assert!(
+            script.contains("--endpoint \"$INFERSCOPE_ENDPOINT\""),
+            "{script}"
+        );
         assert_eq!(c["resources"]["requests"], c["resources"]["limits"]);
-        let key = c["env"].as_array().unwrap().iter().find(|e| e["name"] == "ENGINE_KEY").unwrap();
-        assert_eq!(key["valueFrom"]["secretKeyRef"]["name"], "inferscope-api-key");
-        assert!(key.get("value").is_none(), "the key never sits in the manifest");
+        let key = c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "ENGINE_KEY")
+            .unwrap();
+        assert_eq!(
+            key["valueFrom"]["secretKeyRef"]["name"],
+            "inferscope-api-key"
+        );
+        assert!(
+            key.get("value").is_none(),
+            "the key never sits in the manifest"
+        );
         let merge = &docs[4]["spec"]["template"]["spec"];
         let wait: Vec<&str> = merge["initContainers"][0]["command"]
             .as_array()
@@ -437,7 +469,10 @@ mod tests {
         assert_eq!(wait[..3], ["kubectl", "wait", "--for=condition=complete"]);
         assert_eq!(wait[4], "job/inferscope-bench-shards");
         assert_eq!(merge["serviceAccountName"], "inferscope-bench-merge");
-        assert_eq!(docs[1]["rules"][0]["verbs"], json!(["get", "list", "watch"]));
+        assert_eq!(
+            docs[1]["rules"][0]["verbs"],
+            json!(["get", "list", "watch"])
+        );
         let yaml = to_yaml(&docs).unwrap();
         assert_eq!(yaml.lines().filter(|l| *l == "---").count(), 5);
     }
@@ -455,6 +490,9 @@ mod tests {
                 ..Default::default()
             },
         );
-        assert!(c.contains("count:$k/") && c.contains("--model \"$INFERSCOPE_MODEL\" --capture-timeline"));
+        assert!(
+            c.contains("count:$k/")
+                && c.contains("--model \"$INFERSCOPE_MODEL\" --capture-timeline")
+        );
     }
 }

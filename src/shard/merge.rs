@@ -36,8 +36,8 @@ use crate::load::{LoadPoint, Stop, goodput_criteria, summarize_point};
 use crate::model::figure::Figure;
 use crate::model::load::{Goodput, GoodputCriteria, LoadReport, PointSummary, SweepReport};
 use crate::model::shard::{
-    AlignedWindow, Alignment, JobShare, MergeReport, MergedConcurrency, ShardJobSection,
-    ShardMode, ShardSection,
+    AlignedWindow, Alignment, JobShare, MergeReport, MergedConcurrency, ShardJobSection, ShardMode,
+    ShardSection,
 };
 use crate::model::{
     Basis, CaptureReport, FailureCount, JobEnergy, JobReport, JobStatus, PowerReport, Quality,
@@ -74,7 +74,9 @@ fn host_of(domain: &str) -> &str {
 /// Checks that `inputs` are the shards of one run; returns them ordered by K.
 fn validate(inputs: &[ShardInput]) -> Result<Vec<&ShardInput>, String> {
     let mut by_k: BTreeMap<u32, &ShardInput> = BTreeMap::new();
-    let first = inputs.first().ok_or_else(|| "no run directory given".to_string())?;
+    let first = inputs
+        .first()
+        .ok_or_else(|| "no run directory given".to_string())?;
     let Some(base) = &first.report.shard else {
         return bad(format!(
             "{}: not a shard run (its report.json has no `shard` identity: run it with \
@@ -85,7 +87,9 @@ fn validate(inputs: &[ShardInput]) -> Result<Vec<&ShardInput>, String> {
     for i in inputs {
         let d = i.dir.display();
         if i.report.merge.is_some() {
-            return bad(format!("{d}: already a merged run; merge the shards' own run directories"));
+            return bad(format!(
+                "{d}: already a merged run; merge the shards' own run directories"
+            ));
         }
         let Some(s) = &i.report.shard else {
             return bad(format!(
@@ -109,10 +113,16 @@ fn validate(inputs: &[ShardInput]) -> Result<Vec<&ShardInput>, String> {
             return bad(format!("{d}: ran as {} but {f} as {}", m(s), m(base)));
         }
         if s.n != base.n {
-            return bad(format!("{d}: shard {}/{} but {f} is one of {} shards", s.k, s.n, base.n));
+            return bad(format!(
+                "{d}: shard {}/{} but {f} is one of {} shards",
+                s.k, s.n, base.n
+            ));
         }
         let seeds = |x: &crate::model::ShardIdentity| {
-            x.seeds.iter().map(|v| (v.suite.clone(), v.seed)).collect::<Vec<_>>()
+            x.seeds
+                .iter()
+                .map(|v| (v.suite.clone(), v.seed))
+                .collect::<Vec<_>>()
         };
         if seeds(s) != seeds(base) {
             return bad(format!(
@@ -175,10 +185,11 @@ fn shift_request(r: &mut RequestRecord, off: u64) {
         &mut r.ttfo_ns,
         &mut r.last_token_ns,
         &mut r.end_ns,
-    ] {
-        if let Some(v) = t {
-            *v += off;
-        }
+    ]
+    .into_iter()
+    .flatten()
+    {
+        *t += off;
     }
 }
 
@@ -324,22 +335,37 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     let base = &parts[0].job;
     let warm: HashSet<String> = parts
         .iter()
-        .flat_map(|p| p.job.load.iter().flat_map(|l| l.warmup_requests.iter().cloned()))
+        .flat_map(|p| {
+            p.job
+                .load
+                .iter()
+                .flat_map(|l| l.warmup_requests.iter().cloned())
+        })
         .collect();
     // Trajectories and requests: the union, each trajectory in its point, by unit index.
     let mut point_of: HashMap<String, usize> = HashMap::new();
     for p in parts {
         point_of.extend(point_of_trajectories(&p.job));
     }
-    let mut trajectories: Vec<TrajectoryReport> =
-        parts.iter().flat_map(|p| p.job.trajectories.iter().cloned()).collect();
+    let mut trajectories: Vec<TrajectoryReport> = parts
+        .iter()
+        .flat_map(|p| p.job.trajectories.iter().cloned())
+        .collect();
     trajectories.sort_by_key(|t| (point_of.get(&t.id).copied().unwrap_or(0), t.index));
-    let mut requests: Vec<RequestRecord> =
-        parts.iter().flat_map(|p| p.job.requests.iter().cloned()).collect();
+    let mut requests: Vec<RequestRecord> = parts
+        .iter()
+        .flat_map(|p| p.job.requests.iter().cloned())
+        .collect();
     requests.sort_by_key(|r| (r.scheduled_ns, r.send_ns));
     let figs: Vec<(&RequestRecord, RequestFigures, bool)> = requests
         .iter()
-        .map(|r| (r, crate::runner::report::figures(r), warm.contains(&r.request_id)))
+        .map(|r| {
+            (
+                r,
+                crate::runner::report::figures(r),
+                warm.contains(&r.request_id),
+            )
+        })
         .collect();
     let req_point: Vec<Option<usize>> = request_trajectories(&requests, &trajectories)
         .into_iter()
@@ -357,7 +383,10 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     };
     let stop = base_load.as_ref().map_or(Stop::Count(0), |l| l.stop);
     let warmup = base_load.as_ref().map_or(0, |l| l.warmup);
-    let values = base.sweep.as_ref().map_or_else(Vec::new, |s| s.values.clone());
+    let values = base
+        .sweep
+        .as_ref()
+        .map_or_else(Vec::new, |s| s.values.clone());
     let mut points = Vec::new();
     let mut job_windows = Vec::new();
     let mut point_notes = Vec::new();
@@ -410,12 +439,26 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         }
         let units: u64 = parts
             .iter()
-            .filter_map(|p| p.job.sweep.as_ref()?.points.iter().find(|q| q.index == share.index))
+            .filter_map(|p| {
+                p.job
+                    .sweep
+                    .as_ref()?
+                    .points
+                    .iter()
+                    .find(|q| q.index == share.index)
+            })
             .map(|q| q.units)
             .sum();
         let not_started: u64 = parts
             .iter()
-            .filter_map(|p| p.job.sweep.as_ref()?.points.iter().find(|q| q.index == share.index))
+            .filter_map(|p| {
+                p.job
+                    .sweep
+                    .as_ref()?
+                    .points
+                    .iter()
+                    .find(|q| q.index == share.index)
+            })
             .map(|q| q.units_not_started)
             .sum();
         let facts = PointFacts {
@@ -426,7 +469,8 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             rate: share.configured_rate,
             achieved_concurrency: max_overlap(in_point.iter().map(|t| (t.start_ns, t.end_ns))),
             max_requests_in_flight: max_overlap(
-                reqs.iter().map(|(r, _, _)| (r.send_ns, r.end_ns.unwrap_or(r.send_ns))),
+                reqs.iter()
+                    .map(|(r, _, _)| (r.send_ns, r.end_ns.unwrap_or(r.send_ns))),
             ),
             units,
             units_not_started: not_started,
@@ -458,7 +502,8 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         let in_some: Vec<(&RequestRecord, RequestFigures, bool)> = figs
             .iter()
             .filter(|(r, _, _)| {
-                r.end_ns.is_some_and(|e| job_windows.iter().any(|w| e >= w.start_ns && e <= w.end_ns))
+                r.end_ns
+                    .is_some_and(|e| job_windows.iter().any(|w| e >= w.start_ns && e <= w.end_ns))
             })
             .map(|(r, f, w)| (*r, f.clone(), *w))
             .collect();
@@ -476,13 +521,17 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     let grade_pass_rate = (!graded.is_empty())
         .then(|| graded.iter().filter(|&&g| g).count() as f64 / graded.len() as f64);
     let energy_basis = base.energy.energy_j.basis;
-    let per_shard = "energy stays per shard (each shard's own devices): see merge.shards[].jobs[].energy";
+    let per_shard =
+        "energy stays per shard (each shard's own devices): see merge.shards[].jobs[].energy";
     let energy = JobEnergy {
         energy_j: Figure::missing(energy_basis, per_shard),
         tokens_per_joule: Figure::missing(energy_basis, per_shard),
         energy_per_trajectory_j: Figure::missing(energy_basis, per_shard),
     };
-    let mut figures = stats.as_ref().map(FigureSet::from_job_stats).unwrap_or_default();
+    let mut figures = stats
+        .as_ref()
+        .map(FigureSet::from_job_stats)
+        .unwrap_or_default();
     figures.grade_pass_rate = match grade_pass_rate {
         Some(v) => Figure::finite(v, Basis::Grading),
         None => Figure::missing(Basis::Grading, "no checks"),
@@ -494,10 +543,13 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     let grading: Vec<crate::model::GradingCheck> = parts
         .iter()
         .flat_map(|p| {
-            p.job.grading.iter().map(move |g| crate::model::GradingCheck {
-                check: format!("shard {} {}", p.k, g.check),
-                ..g.clone()
-            })
+            p.job
+                .grading
+                .iter()
+                .map(move |g| crate::model::GradingCheck {
+                    check: format!("shard {} {}", p.k, g.check),
+                    ..g.clone()
+                })
         })
         .collect();
     let grading_passed = grading.iter().all(|g| g.passed);
@@ -509,7 +561,8 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         JobStatus::SetupError
     } else if statuses.contains(&JobStatus::Cancelled) || statuses.contains(&JobStatus::NotRun) {
         JobStatus::Cancelled
-    } else if JobOutcome::from_verdicts(&verdicts, grading_passed) == JobOutcome::Pass && !unfinished
+    } else if JobOutcome::from_verdicts(&verdicts, grading_passed) == JobOutcome::Pass
+        && !unfinished
     {
         JobStatus::Pass
     } else {
@@ -640,7 +693,13 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
     // Jobs on the merged axis.
     let shared: HashMap<&str, ()> = shards
         .iter()
-        .flat_map(|s| s.report.shard.as_ref().into_iter().flat_map(|i| i.load.iter()))
+        .flat_map(|s| {
+            s.report
+                .shard
+                .as_ref()
+                .into_iter()
+                .flat_map(|i| i.load.iter())
+        })
         .map(|l| (l.job.as_str(), ()))
         .collect();
     let mut jobs = Vec::new();
@@ -760,10 +819,16 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
                     .iter()
                     .filter(|t| p.trajectories.contains(&t.id))
                     .collect();
-                Some((ts.iter().map(|t| t.start_ns).min()?, ts.iter().map(|t| t.end_ns).max()?))
+                Some((
+                    ts.iter().map(|t| t.start_ns).min()?,
+                    ts.iter().map(|t| t.end_ns).max()?,
+                ))
             };
-            let ws: Vec<(usize, (u64, u64))> =
-                sw.points.iter().filter_map(|p| Some((p.index, win(p)?))).collect();
+            let ws: Vec<(usize, (u64, u64))> = sw
+                .points
+                .iter()
+                .filter_map(|p| Some((p.index, win(p)?)))
+                .collect();
             for (a, (s1, e1)) in &ws {
                 for (b, (s2, e2)) in &ws {
                     if a < b && s1 < e2 && s2 < e1 {
@@ -806,7 +871,11 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
     };
 
     let cancelled = shards.iter().any(|s| s.report.cancelled);
-    let duration_ns = shards.iter().map(|s| s.report.summary.duration_ns).max().unwrap_or(0);
+    let duration_ns = shards
+        .iter()
+        .map(|s| s.report.summary.duration_ns)
+        .max()
+        .unwrap_or(0);
     let first = &shards[0].report;
     let mut endpoints = first.endpoints.clone();
     for e in &mut endpoints {
@@ -818,10 +887,7 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
                 .and_then(|x| x.setup_error.clone())
         });
     }
-    let sources: BTreeSet<String> = shards
-        .iter()
-        .map(|s| s.report.power.describe())
-        .collect();
+    let sources: BTreeSet<String> = shards.iter().map(|s| s.report.power.describe()).collect();
     let power = if sources.len() == 1 {
         PowerReport {
             devices: shards.iter().map(|s| s.report.power.devices).sum(),
@@ -958,7 +1024,8 @@ pub fn perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
                 e["ts"] = serde_json::json!(ts + off_us);
             }
             if e["name"] == "process_name" {
-                e["args"]["name"] = serde_json::json!(format!("shard {}/{} ({})", s.k, m.n, s.run_id));
+                e["args"]["name"] =
+                    serde_json::json!(format!("shard {}/{} ({})", s.k, m.n, s.run_id));
             }
             events.push(e);
         }

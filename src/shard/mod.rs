@@ -199,16 +199,16 @@ pub fn split_point(point: &LoadPoint, s: ShardSpec) -> (LoadPoint, PointShare) {
         .concurrency
         .map(|c| share(u64::from(c), n, s.k) as u32);
     let is_active = s.k <= active && active > 0;
-    let rate = point
-        .rate
-        .map(|r| if is_active { r / f64::from(active) } else { 0.0 });
+    let rate = point.rate.map(|r| {
+        if is_active {
+            r / f64::from(active)
+        } else {
+            0.0
+        }
+    });
     let (stop, units, configured_units) = match point.stop {
         Stop::Count(u) => {
-            let mine = if is_active {
-                share(u, active, s.k)
-            } else {
-                0
-            };
+            let mine = if is_active { share(u, active, s.k) } else { 0 };
             (Stop::Count(mine), Some(mine), Some(u))
         }
         Stop::Duration(d) => (Stop::Duration(d), None, None),
@@ -298,13 +298,17 @@ pub fn parse_start_at(text: &str, now_unix_ns: u64) -> Result<u64, String> {
     let (int, frac) = t.split_once('.').unwrap_or((t, ""));
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !digits(int) || (!frac.is_empty() && !digits(frac)) || (t.contains('.') && frac.is_empty()) {
-        return Err(bad("not a number of seconds since the epoch (SECONDS[.FRACTION])"));
+        return Err(bad(
+            "not a number of seconds since the epoch (SECONDS[.FRACTION])",
+        ));
     }
     if frac.len() > 9 {
         return Err(bad("more than 9 decimals (nanoseconds are the finest)"));
     }
     let secs: u64 = int.parse().map_err(|_| bad("too large"))?;
-    let nanos: u64 = format!("{frac:0<9}").parse().map_err(|_| bad("bad fraction"))?;
+    let nanos: u64 = format!("{frac:0<9}")
+        .parse()
+        .map_err(|_| bad("bad fraction"))?;
     let ns = secs
         .checked_mul(1_000_000_000)
         .and_then(|v| v.checked_add(nanos))
@@ -355,9 +359,13 @@ pub fn plan(
         return Ok(None);
     }
     if partition.is_some() && spec.is_some() {
-        return Err("--partition and --shard: give one (whole jobs, or a share of the load)".into());
+        return Err(
+            "--partition and --shard: give one (whole jobs, or a share of the load)".into(),
+        );
     }
-    let start_at_unix_ns = start_at.map(|t| parse_start_at(t, now_unix_ns)).transpose()?;
+    let start_at_unix_ns = start_at
+        .map(|t| parse_start_at(t, now_unix_ns))
+        .transpose()?;
     let suite_fingerprint = fingerprint(suites);
     let selected_jobs: Vec<String> = suites
         .iter()
@@ -495,7 +503,10 @@ pub fn start_at_record(
     released_ns: u64,
     first_send_ns: Option<u64>,
 ) -> StartAt {
-    let lag = |unix: u64| (i128::from(unix) - i128::from(target_unix_ns)).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+    let lag = |unix: u64| {
+        (i128::from(unix) - i128::from(target_unix_ns))
+            .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    };
     let released_unix_ns = anchor.saturating_add(released_ns);
     let first = first_send_ns.map(|s| anchor.saturating_add(s));
     StartAt {
@@ -527,12 +538,28 @@ mod tests {
                 n: 3
             })
         );
-        assert_eq!("count:1/1".parse::<Partition>().unwrap().describe(), "count:1/1");
-        for bad in ["hash:0/3", "hash:4/3", "hash:1/0", "slice:1/2", "1/2", "hash:a/2", "hash:1"] {
+        assert_eq!(
+            "count:1/1".parse::<Partition>().unwrap().describe(),
+            "count:1/1"
+        );
+        for bad in [
+            "hash:0/3",
+            "hash:4/3",
+            "hash:1/0",
+            "slice:1/2",
+            "1/2",
+            "hash:a/2",
+            "hash:1",
+        ] {
             let e = bad.parse::<Partition>().unwrap_err();
             assert!(e.starts_with("--partition "), "{e}");
         }
-        assert!("3/2".parse::<ShardSpec>().unwrap_err().contains("between 1 and N"));
+        assert!(
+            "3/2"
+                .parse::<ShardSpec>()
+                .unwrap_err()
+                .contains("between 1 and N")
+        );
         assert_eq!("2/4".parse::<ShardSpec>(), Ok(ShardSpec { k: 2, n: 4 }));
     }
 
@@ -570,8 +597,14 @@ mod tests {
 
     #[test]
     fn shares_sum_to_the_total_with_remainders_first() {
-        assert_eq!((1..=4).map(|k| share(10, 4, k)).collect::<Vec<_>>(), [3, 3, 2, 2]);
-        assert_eq!((1..=4).map(|k| share(1, 4, k)).collect::<Vec<_>>(), [1, 0, 0, 0]);
+        assert_eq!(
+            (1..=4).map(|k| share(10, 4, k)).collect::<Vec<_>>(),
+            [3, 3, 2, 2]
+        );
+        assert_eq!(
+            (1..=4).map(|k| share(1, 4, k)).collect::<Vec<_>>(),
+            [1, 0, 0, 0]
+        );
         for total in 0..50u64 {
             for n in 1..=7u32 {
                 assert_eq!((1..=n).map(|k| share(total, n, k)).sum::<u64>(), total);
@@ -612,12 +645,19 @@ mod tests {
         assert_eq!((lp.concurrency, s.units, s.runs), (Some(1), Some(16), true));
         let (_, s) = split_point(&p, ShardSpec { k: 3, n: 4 });
         assert!(!s.runs);
-        assert!(s.note.unwrap().contains("shard 3/4 runs nothing at point 0"));
+        assert!(
+            s.note
+                .unwrap()
+                .contains("shard 3/4 runs nothing at point 0")
+        );
 
         // Open loop: 20/s capped at 8 over 4 shards, 40 units: 5/s, cap 2, 10 units each.
         let p = point(Some(8), Some(20.0), Stop::Count(40));
         let (lp, s) = split_point(&p, ShardSpec { k: 4, n: 4 });
-        assert_eq!((lp.concurrency, lp.rate, s.units), (Some(2), Some(5.0), Some(10)));
+        assert_eq!(
+            (lp.concurrency, lp.rate, s.units),
+            (Some(2), Some(5.0), Some(10))
+        );
         // Uncapped open loop, 3 units over 4 shards: the 4th runs nothing.
         let p = point(None, Some(9.0), Stop::Count(3));
         let (lp, s) = split_point(&p, ShardSpec { k: 4, n: 4 });
@@ -644,9 +684,27 @@ mod tests {
     #[test]
     fn start_at_takes_fractional_seconds_and_refuses_nonsense() {
         let now = 1_700_000_000_000_000_000u64;
-        assert_eq!(parse_start_at("1700000000.25", now), Ok(1_700_000_000_250_000_000));
-        for bad in ["x", "-1", "0", "inf", "NaN", "1e30", "1800000000", "1.", "1.0000000001"] {
-            assert!(parse_start_at(bad, now).unwrap_err().starts_with("--start-at"), "{bad}");
+        assert_eq!(
+            parse_start_at("1700000000.25", now),
+            Ok(1_700_000_000_250_000_000)
+        );
+        for bad in [
+            "x",
+            "-1",
+            "0",
+            "inf",
+            "NaN",
+            "1e30",
+            "1800000000",
+            "1.",
+            "1.0000000001",
+        ] {
+            assert!(
+                parse_start_at(bad, now)
+                    .unwrap_err()
+                    .starts_with("--start-at"),
+                "{bad}"
+            );
         }
     }
 }
