@@ -114,9 +114,10 @@ pub enum Command {
     },
     /// Merge the run directories of every shard of one run (`run --partition` or
     /// `--shard`) into one run directory: figures from the union of the shards' requests,
-    /// each shard's clock domain, anchor and artifacts kept (`shards/K/`). Exit 0 merged
-    /// (the merged run's own status is in its report), 2 when the shards do not belong
-    /// together or a directory cannot be read or written.
+    /// each shard's clock domain, anchor and artifacts kept (`shards/K/`). Exit: the merged
+    /// run's status (0 passed, 100 a job or gate failed or a shard was cancelled, 96 a
+    /// setup error); 2 when the shards do not belong together or a directory cannot be
+    /// read or written.
     Merge {
         /// The shards' run directories (each K of 1..=N exactly once, any order).
         #[arg(required = true)]
