@@ -7,7 +7,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -661,19 +660,7 @@ fn message_format_json_prints_only_json_lines() {
 #[test]
 fn sim_command_serves_a_run_and_stops_on_ctrl_c() {
     let cwd = tempfile::tempdir().unwrap();
-    let mut sim = support::command(cwd.path())
-        .args(["sim", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(sim.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:") && w.ends_with("/v1"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_string();
+    let (mut sim, url) = support::spawn_sim(cwd.path(), &["--ttft-ms", "5", "--itl-ms", "1"]);
     let suite = quick_suite(cwd.path(), "");
     let out = cwd.path().join("run");
     let o = run(

@@ -12,7 +12,6 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -233,19 +232,7 @@ impl Drop for Sim {
 }
 
 fn sim() -> Sim {
-    let mut child = support::command(&repo())
-        .args(["sim", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:") && w.ends_with("/v1"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_string();
+    let (child, url) = support::spawn_sim(&repo(), &[]);
     Sim(child, url)
 }
 

@@ -437,7 +437,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             )),
             None => {}
         }
-        let units: u64 = parts
+        let (units, not_started) = parts
             .iter()
             .filter_map(|p| {
                 p.job
@@ -447,20 +447,9 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
                     .iter()
                     .find(|q| q.index == share.index)
             })
-            .map(|q| q.units)
-            .sum();
-        let not_started: u64 = parts
-            .iter()
-            .filter_map(|p| {
-                p.job
-                    .sweep
-                    .as_ref()?
-                    .points
-                    .iter()
-                    .find(|q| q.index == share.index)
-            })
-            .map(|q| q.units_not_started)
-            .sum();
+            .fold((0u64, 0u64), |(u, n), q| {
+                (u + q.units, n + q.units_not_started)
+            });
         let facts = PointFacts {
             index: share.index,
             value: values.get(share.index).copied(),

@@ -769,3 +769,24 @@ pub fn report_html(run_dir: &Path, out: &Path) {
         String::from_utf8_lossy(&st.stderr)
     );
 }
+
+/// `inferscope-bench sim` started on a free loopback port: the child (stdout taken) and the
+/// base URL it announced on its first line.
+pub fn spawn_sim(cwd: &Path, extra: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut sim = command(cwd)
+        .args(["sim", "--port", "0"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(sim.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:") && w.ends_with("/v1"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_string();
+    (sim, url)
+}
