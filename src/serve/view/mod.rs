@@ -238,7 +238,9 @@ pub struct TrajectoryView {
     pub end_ns: u64,
     /// Grading result, `null` without checks.
     pub graded_pass: Option<bool>,
-    /// In a merged run, the shard that ran it (its lane group); `null` otherwise.
+    /// In a merged run, the shard that ran it (its lane group); absent otherwise (a run
+    /// detail's pages are budgeted per byte, so a single run pays nothing for it).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
     /// Steps in order: the report's own step shape ([`crate::model::StepReport`]), with
     /// its name passed through its syntax and its ADR-013 breakdown left out (the page shows
