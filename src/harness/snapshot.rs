@@ -261,6 +261,13 @@ struct SnapGrading<'a> {
     reason: Option<&'a str>,
 }
 
+#[derive(Serialize)]
+struct SnapHarness<'a> {
+    exit_code: Option<i32>,
+    timed_out: bool,
+    spawn_error: Option<&'a str>,
+}
+
 /// A redacted job report (see the module docs).
 #[derive(Serialize)]
 struct Snapshot<'a> {
@@ -274,7 +281,7 @@ struct Snapshot<'a> {
     verdicts: Vec<SnapVerdict<'a>>,
     grading: Vec<SnapGrading<'a>>,
     grade_pass_rate: Option<Value>,
-    harness: Option<&'a HarnessReport>,
+    harness: Option<SnapHarness<'a>>,
     notes: Vec<String>,
     trajectories: Vec<SnapTrajectory<'a>>,
 }
@@ -317,7 +324,11 @@ fn snapshot<'a>(report: &'a RunReport, job: &'a JobReport) -> Snapshot<'a> {
             })
             .collect(),
         grade_pass_rate: job.grade_pass_rate.map(round4),
-        harness: job.harness.as_ref(),
+        harness: job.harness.as_ref().map(|h: &HarnessReport| SnapHarness {
+            exit_code: h.exit_code,
+            timed_out: h.timed_out,
+            spawn_error: h.spawn_error.as_deref(),
+        }),
         notes: job.notes.iter().map(|n| redact_urls(n)).collect(),
         trajectories: job
             .trajectories
