@@ -253,6 +253,17 @@ impl ResolvedSuite {
             SettingSource::Default
         };
         r.push("gates", flatten(&rj.gates), Some(gates_source));
+        r.fact(
+            "built-in gates",
+            match &j.kind {
+                JobKind::Swe(_) => "harness_exit == 0 (the harness's exit status)".to_string(),
+                _ if rj.gates.max_error_rate.is_none() => "successful_requests >= 1, \
+                    max_error_rate <= 0 (a failed request fails the job; declare \
+                    max_error_rate to tolerate some)"
+                    .to_string(),
+                _ => "successful_requests >= 1".to_string(),
+            },
+        );
         let checks: Vec<String> = j.checks.iter().map(|c| c.describe()).collect();
         r.fact(
             "checks",
