@@ -27,9 +27,9 @@ use crate::model::load::WindowEnergy;
 use crate::model::request::redact_secrets;
 use crate::model::{
     AttributionOutcome, Basis, CaptureReport, EndpointReport, FailureCount, Figure, GradingCheck,
-    HarnessReport, JobKind, JobReport, JobStatus, Quality, REPORT_SCHEMA, RunReport,
-    StepAttribution, StepKind, StepReport, SummaryReport, TokenSource, TrajectoryOutcome,
-    TrajectoryReport, tokens_per_joule,
+    HarnessReport, JobKind, JobReport, JobStatus, NO_STEP_ENERGY, Quality, REPORT_SCHEMA,
+    RunReport, StepAttribution, StepKind, StepReport, SummaryReport, TokenSource,
+    TrajectoryOutcome, TrajectoryReport, tokens_per_joule,
 };
 use crate::render::{self, EndpointLabel, Style};
 use crate::runner::capture::Capture;
@@ -259,7 +259,7 @@ fn trajectory_report(
     let energy = match outcome {
         Some(AttributionOutcome::Attributed(m)) => {
             let basis = m.energy_basis.map_or(Basis::Unavailable, Basis::from);
-            Figure::from_option(m.total_energy_mj, basis, "no step has an energy figure")
+            Figure::from_option(m.total_energy_mj, basis, NO_STEP_ENERGY)
         }
         _ => steps
             .first()
