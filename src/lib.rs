@@ -24,6 +24,7 @@ pub mod gate;
 pub mod grade;
 pub mod harness;
 pub mod load;
+pub mod offline;
 pub mod otlp;
 pub mod overhead;
 pub mod render;

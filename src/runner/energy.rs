@@ -13,7 +13,7 @@ use crate::attribution::{
     StepMarker, StepUsage, TrajectoryOutcome,
 };
 use crate::clock::RunClock;
-use crate::gate::{self, Figure, basis};
+use crate::gate::{Figure, basis};
 use crate::runner::execute::{Session, SuiteRuntime};
 use crate::runner::report::RunReport;
 use crate::runner::steps::{StepKind, TrajectoryRecord};
@@ -74,8 +74,21 @@ pub fn start_telemetry(
             label = Some("simulated".to_string());
         }
     } else if t.gpu == GpuMode::Auto {
-        cfg.gpu = Some(GpuConfig::default());
+        cfg.gpu = Some(GpuConfig {
+            selection: telemetry::GpuSelection::from_env(t.gpu_devices.clone()),
+        });
         label = Some("nvml".to_string());
+    }
+    if let Some(p) = &t.prometheus {
+        cfg.prometheus = Some(telemetry::PrometheusConfig {
+            url: p.url.clone(),
+            selector: p.selector.clone(),
+            profile: profile(first.resolved.suite.engine, first.simulated),
+            served_model: Some(first.model.clone()),
+            step: Duration::from_millis(t.metrics_period_ms.max(1)),
+            wait: Duration::from_secs_f64(p.wait_s),
+            timeout: Duration::from_secs(10),
+        });
     }
     if let Some(url) = first.resolved.metrics_url(&first.base_url) {
         let mut m = MetricsConfig::new(
@@ -95,7 +108,9 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
     let mut power = Vec::new();
     let mut energy_counters = Vec::new();
     if let Some(p) = &t.power {
-        for d in &p.devices {
+        // A device that is not attributable (a GPU in MIG mode) keeps its lane in the
+        // samples but never enters the join: its steps get no energy figure.
+        for d in p.devices.iter().filter(|d| d.not_attributable.is_none()) {
             let basis = match d.power_basis {
                 Some(PowerBasis::Instant) => attr::PowerBasis::Instant,
                 Some(PowerBasis::Averaged1s) => attr::PowerBasis::Averaged1s,
@@ -136,7 +151,7 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
         }
     }
     let mut counters = Vec::new();
-    if let Some(m) = &t.metrics {
+    if let Some(m) = t.counter_timeline() {
         for name in [
             CounterName::PromptTokens,
             CounterName::GenerationTokens,
@@ -251,6 +266,21 @@ pub struct Attribution {
     steps: HashMap<(String, u64), StepEnergy>,
     by_trajectory: HashMap<String, usize>,
     power_label: Option<String>,
+    /// `label: reason` of every power device left out of the join (MIG mode).
+    not_attributable: Vec<String>,
+}
+
+/// `label: reason` of every sampled power device that is not attributable.
+pub fn not_attributable_devices(t: &TelemetryRun) -> Vec<String> {
+    t.power
+        .iter()
+        .flat_map(|p| &p.devices)
+        .filter_map(|d| {
+            d.not_attributable
+                .as_ref()
+                .map(|r| format!("{}: not attributable: {r}", d.label))
+        })
+        .collect()
 }
 
 impl Attribution {
@@ -279,7 +309,7 @@ impl Attribution {
         let mut tokens = 0u64;
         let mut mj = 0u64;
         let mut n = 0u64;
-        let mut notes = Vec::new();
+        let mut notes = self.not_attributable.clone();
         let mut any = false;
         let mut keys: Vec<&String> = self
             .by_trajectory
@@ -307,6 +337,8 @@ impl Attribution {
         if !any || n == 0 || mj == 0 {
             let why = if self.power_label.is_none() {
                 "no power source (no GPU, not simulated)"
+            } else if !self.not_attributable.is_empty() {
+                "no attributable power device (see the notes)"
             } else {
                 "no energy attributed"
             };
@@ -391,6 +423,7 @@ pub fn attribute<'a>(
         steps: HashMap::new(),
         by_trajectory: HashMap::new(),
         power_label: session.power_label.clone(),
+        not_attributable: Vec::new(),
     };
     let Some(t) = telemetry else { return empty };
     let input = attribution_input(t, 1);
@@ -415,47 +448,19 @@ pub fn attribute<'a>(
         steps,
         by_trajectory,
         power_label: session.power_label.clone(),
+        not_attributable: not_attributable_devices(t),
     }
 }
 
 /// `inferscope-bench trajectory --samples DIR --steps FILE`: the offline ADR-013 join of
-/// an external driver's step markers with a run's sampled timelines. Exit 0 on success,
-/// 2 on unreadable input.
+/// an external driver's step markers with a run's sampled timelines (the other sources:
+/// [`crate::offline`]). Exit 0 on success, 2 on unreadable input.
 pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
-    let markers = match attr::read_step_markers(steps) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {}: {e}", steps.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-    };
-    let t = match TelemetryRun::read_samples(samples) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {}: {e}", samples.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-    };
-    let input = attribution_input(&t, 1);
-    let run = attr::attribute_run(&input, Some(&markers), &BTreeMap::new());
-    for o in &run.trajectories {
-        println!("{}", attr::render_outcome(o).trim_end());
-    }
-    if let Some(p) = out {
-        let json = match serde_json::to_vec_pretty(&run) {
-            Ok(j) => j,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 1;
-            }
-        };
-        if let Err(e) = std::fs::write(p, json) {
-            eprintln!("error: {}: {e}", p.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-        println!("wrote {}", p.display());
-    }
-    0
+    crate::offline::command(
+        &crate::offline::OfflineSource::Samples(samples.to_path_buf()),
+        steps,
+        out,
+    )
 }
 
 /// Perfetto/Chrome trace JSON of a run: its captured timeline (when present and valid)

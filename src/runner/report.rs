@@ -701,6 +701,7 @@ pub fn build(
         capture: CaptureReport::default(),
         telemetry: telemetry.map(|t| {
             serde_json::json!({"proc": t.proc, "power": t.power, "metrics": t.metrics,
+                "prometheus": t.prometheus,
                 "started_elapsed_ns": t.started_elapsed_ns, "stopped_elapsed_ns": t.stopped_elapsed_ns})
         }),
         jobs,

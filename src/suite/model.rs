@@ -186,7 +186,27 @@ pub struct Telemetry {
     pub include_descendants: bool,
     /// GPU sampling mode (default auto).
     pub gpu: GpuMode,
+    /// GPUs the run may sample and attribute, by NVML index or UUID; `None` = the
+    /// environment's `CUDA_VISIBLE_DEVICES`, else every device
+    /// ([`crate::telemetry::gpu`]).
+    pub gpu_devices: Option<Vec<crate::telemetry::GpuSelector>>,
+    /// A Prometheus server to read the engine counters from after the run.
+    pub prometheus: Option<PrometheusSource>,
 }
+
+/// `[telemetry] prometheus = { url = "...", selector = '{job="vllm"}' }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrometheusSource {
+    /// Base URL of the Prometheus server (no trailing `/`).
+    pub url: String,
+    /// Label matchers in braces; empty for none.
+    pub selector: String,
+    /// Longest wait after the run for a scrape past its end, s (default 10).
+    pub wait_s: f64,
+}
+
+/// Default `telemetry.prometheus.wait_s`.
+pub const DEFAULT_PROMETHEUS_WAIT_S: f64 = 10.0;
 
 /// A fixture tool declared in `[[tools]]`.
 #[derive(Debug, Clone, PartialEq)]

@@ -46,6 +46,17 @@ pub(crate) struct RawTelemetry {
     pub engine_pid: Option<u32>,
     pub include_descendants: Option<bool>,
     pub gpu: Option<GpuMode>,
+    pub gpu_devices: Option<Vec<toml::Value>>,
+    pub prometheus: Option<RawPrometheus>,
+}
+
+/// `[telemetry] prometheus = { url, selector, wait_s }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPrometheus {
+    pub url: Option<String>,
+    pub selector: Option<String>,
+    pub wait_s: Option<f64>,
 }
 
 /// `[[tools]]`.

@@ -47,15 +47,19 @@
 
 pub mod counters;
 pub mod energy;
+pub mod gpu;
 pub mod metrics;
 pub mod power;
 pub mod proc;
 pub mod profile;
 pub mod prom;
+pub mod prometheus;
 mod sampler;
 mod store;
 
 pub use counters::{CounterIncrease, CounterTracker, counter_increase};
+pub use gpu::{GpuSelection, GpuSelector, MigState, select_gpus};
+pub use prometheus::{PrometheusConfig, PrometheusInfo};
 pub use energy::{EnergyMethod, EnergyPoint, EnergySummary, whole_run_energy};
 pub use metrics::{CounterValues, MetricsSample, MetricsTracker, ResetFlags};
 pub use power::{
@@ -122,9 +126,13 @@ pub struct ProcConfig {
 /// GPU (NVML) source settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GpuConfig {
-    /// NVML device indices to sample; `None` = all.
-    pub devices: Option<Vec<u32>>,
+    /// Which devices to sample and attribute ([`gpu`]); the default selects every device.
+    pub selection: GpuSelection,
 }
+
+/// Opens the GPUs a run may sample (NVML by default; tests pass doubles of [`GpuDevice`]).
+/// `Err` carries the reason the GPU source is unavailable.
+pub type GpuOpener = Box<dyn FnOnce() -> Result<Vec<Box<dyn GpuDevice>>, String> + Send>;
 
 /// Metrics source settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -170,6 +178,10 @@ pub struct TelemetryConfig {
     pub probes: Vec<Box<dyn PowerProbe>>,
     /// Metrics source.
     pub metrics: Option<MetricsConfig>,
+    /// Prometheus server queried after the run ([`prometheus`]).
+    pub prometheus: Option<PrometheusConfig>,
+    /// Opens the GPUs instead of NVML (test doubles); `None` = NVML.
+    pub gpu_opener: Option<GpuOpener>,
     /// Cap on kept samples per source (power: per device); default 200,000.
     pub max_samples_per_source: usize,
 }
@@ -182,6 +194,8 @@ impl Default for TelemetryConfig {
             gpu: None,
             probes: Vec::new(),
             metrics: None,
+            prometheus: None,
+            gpu_opener: None,
             max_samples_per_source: DEFAULT_MAX_SAMPLES,
         }
     }
@@ -202,6 +216,8 @@ impl std::fmt::Debug for TelemetryConfig {
                     .collect::<Vec<_>>(),
             )
             .field("metrics", &self.metrics)
+            .field("prometheus", &self.prometheus)
+            .field("gpu_opener", &self.gpu_opener.as_ref().map(|_| "custom"))
             .field("max_samples_per_source", &self.max_samples_per_source)
             .finish()
     }
@@ -246,6 +262,9 @@ pub struct PowerTimeline {
     pub sample_count: u64,
     /// Samples dropped at the cap (all devices).
     pub dropped: u64,
+    /// How the GPUs were selected and anything to know about it ([`gpu`]).
+    #[serde(default)]
+    pub gpu_notes: Vec<String>,
     /// The samples (in `gpu.jsonl`, not in `sources.json`).
     #[serde(skip)]
     pub samples: Vec<PowerSample>,
@@ -319,6 +338,10 @@ pub struct MetricsTimeline {
     pub sample_count: u64,
     /// Samples dropped at the cap.
     pub dropped: u64,
+    /// Set when the samples came from a Prometheus server rather than a direct scrape:
+    /// the queries, the source timestamps and staleness per series ([`prometheus`]).
+    #[serde(default)]
+    pub prometheus: Option<PrometheusInfo>,
     /// The samples (in `metrics.jsonl`, not in `sources.json`).
     #[serde(skip)]
     pub samples: Vec<MetricsSample>,
@@ -352,4 +375,16 @@ pub struct TelemetryRun {
     pub power: Option<PowerTimeline>,
     /// Metrics source, if configured.
     pub metrics: Option<MetricsTimeline>,
+    /// The engine counters as read from a Prometheus server after the run
+    /// (`[telemetry] prometheus`), if configured (`samples/prometheus.jsonl`).
+    #[serde(default)]
+    pub prometheus: Option<MetricsTimeline>,
+}
+
+impl TelemetryRun {
+    /// The timeline the ADR-013 join reads engine counters from: the Prometheus one when
+    /// the run configured a Prometheus source, else the direct `/metrics` scrape.
+    pub fn counter_timeline(&self) -> Option<&MetricsTimeline> {
+        self.prometheus.as_ref().or(self.metrics.as_ref())
+    }
 }

@@ -1,0 +1,284 @@
+//! The public inferscope project's report JSON as offline input to the ADR-013 join
+//! (issue 16 item 3).
+//!
+//! inferscope (`is-report`'s `Report`, and the `ResourceReport` of its sample-only mode)
+//! writes its raw timelines beside the derived figures. The join reads, and needs, only:
+//!
+//! - `reference_instant_unix_ns` (u64, optional): the unix-ns anchor of the reports'
+//!   `elapsed_ns` clock. Absent (a report written before its ADR-013) → every trajectory is
+//!   withheld (`no_anchor`), never joined against a guessed anchor;
+//! - `gpu_timeline.samples[]`: `{elapsed_ns, device_index, power_draw_milliwatts, …}` —
+//!   NVML `power_usage()` readings, so basis `averaged_1s` (a 1 s trailing average on
+//!   Ampere and newer); a 0 mW reading is absence (as our own sampler treats it); one lane
+//!   per `device_index`;
+//! - `kvcache_timeline.samples[]`: `{elapsed_ns, hits, queries}` — cumulative prefix-cache
+//!   counters → `prefix_cache_hits`, `prefix_cache_queries`;
+//! - `phase_timeline.samples[]`: `{elapsed_ns, prompt_tokens, generation_tokens, …}` →
+//!   `prompt_tokens`, `generation_tokens`.
+//!
+//! Every other field is ignored. The counters carry no restart signal, so a decrease is
+//! an unflagged regression and withholds the trajectory (inferscope's own rule), never a
+//! guessed reset. The run window is the span of all samples. Samples must be in time order
+//! per timeline; `elapsed_ns` values must be JSON integers.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::telemetry::{
+    CounterValues, MetricsSample, MetricsTimeline, PowerBasis, PowerDevice, PowerDeviceKind,
+    PowerSample, PowerTimeline, ResetFlags, SourceStatus, TelemetryRun, EngineProfile,
+};
+
+#[derive(Debug, Deserialize)]
+struct GpuSample {
+    elapsed_ns: u64,
+    device_index: u32,
+    #[serde(default)]
+    power_draw_milliwatts: Option<u64>,
+    #[serde(default)]
+    memory_used_bytes: Option<u64>,
+    #[serde(default)]
+    utilization_percent: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+struct GpuTimeline {
+    samples: Vec<GpuSample>,
+    #[serde(default)]
+    sample_period_ns: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct KvSample {
+    elapsed_ns: u64,
+    hits: u64,
+    queries: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct KvTimeline {
+    samples: Vec<KvSample>,
+    #[serde(default)]
+    sample_period_ns: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PhaseSample {
+    elapsed_ns: u64,
+    prompt_tokens: u64,
+    generation_tokens: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct PhaseTimeline {
+    samples: Vec<PhaseSample>,
+    #[serde(default)]
+    sample_period_ns: Option<u64>,
+}
+
+/// The fields of an inferscope report the join reads (module docs).
+#[derive(Debug, Deserialize)]
+struct Report {
+    #[serde(default)]
+    reference_instant_unix_ns: Option<u64>,
+    #[serde(default)]
+    gpu_timeline: Option<GpuTimeline>,
+    #[serde(default)]
+    kvcache_timeline: Option<KvTimeline>,
+    #[serde(default)]
+    phase_timeline: Option<PhaseTimeline>,
+}
+
+/// An inferscope report turned into the join's sampled timelines.
+#[derive(Debug)]
+pub struct InferscopeEvidence {
+    /// The timelines (`reference_instant_unix_ns` is 0 when the report has none).
+    pub telemetry: TelemetryRun,
+    /// The report's anchor; `None` withholds the join.
+    pub anchor: Option<u64>,
+    /// What was read, for the output.
+    pub notes: Vec<String>,
+}
+
+fn sorted(label: &str, times: impl Iterator<Item = u64>) -> Result<(), String> {
+    let mut prev = 0u64;
+    for (i, t) in times.enumerate() {
+        if t < prev {
+            return Err(format!(
+                "{label}.samples[{i}]: elapsed_ns {t} goes back in time (previous {prev})"
+            ));
+        }
+        prev = t;
+    }
+    Ok(())
+}
+
+/// Parses an inferscope report (JSON text) into timelines. `Err` names the field.
+pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
+    let r: Report = serde_json::from_str(text).map_err(|e| format!("not an inferscope report: {e}"))?;
+    if r.gpu_timeline.is_none() && r.kvcache_timeline.is_none() && r.phase_timeline.is_none() {
+        return Err(
+            "no gpu_timeline, kvcache_timeline or phase_timeline: the report holds no timeline to join"
+                .into(),
+        );
+    }
+    let mut notes = Vec::new();
+    let mut times: Vec<u64> = Vec::new();
+
+    let power = match &r.gpu_timeline {
+        None => None,
+        Some(g) => {
+            let mut devices: Vec<u32> = g.samples.iter().map(|s| s.device_index).collect();
+            devices.sort_unstable();
+            devices.dedup();
+            for d in &devices {
+                sorted(
+                    &format!("gpu_timeline (device {d})"),
+                    g.samples.iter().filter(|s| s.device_index == *d).map(|s| s.elapsed_ns),
+                )?;
+            }
+            times.extend(g.samples.iter().map(|s| s.elapsed_ns));
+            let id = |index: u32| devices.iter().position(|d| *d == index).unwrap_or(0) as u32;
+            let samples: Vec<PowerSample> = g
+                .samples
+                .iter()
+                .map(|s| {
+                    let mw = s.power_draw_milliwatts.filter(|p| *p > 0);
+                    PowerSample {
+                        elapsed_ns: s.elapsed_ns,
+                        device: id(s.device_index),
+                        power_mw: mw,
+                        power_basis: mw.map(|_| PowerBasis::Averaged1s),
+                        energy_mj: None,
+                        energy_epoch: None,
+                        memory_used_bytes: s.memory_used_bytes,
+                        utilization_gpu_pct: s.utilization_percent,
+                        utilization_memory_pct: None,
+                    }
+                })
+                .collect();
+            notes.push(format!(
+                "power: gpu_timeline, {} sample(s) on {} device(s), NVML power_usage() (basis averaged_1s)",
+                samples.len(),
+                devices.len()
+            ));
+            let mut t = PowerTimeline {
+                gpu_status: Some(SourceStatus::Ok),
+                period_ns: g.sample_period_ns.unwrap_or(0),
+                devices: devices
+                    .iter()
+                    .enumerate()
+                    .map(|(k, index)| PowerDevice {
+                        device: k as u32,
+                        kind: PowerDeviceKind::Nvml,
+                        label: format!("gpu{index}"),
+                        index: Some(*index),
+                        uuid: None,
+                        name: None,
+                        power_basis: Some(PowerBasis::Averaged1s),
+                        status: SourceStatus::Ok,
+                        unsupported: BTreeMap::new(),
+                        errors: BTreeMap::new(),
+                        energy: None,
+                        mig: None,
+                        not_attributable: None,
+                    })
+                    .collect(),
+                sample_count: samples.len() as u64,
+                dropped: 0,
+                gpu_notes: Vec::new(),
+                samples,
+            };
+            t.compute_energy();
+            Some(t)
+        }
+    };
+
+    // Counters: one sample per distinct elapsed_ns, each with the counters read then.
+    let mut by_time: BTreeMap<u64, CounterValues> = BTreeMap::new();
+    let mut period = 0u64;
+    if let Some(k) = &r.kvcache_timeline {
+        sorted("kvcache_timeline", k.samples.iter().map(|s| s.elapsed_ns))?;
+        for s in &k.samples {
+            let c = by_time.entry(s.elapsed_ns).or_default();
+            c.prefix_cache_hits = Some(s.hits);
+            c.prefix_cache_queries = Some(s.queries);
+        }
+        period = period.max(k.sample_period_ns.unwrap_or(0));
+        notes.push(format!(
+            "prefix cache: kvcache_timeline, {} sample(s) (hits, queries)",
+            k.samples.len()
+        ));
+    }
+    if let Some(p) = &r.phase_timeline {
+        sorted("phase_timeline", p.samples.iter().map(|s| s.elapsed_ns))?;
+        for s in &p.samples {
+            let c = by_time.entry(s.elapsed_ns).or_default();
+            c.prompt_tokens = Some(s.prompt_tokens);
+            c.generation_tokens = Some(s.generation_tokens);
+        }
+        period = period.max(p.sample_period_ns.unwrap_or(0));
+        notes.push(format!(
+            "tokens: phase_timeline, {} sample(s) (prompt_tokens, generation_tokens)",
+            p.samples.len()
+        ));
+    }
+    times.extend(by_time.keys().copied());
+    let metrics = (r.kvcache_timeline.is_some() || r.phase_timeline.is_some()).then(|| {
+        let samples: Vec<MetricsSample> = by_time
+            .into_iter()
+            .map(|(t, counters)| MetricsSample {
+                elapsed_ns: t,
+                request_sent_ns: t,
+                counters,
+                resets: ResetFlags::default(),
+                gauges: BTreeMap::new(),
+                non_finite: Vec::new(),
+            })
+            .collect();
+        MetricsTimeline {
+            status: SourceStatus::Ok,
+            url: "inferscope report".into(),
+            profile_requested: EngineProfile::Vllm,
+            profile: None,
+            served_model: None,
+            period_ns: period,
+            timeout_ns: 0,
+            scrapes_ok: samples.len() as u64,
+            scrapes_failed: 0,
+            gaps: Vec::new(),
+            parse_errors: 0,
+            counter_resets: BTreeMap::new(),
+            mapping: BTreeMap::new(),
+            notes: vec!["counters from an inferscope report: no restart signal, so a decrease withholds".into()],
+            sample_count: samples.len() as u64,
+            dropped: 0,
+            prometheus: None,
+            samples,
+        }
+    });
+    if r.reference_instant_unix_ns.is_none() {
+        notes.push(
+            "the report has no reference_instant_unix_ns (written before inferscope's ADR-013): \
+             step markers cannot be placed on its clock"
+                .into(),
+        );
+    }
+    let start = times.iter().copied().min().unwrap_or(0);
+    let end = times.iter().copied().max().unwrap_or(0);
+    Ok(InferscopeEvidence {
+        telemetry: TelemetryRun {
+            clock_domain_id: "inferscope-report".into(),
+            reference_instant_unix_ns: r.reference_instant_unix_ns.unwrap_or(0),
+            started_elapsed_ns: start,
+            stopped_elapsed_ns: end,
+            proc: None,
+            power,
+            metrics,
+            prometheus: None,
+        },
+        anchor: r.reference_instant_unix_ns,
+        notes,
+    })
+}
