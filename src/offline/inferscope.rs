@@ -23,71 +23,53 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde_json::Value;
 
 use crate::telemetry::{
     CounterValues, MetricsSample, MetricsTimeline, PowerBasis, PowerDevice, PowerDeviceKind,
     PowerSample, PowerTimeline, ResetFlags, SourceStatus, TelemetryRun, EngineProfile,
 };
 
-#[derive(Debug, Deserialize)]
+/// A JSON integer ≥ 0 at `obj.key`; `Err` names `path.key` and what was found.
+fn u64_field(obj: &Value, path: &str, key: &str) -> Result<u64, String> {
+    match obj.get(key) {
+        None => Err(format!("{path}.{key} is missing")),
+        Some(v) => v.as_u64().ok_or_else(|| {
+            format!("{path}.{key} must be a non-negative JSON integer, found {v}")
+        }),
+    }
+}
+
+/// Like [`u64_field`], `None` when absent or `null`.
+fn opt_u64_field(obj: &Value, path: &str, key: &str) -> Result<Option<u64>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => u64_field(obj, path, key).map(Some),
+    }
+}
+
+/// `report.<name>.samples` as an array with its path, `None` when the timeline is absent
+/// or `null`.
+fn samples<'a>(report: &'a Value, name: &str) -> Result<Option<(&'a [Value], u64)>, String> {
+    match report.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(t) => {
+            let arr = t
+                .get("samples")
+                .and_then(Value::as_array)
+                .ok_or_else(|| format!("{name}.samples must be an array"))?;
+            let period = opt_u64_field(t, name, "sample_period_ns")?.unwrap_or(0);
+            Ok(Some((arr.as_slice(), period)))
+        }
+    }
+}
+
 struct GpuSample {
     elapsed_ns: u64,
     device_index: u32,
-    #[serde(default)]
     power_draw_milliwatts: Option<u64>,
-    #[serde(default)]
     memory_used_bytes: Option<u64>,
-    #[serde(default)]
     utilization_percent: Option<u32>,
-}
-
-#[derive(Debug, Deserialize)]
-struct GpuTimeline {
-    samples: Vec<GpuSample>,
-    #[serde(default)]
-    sample_period_ns: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-struct KvSample {
-    elapsed_ns: u64,
-    hits: u64,
-    queries: u64,
-}
-
-#[derive(Debug, Deserialize)]
-struct KvTimeline {
-    samples: Vec<KvSample>,
-    #[serde(default)]
-    sample_period_ns: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-struct PhaseSample {
-    elapsed_ns: u64,
-    prompt_tokens: u64,
-    generation_tokens: u64,
-}
-
-#[derive(Debug, Deserialize)]
-struct PhaseTimeline {
-    samples: Vec<PhaseSample>,
-    #[serde(default)]
-    sample_period_ns: Option<u64>,
-}
-
-/// The fields of an inferscope report the join reads (module docs).
-#[derive(Debug, Deserialize)]
-struct Report {
-    #[serde(default)]
-    reference_instant_unix_ns: Option<u64>,
-    #[serde(default)]
-    gpu_timeline: Option<GpuTimeline>,
-    #[serde(default)]
-    kvcache_timeline: Option<KvTimeline>,
-    #[serde(default)]
-    phase_timeline: Option<PhaseTimeline>,
 }
 
 /// An inferscope report turned into the join's sampled timelines.
@@ -116,8 +98,50 @@ fn sorted(label: &str, times: impl Iterator<Item = u64>) -> Result<(), String> {
 
 /// Parses an inferscope report (JSON text) into timelines. `Err` names the field.
 pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
-    let r: Report = serde_json::from_str(text).map_err(|e| format!("not an inferscope report: {e}"))?;
-    if r.gpu_timeline.is_none() && r.kvcache_timeline.is_none() && r.phase_timeline.is_none() {
+    let r: Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if !r.is_object() {
+        return Err("not an inferscope report: the top level is not a JSON object".into());
+    }
+    let anchor = opt_u64_field(&r, "report", "reference_instant_unix_ns")?;
+    let gpu = match samples(&r, "gpu_timeline")? {
+        None => None,
+        Some((arr, period)) => {
+            let mut out = Vec::with_capacity(arr.len());
+            for (i, v) in arr.iter().enumerate() {
+                let at = format!("gpu_timeline.samples[{i}]");
+                let index = u64_field(v, &at, "device_index")?;
+                out.push(GpuSample {
+                    elapsed_ns: u64_field(v, &at, "elapsed_ns")?,
+                    device_index: u32::try_from(index)
+                        .map_err(|_| format!("{at}.device_index {index} is out of range"))?,
+                    power_draw_milliwatts: opt_u64_field(v, &at, "power_draw_milliwatts")?,
+                    memory_used_bytes: opt_u64_field(v, &at, "memory_used_bytes")?,
+                    utilization_percent: opt_u64_field(v, &at, "utilization_percent")?
+                        .map(|u| u.min(100) as u32),
+                });
+            }
+            Some((out, period))
+        }
+    };
+    let counters = |name: &str, keys: [&str; 2]| -> Result<Option<(Vec<(u64, u64, u64)>, u64)>, String> {
+        let Some((arr, period)) = samples(&r, name)? else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(arr.len());
+        for (i, v) in arr.iter().enumerate() {
+            let at = format!("{name}.samples[{i}]");
+            out.push((
+                u64_field(v, &at, "elapsed_ns")?,
+                u64_field(v, &at, keys[0])?,
+                u64_field(v, &at, keys[1])?,
+            ));
+        }
+        Ok(Some((out, period)))
+    };
+    let kv = counters("kvcache_timeline", ["hits", "queries"])?;
+    let phase = counters("phase_timeline", ["prompt_tokens", "generation_tokens"])?;
+    if gpu.is_none() && kv.is_none() && phase.is_none() {
         return Err(
             "no gpu_timeline, kvcache_timeline or phase_timeline: the report holds no timeline to join"
                 .into(),
@@ -126,22 +150,21 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
     let mut notes = Vec::new();
     let mut times: Vec<u64> = Vec::new();
 
-    let power = match &r.gpu_timeline {
+    let power = match &gpu {
         None => None,
-        Some(g) => {
-            let mut devices: Vec<u32> = g.samples.iter().map(|s| s.device_index).collect();
+        Some((g, period)) => {
+            let mut devices: Vec<u32> = g.iter().map(|s| s.device_index).collect();
             devices.sort_unstable();
             devices.dedup();
             for d in &devices {
                 sorted(
                     &format!("gpu_timeline (device {d})"),
-                    g.samples.iter().filter(|s| s.device_index == *d).map(|s| s.elapsed_ns),
+                    g.iter().filter(|s| s.device_index == *d).map(|s| s.elapsed_ns),
                 )?;
             }
-            times.extend(g.samples.iter().map(|s| s.elapsed_ns));
+            times.extend(g.iter().map(|s| s.elapsed_ns));
             let id = |index: u32| devices.iter().position(|d| *d == index).unwrap_or(0) as u32;
             let samples: Vec<PowerSample> = g
-                .samples
                 .iter()
                 .map(|s| {
                     let mw = s.power_draw_milliwatts.filter(|p| *p > 0);
@@ -165,7 +188,7 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
             ));
             let mut t = PowerTimeline {
                 gpu_status: Some(SourceStatus::Ok),
-                period_ns: g.sample_period_ns.unwrap_or(0),
+                period_ns: *period,
                 devices: devices
                     .iter()
                     .enumerate()
@@ -198,34 +221,34 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
     // Counters: one sample per distinct elapsed_ns, each with the counters read then.
     let mut by_time: BTreeMap<u64, CounterValues> = BTreeMap::new();
     let mut period = 0u64;
-    if let Some(k) = &r.kvcache_timeline {
-        sorted("kvcache_timeline", k.samples.iter().map(|s| s.elapsed_ns))?;
-        for s in &k.samples {
-            let c = by_time.entry(s.elapsed_ns).or_default();
-            c.prefix_cache_hits = Some(s.hits);
-            c.prefix_cache_queries = Some(s.queries);
+    if let Some((k, p)) = &kv {
+        sorted("kvcache_timeline", k.iter().map(|s| s.0))?;
+        for (t, hits, queries) in k {
+            let c = by_time.entry(*t).or_default();
+            c.prefix_cache_hits = Some(*hits);
+            c.prefix_cache_queries = Some(*queries);
         }
-        period = period.max(k.sample_period_ns.unwrap_or(0));
+        period = period.max(*p);
         notes.push(format!(
             "prefix cache: kvcache_timeline, {} sample(s) (hits, queries)",
-            k.samples.len()
+            k.len()
         ));
     }
-    if let Some(p) = &r.phase_timeline {
-        sorted("phase_timeline", p.samples.iter().map(|s| s.elapsed_ns))?;
-        for s in &p.samples {
-            let c = by_time.entry(s.elapsed_ns).or_default();
-            c.prompt_tokens = Some(s.prompt_tokens);
-            c.generation_tokens = Some(s.generation_tokens);
+    if let Some((ph, p)) = &phase {
+        sorted("phase_timeline", ph.iter().map(|s| s.0))?;
+        for (t, prompt, generated) in ph {
+            let c = by_time.entry(*t).or_default();
+            c.prompt_tokens = Some(*prompt);
+            c.generation_tokens = Some(*generated);
         }
-        period = period.max(p.sample_period_ns.unwrap_or(0));
+        period = period.max(*p);
         notes.push(format!(
             "tokens: phase_timeline, {} sample(s) (prompt_tokens, generation_tokens)",
-            p.samples.len()
+            ph.len()
         ));
     }
     times.extend(by_time.keys().copied());
-    let metrics = (r.kvcache_timeline.is_some() || r.phase_timeline.is_some()).then(|| {
+    let metrics = (kv.is_some() || phase.is_some()).then(|| {
         let samples: Vec<MetricsSample> = by_time
             .into_iter()
             .map(|(t, counters)| MetricsSample {
@@ -258,7 +281,7 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
             samples,
         }
     });
-    if r.reference_instant_unix_ns.is_none() {
+    if anchor.is_none() {
         notes.push(
             "the report has no reference_instant_unix_ns (written before inferscope's ADR-013): \
              step markers cannot be placed on its clock"
@@ -270,7 +293,7 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
     Ok(InferscopeEvidence {
         telemetry: TelemetryRun {
             clock_domain_id: "inferscope-report".into(),
-            reference_instant_unix_ns: r.reference_instant_unix_ns.unwrap_or(0),
+            reference_instant_unix_ns: anchor.unwrap_or(0),
             started_elapsed_ns: start,
             stopped_elapsed_ns: end,
             proc: None,
@@ -278,7 +301,7 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
             metrics,
             prometheus: None,
         },
-        anchor: r.reference_instant_unix_ns,
+        anchor,
         notes,
     })
 }
