@@ -5,6 +5,7 @@ mod gpu;
 mod inferscope;
 mod prometheus;
 mod samples_doc;
+mod suite_keys;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

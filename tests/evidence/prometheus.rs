@@ -367,4 +367,164 @@ arguments = {{ q = "ttft" }}
     }
     eprintln!("{}", table.join("\n"));
     assert!(moved >= 4, "too few moving step deltas to compare:\n{}", table.join("\n"));
+
+    // 3. A saved query_range answer of the same run as offline input: every evaluation's
+    //    value is the live timeline's newest stored sample at or before it (exactly).
+    // (The evaluations must cover the last step's end: up to 300 ms past the run.)
+    let (start_ms, end_ms) = (
+        (t.reference_instant_unix_ns + t.started_elapsed_ns) / 1_000_000,
+        (t.reference_instant_unix_ns + t.stopped_elapsed_ns) / 1_000_000 + 300,
+    );
+    let q = r#"{__name__=~"vllm:(prompt_tokens|generation_tokens|prefix_cache_queries|prefix_cache_hits)_total",job="sim"}"#;
+    let body = http_get(
+        prom_port,
+        &format!(
+            "/api/v1/query_range?query={}&start={}.{:03}&end={}.{:03}&step=0.1",
+            percent(q),
+            start_ms / 1000,
+            start_ms % 1000,
+            end_ms / 1000,
+            end_ms % 1000
+        ),
+    )
+    .expect("query_range answer");
+    let saved = dir.path().join("range.json");
+    std::fs::write(&saved, &body).unwrap();
+    let (src, anchor_off, notes) = inferscope_bench::offline::load(
+        &inferscope_bench::offline::OfflineSource::PrometheusRange {
+            files: vec![saved.clone()],
+            profile: inferscope_bench::telemetry::EngineProfile::Auto,
+            model: Some("inferscope-sim".into()),
+        },
+    )
+    .unwrap();
+    assert!(notes.iter().any(|n| n.contains("evaluation times")), "{notes:?}");
+    let off = src.prometheus.as_ref().unwrap();
+    assert!(off.samples.len() >= 5, "{} saved samples", off.samples.len());
+    let anchor_off = anchor_off.unwrap();
+    for s in &off.samples {
+        let unix = anchor_off + s.elapsed_ns;
+        let live = ps
+            .iter()
+            .rev()
+            .find(|p| t.reference_instant_unix_ns + p.elapsed_ns <= unix)
+            .expect("a live sample before the evaluation");
+        assert_eq!(s.counters, live.counters, "evaluation at {unix} unix ns");
+    }
+    // …and the CLI joins it with the run's step markers.
+    let (v, stdout) = super::offline_join(
+        &["--prometheus-range", saved.to_str().unwrap(), "--engine", "sim", "--model", "inferscope-sim"],
+        &out.join("steps.jsonl"),
+        dir.path(),
+    );
+    assert!(stdout.contains("evaluation times"), "{stdout}");
+    assert_eq!(super::steps_of(&v).len(), markers.len(), "{v:#}");
+}
+
+/// Percent-encodes a query value.
+fn percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A saved `query_range` answer (hand-made, in Prometheus' shape: two instances of vLLM,
+/// evaluated every 200 ms) joined offline: per step, the sums over instances, by hand.
+#[test]
+fn saved_query_range_answer_joins_with_hand_computed_deltas() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = 1_760_000_000u64; // s
+    // Evaluations at t0 + 0, .2, .4, .6, .8, 1.0 s.
+    let series = |inst: &str, name: &str, vals: [u64; 6]| {
+        let values: Vec<String> = vals
+            .iter()
+            .enumerate()
+            .map(|(k, v)| format!("[{}.{}, \"{v}\"]", t0, k * 2))
+            .collect();
+        let values = values.join(",").replace(&format!("{t0}.10"), &format!("{}.0", t0 + 1));
+        format!(
+            r#"{{"metric":{{"__name__":"{name}","instance":"{inst}","job":"vllm","model_name":"m"}},"values":[{values}]}}"#
+        )
+    };
+    let answer = format!(
+        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{},{},{},{},{}]}}}}"#,
+        series("a", "vllm:prompt_tokens_total", [0, 100, 100, 300, 300, 300]),
+        series("b", "vllm:prompt_tokens_total", [50, 50, 80, 80, 80, 200]),
+        series("a", "vllm:prefix_cache_hits_total", [0, 0, 0, 150, 150, 150]),
+        series("a", "vllm:prefix_cache_queries_total", [0, 100, 100, 300, 300, 300]),
+        series("a", "vllm:some_other_counter_total", [1, 2, 3, 4, 5, 6]),
+    );
+    let saved = dir.path().join("range.json");
+    std::fs::write(&saved, answer).unwrap();
+    let a = t0 * 1_000_000_000;
+    let ms = 1_000_000u64;
+    let steps = dir.path().join("steps.jsonl");
+    // 1 llm [100, 500] ms: baseline eval 0 (150) → end eval 400 (180): prompt 30… with b;
+    //   queries 0 → 100, hits 0 → 0.
+    // 2 tool [500, 550]: baseline 400 → end 400: null.
+    // 3 llm [550, 1000]: baseline 400 (180) → end 1000 (500): prompt 320; hits 150;
+    //   queries 200. Generation tokens were never in the answer: null.
+    std::fs::write(
+        &steps,
+        format!(
+            "{{\"step_id\":1,\"kind\":\"llm_call\",\"t_start_unix_ns\":{},\"t_end_unix_ns\":{}}}\n\
+             {{\"step_id\":2,\"kind\":\"tool\",\"t_start_unix_ns\":{},\"t_end_unix_ns\":{}}}\n\
+             {{\"step_id\":3,\"kind\":\"llm_call\",\"t_start_unix_ns\":{},\"t_end_unix_ns\":{}}}\n",
+            a + 100 * ms,
+            a + 500 * ms,
+            a + 500 * ms,
+            a + 550 * ms,
+            a + 550 * ms,
+            a + 1000 * ms
+        ),
+    )
+    .unwrap();
+    let (v, stdout) = super::offline_join(
+        &["--prometheus-range", saved.to_str().unwrap(), "--model", "m"],
+        &steps,
+        dir.path(),
+    );
+    let got: Vec<[serde_json::Value; 4]> = super::steps_of(&v)
+        .iter()
+        .map(|s| {
+            [
+                s["prompt_tokens_delta"].clone(),
+                s["cache_queries_delta"].clone(),
+                s["cache_hits_delta"].clone(),
+                s["generation_tokens_delta"].clone(),
+            ]
+        })
+        .collect();
+    let n = serde_json::Value::Null;
+    assert_eq!(
+        got,
+        vec![
+            [130.into(), 100.into(), 0.into(), n.clone()],
+            [n.clone(), n.clone(), n.clone(), n.clone()],
+            [320.into(), 200.into(), 150.into(), n.clone()],
+        ],
+        "{v:#}"
+    );
+    assert!(stdout.contains("profile vllm"), "{stdout}");
+    assert!(stdout.contains("vllm:some_other_counter_total"), "{stdout}");
+
+    // A series without __name__ (a function's answer) is refused, naming the file.
+    std::fs::write(
+        &saved,
+        r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"job":"v"},"values":[[1,"1"]]}]}}"#,
+    )
+    .unwrap();
+    let o = super::run(&[
+        "trajectory",
+        "--prometheus-range",
+        saved.to_str().unwrap(),
+        "--steps",
+        steps.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("range.json") && err.contains("__name__"), "{err}");
 }

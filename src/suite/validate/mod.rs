@@ -448,8 +448,13 @@ fn prometheus(ctx: &Ctx, p: super::raw::RawPrometheus) -> R<PrometheusSource> {
                     .into(),
             )));
     };
-    let url = normalize_endpoint(&url)
-        .map_err(|m| ctx.at_value(&format!("{KEY}.url"), K::InvalidValue, m))?;
+    let url = normalize_endpoint(&url).map_err(|m| {
+        ctx.at_value(
+            &format!("{KEY}.url"),
+            K::InvalidValue,
+            format!("`{KEY}.url`: {m}"),
+        )
+    })?;
     if url.contains("/api/") {
         return Err(ctx
             .at_value(
