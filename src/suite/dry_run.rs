@@ -218,6 +218,9 @@ impl ResolvedSuite {
                 r.file("tools", format!("[{}]", a.tools.join(", ")));
                 r.file("max_steps", a.max_steps);
                 r.file("max_repeated_tool_calls", a.max_repeated_tool_calls);
+                if !a.tool_choice.is_empty() {
+                    r.file("tool_choice", a.tool_choice.join(", then "));
+                }
                 for (k, step) in a.script.iter().enumerate() {
                     r.fact(
                         &format!("script[{k}]"),

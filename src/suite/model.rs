@@ -333,6 +333,10 @@ pub struct AgenticJob {
     /// Identical consecutive tool calls (parsed-JSON equality) that stop the loop with
     /// `stop_reason = repeated_tool_call` (default 3).
     pub max_repeated_tool_calls: u32,
+    /// OpenAI `tool_choice` per LLM call (model mode): entry `n` for the n-th call, the
+    /// last entry for every later one (`["required", "auto"]`: a tool call first, then the
+    /// model's choice); empty = not sent (the engine's default).
+    pub tool_choice: Vec<String>,
     /// The fixed trajectory (scripted mode only; empty in model mode).
     pub script: Vec<ScriptStep>,
 }

@@ -106,6 +106,7 @@ pub(crate) struct RawJob {
     pub tools: Option<Vec<String>>,
     pub max_steps: Option<u32>,
     pub max_repeated_tool_calls: Option<u32>,
+    pub tool_choice: Option<toml::Value>,
     pub script: Option<Vec<RawScriptStep>>,
     // context
     pub sizes: Option<Vec<u32>>,
@@ -166,6 +167,7 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
             "tools",
             "max_steps",
             "max_repeated_tool_calls",
+            "tool_choice",
             "script",
         ],
         JobKindName::Context => &["sizes", "shared_prefix", "filler"],
