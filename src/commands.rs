@@ -28,7 +28,7 @@ pub async fn dispatch(cmd: Command) -> i32 {
         Command::Timeline {
             command: TimelineCommand::Verify { run_dir },
         } => {
-            let r = crate::timeline::verify(&run_dir);
+            let r = crate::timeline::verify_run(&run_dir);
             println!("{r}");
             r.exit_code()
         }
@@ -393,11 +393,22 @@ fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
     std::fs::write(path, xml).map_err(|e| e.to_string())
 }
 
-/// Reads a run's `report.json`.
+/// Reads a run's `report.json` through the bounded reader ([`crate::fsio`]: no symlink
+/// below `run_dir`, no FIFO or device, at most [`crate::fsio::limits::REPORT_BYTES`]).
+/// A run without it is incomplete (the report is the artifact a run writes last).
 pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
     let p = run_dir.join("report.json");
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    let bytes = crate::fsio::Root::open(run_dir, true)
+        .and_then(|r| r.read(&["report.json"], crate::fsio::limits::REPORT_BYTES))
+        .map_err(|e| match e {
+            crate::fsio::ReadError::NotFound => format!(
+                "{}: not found: an incomplete run (report.json is written last) or not a \
+                 run directory",
+                p.display()
+            ),
+            e => format!("{}: {e}", p.display()),
+        })?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and

@@ -56,8 +56,9 @@ pub use input::{
     PowerSeries, RunWindow, StepUsage,
 };
 pub use markers::{
-    MAX_MARKER_ERRORS, MarkerFileError, MarkerLineError, MarkerReadError, StepKind, StepMarker,
-    parse_step_markers, read_step_markers, step_markers_to_jsonl, write_step_markers,
+    MAX_MARKER_ERRORS, MarkerFile, MarkerFileError, MarkerLineError, MarkerReadError, StepKind,
+    StepMarker, parse_marker_file, parse_step_markers, read_step_markers, step_markers_to_jsonl,
+    write_step_markers,
 };
 pub use metrics::{
     ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, EnergyBasis, EnergySource,

@@ -194,8 +194,8 @@ impl Baseline {
     /// Reads baseline `name` from `root/.inferscope/baselines/`.
     pub fn load(root: &Path, name: &str) -> Result<Baseline, BaselineError> {
         let path = path_for(root, name)?;
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
+        let bytes = crate::fsio::read(&path, crate::fsio::limits::BASELINE_BYTES).map_err(|e| {
+            if e == crate::fsio::ReadError::NotFound {
                 BaselineError::NotFound {
                     name: name.into(),
                     path: path.display().to_string(),
@@ -207,7 +207,7 @@ impl Baseline {
                 }
             }
         })?;
-        let b: Baseline = serde_json::from_str(&text).map_err(|e| BaselineError::Io {
+        let b: Baseline = serde_json::from_slice(&bytes).map_err(|e| BaselineError::Io {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
@@ -310,10 +310,10 @@ pub fn render_comparison(
 /// is no file; `replaced baseline `NAME` (was saved from run RUN_ID)` when it is a
 /// baseline; the same with `(the old file could not be read: REASON)` when it is not.
 pub fn replaced_note(name: &str, path: &Path) -> Option<String> {
-    let old = match std::fs::read_to_string(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+    let old = match crate::fsio::read(path, crate::fsio::limits::BASELINE_BYTES) {
+        Err(crate::fsio::ReadError::NotFound) => return None,
         Err(e) => Err(e.to_string()),
-        Ok(text) => serde_json::from_str::<Baseline>(&text).map_err(|e| e.to_string()),
+        Ok(bytes) => serde_json::from_slice::<Baseline>(&bytes).map_err(|e| e.to_string()),
     };
     Some(match old {
         Ok(old) => format!(

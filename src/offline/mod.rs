@@ -37,8 +37,11 @@ pub enum OfflineSource {
 /// The timelines of a source, the anchor to map step markers with (`None` withholds),
 /// and notes on what was read. `Err` is a message naming the file.
 pub fn load(src: &OfflineSource) -> Result<(TelemetryRun, Option<u64>, Vec<String>), String> {
+    // Through the bounded reader (no symlink, FIFO or device; at most the size limit).
     let read = |p: &Path| {
-        std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+        let bytes = crate::fsio::read(p, crate::fsio::limits::SAMPLES_FILE_BYTES)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", p.display()))
     };
     match src {
         OfflineSource::Samples(dir) => {
@@ -99,13 +102,25 @@ pub fn join(
 /// --inferscope-report FILE) --steps FILE [--out FILE]`: exit 0 on success, 2 on unreadable
 /// input.
 pub fn command(src: &OfflineSource, steps: &Path, out: Option<&Path>) -> i32 {
-    let markers = match attr::read_step_markers(steps) {
+    let file = match attr::read_step_markers(steps) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {}: {e}", steps.display());
             return gate::EXIT_BAD_INPUT;
         }
     };
+    // Every rejected line is bad input, named by file and line; a half-written last line
+    // (a driver killed mid-write) is left out and said so, the records before it kept.
+    let shown = steps.display().to_string();
+    if file.rejected_count > 0 {
+        for p in file.problems(&shown) {
+            eprintln!("error: {p}");
+        }
+        return gate::EXIT_BAD_INPUT;
+    }
+    for p in file.problems(&shown) {
+        eprintln!("warning: {p}");
+    }
     let (t, anchor, mut notes) = match load(src) {
         Ok(x) => x,
         Err(e) => {
@@ -114,12 +129,28 @@ pub fn command(src: &OfflineSource, steps: &Path, out: Option<&Path>) -> i32 {
         }
     };
     notes.extend(energy::not_attributable_devices(&t));
-    let run = join(&t, anchor, &markers);
+    let run = join(&t, anchor, &file.markers);
     for n in &notes {
         println!("note: {n}");
     }
     for o in &run.trajectories {
         println!("{}", attr::render_outcome(o).trim_end());
+    }
+    // Each marker the ADR-013 rules dropped, by its line in the file.
+    for o in &run.trajectories {
+        let dropped = match o {
+            attr::TrajectoryOutcome::Attributed(t) => &t.dropped_steps,
+            attr::TrajectoryOutcome::Withheld(w) => &w.dropped_steps,
+        };
+        for d in dropped {
+            for l in file.lines_of(d.step_id, d.t_start_unix_ns, d.t_end_unix_ns) {
+                println!(
+                    "note: {shown}:{l}: step {} dropped from attribution ({})",
+                    d.step_id,
+                    d.reason.label()
+                );
+            }
+        }
     }
     if let Some(p) = out {
         let json = match serde_json::to_vec_pretty(&run) {

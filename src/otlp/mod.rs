@@ -313,6 +313,8 @@ pub async fn send(
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!("invalid OTLP endpoint {url:?}: not http(s)"));
     }
+    // Messages name the URL without its userinfo (issue 15 item 5).
+    let shown = crate::redact::urls(&url).into_owned();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -326,12 +328,16 @@ pub async fn send(
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("POST {url}: {e}"))?;
+        .map_err(|e| format!("POST {shown}: {}", e.without_url()))?;
     let status = resp.status();
     let text = resp.text().await.unwrap_or_default();
     if !status.is_success() {
         let t: String = text.chars().take(300).collect();
-        return Err(format!("POST {url}: HTTP {}: {t}", status.as_u16()));
+        return Err(format!(
+            "POST {shown}: HTTP {}: {}",
+            status.as_u16(),
+            crate::redact::excerpt(&t)
+        ));
     }
     let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     let partial = &v["partialSuccess"];
@@ -366,7 +372,7 @@ pub async fn send_report(report: &RunReport, endpoint: &str) -> bool {
             println!(
                 "otlp: sent {} spans to {} (HTTP {}){}",
                 o.spans,
-                o.url,
+                crate::redact::urls(&o.url),
                 o.status,
                 match (o.rejected_spans, &o.message) {
                     (Some(n), Some(m)) => format!("; collector rejected {n}: {m}"),
@@ -378,7 +384,7 @@ pub async fn send_report(report: &RunReport, endpoint: &str) -> bool {
             o.rejected_spans.is_none()
         }
         Err(e) => {
-            eprintln!("warning: otlp: {e}");
+            eprintln!("warning: otlp: {}", crate::redact::urls(&e));
             false
         }
     }

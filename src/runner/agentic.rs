@@ -135,6 +135,7 @@ pub async fn llm_step<E: LlmExecutor>(
             StepStatus::Failed
         },
         failure_code: rec.failure_code.map(|c| c.as_str().to_string()),
+        start_before_anchor_ns: None,
         request: Some(rec),
     }
 }
@@ -175,6 +176,7 @@ pub async fn tool_step<T: ToolExec>(
             StepStatus::Failed
         },
         failure_code: out.error_code.clone(),
+        start_before_anchor_ns: None,
         request: None,
     };
     (step, out)

@@ -387,7 +387,7 @@ pub fn markers_and_usage<'a>(
                     StepKind::LlmCall => attr::StepKind::LlmCall,
                     StepKind::Tool => attr::StepKind::Tool,
                 },
-                t_start_unix_ns: anchor + s.start_ns,
+                t_start_unix_ns: s.start_unix_ns(anchor),
                 t_end_unix_ns: anchor + s.end_ns,
                 trajectory: Some(tr.id.clone()),
                 name: Some(s.name.clone()),

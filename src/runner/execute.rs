@@ -20,7 +20,7 @@ use crate::runner::agentic::{
 };
 use crate::runner::context::{ContextPlan, run_context};
 use crate::runner::steps::{StepKind, StepRecord, StepStatus, StopReason, TrajectoryRecord};
-use crate::runner::swe::{SweOutcome, SwePlan, resolve_arg, run_harness};
+use crate::runner::swe::{StepsFileReport, SweOutcome, SwePlan, resolve_arg, run_harness};
 use crate::sim::{SimConfig, SimHandle};
 use crate::suite::{AgenticMode, EndpointSetting, JobKind, ResolvedJob, ResolvedSuite, SIM_MODEL};
 use crate::telemetry::{TelemetryHandle, TelemetryRun};
@@ -462,7 +462,10 @@ impl Session {
             }
             JobKind::Context(c) => {
                 let words = match &c.filler {
-                    Some(p) => match std::fs::read_to_string(p) {
+                    Some(p) => match crate::fsio::read(p, crate::fsio::limits::TOOL_FILE_BYTES)
+                        .map_err(|e| e.to_string())
+                        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".into()))
+                    {
                         Ok(t) => t.split_whitespace().map(str::to_string).collect(),
                         Err(e) => {
                             ex.notes
@@ -581,30 +584,47 @@ impl Session {
         let end_ns = self.clock.elapsed_ns();
         let ok = outcome.exit_code == Some(0);
         ctx.capture.harness_end(span, ok, outcome.timed_out);
+        let mut outcome = outcome;
         let mut steps = Vec::new();
-        if steps_file.exists()
-            && let Ok(markers) = read_step_markers(&steps_file)
-        {
-            {
-                let anchor = self.clock.reference_instant_unix_ns();
-                for m in markers {
-                    // Harness step ids are renumbered run-unique; times map onto the
-                    // run clock through the anchor (ADR-013 join).
-                    steps.push(StepRecord {
-                        step_id: ctx.step_id(),
-                        kind: match m.kind {
-                            MarkerKind::LlmCall => StepKind::LlmCall,
-                            MarkerKind::Tool => StepKind::Tool,
-                        },
-                        name: m.name.clone().unwrap_or_else(|| m.kind.label().into()),
-                        start_ns: m.t_start_unix_ns.saturating_sub(anchor),
-                        end_ns: m.t_end_unix_ns.saturating_sub(anchor),
-                        status: StepStatus::Completed,
-                        failure_code: None,
-                        request: None,
-                    });
+        let mut prov = StepsFileReport::default();
+        if steps_file.exists() {
+            match read_step_markers(&steps_file) {
+                Err(e) => prov.read_error = Some(e.to_string()),
+                Ok(file) => {
+                    let anchor = self.clock.reference_instant_unix_ns();
+                    prov.markers = file.markers.len();
+                    prov.truncated_tail = file.truncated_tail.is_some();
+                    prov.truncated_line = file.truncated_tail;
+                    prov.rejected = file.rejected.clone();
+                    prov.rejected_count = file.rejected_count;
+                    for m in file.markers {
+                        // Harness step ids are renumbered run-unique; times map onto the
+                        // run clock through the anchor (ADR-013 join). A start before the
+                        // anchor keeps its real time (never rewritten to the anchor) and
+                        // is flagged; the join drops it by its `outside_run` rule.
+                        let step_id = ctx.step_id();
+                        let before = anchor.checked_sub(m.t_start_unix_ns).filter(|&b| b > 0);
+                        if before.is_some() {
+                            prov.before_anchor_steps.push(step_id);
+                        }
+                        steps.push(StepRecord {
+                            step_id,
+                            kind: match m.kind {
+                                MarkerKind::LlmCall => StepKind::LlmCall,
+                                MarkerKind::Tool => StepKind::Tool,
+                            },
+                            name: m.name.clone().unwrap_or_else(|| m.kind.label().into()),
+                            start_ns: m.t_start_unix_ns.saturating_sub(anchor),
+                            end_ns: m.t_end_unix_ns.saturating_sub(anchor),
+                            status: StepStatus::Completed,
+                            failure_code: None,
+                            request: None,
+                            start_before_anchor_ns: before,
+                        });
+                    }
                 }
             }
+            outcome.steps_file = Some(prov);
         }
         let stop_reason = if outcome.timed_out {
             StopReason::Timeout

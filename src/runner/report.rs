@@ -120,6 +120,11 @@ pub struct StepReport {
     /// A warm-up request of a load point: recorded, excluded from statistics.
     #[serde(default)]
     pub warmup: bool,
+    /// For an SWE harness marker that starts before the run's reference instant: how
+    /// long before it, ns (`start_ns` is then 0, the real start `reference_instant_unix_ns
+    /// −` this); `null` otherwise. Absent in older reports.
+    #[serde(default)]
+    pub start_before_anchor_ns: Option<u64>,
 }
 
 /// One trajectory in the report.
@@ -150,6 +155,10 @@ pub struct HarnessReport {
     pub timed_out: bool,
     /// Why it could not start.
     pub spawn_error: Option<String>,
+    /// What was read from its `INFERSCOPE_STEPS_FILE` (`truncated_tail`, rejected lines,
+    /// steps before the anchor); `null` when it wrote none. Absent in older reports.
+    #[serde(default)]
+    pub steps_file: Option<crate::runner::swe::StepsFileReport>,
 }
 
 /// One job in the report.
@@ -332,6 +341,7 @@ fn step_report(s: &StepRecord, energy: Option<&energy::StepEnergy>, warmup: bool
         start_ns: s.start_ns,
         end_ns: s.end_ns,
         duration_ms: s.duration_ms(),
+        start_before_anchor_ns: s.start_before_anchor_ns,
         status: step_status(s.status).into(),
         failure_code: s.failure_code.clone(),
         prompt_tokens: r.and_then(|r| r.prompt_tokens),
@@ -569,6 +579,9 @@ pub fn build(
                 notes.push(format!("harness exited with {:?}", h.exit_code));
                 harness_ok = false;
             }
+            if let Some(f) = &h.steps_file {
+                notes.extend(steps_file_notes(f));
+            }
         }
         let outcome = JobOutcome::from_verdicts(&verdicts, g.grading_passed());
         // A trajectory that ended without its final answer (max_steps, a repeated tool
@@ -649,6 +662,7 @@ pub fn build(
                 exit_code: h.exit_code,
                 timed_out: h.timed_out,
                 spawn_error: h.spawn_error.clone(),
+                steps_file: h.steps_file.clone(),
             }),
             load,
             sweep,
@@ -809,6 +823,44 @@ pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
     out
 }
 
+/// The console notes of an SWE steps file: a truncated tail, every rejected line (by its
+/// line number) and steps that start before the run's anchor.
+fn steps_file_notes(f: &crate::runner::swe::StepsFileReport) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(e) = &f.read_error {
+        notes.push(format!("steps file unreadable: {e}"));
+    }
+    if let Some(l) = f.truncated_line {
+        notes.push(format!(
+            "steps file: truncated_tail: line {l} was half-written and left out; the {} \
+             marker(s) before it are kept",
+            f.markers
+        ));
+    }
+    for r in &f.rejected {
+        notes.push(format!(
+            "steps file line {}: rejected step marker: {}",
+            r.line, r.message
+        ));
+    }
+    if f.rejected_count > f.rejected.len() {
+        notes.push(format!(
+            "steps file: {} more rejected line(s)",
+            f.rejected_count - f.rejected.len()
+        ));
+    }
+    if !f.before_anchor_steps.is_empty() {
+        notes.push(format!(
+            "steps file: {} step(s) start before the run's reference instant (steps {:?}): \
+             kept with their real times, dropped from attribution by ADR-013's outside_run \
+             rule",
+            f.before_anchor_steps.len(),
+            f.before_anchor_steps
+        ));
+    }
+    notes
+}
+
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -833,7 +885,10 @@ pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
                 } else {
                     crate::attribution::StepKind::LlmCall
                 },
-                t_start_unix_ns: anchor + s.start_ns,
+                t_start_unix_ns: match s.start_before_anchor_ns {
+                    Some(b) => anchor.saturating_sub(b),
+                    None => anchor + s.start_ns,
+                },
                 t_end_unix_ns: anchor + s.end_ns,
                 trajectory: Some(t.id.clone()),
                 name: Some(s.name.clone()),

@@ -51,12 +51,26 @@ pub struct StepRecord {
     /// The request record for `llm_call` steps (timings, usage); `null` for tools.
     #[serde(skip)]
     pub request: Option<RequestRecord>,
+    /// For an external marker that starts before the run's reference instant: how long
+    /// before it, ns (`start_ns` is then 0). The real start is `anchor −` this; nothing is
+    /// rewritten (issue 15 item 8). `None` for every step that starts at or after it.
+    pub start_before_anchor_ns: Option<u64>,
 }
 
 impl StepRecord {
-    /// Step duration in milliseconds.
+    /// Step duration in milliseconds (from the real start, also before the anchor).
     pub fn duration_ms(&self) -> f64 {
-        self.end_ns.saturating_sub(self.start_ns) as f64 / 1e6
+        let start_to_anchor = self.start_before_anchor_ns.unwrap_or(0);
+        (self.end_ns + start_to_anchor).saturating_sub(self.start_ns) as f64 / 1e6
+    }
+
+    /// The step's start as unix ns, given the run's anchor (its real start, before the
+    /// anchor too).
+    pub fn start_unix_ns(&self, anchor: u64) -> u64 {
+        match self.start_before_anchor_ns {
+            Some(b) => anchor.saturating_sub(b),
+            None => anchor + self.start_ns,
+        }
     }
 }
 

@@ -48,6 +48,33 @@ pub struct SweOutcome {
     pub spawn_error: Option<String>,
     /// Captured stdout (≤ [`MAX_STDOUT_BYTES`]).
     pub stdout: String,
+    /// What was read from `INFERSCOPE_STEPS_FILE` (set by the runner after the harness).
+    pub steps_file: Option<StepsFileReport>,
+}
+
+/// The provenance of an SWE harness's step markers (`INFERSCOPE_STEPS_FILE`), in
+/// `report.json` under `jobs[].harness.steps_file` (issue 15 item 8): nothing a harness
+/// wrote is lost silently.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StepsFileReport {
+    /// Valid markers kept (steps of the trajectory).
+    pub markers: usize,
+    /// The last line was half-written (a harness killed mid-write): left out, every
+    /// record before it kept.
+    pub truncated_tail: bool,
+    /// The line number of that truncated line.
+    pub truncated_line: Option<usize>,
+    /// Rejected lines with their 1-based line numbers (at most
+    /// [`crate::attribution::MAX_MARKER_ERRORS`]).
+    pub rejected: Vec<crate::attribution::MarkerLineError>,
+    /// Rejected lines in the whole file.
+    pub rejected_count: usize,
+    /// Run-unique ids of steps whose marker starts before the run's reference instant:
+    /// kept with their real times (`start_before_anchor_ns`) and dropped from attribution
+    /// only by ADR-013's `outside_run` rule.
+    pub before_anchor_steps: Vec<u64>,
+    /// Why the file could not be read (`null` when read or absent).
+    pub read_error: Option<String>,
 }
 
 /// Runs the harness to completion or timeout.
@@ -58,6 +85,7 @@ pub async fn run_harness(plan: &SwePlan) -> SweOutcome {
             timed_out: false,
             spawn_error: Some("empty command".into()),
             stdout: String::new(),
+            steps_file: None,
         };
     };
     let mut cmd = tokio::process::Command::new(prog);
@@ -83,6 +111,7 @@ pub async fn run_harness(plan: &SwePlan) -> SweOutcome {
                 timed_out: false,
                 spawn_error: Some(format!("cannot start `{prog}`: {e}")),
                 stdout: String::new(),
+                steps_file: None,
             };
         }
     };
@@ -124,6 +153,7 @@ pub async fn run_harness(plan: &SwePlan) -> SweOutcome {
         timed_out,
         spawn_error: None,
         stdout,
+        steps_file: None,
     }
 }
 

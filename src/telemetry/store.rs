@@ -2,7 +2,7 @@
 
 use super::{MetricsTimeline, PowerTimeline, ProcTimeline, TelemetryRun};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Schema id written in `sources.json`.
@@ -121,20 +121,26 @@ fn write_jsonl<T: Serialize>(path: &Path, items: &[T]) -> Result<(), SamplesErro
     })
 }
 
+/// Reads `path` through the bounded reader ([`crate::fsio`]: no symlink, no FIFO or
+/// device such as `/dev/zero`, at most `limit` bytes checked before reading).
+fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, SamplesError> {
+    crate::fsio::read_optional(path, limit).map_err(|e| SamplesError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
 fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, SamplesError> {
-    let f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_err(path)(e)),
+    let Some(bytes) = read_bounded(path, crate::fsio::limits::SAMPLES_FILE_BYTES)? else {
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(io_err(path))?;
-        if line.trim().is_empty() {
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         out.push(
-            serde_json::from_str(&line).map_err(|source| SamplesError::Json {
+            serde_json::from_slice(line).map_err(|source| SamplesError::Json {
                 path: path.to_path_buf(),
                 line: i + 1,
                 source,
@@ -215,9 +221,10 @@ impl TelemetryRun {
             dir.join("samples")
         };
         let sources = sdir.join("sources.json");
-        let text = std::fs::read_to_string(&sources).map_err(io_err(&sources))?;
+        let text = read_bounded(&sources, crate::fsio::limits::SAMPLES_SOURCES_BYTES)?
+            .ok_or_else(|| io_err(&sources)(std::io::Error::from(std::io::ErrorKind::NotFound)))?;
         let s: SamplesSources =
-            serde_json::from_str(&text).map_err(|source| SamplesError::Json {
+            serde_json::from_slice(&text).map_err(|source| SamplesError::Json {
                 path: sources.clone(),
                 line: 0,
                 source,

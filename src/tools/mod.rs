@@ -142,17 +142,20 @@ impl ToolRegistry {
     pub fn new(suite: &Suite) -> Result<Self, RegistryError> {
         let mut tools = Vec::with_capacity(suite.tools.len());
         for spec in &suite.tools {
-            let read = |p: &PathBuf| -> Result<String, RegistryError> {
-                let bytes = std::fs::read(p).map_err(|source| RegistryError::Read {
-                    tool: spec.name.clone(),
-                    path: p.clone(),
-                    source,
-                })?;
-                String::from_utf8(bytes).map_err(|_| RegistryError::NotUtf8 {
-                    tool: spec.name.clone(),
-                    path: p.clone(),
-                })
-            };
+            let read =
+                |p: &PathBuf| -> Result<String, RegistryError> {
+                    // The bounded reader: no symlink, no FIFO or device, size-capped.
+                    let bytes = crate::fsio::read(p, crate::fsio::limits::TOOL_FILE_BYTES)
+                        .map_err(|e| RegistryError::Read {
+                            tool: spec.name.clone(),
+                            path: p.clone(),
+                            source: std::io::Error::other(e.to_string()),
+                        })?;
+                    String::from_utf8(bytes).map_err(|_| RegistryError::NotUtf8 {
+                        tool: spec.name.clone(),
+                        path: p.clone(),
+                    })
+                };
             let body = |b: &ResponseBody| match b {
                 ResponseBody::Text(t) => Ok(t.clone()),
                 ResponseBody::File(p) => read(p),

@@ -299,7 +299,7 @@ arguments = {{ q = "ttft" }}
 
     // 2. Per step: the run's join (Prometheus counters) against the direct scrape's join
     //    of the same steps, with the bound derived from the samples each join used.
-    let markers: Vec<StepMarker> = read_step_markers(&out.join("steps.jsonl")).unwrap();
+    let markers: Vec<StepMarker> = read_step_markers(&out.join("steps.jsonl")).unwrap().markers;
     let anchor = Some(t.reference_instant_unix_ns);
     let prom_join = inferscope_bench::offline::join(&t, anchor, &markers);
     let mut direct_only = t.clone();

@@ -838,6 +838,7 @@ fn the_binary_serves_with_a_token_and_refuses_to_start_without() {
     let tmp = tempfile::tempdir().unwrap();
     let tok = tmp.path().join("token");
     std::fs::write(&tok, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&tok, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let mut child = std::process::Command::new(bin)
         .args([
             "serve",

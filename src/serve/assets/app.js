@@ -137,9 +137,27 @@
     return page(0, 1);
   }
 
+  // The run detail comes in pages of jobs (at most 1 MiB each): the first page carries
+  // everything else; later pages add their jobs.
+  function loadDetail(runId, truncated) {
+    var base = "/v1/runs/" + encodeURIComponent(runId);
+    return api(base).then(function (first) {
+      function more(after, n) {
+        if (after === null || after === undefined) return first;
+        if (n >= MAX_PAGES) { truncated.jobs = true; return first; }
+        return api(base + "?jobs_after=" + after).then(function (p) {
+          first.report.jobs = first.report.jobs.concat(p.report.jobs || []);
+          first.jobs_summarised = (first.jobs_summarised || []).concat(p.jobs_summarised || []);
+          return more(p.jobs_next_after, n + 1);
+        });
+      }
+      return more(first.jobs_next_after, 1);
+    });
+  }
+
   function loadBundle(runId, runs) {
-    var truncated = { events: false, power: false, proc: false, metrics: false };
-    return api("/v1/runs/" + encodeURIComponent(runId)).then(function (detail) {
+    var truncated = { events: false, power: false, proc: false, metrics: false, jobs: false };
+    return loadDetail(runId, truncated).then(function (detail) {
       var b = { mode: "api", runs: runs, run_id: runId, detail: detail, events: null,
         samples: { power: null, proc: null, metrics: null }, truncated: truncated };
       var jobs = [];
@@ -297,7 +315,7 @@
     if (t.state === "ok" && t.quality === "complete") return ["complete", "✓", "Capture: COMPLETE"];
     if (t.state === "ok") return ["partial", "◐", "Capture: PARTIAL (" + t.quality_reasons.join(", ") + ")"];
     if (t.state === "unavailable") return ["unavailable", "∅", "Capture: UNAVAILABLE (" +
-      (t.reason === "no_manifest" ? "no manifest: killed run or failed persistence" : "no timeline: capture off") + ")"];
+      (t.reason === "no_manifest" ? "no manifest: killed run or failed persistence" : t.reason === "run_incomplete" ? "incomplete run: no report.json" : "no timeline: capture off") + ")"];
     return ["integrity_error", "⚠", "Capture: INTEGRITY ERROR"];
   }
 
@@ -339,6 +357,10 @@
     var gaps = d.gaps.slice();
     Object.keys(b.truncated || {}).forEach(function (k) {
       if (b.truncated[k]) gaps.push({ kind: "truncated", label: "View truncated: not every " + k + " record is drawn (page limit)" });
+    });
+    (d.jobs_summarised || []).forEach(function (j) {
+      gaps.push({ kind: "truncated", label: "Job " + j.id + " summarised (too large for one page): " +
+        j.trajectories_kept + " of " + j.trajectories_total + " trajectories, " + j.steps_omitted + " steps left out" });
     });
     if (!gaps.length) {
       var li = el("li");
@@ -468,7 +490,7 @@
     var lanesForKeys = [];
     if (d.timeline.state !== "ok") {
       var txt = d.timeline.state === "unavailable"
-        ? "Timeline unavailable: " + (d.timeline.reason === "no_manifest" ? "no manifest (killed run or failed persistence)" : "capture was off for this run")
+        ? "Timeline unavailable: " + (d.timeline.reason === "no_manifest" ? "no manifest (killed run or failed persistence)" : d.timeline.reason === "run_incomplete" ? "incomplete run (no report.json)" : "capture was off for this run")
         : "Timeline integrity error: not shown";
       phases.track.appendChild(gapMarker(d.timeline.state === "unavailable" ? "capture_unavailable" : "integrity_error", txt, null));
     } else {

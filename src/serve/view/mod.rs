@@ -261,7 +261,7 @@ pub struct StepView {
 pub struct TimelineView {
     /// `ok`, `unavailable` or `integrity_error`.
     pub state: &'static str,
-    /// Why unavailable (`no_timeline`, `no_manifest`).
+    /// Why unavailable (`no_timeline`, `no_manifest`, `run_incomplete`).
     pub reason: Option<&'static str>,
     /// Integrity problems when `integrity_error`.
     pub errors: Vec<IntegrityItem>,
