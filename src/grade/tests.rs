@@ -208,13 +208,20 @@ fn tool_called_with_valid_arguments_counts_only_validated_calls() {
         tool_calls: &calls,
         valid_tool_calls: &valid,
     };
-    let strict = check("kind = \"tool_called\"\ntool = \"get_weather\"\nmin_times = 2\nvalid_arguments = true");
-    assert_eq!(strict.describe(), "tool_called(get_weather, min 2, valid arguments)");
+    let strict = check(
+        "kind = \"tool_called\"\ntool = \"get_weather\"\nmin_times = 2\nvalid_arguments = true",
+    );
+    assert_eq!(
+        strict.describe(),
+        "tool_called(get_weather, min 2, valid arguments)"
+    );
     let r = one(&strict, &s);
     assert!(!r.passed);
     assert_eq!(
         r.reason.as_deref(),
-        Some("`get_weather` called with valid arguments 1 time(s) (2 call(s) in all), at least 2 required")
+        Some(
+            "`get_weather` called with valid arguments 1 time(s) (2 call(s) in all), at least 2 required"
+        )
     );
     let any = check("kind = \"tool_called\"\ntool = \"get_weather\"\nmin_times = 2");
     assert!(one(&any, &s).passed);
@@ -222,5 +229,11 @@ fn tool_called_with_valid_arguments_counts_only_validated_calls() {
         valid_tool_calls: &[],
         ..s
     };
-    assert!(!one(&check("kind = \"tool_called\"\ntool = \"get_weather\"\nvalid_arguments = true"), &none).passed);
+    assert!(
+        !one(
+            &check("kind = \"tool_called\"\ntool = \"get_weather\"\nvalid_arguments = true"),
+            &none
+        )
+        .passed
+    );
 }

@@ -26,17 +26,17 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::telemetry::{
-    CounterValues, MetricsSample, MetricsTimeline, PowerBasis, PowerDevice, PowerDeviceKind,
-    PowerSample, PowerTimeline, ResetFlags, SourceStatus, TelemetryRun, EngineProfile,
+    CounterValues, EngineProfile, MetricsSample, MetricsTimeline, PowerBasis, PowerDevice,
+    PowerDeviceKind, PowerSample, PowerTimeline, ResetFlags, SourceStatus, TelemetryRun,
 };
 
 /// A JSON integer ≥ 0 at `obj.key`; `Err` names `path.key` and what was found.
 fn u64_field(obj: &Value, path: &str, key: &str) -> Result<u64, String> {
     match obj.get(key) {
         None => Err(format!("{path}.{key} is missing")),
-        Some(v) => v.as_u64().ok_or_else(|| {
-            format!("{path}.{key} must be a non-negative JSON integer, found {v}")
-        }),
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| format!("{path}.{key} must be a non-negative JSON integer, found {v}")),
     }
 }
 
@@ -63,6 +63,9 @@ fn samples<'a>(report: &'a Value, name: &str) -> Result<Option<(&'a [Value], u64
         }
     }
 }
+
+/// One counter timeline as read: `(elapsed_ns, a, b)` rows and the period.
+type CounterRows = Option<(Vec<(u64, u64, u64)>, u64)>;
 
 struct GpuSample {
     elapsed_ns: u64,
@@ -98,8 +101,7 @@ fn sorted(label: &str, times: impl Iterator<Item = u64>) -> Result<(), String> {
 
 /// Parses an inferscope report (JSON text) into timelines. `Err` names the field.
 pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
-    let r: Value =
-        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let r: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     if !r.is_object() {
         return Err("not an inferscope report: the top level is not a JSON object".into());
     }
@@ -124,7 +126,7 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
             Some((out, period))
         }
     };
-    let counters = |name: &str, keys: [&str; 2]| -> Result<Option<(Vec<(u64, u64, u64)>, u64)>, String> {
+    let counters = |name: &str, keys: [&str; 2]| -> Result<CounterRows, String> {
         let Some((arr, period)) = samples(&r, name)? else {
             return Ok(None);
         };
@@ -159,7 +161,9 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
             for d in &devices {
                 sorted(
                     &format!("gpu_timeline (device {d})"),
-                    g.iter().filter(|s| s.device_index == *d).map(|s| s.elapsed_ns),
+                    g.iter()
+                        .filter(|s| s.device_index == *d)
+                        .map(|s| s.elapsed_ns),
                 )?;
             }
             times.extend(g.iter().map(|s| s.elapsed_ns));
@@ -274,7 +278,10 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
             parse_errors: 0,
             counter_resets: BTreeMap::new(),
             mapping: BTreeMap::new(),
-            notes: vec!["counters from an inferscope report: no restart signal, so a decrease withholds".into()],
+            notes: vec![
+                "counters from an inferscope report: no restart signal, so a decrease withholds"
+                    .into(),
+            ],
             sample_count: samples.len() as u64,
             dropped: 0,
             prometheus: None,

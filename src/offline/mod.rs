@@ -45,7 +45,8 @@ pub fn load(src: &OfflineSource) -> Result<(TelemetryRun, Option<u64>, Vec<Strin
     };
     match src {
         OfflineSource::Samples(dir) => {
-            let t = TelemetryRun::read_samples(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let t =
+                TelemetryRun::read_samples(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             let anchor = Some(t.reference_instant_unix_ns);
             Ok((t, anchor, Vec::new()))
         }

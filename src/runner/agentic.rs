@@ -185,10 +185,7 @@ pub async fn tool_step<T: ToolExec>(
 fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
     let mut extra = serde_json::Map::new();
     if !plan.tools.is_empty()
-        && let Some(c) = plan
-            .tool_choice
-            .get(n)
-            .or(plan.tool_choice.last())
+        && let Some(c) = plan.tool_choice.get(n).or(plan.tool_choice.last())
     {
         extra.insert("tool_choice".into(), Value::String(c.clone()));
     }
@@ -202,7 +199,6 @@ fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
         seed: plan.seed,
         stream: true,
         extra,
-        ..Default::default()
     }
 }
 
@@ -500,18 +496,29 @@ mod tests {
         p.tool_choice = vec!["required".into(), "auto".into()];
         let t = run_trajectory(&model, &EmptyTool, &ctx(), &p).await;
         assert_eq!(t.stop_reason, StopReason::FinalAnswer);
-        let reqs = model.requests.lock().unwrap();
-        let sent: Vec<Option<&Value>> = reqs.iter().map(|r| r.extra.get("tool_choice")).collect();
-        assert_eq!(
-            sent,
-            vec![Some(&json!("required")), Some(&json!("auto")), Some(&json!("auto"))]
-        );
-        drop(reqs);
+        {
+            let reqs = model.requests.lock().unwrap();
+            let sent: Vec<Option<&Value>> =
+                reqs.iter().map(|r| r.extra.get("tool_choice")).collect();
+            assert_eq!(
+                sent,
+                vec![
+                    Some(&json!("required")),
+                    Some(&json!("auto")),
+                    Some(&json!("auto"))
+                ]
+            );
+        }
         let model = MockModel::new(vec![AssistantOutput::default()]);
         let mut p = plan(None);
         p.tool_choice = vec!["required".into()];
         run_trajectory(&model, &EmptyTool, &ctx(), &p).await;
-        assert!(model.requests.lock().unwrap()[0].extra.get("tool_choice").is_none());
+        assert!(
+            model.requests.lock().unwrap()[0]
+                .extra
+                .get("tool_choice")
+                .is_none()
+        );
     }
 
     #[tokio::test]

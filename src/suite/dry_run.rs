@@ -137,7 +137,10 @@ impl ResolvedSuite {
                 None => "none (CUDA_VISIBLE_DEVICES, else every GPU)".to_string(),
                 Some(l) => format!(
                     "[{}]",
-                    l.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+                    l.iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             },
         );
@@ -148,7 +151,11 @@ impl ResolvedSuite {
                 Some(p) => format!(
                     "{} selector {} (queried after the run, wait up to {} s)",
                     p.url,
-                    if p.selector.is_empty() { "none" } else { &p.selector },
+                    if p.selector.is_empty() {
+                        "none"
+                    } else {
+                        &p.selector
+                    },
                     p.wait_s
                 ),
             },

@@ -12,8 +12,7 @@ use super::load::Ctx;
 use super::model::JobKindName;
 use super::raw::{
     RawJob, RawPrometheus, RawResponse, RawScriptStep, RawSuite, RawSweep, RawTelemetry, RawTool,
-    common_job_keys,
-    kind_job_keys, load_job_keys, load_kinds,
+    common_job_keys, kind_job_keys, load_job_keys, load_kinds,
 };
 use crate::gate::spec::{GateSpec, OverheadSpec, PercentileBounds};
 use crate::grade::RawCheck;

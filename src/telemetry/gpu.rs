@@ -212,7 +212,10 @@ pub fn select_gpus<D: GpuDevice>(devices: Vec<D>, want: &GpuSelection) -> GpuCho
     let mut notes = Vec::new();
     // (selectors, strict): strict = an unknown entry is an error (the suite's list); the
     // environment's list ends at the first entry that names nothing, as CUDA does.
-    let (selectors, strict): (Option<Vec<GpuSelector>>, bool) = match (&want.devices, &want.cuda_visible_devices) {
+    let (selectors, strict): (Option<Vec<GpuSelector>>, bool) = match (
+        &want.devices,
+        &want.cuda_visible_devices,
+    ) {
         (Some(list), env) => {
             if env.is_some() {
                 notes.push(
@@ -222,7 +225,10 @@ pub fn select_gpus<D: GpuDevice>(devices: Vec<D>, want: &GpuSelection) -> GpuCho
             }
             notes.push(format!(
                 "GPUs selected by gpu_devices = [{}]",
-                list.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+                list.iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
             (Some(list.clone()), true)
         }
@@ -232,9 +238,7 @@ pub fn select_gpus<D: GpuDevice>(devices: Vec<D>, want: &GpuSelection) -> GpuCho
                 return GpuChoice {
                     selected: Vec::new(),
                     notes,
-                    none_reason: Some(format!(
-                        "CUDA_VISIBLE_DEVICES={env:?} hides every GPU"
-                    )),
+                    none_reason: Some(format!("CUDA_VISIBLE_DEVICES={env:?} hides every GPU")),
                 };
             }
             let (sel, stop) = parse_cuda_visible(v);

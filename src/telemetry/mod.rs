@@ -58,9 +58,8 @@ mod sampler;
 mod store;
 
 pub use counters::{CounterIncrease, CounterTracker, counter_increase};
-pub use gpu::{GpuSelection, GpuSelector, MigState, select_gpus};
-pub use prometheus::{PrometheusConfig, PrometheusInfo};
 pub use energy::{EnergyMethod, EnergyPoint, EnergySummary, whole_run_energy};
+pub use gpu::{GpuSelection, GpuSelector, MigState, select_gpus};
 pub use metrics::{CounterValues, MetricsSample, MetricsTracker, ResetFlags};
 pub use power::{
     FnProbe, GpuDevice, GpuIdentity, GpuSampler, PowerBasis, PowerDevice, PowerDeviceKind,
@@ -72,6 +71,7 @@ pub use prom::{
     BucketQuantile, Exposition, ExpositionFormat, Histogram, format_from_content_type,
     parse_exposition,
 };
+pub use prometheus::{PrometheusConfig, PrometheusInfo};
 pub use sampler::{TelemetryHandle, start};
 pub use store::{SCHEMA as SAMPLES_SCHEMA, SamplesError, SamplesSources};
 

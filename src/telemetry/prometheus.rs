@@ -180,10 +180,16 @@ pub fn check_selector(s: &str) -> Result<(), String> {
             return Err(format!("expected a label name at {:?}", &inner[start..]));
         }
         if name == "__name__" {
-            return Err("the selector must not match `__name__`: the engine profile names the families".into());
+            return Err(
+                "the selector must not match `__name__`: the engine profile names the families"
+                    .into(),
+            );
         }
         skip_ws(&mut i);
-        let op_len = if inner[i..].starts_with("=~") || inner[i..].starts_with("!~") || inner[i..].starts_with("!=") {
+        let op_len = if inner[i..].starts_with("=~")
+            || inner[i..].starts_with("!~")
+            || inner[i..].starts_with("!=")
+        {
             2
         } else if inner[i..].starts_with('=') {
             1
@@ -192,7 +198,9 @@ pub fn check_selector(s: &str) -> Result<(), String> {
         };
         i += op_len;
         skip_ws(&mut i);
-        let q = *b.get(i).ok_or(format!("label `{name}`: missing quoted value"))?;
+        let q = *b
+            .get(i)
+            .ok_or(format!("label `{name}`: missing quoted value"))?;
         if q != b'"' && q != b'\'' && q != b'`' {
             return Err(format!("label `{name}`: the value must be quoted"));
         }
@@ -279,7 +287,10 @@ fn parse_matrix(v: &Value) -> R<Vec<MatrixSeries>> {
     let status = v.get("status").and_then(Value::as_str).unwrap_or("");
     if status != "success" {
         let et = v.get("errorType").and_then(Value::as_str).unwrap_or("?");
-        let e = v.get("error").and_then(Value::as_str).unwrap_or("no error text");
+        let e = v
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("no error text");
         return Err(format!("status {status:?} ({et}: {e})"));
     }
     let data = v.get("data").ok_or("no `data`")?;
@@ -446,7 +457,8 @@ fn build_timeline(
         .collect();
     times.sort_unstable();
     times.dedup();
-    let ref_ms_ns = |ms: u64| (ms as u128 * 1_000_000).checked_sub(reference_instant_unix_ns as u128);
+    let ref_ms_ns =
+        |ms: u64| (ms as u128 * 1_000_000).checked_sub(reference_instant_unix_ns as u128);
     let mut before = 0u64;
     let mut tracker = MetricsTracker::new();
     let mut cursor = vec![0usize; series.len()];
@@ -570,8 +582,16 @@ fn build_timeline(
             name: s.name.clone(),
             labels: s.labels.iter().cloned().collect(),
             points: s.points.len() as u64,
-            first_elapsed_ns: s.points.first().and_then(|p| ref_ms_ns(p.0)).map(|v| v as u64),
-            last_elapsed_ns: s.points.last().and_then(|p| ref_ms_ns(p.0)).map(|v| v as u64),
+            first_elapsed_ns: s
+                .points
+                .first()
+                .and_then(|p| ref_ms_ns(p.0))
+                .map(|v| v as u64),
+            last_elapsed_ns: s
+                .points
+                .last()
+                .and_then(|p| ref_ms_ns(p.0))
+                .map(|v| v as u64),
             scrape_interval_ns: median_interval(&s.points).map(|ms| ms * 1_000_000),
             stale_steps: s.stale_steps,
             absent_steps: s.absent_steps,
@@ -621,19 +641,22 @@ impl Api {
     async fn get(&self, path: &str, params: &[(&str, String)]) -> R<Value> {
         let url = reqwest::Url::parse_with_params(&format!("{}{path}", self.base), params)
             .map_err(|e| format!("bad Prometheus URL {}: {e}", self.base))?;
-        let resp = self
-            .client
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| format!("{path}: request failed: {}", super::metrics::error_chain(&e)))?;
+        let resp = self.client.get(url).send().await.map_err(|e| {
+            format!(
+                "{path}: request failed: {}",
+                super::metrics::error_chain(&e)
+            )
+        })?;
         let status = resp.status();
         let body = resp
             .bytes()
             .await
             .map_err(|e| format!("{path}: reading the answer: {e}"))?;
         if body.len() > super::metrics::MAX_BODY_BYTES {
-            return Err(format!("{path}: answer larger than {} bytes", super::metrics::MAX_BODY_BYTES));
+            return Err(format!(
+                "{path}: answer larger than {} bytes",
+                super::metrics::MAX_BODY_BYTES
+            ));
         }
         let v: Value = serde_json::from_slice(&body)
             .map_err(|e| format!("{path}: HTTP {status}, answer is not JSON: {e}"))?;
@@ -684,7 +707,10 @@ impl Api {
             window_ms.max(1)
         );
         let v = self
-            .get("/api/v1/query", &[("query", q.clone()), ("time", secs(at_ms))])
+            .get(
+                "/api/v1/query",
+                &[("query", q.clone()), ("time", secs(at_ms))],
+            )
             .await?;
         let status = v.get("status").and_then(Value::as_str).unwrap_or("");
         if status != "success" {
@@ -756,7 +782,11 @@ async fn fetch(
         }
         // The stored name: `F_total` when the server has it, else `F`.
         let total = format!("{family}_total");
-        let name = if counter && values.iter().any(|(l, _)| l.get("__name__") == Some(&total)) {
+        let name = if counter
+            && values
+                .iter()
+                .any(|(l, _)| l.get("__name__") == Some(&total))
+        {
             total
         } else {
             family.to_string()
@@ -768,7 +798,9 @@ async fn fetch(
         let tq = format!("timestamp({})", select(&name, &cfg.selector));
         queries.push(tq.clone());
         let stamps = api.range(&tq, start, end, step_ms).await?;
-        out.extend(join_source(family, counter, &name, values, stamps, step_ms, &grid));
+        out.extend(join_source(
+            family, counter, &name, values, stamps, step_ms, &grid,
+        ));
     }
     Ok(out)
 }
@@ -794,7 +826,11 @@ async fn collect_async(
     let profile = match cfg.profile {
         EngineProfile::Auto => {
             let names = api
-                .engine_names(&cfg.selector, now_unix_ms(), now_unix_ms().saturating_sub(start) + step_ms)
+                .engine_names(
+                    &cfg.selector,
+                    now_unix_ms(),
+                    now_unix_ms().saturating_sub(start) + step_ms,
+                )
                 .await?;
             detect_from_names(&names).ok_or_else(|| {
                 format!(
@@ -892,12 +928,21 @@ pub fn collect(
             })
         })
         .map_err(|e| format!("could not start the Prometheus reader: {e}"))
-        .and_then(|h| h.join().map_err(|_| "the Prometheus reader panicked".to_string()))
+        .and_then(|h| {
+            h.join()
+                .map_err(|_| "the Prometheus reader panicked".to_string())
+        })
         .and_then(|r| r);
     match joined {
         Ok((Ok(series), t)) => {
             let served = t.served_model.clone();
-            build_timeline(&series, cfg.profile, served.as_deref(), reference_instant_unix_ns, t)
+            build_timeline(
+                &series,
+                cfg.profile,
+                served.as_deref(),
+                reference_instant_unix_ns,
+                t,
+            )
         }
         Ok((Err(reason), mut t)) => {
             t.scrapes_failed = 1;
@@ -954,8 +999,7 @@ pub fn timeline_from_saved(
 ) -> R<SavedRange> {
     let mut all: Vec<(String, MatrixSeries)> = Vec::new();
     for (label, text) in files {
-        let v: Value =
-            serde_json::from_str(text).map_err(|e| format!("{label}: not JSON: {e}"))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("{label}: not JSON: {e}"))?;
         for s in parse_matrix(&v).map_err(|e| format!("{label}: {e}"))? {
             if !s.0.contains_key("__name__") {
                 return Err(format!(
@@ -969,7 +1013,8 @@ pub fn timeline_from_saved(
     let profile = match profile {
         EngineProfile::Auto => {
             let names: Vec<String> = all.iter().map(|(_, s)| s.0["__name__"].clone()).collect();
-            detect_from_names(&names).ok_or("auto: no vllm:, sglang: or llamacpp: series in the saved answers")?
+            detect_from_names(&names)
+                .ok_or("auto: no vllm:, sglang: or llamacpp: series in the saved answers")?
         }
         p => p,
     };
@@ -1065,19 +1110,38 @@ mod tests {
         assert!(check_selector("{job=\"vllm\"}").is_ok());
         assert!(check_selector("{ job = \"vllm\" , instance=~'a.*', x!=`y` }").is_ok());
         assert!(check_selector("{}").is_ok());
-        assert!(check_selector("job=\"vllm\"").unwrap_err().contains("braces"));
+        assert!(
+            check_selector("job=\"vllm\"")
+                .unwrap_err()
+                .contains("braces")
+        );
         assert!(check_selector("{job}").unwrap_err().contains("expected ="));
         assert!(check_selector("{job=vllm}").unwrap_err().contains("quoted"));
-        assert!(check_selector("{job=\"vllm}").unwrap_err().contains("unterminated"));
-        assert!(check_selector("{__name__=\"x\"}").unwrap_err().contains("__name__"));
-        assert!(check_selector("{a=\"1\" b=\"2\"}").unwrap_err().contains("`,`"));
+        assert!(
+            check_selector("{job=\"vllm}")
+                .unwrap_err()
+                .contains("unterminated")
+        );
+        assert!(
+            check_selector("{__name__=\"x\"}")
+                .unwrap_err()
+                .contains("__name__")
+        );
+        assert!(
+            check_selector("{a=\"1\" b=\"2\"}")
+                .unwrap_err()
+                .contains("`,`")
+        );
     }
 
     #[test]
     fn queries_merge_the_selector() {
         assert_eq!(select("x_total", "{job=\"v\"}"), "x_total{job=\"v\"}");
         assert_eq!(select("x_total", ""), "x_total");
-        assert_eq!(select_re("a|b", "{job=\"v\"}"), "{__name__=~\"a|b\",job=\"v\"}");
+        assert_eq!(
+            select_re("a|b", "{job=\"v\"}"),
+            "{__name__=~\"a|b\",job=\"v\"}"
+        );
         assert_eq!(select_re("a|b", " "), "{__name__=~\"a|b\"}");
         assert_eq!(secs(1_700_000_000_123), "1700000000.123");
         assert_eq!(secs(5), "0.005");
@@ -1085,7 +1149,10 @@ mod tests {
 
     fn m(labels: &[(&str, &str)], pts: &[(u64, f64)]) -> MatrixSeries {
         (
-            labels.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+            labels
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
             pts.to_vec(),
         )
     }
@@ -1101,21 +1168,40 @@ mod tests {
         let vals = m(
             &[("__name__", "x_total"), ("job", "v")],
             &[
-                (1000, 1.0), (1100, 1.0), (1200, 5.0), (1300, 5.0), (1400, 9.0), (1500, 9.0),
-                (1600, 9.0), (1700, 9.0), (1900, 12.0), (2000, 12.0),
+                (1000, 1.0),
+                (1100, 1.0),
+                (1200, 5.0),
+                (1300, 5.0),
+                (1400, 9.0),
+                (1500, 9.0),
+                (1600, 9.0),
+                (1700, 9.0),
+                (1900, 12.0),
+                (2000, 12.0),
             ],
         );
         let ts = m(
             &[("job", "v")],
             &[
-                (1000, 1.0), (1100, 1.0), (1200, 1.2), (1300, 1.2), (1400, 1.4), (1500, 1.4),
-                (1600, 1.4), (1700, 1.4), (1900, 1.9), (2000, 1.9),
+                (1000, 1.0),
+                (1100, 1.0),
+                (1200, 1.2),
+                (1300, 1.2),
+                (1400, 1.4),
+                (1500, 1.4),
+                (1600, 1.4),
+                (1700, 1.4),
+                (1900, 1.9),
+                (2000, 1.9),
             ],
         );
         let s = join_source("x", true, "x_total", vec![vals], vec![ts], 100, &grid);
         assert_eq!(s.len(), 1);
         let s = &s[0];
-        assert_eq!(s.points, vec![(1000, 1.0), (1200, 5.0), (1400, 9.0), (1900, 12.0)]);
+        assert_eq!(
+            s.points,
+            vec![(1000, 1.0), (1200, 5.0), (1400, 9.0), (1900, 12.0)]
+        );
         assert_eq!(s.labels, vec![("job".to_string(), "v".to_string())]);
         // Median interval 200 ms → stale after 400 ms: 1700 lags 300 (fresh); absent 1800.
         assert_eq!(s.stale_steps, 0);
@@ -1131,7 +1217,10 @@ mod tests {
             name: "vllm:prompt_tokens_total".into(),
             family: "vllm:prompt_tokens".into(),
             counter: true,
-            labels: vec![("instance".into(), "a".into()), ("model_name".into(), "m".into())],
+            labels: vec![
+                ("instance".into(), "a".into()),
+                ("model_name".into(), "m".into()),
+            ],
             points: vec![(1000, 10.0), (1200, 30.0)],
             stale_steps: 0,
             absent_steps: 0,
@@ -1169,7 +1258,11 @@ mod tests {
             ]
         );
         // Never scraped families stay absent (null), never 0.
-        assert!(t.samples.iter().all(|s| s.counters.prefix_cache_hits.is_none()));
+        assert!(
+            t.samples
+                .iter()
+                .all(|s| s.counters.prefix_cache_hits.is_none())
+        );
         assert_eq!(t.prometheus.as_ref().unwrap().series.len(), 2);
     }
 }

@@ -119,7 +119,7 @@ fn run_loop(
 enum SourceResult {
     Proc(ProcTimeline),
     Power(PowerTimeline),
-    Metrics(MetricsTimeline),
+    Metrics(Box<MetricsTimeline>),
 }
 
 /// A running set of samplers; [`TelemetryHandle::stop`] ends them and returns the timelines.
@@ -200,7 +200,7 @@ pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
         let (s, c, r) = (stop.clone(), clock.clone(), ready_tx.clone());
         spawn(
             "metrics",
-            Box::new(move || SourceResult::Metrics(metrics_thread(mc, cap, &s, &c, r))),
+            Box::new(move || SourceResult::Metrics(Box::new(metrics_thread(mc, cap, &s, &c, r)))),
         );
     }
     drop(ready_tx);
@@ -251,7 +251,7 @@ impl TelemetryHandle {
             match h.join() {
                 Ok(SourceResult::Proc(t)) => run.proc = Some(t),
                 Ok(SourceResult::Power(t)) => run.power = Some(t),
-                Ok(SourceResult::Metrics(t)) => run.metrics = Some(t),
+                Ok(SourceResult::Metrics(t)) => run.metrics = Some(*t),
                 Err(_) => failed.push((name, "sampler thread panicked".into())),
             }
         }

@@ -102,13 +102,22 @@ fn selection_by_suite_list_environment_or_all() {
     let c = select_gpus(
         three(),
         &sel(
-            Some(vec![GpuSelector::Uuid("GPU-cc".into()), GpuSelector::Index(1)]),
+            Some(vec![
+                GpuSelector::Uuid("GPU-cc".into()),
+                GpuSelector::Index(1),
+            ]),
             Some("0"),
             None,
         ),
     );
     assert_eq!(picked(&c), vec![1, 2]);
-    assert!(c.notes.iter().any(|n| n.contains("CUDA_VISIBLE_DEVICES of the benchmark's environment is not used")), "{:?}", c.notes);
+    assert!(
+        c.notes
+            .iter()
+            .any(|n| n.contains("CUDA_VISIBLE_DEVICES of the benchmark's environment is not used")),
+        "{:?}",
+        c.notes
+    );
     let bad = select_gpus(three(), &sel(Some(vec![GpuSelector::Index(5)]), None, None));
     assert!(bad.selected.is_empty());
     assert_eq!(
@@ -122,13 +131,25 @@ fn selection_by_suite_list_environment_or_all() {
     assert_eq!(picked(&c), vec![1]);
     let c = select_gpus(three(), &sel(None, Some("2,1"), None));
     assert_eq!(picked(&c), vec![1, 2]);
-    assert!(c.notes.iter().any(|n| n.contains("PCI_BUS_ID")), "{:?}", c.notes);
+    assert!(
+        c.notes.iter().any(|n| n.contains("PCI_BUS_ID")),
+        "{:?}",
+        c.notes
+    );
     let c = select_gpus(three(), &sel(None, Some("2,1"), Some("PCI_BUS_ID")));
-    assert!(!c.notes.iter().any(|n| n.contains("PCI_BUS_ID")), "{:?}", c.notes);
+    assert!(
+        !c.notes.iter().any(|n| n.contains("PCI_BUS_ID")),
+        "{:?}",
+        c.notes
+    );
     // As CUDA does, the list ends at the first entry naming no device.
     let c = select_gpus(three(), &sel(None, Some("1,7,2"), Some("PCI_BUS_ID")));
     assert_eq!(picked(&c), vec![1]);
-    assert!(c.notes.iter().any(|n| n.contains("entry 7")), "{:?}", c.notes);
+    assert!(
+        c.notes.iter().any(|n| n.contains("entry 7")),
+        "{:?}",
+        c.notes
+    );
     // Hidden: no device, with the reason.
     for hide in ["", "-1"] {
         let c = select_gpus(three(), &sel(None, Some(hide), None));
@@ -145,8 +166,14 @@ fn mig_instances_are_not_attributable_naming_the_parent() {
     let s = &c.selected[0];
     assert!(s.mig.as_ref().unwrap().enabled);
     let why = s.not_attributable.as_deref().unwrap();
-    assert!(why.starts_with("gpu0 (GPU-mig-parent, Mock A100) is in MIG mode"), "{why}");
-    assert!(why.contains("cannot be attributed at instance granularity"), "{why}");
+    assert!(
+        why.starts_with("gpu0 (GPU-mig-parent, Mock A100) is in MIG mode"),
+        "{why}"
+    );
+    assert!(
+        why.contains("cannot be attributed at instance granularity"),
+        "{why}"
+    );
     assert!(why.contains("selected instance MIG-bbbb-2222"), "{why}");
     assert!(why.contains("MIG-aaaa-1111, MIG-bbbb-2222"), "{why}");
     // The parent in MIG mode selected directly: still not attributable.
@@ -218,7 +245,12 @@ fn mig_device_keeps_its_lane_but_gets_no_step_energy() {
     );
     assert_eq!(devs[0]["mig"]["enabled"], true);
     assert!(devs[1]["not_attributable"].is_null());
-    assert!(stdout.contains("note: gpu0: not attributable: gpu0 (GPU-mig-parent, Mock A100) is in MIG mode"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "note: gpu0: not attributable: gpu0 (GPU-mig-parent, Mock A100) is in MIG mode"
+        ),
+        "{stdout}"
+    );
     for s in steps_of(&v) {
         let devices: Vec<&str> = s["devices"]
             .as_array()

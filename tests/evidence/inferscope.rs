@@ -52,10 +52,42 @@ fn inferscope_report_reproduces_hand_computed_step_deltas() {
         .collect();
     let n = Value::Null;
     let want: Vec<Vec<Value>> = vec![
-        vec![1.into(), "llm_call".into(), 200.into(), 30.into(), 90.into(), 200.into(), 37_500.into()],
-        vec![2.into(), "tool".into(), n.clone(), n.clone(), n.clone(), n.clone(), n.clone()],
-        vec![3.into(), "llm_call".into(), 200.into(), 20.into(), 160.into(), 200.into(), 52_500.into()],
-        vec![4.into(), "tool".into(), 20.into(), 10.into(), 0.into(), 20.into(), n.clone()],
+        vec![
+            1.into(),
+            "llm_call".into(),
+            200.into(),
+            30.into(),
+            90.into(),
+            200.into(),
+            37_500.into(),
+        ],
+        vec![
+            2.into(),
+            "tool".into(),
+            n.clone(),
+            n.clone(),
+            n.clone(),
+            n.clone(),
+            n.clone(),
+        ],
+        vec![
+            3.into(),
+            "llm_call".into(),
+            200.into(),
+            20.into(),
+            160.into(),
+            200.into(),
+            52_500.into(),
+        ],
+        vec![
+            4.into(),
+            "tool".into(),
+            20.into(),
+            10.into(),
+            0.into(),
+            20.into(),
+            n.clone(),
+        ],
     ];
     assert_eq!(got, want, "{v:#}");
     // A tool step with no sample in its window is absent, never 0.
@@ -76,7 +108,9 @@ fn inferscope_report_without_anchor_is_withheld() {
     let dir = tempfile::tempdir().unwrap();
     let mut r: Value =
         serde_json::from_slice(&std::fs::read(fixture("report.json")).unwrap()).unwrap();
-    r.as_object_mut().unwrap().remove("reference_instant_unix_ns");
+    r.as_object_mut()
+        .unwrap()
+        .remove("reference_instant_unix_ns");
     let p = dir.path().join("old.json");
     std::fs::write(&p, serde_json::to_vec(&r).unwrap()).unwrap();
     let (v, stdout) = offline_join(
@@ -86,7 +120,9 @@ fn inferscope_report_without_anchor_is_withheld() {
     );
     assert_eq!(v["trajectories"][0]["status"], "withheld", "{v:#}");
     assert!(
-        v["trajectories"][0]["reasons"].to_string().contains("anchor"),
+        v["trajectories"][0]["reasons"]
+            .to_string()
+            .contains("anchor"),
         "{v:#}"
     );
     assert!(stdout.contains("no reference_instant_unix_ns"), "{stdout}");
@@ -129,7 +165,10 @@ fn inferscope_report_errors_name_the_file_and_field() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.json") && err.contains("elapsed_ns"), "{err}");
+    assert!(
+        err.contains("bad.json") && err.contains("elapsed_ns"),
+        "{err}"
+    );
 
     std::fs::write(&p, r#"{"reference_instant_unix_ns": 1}"#).unwrap();
     let o = run(&[

@@ -85,8 +85,17 @@ fn free_port() -> u16 {
 fn start_sim() -> (Proc, u16) {
     let mut child = Command::new(bin())
         .args([
-            "sim", "--port", "0", "--seed", "1", "--ttft-ms", "120", "--itl-ms", "8",
-            "--itl-jitter-ms", "0",
+            "sim",
+            "--port",
+            "0",
+            "--seed",
+            "1",
+            "--ttft-ms",
+            "120",
+            "--itl-ms",
+            "8",
+            "--itl-jitter-ms",
+            "0",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -121,7 +130,10 @@ fn start_prometheus(prom: &Path, dir: &Path, target_port: u16) -> (Proc, u16) {
         let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
         let child = Command::new(prom)
             .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(Stdio::null())
             .stderr(log)
@@ -190,8 +202,7 @@ fn direct_bounds(direct: &[MetricsSample], c: CounterId, t: u64) -> (Option<u64>
 
 #[test]
 fn prometheus_source_matches_the_direct_scrape_within_one_sample() {
-    let Some(prom_bin) = prometheus_or_skip("prometheus_source_matches_the_direct_scrape")
-    else {
+    let Some(prom_bin) = prometheus_or_skip("prometheus_source_matches_the_direct_scrape") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -245,7 +256,12 @@ arguments = {{ q = "ttft" }}
     .unwrap();
     let out = dir.path().join("run");
     let o = Command::new(bin())
-        .args(["run", suite.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "run",
+            suite.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -254,7 +270,10 @@ arguments = {{ q = "ttft" }}
     let direct_tl = t.metrics.clone().expect("direct scrape configured");
     let prom_tl = t.prometheus.clone().expect("prometheus configured");
     assert!(
-        matches!(prom_tl.status, inferscope_bench::telemetry::SourceStatus::Ok),
+        matches!(
+            prom_tl.status,
+            inferscope_bench::telemetry::SourceStatus::Ok
+        ),
         "{:?} {:?}",
         prom_tl.status,
         prom_tl.notes
@@ -264,7 +283,11 @@ arguments = {{ q = "ttft" }}
         info.timestamps,
         inferscope_bench::telemetry::prometheus::TimestampBasis::Source
     );
-    assert!(info.series.iter().any(|s| s.name == "vllm:prompt_tokens_total"));
+    assert!(
+        info.series
+            .iter()
+            .any(|s| s.name == "vllm:prompt_tokens_total")
+    );
     assert!(info.queries.iter().any(|q| q.starts_with("timestamp(")));
     // Prometheus scraped every 100 ms: about one stored sample per 100 ms of run.
     let run_ms = (t.stopped_elapsed_ns - t.started_elapsed_ns) / 1_000_000;
@@ -287,15 +310,26 @@ arguments = {{ q = "ttft" }}
             let Some(v) = value(p, c) else { continue };
             let (lo, hi) = direct_bounds(direct, c, p.elapsed_ns);
             if let Some(lo) = lo {
-                assert!(v >= lo, "{c:?} at {} ns: Prometheus {v} < direct {lo}", p.elapsed_ns);
+                assert!(
+                    v >= lo,
+                    "{c:?} at {} ns: Prometheus {v} < direct {lo}",
+                    p.elapsed_ns
+                );
                 checked += 1;
             }
             if let Some(hi) = hi {
-                assert!(v <= hi, "{c:?} at {} ns: Prometheus {v} > direct {hi}", p.elapsed_ns);
+                assert!(
+                    v <= hi,
+                    "{c:?} at {} ns: Prometheus {v} > direct {hi}",
+                    p.elapsed_ns
+                );
             }
         }
     }
-    assert!(checked >= 8, "only {checked} Prometheus values could be compared");
+    assert!(
+        checked >= 8,
+        "only {checked} Prometheus values could be compared"
+    );
 
     // 2. Per step: the run's join (Prometheus counters) against the direct scrape's join
     //    of the same steps, with the bound derived from the samples each join used.
@@ -310,14 +344,17 @@ arguments = {{ q = "ttft" }}
     let (pd, dd) = (deltas(pm), deltas(dm));
     assert_eq!(pd.len(), markers.len());
     // The report's own attribution is the Prometheus one.
-    let rep_steps = report["trajectory"]["trajectories"][0]["steps"].as_array().unwrap();
+    let rep_steps = report["trajectory"]["trajectories"][0]["steps"]
+        .as_array()
+        .unwrap();
     for (s, (id, d)) in rep_steps.iter().zip(&pd) {
         assert_eq!(s["step_id"].as_u64(), Some(*id));
         assert_eq!(s["prompt_tokens_delta"].as_u64(), d[0], "step {id}");
     }
     let ps = &prom_tl.samples;
     let at_or_before = |t: u64| ps.iter().rev().find(|s| s.elapsed_ns <= t);
-    let mut table = vec!["step kind      counter               prometheus  direct  bound".to_string()];
+    let mut table =
+        vec!["step kind      counter               prometheus  direct  bound".to_string()];
     let mut moved = 0;
     for (k, m) in markers.iter().enumerate() {
         let s = m.t_start_unix_ns - t.reference_instant_unix_ns;
@@ -345,7 +382,10 @@ arguments = {{ q = "ttft" }}
             // Within one direct sample at each end.
             let (end_lo, end_hi) = direct_bounds(direct, c, end.elapsed_ns);
             let (base_lo, base_hi) = direct_bounds(direct, c, base.elapsed_ns);
-            let lo = end_lo.zip(base_hi).map(|(a, b)| a.saturating_sub(b)).unwrap_or(0);
+            let lo = end_lo
+                .zip(base_hi)
+                .map(|(a, b)| a.saturating_sub(b))
+                .unwrap_or(0);
             let hi = end_hi.zip(base_lo).map(|(a, b)| a - b);
             table.push(format!(
                 "{:>4} {:<9} {:<20} {:>10}  {:>6}  [{lo}, {}]",
@@ -366,7 +406,11 @@ arguments = {{ q = "ttft" }}
         }
     }
     eprintln!("{}", table.join("\n"));
-    assert!(moved >= 4, "too few moving step deltas to compare:\n{}", table.join("\n"));
+    assert!(
+        moved >= 4,
+        "too few moving step deltas to compare:\n{}",
+        table.join("\n")
+    );
 
     // 3. A saved query_range answer of the same run as offline input: every evaluation's
     //    value is the live timeline's newest stored sample at or before it (exactly).
@@ -398,9 +442,16 @@ arguments = {{ q = "ttft" }}
         },
     )
     .unwrap();
-    assert!(notes.iter().any(|n| n.contains("evaluation times")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("evaluation times")),
+        "{notes:?}"
+    );
     let off = src.prometheus.as_ref().unwrap();
-    assert!(off.samples.len() >= 5, "{} saved samples", off.samples.len());
+    assert!(
+        off.samples.len() >= 5,
+        "{} saved samples",
+        off.samples.len()
+    );
     let anchor_off = anchor_off.unwrap();
     for s in &off.samples {
         let unix = anchor_off + s.elapsed_ns;
@@ -413,7 +464,14 @@ arguments = {{ q = "ttft" }}
     }
     // …and the CLI joins it with the run's step markers.
     let (v, stdout) = super::offline_join(
-        &["--prometheus-range", saved.to_str().unwrap(), "--engine", "sim", "--model", "inferscope-sim"],
+        &[
+            "--prometheus-range",
+            saved.to_str().unwrap(),
+            "--engine",
+            "sim",
+            "--model",
+            "inferscope-sim",
+        ],
         &out.join("steps.jsonl"),
         dir.path(),
     );
@@ -425,7 +483,9 @@ arguments = {{ q = "ttft" }}
 fn percent(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -444,17 +504,31 @@ fn saved_query_range_answer_joins_with_hand_computed_deltas() {
             .enumerate()
             .map(|(k, v)| format!("[{}.{}, \"{v}\"]", t0, k * 2))
             .collect();
-        let values = values.join(",").replace(&format!("{t0}.10"), &format!("{}.0", t0 + 1));
+        let values = values
+            .join(",")
+            .replace(&format!("{t0}.10"), &format!("{}.0", t0 + 1));
         format!(
             r#"{{"metric":{{"__name__":"{name}","instance":"{inst}","job":"vllm","model_name":"m"}},"values":[{values}]}}"#
         )
     };
     let answer = format!(
         r#"{{"status":"success","data":{{"resultType":"matrix","result":[{},{},{},{},{}]}}}}"#,
-        series("a", "vllm:prompt_tokens_total", [0, 100, 100, 300, 300, 300]),
+        series(
+            "a",
+            "vllm:prompt_tokens_total",
+            [0, 100, 100, 300, 300, 300]
+        ),
         series("b", "vllm:prompt_tokens_total", [50, 50, 80, 80, 80, 200]),
-        series("a", "vllm:prefix_cache_hits_total", [0, 0, 0, 150, 150, 150]),
-        series("a", "vllm:prefix_cache_queries_total", [0, 100, 100, 300, 300, 300]),
+        series(
+            "a",
+            "vllm:prefix_cache_hits_total",
+            [0, 0, 0, 150, 150, 150]
+        ),
+        series(
+            "a",
+            "vllm:prefix_cache_queries_total",
+            [0, 100, 100, 300, 300, 300]
+        ),
         series("a", "vllm:some_other_counter_total", [1, 2, 3, 4, 5, 6]),
     );
     let saved = dir.path().join("range.json");
@@ -483,7 +557,12 @@ fn saved_query_range_answer_joins_with_hand_computed_deltas() {
     )
     .unwrap();
     let (v, stdout) = super::offline_join(
-        &["--prometheus-range", saved.to_str().unwrap(), "--model", "m"],
+        &[
+            "--prometheus-range",
+            saved.to_str().unwrap(),
+            "--model",
+            "m",
+        ],
         &steps,
         dir.path(),
     );
@@ -526,5 +605,8 @@ fn saved_query_range_answer_joins_with_hand_computed_deltas() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("range.json") && err.contains("__name__"), "{err}");
+    assert!(
+        err.contains("range.json") && err.contains("__name__"),
+        "{err}"
+    );
 }

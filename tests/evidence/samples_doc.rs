@@ -50,7 +50,12 @@ fn a_hand_written_sample_set_following_the_doc_joins() {
     )
     .unwrap();
     let gpu: String = (0..=10)
-        .map(|k| format!("{{\"elapsed_ns\":{},\"device\":0,\"power_mw\":200000}}\n", k * 100 * MS))
+        .map(|k| {
+            format!(
+                "{{\"elapsed_ns\":{},\"device\":0,\"power_mw\":200000}}\n",
+                k * 100 * MS
+            )
+        })
         .collect();
     std::fs::write(s.join("gpu.jsonl"), gpu).unwrap();
     let prompt = [0, 120, 120, 300, 300];
@@ -101,9 +106,30 @@ fn a_hand_written_sample_set_following_the_doc_joins() {
     assert_eq!(
         got,
         vec![
-            [1.into(), 100_000.into(), 120.into(), 5.into(), 0.into(), n.clone()],
-            [2.into(), 20_000.into(), n.clone(), n.clone(), n.clone(), n.clone()],
-            [3.into(), 60_000.into(), 180.into(), 12.into(), 100.into(), n.clone()],
+            [
+                1.into(),
+                100_000.into(),
+                120.into(),
+                5.into(),
+                0.into(),
+                n.clone()
+            ],
+            [
+                2.into(),
+                20_000.into(),
+                n.clone(),
+                n.clone(),
+                n.clone(),
+                n.clone()
+            ],
+            [
+                3.into(),
+                60_000.into(),
+                180.into(),
+                12.into(),
+                100.into(),
+                n.clone()
+            ],
         ],
         "{v:#}"
     );

@@ -11,7 +11,10 @@ fn check(telemetry: &str) -> (Option<i32>, String) {
     let p = dir.path().join("t.toml");
     std::fs::write(&p, format!("name = \"t\"\n[telemetry]\n{telemetry}\n{JOB}")).unwrap();
     let o = run(&["check", p.to_str().unwrap()]);
-    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -65,7 +68,10 @@ fn prometheus_table_errors_are_located() {
         // The message itself never repeats a credential (the source snippet below it
         // shows the file's own line).
         let message = err.lines().next().unwrap_or("");
-        assert!(!message.contains("secret"), "a credential was echoed: {message}");
+        assert!(
+            !message.contains("secret"),
+            "a credential was echoed: {message}"
+        );
     }
 }
 
@@ -73,10 +79,18 @@ fn prometheus_table_errors_are_located() {
 fn gpu_devices_errors_are_located() {
     for (line, at, needle) in [
         ("gpu_devices = []", "t.toml:3:15", "is empty"),
-        ("gpu_devices = [0, -1]", "t.toml:3:19", "telemetry.gpu_devices[1]"),
+        (
+            "gpu_devices = [0, -1]",
+            "t.toml:3:19",
+            "telemetry.gpu_devices[1]",
+        ),
         ("gpu_devices = [\"gpu0\"]", "t.toml:3:16", "UUID"),
         ("gpu_devices = [1, 1]", "t.toml:3:19", "repeats device 1"),
-        ("gpu = \"off\"\ngpu_devices = [0]", "t.toml:4:15", "samples none"),
+        (
+            "gpu = \"off\"\ngpu_devices = [0]",
+            "t.toml:4:15",
+            "samples none",
+        ),
     ] {
         let (code, err) = check(line);
         assert_eq!(code, Some(2), "{line}: {err}");
@@ -100,7 +114,10 @@ fn valid_tables_show_in_the_dry_run() {
     let o = run(&["run", p.to_str().unwrap(), "--dry-run"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("telemetry.gpu_devices: [1, GPU-5f3a, MIG-77]"), "{out}");
+    assert!(
+        out.contains("telemetry.gpu_devices: [1, GPU-5f3a, MIG-77]"),
+        "{out}"
+    );
     assert!(
         out.contains(
             "telemetry.prometheus: http://127.0.0.1:9090 selector {job=\"vllm\"} (queried after the run, wait up to 10 s)"

@@ -655,6 +655,6 @@ fn tool_choice(
 }
 
 fn did_you_mean_choice(s: Option<&str>) -> Option<String> {
-    crate::suite::fields::did_you_mean(s?, ["auto", "none", "required"].into_iter())
+    crate::suite::fields::did_you_mean(s?, ["auto", "none", "required"])
         .map(|c| format!("did you mean `{c}`?"))
 }

@@ -419,14 +419,12 @@ fn gpu_devices(
                          (\"GPU-…\" or \"MIG-…\", as `nvidia-smi -L` prints them)"
                     ),
                 )
-                .with_hint(Some("for example `gpu_devices = [0, \"GPU-5f3a…\"]`".into())));
+                .with_hint(Some(
+                    "for example `gpu_devices = [0, \"GPU-5f3a…\"]`".into(),
+                )));
         };
         if out.contains(&sel) {
-            return Err(ctx.at_value(
-                &at,
-                K::InvalidValue,
-                format!("`{at}` repeats device {sel}"),
-            ));
+            return Err(ctx.at_value(&at, K::InvalidValue, format!("`{at}` repeats device {sel}")));
         }
         out.push(sel);
     }
