@@ -197,19 +197,13 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
                     .iter()
                     .enumerate()
                     .map(|(k, index)| PowerDevice {
-                        device: k as u32,
-                        kind: PowerDeviceKind::Nvml,
-                        label: format!("gpu{index}"),
                         index: Some(*index),
-                        uuid: None,
-                        name: None,
-                        power_basis: Some(PowerBasis::Averaged1s),
-                        status: SourceStatus::Ok,
-                        unsupported: BTreeMap::new(),
-                        errors: BTreeMap::new(),
-                        energy: None,
-                        mig: None,
-                        not_attributable: None,
+                        ..PowerDevice::plain(
+                            k as u32,
+                            PowerDeviceKind::Nvml,
+                            format!("gpu{index}"),
+                            Some(PowerBasis::Averaged1s),
+                        )
                     })
                     .collect(),
                 sample_count: samples.len() as u64,
@@ -225,31 +219,36 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
     // Counters: one sample per distinct elapsed_ns, each with the counters read then.
     let mut by_time: BTreeMap<u64, CounterValues> = BTreeMap::new();
     let mut period = 0u64;
-    if let Some((k, p)) = &kv {
-        sorted("kvcache_timeline", k.iter().map(|s| s.0))?;
-        for (t, hits, queries) in k {
-            let c = by_time.entry(*t).or_default();
-            c.prefix_cache_hits = Some(*hits);
-            c.prefix_cache_queries = Some(*queries);
+    type Set = fn(&mut CounterValues, u64, u64);
+    let timelines: [(&CounterRows, &str, &str, Set); 2] = [
+        (
+            &kv,
+            "prefix cache",
+            "kvcache_timeline (hits, queries)",
+            |c, a, b| {
+                c.prefix_cache_hits = Some(a);
+                c.prefix_cache_queries = Some(b);
+            },
+        ),
+        (
+            &phase,
+            "tokens",
+            "phase_timeline (prompt_tokens, generation_tokens)",
+            |c, a, b| {
+                c.prompt_tokens = Some(a);
+                c.generation_tokens = Some(b);
+            },
+        ),
+    ];
+    for (rows, what, source, set) in timelines {
+        let Some((rows, p)) = rows else { continue };
+        let name = source.split(' ').next().unwrap_or(source);
+        sorted(name, rows.iter().map(|s| s.0))?;
+        for (t, a, b) in rows {
+            set(by_time.entry(*t).or_default(), *a, *b);
         }
         period = period.max(*p);
-        notes.push(format!(
-            "prefix cache: kvcache_timeline, {} sample(s) (hits, queries)",
-            k.len()
-        ));
-    }
-    if let Some((ph, p)) = &phase {
-        sorted("phase_timeline", ph.iter().map(|s| s.0))?;
-        for (t, prompt, generated) in ph {
-            let c = by_time.entry(*t).or_default();
-            c.prompt_tokens = Some(*prompt);
-            c.generation_tokens = Some(*generated);
-        }
-        period = period.max(*p);
-        notes.push(format!(
-            "tokens: phase_timeline, {} sample(s) (prompt_tokens, generation_tokens)",
-            ph.len()
-        ));
+        notes.push(format!("{what}: {source}, {} sample(s)", rows.len()));
     }
     times.extend(by_time.keys().copied());
     let metrics = (kv.is_some() || phase.is_some()).then(|| {

@@ -176,6 +176,33 @@ pub struct PowerDevice {
     pub not_attributable: Option<String>,
 }
 
+impl PowerDevice {
+    /// A device with status `ok` and nothing unsupported, failed, selected or withheld:
+    /// a probe, or a device read back from another tool's timeline.
+    pub fn plain(
+        device: u32,
+        kind: PowerDeviceKind,
+        label: String,
+        power_basis: Option<PowerBasis>,
+    ) -> Self {
+        PowerDevice {
+            device,
+            kind,
+            label,
+            index: None,
+            uuid: None,
+            name: None,
+            power_basis,
+            status: SourceStatus::Ok,
+            unsupported: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            energy: None,
+            mig: None,
+            not_attributable: None,
+        }
+    }
+}
+
 /// Why a GPU query failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum QueryError {
@@ -483,21 +510,12 @@ impl ProbeSampler {
 
     /// The device description.
     pub fn describe(&self) -> PowerDevice {
-        PowerDevice {
-            device: self.id,
-            kind: PowerDeviceKind::Probe,
-            label: self.probe.label().to_string(),
-            index: None,
-            uuid: None,
-            name: None,
-            power_basis: Some(self.probe.basis()),
-            status: SourceStatus::Ok,
-            unsupported: BTreeMap::new(),
-            errors: BTreeMap::new(),
-            energy: None,
-            mig: None,
-            not_attributable: None,
-        }
+        PowerDevice::plain(
+            self.id,
+            PowerDeviceKind::Probe,
+            self.probe.label().to_string(),
+            Some(self.probe.basis()),
+        )
     }
 }
 

@@ -129,6 +129,24 @@ pub struct PrometheusInfo {
     pub absent_steps: u64,
 }
 
+impl PrometheusInfo {
+    /// Nothing read yet: the selector, the step and what the timestamps will be.
+    pub fn new(selector: &str, step_ns: u64, timestamps: TimestampBasis) -> Self {
+        PrometheusInfo {
+            selector: selector.to_string(),
+            step_ns,
+            timestamps,
+            query_start_unix_ms: None,
+            query_end_unix_ms: None,
+            waited_ms: None,
+            queries: Vec::new(),
+            series: Vec::new(),
+            stale_steps: 0,
+            absent_steps: 0,
+        }
+    }
+}
+
 /// One series as read: stored samples `(unix ms, value)` in time order.
 #[derive(Clone, Debug, PartialEq)]
 struct RawSeries {
@@ -887,18 +905,7 @@ pub fn collect(
     stopped_elapsed_ns: u64,
 ) -> MetricsTimeline {
     let step_ns = cfg.step.as_nanos() as u64;
-    let info = PrometheusInfo {
-        selector: cfg.selector.clone(),
-        step_ns,
-        timestamps: TimestampBasis::Source,
-        query_start_unix_ms: None,
-        query_end_unix_ms: None,
-        waited_ms: None,
-        queries: Vec::new(),
-        series: Vec::new(),
-        stale_steps: 0,
-        absent_steps: 0,
-    };
+    let info = PrometheusInfo::new(&cfg.selector, step_ns, TimestampBasis::Source);
     let mut t = empty_timeline(
         &cfg.url,
         cfg.profile,
@@ -957,18 +964,7 @@ pub fn collect(
                 cfg.profile,
                 cfg.served_model.as_deref(),
                 step_ns,
-                PrometheusInfo {
-                    selector: cfg.selector.clone(),
-                    step_ns,
-                    timestamps: TimestampBasis::Source,
-                    query_start_unix_ms: None,
-                    query_end_unix_ms: None,
-                    waited_ms: None,
-                    queries: Vec::new(),
-                    series: Vec::new(),
-                    stale_steps: 0,
-                    absent_steps: 0,
-                },
+                PrometheusInfo::new(&cfg.selector, step_ns, TimestampBasis::Source),
             );
             t.status = SourceStatus::Failed { reason };
             t
@@ -1062,16 +1058,10 @@ pub fn timeline_from_saved(
     }
     let reference = first * 1_000_000;
     let info = PrometheusInfo {
-        selector: String::new(),
-        step_ns: step_ms * 1_000_000,
-        timestamps: TimestampBasis::Evaluation,
         query_start_unix_ms: Some(first),
         query_end_unix_ms: Some(last),
-        waited_ms: None,
         queries: files.iter().map(|(l, _)| l.clone()).collect(),
-        series: Vec::new(),
-        stale_steps: 0,
-        absent_steps: 0,
+        ..PrometheusInfo::new("", step_ms * 1_000_000, TimestampBasis::Evaluation)
     };
     let mut t = empty_timeline(
         "saved query_range answer",
@@ -1229,18 +1219,7 @@ mod tests {
         let mut b = a.clone();
         b.labels[0].1 = "b".into();
         b.points = vec![(1050, 100.0), (1250, 100.0)];
-        let info = PrometheusInfo {
-            selector: String::new(),
-            step_ns: 100_000_000,
-            timestamps: TimestampBasis::Source,
-            query_start_unix_ms: None,
-            query_end_unix_ms: None,
-            waited_ms: None,
-            queries: vec![],
-            series: vec![],
-            stale_steps: 0,
-            absent_steps: 0,
-        };
+        let info = PrometheusInfo::new("", 100_000_000, TimestampBasis::Source);
         let t0 = empty_timeline("u", EngineProfile::Vllm, Some("m"), 100_000_000, info);
         let t = build_timeline(&[a, b], EngineProfile::Vllm, Some("m"), 900 * 1_000_000, t0);
         let got: Vec<(u64, u64, Option<u64>)> = t

@@ -213,18 +213,13 @@ fn sample_and_join(devices: Vec<MockGpu>) -> (serde_json::Value, String, serde_j
     let s0 = t.started_elapsed_ns;
     let ms = 1_000_000u64;
     let steps = dir.path().join("steps.jsonl");
-    std::fs::write(
+    super::write_steps(
         &steps,
-        format!(
-            "{{\"step_id\":1,\"kind\":\"llm_call\",\"t_start_unix_ns\":{},\"t_end_unix_ns\":{}}}\n\
-             {{\"step_id\":2,\"kind\":\"tool\",\"t_start_unix_ns\":{},\"t_end_unix_ns\":{}}}\n",
-            a + s0 + 50 * ms,
-            a + s0 + 200 * ms,
-            a + s0 + 200 * ms,
-            a + s0 + 350 * ms
-        ),
-    )
-    .unwrap();
+        &[
+            (1, "llm_call", a + s0 + 50 * ms, a + s0 + 200 * ms),
+            (2, "tool", a + s0 + 200 * ms, a + s0 + 350 * ms),
+        ],
+    );
     let (v, stdout) = offline_join(&["--samples", sdir.to_str().unwrap()], &steps, dir.path());
     let sources: serde_json::Value =
         serde_json::from_slice(&std::fs::read(sdir.join("sources.json")).unwrap()).unwrap();

@@ -11,6 +11,16 @@ fn fixture(name: &str) -> std::path::PathBuf {
     repo().join("fixtures/inferscope").join(name)
 }
 
+/// The fixture report changed by `edit`, written as `dir/name`.
+fn variant(dir: &std::path::Path, name: &str, edit: impl FnOnce(&mut Value)) -> String {
+    let mut r: Value =
+        serde_json::from_slice(&std::fs::read(fixture("report.json")).unwrap()).unwrap();
+    edit(&mut r);
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec(&r).unwrap()).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
 /// Hand computation (ADR-013 corrected baseline: last sample at or before the window
 /// start, up to the last sample at or before its end; counters at 0, 200, …, 1000 ms):
 ///
@@ -99,22 +109,23 @@ fn inferscope_report_reproduces_hand_computed_step_deltas() {
     // inferscope's power is NVML power_usage(): a 1 s average, so short steps are flagged.
     assert_eq!(steps[0]["power_basis"], "averaged_1s");
     assert_eq!(steps[0]["low_confidence"], true);
-    assert!(stdout.contains("kvcache_timeline, 6 sample(s)"), "{stdout}");
+    assert!(
+        stdout.contains("kvcache_timeline (hits, queries), 6 sample(s)"),
+        "{stdout}"
+    );
 }
 
 /// A report written before inferscope's ADR-013 has no anchor: withheld, never joined.
 #[test]
 fn inferscope_report_without_anchor_is_withheld() {
     let dir = tempfile::tempdir().unwrap();
-    let mut r: Value =
-        serde_json::from_slice(&std::fs::read(fixture("report.json")).unwrap()).unwrap();
-    r.as_object_mut()
-        .unwrap()
-        .remove("reference_instant_unix_ns");
-    let p = dir.path().join("old.json");
-    std::fs::write(&p, serde_json::to_vec(&r).unwrap()).unwrap();
+    let p = variant(dir.path(), "old.json", |r| {
+        r.as_object_mut()
+            .unwrap()
+            .remove("reference_instant_unix_ns");
+    });
     let (v, stdout) = offline_join(
-        &["--inferscope-report", p.to_str().unwrap()],
+        &["--inferscope-report", &p],
         &fixture("steps.jsonl"),
         dir.path(),
     );
@@ -132,13 +143,11 @@ fn inferscope_report_without_anchor_is_withheld() {
 #[test]
 fn inferscope_counter_regression_withholds() {
     let dir = tempfile::tempdir().unwrap();
-    let mut r: Value =
-        serde_json::from_slice(&std::fs::read(fixture("report.json")).unwrap()).unwrap();
-    r["kvcache_timeline"]["samples"][3]["hits"] = 10.into();
-    let p = dir.path().join("reset.json");
-    std::fs::write(&p, serde_json::to_vec(&r).unwrap()).unwrap();
+    let p = variant(dir.path(), "reset.json", |r| {
+        r["kvcache_timeline"]["samples"][3]["hits"] = 10.into();
+    });
     let (v, _) = offline_join(
-        &["--inferscope-report", p.to_str().unwrap()],
+        &["--inferscope-report", &p],
         &fixture("steps.jsonl"),
         dir.path(),
     );
@@ -150,38 +159,24 @@ fn inferscope_counter_regression_withholds() {
 fn inferscope_report_errors_name_the_file_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.json");
-    std::fs::write(
-        &p,
-        r#"{"reference_instant_unix_ns": 1, "phase_timeline": {"samples": [{"elapsed_ns": 1.5, "prompt_tokens": 1, "generation_tokens": 1}], "sample_period_ns": 1}}"#,
-    )
-    .unwrap();
     let steps = fixture("steps.jsonl");
-    let o = run(&[
-        "trajectory",
-        "--inferscope-report",
-        p.to_str().unwrap(),
-        "--steps",
-        steps.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("bad.json") && err.contains("elapsed_ns"),
-        "{err}"
-    );
-
-    std::fs::write(&p, r#"{"reference_instant_unix_ns": 1}"#).unwrap();
-    let o = run(&[
-        "trajectory",
-        "--inferscope-report",
-        p.to_str().unwrap(),
-        "--steps",
-        steps.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("no gpu_timeline"),
-        "{}",
-        text(&o)
-    );
+    for (report, want) in [
+        (
+            r#"{"reference_instant_unix_ns": 1, "phase_timeline": {"samples": [{"elapsed_ns": 1.5, "prompt_tokens": 1, "generation_tokens": 1}], "sample_period_ns": 1}}"#,
+            "phase_timeline.samples[0].elapsed_ns must be a non-negative JSON integer",
+        ),
+        (r#"{"reference_instant_unix_ns": 1}"#, "no gpu_timeline"),
+    ] {
+        std::fs::write(&p, report).unwrap();
+        let o = run(&[
+            "trajectory",
+            "--inferscope-report",
+            p.to_str().unwrap(),
+            "--steps",
+            steps.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("bad.json") && err.contains(want), "{err}");
+    }
 }

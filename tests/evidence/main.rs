@@ -56,3 +56,16 @@ pub fn steps_of(v: &serde_json::Value) -> Vec<serde_json::Value> {
         .unwrap_or_else(|| panic!("no attributed steps: {v:#}"))
         .clone()
 }
+
+/// Writes an ADR-013 step file: `(step_id, kind, t_start_unix_ns, t_end_unix_ns)` per line.
+pub fn write_steps(path: &Path, steps: &[(u64, &str, u64, u64)]) {
+    let text: String = steps
+        .iter()
+        .map(|(id, kind, start, end)| {
+            format!(
+                "{{\"step_id\":{id},\"kind\":\"{kind}\",\"t_start_unix_ns\":{start},\"t_end_unix_ns\":{end}}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(path, text).unwrap();
+}

@@ -541,21 +541,14 @@ fn saved_query_range_answer_joins_with_hand_computed_deltas() {
     // 2 tool [500, 550]: baseline 400 → end 400: null.
     // 3 llm [550, 1000]: baseline 400 (180) → end 1000 (500): prompt 320; hits 150;
     //   queries 200. Generation tokens were never in the answer: null.
-    std::fs::write(
+    super::write_steps(
         &steps,
-        format!(
-            "{{\"step_id\":1,\"kind\":\"llm_call\",\"t_start_unix_ns\":{},\"t_end_unix_ns\":{}}}\n\
-             {{\"step_id\":2,\"kind\":\"tool\",\"t_start_unix_ns\":{},\"t_end_unix_ns\":{}}}\n\
-             {{\"step_id\":3,\"kind\":\"llm_call\",\"t_start_unix_ns\":{},\"t_end_unix_ns\":{}}}\n",
-            a + 100 * ms,
-            a + 500 * ms,
-            a + 500 * ms,
-            a + 550 * ms,
-            a + 550 * ms,
-            a + 1000 * ms
-        ),
-    )
-    .unwrap();
+        &[
+            (1, "llm_call", a + 100 * ms, a + 500 * ms),
+            (2, "tool", a + 500 * ms, a + 550 * ms),
+            (3, "llm_call", a + 550 * ms, a + 1000 * ms),
+        ],
+    );
     let (v, stdout) = super::offline_join(
         &[
             "--prometheus-range",

@@ -74,20 +74,14 @@ fn a_hand_written_sample_set_following_the_doc_joins() {
         .collect();
     std::fs::write(s.join("metrics.jsonl"), metrics).unwrap();
     let steps = dir.path().join("steps.jsonl");
-    std::fs::write(
+    super::write_steps(
         &steps,
-        [(1, "llm_call", 100, 600), (2, "tool", 600, 700), (3, "llm_call", 700, 1000)]
-            .iter()
-            .map(|(id, k, a, b)| {
-                format!(
-                    "{{\"step_id\":{id},\"kind\":\"{k}\",\"t_start_unix_ns\":{},\"t_end_unix_ns\":{}}}\n",
-                    A + a * MS,
-                    A + b * MS
-                )
-            })
-            .collect::<String>(),
-    )
-    .unwrap();
+        &[
+            (1, "llm_call", A + 100 * MS, A + 600 * MS),
+            (2, "tool", A + 600 * MS, A + 700 * MS),
+            (3, "llm_call", A + 700 * MS, A + 1000 * MS),
+        ],
+    );
     let (v, _) = offline_join(&["--samples", s.to_str().unwrap()], &steps, dir.path());
     let got: Vec<[serde_json::Value; 6]> = steps_of(&v)
         .iter()
