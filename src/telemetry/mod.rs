@@ -11,6 +11,12 @@
 //! - **metrics** — an engine's Prometheus/OpenMetrics endpoint mapped to the canonical counters
 //!   `prompt_tokens`, `generation_tokens`, `prefix_cache_queries`, `prefix_cache_hits` and the
 //!   gauges `requests_running`, `requests_waiting`, `kv_cache_usage` ([`profile`]).
+//! - **prometheus** — the same counters and gauges read from a Prometheus server after the run
+//!   ([`prometheus`]: range queries over the run window, each series at its own source
+//!   timestamps, staleness flagged); the join reads its counters when it is configured.
+//!
+//! GPUs are selected by `gpu_devices` / `CUDA_VISIBLE_DEVICES`, and a GPU in MIG mode is kept
+//! as a lane but marked not attributable ([`gpu`]).
 //!
 //! Lifecycle: [`start`] spawns one thread per configured source and returns once every source
 //! has taken its first sample (or failed to start), so the first samples precede the measured
@@ -21,6 +27,9 @@
 //!
 //! # Artifact formats (`<run dir>/samples/`, written by [`TelemetryRun::write_samples`],
 //! read back by [`TelemetryRun::read_samples`])
+//!
+//! The user-facing description of every file and field, for tools that write samples the
+//! offline join reads, is `docs/samples.md`; keep the two in step.
 //!
 //! All files are strict JSON: non-finite floats are never written (they become `null` and the
 //! name is listed in a `non_finite` array, C17); `Option` values are written as `null`, never
@@ -35,7 +44,9 @@
 //! - `metrics.jsonl` — one [`MetricsSample`] per successful scrape:
 //!   `{"elapsed_ns":u64,"request_sent_ns":u64,"counters":{"prompt_tokens":u64|null,"generation_tokens":…,"prefix_cache_queries":…,"prefix_cache_hits":…},"resets":{"prompt_tokens":bool,…},"gauges":{"requests_running":f64|null,…},"non_finite":[name,…]}`.
 //!   Failed scrapes are not lines: they are counted gaps in `sources.json`.
-//! - `sources.json` — `{"schema":"inferscope.samples.v1","clock_domain_id":str,"reference_instant_unix_ns":u64,"started_elapsed_ns":u64,"stopped_elapsed_ns":u64,"proc":ProcTimeline|null,"power":PowerTimeline|null,"metrics":MetricsTimeline|null}`,
+//! - `prometheus.jsonl` — the Prometheus source's samples, in the `metrics.jsonl` line format
+//!   (`elapsed_ns` = newest source timestamp, `request_sent_ns` = oldest).
+//! - `sources.json` — `{"schema":"inferscope.samples.v1","clock_domain_id":str,"reference_instant_unix_ns":u64,"started_elapsed_ns":u64,"stopped_elapsed_ns":u64,"proc":ProcTimeline|null,"power":PowerTimeline|null,"metrics":MetricsTimeline|null,"prometheus":MetricsTimeline|null}`,
 //!   each timeline without its samples but with `sample_count`, `dropped`, its `period_ns`, its
 //!   `status` (`{"state":"ok"}`, `{"state":"unavailable","reason":str}`,
 //!   `{"state":"ended","at_elapsed_ns":u64|null,"reason":str}`, `{"state":"failed","reason":str}`)
