@@ -597,4 +597,71 @@ mod tests {
             assert_eq!(label(&steps, "b").as_deref(), Some("apportioned"));
         }
     }
+
+    /// A GPU in MIG mode is named in every job's notes with the reason, and the job's
+    /// energy figures are unavailable for that reason, never measured.
+    #[test]
+    fn not_attributable_devices_reach_the_job_notes() {
+        let mut dev = crate::telemetry::PowerDevice::plain(
+            0,
+            crate::telemetry::PowerDeviceKind::Nvml,
+            "gpu0".into(),
+            Some(crate::telemetry::PowerBasis::Instant),
+        );
+        dev.not_attributable = Some("gpu0 (GPU-x) is in MIG mode: …".into());
+        let t = TelemetryRun {
+            clock_domain_id: "d".into(),
+            reference_instant_unix_ns: A,
+            started_elapsed_ns: 0,
+            stopped_elapsed_ns: 1000 * MS,
+            proc: None,
+            power: Some(crate::telemetry::PowerTimeline {
+                gpu_status: None,
+                period_ns: 100 * MS,
+                devices: vec![dev],
+                sample_count: 2,
+                dropped: 0,
+                gpu_notes: vec![],
+                samples: [0, 100 * MS]
+                    .map(|t| crate::telemetry::PowerSample {
+                        elapsed_ns: t,
+                        device: 0,
+                        power_mw: Some(300_000),
+                        power_basis: Some(crate::telemetry::PowerBasis::Instant),
+                        energy_mj: None,
+                        energy_epoch: None,
+                        memory_used_bytes: None,
+                        utilization_gpu_pct: None,
+                        utilization_memory_pct: None,
+                    })
+                    .to_vec(),
+            }),
+            metrics: None,
+            prometheus: None,
+        };
+        let named = not_attributable_devices(&t);
+        assert_eq!(
+            named,
+            vec!["gpu0: not attributable: gpu0 (GPU-x) is in MIG mode: …".to_string()]
+        );
+        // The join leaves the device out entirely (it has power samples).
+        assert!(attribution_input(&t, 1).power.is_empty());
+        let mut ok = t.clone();
+        ok.power.as_mut().unwrap().devices[0].not_attributable = None;
+        assert_eq!(attribution_input(&ok, 1).power.len(), 1);
+        let a = Attribution {
+            run: None,
+            steps: HashMap::new(),
+            by_trajectory: [("s::j#0".to_string(), 0)].into_iter().collect(),
+            power_label: Some("nvml".into()),
+            not_attributable: named.clone(),
+        };
+        let f = a.job_figures("s::j");
+        assert_eq!(f.notes, named);
+        assert_eq!(f.energy_per_trajectory_j.value, None);
+        assert_eq!(
+            f.energy_per_trajectory_j.reason.as_deref(),
+            Some("no attributable power device (see the notes)")
+        );
+    }
 }
