@@ -538,6 +538,8 @@ fn job_report(
         notes.push("not run: cancelled before start".into());
     }
     if ran {
+        // A GPU in MIG mode is named in every job's notes with the reason.
+        notes.extend(run.power().not_attributable.iter().cloned());
         match job_energy.energy_per_trajectory_j.basis {
             Basis::Simulated => notes
                 .push("energy is simulated (built-in simulator power model), not measured".into()),
