@@ -135,11 +135,28 @@ pub enum Command {
     /// Print Kubernetes manifests that run a suite as N shards (an Indexed Job) and merge
     /// them (a Job that waits for the Indexed Job's completion condition).
     K8s(crate::shard::k8s::K8sArgs),
-    /// Offline ADR-013 join of an external driver's step markers with sampled timelines.
+    /// Offline ADR-013 join of an external driver's step markers with sampled timelines:
+    /// a samples directory, saved Prometheus query_range answers, or an inferscope report.
     Trajectory {
-        /// A `samples/` directory written by a run (see docs of `telemetry`).
-        #[arg(long)]
-        samples: PathBuf,
+        /// A `samples/` directory written by a run or by any tool (docs/samples.md).
+        #[arg(long, required_unless_present_any = ["prometheus_range", "inferscope_report"],
+              conflicts_with_all = ["prometheus_range", "inferscope_report"])]
+        samples: Option<PathBuf>,
+        /// A saved Prometheus `/api/v1/query_range` answer (JSON) of a plain selector,
+        /// e.g. `{__name__=~"vllm:.*",job="vllm"}`; repeat for several.
+        #[arg(long, value_name = "FILE", conflicts_with = "inferscope_report")]
+        prometheus_range: Vec<PathBuf>,
+        /// Engine profile naming the families of `--prometheus-range`.
+        #[arg(long, value_name = "ENGINE", default_value = "auto", requires = "prometheus_range",
+              value_parser = ["auto", "vllm", "sglang", "llamacpp", "sim"])]
+        engine: String,
+        /// Served model selecting `--prometheus-range` series by `model_name`/`model`.
+        #[arg(long, value_name = "NAME", requires = "prometheus_range")]
+        model: Option<String>,
+        /// A report JSON of the inferscope project (its reference_instant_unix_ns and its
+        /// gpu/kvcache/phase timelines).
+        #[arg(long, value_name = "FILE")]
+        inferscope_report: Option<PathBuf>,
         /// Step-marker JSONL file (`step_id, kind, t_start_unix_ns, t_end_unix_ns`).
         #[arg(long)]
         steps: PathBuf,

@@ -87,9 +87,25 @@ pub async fn dispatch(cmd: Command) -> i32 {
         } => crate::baseline::compare_command(&run_dir, &baseline, noise_pct, regression_pct),
         Command::Trajectory {
             samples,
+            prometheus_range,
+            engine,
+            model,
+            inferscope_report,
             steps,
             out,
-        } => runner::energy::offline_join(&samples, &steps, out.as_deref()),
+        } => {
+            let src = match (samples, inferscope_report) {
+                (Some(dir), _) => crate::offline::OfflineSource::Samples(dir),
+                (None, Some(f)) => crate::offline::OfflineSource::InferscopeReport(f),
+                (None, None) => crate::offline::OfflineSource::PrometheusRange {
+                    files: prometheus_range,
+                    profile: crate::telemetry::EngineProfile::parse(&engine)
+                        .unwrap_or(crate::telemetry::EngineProfile::Auto),
+                    model,
+                },
+            };
+            crate::offline::command(&src, &steps, out.as_deref())
+        }
         Command::Overhead(args) => crate::overhead::command(args).await,
         Command::Snapshot { run_dir, into } => crate::harness::snapshot_command(&run_dir, &into),
     }

@@ -28,6 +28,7 @@ pub mod grade;
 pub mod harness;
 pub mod load;
 pub mod model;
+pub mod offline;
 pub mod otlp;
 pub mod overhead;
 pub mod redact;

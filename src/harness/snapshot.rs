@@ -13,7 +13,7 @@
 //! | step / request ids, run id, trajectory ids | dropped (the step's position is kept) | run-local counters, random ids |
 //! | times, durations, TTFT (`*_ns`, `*_ms`) | `"[ms]"` when present, `null` when absent | wall-clock timing |
 //! | step energy | `"[mJ]"` when accounted for, else `null` | the value is timing; `"[mJ]"` means the step has its own figure, or — a window shorter than the sampling grid, where whether a sample segment falls inside depends on scheduling — its energy is in the trajectory's unattributed energy; `null` means nothing accounts for it (no power source, attribution withheld, a device without coverage), so energy disappearing changes the snapshot |
-//! | trajectory energy | `"[mJ]"` or `null` | present exactly when its steps have energy |
+//! | trajectory energy | `"[mJ]"` when accounted for, else `null` | the same rule as a step's: its own figure, or every step shorter than the sampling grid (so none has a figure of its own) |
 //! | gate values in ms, J, tokens/J, % | `"[ms]"`, `"[J]"`, … (`null` stays `null`) | timing or energy |
 //! | gate values without unit (counts, rates) | rounded to 4 decimals | deterministic |
 //! | gate messages | dropped | they embed the value |
@@ -36,8 +36,8 @@ use serde_json::Value;
 use crate::gate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::model::{
     AttributionOutcome, Basis, Comparison, EnergyBasis, FailureCode, FailureCount, HarnessReport,
-    JobKind, JobReport, JobStatus, Outcome, PowerBasisLabel, RunReport, StepKind, StepReport,
-    StepStatus, StopReason, TokenEstimate, TokenSource, TrajectoryReport, Verdict,
+    JobKind, JobReport, JobStatus, NO_STEP_ENERGY, Outcome, PowerBasisLabel, RunReport, StepKind,
+    StepReport, StepStatus, StopReason, TokenEstimate, TokenSource, TrajectoryReport, Verdict,
 };
 
 /// Schema id of a redacted job report. v2: typed enums, bases as their serialized names,
@@ -215,6 +215,16 @@ struct SnapTrajectory<'a> {
     attribution: Option<SnapAttribution>,
 }
 
+/// `"[mJ]"` when the trajectory's energy is accounted for: its own figure, or — every step
+/// shorter than the sampling grid, so none has a figure of its own — the same rule as a
+/// step's ([`step_energy`]); `null` when nothing accounts for it.
+fn trajectory_energy(t: &TrajectoryReport) -> Option<&'static str> {
+    let grid_only = t.energy.reason.as_deref() == Some(NO_STEP_ENERGY)
+        && !t.steps.is_empty()
+        && t.steps.iter().all(|s| step_energy(s).is_some());
+    (t.energy.is_present() || grid_only).then_some("[mJ]")
+}
+
 fn trajectory<'a>(job: &'a JobReport, t: &'a TrajectoryReport) -> SnapTrajectory<'a> {
     let finish = |s: &StepReport| -> Option<&'a str> {
         // The request of an LLM step ends at the step's end; match on it.
@@ -227,7 +237,7 @@ fn trajectory<'a>(job: &'a JobReport, t: &'a TrajectoryReport) -> SnapTrajectory
         index: t.index,
         stop_reason: t.stop_reason,
         graded_pass: t.graded_pass,
-        energy: t.energy.is_present().then_some("[mJ]"),
+        energy: trajectory_energy(t),
         energy_basis: t.energy.basis,
         steps: t
             .steps
@@ -261,6 +271,13 @@ struct SnapGrading<'a> {
     reason: Option<&'a str>,
 }
 
+#[derive(Serialize)]
+struct SnapHarness<'a> {
+    exit_code: Option<i32>,
+    timed_out: bool,
+    spawn_error: Option<&'a str>,
+}
+
 /// A redacted job report (see the module docs).
 #[derive(Serialize)]
 struct Snapshot<'a> {
@@ -274,7 +291,7 @@ struct Snapshot<'a> {
     verdicts: Vec<SnapVerdict<'a>>,
     grading: Vec<SnapGrading<'a>>,
     grade_pass_rate: Option<Value>,
-    harness: Option<&'a HarnessReport>,
+    harness: Option<SnapHarness<'a>>,
     notes: Vec<String>,
     trajectories: Vec<SnapTrajectory<'a>>,
 }
@@ -317,7 +334,11 @@ fn snapshot<'a>(report: &'a RunReport, job: &'a JobReport) -> Snapshot<'a> {
             })
             .collect(),
         grade_pass_rate: job.grade_pass_rate.map(round4),
-        harness: job.harness.as_ref(),
+        harness: job.harness.as_ref().map(|h: &HarnessReport| SnapHarness {
+            exit_code: h.exit_code,
+            timed_out: h.timed_out,
+            spawn_error: h.spawn_error.as_deref(),
+        }),
         notes: job.notes.iter().map(|n| redact_urls(n)).collect(),
         trajectories: job
             .trajectories
@@ -519,6 +540,50 @@ mod tests {
             "attribution withheld (no_anchor)",
         ));
         assert_eq!(step(0, &withheld, None).energy, None);
+    }
+
+    /// The flake this rule removes: a load point's trajectory whose every step is shorter
+    /// than the sampling grid has no energy figure of its own, yet its energy is accounted
+    /// for (the trajectory's unattributed energy), so the snapshot shows it as present.
+    #[test]
+    fn trajectory_energy_presence_follows_its_steps() {
+        use crate::model::{Figure, StopReason, TrajectoryReport};
+        let short = "no power-sample segment lies fully inside the step window (shorter than \
+                     the sampling grid; its energy is in the trajectory's unattributed energy)";
+        let traj = |energy: Figure<u64>, steps: Vec<StepReport>| TrajectoryReport {
+            id: "t".into(),
+            index: 0,
+            stop_reason: StopReason::FinalAnswer,
+            start_ns: 0,
+            end_ns: 1,
+            graded_pass: None,
+            completion_tokens: Figure::missing(Basis::ServerReported, "none"),
+            energy,
+            tokens_per_joule: Figure::missing(Basis::Simulated, "none"),
+            steps,
+            attribution: None,
+            shard: None,
+        };
+        let own = traj(Figure::of(5, Basis::Simulated), vec![]);
+        assert_eq!(trajectory_energy(&own), Some("[mJ]"));
+        let grid = traj(
+            Figure::missing(Basis::Simulated, NO_STEP_ENERGY),
+            vec![step_with(Figure::missing(Basis::Simulated, short))],
+        );
+        assert_eq!(trajectory_energy(&grid), Some("[mJ]"));
+        let gone = traj(
+            Figure::missing(Basis::Simulated, NO_STEP_ENERGY),
+            vec![step_with(Figure::missing(
+                Basis::Unavailable,
+                "no power source: NVML",
+            ))],
+        );
+        assert_eq!(trajectory_energy(&gone), None);
+        let withheld = traj(
+            Figure::missing(Basis::Simulated, "attribution withheld (no_anchor)"),
+            vec![step_with(Figure::missing(Basis::Simulated, short))],
+        );
+        assert_eq!(trajectory_energy(&withheld), None);
     }
 
     #[test]

@@ -135,12 +135,11 @@ pub fn summarize_point(
         let output_tokens = (!ok.is_empty())
             .then(|| total_if_complete(ok.iter().map(|r| r.output_tokens)))
             .flatten();
-        let tokens = output_tokens.map(|_| {
-            if ok.iter().any(|r| r.output_tokens_estimated) {
-                TokenSource::ClientEstimate
-            } else {
-                TokenSource::Server
-            }
+        let tokens = output_tokens.and_then(|_| {
+            TokenSource::combine(
+                ok.iter()
+                    .map(|r| TokenSource::estimated(r.output_tokens_estimated)),
+            )
         });
         PointEnergy {
             energy_mj: w.energy_mj,

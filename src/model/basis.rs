@@ -99,6 +99,25 @@ impl TokenSource {
         }
     }
 
+    /// The source of a figure over several counts: `None` without any, `client_estimate`
+    /// when any count is estimated, else `server`.
+    pub fn combine(sources: impl IntoIterator<Item = TokenSource>) -> Option<TokenSource> {
+        sources
+            .into_iter()
+            .fold(None, |acc: Option<TokenSource>, s| {
+                Some(acc.map_or(s, |a| a.and(s)))
+            })
+    }
+
+    /// The source of a count the client estimated or not (`output_tokens_estimated`).
+    pub fn estimated(estimated: bool) -> TokenSource {
+        if estimated {
+            TokenSource::ClientEstimate
+        } else {
+            TokenSource::Server
+        }
+    }
+
     /// The weaker of two sources: an estimate anywhere makes a total an estimate.
     pub fn and(self, other: TokenSource) -> TokenSource {
         if self == TokenSource::ClientEstimate || other == TokenSource::ClientEstimate {

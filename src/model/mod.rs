@@ -57,7 +57,9 @@ pub use run::{
 };
 pub use shard::{MergeReport, ShardIdentity, ShardMode, ShardSection};
 pub use stats::{JobStats, Summary};
-pub use step::{StepKind, StepReport, StepStatus, StopReason, ToolErrorCode, TrajectoryReport};
+pub use step::{
+    NO_STEP_ENERGY, StepKind, StepReport, StepStatus, StopReason, ToolErrorCode, TrajectoryReport,
+};
 
 #[cfg(test)]
 mod tests {

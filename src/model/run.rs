@@ -88,8 +88,13 @@ pub struct PowerReport {
     /// Why there is no power source (NVML not loadable, no device, GPU sampling off, …);
     /// `null` with one.
     pub reason: Option<String>,
-    /// Devices that gave power readings.
+    /// Devices that gave power readings and enter the figures.
     pub devices: u32,
+    /// `label: not attributable: reason` of every device that gave readings but is left
+    /// out of every figure (a GPU in MIG mode: its power is the whole GPU's, shared with
+    /// other instances); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_attributable: Vec<String>,
 }
 
 impl PowerReport {

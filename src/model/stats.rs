@@ -270,14 +270,7 @@ pub struct JobStats {
 /// Whose token counts a set of requests rests on: `None` for no request, `client_estimate`
 /// when any count is estimated, else `server`.
 fn token_source_of<'a>(rs: impl Iterator<Item = &'a RequestFigures>) -> Option<TokenSource> {
-    rs.fold(None, |acc: Option<TokenSource>, r| {
-        let s = if r.output_tokens_estimated {
-            TokenSource::ClientEstimate
-        } else {
-            TokenSource::Server
-        };
-        Some(acc.map_or(s, |a| a.and(s)))
-    })
+    TokenSource::combine(rs.map(|r| TokenSource::estimated(r.output_tokens_estimated)))
 }
 
 impl JobStats {

@@ -197,6 +197,10 @@ impl StepReport {
     }
 }
 
+/// The reason of an attributed trajectory's missing energy when no step of it has an
+/// energy figure of its own (every window shorter than the sampling grid).
+pub const NO_STEP_ENERGY: &str = "no step has an energy figure";
+
 /// One trajectory (one agentic task attempt, one context sweep repeat, one SWE run).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrajectoryReport {

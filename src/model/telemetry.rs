@@ -4,8 +4,9 @@
 //! canonical counter (resets handled) and each gauge per engine (max and mean, never
 //! summed across data-parallel engines).
 //!
-//! [`SourceStatus`], [`PowerDeviceKind`], [`EnergyMethod`] and [`CounterIncrease`] are
-//! shared with the samples format (`telemetry` re-exports them).
+//! [`SourceStatus`], [`PowerDeviceKind`], [`EnergyMethod`], [`CounterIncrease`] and the
+//! Prometheus source's provenance ([`PrometheusInfo`], [`SeriesInfo`], [`TimestampBasis`])
+//! are shared with the samples format (`telemetry` re-exports them).
 
 use std::collections::BTreeMap;
 
@@ -103,6 +104,10 @@ pub struct TelemetrySummary {
     pub power: Option<PowerSummary>,
     /// The engine's `/metrics`; `null` when not configured.
     pub metrics: Option<MetricsSummary>,
+    /// The same counters and gauges read from a Prometheus server after the run
+    /// (`[telemetry] prometheus`), with how they were read (`prometheus`); `null` when not
+    /// configured. The ADR-013 join reads its counters when present.
+    pub prometheus: Option<MetricsSummary>,
 }
 
 /// The `/proc` source.
@@ -160,6 +165,9 @@ pub struct PowerDeviceSummary {
     pub energy_reason: Option<String>,
     /// Share of the sampled span with power at both ends of its intervals.
     pub power_coverage: Option<f64>,
+    /// Why the device enters no energy figure (a GPU in MIG mode: whole-GPU power only,
+    /// naming the parent GPU and its instances); `null` when it does.
+    pub not_attributable: Option<String>,
 }
 
 /// The engine's `/metrics` source.
@@ -190,6 +198,9 @@ pub struct MetricsSummary {
     /// Each canonical gauge per engine (data-parallel engines are kept apart, never
     /// summed), with the max and mean over engines.
     pub gauges: BTreeMap<String, GaugeSummary>,
+    /// Set when the samples came from a Prometheus server rather than a direct scrape:
+    /// the selector, the queries, the source timestamps and staleness per series.
+    pub prometheus: Option<PrometheusInfo>,
 }
 
 /// One gauge over the run.
@@ -213,4 +224,79 @@ pub struct EngineGauge {
     pub max: Option<f64>,
     /// Mean value; `null` without one.
     pub mean: Option<f64>,
+}
+
+/// What the timestamps of a Prometheus timeline are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimestampBasis {
+    /// Each sample at the timestamp Prometheus stored with it (`timestamp()`): its scrape.
+    Source,
+    /// Query evaluation times (a saved `query_range` response): each value is the latest
+    /// stored sample at or before its time.
+    Evaluation,
+}
+
+/// One series read from the server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesInfo {
+    /// The stored metric name (e.g. `vllm:prompt_tokens_total`).
+    pub name: String,
+    /// Its labels, `__name__` excluded.
+    pub labels: BTreeMap<String, String>,
+    /// Distinct stored samples kept.
+    pub points: u64,
+    /// First kept sample, ns from the reference instant (`null` when none).
+    pub first_elapsed_ns: Option<u64>,
+    /// Last kept sample, ns.
+    pub last_elapsed_ns: Option<u64>,
+    /// Median interval between its samples, ns (`null` with fewer than two).
+    pub scrape_interval_ns: Option<u64>,
+    /// Query steps where its newest sample was stale.
+    pub stale_steps: u64,
+    /// Query steps inside its span where it had no value.
+    pub absent_steps: u64,
+}
+
+/// How a Prometheus timeline was obtained (`sources.json` → `prometheus.prometheus`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrometheusInfo {
+    /// The label matchers used.
+    pub selector: String,
+    /// Query step, ns.
+    pub step_ns: u64,
+    /// What the sample timestamps are.
+    pub timestamps: TimestampBasis,
+    /// Unix ms of the first and last evaluation asked for (`null` offline).
+    pub query_start_unix_ms: Option<u64>,
+    /// See `query_start_unix_ms`.
+    pub query_end_unix_ms: Option<u64>,
+    /// How long the runner waited after the run for a scrape past its end, ms.
+    pub waited_ms: Option<u64>,
+    /// The PromQL expressions sent (or, offline, the files read).
+    pub queries: Vec<String>,
+    /// Every series read.
+    pub series: Vec<SeriesInfo>,
+    /// Stale steps over all series.
+    pub stale_steps: u64,
+    /// Absent steps over all series.
+    pub absent_steps: u64,
+}
+
+impl PrometheusInfo {
+    /// Nothing read yet: the selector, the step and what the timestamps will be.
+    pub fn new(selector: &str, step_ns: u64, timestamps: TimestampBasis) -> Self {
+        PrometheusInfo {
+            selector: selector.to_string(),
+            step_ns,
+            timestamps,
+            query_start_unix_ms: None,
+            query_end_unix_ms: None,
+            waited_ms: None,
+            queries: Vec::new(),
+            series: Vec::new(),
+            stale_steps: 0,
+            absent_steps: 0,
+        }
+    }
 }

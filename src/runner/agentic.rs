@@ -77,6 +77,8 @@ pub struct AgenticPlan {
     pub max_steps: u32,
     /// Identical consecutive calls that stop the loop (model mode).
     pub max_repeated_tool_calls: u32,
+    /// `tool_choice` of the n-th LLM call (the last entry repeats); empty = not sent.
+    pub tool_choice: Vec<String>,
     /// `Some(script)` for scripted mode: `(tool name, JSON arguments)` per entry.
     pub script: Option<Vec<(String, Value)>>,
 }
@@ -199,6 +201,12 @@ pub async fn tool_step<T: ToolExec>(
 }
 
 fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
+    let mut extra = serde_json::Map::new();
+    if !plan.tools.is_empty()
+        && let Some(c) = plan.tool_choice.get(n).or(plan.tool_choice.last())
+    {
+        extra.insert("tool_choice".into(), Value::String(c.clone()));
+    }
     ChatRequest {
         request_id: format!("{}.llm{}", plan.trajectory_id.replace('#', ".t"), n),
         model: plan.model.clone(),
@@ -208,7 +216,7 @@ fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
         temperature: plan.temperature,
         seed: plan.seed,
         stream: true,
-        ..Default::default()
+        extra,
     }
 }
 
@@ -440,6 +448,7 @@ mod tests {
             seed: None,
             max_steps: 8,
             max_repeated_tool_calls: 3,
+            tool_choice: vec![],
             script,
         }
     }
@@ -488,6 +497,48 @@ mod tests {
         assert_eq!(
             t.steps.iter().map(|s| s.step_id).collect::<Vec<_>>(),
             vec![1, 2, 3]
+        );
+    }
+
+    /// `tool_choice = ["required", "auto"]`: the first call forces a tool call, every later
+    /// one leaves the choice to the model; without tools nothing is sent.
+    #[tokio::test]
+    async fn tool_choice_list_applies_per_call_and_the_last_repeats() {
+        let model = MockModel::new(vec![
+            call(r#"{"q":"a"}"#),
+            call(r#"{"q":"b"}"#),
+            AssistantOutput {
+                text: "done".into(),
+                ..Default::default()
+            },
+        ]);
+        let mut p = plan(None);
+        p.tools = vec![json!({"type": "function", "function": {"name": "search"}})];
+        p.tool_choice = vec!["required".into(), "auto".into()];
+        let t = run_trajectory(&model, &EmptyTool, &ctx(), &p).await;
+        assert_eq!(t.stop_reason, StopReason::FinalAnswer);
+        {
+            let reqs = model.requests.lock().unwrap();
+            let sent: Vec<Option<&Value>> =
+                reqs.iter().map(|r| r.extra.get("tool_choice")).collect();
+            assert_eq!(
+                sent,
+                vec![
+                    Some(&json!("required")),
+                    Some(&json!("auto")),
+                    Some(&json!("auto"))
+                ]
+            );
+        }
+        let model = MockModel::new(vec![AssistantOutput::default()]);
+        let mut p = plan(None);
+        p.tool_choice = vec!["required".into()];
+        run_trajectory(&model, &EmptyTool, &ctx(), &p).await;
+        assert!(
+            model.requests.lock().unwrap()[0]
+                .extra
+                .get("tool_choice")
+                .is_none()
         );
     }
 

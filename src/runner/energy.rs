@@ -16,7 +16,6 @@ use crate::attribution::{
     StepUsage, TrajectoryOutcome,
 };
 use crate::clock::RunClock;
-use crate::gate;
 use crate::load::curve::{EnergyPoint, window_energy_mj};
 use crate::model::load::{WindowEnergy, WindowMethod};
 use crate::model::{
@@ -79,7 +78,20 @@ pub fn start_telemetry(
             ));
         }
     } else if t.gpu == GpuMode::Auto {
-        cfg.gpu = Some(GpuConfig::default());
+        cfg.gpu = Some(GpuConfig {
+            selection: telemetry::GpuSelection::from_env(t.gpu_devices.clone()),
+        });
+    }
+    if let Some(p) = &t.prometheus {
+        cfg.prometheus = Some(telemetry::PrometheusConfig {
+            url: p.url.clone(),
+            selector: p.selector.clone(),
+            profile: profile(first.resolved.suite.engine, first.simulated),
+            served_model: Some(first.model.clone()),
+            step: Duration::from_millis(t.metrics_period_ms.max(1)),
+            wait: Duration::from_secs_f64(p.wait_s),
+            timeout: Duration::from_secs(10),
+        });
     }
     if let Some(url) = first.resolved.metrics_url(&first.base_url) {
         let mut m = MetricsConfig::new(
@@ -94,29 +106,36 @@ pub fn start_telemetry(
 }
 
 /// What supplied power readings for the run, from the samples (never from the
-/// configuration): `simulated` when the simulator's model was read, `nvml` when an NVML
-/// device gave power readings, else no source with the reason (the NVML status, the
-/// devices' statuses, GPU sampling off, nothing sampled). `gpu_off` says the suite set
-/// `gpu = "off"`.
+/// configuration): `simulated` when the simulator's model was read, `nvml` when an
+/// attributable NVML device gave power readings, else no source with the reason (the NVML
+/// status, the devices' statuses, GPU sampling off, nothing sampled, every device not
+/// attributable). A device that is not attributable (a GPU in MIG mode) is named in
+/// `not_attributable` and enters no figure. `gpu_off` says the suite set `gpu = "off"`.
 pub fn power_report(t: Option<&TelemetryRun>, gpu_off: bool) -> PowerReport {
-    let none = |reason: String| PowerReport {
+    let none = |reason: String, not_attributable: Vec<String>| PowerReport {
         source: None,
         reason: Some(reason),
         devices: 0,
+        not_attributable,
     };
     let Some(t) = t else {
-        return none("nothing was sampled (no telemetry ran)".into());
+        return none("nothing was sampled (no telemetry ran)".into(), Vec::new());
     };
     let Some(p) = &t.power else {
-        return none(if gpu_off {
-            "GPU sampling is off (`[telemetry] gpu = \"off\"`)".into()
-        } else {
-            "no power source was configured".into()
-        });
+        return none(
+            if gpu_off {
+                "GPU sampling is off (`[telemetry] gpu = \"off\"`)".into()
+            } else {
+                "no power source was configured".into()
+            },
+            Vec::new(),
+        );
     };
+    let not_attributable = not_attributable_devices(t);
     let read: Vec<&crate::telemetry::PowerDevice> = p
         .devices
         .iter()
+        .filter(|d| d.not_attributable.is_none())
         .filter(|d| p.device_samples(d.device).any(|s| s.power_mw.is_some()))
         .collect();
     let bases = read.iter().map(|d| {
@@ -130,7 +149,15 @@ pub fn power_report(t: Option<&TelemetryRun>, gpu_off: bool) -> PowerReport {
             source: Some(source),
             reason: None,
             devices: u32::try_from(read.len()).unwrap_or(u32::MAX),
+            not_attributable,
         },
+        None if !not_attributable.is_empty() => none(
+            format!(
+                "no attributable power device ({})",
+                not_attributable.join("; ")
+            ),
+            not_attributable,
+        ),
         None => {
             let mut reasons: Vec<String> = p
                 .gpu_status
@@ -139,13 +166,30 @@ pub fn power_report(t: Option<&TelemetryRun>, gpu_off: bool) -> PowerReport {
                 .filter_map(|s| s.reason().map(str::to_string))
                 .collect();
             reasons.dedup();
-            none(if reasons.is_empty() {
-                "no device gave a power reading".into()
-            } else {
-                reasons.join("; ")
-            })
+            none(
+                if reasons.is_empty() {
+                    "no device gave a power reading".into()
+                } else {
+                    reasons.join("; ")
+                },
+                Vec::new(),
+            )
         }
     }
+}
+
+/// `label: not attributable: reason` of every sampled power device that is not
+/// attributable (a GPU in MIG mode).
+pub fn not_attributable_devices(t: &TelemetryRun) -> Vec<String> {
+    t.power
+        .iter()
+        .flat_map(|p| &p.devices)
+        .filter_map(|d| {
+            d.not_attributable
+                .as_ref()
+                .map(|r| format!("{}: not attributable: {r}", d.label))
+        })
+        .collect()
 }
 
 /// Converts sampled timelines into the ADR-013 join's input (one trajectory in flight:
@@ -154,7 +198,9 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
     let mut power = Vec::new();
     let mut energy_counters = Vec::new();
     if let Some(p) = &t.power {
-        for d in &p.devices {
+        // A device that is not attributable (a GPU in MIG mode) keeps its lane in the
+        // samples but never enters the join: its steps get no energy figure.
+        for d in p.devices.iter().filter(|d| d.not_attributable.is_none()) {
             let basis = match d.power_basis {
                 Some(PowerBasis::Instant) => attr::PowerBasis::Instant,
                 Some(PowerBasis::Averaged1s) => attr::PowerBasis::Averaged1s,
@@ -195,7 +241,7 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
         }
     }
     let mut counters = Vec::new();
-    if let Some(m) = &t.metrics {
+    if let Some(m) = t.counter_timeline() {
         for name in [
             CounterName::PromptTokens,
             CounterName::GenerationTokens,
@@ -330,8 +376,10 @@ impl RunEnergy {
             .power
             .as_ref()
             .map(|p| {
+                // A device that is not attributable enters no window either.
                 p.devices
                     .iter()
+                    .filter(|d| d.not_attributable.is_none())
                     .map(|d| {
                         let pts: Vec<EnergyPoint> = p
                             .device_samples(d.device)
@@ -542,72 +590,14 @@ impl RunEnergy {
 }
 
 /// `inferscope-bench trajectory --samples DIR --steps FILE`: the offline ADR-013 join of
-/// an external driver's step markers with a run's sampled timelines. Exit 0 on success,
-/// 2 on unreadable input.
+/// an external driver's step markers with a run's sampled timelines (the other sources:
+/// [`crate::offline`]). Exit 0 on success, 2 on unreadable input.
 pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
-    let file = match attr::read_step_markers(steps) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {}: {e}", steps.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-    };
-    // Every rejected line is bad input, named by file and line; a half-written last line
-    // (a driver killed mid-write) is left out and said so, the records before it kept.
-    let shown = steps.display().to_string();
-    if file.rejected_count > 0 {
-        for p in file.problems(&shown) {
-            eprintln!("error: {p}");
-        }
-        return gate::EXIT_BAD_INPUT;
-    }
-    for p in file.problems(&shown) {
-        eprintln!("warning: {p}");
-    }
-    let markers = file.markers.clone();
-    let t = match TelemetryRun::read_samples(samples) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {}: {e}", samples.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-    };
-    let input = attribution_input(&t, 1);
-    let run = attr::attribute_run(&input, Some(&markers), &BTreeMap::new());
-    for o in &run.trajectories {
-        println!("{}", attr::render_outcome(o).trim_end());
-    }
-    // Each marker the ADR-013 rules dropped, by its line in the file.
-    for o in &run.trajectories {
-        let dropped = match o {
-            attr::TrajectoryOutcome::Attributed(t) => &t.dropped_steps,
-            attr::TrajectoryOutcome::Withheld(w) => &w.dropped_steps,
-        };
-        for d in dropped {
-            for l in file.lines_of(d.step_id, d.t_start_unix_ns, d.t_end_unix_ns) {
-                println!(
-                    "note: {shown}:{l}: step {} dropped from attribution ({})",
-                    d.step_id,
-                    d.reason.label()
-                );
-            }
-        }
-    }
-    if let Some(p) = out {
-        let json = match serde_json::to_vec_pretty(&run) {
-            Ok(j) => j,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 1;
-            }
-        };
-        if let Err(e) = std::fs::write(p, json) {
-            eprintln!("error: {}: {e}", p.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-        println!("wrote {}", p.display());
-    }
-    0
+    crate::offline::command(
+        &crate::offline::OfflineSource::Samples(samples.to_path_buf()),
+        steps,
+        out,
+    )
 }
 
 /// Perfetto/Chrome trace JSON of a run: its captured timeline (when present and valid)
@@ -791,26 +781,19 @@ mod tests {
                 devices: devs,
                 sample_count: samples.len() as u64,
                 dropped: 0,
+                gpu_notes: vec![],
                 samples,
             }),
             metrics: None,
+            prometheus: None,
         }
     }
 
     fn device(id: u32, label: &str, kind: PowerDeviceKind) -> crate::telemetry::PowerDevice {
-        crate::telemetry::PowerDevice {
-            device: id,
-            kind,
-            label: label.into(),
-            index: Some(id),
-            uuid: None,
-            name: None,
-            power_basis: Some(PowerBasis::Instant),
-            status: crate::telemetry::SourceStatus::Ok,
-            unsupported: Default::default(),
-            errors: Default::default(),
-            energy: None,
-        }
+        let mut d =
+            crate::telemetry::PowerDevice::plain(id, kind, label.into(), Some(PowerBasis::Instant));
+        d.index = Some(id);
+        d
     }
 
     fn flat(id: u32, from_ms: u64, to_ms: u64) -> Vec<crate::telemetry::PowerSample> {
@@ -884,6 +867,52 @@ mod tests {
             .unwrap()
             .contains("gpu = \"off\"")
         );
+    }
+
+    /// A GPU in MIG mode is named with the reason, enters neither the join nor any window,
+    /// and alone is no power source: every energy figure is unavailable for that reason,
+    /// never measured. Beside an attributable device it is named and left out of the sum.
+    #[test]
+    fn not_attributable_devices_are_named_and_enter_no_figure() {
+        let mut mig = device(0, "gpu0", PowerDeviceKind::Nvml);
+        mig.not_attributable = Some("gpu0 (GPU-x) is in MIG mode: …".into());
+        let t = power_run(vec![(mig.clone(), flat(0, 0, 1000))]);
+        let named = not_attributable_devices(&t);
+        assert_eq!(
+            named,
+            vec!["gpu0: not attributable: gpu0 (GPU-x) is in MIG mode: …".to_string()]
+        );
+        // The join leaves the device out entirely (it has power samples).
+        assert!(attribution_input(&t, 1).power.is_empty());
+        let p = power_report(Some(&t), false);
+        assert_eq!(p.source, None);
+        assert_eq!(p.not_attributable, named);
+        assert_eq!(
+            p.reason.as_deref(),
+            Some(
+                "no attributable power device (gpu0: not attributable: gpu0 (GPU-x) is in MIG mode: …)"
+            )
+        );
+        let run = RunEnergy::attribute(&[], Some(&t), p);
+        let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
+        assert_eq!(e.energy_per_trajectory_j.value, None);
+        assert_eq!(e.energy_per_trajectory_j.basis, Basis::Unavailable);
+        assert!(
+            e.energy_j.reason.as_deref().unwrap().contains("MIG mode"),
+            "{e:?}"
+        );
+
+        let mixed = power_run(vec![
+            (mig, flat(0, 0, 1000)),
+            (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 1000)),
+        ]);
+        let p = power_report(Some(&mixed), false);
+        assert_eq!((p.source, p.devices), (Some(PowerSource::Nvml), 1));
+        assert_eq!(p.not_attributable, named);
+        let run = RunEnergy::attribute(&[], Some(&mixed), p);
+        // 100 W over 500 ms on the one attributable device: 50 J, not 100 J.
+        let w = run.window(0, 500 * MS).unwrap();
+        assert_eq!(w.energy_mj, 50_000);
     }
 
     /// Issue 13 item 3: one definition of a job's energy figures (device energy over its

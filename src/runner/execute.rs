@@ -239,12 +239,30 @@ pub fn grade_all(executed: Vec<ExecutedJob>) -> Vec<GradedJob> {
                 .trajectories
                 .iter()
                 .map(|t| {
+                    // A call counts as valid unless its arguments failed the tool's schema
+                    // (or it named no declared tool).
+                    let valid: Vec<String> = t
+                        .steps
+                        .iter()
+                        .filter(|s| {
+                            s.kind == crate::runner::steps::StepKind::Tool
+                                && !matches!(
+                                    s.tool_error,
+                                    Some(
+                                        crate::model::ToolErrorCode::BadArguments
+                                            | crate::model::ToolErrorCode::UnknownTool
+                                    )
+                                )
+                        })
+                        .map(|s| s.name.clone())
+                        .collect();
                     evaluate(
                         &e.job.job.checks,
                         &GradeSubject {
                             final_answer: t.final_answer.as_deref(),
                             stdout: t.stdout.as_deref(),
                             tool_calls: &t.tools_called,
+                            valid_tool_calls: &valid,
                         },
                     )
                 })
@@ -892,6 +910,7 @@ fn agentic_plan(
         seed: Some(seed),
         max_steps: a.max_steps,
         max_repeated_tool_calls: a.max_repeated_tool_calls,
+        tool_choice: a.tool_choice.clone(),
         script: (a.mode == AgenticMode::Scripted).then(|| {
             a.script
                 .iter()

@@ -27,9 +27,9 @@ use crate::model::load::WindowEnergy;
 use crate::model::request::redact_secrets;
 use crate::model::{
     AttributionOutcome, Basis, CaptureReport, EndpointReport, FailureCount, Figure, GradingCheck,
-    HarnessReport, JobKind, JobReport, JobStatus, Quality, REPORT_SCHEMA, RunReport,
-    StepAttribution, StepKind, StepReport, SummaryReport, TokenSource, TrajectoryOutcome,
-    TrajectoryReport, tokens_per_joule,
+    HarnessReport, JobKind, JobReport, JobStatus, NO_STEP_ENERGY, Quality, REPORT_SCHEMA,
+    RunReport, StepAttribution, StepKind, StepReport, SummaryReport, TokenSource,
+    TrajectoryOutcome, TrajectoryReport, tokens_per_joule,
 };
 use crate::render::{self, EndpointLabel, Style};
 use crate::runner::capture::Capture;
@@ -259,7 +259,7 @@ fn trajectory_report(
     let energy = match outcome {
         Some(AttributionOutcome::Attributed(m)) => {
             let basis = m.energy_basis.map_or(Basis::Unavailable, Basis::from);
-            Figure::from_option(m.total_energy_mj, basis, "no step has an energy figure")
+            Figure::from_option(m.total_energy_mj, basis, NO_STEP_ENERGY)
         }
         _ => steps
             .first()
@@ -522,6 +522,8 @@ fn job_report(
         notes.push("not run: cancelled before start".into());
     }
     if ran {
+        // A GPU in MIG mode is named in every job's notes with the reason.
+        notes.extend(run.power().not_attributable.iter().cloned());
         match job_energy.energy_per_trajectory_j.basis {
             Basis::Simulated => notes
                 .push("energy is simulated (built-in simulator power model), not measured".into()),

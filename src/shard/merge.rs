@@ -880,6 +880,10 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
     let power = if sources.len() == 1 {
         PowerReport {
             devices: shards.iter().map(|s| s.report.power.devices).sum(),
+            not_attributable: shards
+                .iter()
+                .flat_map(|s| s.report.power.not_attributable.iter().cloned())
+                .collect(),
             ..first.power.clone()
         }
     } else {
@@ -890,6 +894,10 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
                 sources.into_iter().collect::<Vec<_>>().join(", ")
             )),
             devices: shards.iter().map(|s| s.report.power.devices).sum(),
+            not_attributable: shards
+                .iter()
+                .flat_map(|s| s.report.power.not_attributable.iter().cloned())
+                .collect(),
         }
     };
     let quality = shards

@@ -208,7 +208,7 @@ pub(crate) async fn scrape(
 
 /// `e: source: source…` on one line (reqwest's own text omits the cause, e.g. "connection
 /// refused" or "operation timed out").
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(s) = cur {

@@ -223,6 +223,32 @@ fn spec(p: EngineProfile) -> Option<&'static ProfileSpec> {
     }
 }
 
+/// The metric families one profile reads: counter families (as declared, without the
+/// `_total` sample suffix) and gauge families, each once, in profile order. `None` for
+/// [`EngineProfile::Auto`] (detect first).
+pub fn families(p: EngineProfile) -> Option<(Vec<&'static str>, Vec<&'static str>)> {
+    let spec = spec(p)?;
+    let mut counters: Vec<&'static str> = Vec::new();
+    for alts in spec.counters {
+        for alt in alts.iter() {
+            for f in alt.iter() {
+                if !counters.contains(f) {
+                    counters.push(f);
+                }
+            }
+        }
+    }
+    let mut gauges: Vec<&'static str> = Vec::new();
+    for (_, fams) in spec.gauges {
+        for f in fams.iter() {
+            if !gauges.contains(f) {
+                gauges.push(f);
+            }
+        }
+    }
+    Some((counters, gauges))
+}
+
 /// Signature of a counter's `_created` samples (series key → value bits), used as a reset
 /// signal across scrapes. Empty when the engine exposes no `_created`.
 pub type CreatedSignature = Vec<(String, u64)>;

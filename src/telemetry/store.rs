@@ -51,6 +51,7 @@ struct SourcesOut<'a> {
     proc: &'a Option<ProcTimeline>,
     power: &'a Option<PowerTimeline>,
     metrics: &'a Option<MetricsTimeline>,
+    prometheus: &'a Option<MetricsTimeline>,
 }
 
 /// `samples/sources.json` as read back (schema [`SCHEMA`]; format in the module docs of
@@ -74,6 +75,10 @@ pub struct SamplesSources {
     pub power: Option<PowerTimeline>,
     /// Metrics source, `null` when not configured.
     pub metrics: Option<MetricsTimeline>,
+    /// Prometheus source, `null` (or absent, in files written before it existed) when not
+    /// configured.
+    #[serde(default)]
+    pub prometheus: Option<MetricsTimeline>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SamplesError + '_ {
@@ -146,7 +151,7 @@ fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, Sampl
 }
 
 impl TelemetryRun {
-    /// Writes `<dir>/samples/{proc,gpu,metrics}.jsonl` and `<dir>/samples/sources.json`
+    /// Writes `<dir>/samples/{proc,gpu,metrics,prometheus}.jsonl` and `<dir>/samples/sources.json`
     /// (creating `samples/`), each file atomically. Formats: module docs of
     /// [`crate::telemetry`]. Returns the `samples/` path.
     pub fn write_samples(&self, dir: &Path) -> Result<PathBuf, SamplesError> {
@@ -176,6 +181,13 @@ impl TelemetryRun {
                 .map(|p| &p.samples)
                 .unwrap_or(&empty_metrics),
         )?;
+        write_jsonl(
+            &sdir.join("prometheus.jsonl"),
+            self.prometheus
+                .as_ref()
+                .map(|p| &p.samples)
+                .unwrap_or(&empty_metrics),
+        )?;
         let sources = sdir.join("sources.json");
         let out = SourcesOut {
             schema: SCHEMA,
@@ -186,6 +198,7 @@ impl TelemetryRun {
             proc: &self.proc,
             power: &self.power,
             metrics: &self.metrics,
+            prometheus: &self.prometheus,
         };
         write_atomic(&sources, |w| {
             serde_json::to_writer_pretty(&mut *w, &out).map_err(|source| SamplesError::Json {
@@ -230,6 +243,7 @@ impl TelemetryRun {
             proc: s.proc,
             power: s.power,
             metrics: s.metrics,
+            prometheus: s.prometheus,
         };
         if let Some(p) = &mut run.proc {
             p.samples = read_jsonl(&sdir.join("proc.jsonl"))?;
@@ -239,6 +253,9 @@ impl TelemetryRun {
         }
         if let Some(m) = &mut run.metrics {
             m.samples = read_jsonl(&sdir.join("metrics.jsonl"))?;
+        }
+        if let Some(m) = &mut run.prometheus {
+            m.samples = read_jsonl(&sdir.join("prometheus.jsonl"))?;
         }
         Ok(run)
     }

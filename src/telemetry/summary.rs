@@ -1,7 +1,8 @@
 //! The run's telemetry as summarised in `report.json` → `telemetry` (pure): per source its
 //! status, period and counts; per power device its whole-run energy; for the engine's
 //! `/metrics` the whole-run increase of each canonical counter (reset-aware, C15) and each
-//! gauge per engine with its max and mean (data-parallel engines are never summed).
+//! gauge per engine with its max and mean (data-parallel engines are never summed); the
+//! same for the Prometheus source, with how it was read.
 
 use std::collections::BTreeMap;
 
@@ -46,11 +47,13 @@ pub fn summarize(t: &TelemetryRun) -> TelemetrySummary {
                         energy_method: e.and_then(|e| e.energy_method),
                         energy_reason: e.and_then(|e| e.reason.clone()),
                         power_coverage: e.and_then(|e| e.power_coverage),
+                        not_attributable: d.not_attributable.clone(),
                     }
                 })
                 .collect(),
         }),
         metrics: t.metrics.as_ref().map(metrics_summary),
+        prometheus: t.prometheus.as_ref().map(metrics_summary),
     }
 }
 
@@ -71,6 +74,7 @@ pub fn metrics_summary(m: &MetricsTimeline) -> MetricsSummary {
             .map(|&id| (id.name().to_string(), m.increase(id)))
             .collect(),
         gauges: gauge_summaries(&m.samples),
+        prometheus: m.prometheus.clone(),
     }
 }
 
