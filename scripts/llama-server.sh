@@ -40,6 +40,8 @@
 #   LLAMA_ALIAS        model name the server lists in /v1/models (default: the model file's
 #                      stem, so tiny.gguf serves as "tiny")
 #   LLAMA_BUILD_JOBS   parallel compile jobs (default $(nproc))
+#   LLAMA_EXTRA_ARGS   more server flags, split on whitespace (e.g. "--jinja
+#                      --chat-template-file T.jinja" for llama.cpp's tool-call handling)
 #
 # A fresh Debian machine: when missing, installs build-essential (C/C++ toolchain) and
 # python3-venv with `apt-get install -y` (DEBIAN_FRONTEND=noninteractive; needs root or sudo).
@@ -263,8 +265,12 @@ llama_start() {
     _llama_bin_ok || { _llama_die "no llama-server at $LLAMA_BIN; run: $0 build"; return 1; }
     LLAMA_LOG="${LLAMA_LOG:-$(mktemp "${TMPDIR:-/tmp}/llama-server.XXXXXX.log")}"
     local alias="${LLAMA_ALIAS:-$(basename "$model" .gguf)}"
+    local -a extra=()
+    # shellcheck disable=SC2206 # split on whitespace on purpose
+    [ -n "${LLAMA_EXTRA_ARGS:-}" ] && extra=(${LLAMA_EXTRA_ARGS})
     "$LLAMA_BIN" -m "$model" --alias "$alias" --host 127.0.0.1 --port 0 --metrics --slots \
-        -c "${LLAMA_CTX:-4096}" -np 1 -t "${LLAMA_THREADS:-2}" >"$LLAMA_LOG" 2>&1 </dev/null &
+        -c "${LLAMA_CTX:-4096}" -np 1 -t "${LLAMA_THREADS:-2}" "${extra[@]}" \
+        >"$LLAMA_LOG" 2>&1 </dev/null &
     LLAMA_PID=$!
     LLAMA_PORT=""
     deadline=$(($(date +%s) + timeout))

@@ -34,6 +34,10 @@ pub enum Command {
         /// Only jobs whose id contains this text (or matches this `*` glob).
         #[arg(long)]
         filter: Option<String>,
+        /// Only the jobs of partition K of N (`count:K/N` or `hash:K/N`, as in
+        /// `run --partition`), after `--filter`.
+        #[arg(long, value_name = "KIND:K/N", value_parser = parse_partition)]
+        partition: Option<crate::shard::Partition>,
     },
     /// Run suites against an endpoint (the built-in simulator when none is named).
     Run {
@@ -108,11 +112,51 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         into: PathBuf,
     },
-    /// Offline ADR-013 join of an external driver's step markers with sampled timelines.
+    /// Merge the run directories of every shard of one run (`run --partition` or
+    /// `--shard`) into one run directory: figures from the union of the shards' requests,
+    /// each shard's clock domain, anchor and artifacts kept (`shards/K/`). Exit: the merged
+    /// run's status (0 passed, 100 a job or gate failed or a shard was cancelled, 96 a
+    /// setup error); 2 when the shards do not belong together or a directory cannot be
+    /// read or written.
+    Merge {
+        /// The shards' run directories (each K of 1..=N exactly once, any order).
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+        /// Where to write the merged run directory (new or empty).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Assumed bound of the wall-clock offset between the shards' hosts, ms: shards on
+        /// other hosts are aligned by their unix anchors, whose clocks differ by their
+        /// sync error (not measured). Shards of one host share one wall clock and use the
+        /// anchors' measured read brackets instead.
+        #[arg(long, value_name = "MS", default_value_t = crate::shard::merge::DEFAULT_HOST_OFFSET_MS)]
+        host_clock_offset_ms: f64,
+    },
+    /// Print Kubernetes manifests that run a suite as N shards (an Indexed Job) and merge
+    /// them (a Job that waits for the Indexed Job's completion condition).
+    K8s(crate::shard::k8s::K8sArgs),
+    /// Offline ADR-013 join of an external driver's step markers with sampled timelines:
+    /// a samples directory, saved Prometheus query_range answers, or an inferscope report.
     Trajectory {
-        /// A `samples/` directory written by a run (see docs of `telemetry`).
-        #[arg(long)]
-        samples: PathBuf,
+        /// A `samples/` directory written by a run or by any tool (docs/samples.md).
+        #[arg(long, required_unless_present_any = ["prometheus_range", "inferscope_report"],
+              conflicts_with_all = ["prometheus_range", "inferscope_report"])]
+        samples: Option<PathBuf>,
+        /// A saved Prometheus `/api/v1/query_range` answer (JSON) of a plain selector,
+        /// e.g. `{__name__=~"vllm:.*",job="vllm"}`; repeat for several.
+        #[arg(long, value_name = "FILE", conflicts_with = "inferscope_report")]
+        prometheus_range: Vec<PathBuf>,
+        /// Engine profile naming the families of `--prometheus-range`.
+        #[arg(long, value_name = "ENGINE", default_value = "auto", requires = "prometheus_range",
+              value_parser = ["auto", "vllm", "sglang", "llamacpp", "sim"])]
+        engine: String,
+        /// Served model selecting `--prometheus-range` series by `model_name`/`model`.
+        #[arg(long, value_name = "NAME", requires = "prometheus_range")]
+        model: Option<String>,
+        /// A report JSON of the inferscope project (its reference_instant_unix_ns and its
+        /// gpu/kvcache/phase timelines).
+        #[arg(long, value_name = "FILE")]
+        inferscope_report: Option<PathBuf>,
         /// Step-marker JSONL file (`step_id, kind, t_start_unix_ns, t_end_unix_ns`).
         #[arg(long)]
         steps: PathBuf,
@@ -132,6 +176,7 @@ impl Command {
         match self {
             Command::Check { .. }
             | Command::List { .. }
+            | Command::K8s(_)
             | Command::Timeline { .. }
             | Command::Compare { .. } => true,
             Command::Report { otlp_endpoint, .. } => otlp_endpoint.is_none(),
@@ -238,4 +283,27 @@ pub struct RunArgs {
     /// Console message format.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
     pub message_format: MessageFormat,
+    /// Run only partition K of N of the selected jobs: `count:K/N` (round-robin over the
+    /// sorted job ids) or `hash:K/N` (XXH64 of the job id mod N, stable across runs and
+    /// hosts); nextest's syntax. Applied after `--filter`.
+    #[arg(long, value_name = "KIND:K/N", value_parser = parse_partition, conflicts_with = "shard")]
+    pub partition: Option<crate::shard::Partition>,
+    /// Run shard K of N of every load job's load: a share of its concurrency, arrival rate
+    /// and unit count, with a seed derived from the suite seed (sequential jobs run on
+    /// shard 1 only). `merge` joins the N run directories.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<crate::shard::ShardSpec>,
+    /// Hold the first request until this wall-clock instant (seconds since the Unix
+    /// epoch, fractional allowed), so shards on several hosts start together; the lag
+    /// from it is recorded in report.json (`shard.start_at`).
+    #[arg(long, value_name = "UNIX_TS")]
+    pub start_at: Option<String>,
+}
+
+fn parse_partition(s: &str) -> Result<crate::shard::Partition, String> {
+    s.parse()
+}
+
+fn parse_shard(s: &str) -> Result<crate::shard::ShardSpec, String> {
+    s.parse()
 }

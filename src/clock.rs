@@ -20,6 +20,7 @@ pub struct RunClock {
     origin: Instant,
     reference_instant_unix_ns: u64,
     clock_domain_id: Arc<str>,
+    anchor_read_ns: u64,
 }
 
 impl RunClock {
@@ -30,6 +31,9 @@ impl RunClock {
     pub fn start() -> Self {
         let origin = Instant::now();
         let wall = SystemTime::now();
+        // The anchor's read bracket: the wall clock was read within this many ns after the
+        // reference instant (the bound of this host's own anchor error; issue 17).
+        let anchor_read_ns = u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let reference_instant_unix_ns = wall
             .duration_since(UNIX_EPOCH)
             .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
@@ -44,7 +48,15 @@ impl RunClock {
             origin,
             reference_instant_unix_ns,
             clock_domain_id,
+            anchor_read_ns,
         }
+    }
+
+    /// How long after the reference instant the wall clock was read for the anchor, ns:
+    /// the anchor is exact to within this on this host's wall clock (0 for a clock made by
+    /// [`RunClock::with_anchor`]).
+    pub fn anchor_read_ns(&self) -> u64 {
+        self.anchor_read_ns
     }
 
     /// A clock with a given anchor, for deterministic tests and offline joins.
@@ -53,6 +65,7 @@ impl RunClock {
             origin,
             reference_instant_unix_ns,
             clock_domain_id: domain.into(),
+            anchor_read_ns: 0,
         }
     }
 

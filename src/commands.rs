@@ -1,21 +1,33 @@
 //! The subcommands behind the CLI: each takes parsed arguments and returns the process
-//! exit status (0 ok, 100 a job/gate failed, 2 bad input, 1 integrity error, 3
-//! inconclusive). Console output goes to stdout; diagnostics to stderr.
+//! exit status (0 ok, 100 a job/gate failed or the run was cancelled, 96 a setup error —
+//! the endpoint failed the preflight —, 2 bad input, 1 integrity error, 3 inconclusive).
+//! Console output goes to stdout; diagnostics to stderr.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Command, MessageFormat, ReportFormat, RunArgs, TimelineCommand};
 use crate::gate::EXIT_BAD_INPUT;
-use crate::render::{self, JobReportView, RunTotals, Style};
-use crate::runner::{self, RunOptions, report::RunReport};
+use crate::model::RunReport;
+use crate::render::{self, Style};
+use crate::runner::{self, RunOptions};
 use crate::suite::{self, ResolvedSuite, RunOverrides, SuiteError};
 
 /// Runs one parsed command.
 pub async fn dispatch(cmd: Command) -> i32 {
     match cmd {
         Command::Check { suites } => check(&suites),
-        Command::List { suites, filter } => list(&suites, filter.as_deref()),
+        Command::List {
+            suites,
+            filter,
+            partition,
+        } => list(&suites, filter.as_deref(), partition),
+        Command::Merge {
+            run_dirs,
+            out,
+            host_clock_offset_ms,
+        } => crate::shard::merge::command(&run_dirs, &out, host_clock_offset_ms),
+        Command::K8s(args) => crate::shard::k8s::command(args),
         Command::Run { args, after } => run(args, after).await,
         Command::Serve(args) => crate::serve::run(args).await,
         Command::Sim(args) => match crate::sim::serve(args).await {
@@ -27,11 +39,29 @@ pub async fn dispatch(cmd: Command) -> i32 {
         },
         Command::Timeline {
             command: TimelineCommand::Verify { run_dir },
-        } => {
-            let r = crate::timeline::verify(&run_dir);
-            println!("{r}");
-            r.exit_code()
-        }
+        } => match crate::shard::merge::shard_dirs(&run_dir) {
+            // A merged run keeps each shard's timeline verbatim under shards/K: each is
+            // verified against its own report (1 when any fails, else 2 when any is
+            // unavailable, else 0).
+            Some(shards) => {
+                let mut code = 0;
+                for (k, dir) in shards {
+                    let r = crate::timeline::verify_run(&dir);
+                    println!("shard {k}: {r}");
+                    code = match (code, r.exit_code()) {
+                        (1, _) | (_, 1) => 1,
+                        (c, 0) => c,
+                        (_, e) => e,
+                    };
+                }
+                code
+            }
+            None => {
+                let r = crate::timeline::verify_run(&run_dir);
+                println!("{r}");
+                r.exit_code()
+            }
+        },
         Command::Report {
             run_dir,
             format,
@@ -57,9 +87,25 @@ pub async fn dispatch(cmd: Command) -> i32 {
         } => crate::baseline::compare_command(&run_dir, &baseline, noise_pct, regression_pct),
         Command::Trajectory {
             samples,
+            prometheus_range,
+            engine,
+            model,
+            inferscope_report,
             steps,
             out,
-        } => runner::energy::offline_join(&samples, &steps, out.as_deref()),
+        } => {
+            let src = match (samples, inferscope_report) {
+                (Some(dir), _) => crate::offline::OfflineSource::Samples(dir),
+                (None, Some(f)) => crate::offline::OfflineSource::InferscopeReport(f),
+                (None, None) => crate::offline::OfflineSource::PrometheusRange {
+                    files: prometheus_range,
+                    profile: crate::telemetry::EngineProfile::parse(&engine)
+                        .unwrap_or(crate::telemetry::EngineProfile::Auto),
+                    model,
+                },
+            };
+            crate::offline::command(&src, &steps, out.as_deref())
+        }
         Command::Overhead(args) => crate::overhead::command(args).await,
         Command::Snapshot { run_dir, into } => crate::harness::snapshot_command(&run_dir, &into),
     }
@@ -110,23 +156,32 @@ fn check(paths: &[PathBuf]) -> i32 {
     }
 }
 
-fn list(paths: &[PathBuf], filter: Option<&str>) -> i32 {
+fn list(
+    paths: &[PathBuf],
+    filter: Option<&str>,
+    partition: Option<crate::shard::Partition>,
+) -> i32 {
     match load_all(paths) {
         Ok(suites) => {
-            let mut listed = 0usize;
-            for s in &suites {
-                for j in &s.jobs {
-                    if filter.is_none_or(|f| suite::filter_matches(f, &j.id)) {
-                        println!("{}  {}", j.id, j.kind_name().as_str());
-                        listed += 1;
-                    }
+            let jobs: Vec<&suite::Job> = suites
+                .iter()
+                .flat_map(|s| s.jobs.iter())
+                .filter(|j| filter.is_none_or(|f| suite::filter_matches(f, &j.id)))
+                .collect();
+            if jobs.is_empty() && filter.is_some() {
+                // As `run`: a filter that selects nothing is a bad flag, not an empty list.
+                return no_job_selected(filter);
+            }
+            let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+            // As `run --partition`: the partition applies to what the filter selected, and
+            // may hold no job (that shard has nothing to do).
+            let keep = partition.map_or_else(|| vec![true; ids.len()], |p| p.selects(&ids));
+            for (j, k) in jobs.iter().zip(keep) {
+                if k {
+                    println!("{}  {}", j.id, j.kind_name().as_str());
                 }
             }
-            match filter {
-                // As `run`: a filter that selects nothing is a bad flag, not an empty list.
-                Some(f) if listed == 0 => no_job_selected(Some(f)),
-                _ => 0,
-            }
+            0
         }
         Err(code) => code,
     }
@@ -174,9 +229,26 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
 }
 
 async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
-    let resolved = match resolve_run(&args) {
+    let mut resolved = match resolve_run(&args) {
         Ok(r) => r,
         Err(code) => return code,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    let shard = match crate::shard::plan(
+        args.partition,
+        args.shard,
+        args.start_at.as_deref(),
+        &mut resolved,
+        now,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_BAD_INPUT;
+        }
     };
     let baseline = match &after.baseline {
         None => None,
@@ -241,6 +313,9 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             "{}",
             render::start_line(jobs, resolved.len(), &label, Style::PLAIN)
         );
+        if let Some(s) = &shard {
+            println!("{}", crate::shard::describe_run(s));
+        }
     }
     let cancelled = runner::install_signal_flag();
     let outcome = runner::run_with(
@@ -252,7 +327,7 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             quiet: false,
         },
         cancelled,
-        runner::RunExtras { baseline },
+        runner::RunExtras { baseline, shard },
     )
     .await;
     let stdout = std::io::stdout();
@@ -277,14 +352,15 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
         }
         MessageFormat::Json => {
             for j in &outcome.report.jobs {
-                let _ = writeln!(out, "{}", render::job_message(&j.view()));
+                let _ = writeln!(out, "{}", render::job_message(j));
             }
-            let views: Vec<JobReportView> = outcome.report.jobs.iter().map(|j| j.view()).collect();
-            let totals = RunTotals::from_jobs(&views, outcome.report.summary.duration_ns);
             let _ = writeln!(
                 out,
                 "{}",
-                render::summary_message(&totals, &runner::report::endpoint_label(&outcome.report))
+                render::summary_message(
+                    &outcome.report.summary,
+                    &runner::report::endpoint_label(&outcome.report)
+                )
             );
         }
     }
@@ -300,11 +376,7 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             let _ = writeln!(out, "run directory: {}", outcome.run_dir.display());
         }
         MessageFormat::Json => {
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::json!({"type": "artifacts", "run_dir": outcome.run_dir})
-            );
+            let _ = writeln!(out, "{}", render::json::artifacts_message(&outcome.run_dir));
         }
     }
     if let Some(url) = &after.otlp_endpoint {
@@ -324,26 +396,7 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
 /// Errors: one line naming the flag, the path and the reason.
 fn check_output_paths(args: &RunArgs) -> Result<(), String> {
     if let Some(dir) = &args.out {
-        match std::fs::read_dir(dir) {
-            Ok(mut entries) => {
-                if entries.next().is_some() {
-                    return Err(format!(
-                        "--out {}: the directory is not empty (a previous run?); a run \
-                         directory must be new or empty, so no earlier artifact is read as \
-                         this run's",
-                        dir.display()
-                    ));
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(_) if dir.exists() && !dir.is_dir() => {
-                return Err(format!(
-                    "--out {}: exists and is not a directory",
-                    dir.display()
-                ));
-            }
-            Err(e) => return Err(format!("--out {}: {e}", dir.display())),
-        }
+        check_new_or_empty_dir(dir)?;
     }
     if let Some(path) = &args.junit {
         if path.is_dir() {
@@ -364,24 +417,55 @@ fn check_output_paths(args: &RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn views(report: &RunReport) -> (Vec<JobReportView>, RunTotals) {
-    let views: Vec<JobReportView> = report.jobs.iter().map(|j| j.view()).collect();
-    let totals = RunTotals::from_jobs(&views, report.summary.duration_ns);
-    (views, totals)
+/// `--out DIR` of `run` and `merge`: a new path or an empty directory (a directory holding
+/// files, e.g. a previous run, is refused: its old `timeline/` or `samples/` would sit
+/// next to the new `report.json` and be read as this run's). Errors name the flag.
+pub fn check_new_or_empty_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(format!(
+                    "--out {}: the directory is not empty (a previous run?); a run \
+                     directory must be new or empty, so no earlier artifact is read as \
+                     this run's",
+                    dir.display()
+                ));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(_) if dir.exists() && !dir.is_dir() => Err(format!(
+            "--out {}: exists and is not a directory",
+            dir.display()
+        )),
+        Err(e) => Err(format!("--out {}: {e}", dir.display())),
+    }
 }
 
 fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
-    let (views, _) = views(report);
-    let xml = render::junit_xml("inferscope-bench", &views, report.summary.duration_ns)
+    let xml = render::junit_xml("inferscope-bench", &report.jobs, report.summary.duration_ns)
         .map_err(|e| e.to_string())?;
     std::fs::write(path, xml).map_err(|e| e.to_string())
 }
 
-/// Reads a run's `report.json`.
+/// Reads a run's `report.json` through the bounded reader ([`crate::fsio`]: no symlink
+/// below `run_dir`, no FIFO or device, at most [`crate::fsio::limits::REPORT_BYTES`]) and
+/// the typed model: schema `inferscope-bench.report/v2` only (a v1 report is refused as an
+/// unsupported schema, naming it). A run without it is incomplete (the report is the
+/// artifact a run writes last).
 pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
     let p = run_dir.join("report.json");
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    let bytes = crate::fsio::Root::open(run_dir, true)
+        .and_then(|r| r.read(&["report.json"], crate::fsio::limits::REPORT_BYTES))
+        .map_err(|e| match e {
+            crate::fsio::ReadError::NotFound => format!(
+                "{}: not found: an incomplete run (report.json is written last) or not a \
+                 run directory",
+                p.display()
+            ),
+            e => format!("{}: {e}", p.display()),
+        })?;
+    RunReport::from_json(&bytes).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
@@ -420,13 +504,14 @@ async fn report_command(
 }
 
 fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<&Path>) -> i32 {
-    let (views, totals) = views(rep);
     let text = match format {
-        ReportFormat::Markdown => {
-            render::markdown_summary(&views, &totals, &runner::report::endpoint_label(rep))
-        }
+        ReportFormat::Markdown => render::markdown_summary(
+            &rep.jobs,
+            &rep.summary,
+            &runner::report::endpoint_label(rep),
+        ),
         ReportFormat::Junit => {
-            match render::junit_xml("inferscope-bench", &views, rep.summary.duration_ns) {
+            match render::junit_xml("inferscope-bench", &rep.jobs, rep.summary.duration_ns) {
                 Ok(x) => x,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -434,7 +519,8 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
                 }
             }
         }
-        ReportFormat::Json => serde_json::to_string_pretty(rep).unwrap_or_default(),
+        // Byte-for-byte the `report.json` the run wrote (the typed model round-trips).
+        ReportFormat::Json => String::from_utf8(rep.to_json()).unwrap_or_default(),
         ReportFormat::OtlpJson => {
             serde_json::to_string_pretty(&crate::otlp::export(rep)).unwrap_or_default()
         }
@@ -447,6 +533,15 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
                 );
             }
             page
+        }
+        ReportFormat::Perfetto if rep.merge.is_some() => {
+            match crate::shard::merge::perfetto(run_dir, rep) {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return EXIT_BAD_INPUT;
+                }
+            }
         }
         ReportFormat::Perfetto => match runner::energy::perfetto(run_dir, rep) {
             Ok(v) => v,

@@ -9,7 +9,9 @@
 //! of each trajectory ([`attribution`], ADR-013), and turns the results into pass/fail gates
 //! ([`gate`]) with nextest-style output ([`render`]). Jobs can run under load —
 //! trajectories in flight, seeded arrival rates, sweeps ([`load`]) — be compared with saved
-//! baselines ([`baseline`]), and be exported as OTLP trace spans ([`otlp`]).
+//! baselines ([`baseline`]), be exported as OTLP trace spans ([`otlp`]), and be divided
+//! among shards on several machines and merged back ([`shard`]). Everything a
+//! run reports is one typed model ([`model`]): every figure with its basis.
 //!
 //! Pure logic (parsing, statistics, attribution, gates) does no I/O; I/O lives at the edges
 //! (`client`, `telemetry`, `timeline` persistence, `sim`, `runner`).
@@ -20,15 +22,20 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod commands;
+pub mod fsio;
 pub mod gate;
 pub mod grade;
 pub mod harness;
 pub mod load;
+pub mod model;
+pub mod offline;
 pub mod otlp;
 pub mod overhead;
+pub mod redact;
 pub mod render;
 pub mod runner;
 pub mod serve;
+pub mod shard;
 pub mod sim;
 pub mod stats;
 pub mod suite;

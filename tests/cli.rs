@@ -7,7 +7,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -111,7 +110,7 @@ fn agentic_suite_on_the_simulator_passes_and_writes_exactly_into_out() {
     }
 
     let r = report(&out);
-    assert_eq!(r["schema"], "inferscope-bench.report/v1");
+    assert_eq!(r["schema"], "inferscope-bench.report/v2");
     assert_eq!(r["endpoint"]["simulated"], true);
     assert_eq!(r["summary"]["exit_status"], 0);
     assert_eq!(r["capture"]["quality"], "complete");
@@ -661,19 +660,7 @@ fn message_format_json_prints_only_json_lines() {
 #[test]
 fn sim_command_serves_a_run_and_stops_on_ctrl_c() {
     let cwd = tempfile::tempdir().unwrap();
-    let mut sim = support::command(cwd.path())
-        .args(["sim", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(sim.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:") && w.ends_with("/v1"))
-        .unwrap_or_else(|| panic!("no URL in {first:?}"))
-        .to_string();
+    let (mut sim, url) = support::spawn_sim(cwd.path(), &["--ttft-ms", "5", "--itl-ms", "1"]);
     let suite = quick_suite(cwd.path(), "");
     let out = cwd.path().join("run");
     let o = run(
@@ -704,31 +691,12 @@ fn sim_command_serves_a_run_and_stops_on_ctrl_c() {
     assert_eq!(r["endpoint"]["simulated"], false, "an external endpoint");
     assert_eq!(r["endpoint"]["base_url"], url.as_str());
     assert_eq!(status.code(), Some(0));
-    // No power source (no GPU sampled, not the built-in simulator): no energy, and no
-    // basis either — never `measured` (missing is null).
-    let steps: Vec<&Value> = r["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|j| j["trajectories"].as_array().unwrap())
-        .flat_map(|t| t["steps"].as_array().unwrap())
-        .collect();
-    assert!(!steps.is_empty());
-    for s in steps {
-        assert_eq!(s["energy_mj"], Value::Null, "{s}");
-        assert_eq!(s["energy_basis"], Value::Null, "{s}");
+    if r["power"]["source"] == "nvml" {
+        // A machine with NVML and a GPU: a real measurement, labelled as one.
+        assert_eq!(r["power"]["reason"], Value::Null);
+    } else {
+        no_power_source_anywhere(&r, &text(&o).0);
     }
-    let t = &r["trajectory"];
-    assert_eq!(t["concurrency"]["energy_basis"], Value::Null, "{t}");
-    for tr in t["trajectories"].as_array().unwrap() {
-        assert_eq!(tr["energy_basis"], Value::Null, "{tr}");
-        for s in tr["steps"].as_array().unwrap() {
-            assert_eq!(s["energy_basis"], Value::Null, "{s}");
-        }
-    }
-    let console = text(&o).0;
-    assert!(console.contains("energy basis —"), "{console}");
-    assert!(!console.contains("energy basis measured"), "{console}");
     // Nothing else was written.
     assert!(
         files_under(cwd.path()).iter().all(|(p, _)| {
@@ -871,13 +839,10 @@ fn declared_concurrency_is_capped_and_stated_honestly() {
         .lines()
         .find(|l| l.starts_with("trajectory c4::one#0"))
         .unwrap_or_else(|| panic!("no trajectory header:\n{console}"));
-    assert!(header.contains("energy basis: simulated"), "{header}");
-    assert!(
-        header.ends_with("concurrency: 1 trajectory in flight"),
-        "{header}"
-    );
+    assert!(header.contains("energy basis simulated"), "{header}");
+    assert!(header.ends_with(" · 1 trajectory in flight"), "{header}");
     let r = report(&out);
-    let t = &r["trajectory"];
+    let t = &r["attribution"];
     assert_eq!(t["declared_max_trajectories_in_flight"], 1, "{t}");
     assert_eq!(t["observed_max_trajectories_in_flight"], 1, "{t}");
     assert_eq!(t["concurrency"]["max_trajectories_in_flight"], 1, "{t}");
@@ -889,7 +854,7 @@ fn declared_concurrency_is_capped_and_stated_honestly() {
             .starts_with("Controlled concurrency")
     );
     for s in r["jobs"][0]["trajectories"][0]["steps"].as_array().unwrap() {
-        assert_eq!(s["energy_basis"], "simulated", "{s}");
+        assert_eq!(s["energy"]["basis"], "simulated", "{s}");
     }
 
     // Eight units, four at a time: they overlap on the simulator.
@@ -898,7 +863,7 @@ fn declared_concurrency_is_capped_and_stated_honestly() {
     let o = run(cwd.path(), &["run", &eight, "--out", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let r = report(&out);
-    let t = &r["trajectory"];
+    let t = &r["attribution"];
     assert_eq!(t["declared_max_trajectories_in_flight"], 4, "{t}");
     let observed = t["observed_max_trajectories_in_flight"].as_u64().unwrap();
     assert_eq!(t["concurrency"]["energy_basis"], "apportioned", "{t}");
@@ -974,5 +939,52 @@ fn names_too_long_for_timeline_ids_exit_2_at_the_name() {
             assert!(err.contains("too long"), "{args:?}:\n{err}");
             assert_eq!(wire.accepted(), 0, "{args:?} reached the endpoint");
         }
+    }
+}
+
+/// No power source (no GPU sampled, not the built-in simulator): no energy, and no basis
+/// either — never `measured` (missing is null, basis `unavailable`, with the reason).
+fn no_power_source_anywhere(r: &Value, console: &str) {
+    let steps: Vec<&Value> = r["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|j| j["trajectories"].as_array().unwrap())
+        .flat_map(|t| t["steps"].as_array().unwrap())
+        .collect();
+    assert!(!steps.is_empty());
+    for s in steps {
+        assert_eq!(s["energy"]["value"], Value::Null, "{s}");
+        assert_eq!(s["energy"]["basis"], "unavailable", "{s}");
+        assert!(
+            s["energy"]["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("no power source"),
+            "{s}"
+        );
+    }
+    assert_eq!(r["power"]["source"], Value::Null, "{}", r["power"]);
+    let t = &r["attribution"];
+    assert_eq!(t["concurrency"]["energy_basis"], Value::Null, "{t}");
+    for tr in r["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|j| j["trajectories"].as_array().unwrap())
+    {
+        assert_eq!(tr["attribution"]["energy_basis"], Value::Null, "{tr}");
+        assert_eq!(tr["energy"]["basis"], "unavailable", "{tr}");
+    }
+    assert!(console.contains("energy basis —"), "{console}");
+    assert!(!console.contains("energy basis measured"), "{console}");
+    // Issue 13 item 3: `gpu = "auto"` with no NVML is no power source, and the header
+    // says so with the reason, never `power nvml`.
+    assert!(!console.contains("power nvml"), "{console}");
+    assert!(console.contains("power unavailable ("), "{console}");
+    for j in r["jobs"].as_array().unwrap() {
+        let tpj = &j["energy"]["tokens_per_joule"];
+        assert_eq!(tpj["value"], Value::Null, "{tpj}");
+        assert_eq!(tpj["basis"], "unavailable", "{tpj}");
     }
 }

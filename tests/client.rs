@@ -219,8 +219,9 @@ async fn c12a_outgoing_body_headers_and_missing_usage() {
     assert!(head.contains("authorization: bearer sk-test-key"));
     assert!(head.contains("accept: text/event-stream"));
     assert!(r.is_success());
-    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
-    assert_eq!(r.completion_tokens, Some(2));
+    assert_eq!(r.token_source(), Some(TokenSource::ClientEstimate));
+    assert_eq!(r.completion_tokens, None, "an estimate is not usage");
+    assert_eq!(r.completion_tokens_estimate.map(|e| e.tokens), Some(2));
     assert_eq!(r.prompt_tokens, None);
     assert_eq!(r.cached_tokens, None);
     assert_eq!(r.request_id, "req-1");
@@ -245,7 +246,7 @@ async fn server_usage_and_cached_tokens_are_recorded() {
     let r = chat_once(config(&base), true).await;
     assert!(r.is_success());
     assert_eq!(r.completion_tokens, Some(2));
-    assert_eq!(r.token_source, Some(TokenSource::Server));
+    assert_eq!(r.token_source(), Some(TokenSource::Server));
     assert_eq!(r.prompt_tokens, Some(12));
     assert_eq!(r.cached_tokens, Some(8));
     assert_eq!(r.itl_ns.len(), 1);
@@ -475,7 +476,7 @@ async fn http_500_is_http_status_with_code_and_text() {
     assert_eq!(r.failure_code, Some(FailureCode::HttpStatus));
     assert_eq!(r.http_status, Some(500));
     assert_eq!(r.error.as_deref(), Some("HTTP 500: boom"));
-    assert_eq!(r.token_source, None);
+    assert_eq!(r.token_source(), None);
     assert_eq!(r.completion_tokens, None);
 }
 
@@ -496,7 +497,7 @@ async fn non_streaming_request_has_e2e_but_no_ttft() {
     assert!(r.e2e_ms().unwrap() >= 50.0);
     assert_eq!(r.output.text, "Hello there");
     assert_eq!(r.completion_tokens, Some(2));
-    assert_eq!(r.token_source, Some(TokenSource::Server));
+    assert_eq!(r.token_source(), Some(TokenSource::Server));
 }
 
 #[tokio::test]

@@ -108,7 +108,10 @@ fn fault_case(reply: Reply, code: &str, extra: &str) -> (Value, Value) {
     }
     assert_eq!(j["stats"]["succeeded"], 3);
     assert_eq!(j["stats"]["failed"], 1);
-    assert_eq!(j["failure_codes"], serde_json::json!([[code, 1]]));
+    assert_eq!(
+        j["failure_codes"],
+        serde_json::json!([{"code": code, "count": 1}])
+    );
     let err_gate = j["verdicts"]
         .as_array()
         .unwrap()
@@ -427,9 +430,13 @@ fn hostile_tool_calls_are_tool_errors_and_never_leave_the_fixtures_root() {
         .iter()
         .filter(|s| s["kind"] == "tool")
         .map(|s| {
+            // A failed tool step's code is `tool_error`; which one is its `tool_error`.
+            if !s["failure_code"].is_null() {
+                assert_eq!(s["failure_code"], "tool_error", "{s}");
+            }
             (
                 s["status"].as_str().unwrap(),
-                s["failure_code"].as_str().unwrap_or("-"),
+                s["tool_error"].as_str().unwrap_or("-"),
             )
         })
         .collect();

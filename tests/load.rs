@@ -73,49 +73,60 @@ async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
 
     // The trajectory report: simulated at one in flight (the simulator's power model is
     // never `measured`), apportioned above.
-    let groups = r["trajectory"]["groups"].as_array().unwrap();
+    let groups = r["attribution"]["groups"].as_array().unwrap();
     let basis_of = |label: &str| {
         groups
             .iter()
             .find(|g| g["group"].as_str().unwrap().ends_with(label))
-            .unwrap_or_else(|| panic!("no group {label}: {groups:?}"))["energy_basis"]
+            .unwrap_or_else(|| panic!("no group {label}: {groups:?}"))["concurrency"]["energy_basis"]
             .clone()
     };
     assert_eq!(basis_of("concurrency 1"), "simulated");
     assert_eq!(basis_of("concurrency 4"), "apportioned");
     assert_eq!(basis_of("concurrency 16"), "apportioned");
     assert_eq!(
-        r["trajectory"]["concurrency"]["energy_basis"],
+        r["attribution"]["concurrency"]["energy_basis"],
         "apportioned"
     );
-    for t in r["trajectory"]["trajectories"].as_array().unwrap() {
-        let id = t["trajectory"].as_str().unwrap();
+    for t in job["trajectories"].as_array().unwrap() {
+        let id = t["id"].as_str().unwrap();
         let want = if id.contains("#p0.") {
             "simulated"
         } else {
             "apportioned"
         };
-        assert_eq!(t["energy_basis"], want, "{id}");
+        assert_eq!(t["attribution"]["energy_basis"], want, "{id}");
+        assert_eq!(t["energy"]["basis"], want, "{id}");
     }
     for t in job["trajectories"].as_array().unwrap() {
         let concurrent = !t["id"].as_str().unwrap().contains("#p0.");
         for s in t["steps"].as_array().unwrap() {
-            let b = s["energy_basis"].as_str();
+            let b = s["energy"]["basis"].as_str();
             assert_ne!(
                 b,
                 Some("measured"),
                 "the simulator's energy is never measured"
             );
-            if concurrent && b.is_some() {
+            if concurrent {
                 assert_eq!(b, Some("apportioned"), "{}", t["id"]);
             }
         }
     }
-    let tables = runner::report::trajectory_tables(&o.report).join("\n");
+    // One definition of the job's energy figures: window energy over the points.
+    let e = &job["energy"];
+    assert_eq!(e["tokens_per_joule"]["basis"], "simulated", "{e}");
+    assert_eq!(e["energy_per_trajectory_j"]["basis"], "apportioned", "{e}");
+    let window_j: f64 = points
+        .iter()
+        .map(|p| p["energy"]["energy_mj"].as_f64().unwrap())
+        .sum::<f64>()
+        / 1000.0;
     assert!(
-        tables.contains("energy basis: apportioned") || tables.contains("apportioned"),
-        "{tables}"
+        (e["energy_j"]["value"].as_f64().unwrap() - window_j).abs() < 1e-9,
+        "job energy is the points' window energy: {e}"
     );
+    let tables = runner::report::trajectory_tables(&o.report).join("\n");
+    assert!(tables.contains("energy basis apportioned"), "{tables}");
     assert!(
         tables.contains("per-step energy is apportioned, not measured"),
         "{tables}"

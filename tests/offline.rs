@@ -65,7 +65,24 @@ fn offline_join_reproduces_the_runs_step_energy() {
         String::from_utf8_lossy(&st.stdout)
     );
     let report = support::report(&run);
-    let online = step_energies(&report["trajectory"]);
+    // The run's steps carry their energy figure inside each trajectory.
+    let mut online: Vec<(String, u64, Option<u64>)> = report["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|j| j["trajectories"].as_array().unwrap())
+        .flat_map(|t| {
+            let id = t["id"].as_str().unwrap().to_string();
+            t["steps"].as_array().unwrap().iter().map(move |s| {
+                (
+                    id.clone(),
+                    s["step_id"].as_u64().unwrap(),
+                    s["energy"]["value"].as_u64(),
+                )
+            })
+        })
+        .collect();
+    online.sort();
     assert!(
         online.iter().any(|(_, _, e)| e.is_some()),
         "the simulated power source attributes energy to some step"
@@ -94,8 +111,9 @@ fn offline_join_reproduces_the_runs_step_energy() {
         .as_array()
         .unwrap()
         .iter()
-        .zip(report["trajectory"]["trajectories"].as_array().unwrap())
+        .zip(report["jobs"][0]["trajectories"].as_array().unwrap())
     {
+        let b = &b["attribution"];
         assert_eq!(a["unattributed_energy_mj"], b["unattributed_energy_mj"]);
         assert_eq!(a["whole_run_energy_mj"], b["whole_run_energy_mj"]);
     }

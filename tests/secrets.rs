@@ -14,6 +14,9 @@ use std::path::Path;
 use support::{Hostile, Received, Reply, describe, files_under, run, write};
 
 const MARK: &str = "SECRET-MARKER-";
+/// The suite's API key (from `api_key_env`): never in any artifact, even when a server
+/// echoes it into its error text.
+const KEY: &str = "sk-test-SECRET-MARKER-api-key";
 
 /// Fixture files and the suite's tools, with a marker in each response source.
 fn plant_fixtures(dir: &Path) {
@@ -95,13 +98,39 @@ max_tokens = 16
     )
 }
 
-/// Asserts that no file under `run_dir` contains the marker prefix; returns the number of
-/// files scanned.
+/// `report.json` with every request's `error` excerpt blanked after checking its bound: the
+/// one place a server's own error text is kept (bounded, redacted; issue 13). Returns the
+/// report's other text and the excerpts.
+fn report_without_error_excerpts(bytes: &[u8]) -> (String, Vec<String>) {
+    let mut v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+    let mut excerpts = Vec::new();
+    for j in v["jobs"].as_array_mut().unwrap() {
+        for r in j["requests"].as_array_mut().unwrap() {
+            if let Some(e) = r["error"].as_str() {
+                assert!(
+                    e.len() <= 512 + '…'.len_utf8(),
+                    "error excerpt over 512 bytes: {e}"
+                );
+                excerpts.push(e.to_string());
+                r["error"] = serde_json::Value::Null;
+            }
+        }
+    }
+    (v.to_string(), excerpts)
+}
+
+/// Asserts that no file under `run_dir` contains the marker prefix — `report.json`'s
+/// request error excerpts aside (a server's error text, kept bounded and redacted, and
+/// never in the timeline); returns the number of files scanned.
 fn assert_clean(run_dir: &Path) -> usize {
     let files = files_under(run_dir);
     let mut dirty = Vec::new();
     for (p, bytes) in &files {
-        let text = String::from_utf8_lossy(bytes);
+        let text = if p.ends_with("report.json") {
+            std::borrow::Cow::Owned(report_without_error_excerpts(bytes).0)
+        } else {
+            String::from_utf8_lossy(bytes)
+        };
         for (i, _) in text.match_indices(MARK) {
             let end = (i + 60).min(text.len());
             let end = (end..=text.len())
@@ -135,6 +164,9 @@ fn assert_artifacts_present(run_dir: &Path) {
 
 /// Against a hostile endpoint: markers in what is sent (prompts, tool results, arguments)
 /// and in what comes back (responses, tool-call arguments, in-band and HTTP error text).
+/// A server's error text is kept in `report.json` only — bounded to 512 bytes, with the
+/// suite's API key and any `Authorization`/`Bearer` value redacted — never in the timeline,
+/// the step markers or the samples.
 #[test]
 fn no_marker_from_prompts_tools_responses_or_errors_reaches_any_artifact() {
     let server = Hostile::start("hostile-model", |r: &Received| {
@@ -154,6 +186,12 @@ fn no_marker_from_prompts_tools_responses_or_errors_reaches_any_artifact() {
             Reply::Status(500, format!("{MARK}http-error in request"))
         } else if id.contains(".s10.") {
             Reply::Status(400, format!("{MARK}http-400 validation"))
+        } else if id.contains(".s11.") {
+            // A server that echoes the credentials it was sent into its error text.
+            Reply::Status(
+                401,
+                format!("invalid key {KEY}; Authorization: Bearer {KEY}; api_key={MARK}q"),
+            )
         } else {
             Reply::Ok(format!("{MARK}response text quoting the tools"))
         }
@@ -162,18 +200,20 @@ fn no_marker_from_prompts_tools_responses_or_errors_reaches_any_artifact() {
     plant_fixtures(cwd.path());
     let suite = format!(
         "name = \"sec\"\nendpoint = \"{}\"\nmodel = \"hostile-model\"\ncapture_timeline = true\n\
+         api_key_env = \"SEC_TEST_KEY\"\n\
          [telemetry]\nmetrics = false\n\
          {TOOLS}\n{}\n\
-         [[jobs]]\nname = \"errors\"\nkind = \"context\"\nsizes = [8, 9, 10, 11]\nmax_tokens = 8\n",
+         [[jobs]]\nname = \"errors\"\nkind = \"context\"\nsizes = [8, 9, 10, 11, 12]\nmax_tokens = 8\n",
         server.base_url(),
         agentic_jobs()
     );
     write(cwd.path(), "sec.toml", &suite);
     let out = cwd.path().join("run");
-    let o = run(
-        cwd.path(),
-        &["run", "sec.toml", "--out", out.to_str().unwrap()],
-    );
+    let o = support::command(cwd.path())
+        .args(["run", "sec.toml", "--out", out.to_str().unwrap()])
+        .env("SEC_TEST_KEY", KEY)
+        .output()
+        .unwrap();
     assert!(matches!(o.status.code(), Some(0 | 100)), "{}", describe(&o));
 
     // The markers were in play: sent in prompts and tool results, and received.
@@ -209,8 +249,35 @@ fn no_marker_from_prompts_tools_responses_or_errors_reaches_any_artifact() {
         .collect();
     assert_eq!(
         codes,
-        vec!["stream_error", "http_status", "http_status", "none"]
+        vec![
+            "stream_error",
+            "http_status",
+            "http_status",
+            "http_status",
+            "none"
+        ]
     );
+    // The error excerpts are in report.json (no longer `null`), with the key redacted.
+    let (_, excerpts) =
+        report_without_error_excerpts(&std::fs::read(out.join("report.json")).unwrap());
+    assert!(
+        excerpts.iter().any(|e| e.contains("http-400 validation")),
+        "{excerpts:?}"
+    );
+    let echoed = excerpts
+        .iter()
+        .find(|e| e.contains("invalid key"))
+        .expect("the 401 body's excerpt");
+    assert!(!echoed.contains(KEY), "{echoed}");
+    assert!(echoed.contains("Bearer [redacted]"), "{echoed}");
+    assert!(echoed.contains("api_key=[redacted]"), "{echoed}");
+    for (p, bytes) in files_under(&out) {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "the API key is in {}",
+            p.display()
+        );
+    }
 
     assert_artifacts_present(&out);
     let scanned = assert_clean(&out);

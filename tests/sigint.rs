@@ -115,6 +115,13 @@ fn interrupted_run(sig: i32) {
 
     // Exited on its own (not killed by the signal), non-zero: 100, as a failed run.
     assert_eq!(status.code(), Some(100), "{all}");
+    // The job the signal cut short is CANCELLED (never PASS nor FAIL).
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("CANCELLED [") && l.ends_with(" sig::ctx")),
+        "{all}"
+    );
     // The job that never started is NOT RUN, not FAIL, and not counted as run.
     assert!(
         stdout
@@ -136,7 +143,7 @@ fn interrupted_run(sig: i32) {
     );
     assert!(
         stdout.lines().any(|l| l.contains("Summary [")
-            && l.ends_with("] 1 job run: 0 passed, 1 failed, 1 not run (cancelled)")),
+            && l.ends_with("] 1 job run: 0 passed, 0 failed, 1 cancelled, 1 not run (cancelled)")),
         "{all}"
     );
     assert!(stderr.contains("interrupt"), "{all}");
@@ -192,9 +199,20 @@ fn interrupted_run(sig: i32) {
         "{}",
         job(&r, "sig::later")
     );
-    assert_eq!(j["status"], "fail");
+    // Stopped part-way by the signal: cancelled, never a pass or a plain failure.
+    assert_eq!(j["status"], "cancelled");
+    assert!(
+        j["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "cancelled (Ctrl-C / SIGTERM): 0 of 1 trajectories ran to their end"),
+        "{}",
+        j["notes"]
+    );
     assert_eq!(r["summary"]["jobs"], 1, "{}", r["summary"]);
-    assert_eq!(r["summary"]["failed"], 1, "{}", r["summary"]);
+    assert_eq!(r["summary"]["failed"], 0, "{}", r["summary"]);
+    assert_eq!(r["summary"]["cancelled"], 1, "{}", r["summary"]);
     assert_eq!(r["summary"]["not_run"], 1, "{}", r["summary"]);
     assert_eq!(r["summary"]["exit_status"], 100, "{}", r["summary"]);
 
@@ -259,7 +277,7 @@ fn sigint_json_messages_say_not_run_for_a_job_never_started() {
             .find(|m| m["type"] == "job" && m["id"] == id)
             .unwrap_or_else(|| panic!("no job message for {id}\n{all}"))
     };
-    assert_eq!(job_msg("sig::ctx")["status"], "fail", "{all}");
+    assert_eq!(job_msg("sig::ctx")["status"], "cancelled", "{all}");
     assert_eq!(job_msg("sig::later")["status"], "not_run", "{all}");
     let summary = msgs
         .iter()
@@ -268,7 +286,8 @@ fn sigint_json_messages_say_not_run_for_a_job_never_started() {
     assert_eq!(summary["status"], "fail", "{summary}");
     assert_eq!(summary["jobs"], 1, "{summary}");
     assert_eq!(summary["passed"], 0, "{summary}");
-    assert_eq!(summary["failed"], 1, "{summary}");
+    assert_eq!(summary["failed"], 0, "{summary}");
+    assert_eq!(summary["cancelled"], 1, "{summary}");
     assert_eq!(summary["not_run"], 1, "{summary}");
     assert_eq!(summary["exit_code"], 100, "{summary}");
 }
@@ -297,4 +316,100 @@ fn sigkill_mid_run_leaves_no_manifest_and_verify_says_unavailable() {
     let v = run(cwd.path(), &["timeline", "verify", out.to_str().unwrap()]);
     assert_eq!(v.status.code(), Some(2), "{}", describe(&v));
     assert!(support::text(&v).0.contains("unavailable"));
+}
+
+/// Issue 13 item 4: a load job stopped by Ctrl-C after 1 of its 3 sweep points is
+/// `cancelled` everywhere — the console line, report.json, the JSON messages, JUnit (an
+/// `<error type="cancelled">`, never a success) and the dashboard — never PASS (it used to
+/// pass everywhere, JUnit included); the cancelled run exits 100.
+#[test]
+fn ctrl_c_during_a_sweep_cancels_the_load_job_everywhere() {
+    let server = Hostile::start("hostile-model", |r: &Received| {
+        // Point 0's requests answer at once; later points' stall past the signal.
+        if r.request_id().contains(".tp0.") {
+            Reply::Ok("quick answer".into())
+        } else {
+            Reply::SlowFirstByte(STALL, "late".into())
+        }
+    });
+    let cwd = tempfile::tempdir().unwrap();
+    let s = format!(
+        "name = \"sig\"\nendpoint = \"{}\"\nmodel = \"hostile-model\"\n\
+         [telemetry]\nmetrics = false\nsample_period_ms = 20\n\
+         [[jobs]]\nname = \"sweep\"\nkind = \"context\"\nsizes = [8]\nmax_tokens = 4\n\
+         count = 2\nsweep = {{ concurrency = [1, 2, 4] }}\n",
+        server.base_url()
+    );
+    support::write(cwd.path(), "sig.toml", &s);
+    for json in [false, true] {
+        let out = cwd.path().join(if json { "json" } else { "human" });
+        let junit = cwd.path().join("junit.xml");
+        let mut args = vec!["--junit", junit.to_str().unwrap()];
+        if json {
+            args = vec!["--message-format", "json"];
+        }
+        let before = server.chat_requests().len();
+        let mut child = spawn_run_with(cwd.path(), &out, &args);
+        // Point 0 (2 requests) done and point 1's first request read: it is in flight.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !server.chat_requests()[before..]
+            .iter()
+            .any(|r| r.request_id().contains(".tp1."))
+        {
+            if let Some(s) = child.try_wait().unwrap() {
+                panic!("run ended early: {s:?}");
+            }
+            assert!(Instant::now() < deadline, "point 1 never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        signal(&child, libc::SIGINT);
+        let (status, stdout, stderr) = wait_exit(child);
+        let all = format!("status {status:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+        assert_eq!(status.code(), Some(100), "{all}");
+        let r = report(&out);
+        let j = job(&r, "sig::sweep");
+        assert_eq!(j["status"], "cancelled", "{all}");
+        assert_eq!(j["load"]["points_planned"], 3, "{}", j["load"]);
+        assert_eq!(j["load"]["points_run"], 2, "{}", j["load"]);
+        assert!(
+            j["notes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n == "cancelled (Ctrl-C / SIGTERM): 1 of 3 sweep points ran to their end"),
+            "{}",
+            j["notes"]
+        );
+        assert_eq!(r["summary"]["cancelled"], 1);
+        assert_eq!(r["summary"]["passed"], 0);
+        if json {
+            let msg: Value = stdout
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .find(|m| m["type"] == "job")
+                .expect("a job message");
+            assert_eq!(msg["status"], "cancelled", "{all}");
+        } else {
+            assert!(
+                stdout.lines().any(
+                    |l| l.trim_start().starts_with("CANCELLED [") && l.ends_with(" sig::sweep")
+                ),
+                "{all}"
+            );
+            assert!(!stdout.contains("PASS ["), "{all}");
+            let xml = std::fs::read_to_string(&junit).unwrap();
+            assert!(xml.contains(r#"errors="1""#), "{xml}");
+            assert!(xml.contains(r#"type="cancelled""#), "{xml}");
+            assert!(!xml.contains("<failure"), "{xml}");
+            // The dashboard's page marks it cancelled, not passed.
+            let html = cwd.path().join("run.html");
+            support::report_html(&out, &html);
+            let page = std::fs::read_to_string(&html).unwrap();
+            assert!(
+                page.contains("\"status\":\"cancelled\""),
+                "the detail says cancelled"
+            );
+            assert!(page.contains("⏹ cancelled"), "the page's status text");
+        }
+    }
 }

@@ -9,10 +9,10 @@ use super::input::{
 };
 use super::markers::{StepKind, StepMarker};
 use super::metrics::{
-    ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, EnergyBasis, EnergySource,
-    MarkerFlag, MarkerIssue, PowerSourceLabel, RunAttribution, SourceKind, SourceSamples,
-    StepDeviceEnergy, StepMetrics, TrajectoryMetrics, TrajectoryOutcome, WithheldTrajectory,
-    WithholdReason, in_flight_phrase,
+    ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, EnergyBasis, MarkerFlag,
+    MarkerIssue, PowerBasisLabel, PowerSource, RunAttribution, SourceKind, SourceSamples,
+    StepAttribution, StepDeviceEnergy, StepMetrics, TrajectoryAttribution, TrajectoryMetrics,
+    TrajectoryOutcome, WithheldTrajectory, WithholdReason, in_flight_phrase,
 };
 use crate::stats::total_if_complete;
 
@@ -40,7 +40,7 @@ integral, but windows of different trajectories may overlap: never sum trajector
 pub fn concurrency_condition(
     declared: u32,
     observed: Option<u32>,
-    source: Option<EnergySource>,
+    source: Option<PowerSource>,
 ) -> ConcurrencyCondition {
     let max = declared.max(observed.unwrap_or(0));
     let statement = if max > 1 {
@@ -77,7 +77,7 @@ pub struct StepKey {
 pub struct Attributor<'a> {
     input: &'a AttributionInput,
     prepared: Prepared<'a>,
-    source: Option<EnergySource>,
+    source: Option<PowerSource>,
     condition: ConcurrencyCondition,
     /// Whole-run doubled mW·ns per device slot (`None` without power).
     whole: Vec<Option<(u64, u64, u128)>>,
@@ -104,7 +104,7 @@ impl<'a> Attributor<'a> {
         } else {
             Vec::new()
         };
-        let source = EnergySource::of_bases(input.power.iter().map(|p| p.basis));
+        let source = PowerSource::of_bases(input.power.iter().map(|p| p.basis));
         Attributor {
             input,
             prepared,
@@ -232,6 +232,8 @@ impl<'a> Attributor<'a> {
         );
 
         let mut device_steps_mj = vec![0u64; p.devices.len()];
+        let mut device_llm_mj = vec![None::<u64>; p.devices.len()];
+        let mut device_tool_mj = vec![None::<u64>; p.devices.len()];
         // Search cursors, one per series: kept steps are usually in time order, so each
         // window's search starts where the previous one's did (a merge sweep).
         let mut power_hint = vec![0usize; p.power.len()];
@@ -241,9 +243,14 @@ impl<'a> Attributor<'a> {
         for k in &classified.kept {
             let (s, e) = (k.start, k.end);
             let duration_ns = e - s;
+            let llm_step = k.marker.kind == StepKind::LlmCall;
             let mut samples_by_source = Vec::with_capacity(p.devices.len() * 2 + p.counters.len());
             let mut devices = Vec::with_capacity(p.devices.len());
             let mut energy = None::<u64>;
+            // A device with a power series but no segment inside the window makes a sum
+            // over the others partial: the step's figure is then withheld (each device's
+            // own figure stays in `devices`).
+            let mut partial = false;
             let (mut min_samples, mut min_covered) = (None::<u64>, None::<u64>);
             for (di, slot) in p.devices.iter().enumerate() {
                 let pw = slot
@@ -257,7 +264,14 @@ impl<'a> Attributor<'a> {
                     .map(|(_, w)| doubled_to_mj(w.doubled));
                 if let Some(mj) = dev_energy {
                     device_steps_mj[di] += mj;
+                    if llm_step {
+                        device_llm_mj[di] = Some(device_llm_mj[di].unwrap_or(0) + mj);
+                    } else {
+                        device_tool_mj[di] = Some(device_tool_mj[di].unwrap_or(0) + mj);
+                    }
                     energy = Some(energy.unwrap_or(0) + mj);
+                } else if pw.is_some() {
+                    partial = true;
                 }
                 if let Some((_, w)) = pw {
                     min_samples = Some(
@@ -316,6 +330,7 @@ impl<'a> Attributor<'a> {
             let cache_hits_delta = delta(c_h, h_h);
             let u = usage.get(&k.marker.step_id).copied().unwrap_or_default();
             let llm = k.marker.kind == StepKind::LlmCall;
+            let energy = energy.filter(|_| !partial);
             steps.push(StepMetrics {
                 step_id: k.marker.step_id,
                 kind: k.marker.kind,
@@ -323,34 +338,36 @@ impl<'a> Attributor<'a> {
                 start_elapsed_ns: s,
                 end_elapsed_ns: e,
                 duration_ns,
-                samples_in_window: min_samples,
-                samples_by_source,
-                coverage: min_covered
-                    .filter(|_| duration_ns > 0)
-                    .map(|c| c as f64 / duration_ns as f64),
                 energy_mj: energy,
                 energy_basis: basis,
-                power_basis: power_label,
-                low_confidence: any_averaged && duration_ns < AVERAGED_POWER_WINDOW_NS,
-                counter_energy_mj: counter_energy,
-                devices,
-                prompt_tokens_delta,
-                generation_tokens_delta,
-                cache_hits_delta,
-                cache_queries_delta,
-                usage: u,
-                tokens_per_joule: if llm {
-                    per_joule(generation_tokens_delta, energy)
-                } else {
-                    None
+                attribution: StepAttribution {
+                    samples_in_window: min_samples,
+                    samples_by_source,
+                    coverage: min_covered
+                        .filter(|_| duration_ns > 0)
+                        .map(|c| c as f64 / duration_ns as f64),
+                    power_basis: power_label,
+                    low_confidence: any_averaged && duration_ns < AVERAGED_POWER_WINDOW_NS,
+                    counter_energy_mj: counter_energy,
+                    devices,
+                    prompt_tokens_delta,
+                    generation_tokens_delta,
+                    cache_hits_delta,
+                    cache_queries_delta,
+                    usage: u,
+                    tokens_per_joule: if llm {
+                        per_joule(generation_tokens_delta, energy)
+                    } else {
+                        None
+                    },
+                    usage_tokens_per_joule: if llm {
+                        per_joule(u.completion_tokens, energy)
+                    } else {
+                        None
+                    },
+                    cache_hit_rate: ratio(cache_hits_delta, cache_queries_delta),
+                    usage_cache_hit_rate: ratio(u.cached_tokens, u.prompt_tokens),
                 },
-                usage_tokens_per_joule: if llm {
-                    per_joule(u.completion_tokens, energy)
-                } else {
-                    None
-                },
-                cache_hit_rate: ratio(cache_hits_delta, cache_queries_delta),
-                usage_cache_hit_rate: ratio(u.cached_tokens, u.prompt_tokens),
             });
         }
 
@@ -379,10 +396,11 @@ impl<'a> Attributor<'a> {
             });
         }
 
-        let energy_of =
-            |kind: StepKind| sum_some(steps.iter().filter(|s| s.kind == kind).map(|s| s.energy_mj));
-        let llm_energy_mj = energy_of(StepKind::LlmCall);
-        let tool_energy_mj = energy_of(StepKind::Tool);
+        // Totals from the per-device step figures: a step whose own sum is withheld (one
+        // device lacked a segment) still counts the devices that had one, so steps plus
+        // unattributed reconcile to the whole run exactly, per device and in total.
+        let llm_energy_mj = sum_some(device_llm_mj.iter().copied());
+        let tool_energy_mj = sum_some(device_tool_mj.iter().copied());
         let total_energy_mj = sum_some([llm_energy_mj, tool_energy_mj].into_iter());
         let whole_run_energy_mj = sum_some(devices.iter().map(|d| d.whole_run_energy_mj));
         let unattributed_energy_mj = sum_some(devices.iter().map(|d| d.unattributed_energy_mj));
@@ -402,32 +420,35 @@ impl<'a> Attributor<'a> {
         let mut counters_scraped: Vec<CounterName> = p.counters.iter().map(|c| c.name).collect();
         counters_scraped.sort();
 
+        let total_generation_tokens_per_joule = per_joule(total_generation_tokens, total_energy_mj);
         TrajectoryMetrics {
             trajectory: label,
-            reference_instant_unix_ns: anchor,
-            run_window: run,
             steps,
-            dropped_steps: classified.dropped,
-            marker_flags: classified.flags,
-            total_energy_mj,
-            llm_energy_mj,
-            tool_energy_mj,
-            unattributed_energy_mj,
-            whole_run_energy_mj,
-            total_counter_energy_mj,
-            total_generation_tokens,
-            total_usage_completion_tokens,
-            trajectory_tokens_per_joule: per_joule(total_generation_tokens, total_energy_mj),
-            trajectory_usage_tokens_per_joule: per_joule(
-                total_usage_completion_tokens,
+            totals: TrajectoryAttribution {
+                reference_instant_unix_ns: anchor,
+                run_window: run,
+                dropped_steps: classified.dropped,
+                marker_flags: classified.flags,
                 total_energy_mj,
-            ),
-            energy_basis: basis,
-            power_basis: power_label,
-            low_confidence,
-            concurrency: self.condition.clone(),
-            counters_scraped,
-            devices,
+                llm_energy_mj,
+                tool_energy_mj,
+                unattributed_energy_mj,
+                whole_run_energy_mj,
+                total_counter_energy_mj,
+                total_generation_tokens,
+                total_usage_completion_tokens,
+                trajectory_tokens_per_joule: total_generation_tokens_per_joule,
+                trajectory_usage_tokens_per_joule: per_joule(
+                    total_usage_completion_tokens,
+                    total_energy_mj,
+                ),
+                energy_basis: basis,
+                power_basis: power_label,
+                low_confidence,
+                concurrency: self.condition.clone(),
+                counters_scraped,
+                devices,
+            },
         }
     }
 }
@@ -442,10 +463,7 @@ fn sum_some(it: impl Iterator<Item = Option<u64>>) -> Option<u64> {
 
 /// Tokens per joule: `tokens / (mj / 1000)`; `None` unless both are present and non-zero.
 fn per_joule(tokens: Option<u64>, mj: Option<u64>) -> Option<f64> {
-    match (tokens, mj) {
-        (Some(t), Some(e)) if t > 0 && e > 0 => Some(t as f64 * 1000.0 / e as f64),
-        _ => None,
-    }
+    crate::model::tokens_per_joule(tokens, mj)
 }
 
 /// `num / den`; `None` unless both are present and `den > 0`.
@@ -456,13 +474,8 @@ fn ratio(num: Option<u64>, den: Option<u64>) -> Option<f64> {
     }
 }
 
-fn power_source_label(mut bases: impl Iterator<Item = PowerBasis>) -> Option<PowerSourceLabel> {
-    let first = bases.next()?;
-    if bases.all(|b| b == first) {
-        Some(first.into())
-    } else {
-        Some(PowerSourceLabel::Mixed)
-    }
+fn power_source_label(bases: impl Iterator<Item = PowerBasis>) -> Option<PowerBasisLabel> {
+    PowerBasisLabel::of(bases)
 }
 
 fn common_trajectory(steps: &[&StepMarker]) -> Option<String> {

@@ -9,6 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::attribution::{CounterName, RunWindow, StepUsage};
+pub use crate::model::basis::PowerBasis;
+
 /// Largest accepted power reading, mW (1 MW per device).
 ///
 /// The bound keeps every doubled mW·ns accumulator inside `u128` and every mJ figure
@@ -20,31 +23,6 @@ pub const MAX_POWER_MW: u64 = 1_000_000_000;
 /// except GA100 and newer averages over 1 s; energy-and-engine-metrics.md §1.2, field case
 /// C20). A step shorter than this window on an `averaged_1s` series is `low_confidence`.
 pub const AVERAGED_POWER_WINDOW_NS: u64 = 1_000_000_000;
-
-/// What a power reading means (field case C20; energy-and-engine-metrics.md §1.2, §1.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PowerBasis {
-    /// Instantaneous power (`NVML_FI_DEV_POWER_INSTANT`, or `power_usage()` on GA100 and
-    /// older).
-    Instant,
-    /// `power_usage()` on Ampere (except GA100) and newer: a 1 s trailing average.
-    #[serde(rename = "averaged_1s")]
-    Averaged1s,
-    /// The built-in simulator's modelled power (no device measured anything).
-    Simulated,
-}
-
-impl PowerBasis {
-    /// The label written in reports: `instant`, `averaged_1s`, `simulated`.
-    pub fn label(self) -> &'static str {
-        match self {
-            PowerBasis::Instant => "instant",
-            PowerBasis::Averaged1s => "averaged_1s",
-            PowerBasis::Simulated => "simulated",
-        }
-    }
-}
 
 /// One power reading of one device: `elapsed_ns` from the reference instant and power in
 /// mW (integer). A sampler drops 0 mW / `NotSupported` readings as missing before they get
@@ -90,33 +68,6 @@ pub struct EnergyCounterSeries {
     pub samples: Vec<EnergyCounterSample>,
 }
 
-/// Canonical engine counters (issue 5 item 2; engine profiles map vLLM / SGLang / llama.cpp
-/// families onto these names, energy-and-engine-metrics.md §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CounterName {
-    /// Prompt tokens processed (vLLM `vllm:prompt_tokens_total`).
-    PromptTokens,
-    /// Generated tokens (vLLM `vllm:generation_tokens_total`).
-    GenerationTokens,
-    /// Prefix-cache queries, tokens (vLLM `vllm:prefix_cache_queries_total`).
-    PrefixCacheQueries,
-    /// Prefix-cache hits, tokens (vLLM `vllm:prefix_cache_hits_total`).
-    PrefixCacheHits,
-}
-
-impl CounterName {
-    /// The canonical name as written in reports (`prompt_tokens`, …).
-    pub fn label(self) -> &'static str {
-        match self {
-            CounterName::PromptTokens => "prompt_tokens",
-            CounterName::GenerationTokens => "generation_tokens",
-            CounterName::PrefixCacheQueries => "prefix_cache_queries",
-            CounterName::PrefixCacheHits => "prefix_cache_hits",
-        }
-    }
-}
-
 /// One scrape of a canonical counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CounterPoint {
@@ -139,30 +90,6 @@ pub struct CounterSeries {
     pub name: CounterName,
     /// Scrapes sorted by `elapsed_ns` (non-decreasing).
     pub samples: Vec<CounterPoint>,
-}
-
-/// Exact token counts from one LLM step's own response `usage` (energy-and-engine-metrics.md
-/// §4.6: per-response usage is exact per request; counters advance asynchronously). Each is
-/// `null` when the server did not report it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StepUsage {
-    /// `usage.prompt_tokens` (includes cached tokens).
-    pub prompt_tokens: Option<u64>,
-    /// `usage.prompt_tokens_details.cached_tokens` (or llama.cpp `timings.cache_n`).
-    pub cached_tokens: Option<u64>,
-    /// `usage.completion_tokens`.
-    pub completion_tokens: Option<u64>,
-}
-
-/// The measured window of the run, `[start_elapsed_ns, end_elapsed_ns]` (closed), in ns
-/// from the reference instant. Steps must lie inside it; the whole-run integral is taken
-/// over it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunWindow {
-    /// Window start, ns.
-    pub start_elapsed_ns: u64,
-    /// Window end, ns (≥ start, else the trajectory is withheld).
-    pub end_elapsed_ns: u64,
 }
 
 /// The concurrency condition of the run (ADR-013 "The wall: controlled concurrency only").

@@ -17,25 +17,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-/// Kind of a step (ADR-013 marker field `kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepKind {
-    /// One LLM call (a chat-completions request).
-    LlmCall,
-    /// One tool execution (no tokens flow; its window carries idle or tool energy).
-    Tool,
-}
-
-impl StepKind {
-    /// The marker label: `llm_call` or `tool`.
-    pub fn label(self) -> &'static str {
-        match self {
-            StepKind::LlmCall => "llm_call",
-            StepKind::Tool => "tool",
-        }
-    }
-}
+/// Kind of a step (ADR-013 marker field `kind`): the report model's.
+pub use crate::model::StepKind;
 
 /// One ADR-013 step marker as written in `steps.jsonl`.
 ///
@@ -61,15 +44,29 @@ pub struct StepMarker {
     pub name: Option<String>,
 }
 
-/// One line of a marker file that could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MarkerLineError {
-    /// 1-based line number in the file.
-    pub line: usize,
-    /// What was wrong (serde_json's message, e.g. `invalid type: floating point
-    /// \`1.7e18\`, expected u64 at line 1 column 33`).
-    pub message: String,
+impl StepMarker {
+    /// The runner's marker of one step (unix ns), labelled with its trajectory and name.
+    pub fn at(
+        trajectory: &str,
+        step_id: u64,
+        kind: StepKind,
+        t_start_unix_ns: u64,
+        t_end_unix_ns: u64,
+        name: &str,
+    ) -> StepMarker {
+        StepMarker {
+            step_id,
+            kind,
+            t_start_unix_ns,
+            t_end_unix_ns,
+            trajectory: Some(trajectory.to_string()),
+            name: Some(name.to_string()),
+        }
+    }
 }
+
+/// One line of a marker file that could not be read: the report model's.
+pub use crate::model::attribution::MarkerLineError;
 
 /// Most line errors one [`MarkerFileError`] lists; further bad lines are counted only.
 pub const MAX_MARKER_ERRORS: usize = 20;
@@ -107,69 +104,160 @@ pub enum MarkerReadError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The file is not valid ADR-013 JSONL.
-    #[error("step markers {path}: {source}")]
-    Parse {
-        /// The path given.
-        path: String,
-        /// The line errors.
-        source: MarkerFileError,
-    },
 }
 
-/// Parses ADR-013 marker JSONL text (pure).
+/// A marker file as read: every valid marker (with its line), every rejected line, and
+/// whether its last line was cut off (a harness killed mid-write).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct MarkerFile {
+    /// Valid markers in file order.
+    pub markers: Vec<StepMarker>,
+    /// 1-based line of each marker (same order as `markers`).
+    pub lines: Vec<usize>,
+    /// The 1-based line of a half-written last line (no final newline and not a valid
+    /// marker): left out, every record before it kept.
+    pub truncated_tail: Option<usize>,
+    /// Why that last line did not parse (for the strict reader's message).
+    #[serde(skip)]
+    pub truncated_tail_error: Option<String>,
+    /// Rejected lines (other than a truncated tail), up to [`MAX_MARKER_ERRORS`].
+    pub rejected: Vec<MarkerLineError>,
+    /// Rejected lines in the whole file (≥ `rejected.len()`).
+    pub rejected_count: usize,
+}
+
+impl MarkerFile {
+    /// The 1-based lines of the markers with `step_id` whose times are those given.
+    pub fn lines_of(&self, step_id: u64, t_start: u64, t_end: u64) -> Vec<usize> {
+        self.markers
+            .iter()
+            .zip(&self.lines)
+            .filter(|(m, _)| {
+                m.step_id == step_id && m.t_start_unix_ns == t_start && m.t_end_unix_ns == t_end
+            })
+            .map(|(_, &l)| l)
+            .collect()
+    }
+
+    /// Every problem as `FILE:LINE: …` lines (`file` as given): the rejected lines, the
+    /// omitted count and a truncated tail.
+    pub fn problems(&self, file: &str) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .rejected
+            .iter()
+            .map(|e| format!("{file}:{}: rejected step marker: {}", e.line, e.message))
+            .collect();
+        if self.rejected_count > self.rejected.len() {
+            out.push(format!(
+                "{file}: … {} more rejected step-marker line(s)",
+                self.rejected_count - self.rejected.len()
+            ));
+        }
+        if let Some(l) = self.truncated_tail {
+            out.push(format!(
+                "{file}:{l}: truncated last line (half-written, no newline): left out; the {} \
+                 valid marker(s) before it are kept",
+                self.markers.len()
+            ));
+        }
+        out
+    }
+}
+
+/// One line's message, bounded and never quoting the line.
+fn line_message(e: &serde_json::Error) -> String {
+    crate::redact::excerpt(&e.to_string())
+}
+
+/// Reads ADR-013 marker JSONL bytes leniently (pure): every valid line is kept; a last
+/// line without its newline that does not parse is a truncated tail; other bad lines
+/// (invalid JSON, fields, UTF-8) are rejected with their line numbers.
 ///
-/// Blank lines are skipped; a UTF-8 BOM and CRLF line ends are accepted. Each other line
-/// must be one JSON object with the four required fields; `step_id` and both times must be
-/// JSON integers in `0..=u64::MAX` (floats, exponents, negatives and larger values are
-/// rejected, never rounded). Markers come back in file order, unvalidated against each other
-/// (ordering and overlap are the attribution's job).
-///
-/// Errors: [`MarkerFileError`] listing every bad line (1-based) up to
-/// [`MAX_MARKER_ERRORS`].
-pub fn parse_step_markers(text: &str) -> Result<Vec<StepMarker>, MarkerFileError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut markers = Vec::new();
-    let mut errors = Vec::new();
-    let mut bad_lines = 0usize;
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+/// Blank lines are skipped; a UTF-8 BOM and CRLF line ends are accepted. `step_id` and
+/// both times must be JSON integers in `0..=u64::MAX` (floats, exponents, negatives and
+/// larger values are rejected, never rounded). Markers come back in file order,
+/// unvalidated against each other (ordering and overlap are the attribution's job).
+pub fn parse_marker_file(bytes: &[u8]) -> MarkerFile {
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    let mut f = MarkerFile::default();
+    let ends_with_newline = bytes.last() == Some(&b'\n');
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let last_nonempty = lines
+        .iter()
+        .rposition(|l| !l.iter().all(u8::is_ascii_whitespace));
+    for (i, raw) in lines.iter().enumerate() {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_str::<StepMarker>(line) {
-            Ok(m) => markers.push(m),
-            Err(e) => {
-                bad_lines += 1;
-                if errors.len() < MAX_MARKER_ERRORS {
-                    errors.push(MarkerLineError {
+        let parsed = match std::str::from_utf8(raw) {
+            Ok(line) => serde_json::from_str::<StepMarker>(line).map_err(|e| line_message(&e)),
+            Err(e) => Err(format!("invalid UTF-8 at column {}", e.valid_up_to() + 1)),
+        };
+        match parsed {
+            Ok(m) => {
+                f.markers.push(m);
+                f.lines.push(i + 1);
+            }
+            Err(message) if !ends_with_newline && Some(i) == last_nonempty => {
+                f.truncated_tail = Some(i + 1);
+                f.truncated_tail_error = Some(message);
+            }
+            Err(message) => {
+                f.rejected_count += 1;
+                if f.rejected.len() < MAX_MARKER_ERRORS {
+                    f.rejected.push(MarkerLineError {
                         line: i + 1,
-                        message: e.to_string(),
+                        message,
                     });
                 }
             }
         }
     }
-    if bad_lines == 0 {
-        Ok(markers)
-    } else {
-        Err(MarkerFileError { errors, bad_lines })
-    }
+    f
 }
 
-/// Reads and parses a marker file (the module's only I/O; e.g. the file an SWE harness
-/// wrote to `INFERSCOPE_STEPS_FILE`).
+/// Parses ADR-013 marker JSONL text strictly (pure): the markers of
+/// [`parse_marker_file`] when no line was rejected and none was cut off.
 ///
-/// Errors: [`MarkerReadError::Io`] when the file cannot be read (or is not UTF-8),
-/// [`MarkerReadError::Parse`] with the line errors of [`parse_step_markers`].
-pub fn read_step_markers(path: &Path) -> Result<Vec<StepMarker>, MarkerReadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| MarkerReadError::Io {
-        path: path.display().to_string(),
-        source,
+/// Errors: [`MarkerFileError`] listing every bad line (1-based) up to
+/// [`MAX_MARKER_ERRORS`], a truncated last line included.
+pub fn parse_step_markers(text: &str) -> Result<Vec<StepMarker>, MarkerFileError> {
+    let f = parse_marker_file(text.as_bytes());
+    if f.rejected_count == 0 && f.truncated_tail.is_none() {
+        return Ok(f.markers);
+    }
+    let mut errors = f.rejected;
+    let mut bad_lines = f.rejected_count;
+    if let Some(l) = f.truncated_tail {
+        bad_lines += 1;
+        if errors.len() < MAX_MARKER_ERRORS {
+            errors.push(MarkerLineError {
+                line: l,
+                message: format!(
+                    "truncated last line (no newline, not a complete marker): {}",
+                    f.truncated_tail_error.as_deref().unwrap_or("")
+                ),
+            });
+        }
+    }
+    Err(MarkerFileError { errors, bad_lines })
+}
+
+/// Reads a marker file (the module's only I/O; e.g. the file an SWE harness wrote to
+/// `INFERSCOPE_STEPS_FILE`) through the bounded reader ([`crate::fsio`]: no symlink, no
+/// FIFO or device, at most [`crate::fsio::limits::STEPS_FILE_BYTES`]), leniently
+/// ([`parse_marker_file`]).
+///
+/// Errors: [`MarkerReadError::Io`] when the file cannot be read.
+pub fn read_step_markers(path: &Path) -> Result<MarkerFile, MarkerReadError> {
+    let bytes = crate::fsio::read(path, crate::fsio::limits::STEPS_FILE_BYTES).map_err(|e| {
+        MarkerReadError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        }
     })?;
-    parse_step_markers(&text).map_err(|source| MarkerReadError::Parse {
-        path: path.display().to_string(),
-        source,
-    })
+    Ok(parse_marker_file(&bytes))
 }
 
 /// Renders markers as JSONL, one object per line, each ending in `\n`, in the given order,

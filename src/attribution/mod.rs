@@ -1,6 +1,7 @@
 //! Trajectory-level energy and prefix-cache attribution (ADR-013, with the corrections of
 //! issue 5 and energy-and-engine-metrics.md §1.5 / §4.6). Pure logic: the only I/O is
-//! [`read_step_markers`].
+//! [`read_step_markers`]. Its output types are the report model's
+//! ([`crate::model::attribution`]).
 //!
 //! # The join
 //! A driver writes ADR-013 step markers (unix-epoch ns, [`StepMarker`]); each window maps
@@ -27,6 +28,10 @@
 //! - **Counter-basis energy** (NVML energy counter, when sampled) is given per step and per
 //!   run beside the trapezoid, never mixed into the reconciliation; its run-level ratio to
 //!   the trapezoid is a quality check (field cases C19, C20).
+//! - **Several devices**: a step's energy is the sum over devices only when every device
+//!   with a power series has a segment inside the window; otherwise it is withheld
+//!   (`null`; each device's own figure stays in `devices[]`), as the counter sum is. The
+//!   trajectory totals sum the per-device step figures, so the reconciliation holds.
 //! - **Basis labels** (one rule, [`EnergyBasis::of`]): `apportioned` when more than one
 //!   trajectory was declared or observed in flight (whatever the power source), else
 //!   `simulated` on the simulator's power model, else `measured`; `null` without a power
@@ -56,14 +61,16 @@ pub use input::{
     PowerSeries, RunWindow, StepUsage,
 };
 pub use markers::{
-    MAX_MARKER_ERRORS, MarkerFileError, MarkerLineError, MarkerReadError, StepKind, StepMarker,
-    parse_step_markers, read_step_markers, step_markers_to_jsonl, write_step_markers,
+    MAX_MARKER_ERRORS, MarkerFile, MarkerFileError, MarkerLineError, MarkerReadError, StepKind,
+    StepMarker, parse_marker_file, parse_step_markers, read_step_markers, step_markers_to_jsonl,
+    write_step_markers,
 };
 pub use metrics::{
-    ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep, EnergyBasis, EnergySource,
-    MarkerFlag, MarkerIssue, PowerSourceLabel, RunAttribution, SeriesProblem, SourceKind,
-    SourceSamples, StepDeviceEnergy, StepMetrics, TrajectoryMetrics, TrajectoryOutcome,
-    WithheldTrajectory, WithholdReason, in_flight_phrase,
+    AttributionOutcome, ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep,
+    EnergyBasis, MarkerFlag, MarkerIssue, PowerBasisLabel, PowerSource, RunAttribution,
+    SeriesProblem, SourceKind, SourceSamples, StepAttribution, StepDeviceEnergy, StepMetrics,
+    TrajectoryAttribution, TrajectoryMetrics, TrajectoryOutcome, WithheldTrajectory,
+    WithholdReason, in_flight_phrase,
 };
 pub(crate) use table::align_rows;
 pub use table::{ABSENT, render_outcome, render_step_table, render_withheld};

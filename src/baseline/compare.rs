@@ -13,108 +13,19 @@
 //!   capture run-to-run drift of the machine, which the threshold absorbs; default
 //!   [`DEFAULT_NOISE_PCT`]).
 //!
-//! The `[gates] regression_pct` bound reads [`JobComparison::regression_figure`]: the worst
+//! The `[gates] regression_pct` bound reads [`regression_figure`]: the worst
 //! `change_pct` among regressed figures (0 when none regressed).
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
-
-use super::summary::{FigureSummary, JobSummary};
+use super::summary::JobSummary;
 use crate::attribution::{ABSENT, align_rows};
-use crate::gate::{Figure, basis, format_number};
+use crate::gate::{Figure, format_number};
+use crate::model::Basis;
+pub use crate::model::baseline::{ChangeVerdict, FigureChange, FigureSummary, JobComparison};
 
 /// Default noise threshold, percent.
 pub const DEFAULT_NOISE_PCT: f64 = 5.0;
-
-/// A figure's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeVerdict {
-    /// Better beyond the spread of both runs and the noise threshold.
-    Improved,
-    /// Worse beyond the spread of both runs and the noise threshold.
-    Regressed,
-    /// Not distinguishable from noise.
-    WithinNoise,
-}
-
-impl ChangeVerdict {
-    /// `improved`, `regressed` or `within noise`.
-    pub fn label(self) -> &'static str {
-        match self {
-            ChangeVerdict::Improved => "improved",
-            ChangeVerdict::Regressed => "regressed",
-            ChangeVerdict::WithinNoise => "within noise",
-        }
-    }
-}
-
-/// One figure compared.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FigureChange {
-    /// Figure name, e.g. `ttft_ms.p99`.
-    pub figure: String,
-    /// The baseline's figure.
-    pub baseline: FigureSummary,
-    /// This run's figure.
-    pub current: FigureSummary,
-    /// Relative change, percent (positive = slower); `null` when the baseline is ≤ 0.
-    pub change_pct: Option<f64>,
-    /// The verdict.
-    pub verdict: ChangeVerdict,
-}
-
-/// One job compared (`jobs[].baseline` in report.json).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobComparison {
-    /// `suite::job`.
-    pub job: String,
-    /// Baseline name.
-    pub baseline: String,
-    /// The run the baseline was saved from.
-    pub baseline_run_id: String,
-    /// Noise threshold applied, percent.
-    pub noise_pct: f64,
-    /// Figures present in both, in name order.
-    pub figures: Vec<FigureChange>,
-    /// Figures of the baseline this run lacks (e.g. no successful request).
-    pub missing: Vec<String>,
-}
-
-impl JobComparison {
-    /// Figures with the given verdict.
-    pub fn count(&self, v: ChangeVerdict) -> usize {
-        self.figures.iter().filter(|f| f.verdict == v).count()
-    }
-
-    /// The worst regression, percent: the largest `change_pct` among regressed figures,
-    /// 0 when none regressed.
-    pub fn worst_regression_pct(&self) -> f64 {
-        self.figures
-            .iter()
-            .filter(|f| f.verdict == ChangeVerdict::Regressed)
-            .map(|f| f.change_pct.unwrap_or(f64::INFINITY))
-            .fold(0.0, f64::max)
-    }
-
-    /// The gate figure `regression_pct` (basis `baseline comparison (NAME)`).
-    /// Unavailable when no figure is in both summaries (e.g. a baseline job that never
-    /// ran): a comparison of nothing is not a 0 % regression.
-    pub fn regression_figure(&self) -> Figure {
-        let basis = format!("{} ({})", basis::BASELINE, self.baseline);
-        if self.figures.is_empty() {
-            return Figure::unavailable(
-                basis,
-                format!(
-                    "no figure of job `{}` is in both the run and baseline `{}`",
-                    self.job, self.baseline
-                ),
-            );
-        }
-        Figure::available(self.worst_regression_pct(), basis)
-    }
-}
 
 /// Compares one figure (see the module docs).
 pub fn compare_figure(
@@ -168,18 +79,25 @@ pub fn compare_job(
     }
 }
 
-/// The gate figure `regression_pct` of a job: from its comparison, or unavailable with
-/// the reason (no `--baseline`, or the job is not in the baseline).
+/// The gate figure `regression_pct` of a job (basis `baseline`): the worst `change_pct`
+/// among regressed figures (0 when none regressed); unavailable with the reason when no
+/// figure is in both summaries (a comparison of nothing is not a 0 % regression), without
+/// `--baseline`, or when the job is not in the baseline.
 pub fn regression_figure(cmp: Option<&JobComparison>, baseline: Option<&str>, job: &str) -> Figure {
     match (cmp, baseline) {
-        (Some(c), _) => c.regression_figure(),
-        (None, Some(name)) => Figure::unavailable(
-            format!("{} ({name})", basis::BASELINE),
+        (Some(c), _) if c.figures.is_empty() => Figure::missing(
+            Basis::Baseline,
+            format!(
+                "no figure of job `{}` is in both the run and baseline `{}`",
+                c.job, c.baseline
+            ),
+        ),
+        (Some(c), _) => Figure::finite(c.worst_regression_pct(), Basis::Baseline),
+        (None, Some(name)) => Figure::missing(
+            Basis::Baseline,
             format!("job `{job}` is not in baseline `{name}`"),
         ),
-        (None, None) => {
-            Figure::unavailable(basis::BASELINE, "no baseline (run with --baseline NAME)")
-        }
+        (None, None) => Figure::missing(Basis::Baseline, "no baseline (run with --baseline NAME)"),
     }
 }
 
@@ -349,9 +267,15 @@ mod tests {
         assert_eq!(c.count(ChangeVerdict::Regressed), 2);
         assert_eq!(c.missing, vec!["c"]);
         assert_eq!(c.worst_regression_pct(), 200.0);
-        assert_eq!(c.regression_figure().value, Some(200.0));
+        assert_eq!(
+            crate::baseline::compare::regression_figure(Some(&c), None, "").value,
+            Some(200.0)
+        );
         let same = compare_job(&base, &base, "main", "r1", 5.0);
-        assert_eq!(same.regression_figure().value, Some(0.0));
+        assert_eq!(
+            crate::baseline::compare::regression_figure(Some(&same), None, "").value,
+            Some(0.0)
+        );
         let t = render_job(&c);
         assert!(t.contains("regressed"), "{t}");
         assert!(t.contains("+200.0%"), "{t}");

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::client::RequestRecord;
-use crate::runner::report::{JobReport, RunReport};
+use crate::model::{JobReport, JobStatus, RunReport};
 pub use compare::{
     ChangeVerdict, DEFAULT_NOISE_PCT, FigureChange, JobComparison, compare_job, render_job,
 };
@@ -143,12 +143,13 @@ pub fn job_samples(job: &JobReport) -> (JobSamples, u64, u64) {
 /// The summary of one job of a report.
 pub fn summarize_job(job: &JobReport) -> JobSummary {
     let (samples, n, ok) = job_samples(job);
-    job_summary(&job.id, &job.kind, n, ok, &samples)
+    job_summary(&job.id, job.kind.as_str(), n, ok, &samples)
 }
 
 impl Baseline {
-    /// The baseline of `report` named `name`: every job the run started, summarised
-    /// (`not_run` jobs of a cancelled run are left out).
+    /// The baseline of `report` named `name`: every job the run ran to its end, summarised
+    /// (`not_run`, `cancelled` and `setup_error` jobs are left out: a partial or absent run
+    /// is no baseline).
     pub fn from_report(report: &RunReport, name: &str) -> Baseline {
         Baseline {
             schema: BASELINE_SCHEMA.into(),
@@ -163,7 +164,7 @@ impl Baseline {
             jobs: report
                 .jobs
                 .iter()
-                .filter(|j| j.status != "not_run")
+                .filter(|j| matches!(j.status, JobStatus::Pass | JobStatus::Fail))
                 .map(summarize_job)
                 .collect(),
         }
@@ -194,8 +195,8 @@ impl Baseline {
     /// Reads baseline `name` from `root/.inferscope/baselines/`.
     pub fn load(root: &Path, name: &str) -> Result<Baseline, BaselineError> {
         let path = path_for(root, name)?;
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
+        let bytes = crate::fsio::read(&path, crate::fsio::limits::BASELINE_BYTES).map_err(|e| {
+            if e == crate::fsio::ReadError::NotFound {
                 BaselineError::NotFound {
                     name: name.into(),
                     path: path.display().to_string(),
@@ -207,7 +208,7 @@ impl Baseline {
                 }
             }
         })?;
-        let b: Baseline = serde_json::from_str(&text).map_err(|e| BaselineError::Io {
+        let b: Baseline = serde_json::from_slice(&bytes).map_err(|e| BaselineError::Io {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
@@ -310,10 +311,10 @@ pub fn render_comparison(
 /// is no file; `replaced baseline `NAME` (was saved from run RUN_ID)` when it is a
 /// baseline; the same with `(the old file could not be read: REASON)` when it is not.
 pub fn replaced_note(name: &str, path: &Path) -> Option<String> {
-    let old = match std::fs::read_to_string(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+    let old = match crate::fsio::read(path, crate::fsio::limits::BASELINE_BYTES) {
+        Err(crate::fsio::ReadError::NotFound) => return None,
         Err(e) => Err(e.to_string()),
-        Ok(text) => serde_json::from_str::<Baseline>(&text).map_err(|e| e.to_string()),
+        Ok(bytes) => serde_json::from_slice::<Baseline>(&bytes).map_err(|e| e.to_string()),
     };
     Some(match old {
         Ok(old) => format!(
@@ -473,7 +474,7 @@ mod tests {
             job_coverage(&[("s::a".into(), Some(c.clone()))]),
             JobCoverage::None
         );
-        let f = c.regression_figure();
+        let f = crate::baseline::compare::regression_figure(Some(&c), None, "");
         assert_eq!(f.value, None, "{f:?}");
         assert!(
             f.reason
@@ -486,7 +487,10 @@ mod tests {
         let c = baseline("main", "r0")
             .compare(&summary("s::a"), 5.0)
             .unwrap();
-        assert_eq!(c.regression_figure().value, Some(0.0));
+        assert_eq!(
+            crate::baseline::compare::regression_figure(Some(&c), None, "").value,
+            Some(0.0)
+        );
     }
 
     fn baseline(name: &str, run_id: &str) -> Baseline {

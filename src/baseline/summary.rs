@@ -19,31 +19,13 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::baseline::FigureSummary;
 use crate::stats::{percentile_sorted, sorted_finite};
 
 /// How every figure's spread is computed (recorded in each baseline).
 pub const SPREAD_METHOD: &str = "distribution-free 95% CI of each quantile from order \
 statistics (Binomial(n, q) ranks; an end too few samples can bound is null); IQR of the \
 samples beside it";
-
-/// One figure with its spread.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FigureSummary {
-    /// The statistic on all samples (ms).
-    pub value: f64,
-    /// Lower end of the 95 % CI (ms); `null` when too few samples bound it.
-    pub ci_low: Option<f64>,
-    /// Upper end of the 95 % CI (ms); `null` when too few samples bound it.
-    pub ci_high: Option<f64>,
-    /// Samples in the population.
-    pub n: u64,
-    /// 25th percentile of the samples (ms).
-    pub p25: f64,
-    /// 75th percentile of the samples (ms).
-    pub p75: f64,
-    /// Unit of value and interval: `ms`.
-    pub unit: String,
-}
 
 /// The 1-based ranks `(l, u)` of the distribution-free 95 % CI of the `q`-quantile of `n`
 /// samples (see the module docs); `None` for an end no rank can bound.

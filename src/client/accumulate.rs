@@ -44,7 +44,7 @@ use serde_json::Value;
 
 use super::record::{
     AssistantOutput, ChoiceRecord, FailureCode, RecordWarning, RequestRecord, RequestStatus,
-    TokenSource, estimate_tokens_all, sanitize_error,
+    estimate_all, sanitize_error,
 };
 use super::tool_calls::{ToolCallAssembler, ToolDelta};
 
@@ -572,11 +572,11 @@ impl StreamAccumulator {
     /// after a `finish_reason` → success ending at `end_ns`; clean EOF otherwise →
     /// `incomplete_stream`; an unclean end → `disconnect`.
     ///
-    /// Tokens: server `usage` when present (`token_source = server`); usage that is
-    /// all-zero despite non-empty output is dropped with [`RecordWarning::UsageAllZero`]
-    /// (C12 D); without usage, `completion_tokens` is the client estimate over the whole
-    /// output of every choice (`client_estimate`; [`estimate_tokens_all`]). Prompt and
-    /// cached tokens fall back to llama.cpp `timings` (`prompt_n + cache_n`, `cache_n`);
+    /// Tokens: server `usage` when present; usage that is all-zero despite non-empty
+    /// output is dropped with [`RecordWarning::UsageAllZero`] (C12 D); without usage,
+    /// `completion_tokens` stays `None` and `completion_tokens_estimate` is the client
+    /// estimate over the whole output of every choice ([`estimate_all`]). Prompt and cached
+    /// tokens fall back to llama.cpp `timings` (`prompt_n + cache_n`, `cache_n`);
     /// otherwise they stay `None`.
     ///
     /// Choices: the record's output, tool calls and `finish_reason` are choice 0's (see the
@@ -656,7 +656,7 @@ impl StreamAccumulator {
                 .collect(),
         };
         let output_bytes_nonempty = parts.iter().any(|(c, _)| !c.output.is_empty());
-        let estimate = estimate_tokens_all(parts.iter().map(|(c, _)| &c.output));
+        let estimate = estimate_all(parts.iter().map(|(c, _)| &c.output));
         let mut choices: Vec<ChoiceRecord> = parts
             .into_iter()
             .map(|(mut c, gaps)| {
@@ -685,15 +685,9 @@ impl StreamAccumulator {
         rec.cached_tokens = usage.cached_tokens.or(timings.cache_n);
         rec.total_tokens = usage.total_tokens;
         rec.reasoning_tokens = usage.reasoning_tokens;
-        match usage.completion_tokens {
-            Some(n) => {
-                rec.completion_tokens = Some(n);
-                rec.token_source = Some(TokenSource::Server);
-            }
-            None => {
-                rec.completion_tokens = Some(estimate);
-                rec.token_source = Some(TokenSource::ClientEstimate);
-            }
+        rec.completion_tokens = usage.completion_tokens;
+        if rec.completion_tokens.is_none() {
+            rec.completion_tokens_estimate = Some(estimate);
         }
         rec.tool_call_count = output.tool_calls.len() as u64;
         rec.warnings = warnings;

@@ -6,7 +6,8 @@
 //! - [`sse`]: the SSE framer (per-read arrival stamps, line-ending normalization, field
 //!   parsing, the `max_event_bytes` cap) — C03, C04, C05, C30.
 //! - [`http`]: the reqwest edge ([`Client::chat`], [`Client::list_models`]).
-//! - [`record`]: [`RequestRecord`] and the closed vocabularies ([`FailureCode`], ...).
+//! - [`record`]: [`RequestRecord`] and the closed vocabularies ([`FailureCode`], ...),
+//!   re-exported from the report model ([`crate::model::request`]).
 //! - [`tool_calls`]: tool-call delta assembly by index and id — C09.
 //!
 //! Semantics follow the field cases' reference definitions (`cases/README.md` §0): times are
@@ -24,7 +25,8 @@ pub use http::{ChatRequest, Client, ClientConfig, ClientError};
 pub use in_flight::{InFlight, InFlightGuard};
 pub use record::{
     AssistantOutput, ChoiceRecord, FailureCode, RecordWarning, RequestRecord, RequestStatus,
-    TokenSource, ToolCall, choice_count_note, estimate_tokens, estimate_tokens_all, sanitize_error,
+    TokenEstimate, TokenSource, ToolCall, choice_count_note, estimate, estimate_all,
+    estimate_tokens, estimate_tokens_all, sanitize_error,
 };
 pub use sse::{
     DEFAULT_MAX_EVENT_BYTES, FrameError, ReadStamps, SseError, SseEvent, SseEventRef, SseFramer,

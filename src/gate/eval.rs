@@ -1,12 +1,15 @@
 //! [`evaluate`]: a job's [`FigureSet`] against its merged [`GateSpec`] (DESIGN §7,
 //! issue 6 item 1), and [`validate_spec`] for `check` / bad-input detection.
 
-use super::figures::{Figure, FigureSet, LatencyFigures, basis};
+use super::figures::{Figure, FigureSet, LatencyFigures};
 use super::spec::{GateSpec, OverheadSpec, PercentileBounds, WhenUnavailable};
-use super::verdict::{Comparison, Verdict};
+use super::verdict::{Comparison, Verdict, judge};
+use crate::model::Basis;
 
 /// The built-in gate's key: a job with zero successful requests always fails.
 pub const SUCCESSFUL_REQUESTS_GATE: &str = "successful_requests";
+/// The built-in gate of an SWE job: its harness must exit 0 (basis `harness`).
+pub const HARNESS_EXIT_GATE: &str = "harness_exit";
 
 /// One non-percentile gate: its key, figure name, unit, direction, bound and figure.
 struct ScalarGate<'a> {
@@ -20,14 +23,19 @@ struct ScalarGate<'a> {
 
 /// Evaluates every bound `spec` declares against `figures`.
 ///
-/// Order: the built-in `successful_requests >= 1` verdict first (always present, never
-/// skippable), then TTFT, ITL, TPOT, E2E (p50, p90, p95, p99, mean each), error rate, grade
-/// pass rate, tokens per joule, cache hit rate, energy per trajectory, regression. An absent
-/// bound gives no verdict. Gate keys and figure names:
+/// Order: the built-in verdicts first (never skippable): `successful_requests >= 1` for a
+/// job that sends its own requests; `max_error_rate <= 0` when the job made requests and
+/// the gates declare no `max_error_rate` (a failed request fails its job unless the suite
+/// tolerates an error rate); `harness_exit == 0` for an SWE job (its harness talks to the
+/// endpoint itself: its exit status is its own verdict, basis `harness`). Then TTFT, ITL,
+/// TPOT, E2E (p50, p90, p95, p99, mean each), error rate, grade pass rate, tokens per
+/// joule, cache hit rate, energy per trajectory, regression. An absent bound gives no
+/// verdict. Gate keys and figure names:
 ///
 /// | gate key | figure | comparison | unit |
 /// |---|---|---|---|
 /// | `successful_requests` | `successful_requests` | `>=` 1 | |
+/// | `harness_exit` | `harness_exit_code` | `==` 0 | |
 /// | `ttft_ms.p99` (…) | `ttft_ms.p99` | `<=` | ms |
 /// | `max_error_rate` | `error_rate` | `<=` | fraction |
 /// | `min_grade_pass_rate` | `grade_pass_rate` | `>=` | fraction |
@@ -39,15 +47,50 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
     let when = spec.when_unavailable.unwrap_or_default();
     let mut out = Vec::new();
 
-    out.push(Verdict::judge(
-        SUCCESSFUL_REQUESTS_GATE,
-        SUCCESSFUL_REQUESTS_GATE,
-        "",
-        Comparison::AtLeast,
-        1.0,
-        &Figure::available(figures.successful_requests as f64, basis::REQUEST_OUTCOMES),
-        WhenUnavailable::Fail,
-    ));
+    if let Some(n) = figures.successful_requests {
+        out.push(judge(
+            SUCCESSFUL_REQUESTS_GATE,
+            SUCCESSFUL_REQUESTS_GATE,
+            "",
+            Comparison::AtLeast,
+            1.0,
+            &Figure::of(n as f64, Basis::RequestOutcomes),
+            WhenUnavailable::Fail,
+            true,
+        ));
+    }
+    if spec.max_error_rate.is_none() && figures.requests > 0 {
+        // A failed request fails its job unless the gates tolerate an error rate.
+        let mut v = judge(
+            "max_error_rate",
+            "error_rate",
+            "",
+            Comparison::AtMost,
+            0.0,
+            &figures.error_rate,
+            WhenUnavailable::Fail,
+            true,
+        );
+        if !v.outcome.is_passing() {
+            v.message.push_str(
+                " [built-in: a failed request fails the job; declare `max_error_rate` in \
+                 [gates] to tolerate some]",
+            );
+        }
+        out.push(v);
+    }
+    if let Some(exit) = &figures.harness_exit_code {
+        out.push(judge(
+            HARNESS_EXIT_GATE,
+            "harness_exit_code",
+            "",
+            Comparison::Equal,
+            0.0,
+            exit,
+            WhenUnavailable::Fail,
+            true,
+        ));
+    }
 
     let latency: [(&str, &Option<PercentileBounds>, &LatencyFigures); 4] = [
         ("ttft_ms", &spec.ttft_ms, &figures.ttft_ms),
@@ -67,7 +110,7 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
         for (stat, bound, fig) in stats {
             if let Some(bound) = bound {
                 let key = format!("{name}.{stat}");
-                out.push(Verdict::judge(
+                out.push(judge(
                     &key,
                     &key,
                     "ms",
@@ -75,6 +118,7 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
                     bound,
                     fig,
                     when,
+                    false,
                 ));
             }
         }
@@ -132,9 +176,15 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
     ];
     for g in scalar {
         if let Some(bound) = g.bound {
-            out.push(Verdict::judge(
-                g.gate, g.figure, g.unit, g.cmp, bound, g.value, when,
-            ));
+            let mut v = judge(g.gate, g.figure, g.unit, g.cmp, bound, g.value, when, false);
+            if g.gate == "min_cache_hit_rate"
+                && let Some((reporting, ok)) = figures.cache_coverage
+            {
+                v.message.push_str(&format!(
+                    " [{reporting}/{ok} requests reported cached tokens]"
+                ));
+            }
+            out.push(v);
         }
     }
     out
@@ -291,6 +341,13 @@ mod tests {
         toml::from_str(toml_src).unwrap()
     }
 
+    /// The verdict of gate `key`.
+    fn by<'a>(v: &'a [Verdict], key: &str) -> &'a Verdict {
+        v.iter()
+            .find(|v| v.gate == key)
+            .unwrap_or_else(|| panic!("no verdict {key} in {v:?}"))
+    }
+
     fn stats_with_ttft(ttfts: &[f64]) -> JobStats {
         let reqs: Vec<RequestFigures> = ttfts
             .iter()
@@ -306,10 +363,10 @@ mod tests {
     #[test]
     fn failing_latency_gate_names_figure_value_bound_basis() {
         let mut figs = FigureSet {
-            successful_requests: 5,
+            successful_requests: Some(5),
             ..FigureSet::default()
         };
-        figs.ttft_ms.p99 = Figure::available(812.4, basis::CLIENT_TIMING);
+        figs.ttft_ms.p99 = Figure::finite(812.4, Basis::ClientTiming);
         let v = evaluate(&spec("ttft_ms = { p99 = 500.0 }"), &figs);
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].gate, "successful_requests");
@@ -361,13 +418,13 @@ mod tests {
     #[test]
     fn unavailable_figure_fails_unless_skip() {
         let mut figs = FigureSet::from_job_stats(&stats_with_ttft(&[100.0]));
-        figs.tokens_per_joule =
-            Figure::unavailable(basis::MEASURED, "no GPU: NVML library not found");
+        figs.tokens_per_joule = Figure::missing(Basis::Measured, "no GPU: NVML library not found");
         let v = evaluate(&spec("min_tokens_per_joule = 2.0"), &figs);
-        assert_eq!(v[1].outcome, Outcome::Unavailable);
-        assert_eq!(v[1].value, None);
+        let t = by(&v, "min_tokens_per_joule");
+        assert_eq!(t.outcome, Outcome::Unavailable);
+        assert_eq!(t.value, None);
         assert_eq!(
-            v[1].message,
+            t.message,
             "tokens_per_joule = unavailable (no GPU: NVML library not found), bound >= 2 tokens/J (measured)"
         );
         assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Fail);
@@ -376,12 +433,13 @@ mod tests {
             &spec("min_tokens_per_joule = 2.0\nwhen_unavailable = \"skip\""),
             &figs,
         );
-        assert_eq!(v[1].outcome, Outcome::Skipped);
+        let t = by(&v, "min_tokens_per_joule");
+        assert_eq!(t.outcome, Outcome::Skipped);
         assert!(
-            v[1].message
+            t.message
                 .ends_with("; skipped (when_unavailable = \"skip\")"),
             "{}",
-            v[1].message
+            t.message
         );
         assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Pass);
     }
@@ -389,23 +447,25 @@ mod tests {
     #[test]
     fn energy_basis_is_carried_into_verdict() {
         let mut figs = FigureSet::from_job_stats(&stats_with_ttft(&[100.0]));
-        figs.tokens_per_joule = Figure::available(1.5, basis::APPORTIONED);
-        figs.energy_per_trajectory_j = Figure::available(12.25, basis::SIMULATED);
+        figs.tokens_per_joule = Figure::finite(1.5, Basis::Apportioned);
+        figs.energy_per_trajectory_j = Figure::finite(12.25, Basis::Simulated);
         let v = evaluate(
             &spec("min_tokens_per_joule = 2.0\nmax_energy_per_trajectory_j = 20.0"),
             &figs,
         );
-        assert_eq!(v[1].basis, "apportioned");
+        let t = by(&v, "min_tokens_per_joule");
+        assert_eq!(t.basis, Basis::Apportioned);
         assert_eq!(
-            v[1].message,
+            t.message,
             "tokens_per_joule = 1.5 tokens/J < bound 2 tokens/J (apportioned)"
         );
-        assert_eq!(v[1].outcome, Outcome::Fail);
+        assert_eq!(t.outcome, Outcome::Fail);
+        let e = by(&v, "max_energy_per_trajectory_j");
         assert_eq!(
-            v[2].message,
+            e.message,
             "energy_per_trajectory_j = 12.25 J <= bound 20 J (simulated)"
         );
-        assert_eq!(v[2].outcome, Outcome::Pass);
+        assert_eq!(e.outcome, Outcome::Pass);
     }
 
     #[test]
@@ -414,8 +474,13 @@ mod tests {
         let stats = JobStats::aggregate(&reqs, AggregateParams::new(1));
         let figs = FigureSet::from_job_stats(&stats);
         let v = evaluate(&spec("when_unavailable = \"skip\""), &figs);
-        assert_eq!(v.len(), 1);
+        assert_eq!(
+            v.len(),
+            2,
+            "successful_requests and the built-in error rate"
+        );
         assert_eq!(v[0].outcome, Outcome::Fail);
+        assert_eq!(v[1].outcome, Outcome::Fail, "3 of 3 failed");
         assert_eq!(
             v[0].message,
             "successful_requests = 0 < bound 1 (request outcomes)"
@@ -423,11 +488,12 @@ mod tests {
         assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Fail);
         // latency gates on a job with no successes are unavailable with the reason
         let v = evaluate(&spec("ttft_ms = { p99 = 1.0 }"), &figs);
-        assert_eq!(v[1].outcome, Outcome::Unavailable);
+        let t = by(&v, "ttft_ms.p99");
+        assert_eq!(t.outcome, Outcome::Unavailable);
         assert!(
-            v[1].message.contains("(no successful requests)"),
+            t.message.contains("(no successful requests)"),
             "{}",
-            v[1].message
+            t.message
         );
         assert_eq!(
             evaluate(&GateSpec::default(), &FigureSet::default())[0].outcome,
@@ -452,23 +518,24 @@ mod tests {
             &FigureSet::from_job_stats(&stats),
         );
         assert_eq!(
-            v[1].message,
-            "cache_hit_rate = 0.7 < bound 0.8 (server usage (2/3 requests))"
+            by(&v, "min_cache_hit_rate").message,
+            "cache_hit_rate = 0.7 < bound 0.8 (server-reported) [2/3 requests reported cached tokens]"
         );
         let stats = JobStats::aggregate(&[r(None)], AggregateParams::new(1));
         let v = evaluate(
             &spec("min_cache_hit_rate = 0.8"),
             &FigureSet::from_job_stats(&stats),
         );
-        assert_eq!(v[1].outcome, Outcome::Unavailable);
-        assert!(v[1].message.contains("no request reported cached tokens"));
+        let c = by(&v, "min_cache_hit_rate");
+        assert_eq!(c.outcome, Outcome::Unavailable);
+        assert!(c.message.contains("no request reported cached tokens"));
     }
 
     #[test]
     fn every_gate_kind_and_order() {
         let mut figs = FigureSet::from_job_stats(&stats_with_ttft(&[1.0]));
-        figs.grade_pass_rate = Figure::available(0.5, basis::GRADING);
-        figs.regression_pct = Figure::available(12.5, basis::BASELINE);
+        figs.grade_pass_rate = Figure::finite(0.5, Basis::Grading);
+        figs.regression_pct = Figure::finite(12.5, Basis::Baseline);
         let s = spec(
             "regression_pct = 10.0\nmin_grade_pass_rate = 1.0\n\
              e2e_ms = { p90 = 1.0 }\nitl_ms = { p95 = 1.0 }\ntpot_ms = { p50 = 1.0 }",
@@ -479,6 +546,7 @@ mod tests {
             gates,
             [
                 "successful_requests",
+                "max_error_rate",
                 "itl_ms.p95",
                 "tpot_ms.p50",
                 "e2e_ms.p90",
@@ -486,28 +554,108 @@ mod tests {
                 "regression_pct"
             ]
         );
-        assert_eq!(v[4].message, "grade_pass_rate = 0.5 < bound 1 (grading)");
+        assert!(
+            v[1].built_in,
+            "no declared max_error_rate: the built-in bound 0"
+        );
+        assert_eq!(v[5].message, "grade_pass_rate = 0.5 < bound 1 (grading)");
         assert_eq!(
-            v[5].message,
+            v[6].message,
             "regression_pct = 12.5% > bound 10% (baseline comparison)"
         );
-        assert!(v[1].message.contains("no token gaps"));
+        assert!(v[2].message.contains("no token gaps"));
     }
 
     #[test]
     fn non_finite_figure_is_unavailable_and_bad_bound_fails() {
-        let f = Figure::available(f64::NAN, basis::MEASURED);
+        let f = Figure::finite(f64::NAN, Basis::Measured);
         assert_eq!(f.value, None);
         assert_eq!(f.reason.as_deref(), Some("non-finite value"));
         let mut figs = FigureSet::from_job_stats(&stats_with_ttft(&[1.0]));
-        figs.tokens_per_joule = Figure::available(5.0, basis::MEASURED);
+        figs.tokens_per_joule = Figure::finite(5.0, Basis::Measured);
         let s = GateSpec {
             min_tokens_per_joule: Some(f64::NAN),
             ..GateSpec::default()
         };
-        assert_eq!(evaluate(&s, &figs)[1].outcome, Outcome::Fail);
+        assert_eq!(
+            by(&evaluate(&s, &figs), "min_tokens_per_joule").outcome,
+            Outcome::Fail
+        );
         let errs = validate_spec(&s).unwrap_err();
         assert_eq!(errs[0].gate, "min_tokens_per_joule");
+    }
+
+    /// Issue 13 item 4: a failed request fails its job unless the gates declare a tolerated
+    /// error rate (today half the requests answered 429/503 and every job passed).
+    #[test]
+    fn a_failed_request_fails_the_job_unless_an_error_rate_is_tolerated() {
+        let mut reqs =
+            vec![RequestFigures::from_token_arrivals(&[1.0, 2.0], Some(2), Some(3.0)); 2];
+        reqs.extend(vec![RequestFigures::default(); 2]); // 429 / 503: failed
+        let figs = FigureSet::from_job_stats(&JobStats::aggregate(&reqs, AggregateParams::new(1)));
+        let v = evaluate(&GateSpec::default(), &figs);
+        let e = by(&v, "max_error_rate");
+        assert!(e.built_in);
+        assert_eq!(e.outcome, Outcome::Fail);
+        assert!(
+            e.message
+                .starts_with("error_rate = 0.5 > bound 0 (request outcomes)"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("declare `max_error_rate`"),
+            "{}",
+            e.message
+        );
+        assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Fail);
+        let tolerated = evaluate(&spec("max_error_rate = 0.5"), &figs);
+        let e = by(&tolerated, "max_error_rate");
+        assert!(!e.built_in);
+        assert_eq!(e.outcome, Outcome::Pass);
+        assert_eq!(
+            JobOutcome::from_verdicts(&tolerated, true),
+            JobOutcome::Pass
+        );
+    }
+
+    /// Issue 13 item 4: an SWE job's harness exit is its own verdict (basis `harness`),
+    /// never a stand-in `successful_requests = 1`.
+    #[test]
+    fn an_swe_harness_exit_is_its_own_verdict() {
+        let figs = FigureSet {
+            successful_requests: None,
+            harness_exit_code: Some(Figure::of(0.0, Basis::Harness)),
+            ..FigureSet::default()
+        };
+        let v = evaluate(&GateSpec::default(), &figs);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].gate, "harness_exit");
+        assert_eq!(v[0].basis, Basis::Harness);
+        assert_eq!(v[0].message, "harness_exit_code = 0 == bound 0 (harness)");
+        assert_eq!(v[0].outcome, Outcome::Pass);
+        let failed = FigureSet {
+            harness_exit_code: Some(Figure::of(1.0, Basis::Harness)),
+            ..figs
+        };
+        let v = evaluate(&GateSpec::default(), &failed);
+        assert_eq!(v[0].outcome, Outcome::Fail);
+        assert_eq!(v[0].message, "harness_exit_code = 1 != bound 0 (harness)");
+    }
+
+    /// Issue 13 item 2: a gate on a figure from client-estimated tokens says so.
+    #[test]
+    fn a_gate_on_an_estimated_figure_says_so() {
+        let mut r = RequestFigures::from_token_arrivals(&[10.0, 20.0, 30.0], Some(5), Some(31.0));
+        r.output_tokens_estimated = true;
+        let figs = FigureSet::from_job_stats(&JobStats::aggregate(&[r], AggregateParams::new(1)));
+        let v = evaluate(&spec("tpot_ms = { p50 = 1.0 }"), &figs);
+        let t = by(&v, "tpot_ms.p50");
+        assert_eq!(t.tokens, Some(crate::model::TokenSource::ClientEstimate));
+        assert_eq!(
+            t.message,
+            "tpot_ms.p50 = 5 ms > bound 1 ms (client timing; tokens client-estimated)"
+        );
     }
 
     #[test]

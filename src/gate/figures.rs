@@ -1,88 +1,19 @@
 //! The measured figures gates read, each with its basis or the reason it is unavailable.
 //!
-//! A [`Figure`] is `value: Option<f64>` plus `basis` (how it was obtained: `client timing`,
-//! `server usage`, energy `simulated` / `measured` / `apportioned`, …) plus, when the value is
-//! missing, a `reason` (no GPU, no usage, no successful request). Missing is `None`, never 0.
+//! A [`Figure`] is the report model's value-with-basis ([`crate::model::Figure`]): `value`
+//! plus `basis` (`client_timing`, `server_reported`, `client_estimate`, energy `simulated` /
+//! `measured` / `apportioned`, …), `tokens` for a figure derived from token counts, and,
+//! when the value is missing, a `reason` (no power source, no usage, no successful request).
+//! Missing is `None`, never 0.
 
+use crate::model::{Basis, TokenSource};
 use crate::stats::{JobStats, Summary};
-use serde::{Deserialize, Serialize};
 
-/// Basis labels used by the product (free text is allowed; these keep outputs consistent).
-pub mod basis {
-    /// Latencies measured by the runner's client on the run's monotonic clock.
-    pub const CLIENT_TIMING: &str = "client timing";
-    /// Counts of request outcomes observed by the client (success, failure codes).
-    pub const REQUEST_OUTCOMES: &str = "request outcomes";
-    /// Token counts from the server's `usage` object.
-    pub const SERVER_USAGE: &str = "server usage";
-    /// Deterministic grading checks.
-    pub const GRADING: &str = "grading";
-    /// Energy from the simulator's power model (never a measurement of hardware).
-    pub const SIMULATED: &str = "simulated";
-    /// Energy measured on the device at controlled concurrency (one trajectory in flight).
-    pub const MEASURED: &str = "measured";
-    /// Energy split between trajectories in flight together (ADR-013's wall): not measured.
-    pub const APPORTIONED: &str = "apportioned";
-    /// A comparison against a saved baseline run.
-    pub const BASELINE: &str = "baseline comparison";
-}
-
-/// One gated figure: its value (units of the gate's bound), how it was obtained, and why it
-/// is missing when it is.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Figure {
-    /// The value, in the unit of the bound that gates it; `None` when unavailable.
-    pub value: Option<f64>,
-    /// How the value was (or would have been) obtained, e.g. `client timing`, `measured`.
-    pub basis: String,
-    /// Why the value is unavailable (`None` when it is available).
-    pub reason: Option<String>,
-}
-
-impl Figure {
-    /// An available figure. A non-finite `value` is turned into an unavailable figure with
-    /// reason `non-finite value` (a NaN never passes or fails a bound by accident).
-    pub fn available(value: f64, basis: impl Into<String>) -> Figure {
-        if value.is_finite() {
-            Figure {
-                value: Some(value),
-                basis: basis.into(),
-                reason: None,
-            }
-        } else {
-            Figure::unavailable(basis, "non-finite value")
-        }
-    }
-
-    /// An unavailable figure with the basis it would have had and the reason it is missing.
-    pub fn unavailable(basis: impl Into<String>, reason: impl Into<String>) -> Figure {
-        Figure {
-            value: None,
-            basis: basis.into(),
-            reason: Some(reason.into()),
-        }
-    }
-
-    /// [`Figure::available`] for `Some`, [`Figure::unavailable`] with `reason` for `None`.
-    pub fn from_option(
-        value: Option<f64>,
-        basis: impl Into<String>,
-        reason: impl Into<String>,
-    ) -> Figure {
-        match value {
-            Some(v) => Figure::available(v, basis),
-            None => Figure::unavailable(basis, reason),
-        }
-    }
-
-    /// A figure nobody measured for this job (`reason = "not measured"`).
-    pub fn not_measured(basis: impl Into<String>) -> Figure {
-        Figure::unavailable(basis, "not measured")
-    }
-}
+/// A gated figure: the report model's [`Figure`] of an `f64` in the unit of its bound.
+pub type Figure = crate::model::Figure<f64>;
 
 /// The five gated statistics of one latency population (ms).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LatencyFigures {
     /// Median, ms.
     pub p50: Figure,
@@ -97,9 +28,15 @@ pub struct LatencyFigures {
 }
 
 impl LatencyFigures {
-    /// Figures from a summary (basis for all five), or all unavailable with `reason`.
-    pub fn from_summary(summary: Option<&Summary>, basis: &str, reason: &str) -> LatencyFigures {
-        let f = |v: Option<f64>| Figure::from_option(v, basis, reason);
+    /// Figures from a summary (basis and token source for all five), or all unavailable with
+    /// `reason`.
+    pub fn from_summary(
+        summary: Option<&Summary>,
+        basis: Basis,
+        tokens: Option<TokenSource>,
+        reason: &str,
+    ) -> LatencyFigures {
+        let f = |v: Option<f64>| Figure::finite_or(v, basis, reason).with_tokens(tokens);
         LatencyFigures {
             p50: f(summary.map(|s| s.p50)),
             p90: f(summary.map(|s| s.p90)),
@@ -110,8 +47,8 @@ impl LatencyFigures {
     }
 
     /// All five unavailable with reason `not measured`.
-    pub fn not_measured(basis: &str) -> LatencyFigures {
-        LatencyFigures::from_summary(None, basis, "not measured")
+    pub fn not_measured(basis: Basis) -> LatencyFigures {
+        LatencyFigures::from_summary(None, basis, None, "not measured")
     }
 }
 
@@ -119,10 +56,16 @@ impl LatencyFigures {
 ///
 /// Build it with [`FigureSet::from_job_stats`] and set the figures the stats do not carry
 /// (grade pass rate, tokens per joule, energy per trajectory, regression) from their sources.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FigureSet {
-    /// Successful requests of the job (the built-in gate: at least 1).
-    pub successful_requests: u64,
+    /// Successful requests of the job (the built-in gate: at least 1); `None` for an SWE
+    /// job, whose harness talks to the endpoint itself (its exit is the built-in gate).
+    pub successful_requests: Option<u64>,
+    /// Requests the runner made (the built-in error-rate gate applies when > 0).
+    pub requests: u64,
+    /// The SWE harness's exit code (the built-in gate `harness_exit`: == 0); `None` for
+    /// other jobs.
+    pub harness_exit_code: Option<Figure>,
     /// TTFT, ms.
     pub ttft_ms: LatencyFigures,
     /// ITL (gap-weighted), ms.
@@ -135,12 +78,16 @@ pub struct FigureSet {
     pub error_rate: Figure,
     /// Fraction (0..=1) of graded units that passed grading.
     pub grade_pass_rate: Figure,
-    /// Trajectory tokens per joule (generated tokens / trajectory energy); basis
-    /// `simulated`, `measured` or `apportioned`.
+    /// The job's output tokens per joule of device energy over its windows (basis
+    /// `simulated` or `measured`; `tokens` says whose counts).
     pub tokens_per_joule: Figure,
     /// Prefix-cache hit rate (0..=1) over requests that reported cached tokens.
     pub cache_hit_rate: Figure,
-    /// Energy per trajectory, joules (worst trajectory of the job); basis as for tokens/J.
+    /// `(requests that reported cached tokens, successful requests)`: the coverage the
+    /// cache gate's message names.
+    pub cache_coverage: Option<(u64, u64)>,
+    /// Energy per trajectory, joules: the job's window energy / trajectories run (the MEAN
+    /// trajectory; `apportioned` above one trajectory in flight).
     pub energy_per_trajectory_j: Figure,
     /// Worst regression against the saved baseline, percent (positive = worse).
     pub regression_pct: Figure,
@@ -149,18 +96,22 @@ pub struct FigureSet {
 impl Default for FigureSet {
     /// Zero successful requests and every figure unavailable (`not measured`).
     fn default() -> Self {
+        let nm = |b: Basis| Figure::missing(b, "not measured");
         FigureSet {
-            successful_requests: 0,
-            ttft_ms: LatencyFigures::not_measured(basis::CLIENT_TIMING),
-            itl_ms: LatencyFigures::not_measured(basis::CLIENT_TIMING),
-            tpot_ms: LatencyFigures::not_measured(basis::CLIENT_TIMING),
-            e2e_ms: LatencyFigures::not_measured(basis::CLIENT_TIMING),
-            error_rate: Figure::not_measured(basis::REQUEST_OUTCOMES),
-            grade_pass_rate: Figure::not_measured(basis::GRADING),
-            tokens_per_joule: Figure::not_measured(basis::MEASURED),
-            cache_hit_rate: Figure::not_measured(basis::SERVER_USAGE),
-            energy_per_trajectory_j: Figure::not_measured(basis::MEASURED),
-            regression_pct: Figure::not_measured(basis::BASELINE),
+            successful_requests: Some(0),
+            requests: 0,
+            harness_exit_code: None,
+            ttft_ms: LatencyFigures::not_measured(Basis::ClientTiming),
+            itl_ms: LatencyFigures::not_measured(Basis::ClientTiming),
+            tpot_ms: LatencyFigures::not_measured(Basis::ClientTiming),
+            e2e_ms: LatencyFigures::not_measured(Basis::ClientTiming),
+            error_rate: nm(Basis::RequestOutcomes),
+            grade_pass_rate: nm(Basis::Grading),
+            tokens_per_joule: nm(Basis::Unavailable),
+            cache_hit_rate: nm(Basis::ServerReported),
+            cache_coverage: None,
+            energy_per_trajectory_j: nm(Basis::Unavailable),
+            regression_pct: nm(Basis::Baseline),
         }
     }
 }
@@ -171,24 +122,19 @@ impl FigureSet {
     ///
     /// Reasons: `no requests`, `no successful requests`, `no request with more than one
     /// output token` (TPOT), `no token gaps` (ITL), `no request reported cached tokens` (C12).
-    /// The cache figure's basis names its coverage, e.g. `server usage (3/4 requests)`.
+    /// TPOT carries the token source of its counts (`client_estimate` when any count was the
+    /// client's estimate).
     pub fn from_job_stats(stats: &JobStats) -> FigureSet {
         let no_ok = if stats.requests == 0 {
             "no requests"
         } else {
             "no successful requests"
         };
-        let lat = |s: Option<&Summary>, reason: &str| {
+        let lat = |s: Option<&Summary>, tokens: Option<TokenSource>, reason: &str| {
             let reason = if stats.succeeded == 0 { no_ok } else { reason };
-            LatencyFigures::from_summary(s, basis::CLIENT_TIMING, reason)
+            LatencyFigures::from_summary(s, Basis::ClientTiming, tokens, reason)
         };
         let reporting = stats.cache_reporting_requests;
-        let cache_basis = format!(
-            "{} ({}/{} requests)",
-            basis::SERVER_USAGE,
-            reporting,
-            stats.succeeded
-        );
         let cache_reason = if stats.succeeded == 0 {
             no_ok
         } else if reporting == 0 {
@@ -197,20 +143,23 @@ impl FigureSet {
             "no prompt tokens reported"
         };
         FigureSet {
-            successful_requests: stats.succeeded,
-            ttft_ms: lat(stats.ttft_ms.as_ref(), "no token event"),
-            itl_ms: lat(stats.itl_ms.as_ref(), "no token gaps"),
+            successful_requests: Some(stats.succeeded),
+            requests: stats.requests,
+            ttft_ms: lat(stats.ttft_ms.as_ref(), None, "no token event"),
+            itl_ms: lat(stats.itl_ms.as_ref(), None, "no token gaps"),
             tpot_ms: lat(
-                stats.tpot_ms.as_ref(),
+                stats.tpot_ms.value.as_ref(),
+                stats.tpot_ms.tokens,
                 "no request with more than one output token",
             ),
-            e2e_ms: lat(stats.e2e_ms.as_ref(), "no completion time"),
-            error_rate: Figure::from_option(
-                stats.error_rate,
-                basis::REQUEST_OUTCOMES,
-                "no requests",
+            e2e_ms: lat(stats.e2e_ms.as_ref(), None, "no completion time"),
+            error_rate: Figure::finite_or(stats.error_rate, Basis::RequestOutcomes, "no requests"),
+            cache_hit_rate: Figure::finite_or(
+                stats.cache_hit_rate,
+                Basis::ServerReported,
+                cache_reason,
             ),
-            cache_hit_rate: Figure::from_option(stats.cache_hit_rate, cache_basis, cache_reason),
+            cache_coverage: Some((reporting, stats.succeeded)),
             ..FigureSet::default()
         }
     }

@@ -3,20 +3,26 @@
 //!
 //! - [`spec`]: the `[gates]` / `[overhead]` declarations (parsed from suites).
 //! - [`figures`]: the measured figures a gate reads ([`FigureSet`], [`Figure`]), each with
-//!   its basis (client timing, server usage, `simulated` / `measured` / `apportioned` energy)
-//!   or the reason it is unavailable.
-//! - [`verdict`]: [`Verdict`], [`Outcome`], [`JobOutcome`] and the exit-status constants.
-//! - [`evaluate`]: one verdict per declared bound plus the built-in
-//!   `successful_requests >= 1` verdict (zero successful requests always fails).
+//!   its basis (`client_timing`, `server_reported`, `client_estimate`, `simulated` /
+//!   `measured` / `apportioned` energy) or the reason it is unavailable.
+//! - [`verdict`]: [`judge`], [`JobOutcome`] and the exit-status constants; the verdict type
+//!   is the report model's ([`Verdict`]).
+//! - [`evaluate`]: one verdict per declared bound plus the built-in verdicts: zero
+//!   successful requests always fails (`successful_requests >= 1`); a failed request fails
+//!   the job unless the gates declare `max_error_rate` (built-in bound 0); an SWE job's
+//!   harness must exit 0 (`harness_exit`).
 
 pub mod eval;
 pub mod figures;
 pub mod spec;
 pub mod verdict;
 
-pub use eval::{SUCCESSFUL_REQUESTS_GATE, SpecProblem, evaluate, validate_overhead, validate_spec};
-pub use figures::{Figure, FigureSet, LatencyFigures, basis};
+pub use eval::{
+    HARNESS_EXIT_GATE, SUCCESSFUL_REQUESTS_GATE, SpecProblem, evaluate, validate_overhead,
+    validate_spec,
+};
+pub use figures::{Figure, FigureSet, LatencyFigures};
 pub use verdict::{
-    Comparison, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, JobOutcome, Outcome,
-    Verdict, exit_status, format_number,
+    Comparison, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SETUP_ERROR,
+    JobOutcome, Outcome, Verdict, exit_status, format_number, judge,
 };

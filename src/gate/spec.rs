@@ -50,16 +50,20 @@ pub struct GateSpec {
     pub tpot_ms: Option<PercentileBounds>,
     /// E2E bounds (ms): send to `[DONE]` (or clean EOF).
     pub e2e_ms: Option<PercentileBounds>,
-    /// Maximum fraction (0..=1) of requests that failed (transport or protocol).
+    /// Maximum fraction (0..=1) of requests that failed (transport, protocol, HTTP status).
+    /// Not declared, a job that made requests gets the built-in bound 0: a failed request
+    /// fails its job unless the suite tolerates an error rate.
     pub max_error_rate: Option<f64>,
     /// Minimum fraction (0..=1) of graded units (trajectories, jobs) that passed grading.
     pub min_grade_pass_rate: Option<f64>,
-    /// Minimum trajectory tokens per joule (generated tokens / trajectory energy).
+    /// Minimum tokens per joule of the job: its successful requests' output tokens over the
+    /// device energy of its windows (`docs/figures.md`).
     pub min_tokens_per_joule: Option<f64>,
     /// Minimum prefix-cache hit rate (0..=1): cached prompt tokens / prompt tokens over
     /// requests that reported cached tokens.
     pub min_cache_hit_rate: Option<f64>,
-    /// Maximum energy per trajectory, joules.
+    /// Maximum energy per trajectory, joules: the job's window energy over the trajectories
+    /// it ran (the mean trajectory).
     pub max_energy_per_trajectory_j: Option<f64>,
     /// Maximum regression against a saved baseline, percent (issue: load and comparison).
     pub regression_pct: Option<f64>,

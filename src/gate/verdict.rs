@@ -1,4 +1,5 @@
 //! Verdicts, job outcomes and exit statuses (DESIGN §7, issue 2 item 8, issue 6 item 1).
+//! The verdict type is the report model's ([`crate::model::Verdict`]); [`judge`] makes one.
 
 use super::figures::Figure;
 use super::spec::WhenUnavailable;
@@ -11,174 +12,85 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 100;
 /// Exit status: bad input (suite file, flags, invalid gate bound, no job selected).
 pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit status: a setup error — the endpoint failed the preflight (nothing listening,
+/// `/models` not found, model not listed, auth refused) or a suite could not be set up;
+/// nothing was measured. nextest's `SETUP_ERROR` (96), distinct from a failed run (100).
+pub const EXIT_SETUP_ERROR: i32 = 96;
 /// Exit status of `overhead` when the noise is wider than the budget (issue 6 item 2):
 /// never a pass on noisy evidence.
 pub const EXIT_INCONCLUSIVE: i32 = 3;
 
-/// Direction of a bound: the figure must be at most (`<=`) or at least (`>=`) the bound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Comparison {
-    /// `value <= bound` passes (latencies, error rate, energy, regression).
-    #[serde(rename = "<=")]
-    AtMost,
-    /// `value >= bound` passes (grade pass rate, tokens/J, cache hit rate, successes).
-    #[serde(rename = ">=")]
-    AtLeast,
-}
+pub use crate::model::{Comparison, Outcome, Verdict};
 
-impl Comparison {
-    /// `"<="` or `">="`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Comparison::AtMost => "<=",
-            Comparison::AtLeast => ">=",
-        }
-    }
-
-    /// The operator that describes a violation: `">"` for `<=`, `"<"` for `>=`.
-    pub fn violated_str(self) -> &'static str {
-        match self {
-            Comparison::AtMost => ">",
-            Comparison::AtLeast => "<",
-        }
-    }
-
-    /// Whether `value` satisfies `bound` in this direction.
-    pub fn holds(self, value: f64, bound: f64) -> bool {
-        match self {
-            Comparison::AtMost => value <= bound,
-            Comparison::AtLeast => value >= bound,
-        }
-    }
-}
-
-/// Result of one gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The figure is within its bound.
-    Pass,
-    /// The figure is outside its bound (or the bound is invalid).
-    Fail,
-    /// The figure is unavailable and the gate says `when_unavailable = "fail"` (default):
-    /// a failing outcome.
-    Unavailable,
-    /// The figure is unavailable and the gate says `when_unavailable = "skip"`: not failing.
-    Skipped,
-}
-
-impl Outcome {
-    /// `pass` / `fail` / `unavailable` / `skipped`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail => "fail",
-            Outcome::Unavailable => "unavailable",
-            Outcome::Skipped => "skipped",
-        }
-    }
-
-    /// `Pass` and `Skipped` do not fail the job; `Fail` and `Unavailable` do.
-    pub fn is_passing(self) -> bool {
-        matches!(self, Outcome::Pass | Outcome::Skipped)
-    }
-}
-
-/// One gate's verdict: which bound, which figure, its value and basis, and the outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
-    /// The gate's key in `[gates]`, e.g. `ttft_ms.p99`, `max_error_rate`, or the built-in
-    /// `successful_requests`.
-    pub gate: String,
-    /// The figure's name, e.g. `ttft_ms.p99`, `error_rate`, `tokens_per_joule`.
-    pub figure: String,
-    /// The figure's value in `unit`; `None` when unavailable.
-    pub value: Option<f64>,
-    /// The bound, in `unit`.
-    pub bound: f64,
-    /// `<=` or `>=`.
-    pub comparison: Comparison,
-    /// Unit of value and bound: `ms`, `tokens/J`, `J`, `%`, or empty for fractions/counts.
-    pub unit: String,
-    /// How the figure was obtained (see [`super::figures::basis`]).
-    pub basis: String,
-    /// The outcome.
-    pub outcome: Outcome,
-    /// Human message naming figure, value, bound and basis, e.g.
-    /// `ttft_ms.p99 = 812.4 ms > bound 500 ms (client timing)`.
-    pub message: String,
-}
-
-impl Verdict {
-    /// Judges `figure` against `bound`; an unavailable figure gives `Unavailable` or, with
-    /// `when == Skip`, `Skipped`. A non-finite bound fails with a message saying so.
-    pub fn judge(
-        gate: &str,
-        figure_name: &str,
-        unit: &str,
-        comparison: Comparison,
-        bound: f64,
-        figure: &Figure,
-        when: WhenUnavailable,
-    ) -> Verdict {
-        let with_unit = |v: f64| with_unit(v, unit);
-        let bound_txt = with_unit(bound);
-        let (outcome, message) = if !bound.is_finite() {
-            (
+/// Judges `figure` against `bound`; an unavailable figure gives `Unavailable` or, with
+/// `when == Skip`, `Skipped`. A non-finite bound fails with a message saying so. The
+/// message names the figure, its value, the bound and the basis (with `tokens
+/// client-estimated` when the figure rests on the client's token estimates).
+#[allow(clippy::too_many_arguments)]
+pub fn judge(
+    gate: &str,
+    figure_name: &str,
+    unit: &str,
+    comparison: Comparison,
+    bound: f64,
+    figure: &Figure,
+    when: WhenUnavailable,
+    built_in: bool,
+) -> Verdict {
+    let with_unit = |v: f64| with_unit(v, unit);
+    let bound_txt = with_unit(bound);
+    let basis = figure.basis_text();
+    let (outcome, message) = if !bound.is_finite() {
+        (
+            Outcome::Fail,
+            format!("{gate}: bound {bound} is not a finite number ({basis})"),
+        )
+    } else {
+        match figure.value {
+            Some(v) if comparison.holds(v, bound) => (
+                Outcome::Pass,
+                format!(
+                    "{figure_name} = {} {} bound {bound_txt} ({basis})",
+                    with_unit(v),
+                    comparison.as_str(),
+                ),
+            ),
+            Some(v) => (
                 Outcome::Fail,
                 format!(
-                    "{gate}: bound {bound} is not a finite number ({})",
-                    figure.basis
+                    "{figure_name} = {} {} bound {bound_txt} ({basis})",
+                    with_unit(v),
+                    comparison.violated_str(),
                 ),
-            )
-        } else {
-            match figure.value {
-                Some(v) if comparison.holds(v, bound) => (
-                    Outcome::Pass,
-                    format!(
-                        "{figure_name} = {} {} bound {bound_txt} ({})",
-                        with_unit(v),
-                        comparison.as_str(),
-                        figure.basis
+            ),
+            None => {
+                let reason = figure.reason.as_deref().unwrap_or("no value");
+                let base = format!(
+                    "{figure_name} = unavailable ({reason}), bound {} {bound_txt} ({basis})",
+                    comparison.as_str(),
+                );
+                match when {
+                    WhenUnavailable::Fail => (Outcome::Unavailable, base),
+                    WhenUnavailable::Skip => (
+                        Outcome::Skipped,
+                        format!("{base}; skipped (when_unavailable = \"skip\")"),
                     ),
-                ),
-                Some(v) => (
-                    Outcome::Fail,
-                    format!(
-                        "{figure_name} = {} {} bound {bound_txt} ({})",
-                        with_unit(v),
-                        comparison.violated_str(),
-                        figure.basis
-                    ),
-                ),
-                None => {
-                    let reason = figure.reason.as_deref().unwrap_or("no value");
-                    let base = format!(
-                        "{figure_name} = unavailable ({reason}), bound {} {bound_txt} ({})",
-                        comparison.as_str(),
-                        figure.basis
-                    );
-                    match when {
-                        WhenUnavailable::Fail => (Outcome::Unavailable, base),
-                        WhenUnavailable::Skip => (
-                            Outcome::Skipped,
-                            format!("{base}; skipped (when_unavailable = \"skip\")"),
-                        ),
-                    }
                 }
             }
-        };
-        Verdict {
-            gate: gate.to_string(),
-            figure: figure_name.to_string(),
-            value: figure.value,
-            bound,
-            comparison,
-            unit: unit.to_string(),
-            basis: figure.basis.clone(),
-            outcome,
-            message,
         }
+    };
+    Verdict {
+        gate: gate.to_string(),
+        figure: figure_name.to_string(),
+        value: figure.value,
+        bound,
+        comparison,
+        unit: unit.to_string(),
+        basis: figure.basis,
+        tokens: figure.tokens,
+        built_in,
+        outcome,
+        message,
     }
 }
 

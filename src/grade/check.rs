@@ -39,7 +39,7 @@ impl CheckKind {
         match self {
             CheckKind::Contains | CheckKind::Equals => &["value", "target"],
             CheckKind::Regex => &["pattern", "target"],
-            CheckKind::ToolCalled => &["tool", "min_times"],
+            CheckKind::ToolCalled => &["tool", "min_times", "valid_arguments"],
             CheckKind::JsonPath => &["path", "equals", "target"],
         }
     }
@@ -82,6 +82,9 @@ pub struct RawCheck {
     pub tool: Option<String>,
     /// `tool_called`: minimum number of calls, default 1, at least 1.
     pub min_times: Option<u32>,
+    /// `tool_called`: count only calls whose arguments validated against the tool's
+    /// parameters (default false: every call of the tool counts).
+    pub valid_arguments: Option<bool>,
     /// Operand of `json_path`: an RFC 9535 JSON path such as `$.city`.
     pub path: Option<String>,
     /// `json_path`: the value the match must equal (any TOML value); absent = the path
@@ -141,12 +144,15 @@ pub enum Check {
         /// What is checked.
         target: CheckTarget,
     },
-    /// The job called `tool` at least `min_times` times.
+    /// The job called `tool` at least `min_times` times (with `valid_arguments`: calls
+    /// whose arguments validated against the tool's parameters).
     ToolCalled {
         /// Tool name.
         tool: String,
         /// Minimum number of calls (≥ 1).
         min_times: u32,
+        /// Count only calls with valid arguments.
+        valid_arguments: bool,
     },
     /// The target, parsed as JSON, has a match for `path`; with `equals`, the match
     /// (one node) or the array of matches (several nodes) equals it, numbers compared by
@@ -191,8 +197,17 @@ impl Check {
             Check::Contains { target, .. } => format!("contains({})", target.as_str()),
             Check::Regex { target, .. } => format!("regex({})", target.as_str()),
             Check::Equals { target, .. } => format!("equals({})", target.as_str()),
-            Check::ToolCalled { tool, min_times } => {
-                format!("tool_called({tool}, min {min_times})")
+            Check::ToolCalled {
+                tool,
+                min_times,
+                valid_arguments,
+            } => {
+                let valid = if *valid_arguments {
+                    ", valid arguments"
+                } else {
+                    ""
+                };
+                format!("tool_called({tool}, min {min_times}{valid})")
             }
             Check::JsonPath {
                 path,
@@ -211,11 +226,12 @@ impl TryFrom<RawCheck> for Check {
 
     fn try_from(raw: RawCheck) -> Result<Self, CheckError> {
         let kind = raw.kind;
-        let present: [(&'static str, bool); 7] = [
+        let present: [(&'static str, bool); 8] = [
             ("value", raw.value.is_some()),
             ("pattern", raw.pattern.is_some()),
             ("tool", raw.tool.is_some()),
             ("min_times", raw.min_times.is_some()),
+            ("valid_arguments", raw.valid_arguments.is_some()),
             ("path", raw.path.is_some()),
             ("equals", raw.equals.is_some()),
             ("target", raw.target.is_some()),
@@ -267,7 +283,11 @@ impl TryFrom<RawCheck> for Check {
                         problem: CheckProblem::Invalid,
                     });
                 }
-                Check::ToolCalled { tool, min_times }
+                Check::ToolCalled {
+                    tool,
+                    min_times,
+                    valid_arguments: raw.valid_arguments.unwrap_or(false),
+                }
             }
             CheckKind::JsonPath => {
                 let src = raw.path.ok_or_else(|| missing("path"))?;

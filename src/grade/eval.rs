@@ -15,6 +15,9 @@ pub struct GradeSubject<'a> {
     pub stdout: Option<&'a str>,
     /// The names of the tools called, in call order.
     pub tool_calls: &'a [String],
+    /// The names of the calls whose arguments validated against the tool's parameters
+    /// (the tool ran, or failed for another reason than its arguments), in call order.
+    pub valid_tool_calls: &'a [String],
 }
 
 /// The verdict of one check, as written to `report.json`.
@@ -86,10 +89,25 @@ fn failure(check: &Check, subject: &GradeSubject<'_>) -> Option<String> {
                 t.len()
             )),
         },
-        Check::ToolCalled { tool, min_times } => {
-            let n = subject.tool_calls.iter().filter(|c| *c == tool).count();
+        Check::ToolCalled {
+            tool,
+            min_times,
+            valid_arguments,
+        } => {
+            let calls = if *valid_arguments {
+                subject.valid_tool_calls
+            } else {
+                subject.tool_calls
+            };
+            let n = calls.iter().filter(|c| *c == tool).count();
             if n >= *min_times as usize {
                 None
+            } else if *valid_arguments {
+                let all = subject.tool_calls.iter().filter(|c| *c == tool).count();
+                Some(format!(
+                    "`{tool}` called with valid arguments {n} time(s) ({all} call(s) in all), \
+                     at least {min_times} required"
+                ))
             } else {
                 Some(format!(
                     "`{tool}` called {n} time(s), at least {min_times} required"

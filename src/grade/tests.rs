@@ -20,6 +20,7 @@ fn answer(a: &str) -> GradeSubject<'_> {
         final_answer: Some(a),
         stdout: None,
         tool_calls: &[],
+        valid_tool_calls: &[],
     }
 }
 
@@ -53,7 +54,7 @@ fn check_errors_name_the_key() {
     );
     assert_eq!(
         check_err("kind = \"tool_called\"\ntool = \"t\"\ntarget = \"stdout\""),
-        "`target` does not apply to a `tool_called` check (it takes `tool`, `min_times`)"
+        "`target` does not apply to a `tool_called` check (it takes `tool`, `min_times`, `valid_arguments`)"
     );
     assert_eq!(
         check_err("kind = \"regex\"\npattern = \"a{2\""),
@@ -111,6 +112,7 @@ fn absent_targets_fail_with_a_reason() {
         final_answer: None,
         stdout: Some("tests: ok\n"),
         tool_calls: &[],
+        valid_tool_calls: &[],
     };
     assert!(one(&c, &s).passed);
 }
@@ -122,6 +124,7 @@ fn tool_called_counts_calls() {
         final_answer: Some("x"),
         stdout: None,
         tool_calls: &calls,
+        valid_tool_calls: &calls,
     };
     assert!(
         one(
@@ -191,4 +194,46 @@ fn evaluate_returns_one_result_per_check_in_order() {
         json!({"check": "contains(final_answer)", "passed": true, "reason": null})
     );
     assert!(evaluate(&[], &answer("x")).is_empty());
+}
+
+/// `valid_arguments = true` counts only calls whose arguments passed the tool's schema: a
+/// call the tool refused as `bad_arguments` is a call, never a valid one.
+#[test]
+fn tool_called_with_valid_arguments_counts_only_validated_calls() {
+    let calls = vec!["get_weather".to_string(), "get_weather".into()];
+    let valid = vec!["get_weather".to_string()];
+    let s = GradeSubject {
+        final_answer: Some("x"),
+        stdout: None,
+        tool_calls: &calls,
+        valid_tool_calls: &valid,
+    };
+    let strict = check(
+        "kind = \"tool_called\"\ntool = \"get_weather\"\nmin_times = 2\nvalid_arguments = true",
+    );
+    assert_eq!(
+        strict.describe(),
+        "tool_called(get_weather, min 2, valid arguments)"
+    );
+    let r = one(&strict, &s);
+    assert!(!r.passed);
+    assert_eq!(
+        r.reason.as_deref(),
+        Some(
+            "`get_weather` called with valid arguments 1 time(s) (2 call(s) in all), at least 2 required"
+        )
+    );
+    let any = check("kind = \"tool_called\"\ntool = \"get_weather\"\nmin_times = 2");
+    assert!(one(&any, &s).passed);
+    let none = GradeSubject {
+        valid_tool_calls: &[],
+        ..s
+    };
+    assert!(
+        !one(
+            &check("kind = \"tool_called\"\ntool = \"get_weather\"\nvalid_arguments = true"),
+            &none
+        )
+        .passed
+    );
 }

@@ -189,7 +189,7 @@ pub fn trials(cfg: &HarnessConfig) -> Vec<Trial> {
 /// A finished trial run: the job's report and where its run directory is.
 pub struct TrialRun {
     /// The run's report.
-    pub report: runner::report::RunReport,
+    pub report: crate::model::RunReport,
     /// The run directory (temporary unless `out_dir` was set).
     pub run_dir: PathBuf,
     /// Whether the endpoint was the built-in simulator.
@@ -283,14 +283,17 @@ pub fn run_job(cfg: &HarnessConfig, file: &Path, job_id: &str) -> Result<TrialRu
 
 /// The failure message of a job that did not pass: one line per failing verdict
 /// (figure, value, bound, basis), failed grading check, failed-request summary or note.
-pub fn failure_message(report: &runner::report::RunReport, job_id: &str) -> Option<String> {
+pub fn failure_message(report: &crate::model::RunReport, job_id: &str) -> Option<String> {
     let job = report.jobs.iter().find(|j| j.id == job_id)?;
-    if job.status == "pass" {
+    if job.status == crate::model::JobStatus::Pass {
         return None;
     }
-    let view = job.view();
-    let mut lines = vec![format!("{job_id} failed:")];
-    lines.extend(view.failure_lines().into_iter().map(|l| format!("  {l}")));
+    let word = match job.status {
+        crate::model::JobStatus::Fail => "failed".to_string(),
+        other => other.as_str().replace('_', " "),
+    };
+    let mut lines = vec![format!("{job_id} {word}:")];
+    lines.extend(job.failure_lines().into_iter().map(|l| format!("  {l}")));
     Some(lines.join("\n"))
 }
 

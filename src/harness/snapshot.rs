@@ -4,14 +4,16 @@
 //! that is stable across runs of a deterministic endpoint (the built-in simulator with a
 //! fixed seed): it keeps the structure, step kinds and names, step statuses and failure
 //! codes, token counts from each response's own usage (prompt, cached, completion),
-//! finish and stop reasons, grading results, gate outcomes and bounds, and the ADR-013
-//! attribution status and bases; it redacts what varies from run to run:
+//! finish and stop reasons, grading results, gate outcomes, bounds and bases, the power
+//! source, and the ADR-013 attribution status and bases; it redacts what varies from run
+//! to run:
 //!
 //! | field | snapshot | why |
 //! |---|---|---|
 //! | step / request ids, run id, trajectory ids | dropped (the step's position is kept) | run-local counters, random ids |
 //! | times, durations, TTFT (`*_ns`, `*_ms`) | `"[ms]"` when present, `null` when absent | wall-clock timing |
-//! | step energy | `"[mJ]"` always | the value is timing; even whether a short tool step holds a power sample depends on scheduling |
+//! | step energy | `"[mJ]"` when accounted for, else `null` | the value is timing; `"[mJ]"` means the step has its own figure, or — a window shorter than the sampling grid, where whether a sample segment falls inside depends on scheduling — its energy is in the trajectory's unattributed energy; `null` means nothing accounts for it (no power source, attribution withheld, a device without coverage), so energy disappearing changes the snapshot |
+//! | trajectory energy | `"[mJ]"` when accounted for, else `null` | the same rule as a step's: its own figure, or every step shorter than the sampling grid (so none has a figure of its own) |
 //! | gate values in ms, J, tokens/J, % | `"[ms]"`, `"[J]"`, … (`null` stays `null`) | timing or energy |
 //! | gate values without unit (counts, rates) | rounded to 4 decimals | deterministic |
 //! | gate messages | dropped | they embed the value |
@@ -28,13 +30,19 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::gate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Verdict};
-use crate::runner::report::{JobReport, RunReport, StepReport, TrajectoryReport};
+use crate::gate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use crate::model::{
+    AttributionOutcome, Basis, Comparison, EnergyBasis, FailureCode, FailureCount, HarnessReport,
+    JobKind, JobReport, JobStatus, NO_STEP_ENERGY, Outcome, PowerBasisLabel, RunReport, StepKind,
+    StepReport, StepStatus, StopReason, TokenEstimate, TokenSource, TrajectoryReport, Verdict,
+};
 
-/// Schema id of a redacted job report.
-pub const SNAPSHOT_SCHEMA: &str = "inferscope-bench.snapshot/v1";
+/// Schema id of a redacted job report. v2: typed enums, bases as their serialized names,
+/// the energy of each step and trajectory recorded as present (`"[mJ]"`) or `null`.
+pub const SNAPSHOT_SCHEMA: &str = "inferscope-bench.snapshot/v2";
 
 /// The snapshot name of a job id: `agentic::lookup` → `agentic__lookup`; every
 /// character outside `[A-Za-z0-9_-]` becomes `_` (insta file names are `<name>.snap`).
@@ -52,11 +60,8 @@ pub fn snapshot_name(job_id: &str) -> String {
         .collect()
 }
 
-fn timing(v: Option<f64>) -> Value {
-    match v {
-        Some(_) => Value::String("[ms]".into()),
-        None => Value::Null,
-    }
+fn timing(v: Option<f64>) -> Option<&'static str> {
+    v.map(|_| "[ms]")
 }
 
 fn redact_urls(s: &str) -> String {
@@ -72,154 +77,284 @@ fn round4(v: f64) -> Value {
     serde_json::Number::from_f64(r).map_or(Value::Null, Value::Number)
 }
 
-fn verdict(v: &Verdict) -> Value {
-    let value = match (v.value, v.unit.as_str()) {
-        (None, _) => Value::Null,
-        (Some(x), "") => round4(x),
-        (Some(_), u) => Value::String(format!("[{u}]")),
-    };
-    json!({
-        "gate": v.gate,
-        "figure": v.figure,
-        "comparison": v.comparison,
-        "bound": v.bound,
-        "unit": v.unit,
-        "basis": v.basis,
-        "value": value,
-        "outcome": v.outcome,
-    })
+#[derive(Serialize)]
+struct SnapVerdict<'a> {
+    gate: &'a str,
+    figure: &'a str,
+    comparison: Comparison,
+    bound: f64,
+    unit: &'a str,
+    basis: Basis,
+    tokens: Option<TokenSource>,
+    built_in: bool,
+    value: Value,
+    outcome: Outcome,
 }
 
-fn step(i: usize, s: &StepReport, finish_reason: Option<&str>) -> Value {
-    let mut m = Map::new();
-    m.insert("step".into(), json!(i + 1));
-    m.insert("kind".into(), json!(s.kind));
-    m.insert("name".into(), json!(s.name));
-    m.insert("status".into(), json!(s.status));
-    m.insert("failure_code".into(), json!(s.failure_code));
-    if s.kind == "llm_call" {
-        m.insert("prompt_tokens".into(), json!(s.prompt_tokens));
-        m.insert("cached_tokens".into(), json!(s.cached_tokens));
-        m.insert("completion_tokens".into(), json!(s.completion_tokens));
-        m.insert("finish_reason".into(), json!(finish_reason));
-        m.insert("ttft_ms".into(), timing(s.ttft_ms));
+fn verdict(v: &Verdict) -> SnapVerdict<'_> {
+    SnapVerdict {
+        gate: &v.gate,
+        figure: &v.figure,
+        comparison: v.comparison,
+        bound: v.bound,
+        unit: &v.unit,
+        basis: v.basis,
+        tokens: v.tokens,
+        built_in: v.built_in,
+        value: match (v.value, v.unit.as_str()) {
+            (None, _) => Value::Null,
+            (Some(x), "") => round4(x),
+            (Some(_), u) => Value::String(format!("[{u}]")),
+        },
+        outcome: v.outcome,
     }
-    m.insert("duration_ms".into(), timing(Some(s.duration_ms)));
-    m.insert("energy_mj".into(), json!("[mJ]"));
-    m.insert("energy_basis".into(), json!(s.energy_basis));
-    Value::Object(m)
 }
 
-fn attribution(report: &RunReport, traj_id: &str) -> Value {
-    let Some(t) = report
-        .trajectory
-        .as_ref()
-        .and_then(|t| t.get("trajectories"))
-        .and_then(Value::as_array)
-        .and_then(|ts| {
-            ts.iter()
-                .find(|t| t.get("trajectory").and_then(Value::as_str) == Some(traj_id))
-        })
-    else {
-        return Value::Null;
-    };
-    let get = |k: &str| t.get(k).cloned().unwrap_or(Value::Null);
-    let dropped: Vec<Value> = t
-        .get("dropped_steps")
-        .and_then(Value::as_array)
-        .map(|d| {
-            d.iter()
-                .map(|x| x.get("reason").cloned().unwrap_or_else(|| x.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    json!({
-        "status": get("status"),
-        "energy_basis": get("energy_basis"),
-        "power_basis": get("power_basis"),
-        "max_trajectories_in_flight": t
-            .get("concurrency")
-            .and_then(|c| c.get("max_trajectories_in_flight"))
-            .cloned()
-            .unwrap_or(Value::Null),
-        "steps": t.get("steps").and_then(Value::as_array).map(Vec::len),
-        "dropped_steps": dropped,
-        "usage_completion_tokens": get("total_usage_completion_tokens"),
+#[derive(Serialize)]
+struct SnapLlm<'a> {
+    prompt_tokens: Option<u64>,
+    cached_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    completion_tokens_estimate: Option<TokenEstimate>,
+    finish_reason: Option<&'a str>,
+    ttft_ms: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct SnapStep<'a> {
+    step: usize,
+    kind: StepKind,
+    name: &'a str,
+    status: Option<StepStatus>,
+    failure_code: Option<FailureCode>,
+    #[serde(flatten)]
+    llm: Option<SnapLlm<'a>>,
+    duration_ms: Option<&'static str>,
+    energy: Option<&'static str>,
+    energy_basis: Option<Basis>,
+}
+
+/// `"[mJ]"` when the step's energy is accounted for: its own figure, or — for a window
+/// shorter than the sampling grid, where whether a sample segment falls inside depends on
+/// scheduling — the trajectory's unattributed energy; `null` when nothing accounts for it
+/// (no power source, attribution withheld, the step dropped, a device without coverage).
+fn step_energy(s: &StepReport) -> Option<&'static str> {
+    let grid_only = s
+        .energy
+        .reason
+        .as_deref()
+        .is_some_and(|r| r.starts_with("no power-sample segment lies fully inside"));
+    (s.energy.is_present() || grid_only).then_some("[mJ]")
+}
+
+fn step<'a>(i: usize, s: &'a StepReport, finish_reason: Option<&'a str>) -> SnapStep<'a> {
+    let accounted = step_energy(s);
+    SnapStep {
+        step: i + 1,
+        kind: s.kind,
+        name: &s.name,
+        status: s.status,
+        failure_code: s.failure_code,
+        llm: (s.kind == StepKind::LlmCall).then(|| SnapLlm {
+            prompt_tokens: s.prompt_tokens,
+            cached_tokens: s.cached_tokens,
+            completion_tokens: s.completion_tokens,
+            completion_tokens_estimate: s.completion_tokens_estimate,
+            finish_reason,
+            ttft_ms: timing(s.ttft_ms),
+        }),
+        duration_ms: timing(Some(s.duration_ms)),
+        energy: accounted,
+        energy_basis: accounted.map(|_| s.energy.basis),
+    }
+}
+
+#[derive(Serialize)]
+struct SnapAttribution {
+    status: &'static str,
+    energy_basis: Option<EnergyBasis>,
+    power_basis: Option<PowerBasisLabel>,
+    max_trajectories_in_flight: u32,
+    steps: usize,
+    dropped_steps: Vec<&'static str>,
+    usage_completion_tokens: Option<u64>,
+}
+
+fn attribution(t: &TrajectoryReport) -> Option<SnapAttribution> {
+    let o = t.attribution.as_ref()?;
+    Some(match o {
+        AttributionOutcome::Attributed(m) => SnapAttribution {
+            status: "attributed",
+            energy_basis: m.energy_basis,
+            power_basis: m.power_basis,
+            max_trajectories_in_flight: m.concurrency.max_trajectories_in_flight,
+            steps: t.steps.iter().filter(|s| s.attribution.is_some()).count(),
+            dropped_steps: m.dropped_steps.iter().map(|d| d.reason.label()).collect(),
+            usage_completion_tokens: m.total_usage_completion_tokens,
+        },
+        AttributionOutcome::Withheld(w) => SnapAttribution {
+            status: "withheld",
+            energy_basis: None,
+            power_basis: None,
+            max_trajectories_in_flight: w.concurrency.max_trajectories_in_flight,
+            steps: 0,
+            dropped_steps: w.dropped_steps.iter().map(|d| d.reason.label()).collect(),
+            usage_completion_tokens: None,
+        },
     })
 }
 
-fn trajectory(report: &RunReport, job: &JobReport, t: &TrajectoryReport) -> Value {
-    let finish = |s: &StepReport| -> Option<String> {
+#[derive(Serialize)]
+struct SnapTrajectory<'a> {
+    index: u32,
+    stop_reason: StopReason,
+    graded_pass: Option<bool>,
+    energy: Option<&'static str>,
+    energy_basis: Basis,
+    steps: Vec<SnapStep<'a>>,
+    attribution: Option<SnapAttribution>,
+}
+
+/// `"[mJ]"` when the trajectory's energy is accounted for: its own figure, or — every step
+/// shorter than the sampling grid, so none has a figure of its own — the same rule as a
+/// step's ([`step_energy`]); `null` when nothing accounts for it.
+fn trajectory_energy(t: &TrajectoryReport) -> Option<&'static str> {
+    let grid_only = t.energy.reason.as_deref() == Some(NO_STEP_ENERGY)
+        && !t.steps.is_empty()
+        && t.steps.iter().all(|s| step_energy(s).is_some());
+    (t.energy.is_present() || grid_only).then_some("[mJ]")
+}
+
+fn trajectory<'a>(job: &'a JobReport, t: &'a TrajectoryReport) -> SnapTrajectory<'a> {
+    let finish = |s: &StepReport| -> Option<&'a str> {
         // The request of an LLM step ends at the step's end; match on it.
         job.requests
             .iter()
-            .find(|r| s.kind == "llm_call" && r.end_ns == Some(s.end_ns))
-            .and_then(|r| r.finish_reason.clone())
+            .find(|r| s.kind == StepKind::LlmCall && r.end_ns == Some(s.end_ns))
+            .and_then(|r| r.finish_reason.as_deref())
     };
-    json!({
-        "index": t.index,
-        "stop_reason": t.stop_reason,
-        "graded_pass": t.graded_pass,
-        "steps": t
+    SnapTrajectory {
+        index: t.index,
+        stop_reason: t.stop_reason,
+        graded_pass: t.graded_pass,
+        energy: trajectory_energy(t),
+        energy_basis: t.energy.basis,
+        steps: t
             .steps
             .iter()
             .enumerate()
-            .map(|(i, s)| step(i, s, finish(s).as_deref()))
-            .collect::<Vec<_>>(),
-        "attribution": attribution(report, &t.id),
-    })
+            .map(|(i, s)| step(i, s, finish(s)))
+            .collect(),
+        attribution: attribution(t),
+    }
 }
 
-/// The redacted report of job `job_id` of `report` (see the module docs), or `None`
-/// when the run has no such job. Pure.
+#[derive(Serialize)]
+struct SnapEndpoint<'a> {
+    simulated: bool,
+    model: &'a str,
+    engine_profile: &'a str,
+}
+
+#[derive(Serialize)]
+struct SnapRequests<'a> {
+    total: usize,
+    succeeded: usize,
+    failed: usize,
+    failure_codes: &'a [FailureCount],
+}
+
+#[derive(Serialize)]
+struct SnapGrading<'a> {
+    check: &'a str,
+    passed: bool,
+    reason: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct SnapHarness<'a> {
+    exit_code: Option<i32>,
+    timed_out: bool,
+    spawn_error: Option<&'a str>,
+}
+
+/// A redacted job report (see the module docs).
+#[derive(Serialize)]
+struct Snapshot<'a> {
+    schema: &'static str,
+    job: &'a str,
+    kind: JobKind,
+    status: JobStatus,
+    endpoint: Option<SnapEndpoint<'a>>,
+    power: Option<&'static str>,
+    requests: SnapRequests<'a>,
+    verdicts: Vec<SnapVerdict<'a>>,
+    grading: Vec<SnapGrading<'a>>,
+    grade_pass_rate: Option<Value>,
+    harness: Option<SnapHarness<'a>>,
+    notes: Vec<String>,
+    trajectories: Vec<SnapTrajectory<'a>>,
+}
+
+/// The redacted report of job `job_id` of `report` (see the module docs) as JSON, or
+/// `None` when the run has no such job. Pure.
 pub fn redacted_job_report(report: &RunReport, job_id: &str) -> Option<Value> {
     let job = report.jobs.iter().find(|j| j.id == job_id)?;
-    let endpoint = report.endpoint_of(job_id).map(|e| {
-        json!({
-            "simulated": e.simulated,
-            "model": e.model,
-            "engine_profile": e.engine_profile,
-        })
-    });
+    Some(serde_json::to_value(snapshot(report, job)).expect("snapshots always serialize"))
+}
+
+fn snapshot<'a>(report: &'a RunReport, job: &'a JobReport) -> Snapshot<'a> {
+    let job_id = job.id.as_str();
     let succeeded = job.requests.iter().filter(|r| r.is_success()).count();
-    Some(json!({
-        "schema": SNAPSHOT_SCHEMA,
-        "job": job.id,
-        "kind": job.kind,
-        "status": job.status,
-        "endpoint": endpoint,
-        "requests": {
-            "total": job.requests.len(),
-            "succeeded": succeeded,
-            "failed": job.requests.len() - succeeded,
-            "failure_codes": job.failure_codes,
+    Snapshot {
+        schema: SNAPSHOT_SCHEMA,
+        job: &job.id,
+        kind: job.kind,
+        status: job.status,
+        endpoint: report.endpoint_of(job_id).map(|e| SnapEndpoint {
+            simulated: e.simulated,
+            model: &e.model,
+            engine_profile: &e.engine_profile,
+        }),
+        power: report.power.source.map(|p| p.label()),
+        requests: SnapRequests {
+            total: job.requests.len(),
+            succeeded,
+            failed: job.requests.len() - succeeded,
+            failure_codes: &job.failure_codes,
         },
-        "verdicts": job.verdicts.iter().map(verdict).collect::<Vec<_>>(),
-        "grading": job
+        verdicts: job.verdicts.iter().map(verdict).collect(),
+        grading: job
             .grading
             .iter()
-            .map(|(check, passed, reason)| json!({"check": check, "passed": passed, "reason": reason}))
-            .collect::<Vec<_>>(),
-        "grade_pass_rate": job.grade_pass_rate.map(round4),
-        "harness": job.harness.as_ref().map(|h| json!({
-            "exit_code": h.exit_code,
-            "timed_out": h.timed_out,
-            "spawn_error": h.spawn_error,
-        })),
-        "notes": job.notes.iter().map(|n| redact_urls(n)).collect::<Vec<_>>(),
-        "trajectories": job
+            .map(|g| SnapGrading {
+                check: &g.check,
+                passed: g.passed,
+                reason: g.detail.as_deref(),
+            })
+            .collect(),
+        grade_pass_rate: job.grade_pass_rate.map(round4),
+        harness: job.harness.as_ref().map(|h: &HarnessReport| SnapHarness {
+            exit_code: h.exit_code,
+            timed_out: h.timed_out,
+            spawn_error: h.spawn_error.as_deref(),
+        }),
+        notes: job.notes.iter().map(|n| redact_urls(n)).collect(),
+        trajectories: job
             .trajectories
             .iter()
-            .map(|t| trajectory(report, job, t))
-            .collect::<Vec<_>>(),
-    }))
+            .map(|t| trajectory(job, t))
+            .collect(),
+    }
 }
 
 /// The snapshot body of job `job_id`: [`redacted_job_report`] as pretty JSON, no
 /// trailing newline. `None` when the run has no such job.
 pub fn snapshot_body(report: &RunReport, job_id: &str) -> Option<String> {
-    redacted_job_report(report, job_id)
-        .map(|v| serde_json::to_string_pretty(&v).expect("JSON values always serialize"))
+    let job = report.jobs.iter().find(|j| j.id == job_id)?;
+    // Serialized from the structs, in their field order (never a `Value` map's, whose
+    // order depends on serde_json's features).
+    Some(serde_json::to_string_pretty(&snapshot(report, job)).expect("snapshots always serialize"))
 }
 
 fn yaml_str(s: &str) -> String {
@@ -357,6 +492,98 @@ mod tests {
         assert!(t.starts_with("---\nsource: \"src\"\n"));
         assert_eq!(snap_file_body(&t), Some("{\n  \"a\": 1\n}"));
         assert_eq!(snap_file_body("no header"), None);
+    }
+
+    fn step_with(energy: crate::model::Figure<u64>) -> StepReport {
+        StepReport {
+            step_id: 1,
+            kind: StepKind::Tool,
+            name: "read_file".into(),
+            start_ns: 0,
+            end_ns: 1,
+            duration_ms: 0.0,
+            start_before_anchor_ns: None,
+            status: Some(StepStatus::Completed),
+            failure_code: None,
+            tool_error: None,
+            prompt_tokens: None,
+            cached_tokens: None,
+            completion_tokens: None,
+            completion_tokens_estimate: None,
+            ttft_ms: None,
+            energy,
+            tokens_per_joule: crate::model::Figure::missing(Basis::Simulated, "not an LLM step"),
+            warmup: false,
+            attribution: None,
+        }
+    }
+
+    /// Issue 13 item 7: the snapshot records whether each step's energy is accounted for,
+    /// so energy disappearing (no power source, attribution withheld) changes it.
+    #[test]
+    fn step_energy_presence_is_recorded() {
+        use crate::model::Figure;
+        let present = step_with(Figure::of(12, Basis::Simulated));
+        assert_eq!(step(0, &present, None).energy, Some("[mJ]"));
+        // Shorter than the sampling grid: accounted for in the unattributed energy.
+        let short = step_with(Figure::missing(
+            Basis::Simulated,
+            "no power-sample segment lies fully inside the step window (shorter than the \
+             sampling grid; its energy is in the trajectory's unattributed energy)",
+        ));
+        assert_eq!(step(0, &short, None).energy, Some("[mJ]"));
+        let gone = step_with(Figure::missing(Basis::Unavailable, "no power source: NVML"));
+        let s = step(0, &gone, None);
+        assert_eq!((s.energy, s.energy_basis), (None, None));
+        let withheld = step_with(Figure::missing(
+            Basis::Simulated,
+            "attribution withheld (no_anchor)",
+        ));
+        assert_eq!(step(0, &withheld, None).energy, None);
+    }
+
+    /// The flake this rule removes: a load point's trajectory whose every step is shorter
+    /// than the sampling grid has no energy figure of its own, yet its energy is accounted
+    /// for (the trajectory's unattributed energy), so the snapshot shows it as present.
+    #[test]
+    fn trajectory_energy_presence_follows_its_steps() {
+        use crate::model::{Figure, StopReason, TrajectoryReport};
+        let short = "no power-sample segment lies fully inside the step window (shorter than \
+                     the sampling grid; its energy is in the trajectory's unattributed energy)";
+        let traj = |energy: Figure<u64>, steps: Vec<StepReport>| TrajectoryReport {
+            id: "t".into(),
+            index: 0,
+            stop_reason: StopReason::FinalAnswer,
+            start_ns: 0,
+            end_ns: 1,
+            graded_pass: None,
+            completion_tokens: Figure::missing(Basis::ServerReported, "none"),
+            energy,
+            tokens_per_joule: Figure::missing(Basis::Simulated, "none"),
+            steps,
+            attribution: None,
+            shard: None,
+        };
+        let own = traj(Figure::of(5, Basis::Simulated), vec![]);
+        assert_eq!(trajectory_energy(&own), Some("[mJ]"));
+        let grid = traj(
+            Figure::missing(Basis::Simulated, NO_STEP_ENERGY),
+            vec![step_with(Figure::missing(Basis::Simulated, short))],
+        );
+        assert_eq!(trajectory_energy(&grid), Some("[mJ]"));
+        let gone = traj(
+            Figure::missing(Basis::Simulated, NO_STEP_ENERGY),
+            vec![step_with(Figure::missing(
+                Basis::Unavailable,
+                "no power source: NVML",
+            ))],
+        );
+        assert_eq!(trajectory_energy(&gone), None);
+        let withheld = traj(
+            Figure::missing(Basis::Simulated, "attribution withheld (no_anchor)"),
+            vec![step_with(Figure::missing(Basis::Simulated, short))],
+        );
+        assert_eq!(trajectory_energy(&withheld), None);
     }
 
     #[test]

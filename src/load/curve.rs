@@ -24,10 +24,12 @@
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
-
 use crate::attribution::{ABSENT, align_rows};
 use crate::gate::spec::{GateSpec, PercentileBounds};
+use crate::model::TokenSource;
+pub use crate::model::load::{
+    Goodput, GoodputCriteria, PointEnergy, PointFacts, PointSummary, WindowEnergy, WindowMethod,
+};
 use crate::stats::{AggregateParams, JobStats, RequestFigures, Summary, total_if_complete};
 
 /// One request of a point as the curve needs it: its figures (from send) plus identity.
@@ -39,39 +41,27 @@ pub struct PointRequest {
     pub warmup: bool,
 }
 
-/// Per-request thresholds derived from a job's gates for goodput (ms).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct GoodputCriteria {
-    /// TTFT from schedule at most, ms.
-    pub ttft_ms: Option<f64>,
-    /// Mean ITL of the request at most, ms.
-    pub itl_ms: Option<f64>,
-    /// TPOT of the request at most, ms.
-    pub tpot_ms: Option<f64>,
-    /// E2E from schedule at most, ms.
-    pub e2e_ms: Option<f64>,
-}
-
 fn loosest(b: &Option<PercentileBounds>) -> Option<f64> {
     let b = b.as_ref()?;
     b.p99.or(b.p95).or(b.p90).or(b.p50).or(b.mean)
 }
 
-impl GoodputCriteria {
-    /// The per-request thresholds of `gates` (see the module docs); `None` when the gates
-    /// declare no latency bound.
-    pub fn from_gates(gates: &GateSpec) -> Option<GoodputCriteria> {
-        let c = GoodputCriteria {
-            ttft_ms: loosest(&gates.ttft_ms),
-            itl_ms: loosest(&gates.itl_ms),
-            tpot_ms: loosest(&gates.tpot_ms),
-            e2e_ms: loosest(&gates.e2e_ms),
-        };
-        (c != GoodputCriteria::default()).then_some(c)
-    }
+/// The per-request thresholds of `gates` (see the module docs); `None` when the gates
+/// declare no latency bound.
+pub fn goodput_criteria(gates: &GateSpec) -> Option<GoodputCriteria> {
+    let c = GoodputCriteria {
+        ttft_ms: loosest(&gates.ttft_ms),
+        itl_ms: loosest(&gates.itl_ms),
+        tpot_ms: loosest(&gates.tpot_ms),
+        e2e_ms: loosest(&gates.e2e_ms),
+    };
+    (c != GoodputCriteria::default()).then_some(c)
+}
 
-    /// Whether one request is good.
-    pub fn meets(&self, r: &RequestFigures) -> bool {
+/// Whether one request is good against `c`.
+pub fn meets(c: &GoodputCriteria, r: &RequestFigures) -> bool {
+    let this = c;
+    {
         if !r.ok {
             return false;
         }
@@ -83,171 +73,88 @@ impl GoodputCriteria {
         };
         let mean_itl =
             (!r.itl_ms.is_empty()).then(|| r.itl_ms.iter().sum::<f64>() / r.itl_ms.len() as f64);
-        within(r.ttft_ms.map(|t| t + lag), self.ttft_ms, false)
-            && within(r.e2e_ms.map(|t| t + lag), self.e2e_ms, false)
-            && within(mean_itl, self.itl_ms, true)
-            && within(r.tpot_ms, self.tpot_ms, true)
+        within(r.ttft_ms.map(|t| t + lag), this.ttft_ms, false)
+            && within(r.e2e_ms.map(|t| t + lag), this.e2e_ms, false)
+            && within(mean_itl, this.itl_ms, true)
+            && within(r.tpot_ms, this.tpot_ms, true)
     }
+}
 
-    /// `ttft_ms <= 2000, e2e_ms <= 5000` (from schedule).
-    pub fn describe(&self) -> String {
-        let parts: Vec<String> = [
-            ("ttft_ms", self.ttft_ms),
-            ("itl_ms", self.itl_ms),
-            ("tpot_ms", self.tpot_ms),
-            ("e2e_ms", self.e2e_ms),
+/// `ttft_ms <= 2000, e2e_ms <= 5000` (from schedule).
+pub fn describe_criteria(c: &GoodputCriteria) -> String {
+    let parts: Vec<String> = {
+        [
+            ("ttft_ms", c.ttft_ms),
+            ("itl_ms", c.itl_ms),
+            ("tpot_ms", c.tpot_ms),
+            ("e2e_ms", c.e2e_ms),
         ]
         .iter()
         .filter_map(|(k, v)| v.map(|v| format!("{k} <= {}", crate::gate::format_number(v))))
-        .collect();
-        parts.join(", ")
-    }
-}
-
-/// Goodput of one point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Goodput {
-    /// Requests (warm-up excluded) that met every bound.
-    pub good_requests: u64,
-    /// `good_requests / requests`; `None` with no request.
-    pub fraction: Option<f64>,
-    /// `good_requests` per second of the point's window; `None` for an empty window.
-    pub rps: Option<f64>,
-    /// The per-request thresholds applied.
-    pub criteria: GoodputCriteria,
-}
-
-/// Energy of one point's window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointEnergy {
-    /// Device energy over the window, mJ (summed over devices).
-    pub energy_mj: u64,
-    /// Output tokens reported by every request of the point (warm-up included).
-    pub output_tokens: Option<u64>,
-    /// `energy / output_tokens`, J per token; `None` without tokens.
-    pub energy_per_output_token_j: Option<f64>,
-    /// `simulated` or `measured` (the power source), always a window figure.
-    pub basis: String,
-    /// How the window energy was obtained: `counter` or `trapezoid`.
-    pub method: String,
-}
-
-/// One point of the curve (`jobs[].sweep.points[]` in report.json).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointSummary {
-    /// 0-based point index.
-    pub index: usize,
-    /// The swept value at this point (`null` without a sweep).
-    pub value: Option<f64>,
-    /// `concurrency 4`, `rate 2/s poisson`, …
-    pub label: String,
-    /// Configured units in flight (cap); `null` = uncapped open loop.
-    pub concurrency: Option<u32>,
-    /// Configured arrival rate, units/s; `null` = closed loop.
-    pub rate: Option<f64>,
-    /// Most units (trajectories or requests) in flight at once, measured.
-    pub achieved_concurrency: u32,
-    /// Most requests in flight at once, measured.
-    pub max_requests_in_flight: u32,
-    /// Units started.
-    pub units: u64,
-    /// Warm-up requests excluded from the statistics.
-    pub warmup_requests: u64,
-    /// Point window, ns (first start to last end).
-    pub window_ns: u64,
-    /// Statistics of the point's non-warm-up requests: TTFT/E2E from send, E2E from
-    /// schedule, ITL, TPOT, schedule lag and misses, throughput.
-    pub stats: JobStats,
-    /// TTFT from the scheduled send time (`TTFT + lag`), ms (C24).
-    pub ttft_from_schedule_ms: Option<Summary>,
-    /// Goodput against the job's latency gates; `null` without latency bounds.
-    pub goodput: Option<Goodput>,
-    /// Window energy and energy per output token; `null` without a power source.
-    pub energy: Option<PointEnergy>,
-}
-
-/// Inputs of [`summarize_point`] other than the requests.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PointFacts {
-    /// 0-based point index.
-    pub index: usize,
-    /// The swept value (`None` without a sweep).
-    pub value: Option<f64>,
-    /// Label.
-    pub label: String,
-    /// Configured cap.
-    pub concurrency: Option<u32>,
-    /// Configured rate.
-    pub rate: Option<f64>,
-    /// Measured units in flight at most.
-    pub achieved_concurrency: u32,
-    /// Measured requests in flight at most.
-    pub max_requests_in_flight: u32,
-    /// Units started.
-    pub units: u64,
-    /// Window, ns.
-    pub window_ns: u64,
-    /// Window energy (mJ), basis, method; `None` without power.
-    pub energy: Option<(u64, String, String)>,
+        .collect()
+    };
+    parts.join(", ")
 }
 
 /// Summarises one point: statistics over its non-warm-up requests, TTFT from schedule,
-/// goodput against `criteria`, energy per output token (see the module docs).
+/// goodput against `criteria`, energy per output token over `energy` (the point window's
+/// device energy; see the module docs).
 pub fn summarize_point(
     facts: PointFacts,
     requests: &[PointRequest],
     criteria: Option<&GoodputCriteria>,
+    energy: Option<WindowEnergy>,
 ) -> PointSummary {
     let measured: Vec<RequestFigures> = requests
         .iter()
         .filter(|r| !r.warmup)
         .map(|r| r.figures.clone())
         .collect();
-    let stats = JobStats::aggregate(&measured, AggregateParams::new(facts.window_ns));
+    let window_ns = facts.window_ns;
+    let stats = JobStats::aggregate(&measured, AggregateParams::new(window_ns));
     let ttft_sched: Vec<f64> = measured
         .iter()
         .filter(|r| r.ok)
         .filter_map(|r| Some(r.ttft_ms? + r.schedule_lag_ms?))
         .collect();
     let goodput = criteria.map(|c| {
-        let good = measured.iter().filter(|r| c.meets(r)).count() as u64;
+        let good = measured.iter().filter(|r| meets(c, r)).count() as u64;
         Goodput {
             good_requests: good,
             fraction: (!measured.is_empty()).then(|| good as f64 / measured.len() as f64),
-            rps: (facts.window_ns > 0).then(|| good as f64 / (facts.window_ns as f64 / 1e9)),
+            rps: (window_ns > 0).then(|| good as f64 / (window_ns as f64 / 1e9)),
             criteria: c.clone(),
         }
     });
-    let energy = facts.energy.map(|(mj, basis, method)| {
-        let tokens: Vec<Option<u64>> = requests
+    let energy = energy.map(|w| {
+        let ok: Vec<&RequestFigures> = requests
             .iter()
             .filter(|r| r.figures.ok)
-            .map(|r| r.figures.output_tokens)
+            .map(|r| &r.figures)
             .collect();
-        let output_tokens = (!tokens.is_empty())
-            .then(|| total_if_complete(tokens.iter().copied()))
+        let output_tokens = (!ok.is_empty())
+            .then(|| total_if_complete(ok.iter().map(|r| r.output_tokens)))
             .flatten();
+        let tokens = output_tokens.and_then(|_| {
+            TokenSource::combine(
+                ok.iter()
+                    .map(|r| TokenSource::estimated(r.output_tokens_estimated)),
+            )
+        });
         PointEnergy {
-            energy_mj: mj,
+            energy_mj: w.energy_mj,
             output_tokens,
+            tokens,
             energy_per_output_token_j: output_tokens
                 .filter(|&t| t > 0)
-                .map(|t| mj as f64 / 1000.0 / t as f64),
-            basis,
-            method,
+                .map(|t| w.energy_mj as f64 / 1000.0 / t as f64),
+            basis: w.basis,
+            method: w.method,
         }
     });
     PointSummary {
-        index: facts.index,
-        value: facts.value,
-        label: facts.label,
-        concurrency: facts.concurrency,
-        rate: facts.rate,
-        achieved_concurrency: facts.achieved_concurrency,
-        max_requests_in_flight: facts.max_requests_in_flight,
-        units: facts.units,
+        facts,
         warmup_requests: requests.iter().filter(|r| r.warmup).count() as u64,
-        window_ns: facts.window_ns,
         stats,
         ttft_from_schedule_ms: Summary::from_samples(&ttft_sched),
         goodput,
@@ -265,6 +172,15 @@ pub fn warmup_flags(keys: &[(u64, u64)], k: u64) -> Vec<bool> {
         flags[i] = true;
     }
     flags
+}
+
+/// A tokens-per-second cell: one decimal, `~` in front of a client estimate, `—` missing.
+fn tokens_cell(f: &crate::model::Figure<f64>) -> String {
+    match f.value {
+        None => ABSENT.to_string(),
+        Some(v) if f.tokens == Some(TokenSource::ClientEstimate) => format!("~{v:.1}"),
+        Some(v) => format!("{v:.1}"),
+    }
 }
 
 /// One sample of a device's power series for [`window_energy_mj`].
@@ -289,7 +205,7 @@ pub fn window_energy_mj(
     samples: &[EnergyPoint],
     start_ns: u64,
     end_ns: u64,
-) -> Option<(u64, &'static str)> {
+) -> Option<(u64, WindowMethod)> {
     let before = samples
         .iter()
         .filter(|s| s.elapsed_ns <= start_ns && s.energy_mj.is_some())
@@ -303,7 +219,7 @@ pub fn window_energy_mj(
         && let (Some(ea), Some(eb)) = (a.energy_mj, b.energy_mj)
         && eb >= ea
     {
-        return Some((eb - ea, "counter"));
+        return Some((eb - ea, WindowMethod::Counter));
     }
     let inside: Vec<(u64, u64)> = samples
         .iter()
@@ -318,7 +234,10 @@ pub fn window_energy_mj(
         .map(|w| u128::from(w[0].1 + w[1].1) * u128::from(w[1].0.saturating_sub(w[0].0)))
         .sum();
     // mW·ns = 1e-12 J = 1e-9 mJ; halve the doubled sum.
-    Some(((doubled / 2 / 1_000_000_000) as u64, "trapezoid"))
+    Some((
+        (doubled / 2 / 1_000_000_000) as u64,
+        WindowMethod::Trapezoid,
+    ))
 }
 
 /// The console table of a curve, e.g.
@@ -362,7 +281,7 @@ pub fn render_curve(job_id: &str, variable: Option<&str>, points: &[PointSummary
                 f(s.e2e_from_schedule_ms.as_ref().map(|x| x.p99), 1),
                 f(s.schedule_lag_ms.as_ref().map(|x| x.p99), 1),
                 f(s.throughput_rps, 2),
-                f(s.output_tokens_per_s, 1),
+                tokens_cell(&s.output_tokens_per_s),
                 p.goodput
                     .as_ref()
                     .and_then(|g| g.fraction)
@@ -388,14 +307,24 @@ pub fn render_curve(job_id: &str, variable: Option<&str>, points: &[PointSummary
         let _ = writeln!(
             out,
             "  energy: {} window energy / output tokens per point ({}), not a per-step figure",
-            e.basis, e.method
+            e.basis.label(),
+            e.method.label()
+        );
+    }
+    if points
+        .iter()
+        .any(|p| p.stats.output_tokens_per_s.tokens == Some(TokenSource::ClientEstimate))
+    {
+        let _ = writeln!(
+            out,
+            "  ~ out tok/s from client-estimated output tokens (the server sent no usage)"
         );
     }
     if let Some(g) = points.iter().find_map(|p| p.goodput.as_ref()) {
         let _ = writeln!(
             out,
             "  goodput: requests with {} (latency from schedule)",
-            g.criteria.describe()
+            describe_criteria(&g.criteria)
         );
     }
     out.trim_end().to_string()
@@ -421,7 +350,7 @@ mod tests {
         }
     }
 
-    fn facts(window_ns: u64, energy: Option<(u64, String, String)>) -> PointFacts {
+    fn facts(window_ns: u64) -> PointFacts {
         PointFacts {
             index: 0,
             value: Some(4.0),
@@ -431,9 +360,18 @@ mod tests {
             achieved_concurrency: 4,
             max_requests_in_flight: 4,
             units: 4,
+            units_not_started: 0,
             window_ns,
-            energy,
+            trajectories: vec![],
         }
+    }
+
+    fn window(mj: u64, basis: crate::model::Basis) -> Option<WindowEnergy> {
+        Some(WindowEnergy {
+            energy_mj: mj,
+            basis,
+            method: WindowMethod::Counter,
+        })
     }
 
     #[test]
@@ -441,7 +379,7 @@ mod tests {
         let gates: GateSpec =
             toml::from_str("ttft_ms = { p50 = 10.0, p99 = 100.0 }\ne2e_ms = { p99 = 300.0 }")
                 .unwrap();
-        let c = GoodputCriteria::from_gates(&gates).unwrap();
+        let c = goodput_criteria(&gates).unwrap();
         assert_eq!(c.ttft_ms, Some(100.0));
         assert_eq!(c.e2e_ms, Some(300.0));
         let reqs = vec![
@@ -450,7 +388,7 @@ mod tests {
             req(50.0, 250.0, 40.0, 10), // e2e from schedule 290: good
             req(150.0, 200.0, 0.0, 10), // ttft 150
         ];
-        let s = summarize_point(facts(2_000_000_000, None), &reqs, Some(&c));
+        let s = summarize_point(facts(2_000_000_000), &reqs, Some(&c), None);
         let g = s.goodput.unwrap();
         assert_eq!(g.good_requests, 2);
         assert_eq!(g.fraction, Some(0.5));
@@ -458,7 +396,7 @@ mod tests {
         let sched = s.ttft_from_schedule_ms.unwrap();
         assert_eq!(sched.max, 150.0);
         assert_eq!(sched.min, 50.0);
-        assert!(GoodputCriteria::from_gates(&GateSpec::default()).is_none());
+        assert!(goodput_criteria(&GateSpec::default()).is_none());
     }
 
     #[test]
@@ -472,12 +410,10 @@ mod tests {
         let mut warm = req(1.0, 1.0, 0.0, 7);
         warm.warmup = true;
         let s = summarize_point(
-            facts(
-                1_000_000_000,
-                Some((2000, "simulated".into(), "counter".into())),
-            ),
+            facts(1_000_000_000),
             &[req(1.0, 1.0, 0.0, 10), bad, warm],
             Some(&c),
+            window(2000, crate::model::Basis::Simulated),
         );
         assert_eq!(s.stats.requests, 2, "warm-up excluded");
         assert_eq!(s.warmup_requests, 1);
@@ -492,9 +428,10 @@ mod tests {
         let mut r = req(1.0, 1.0, 0.0, 0);
         r.figures.output_tokens = None;
         let s = summarize_point(
-            facts(1, Some((5, "measured".into(), "counter".into()))),
+            facts(1),
             &[r],
             None,
+            window(5, crate::model::Basis::Measured),
         );
         let e = s.energy.unwrap();
         assert_eq!(e.output_tokens, None);
@@ -525,7 +462,7 @@ mod tests {
         ];
         assert_eq!(
             window_energy_mj(&with_counter, 0, 2_000_000_000),
-            Some((2000, "counter"))
+            Some((2000, WindowMethod::Counter))
         );
         let no_counter = [
             p(0, 1000, None),
@@ -535,14 +472,14 @@ mod tests {
         // (1000+3000)/2 W·s·1e-3 = 2 J over the first second + 3 J → 5000 mJ.
         assert_eq!(
             window_energy_mj(&no_counter, 0, 2_000_000_000),
-            Some((5000, "trapezoid"))
+            Some((5000, WindowMethod::Trapezoid))
         );
         assert_eq!(window_energy_mj(&no_counter, 10, 20), None);
         let mut reset = with_counter;
         reset[2].epoch = Some(1);
         assert_eq!(
             window_energy_mj(&reset, 0, 2_000_000_000).map(|e| e.1),
-            Some("trapezoid")
+            Some(WindowMethod::Trapezoid)
         );
     }
 
@@ -553,13 +490,14 @@ mod tests {
             ..Default::default()
         };
         let a = summarize_point(
-            facts(1_000_000_000, None),
+            facts(1_000_000_000),
             &[req(1.0, 2.0, 0.0, 4)],
             Some(&c),
+            None,
         );
-        let mut f = facts(1_000_000_000, None);
+        let mut f = facts(1_000_000_000);
         f.label = "concurrency 16".into();
-        let b = summarize_point(f, &[], Some(&c));
+        let b = summarize_point(f, &[], Some(&c), None);
         let t = render_curve("s::j", Some("concurrency"), &[a, b]);
         assert!(t.starts_with("load s::j · sweep over concurrency"), "{t}");
         assert!(t.contains("concurrency 4"));
@@ -567,5 +505,26 @@ mod tests {
         assert!(t.contains("100.0%"));
         assert!(t.contains('—'));
         assert!(t.contains("goodput: requests with e2e_ms <= 1000"));
+    }
+
+    /// Issue 13 item 2: output tokens/s from estimated counts are marked `~` in the curve,
+    /// and a point's energy per output token says whose counts it divides by.
+    #[test]
+    fn estimated_tokens_are_marked_in_the_curve() {
+        let mut r = req(1.0, 2.0, 0.0, 4);
+        r.figures.output_tokens_estimated = true;
+        let p = summarize_point(
+            facts(1_000_000_000),
+            &[r],
+            None,
+            window(1000, crate::model::Basis::Simulated),
+        );
+        assert_eq!(
+            p.energy.as_ref().and_then(|e| e.tokens),
+            Some(TokenSource::ClientEstimate)
+        );
+        let t = render_curve("s::j", None, &[p]);
+        assert!(t.contains("~4.0"), "{t}");
+        assert!(t.contains("client-estimated output tokens"), "{t}");
     }
 }

@@ -14,7 +14,7 @@ use super::arrival::arrival_offsets_ns;
 use super::exec::{InFlight, PointPlan, Timer, UnitRunner, UnitTicket, run_point};
 use super::record::{LoadRun, PointRecord};
 use super::spec::{LoadSpec, point_seed};
-use crate::client::{ChatRequest, Client, RequestRecord, RequestStatus};
+use crate::client::{ChatRequest, Client, RequestRecord};
 use crate::clock::RunClock;
 use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, run_trajectory,
@@ -62,6 +62,9 @@ pub struct LoadEnv<T: ToolExec + Send + 'static> {
     pub suite_seed: u64,
     /// The client's idle-pool size (reported).
     pub client_max_connections: usize,
+    /// `--shard K/N`: run this shard's share of each point ([`crate::shard::split_point`]);
+    /// `suite_seed` is then the shard's derived seed.
+    pub shard: Option<crate::shard::ShardSpec>,
 }
 
 /// The run clock as the executor's [`Timer`]; a sleep ends early on cancellation.
@@ -109,11 +112,7 @@ impl LlmExecutor for UnitExec<'_> {
             r = self.client.chat(req, self.clock, scheduled) => r,
             _ = wait_flag(self.cancelled) => {
                 let now = self.clock.elapsed_ns();
-                let mut r = RequestRecord::new(&req.request_id, scheduled, now.max(scheduled), req.stream);
-                r.status = RequestStatus::Failed;
-                r.error = Some("cancelled".into());
-                r.end_ns = Some(now);
-                r
+                RequestRecord::cancelled(&req.request_id, scheduled, now.max(scheduled), req.stream, now)
             }
         }
     }
@@ -130,6 +129,10 @@ struct Units<T: ToolExec + Send + 'static> {
     point: usize,
     sweep: bool,
     in_flight: Arc<InFlight>,
+    /// Unit `k` of this runner is unit `k · stride + offset` of the point (1 and 0
+    /// unsharded; see [`crate::shard::split_point`]).
+    index_stride: u64,
+    index_offset: u64,
 }
 
 fn trajectory_id(job_id: &str, sweep: bool, point: usize, k: u64) -> String {
@@ -171,6 +174,10 @@ impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
         let env = Arc::clone(&self.env);
         let template = Arc::clone(&self.template);
         let in_flight = Arc::clone(&self.in_flight);
+        let t = UnitTicket {
+            index: t.index * self.index_stride + self.index_offset,
+            ..t
+        };
         let id = trajectory_id(&env.job_id, self.sweep, self.point, t.index);
         let task = tokio::spawn(async move { run_unit(&env, &template, &in_flight, id, t).await });
         async move {
@@ -247,10 +254,37 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
     };
     let mut trajectories = Vec::new();
     let mut points = Vec::new();
+    let mut shares = Vec::new();
     for point in spec.points() {
         if env.ctx.is_cancelled() {
             break;
         }
+        let (point, stride, offset) = match env.shard {
+            None => (point, 1, 0),
+            Some(s) => {
+                let (mine, share) = crate::shard::split_point(&point, s);
+                let runs = share.runs;
+                let (stride, offset) = (share.index_stride, share.index_offset);
+                shares.push(share);
+                if !runs {
+                    // This shard's share of the point is nothing: it runs no unit and says
+                    // so (the share's note); the point is recorded empty.
+                    let now = env.clock.elapsed_ns();
+                    points.push(PointRecord {
+                        point: mine,
+                        start_ns: now,
+                        end_ns: now,
+                        trajectories: trajectories.len()..trajectories.len(),
+                        units_started: 0,
+                        not_started: 0,
+                        max_units_in_flight: 0,
+                        max_requests_in_flight: 0,
+                    });
+                    continue;
+                }
+                (mine, stride, offset)
+            }
+        };
         let arrivals = point.rate.map(|r| {
             arrival_offsets_ns(
                 point.arrival,
@@ -270,6 +304,8 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
             point: point.index,
             sweep: spec.sweep.is_some(),
             in_flight: Arc::new(InFlight::default()),
+            index_stride: stride,
+            index_offset: offset,
         };
         let run = run_point(&plan, &units, &timer, &env.ctx.cancelled).await;
         let first = trajectories.len();
@@ -293,6 +329,7 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
             unit: template.unit_name(),
             client_max_connections: env.client_max_connections,
             points,
+            shares,
         },
     )
 }

@@ -7,8 +7,10 @@
 //! - [`curve`]: per-point statistics (latency from send *and* from schedule, field case
 //!   C24), goodput against the job's gates, energy per output token, the console table;
 //! - [`record`]: what a load run records and reports (`jobs[].load`, `jobs[].sweep`);
-//! - [`drive`]: the I/O edge that runs agentic and context units against the endpoint;
-//! - [`energy`]: the ADR-013 join per load point and window energy per point.
+//! - [`drive`]: the I/O edge that runs agentic and context units against the endpoint.
+//!
+//! The joins per load point and the window energy live with the run's other energy
+//! figures in [`crate::runner::energy`]; the report types in [`crate::model::load`].
 //!
 //! With more than one trajectory in flight, per-step energy is an apportionment (ADR-013's
 //! wall): the runner declares each point's concurrency to the ADR-013 join, which then
@@ -18,11 +20,12 @@
 pub mod arrival;
 pub mod curve;
 pub mod drive;
-pub mod energy;
 pub mod exec;
 pub mod record;
 pub mod spec;
 
-pub use curve::{GoodputCriteria, PointSummary, render_curve, summarize_point, warmup_flags};
-pub use record::{LoadReport, LoadRun, PointRecord, SweepReport};
+pub use curve::{
+    GoodputCriteria, PointSummary, goodput_criteria, render_curve, summarize_point, warmup_flags,
+};
+pub use record::{LoadReport, LoadRun, PointRecord, SweepReport, load_report, sweep_report};
 pub use spec::{Arrival, LoadPoint, LoadSpec, LoopMode, Stop, Sweep, point_seed};

@@ -3,10 +3,8 @@
 
 use std::ops::Range;
 
-use serde::{Deserialize, Serialize};
-
 use super::curve::PointSummary;
-use super::spec::{LoadPoint, LoadSpec, Stop, Sweep};
+use super::spec::{LoadPoint, LoadSpec, Sweep};
 
 /// One executed point of a load job.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,77 +75,52 @@ pub struct LoadRun {
     pub client_max_connections: usize,
     /// Executed points, in order.
     pub points: Vec<PointRecord>,
+    /// `--shard K/N`: this shard's share of each point (empty unsharded).
+    pub shares: Vec<crate::model::shard::PointShare>,
 }
 
-/// `jobs[].load` in report.json: settings and what was achieved.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoadReport {
-    /// One-line description of the settings.
-    pub settings: String,
-    /// `trajectory` (agentic jobs) or `request` (context jobs): what `count`,
-    /// `concurrency` and `rate` count.
-    pub unit: String,
-    /// Configured `concurrency` (`null` when not set).
-    pub concurrency: Option<u32>,
-    /// Configured `rate`, units/s (`null` = closed loop).
-    pub rate: Option<f64>,
-    /// `poisson` or `constant` (`null` for a closed loop).
-    pub arrival: Option<String>,
-    /// Stop rule per point.
-    pub stop: Stop,
-    /// Warm-up requests per point.
-    pub warmup: u64,
-    /// The client's idle-pool size (sized to at least the largest concurrency; the pool
-    /// never caps concurrency).
-    pub client_max_connections: u64,
-    /// Request ids flagged as warm-up (recorded under `requests`, excluded from statistics).
-    pub warmup_requests: Vec<String>,
-}
+pub use crate::model::load::{LoadReport, SweepReport};
 
-impl LoadReport {
-    /// The report of `run` with the given warm-up request ids.
-    pub fn new(run: &LoadRun, warmup_requests: Vec<String>) -> LoadReport {
-        let s = &run.spec;
-        LoadReport {
-            settings: s.describe(),
-            unit: run.unit.to_string(),
-            concurrency: s.concurrency,
-            rate: s.rate,
-            arrival: s.is_open().then(|| s.arrival.as_str().to_string()),
-            stop: s.stop,
-            warmup: s.warmup,
-            client_max_connections: run.client_max_connections as u64,
-            warmup_requests,
-        }
+/// `jobs[].load` of `run` with the given warm-up request ids.
+pub fn load_report(run: &LoadRun, warmup_requests: Vec<String>) -> LoadReport {
+    let s = &run.spec;
+    LoadReport {
+        settings: s.describe(),
+        unit: run.unit.to_string(),
+        concurrency: s.concurrency,
+        rate: s.rate,
+        arrival: s.is_open().then(|| s.arrival.as_str().to_string()),
+        stop: s.stop,
+        warmup: s.warmup,
+        client_max_connections: run.client_max_connections as u64,
+        points_planned: s.sweep.as_ref().map_or(1, |w| w.values().len() as u64),
+        points_run: run.points.len() as u64,
+        warmup_requests,
     }
 }
 
-/// `jobs[].sweep` in report.json: the curve (one point without a sweep).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepReport {
-    /// `concurrency`, `rate`, or `null` for a single point.
-    pub variable: Option<String>,
-    /// The swept values, in run order (empty without a sweep).
-    pub values: Vec<f64>,
-    /// One summary per point.
-    pub points: Vec<PointSummary>,
+/// `jobs[].sweep`: the curve of `spec` with its point summaries.
+pub fn sweep_report(spec: &LoadSpec, points: Vec<PointSummary>) -> SweepReport {
+    SweepReport {
+        variable: spec.sweep.as_ref().map(|s| s.variable().to_string()),
+        values: spec.sweep.as_ref().map_or_else(Vec::new, Sweep::values),
+        points,
+    }
 }
 
-impl SweepReport {
-    /// The curve of `spec` with its point summaries.
-    pub fn new(spec: &LoadSpec, points: Vec<PointSummary>) -> SweepReport {
-        SweepReport {
-            variable: spec.sweep.as_ref().map(|s| s.variable().to_string()),
-            values: spec.sweep.as_ref().map_or_else(Vec::new, Sweep::values),
-            points,
-        }
+impl LoadRun {
+    /// Whether every planned point ran and every scheduled unit of each started (false
+    /// after Ctrl-C / SIGTERM stopped the job part-way).
+    pub fn complete(&self) -> bool {
+        let planned = self.spec.sweep.as_ref().map_or(1, |w| w.values().len());
+        self.points.len() == planned && self.points.iter().all(|p| p.not_started == 0)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::spec::Arrival;
+    use crate::load::spec::{Arrival, Stop};
 
     fn point(concurrency: Option<u32>, units_started: u64, achieved: u32) -> PointRecord {
         PointRecord {

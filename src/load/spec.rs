@@ -41,26 +41,8 @@ impl Arrival {
     }
 }
 
-/// When a load point stops starting new units (units in flight always finish).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stop {
-    /// Start exactly this many units (trajectories or requests) per point.
-    Count(u64),
-    /// Start units for this long per point, ns from the point's start (open loop: every
-    /// arrival scheduled before the end; closed loop: no unit starts after it).
-    Duration(u64),
-}
-
-impl Stop {
-    /// `count 20` or `duration 5 s`.
-    pub fn describe(self) -> String {
-        match self {
-            Stop::Count(n) => format!("count {n}"),
-            Stop::Duration(ns) => format!("duration {} s", ns as f64 / 1e9),
-        }
-    }
-}
+/// When a load point stops starting new units: the report model's.
+pub use crate::model::load::Stop;
 
 /// The variable a sweep varies, with its values in run order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,10 +13,11 @@
 //!   `gen_ai.conversation.id`, `gen_ai.response.time_to_first_chunk` in s, `error.type`);
 //!   energy has no GenAI attribute, so it is the project's own `inferscope.energy_mj`
 //!   with `inferscope.energy_basis` (`measured`, `apportioned`, `simulated`)
-//!   (`ref/energy-and-engine-metrics.md` §6.1). A client-estimated output count
-//!   (report `token_source = client_estimate`, no server usage — DESIGN §5) is
-//!   `inferscope.usage.output_tokens_estimate`, never `gen_ai.usage.output_tokens`. A value the run did not observe is left
-//!   out (OTLP has no null), never written as 0.
+//!   (`ref/energy-and-engine-metrics.md` §6.1); a trajectory's root span carries its
+//!   trajectory energy figure. A client-estimated output count (the report's
+//!   `completion_tokens_estimate`, no server usage — DESIGN §5) is
+//!   `inferscope.usage.output_tokens_estimate`, never `gen_ai.usage.output_tokens`. A value
+//!   the run did not observe is left out (OTLP has no null), never written as 0.
 //!
 //! Times are unix-nanosecond strings **anchored at the run's recorded reference instant**:
 //! `reference_instant_unix_ns + elapsed_ns` (ADR-013; never the export time). Ids are
@@ -30,7 +31,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::runner::report::{JobReport, RunReport, StepReport, TrajectoryReport};
+use crate::model::{
+    Figure, JobReport, RunReport, StepKind, StepReport, StepStatus, TrajectoryReport,
+};
 
 /// `SPAN_KIND_INTERNAL`.
 pub const SPAN_KIND_INTERNAL: u8 = 1;
@@ -100,12 +103,10 @@ fn model_of<'a>(report: &'a RunReport, job: &JobReport) -> &'a str {
         .map_or("unknown", |e| e.model.as_str())
 }
 
-fn energy_attrs(attrs: &mut Vec<Value>, mj: Option<u64>, basis: Option<&str>) {
-    if let Some(mj) = mj {
+fn energy_attrs(attrs: &mut Vec<Value>, energy: &Figure<u64>) {
+    if let Some(mj) = energy.value {
         attrs.push(kv("inferscope.energy_mj", int(mj)));
-        if let Some(b) = basis {
-            attrs.push(kv("inferscope.energy_basis", s(b)));
-        }
+        attrs.push(kv("inferscope.energy_basis", s(energy.basis.name())));
     }
 }
 
@@ -119,7 +120,7 @@ fn step_span(
 ) -> Value {
     let anchor = report.reference_instant_unix_ns;
     let mut attrs = Vec::new();
-    let (name, kind) = if st.kind == "tool" {
+    let (name, kind) = if st.kind == StepKind::Tool {
         attrs.push(kv("gen_ai.operation.name", s("execute_tool")));
         attrs.push(kv("gen_ai.tool.name", s(st.name.clone())));
         attrs.push(kv("gen_ai.tool.type", s("function")));
@@ -134,11 +135,9 @@ fn step_span(
         // `gen_ai.usage.*` is server usage: a client estimate (DESIGN §5) is not passed
         // off as one.
         if let Some(v) = st.completion_tokens {
-            if st.token_source == Some(crate::client::TokenSource::ClientEstimate) {
-                attrs.push(kv("inferscope.usage.output_tokens_estimate", int(v)));
-            } else {
-                attrs.push(kv("gen_ai.usage.output_tokens", int(v)));
-            }
+            attrs.push(kv("gen_ai.usage.output_tokens", int(v)));
+        } else if let Some(e) = st.completion_tokens_estimate {
+            attrs.push(kv("inferscope.usage.output_tokens_estimate", int(e.tokens)));
         }
         if let Some(v) = st.cached_tokens {
             attrs.push(kv("gen_ai.usage.cache_read.input_tokens", int(v)));
@@ -153,12 +152,12 @@ fn step_span(
     };
     attrs.push(kv("gen_ai.conversation.id", s(t.id.clone())));
     attrs.push(kv("inferscope.step_id", int(st.step_id)));
-    energy_attrs(&mut attrs, st.energy_mj, st.energy_basis.as_deref());
+    energy_attrs(&mut attrs, &st.energy);
     if st.warmup {
         attrs.push(kv("inferscope.warmup", boolean(true)));
     }
-    if let Some(code) = &st.failure_code {
-        attrs.push(kv("error.type", s(code.clone())));
+    if let Some(code) = st.failure_code {
+        attrs.push(kv("error.type", s(code.as_str())));
     }
     let mut span = json!({
         "traceId": trace,
@@ -170,10 +169,14 @@ fn step_span(
         "endTimeUnixNano": (anchor + st.end_ns.max(st.start_ns)).to_string(),
         "attributes": attrs,
     });
-    if st.status != "completed" || st.failure_code.is_some() {
+    let failed = matches!(st.status, Some(StepStatus::Failed | StepStatus::Cancelled));
+    if failed || st.failure_code.is_some() {
         span["status"] = json!({
             "code": STATUS_CODE_ERROR,
-            "message": st.failure_code.clone().unwrap_or_else(|| st.status.clone()),
+            "message": st.failure_code.map_or_else(
+                || st.status.map_or("failed", StepStatus::as_str).to_string(),
+                |c| c.as_str().to_string(),
+            ),
         });
     }
     span
@@ -186,27 +189,15 @@ fn root_span(report: &RunReport, job: &JobReport, t: &TrajectoryReport, trace: &
         kv("gen_ai.agent.name", s(job.id.clone())),
         kv("gen_ai.agent.id", s(t.id.clone())),
         kv("gen_ai.conversation.id", s(t.id.clone())),
-        kv("inferscope.job.kind", s(job.kind.clone())),
-        kv("inferscope.stop_reason", s(t.stop_reason.clone())),
+        kv("inferscope.job.kind", s(job.kind.as_str())),
+        kv("inferscope.stop_reason", s(t.stop_reason.as_str())),
     ];
     if let Some(p) = t.graded_pass {
         attrs.push(kv("inferscope.graded_pass", boolean(p)));
     }
-    // A trajectory's own steps are sequential: their energies add up (never across
+    // The trajectory's own energy figure (its steps' windows; never summed across
     // trajectories in flight together).
-    let with_energy: Vec<&StepReport> = t.steps.iter().filter(|x| x.energy_mj.is_some()).collect();
-    if !with_energy.is_empty() {
-        let total: u64 = with_energy.iter().filter_map(|x| x.energy_mj).sum();
-        let first = with_energy[0].energy_basis.as_deref();
-        let same = with_energy
-            .iter()
-            .all(|x| x.energy_basis.as_deref() == first);
-        energy_attrs(
-            &mut attrs,
-            Some(total),
-            if same { first } else { Some("mixed") },
-        );
-    }
+    energy_attrs(&mut attrs, &t.energy);
     json!({
         "traceId": trace,
         "spanId": span_id(&report.run_id, &t.id, None),
@@ -225,9 +216,8 @@ pub fn export(report: &RunReport) -> Value {
         let model = model_of(report, job);
         for t in &job.trajectories {
             let trace = trace_id(&report.run_id, &t.id);
-            let root = root_span(report, job, t, &trace);
-            let parent = root["spanId"].as_str().unwrap_or_default().to_string();
-            spans.push(root);
+            spans.push(root_span(report, job, t, &trace));
+            let parent = span_id(&report.run_id, &t.id, None);
             for st in &t.steps {
                 spans.push(step_span(report, model, t, st, &trace, &parent));
             }
@@ -313,6 +303,8 @@ pub async fn send(
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!("invalid OTLP endpoint {url:?}: not http(s)"));
     }
+    // Messages name the URL without its userinfo (issue 15 item 5).
+    let shown = crate::redact::urls(&url).into_owned();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -326,12 +318,16 @@ pub async fn send(
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("POST {url}: {e}"))?;
+        .map_err(|e| format!("POST {shown}: {}", e.without_url()))?;
     let status = resp.status();
     let text = resp.text().await.unwrap_or_default();
     if !status.is_success() {
         let t: String = text.chars().take(300).collect();
-        return Err(format!("POST {url}: HTTP {}: {t}", status.as_u16()));
+        return Err(format!(
+            "POST {shown}: HTTP {}: {}",
+            status.as_u16(),
+            crate::redact::excerpt(&t)
+        ));
     }
     let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     let partial = &v["partialSuccess"];
@@ -366,7 +362,7 @@ pub async fn send_report(report: &RunReport, endpoint: &str) -> bool {
             println!(
                 "otlp: sent {} spans to {} (HTTP {}){}",
                 o.spans,
-                o.url,
+                crate::redact::urls(&o.url),
                 o.status,
                 match (o.rejected_spans, &o.message) {
                     (Some(n), Some(m)) => format!("; collector rejected {n}: {m}"),
@@ -378,7 +374,7 @@ pub async fn send_report(report: &RunReport, endpoint: &str) -> bool {
             o.rejected_spans.is_none()
         }
         Err(e) => {
-            eprintln!("warning: otlp: {e}");
+            eprintln!("warning: otlp: {}", crate::redact::urls(&e));
             false
         }
     }

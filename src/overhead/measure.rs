@@ -5,7 +5,7 @@
 //! process), so every process figure covers the whole runner — drivers, client, capture,
 //! samplers and, when the suite is simulated, the in-process simulator too.
 
-use crate::runner::report::RunReport;
+use crate::model::RunReport;
 use crate::stats::percentile;
 
 use super::analysis::GpuReading;

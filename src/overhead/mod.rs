@@ -232,7 +232,7 @@ async fn one_run(
         jobs_passed: rep.summary.passed,
         jobs: rep.summary.jobs,
         capture_events: rep.capture.events,
-        capture_quality: rep.capture.quality.clone(),
+        capture_quality: rep.capture.quality.map(|q| q.as_str().to_string()),
     }
 }
 
@@ -323,6 +323,9 @@ pub async fn command(args: OverheadArgs) -> i32 {
         filter: args.filter.clone(),
         junit: None,
         message_format: MessageFormat::Human,
+        partition: None,
+        shard: None,
+        start_at: None,
     };
     let suites = match crate::commands::resolve_run(&run_args) {
         Ok(s) => s,

@@ -9,23 +9,29 @@
 //! 1 passed, 1 failed
 //! ```
 //!
-//! After Ctrl-C, a job that never started is `NOT RUN` (not `FAIL`), is not counted in
-//! `N jobs run`, and the summary adds `, N not run (cancelled)` (nextest's convention):
+//! After Ctrl-C, a job stopped part-way is `CANCELLED` (never `PASS`, whatever its gates
+//! said about what ran), a job that never started is `NOT RUN` (not `FAIL`) and is not
+//! counted in `N jobs run`; the summary adds `, N cancelled` and `, N not run (cancelled)`
+//! (nextest's convention). A job whose endpoint failed the preflight is `SETUP ERROR`, with
+//! its one cause:
 //!
 //! ```text
-//!         FAIL [   0.900s] agentic::lookup
+//!    CANCELLED [   0.900s] agentic::lookup
 //!              agentic::lookup#0 stopped: cancelled
 //!      NOT RUN [   0.000s] agentic::repo_tour
 //!              note: not run: cancelled before start
-//!      Summary [   0.901s] 1 job run: 0 passed, 1 failed, 1 not run (cancelled)
+//!      Summary [   0.901s] 1 job run: 0 passed, 0 failed, 1 cancelled, 1 not run (cancelled)
 //! 0 passed, 1 failed
 //! ```
+//!
+//! The plain line counts a cancelled job as failed (it did not pass).
 //!
 //! The status word is right-aligned in a 12-column field, the duration is `[{:>8.3}s]`,
 //! reason lines are indented to the `[` column. The last line is the plain
 //! `N passed, N failed` that CI tooling parses: never coloured, nothing else on it.
 
-use super::view::{EndpointLabel, JobReportView, RunTotals};
+use super::view::EndpointLabel;
+use crate::model::{JobReport, JobStatus, SummaryReport};
 
 const GREEN_BOLD: &str = "\x1b[32;1m";
 const RED_BOLD: &str = "\x1b[31;1m";
@@ -107,23 +113,21 @@ pub fn start_line(jobs: usize, suites: usize, endpoint: &EndpointLabel, style: S
     )
 }
 
-/// `        PASS [   1.234s] agentic::lookup`, `FAIL`, or `NOT RUN` for a job the run
-/// was cancelled before starting (no newline).
-pub fn status_line(job: &JobReportView, style: Style) -> String {
-    let word = if job.not_run {
-        painted("NOT RUN", YELLOW_BOLD, style)
-    } else if job.passed {
-        painted("PASS", GREEN_BOLD, style)
-    } else {
-        painted("FAIL", RED_BOLD, style)
+/// `        PASS [   1.234s] agentic::lookup`, `FAIL`, `CANCELLED`, `NOT RUN` or
+/// `SETUP ERROR` (no newline).
+pub fn status_line(job: &JobReport, style: Style) -> String {
+    let color = match job.status {
+        JobStatus::Pass => GREEN_BOLD,
+        JobStatus::NotRun | JobStatus::Cancelled => YELLOW_BOLD,
+        JobStatus::Fail | JobStatus::SetupError => RED_BOLD,
     };
+    let word = painted(job.status.word(), color, style);
     format!("{word} {} {}", duration_field(job.duration_ns), job.id)
 }
 
-/// The status line followed by the job's reason lines
-/// ([`JobReportView::reason_lines`]), each indented by [`REASON_INDENT`]; every line ends
-/// with `\n`.
-pub fn job_block(job: &JobReportView, style: Style) -> String {
+/// The status line followed by the job's reason lines ([`JobReport::reason_lines`]),
+/// each indented by [`REASON_INDENT`]; every line ends with `\n`.
+pub fn job_block(job: &JobReport, style: Style) -> String {
     let mut out = status_line(job, style);
     out.push('\n');
     for line in job.reason_lines() {
@@ -138,10 +142,11 @@ pub fn job_block(job: &JobReportView, style: Style) -> String {
 }
 
 /// `     Summary [  12.345s] N jobs run: N passed, N failed` (no newline), followed by
-/// `, N not run (cancelled)` when jobs were not run. `N jobs run` counts only jobs that
-/// started.
-pub fn summary_line(totals: &RunTotals, style: Style) -> String {
-    let color = if totals.failed == 0 && totals.not_run == 0 {
+/// `, N cancelled` when jobs were stopped part-way, `, N not run (cancelled)` when jobs were
+/// not run, and `, N setup errors` when jobs could not start. `N jobs run` counts only jobs
+/// that started.
+pub fn summary_line(totals: &SummaryReport, style: Style) -> String {
+    let color = if totals.all_passed() {
         GREEN_BOLD
     } else {
         RED_BOLD
@@ -154,21 +159,53 @@ pub fn summary_line(totals: &RunTotals, style: Style) -> String {
         totals.passed,
         totals.failed
     );
+    if totals.cancelled > 0 {
+        line.push_str(&format!(", {} cancelled", totals.cancelled));
+    }
     if totals.not_run > 0 {
         line.push_str(&format!(", {} not run (cancelled)", totals.not_run));
+    }
+    if totals.setup_errors > 0 {
+        line.push_str(&format!(
+            ", {}",
+            plural(totals.setup_errors, "setup error", "setup errors")
+        ));
     }
     line
 }
 
-/// The plain closing line `N passed, N failed` (no newline, never coloured).
-pub fn plain_line(totals: &RunTotals) -> String {
-    format!("{} passed, {} failed", totals.passed, totals.failed)
+/// The plain closing line `N passed, N failed` (no newline, never coloured): every job
+/// that did not pass and was not left unstarted by a cancellation counts as failed
+/// (a cancelled job and a setup error included).
+pub fn plain_line(totals: &SummaryReport) -> String {
+    format!(
+        "{} passed, {} failed",
+        totals.passed,
+        totals.failed + totals.cancelled + totals.setup_errors
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::render::fixtures::{failing_job, passing_job};
+
+    fn totals(jobs: &[JobReport], duration_ns: u64) -> SummaryReport {
+        SummaryReport::of(jobs, duration_ns, false)
+    }
+
+    fn counts(passed: usize, failed: usize, duration_ns: u64) -> SummaryReport {
+        SummaryReport {
+            jobs: passed + failed,
+            passed,
+            failed,
+            cancelled: 0,
+            not_run: 0,
+            setup_errors: 0,
+            duration_ns,
+            exit_status: 0,
+        }
+    }
 
     #[test]
     fn exact_status_lines() {
@@ -190,7 +227,7 @@ mod tests {
             job_block(&failing_job(), Style::PLAIN),
             "        FAIL [   0.512s] context::long<prompt>\n\
              \x20            ttft_ms.p99 = 812.4 ms > bound 500 ms (client timing)\n\
-             \x20            tokens_per_joule = unavailable (no GPU), bound >= 2 tokens/J (measured)\n\
+             \x20            tokens_per_joule = unavailable (no GPU), bound >= 2 tokens/J (unavailable)\n\
              \x20            grading: contains(\"Oslo\") failed: final answer lacks \"Oslo\"\n\
              \x20            1 of 2 requests failed: 1 idle_timeout\n\
              \x20            note: endpoint was simulated\n"
@@ -216,25 +253,13 @@ mod tests {
             ),
             "    Starting 1 job across 1 suite (endpoint: http://127.0.0.1:8080/v1)"
         );
-        let t = RunTotals {
-            jobs: 3,
-            passed: 2,
-            failed: 1,
-            not_run: 0,
-            duration_ns: 12_345_678_901,
-        };
+        let t = counts(2, 1, 12_345_678_901);
         assert_eq!(
             summary_line(&t, Style::PLAIN),
             "     Summary [  12.345s] 3 jobs run: 2 passed, 1 failed"
         );
         assert_eq!(plain_line(&t), "2 passed, 1 failed");
-        let one = RunTotals {
-            jobs: 1,
-            passed: 1,
-            failed: 0,
-            not_run: 0,
-            duration_ns: 8_000_000,
-        };
+        let one = counts(1, 0, 8_000_000);
         assert_eq!(
             summary_line(&one, Style::PLAIN),
             "     Summary [   0.008s] 1 job run: 1 passed, 0 failed"
@@ -245,7 +270,7 @@ mod tests {
     fn a_job_not_run_is_not_a_failure_nor_counted_as_run() {
         let mut skipped = failing_job();
         skipped.id = "agentic::repo_tour".into();
-        skipped.not_run = true;
+        skipped.status = JobStatus::NotRun;
         skipped.duration_ns = 0;
         skipped.notes = vec!["not run: cancelled before start".into()];
         assert_eq!(
@@ -253,7 +278,7 @@ mod tests {
             "     NOT RUN [   0.000s] agentic::repo_tour\n\
              \x20            note: not run: cancelled before start\n"
         );
-        let t = RunTotals::from_jobs(&[passing_job(), skipped], 1_746_000_000);
+        let t = totals(&[passing_job(), skipped], 1_746_000_000);
         assert_eq!(
             summary_line(&t, Style::PLAIN),
             "     Summary [   1.746s] 1 job run: 1 passed, 0 failed, 1 not run (cancelled)"
@@ -265,17 +290,46 @@ mod tests {
         );
     }
 
+    /// Issue 13 item 4: a job stopped part-way by Ctrl-C is CANCELLED (never PASS), and a
+    /// job whose endpoint failed the preflight is SETUP ERROR with its cause.
+    #[test]
+    fn cancelled_and_setup_error_status_words() {
+        let mut cut = passing_job();
+        cut.status = JobStatus::Cancelled;
+        assert_eq!(
+            status_line(&cut, Style::PLAIN),
+            "   CANCELLED [   1.234s] agentic::lookup"
+        );
+        let mut setup = failing_job();
+        setup.status = JobStatus::SetupError;
+        setup.verdicts.clear();
+        setup.notes.clear();
+        setup.setup_error = Some(crate::model::SetupError {
+            cause: crate::model::SetupCause::Unreachable,
+            message: "nothing answers at http://127.0.0.1:9/v1".into(),
+            url: None,
+            http_status: None,
+            body_excerpt: None,
+            listed_models: vec![],
+        });
+        assert_eq!(
+            job_block(&setup, Style::PLAIN),
+            " SETUP ERROR [   0.512s] context::long<prompt>\n\
+             \x20            setup error (unreachable): nothing answers at http://127.0.0.1:9/v1\n"
+        );
+        let t = totals(&[passing_job(), cut, setup], 1_000_000_000);
+        assert_eq!(
+            summary_line(&t, Style::PLAIN),
+            "     Summary [   1.000s] 2 jobs run: 1 passed, 0 failed, 1 cancelled, 1 setup error"
+        );
+        assert_eq!(plain_line(&t), "1 passed, 2 failed");
+        assert_eq!(t.exit_status, 100, "a cancelled job: 100");
+    }
+
     #[test]
     fn plain_line_matches_ci_pattern() {
         let re = regex::Regex::new(r"^(\w+: )?\d+ passed, \d+ failed(, \d+ skipped)?$").unwrap();
-        let t = RunTotals {
-            jobs: 10,
-            passed: 10,
-            failed: 0,
-            not_run: 0,
-            duration_ns: 1,
-        };
-        assert!(re.is_match(&plain_line(&t)));
+        assert!(re.is_match(&plain_line(&counts(10, 0, 1))));
     }
 
     #[test]
@@ -289,19 +343,7 @@ mod tests {
             status_line(&passing_job(), c),
             "        \x1b[32;1mPASS\x1b[0m [   1.234s] agentic::lookup"
         );
-        assert!(
-            summary_line(
-                &RunTotals {
-                    jobs: 1,
-                    passed: 0,
-                    failed: 1,
-                    not_run: 0,
-                    duration_ns: 0
-                },
-                c
-            )
-            .contains("\x1b[31;1mSummary\x1b[0m")
-        );
+        assert!(summary_line(&counts(0, 1, 0), c).contains("\x1b[31;1mSummary\x1b[0m"));
         assert!(!status_line(&passing_job(), Style::PLAIN).contains('\x1b'));
     }
 

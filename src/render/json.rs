@@ -1,75 +1,150 @@
 //! `--message-format json` (issue 6 item 5): one JSON object per line — one per job, then
-//! one summary object. Missing values are `null`, never omitted.
+//! one summary object. Missing values are `null`, never omitted. The objects are structs
+//! (their key order is their field order, whatever serde_json's features).
 //!
 //! Job object keys, in order: `type` (`"job"`), `id`, `suite`, `kind`, `status`
-//! (`"pass"`/`"fail"`/`"not_run"` — the last for a job the run was cancelled before
-//! starting), `duration_s` (float seconds), `duration_ns` (integer), `verdicts`
-//! (every [`crate::gate::Verdict`]), `grading` (`[{check, passed, detail}]`),
-//! `failure_codes` (`[{code, count}]`), `stats` ([`crate::stats::JobStats`] or `null`),
-//! `notes`.
+//! (`"pass"`/`"fail"`/`"cancelled"`/`"not_run"`/`"setup_error"`), `duration_s` (float
+//! seconds), `duration_ns` (integer), `setup_error` (cause, message, URL, HTTP status,
+//! redacted body excerpt; `null` when the job could start), `verdicts` (every
+//! [`crate::model::Verdict`], with its basis), `grading` (`[{check, passed, detail}]`),
+//! `failure_codes` (`[{code, count}]`), `stats` ([`crate::model::JobStats`] or `null`),
+//! `energy` ([`crate::model::JobEnergy`]: each figure with its basis), `notes`.
 //!
-//! Summary object keys: `type` (`"summary"`), `status` (`"pass"` only when jobs ran, none
-//! failed and none was left not run), `jobs` (jobs run: `passed + failed`), `passed`,
-//! `failed`, `not_run` (jobs not started because the run was cancelled), `duration_s`,
-//! `duration_ns`, `endpoint`, `simulated`, `exit_code`.
+//! Summary object keys: `type` (`"summary"`), `status` (`"pass"` only when jobs ran and
+//! every one passed), `jobs` (jobs run: `passed + failed + cancelled`), `passed`, `failed`,
+//! `cancelled`, `not_run`, `setup_errors`, `duration_s`, `duration_ns`, `endpoint`,
+//! `simulated`, `exit_code`.
 
-use super::view::{EndpointLabel, JobReportView, RunTotals};
-use serde_json::{Value, json};
+use serde::Serialize;
+
+use super::view::EndpointLabel;
+use crate::model::{
+    FailureCount, GradingCheck, JobEnergy, JobKind, JobReport, JobStats, JobStatus, SetupError,
+    SummaryReport, Verdict,
+};
 
 fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
-/// The job object as a JSON value (see the module docs for its keys).
-pub fn job_value(job: &JobReportView) -> Value {
-    json!({
-        "type": "job",
-        "id": job.id,
-        "suite": job.suite(),
-        "kind": job.kind,
-        "status": job.status(),
-        "duration_s": seconds(job.duration_ns),
-        "duration_ns": job.duration_ns,
-        "verdicts": job.verdicts,
-        "grading": job.grading.iter().map(|(check, passed, detail)| json!({
-            "check": check, "passed": passed, "detail": detail,
-        })).collect::<Vec<_>>(),
-        "failure_codes": job.failure_codes.iter().map(|(code, count)| json!({
-            "code": code, "count": count,
-        })).collect::<Vec<_>>(),
-        "stats": job.stats,
-        "notes": job.notes,
-    })
+/// The job object (see the module docs for its keys).
+#[derive(Debug, Serialize)]
+pub struct JobMessage<'a> {
+    /// `"job"`.
+    #[serde(rename = "type")]
+    pub kind_of_message: &'static str,
+    /// `suite::job`.
+    pub id: &'a str,
+    /// The suite part of `id`.
+    pub suite: &'a str,
+    /// `agentic`, `context` or `swe`.
+    pub kind: JobKind,
+    /// How the job ended.
+    pub status: JobStatus,
+    /// Duration, s.
+    pub duration_s: f64,
+    /// Duration, ns.
+    pub duration_ns: u64,
+    /// Why it could not start.
+    pub setup_error: &'a Option<SetupError>,
+    /// Gate verdicts.
+    pub verdicts: &'a [Verdict],
+    /// Grading checks.
+    pub grading: &'a [GradingCheck],
+    /// Failed requests per code.
+    pub failure_codes: &'a [FailureCount],
+    /// Request statistics.
+    pub stats: &'a Option<JobStats>,
+    /// Energy figures.
+    pub energy: &'a JobEnergy,
+    /// Notes.
+    pub notes: &'a [String],
+}
+
+/// The job object of `job`.
+pub fn job_value(job: &JobReport) -> JobMessage<'_> {
+    JobMessage {
+        kind_of_message: "job",
+        id: &job.id,
+        suite: job.suite(),
+        kind: job.kind,
+        status: job.status,
+        duration_s: seconds(job.duration_ns),
+        duration_ns: job.duration_ns,
+        setup_error: &job.setup_error,
+        verdicts: &job.verdicts,
+        grading: &job.grading,
+        failure_codes: &job.failure_codes,
+        stats: &job.stats,
+        energy: &job.energy,
+        notes: &job.notes,
+    }
 }
 
 /// One line (no newline) holding the job object.
-pub fn job_message(job: &JobReportView) -> String {
-    job_value(job).to_string()
+pub fn job_message(job: &JobReport) -> String {
+    serde_json::to_string(&job_value(job)).expect("job messages always serialize")
 }
 
-/// One line (no newline) holding the summary object; `exit_code` is
-/// [`RunTotals::exit_status`].
-pub fn summary_message(totals: &RunTotals, endpoint: &EndpointLabel) -> String {
-    json!({
-        "type": "summary",
-        "status": if totals.failed == 0 && totals.not_run == 0 && totals.jobs > 0 { "pass" } else { "fail" },
-        "jobs": totals.jobs,
-        "passed": totals.passed,
-        "failed": totals.failed,
-        "not_run": totals.not_run,
-        "duration_s": seconds(totals.duration_ns),
-        "duration_ns": totals.duration_ns,
-        "endpoint": endpoint.display(),
-        "simulated": endpoint.is_simulated(),
-        "exit_code": totals.exit_status(),
+/// The summary object.
+#[derive(Debug, Serialize)]
+struct SummaryMessage {
+    #[serde(rename = "type")]
+    kind_of_message: &'static str,
+    status: &'static str,
+    jobs: usize,
+    passed: usize,
+    failed: usize,
+    cancelled: usize,
+    not_run: usize,
+    setup_errors: usize,
+    duration_s: f64,
+    duration_ns: u64,
+    endpoint: String,
+    simulated: bool,
+    exit_code: i32,
+}
+
+/// One line (no newline) holding the summary object; `exit_code` is the run's.
+pub fn summary_message(totals: &SummaryReport, endpoint: &EndpointLabel) -> String {
+    let m = SummaryMessage {
+        kind_of_message: "summary",
+        status: if totals.all_passed() { "pass" } else { "fail" },
+        jobs: totals.jobs,
+        passed: totals.passed,
+        failed: totals.failed,
+        cancelled: totals.cancelled,
+        not_run: totals.not_run,
+        setup_errors: totals.setup_errors,
+        duration_s: seconds(totals.duration_ns),
+        duration_ns: totals.duration_ns,
+        endpoint: endpoint.display(),
+        simulated: endpoint.is_simulated(),
+        exit_code: totals.exit_status,
+    };
+    serde_json::to_string(&m).expect("summary messages always serialize")
+}
+
+/// The closing object naming the run directory.
+pub fn artifacts_message(run_dir: &std::path::Path) -> String {
+    #[derive(Serialize)]
+    struct Artifacts<'a> {
+        #[serde(rename = "type")]
+        kind_of_message: &'static str,
+        run_dir: &'a std::path::Path,
+    }
+    serde_json::to_string(&Artifacts {
+        kind_of_message: "artifacts",
+        run_dir,
     })
-    .to_string()
+    .expect("paths serialize")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::render::fixtures::{failing_job, passing_job};
+    use serde_json::Value;
 
     #[test]
     fn job_lines_are_single_line_valid_json() {
@@ -79,7 +154,7 @@ mod tests {
             let v: Value = serde_json::from_str(&line).unwrap();
             assert_eq!(v["type"], "job");
             assert_eq!(v["id"], job.id.as_str());
-            assert_eq!(v["status"], if job.passed { "pass" } else { "fail" });
+            assert_eq!(v["status"], job.status.as_str());
             assert!(v["verdicts"].is_array());
             assert_eq!(v["verdicts"].as_array().unwrap().len(), job.verdicts.len());
         }
@@ -87,13 +162,16 @@ mod tests {
         assert_eq!(v["duration_s"], 0.512);
         assert_eq!(v["duration_ns"], 512_000_000u64);
         assert_eq!(v["verdicts"][1]["outcome"], "fail");
-        assert_eq!(v["verdicts"][2]["value"], Value::Null);
-        assert_eq!(v["verdicts"][2]["outcome"], "unavailable");
+        assert_eq!(v["verdicts"][1]["basis"], "client_timing");
+        assert_eq!(v["verdicts"][2]["gate"], "max_error_rate");
+        assert_eq!(v["verdicts"][3]["value"], Value::Null);
+        assert_eq!(v["verdicts"][3]["outcome"], "unavailable");
+        assert_eq!(v["verdicts"][3]["basis"], "unavailable");
         assert_eq!(v["grading"][1]["detail"], "final answer lacks \"Oslo\"");
         assert_eq!(v["grading"][0]["detail"], Value::Null);
         assert_eq!(v["failure_codes"][0]["code"], "idle_timeout");
         assert_eq!(
-            v["stats"]["tpot_ms"],
+            v["stats"]["tpot_ms"]["value"],
             Value::Null,
             "missing is null, present"
         );
@@ -114,10 +192,12 @@ mod tests {
                 "status",
                 "duration_s",
                 "duration_ns",
+                "setup_error",
                 "verdicts",
                 "grading",
                 "failure_codes",
                 "stats",
+                "energy",
                 "notes"
             ]
         );
@@ -125,26 +205,25 @@ mod tests {
 
     #[test]
     fn summary_object() {
-        let t = RunTotals::from_jobs(&[passing_job(), failing_job()], 1_746_000_000);
+        let t = SummaryReport::of(&[passing_job(), failing_job()], 1_746_000_000, false);
         let line = summary_message(&t, &EndpointLabel::Simulated);
-        let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(
-            v,
-            json!({
-                "type": "summary", "status": "fail", "jobs": 2, "passed": 1, "failed": 1,
-                "not_run": 0, "duration_s": 1.746, "duration_ns": 1_746_000_000u64,
-                "endpoint": "simulated (built-in)", "simulated": true, "exit_code": 100,
-            })
+            line,
+            r#"{"type":"summary","status":"fail","jobs":2,"passed":1,"failed":1,"cancelled":0,"not_run":0,"setup_errors":0,"duration_s":1.746,"duration_ns":1746000000,"endpoint":"simulated (built-in)","simulated":true,"exit_code":100}"#
         );
     }
 
     #[test]
     fn a_job_not_run_is_reported_not_run() {
         let mut skipped = failing_job();
-        skipped.not_run = true;
+        skipped.status = JobStatus::NotRun;
         let v: Value = serde_json::from_str(&job_message(&skipped)).unwrap();
         assert_eq!(v["status"], "not_run");
-        let t = RunTotals::from_jobs(&[passing_job(), skipped], 5);
+        let mut cut = failing_job();
+        cut.status = JobStatus::Cancelled;
+        let v: Value = serde_json::from_str(&job_message(&cut)).unwrap();
+        assert_eq!(v["status"], "cancelled");
+        let t = SummaryReport::of(&[passing_job(), skipped], 5, true);
         let v: Value =
             serde_json::from_str(&summary_message(&t, &EndpointLabel::Simulated)).unwrap();
         assert_eq!(v["status"], "fail");

@@ -6,17 +6,20 @@
 //! its verdicts as properties (`verdict.<gate>` = `<outcome>: <message>`, plus `kind`) and a
 //! readable `<system-out>` (verdicts, grading, request figures, notes). A failed job gets a
 //! `<failure>` whose `message` is the first failure reason, `type` names the failing parts
-//! (`gate`, `grading`), and whose text holds every failure reason, one per line.
+//! (`gate`, `grading`), and whose text holds every failure reason, one per line. A job
+//! Ctrl-C / SIGTERM stopped part-way is an `<error type="cancelled">` (it ran, but not to
+//! its end: never a success, not a failed measurement either); a job whose endpoint failed
+//! the preflight is an `<error type="setup_error">` naming the cause; a job the run never
+//! started is `<skipped>`.
 
-use super::view::JobReportView;
 use crate::gate::format_number;
-use crate::stats::Summary;
+use crate::model::{JobReport, JobStatus, Summary};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
 
 /// The JUnit report of a run named `report_name` (e.g. `inferscope-bench`) lasting
 /// `duration_ns`.
-pub fn junit_report(report_name: &str, jobs: &[JobReportView], duration_ns: u64) -> Report {
+pub fn junit_report(report_name: &str, jobs: &[JobReport], duration_ns: u64) -> Report {
     let mut suites: Vec<TestSuite> = Vec::new();
     for job in jobs {
         let idx = match suites.iter().position(|s| s.name.as_str() == job.suite()) {
@@ -45,20 +48,35 @@ pub fn junit_report(report_name: &str, jobs: &[JobReportView], duration_ns: u64)
 /// quick-junit's serialization error (an I/O error on the in-memory buffer; not expected).
 pub fn junit_xml(
     report_name: &str,
-    jobs: &[JobReportView],
+    jobs: &[JobReport],
     duration_ns: u64,
 ) -> Result<String, quick_junit::SerializeError> {
     junit_report(report_name, jobs, duration_ns).to_string()
 }
 
-fn test_case(job: &JobReportView) -> TestCase {
-    let status = if job.not_run {
+fn test_case(job: &JobReport) -> TestCase {
+    let status = if job.status == JobStatus::NotRun {
         // Cancelled before it started: skipped, never a failure.
         let mut s = TestCaseStatus::skipped();
         s.set_message("not run: cancelled");
         s
-    } else if job.passed {
+    } else if job.status == JobStatus::Pass {
         TestCaseStatus::success()
+    } else if matches!(job.status, JobStatus::Cancelled | JobStatus::SetupError) {
+        let reasons = job.reason_lines();
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+        s.set_message(match job.status {
+            JobStatus::Cancelled => {
+                "cancelled (Ctrl-C / SIGTERM) before all its work ran".to_string()
+            }
+            _ => reasons
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "setup error".into()),
+        });
+        s.set_type(job.status.as_str());
+        s.set_description(reasons.join("\n"));
+        s
     } else {
         let reasons = job.failure_lines();
         let gate_failed = job.verdicts.iter().any(|v| !v.outcome.is_passing());
@@ -79,6 +97,7 @@ fn test_case(job: &JobReportView) -> TestCase {
     tc.set_classname(job.suite());
     tc.set_time(Duration::from_nanos(job.duration_ns));
     tc.add_property(Property::new("kind", job.kind.as_str()));
+    tc.add_property(Property::new("status", job.status.as_str()));
     for v in &job.verdicts {
         tc.add_property(Property::new(
             format!("verdict.{}", v.gate),
@@ -108,10 +127,10 @@ fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "null".to_string(), format_number)
 }
 
-fn system_out(job: &JobReportView) -> String {
+fn system_out(job: &JobReport) -> String {
     let mut out = vec![
-        format!("job: {} ({})", job.id, job.kind),
-        format!("status: {}", job.status()),
+        format!("job: {} ({})", job.id, job.kind.as_str()),
+        format!("status: {}", job.status.as_str()),
         "verdicts:".to_string(),
     ];
     for v in &job.verdicts {
@@ -119,9 +138,9 @@ fn system_out(job: &JobReportView) -> String {
     }
     if !job.grading.is_empty() {
         out.push("grading:".to_string());
-        for (check, passed, detail) in &job.grading {
-            let mut l = format!("  {} {check}", if *passed { "pass" } else { "fail" });
-            if let Some(d) = detail {
+        for g in &job.grading {
+            let mut l = format!("  {} {}", if g.passed { "pass" } else { "fail" }, g.check);
+            if let Some(d) = &g.detail {
                 l.push_str(": ");
                 l.push_str(d);
             }
@@ -135,18 +154,40 @@ fn system_out(job: &JobReportView) -> String {
         ));
         out.push(summary_line("ttft_ms", &s.ttft_ms));
         out.push(summary_line("itl_ms", &s.itl_ms));
-        out.push(summary_line("tpot_ms", &s.tpot_ms));
+        out.push(format!(
+            "{} ({})",
+            summary_line("tpot_ms", &s.tpot_ms.value),
+            s.tpot_ms.basis_text()
+        ));
         out.push(summary_line("e2e_ms", &s.e2e_ms));
         out.push(format!(
-            "throughput_rps: {}  output_tokens_per_s: {}  cache_hit_rate: {} (coverage {})",
+            "throughput_rps: {}  output_tokens_per_s: {} ({})  cache_hit_rate: {} (coverage {})",
             opt(s.throughput_rps),
-            opt(s.output_tokens_per_s),
+            opt(s.output_tokens_per_s.value),
+            s.output_tokens_per_s.basis_text(),
             opt(s.cache_hit_rate),
             opt(s.cache_hit_coverage)
         ));
     }
-    for (code, n) in &job.failure_codes {
-        out.push(format!("failed requests: {n} {code}"));
+    for f in &job.failure_codes {
+        out.push(format!("failed requests: {} {}", f.count, f.code.as_str()));
+    }
+    for (name, f) in [
+        ("energy_j", &job.energy.energy_j),
+        ("tokens_per_joule", &job.energy.tokens_per_joule),
+        (
+            "energy_per_trajectory_j",
+            &job.energy.energy_per_trajectory_j,
+        ),
+    ] {
+        out.push(match (f.value, &f.reason) {
+            (Some(v), _) => format!("{name}: {} ({})", format_number(v), f.basis_text()),
+            (None, r) => format!(
+                "{name}: null ({}; {})",
+                r.as_deref().unwrap_or("unavailable"),
+                f.basis_text()
+            ),
+        });
     }
     for n in &job.notes {
         out.push(format!("note: {n}"));
@@ -159,7 +200,7 @@ mod tests {
     use super::*;
     use crate::render::fixtures::{failing_job, passing_job};
 
-    fn jobs() -> Vec<JobReportView> {
+    fn jobs() -> Vec<JobReport> {
         let mut second = passing_job();
         second.id = "agentic::search".into();
         vec![passing_job(), failing_job(), second]
@@ -240,7 +281,7 @@ mod tests {
     fn a_job_not_run_is_skipped_not_failed() {
         let mut skipped = failing_job();
         skipped.id = "agentic::repo_tour".into();
-        skipped.not_run = true;
+        skipped.status = JobStatus::NotRun;
         let xml = junit_xml("inferscope-bench", &[passing_job(), skipped], 0).unwrap();
         assert!(
             xml.contains(r#"tests="2" skipped="1" failures="0""#),
@@ -248,5 +289,20 @@ mod tests {
         );
         assert_eq!(xml.matches("<failure ").count(), 0);
         assert!(xml.contains("status: not_run"), "{xml}");
+    }
+
+    /// Issue 13 item 4: a job stopped part-way is a JUnit `<error type="cancelled">`, never
+    /// a success; a setup error is `<error type="setup_error">`.
+    #[test]
+    fn a_cancelled_job_is_an_error_not_a_success() {
+        let mut cut = passing_job();
+        cut.status = JobStatus::Cancelled;
+        cut.notes = vec!["cancelled (Ctrl-C / SIGTERM): 1 of 3 sweep points ran".into()];
+        let xml = junit_xml("inferscope-bench", &[cut], 0).unwrap();
+        assert!(xml.contains(r#"errors="1""#), "{xml}");
+        assert!(xml.contains(r#"type="cancelled""#), "{xml}");
+        assert!(xml.contains("1 of 3 sweep points ran"), "{xml}");
+        let r = Report::deserialize_from_str(&xml).unwrap();
+        assert_eq!((r.tests, r.failures, r.errors), (1, 0, 1));
     }
 }

@@ -4,9 +4,9 @@
 //! reasons. Missing figures show as `—` (never 0). Artifact text is escaped: `|` in cells,
 //! `<`, `>` and `&` everywhere, newlines folded to spaces.
 
-use super::view::{EndpointLabel, JobReportView, RunTotals};
+use super::view::EndpointLabel;
 use crate::gate::{Outcome, format_number};
-use crate::stats::Summary;
+use crate::model::{Figure, JobReport, JobStatus, Summary, SummaryReport, TokenSource};
 
 const MISSING: &str = "—";
 
@@ -32,7 +32,27 @@ fn one(v: Option<f64>) -> String {
     v.map_or_else(|| MISSING.to_string(), format_number)
 }
 
-fn verdict_counts(job: &JobReportView) -> String {
+/// A token-derived figure: `~` marks a client estimate (the server sent no usage).
+fn estimated(f: &Figure<f64>) -> String {
+    match f.value {
+        Some(v) if f.tokens == Some(TokenSource::ClientEstimate) => {
+            format!("~{}", format_number(v))
+        }
+        v => one(v),
+    }
+}
+
+fn status_cell(s: JobStatus) -> &'static str {
+    match s {
+        JobStatus::Pass => "✅ PASS",
+        JobStatus::Fail => "❌ FAIL",
+        JobStatus::Cancelled => "⏹ CANCELLED",
+        JobStatus::NotRun => "⏹ NOT RUN",
+        JobStatus::SetupError => "⚠ SETUP ERROR",
+    }
+}
+
+fn verdict_counts(job: &JobReport) -> String {
     let count = |o: Outcome| job.verdicts.iter().filter(|v| v.outcome == o).count();
     let parts: Vec<String> = [
         (Outcome::Pass, "pass"),
@@ -55,20 +75,24 @@ fn verdict_counts(job: &JobReportView) -> String {
 
 /// The Markdown summary of a run (ends with a newline).
 pub fn markdown_summary(
-    jobs: &[JobReportView],
-    totals: &RunTotals,
+    jobs: &[JobReport],
+    totals: &SummaryReport,
     endpoint: &EndpointLabel,
 ) -> String {
     let mut md = String::new();
+    let mut extra = String::new();
+    if totals.cancelled > 0 {
+        extra.push_str(&format!(", {} cancelled", totals.cancelled));
+    }
+    if totals.not_run > 0 {
+        extra.push_str(&format!(", {} not run (cancelled)", totals.not_run));
+    }
+    if totals.setup_errors > 0 {
+        extra.push_str(&format!(", {} setup error(s)", totals.setup_errors));
+    }
     md.push_str(&format!(
-        "### inferscope-bench: {} passed, {} failed{}\n\n",
-        totals.passed,
-        totals.failed,
-        if totals.not_run > 0 {
-            format!(", {} not run (cancelled)", totals.not_run)
-        } else {
-            String::new()
-        }
+        "### inferscope-bench: {} passed, {} failed{extra}\n\n",
+        totals.passed, totals.failed,
     ));
     md.push_str(&format!(
         "Endpoint: {} · {} job{} · {} s\n\n",
@@ -83,21 +107,15 @@ pub fn markdown_summary(
     );
     md.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for job in jobs {
-        let status = if job.not_run {
-            "⏹ NOT RUN"
-        } else if job.passed {
-            "✅ PASS"
-        } else {
-            "❌ FAIL"
-        };
+        let status = status_cell(job.status);
         let (reqs, ttft, itl, tpot, e2e, tps, cache) = match &job.stats {
             Some(s) => (
                 format!("{}/{}", s.succeeded, s.requests),
                 pair(&s.ttft_ms, |s| s.p50, |s| s.p99),
                 pair(&s.itl_ms, |s| s.p50, |s| s.p99),
-                one(s.tpot_ms.as_ref().map(|t| t.mean)),
+                estimated(&s.tpot_ms.clone().map(|t| t.mean)),
                 pair(&s.e2e_ms, |s| s.p50, |s| s.p99),
-                one(s.output_tokens_per_s),
+                estimated(&s.output_tokens_per_s),
                 match (s.cache_hit_rate, s.cache_hit_coverage) {
                     (Some(r), Some(c)) => format!(
                         "{}% (coverage {}%)",
@@ -118,7 +136,7 @@ pub fn markdown_summary(
             verdict_counts(job)
         ));
     }
-    let explained: Vec<&JobReportView> = jobs
+    let explained: Vec<&JobReport> = jobs
         .iter()
         .filter(|j| !j.reason_lines().is_empty())
         .collect();
@@ -128,13 +146,7 @@ pub fn markdown_summary(
             md.push_str(&format!(
                 "- `{}` ({})\n",
                 esc(&job.id).replace('`', "'"),
-                if job.not_run {
-                    "not run"
-                } else if job.passed {
-                    "pass"
-                } else {
-                    "fail"
-                }
+                job.status.as_str().replace('_', " ")
             ));
             for line in job.reason_lines() {
                 md.push_str(&format!("  - {}\n", esc(&line)));
@@ -152,7 +164,7 @@ mod tests {
     #[test]
     fn exact_table() {
         let jobs = [passing_job(), failing_job()];
-        let t = RunTotals::from_jobs(&jobs, 1_746_000_000);
+        let t = SummaryReport::of(&jobs, 1_746_000_000, false);
         let md = markdown_summary(&jobs, &t, &EndpointLabel::Simulated);
         let expected = "\
 ### inferscope-bench: 1 passed, 1 failed
@@ -161,14 +173,14 @@ Endpoint: simulated (built-in) · 2 jobs · 1.746 s
 
 | Job | Status | Requests ok/total | TTFT p50 / p99 (ms) | ITL p50 / p99 (ms) | TPOT mean (ms) | E2E p50 / p99 (ms) | Output tok/s | Cache hit rate | Verdicts |
 |---|---|---|---|---|---|---|---|---|---|
-| `agentic::lookup` | ✅ PASS | 3/3 | 100 / 100 | 10 / 50 | 30 | 205 / 209.9 | 7.5 | 50% (coverage 100%) | 2 pass |
-| `context::long&lt;prompt&gt;` | ❌ FAIL | 1/2 | 812.4 / 812.4 | — | — | 900 / 900 | 8 | — | 1 pass, 1 fail, 1 unavailable |
+| `agentic::lookup` | ✅ PASS | 3/3 | 100 / 100 | 10 / 50 | 30 | 205 / 209.9 | 7.5 | 50% (coverage 100%) | 3 pass |
+| `context::long&lt;prompt&gt;` | ❌ FAIL | 1/2 | 812.4 / 812.4 | — | — | 900 / 900 | 8 | — | 2 pass, 1 fail, 1 unavailable |
 
 #### Details
 
 - `context::long&lt;prompt&gt;` (fail)
   - ttft_ms.p99 = 812.4 ms &gt; bound 500 ms (client timing)
-  - tokens_per_joule = unavailable (no GPU), bound &gt;= 2 tokens/J (measured)
+  - tokens_per_joule = unavailable (no GPU), bound &gt;= 2 tokens/J (unavailable)
   - grading: contains(\"Oslo\") failed: final answer lacks \"Oslo\"
   - 1 of 2 requests failed: 1 idle_timeout
   - note: endpoint was simulated
@@ -183,11 +195,11 @@ Endpoint: simulated (built-in) · 2 jobs · 1.746 s
         j.notes = vec!["a|b\nc".into()];
         let md = markdown_summary(
             std::slice::from_ref(&j),
-            &RunTotals::from_jobs(std::slice::from_ref(&j), 0),
+            &SummaryReport::of(std::slice::from_ref(&j), 0, false),
             &EndpointLabel::Url("http://h:1/v1".into()),
         );
         assert!(
-            md.contains("| `agentic::lookup` | ✅ PASS | — | — | — | — | — | — | — | 2 pass |"),
+            md.contains("| `agentic::lookup` | ✅ PASS | — | — | — | — | — | — | — | 3 pass |"),
             "{md}"
         );
         assert!(md.contains("  - note: a|b c\n"), "{md}");

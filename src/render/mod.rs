@@ -1,8 +1,9 @@
 //! Renderers of a run's job results (pure: every function returns a `String`; the caller
 //! writes it). Issue 2 item 8, issue 6 item 5, DESIGN §7, `ref/rust-conventions.md` §2.
 //!
-//! - [`view`]: the plain input structs ([`JobReportView`], [`RunTotals`], [`EndpointLabel`])
-//!   the runner maps its results into, and the reason lines shared by every renderer.
+//! - [`view`]: [`EndpointLabel`]. Every renderer reads the report model itself
+//!   ([`crate::model::JobReport`], [`crate::model::SummaryReport`]); the reason lines they
+//!   share are [`crate::model::JobReport::reason_lines`].
 //! - [`human`]: nextest-style terminal lines (`Starting`, `PASS`/`FAIL`, `Summary`, and the
 //!   plain `N passed, N failed` line CI tooling parses); colour only when asked, never in
 //!   non-TTY/CI ([`human::color_enabled`]).
@@ -22,18 +23,55 @@ pub use human::{
 pub use json::{job_message, summary_message};
 pub use junit::{junit_report, junit_xml};
 pub use markdown::markdown_summary;
-pub use view::{EndpointLabel, GradingCheck, JobReportView, RunTotals};
+pub use view::EndpointLabel;
 
 #[cfg(test)]
 pub(crate) mod fixtures {
-    //! Shared view fixtures for the renderer tests.
-    use super::view::JobReportView;
+    //! Shared report fixtures for the renderer tests.
     use crate::gate::spec::GateSpec;
-    use crate::gate::{Figure, FigureSet, basis, evaluate};
+    use crate::gate::{Figure, FigureSet, evaluate};
+    use crate::model::{
+        Basis, FailureCode, FailureCount, GradingCheck, JobEnergy, JobKind, JobReport, JobStatus,
+    };
     use crate::stats::{AggregateParams, JobStats, RequestFigures};
 
+    fn energy_unavailable() -> JobEnergy {
+        let f = || Figure::missing(Basis::Unavailable, "no power source: no GPU");
+        JobEnergy {
+            energy_j: f(),
+            tokens_per_joule: f(),
+            energy_per_trajectory_j: f(),
+        }
+    }
+
+    /// A job with no requests, verdicts or notes.
+    pub fn job(id: &str, kind: JobKind, status: JobStatus, duration_ns: u64) -> JobReport {
+        JobReport {
+            id: id.into(),
+            kind,
+            status,
+            duration_ns,
+            start_ns: 0,
+            end_ns: duration_ns,
+            setup_error: None,
+            stats: None,
+            verdicts: vec![],
+            grading: vec![],
+            grade_pass_rate: None,
+            energy: energy_unavailable(),
+            failure_codes: vec![],
+            notes: vec![],
+            harness: None,
+            load: None,
+            sweep: None,
+            baseline: None,
+            trajectories: vec![],
+            requests: vec![],
+        }
+    }
+
     /// A passing job with C26's requests and one passing gate.
-    pub fn passing_job() -> JobReportView {
+    pub fn passing_job() -> JobReport {
         let r1: Vec<f64> = (0..11).map(|i| 100.0 + 10.0 * i as f64).collect();
         let mut reqs = vec![
             RequestFigures::from_token_arrivals(&r1, Some(11), Some(210.0)),
@@ -46,24 +84,25 @@ pub(crate) mod fixtures {
         }
         let stats = JobStats::aggregate(&reqs, AggregateParams::new(2_000_000_000));
         let spec: GateSpec = toml::from_str("ttft_ms = { p99 = 500.0 }").unwrap();
-        let verdicts = evaluate(&spec, &FigureSet::from_job_stats(&stats));
-        JobReportView {
-            id: "agentic::lookup".into(),
-            kind: "agentic".into(),
+        let mut j = job(
+            "agentic::lookup",
+            JobKind::Agentic,
+            JobStatus::Pass,
+            1_234_000_000,
+        );
+        j.verdicts = evaluate(&spec, &FigureSet::from_job_stats(&stats));
+        j.grading = vec![GradingCheck {
+            check: "contains(\"Oslo\")".into(),
             passed: true,
-            not_run: false,
-            duration_ns: 1_234_000_000,
-            verdicts,
-            grading: vec![("contains(\"Oslo\")".into(), true, None)],
-            stats: Some(stats),
-            failure_codes: vec![],
-            notes: vec![],
-        }
+            detail: None,
+        }];
+        j.stats = Some(stats);
+        j
     }
 
     /// A failing job: a TTFT gate over its bound, an unavailable energy gate, a failed
-    /// grading check and one failed request.
-    pub fn failing_job() -> JobReportView {
+    /// grading check and one failed request (tolerated by `max_error_rate`).
+    pub fn failing_job() -> JobReport {
         let mut reqs = vec![
             RequestFigures {
                 ok: true,
@@ -77,27 +116,36 @@ pub(crate) mod fixtures {
         reqs[1].ok = false;
         let stats = JobStats::aggregate(&reqs, AggregateParams::new(500_000_000));
         let mut figs = FigureSet::from_job_stats(&stats);
-        figs.tokens_per_joule = Figure::unavailable(basis::MEASURED, "no GPU");
-        let spec: GateSpec =
-            toml::from_str("ttft_ms = { p99 = 500.0 }\nmin_tokens_per_joule = 2.0").unwrap();
-        JobReportView {
-            id: "context::long<prompt>".into(),
-            kind: "context".into(),
-            passed: false,
-            not_run: false,
-            duration_ns: 512_000_000,
-            verdicts: evaluate(&spec, &figs),
-            grading: vec![
-                ("regex(\"^ok\")".into(), true, None),
-                (
-                    "contains(\"Oslo\")".into(),
-                    false,
-                    Some("final answer lacks \"Oslo\"".into()),
-                ),
-            ],
-            stats: Some(stats),
-            failure_codes: vec![("idle_timeout".into(), 1)],
-            notes: vec!["endpoint was simulated".into()],
-        }
+        figs.tokens_per_joule = Figure::missing(Basis::Unavailable, "no GPU");
+        let spec: GateSpec = toml::from_str(
+            "ttft_ms = { p99 = 500.0 }\nmin_tokens_per_joule = 2.0\nmax_error_rate = 0.5",
+        )
+        .unwrap();
+        let mut j = job(
+            "context::long<prompt>",
+            JobKind::Context,
+            JobStatus::Fail,
+            512_000_000,
+        );
+        j.verdicts = evaluate(&spec, &figs);
+        j.grading = vec![
+            GradingCheck {
+                check: "regex(\"^ok\")".into(),
+                passed: true,
+                detail: None,
+            },
+            GradingCheck {
+                check: "contains(\"Oslo\")".into(),
+                passed: false,
+                detail: Some("final answer lacks \"Oslo\"".into()),
+            },
+        ];
+        j.stats = Some(stats);
+        j.failure_codes = vec![FailureCount {
+            code: FailureCode::IdleTimeout,
+            count: 1,
+        }];
+        j.notes = vec!["endpoint was simulated".into()];
+        j
     }
 }

@@ -21,7 +21,9 @@ use serde_json::{Value, json};
 
 use crate::client::{ChatRequest, RequestRecord};
 use crate::runner::capture::Capture;
-use crate::runner::steps::{StepKind, StepRecord, StepStatus, StopReason, TrajectoryRecord};
+use crate::runner::steps::{
+    FailureCode, StepKind, StepRecord, StepStatus, StopReason, ToolErrorCode, TrajectoryRecord,
+};
 
 /// Sends one chat request and returns its record (never fails: failures are records).
 pub trait LlmExecutor: Sync {
@@ -36,8 +38,10 @@ pub trait LlmExecutor: Sync {
 pub struct ToolOutcome {
     /// Text returned to the model as the tool message (never written to artifacts).
     pub content: String,
-    /// `None` on success, else the tool error code (e.g. `sandbox_violation`).
-    pub error_code: Option<String>,
+    /// The tool failed.
+    pub failed: bool,
+    /// Which failure (e.g. `sandbox_violation`), when the tool said.
+    pub error_code: Option<ToolErrorCode>,
     /// Declared latency the driver waits before returning the result.
     pub latency: Duration,
 }
@@ -75,6 +79,8 @@ pub struct AgenticPlan {
     pub max_steps: u32,
     /// Identical consecutive calls that stop the loop (model mode).
     pub max_repeated_tool_calls: u32,
+    /// `tool_choice` of the n-th LLM call (the last entry repeats); empty = not sent.
+    pub tool_choice: Vec<String>,
     /// `Some(script)` for scripted mode: `(tool name, JSON arguments)` per entry.
     pub script: Option<Vec<(String, Value)>>,
 }
@@ -101,6 +107,16 @@ impl DriverCtx {
     }
 }
 
+/// Why a trajectory stops at a step that did not complete: `cancelled` when Ctrl-C /
+/// SIGTERM cut its request short, else `request_failed`.
+fn stop_of(step: &StepRecord) -> StopReason {
+    if step.status == StepStatus::Cancelled {
+        StopReason::Cancelled
+    } else {
+        StopReason::RequestFailed
+    }
+}
+
 /// Runs one LLM call as a step (request span in the timeline).
 pub async fn llm_step<E: LlmExecutor>(
     exec: &E,
@@ -115,7 +131,7 @@ pub async fn llm_step<E: LlmExecutor>(
     let end_ns = rec.end_ns.unwrap_or_else(|| exec.now_ns()).max(start_ns);
     let ok = rec.is_success();
     // A request cut short by Ctrl-C ends `cancelled`, not `failed` (PRD lifecycle).
-    let cancelled = !ok && rec.failure_code.is_none() && ctx.is_cancelled();
+    let cancelled = rec.failure_code == Some(FailureCode::Cancelled);
     if cancelled {
         ctx.capture.request_cancelled(span);
     } else {
@@ -134,8 +150,11 @@ pub async fn llm_step<E: LlmExecutor>(
         } else {
             StepStatus::Failed
         },
-        failure_code: rec.failure_code.map(|c| c.as_str().to_string()),
+        failure_code: rec.failure_code,
+        tool_error: None,
+        start_before_anchor_ns: None,
         request: Some(rec),
+        status_known: true,
     }
 }
 
@@ -156,9 +175,9 @@ pub async fn tool_step<T: ToolExec>(
         tokio::time::sleep(out.latency).await;
     }
     let end_ns = now_ns().max(start_ns);
-    ctx.capture.fixture_end(span, out.error_code.is_none());
+    ctx.capture.fixture_end(span, !out.failed);
     // A tool name the model invented is model output: it never becomes a step name.
-    let declared = out.error_code.as_deref() != Some("unknown_tool");
+    let declared = out.error_code != Some(ToolErrorCode::UnknownTool);
     let step = StepRecord {
         step_id,
         kind: StepKind::Tool,
@@ -169,18 +188,27 @@ pub async fn tool_step<T: ToolExec>(
         },
         start_ns,
         end_ns,
-        status: if out.error_code.is_none() {
-            StepStatus::Completed
-        } else {
+        status: if out.failed {
             StepStatus::Failed
+        } else {
+            StepStatus::Completed
         },
-        failure_code: out.error_code.clone(),
+        failure_code: out.failed.then_some(FailureCode::ToolError),
+        tool_error: out.error_code,
+        start_before_anchor_ns: None,
         request: None,
+        status_known: true,
     };
     (step, out)
 }
 
 fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
+    let mut extra = serde_json::Map::new();
+    if !plan.tools.is_empty()
+        && let Some(c) = plan.tool_choice.get(n).or(plan.tool_choice.last())
+    {
+        extra.insert("tool_choice".into(), Value::String(c.clone()));
+    }
     ChatRequest {
         request_id: format!("{}.llm{}", plan.trajectory_id.replace('#', ".t"), n),
         model: plan.model.clone(),
@@ -191,7 +219,7 @@ fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
         seed: plan.seed,
         n: plan.n,
         stream: true,
-        ..Default::default()
+        extra,
     }
 }
 
@@ -240,9 +268,10 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                 }
                 let step = llm_step(exec, ctx, case_id, &request(plan, &messages, k)).await;
                 let ok = step.status == StepStatus::Completed;
+                let stop = stop_of(&step);
                 steps.push(step);
                 if !ok {
-                    reason = StopReason::RequestFailed;
+                    reason = stop;
                     break;
                 }
                 let id = format!("call_{k}");
@@ -265,7 +294,7 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                     if step.status == StepStatus::Completed {
                         final_answer = step.request.as_ref().map(|r| r.output.text.clone());
                     } else {
-                        reason = StopReason::RequestFailed;
+                        reason = stop_of(&step);
                     }
                     steps.push(step);
                 }
@@ -284,9 +313,10 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                 let step = llm_step(exec, ctx, case_id, &request(plan, &messages, n)).await;
                 let ok = step.status == StepStatus::Completed;
                 let output = step.request.as_ref().map(|r| r.output.clone());
+                let stop = stop_of(&step);
                 steps.push(step);
                 if !ok {
-                    reason = StopReason::RequestFailed;
+                    reason = stop;
                     break;
                 }
                 let output = output.unwrap_or_default();
@@ -381,6 +411,7 @@ mod tests {
         fn execute(&self, _name: &str, _arguments: &str) -> ToolOutcome {
             ToolOutcome {
                 content: "[]".into(),
+                failed: false,
                 error_code: None,
                 latency: Duration::ZERO,
             }
@@ -421,6 +452,7 @@ mod tests {
             n: None,
             max_steps: 8,
             max_repeated_tool_calls: 3,
+            tool_choice: vec![],
             script,
         }
     }
@@ -469,6 +501,48 @@ mod tests {
         assert_eq!(
             t.steps.iter().map(|s| s.step_id).collect::<Vec<_>>(),
             vec![1, 2, 3]
+        );
+    }
+
+    /// `tool_choice = ["required", "auto"]`: the first call forces a tool call, every later
+    /// one leaves the choice to the model; without tools nothing is sent.
+    #[tokio::test]
+    async fn tool_choice_list_applies_per_call_and_the_last_repeats() {
+        let model = MockModel::new(vec![
+            call(r#"{"q":"a"}"#),
+            call(r#"{"q":"b"}"#),
+            AssistantOutput {
+                text: "done".into(),
+                ..Default::default()
+            },
+        ]);
+        let mut p = plan(None);
+        p.tools = vec![json!({"type": "function", "function": {"name": "search"}})];
+        p.tool_choice = vec!["required".into(), "auto".into()];
+        let t = run_trajectory(&model, &EmptyTool, &ctx(), &p).await;
+        assert_eq!(t.stop_reason, StopReason::FinalAnswer);
+        {
+            let reqs = model.requests.lock().unwrap();
+            let sent: Vec<Option<&Value>> =
+                reqs.iter().map(|r| r.extra.get("tool_choice")).collect();
+            assert_eq!(
+                sent,
+                vec![
+                    Some(&json!("required")),
+                    Some(&json!("auto")),
+                    Some(&json!("auto"))
+                ]
+            );
+        }
+        let model = MockModel::new(vec![AssistantOutput::default()]);
+        let mut p = plan(None);
+        p.tool_choice = vec!["required".into()];
+        run_trajectory(&model, &EmptyTool, &ctx(), &p).await;
+        assert!(
+            model.requests.lock().unwrap()[0]
+                .extra
+                .get("tool_choice")
+                .is_none()
         );
     }
 

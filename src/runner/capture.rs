@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 
-use crate::client::{RequestRecord, TokenSource};
+use crate::client::RequestRecord;
+#[cfg(test)]
+use crate::client::TokenSource;
 use crate::timeline::{FailureCode, Phase, Sink, SpanContext, SpanEnd, SpanId, SpanName};
 
 /// A cloneable handle on the run's capture (or nothing).
@@ -107,20 +109,18 @@ impl Capture {
     }
 
     /// The request span ends with the record's status, tokens and failure code. A
-    /// completion count the client estimated (`token_source = client_estimate`, no server
-    /// usage — DESIGN §5) goes to `completion_tokens_estimate`, never `completion_tokens`.
+    /// completion count the client estimated (the record's `completion_tokens_estimate`, no
+    /// server usage — DESIGN §5) goes to the event's `completion_tokens_estimate`, never
+    /// `completion_tokens`.
     pub fn request_end(&self, span: Option<SpanId>, rec: &RequestRecord) {
         let end = if rec.is_success() {
             SpanEnd::completed()
         } else {
-            SpanEnd::failed(
-                rec.failure_code
-                    .and_then(|c| FailureCode::from_code(c.as_str())),
-            )
+            SpanEnd::failed(rec.failure_code)
         };
-        let end = match rec.token_source {
-            Some(TokenSource::ClientEstimate) => {
-                end.with_estimated_completion(rec.prompt_tokens, rec.completion_tokens)
+        let end = match rec.completion_tokens_estimate {
+            Some(e) if rec.completion_tokens.is_none() => {
+                end.with_estimated_completion(rec.prompt_tokens, Some(e.tokens))
             }
             _ => end.with_tokens(rec.prompt_tokens, rec.completion_tokens),
         };
@@ -196,8 +196,15 @@ mod tests {
         clock.advance(161_000_000);
         let mut rec = RequestRecord::new("req-1", 0, 0, true);
         rec.prompt_tokens = Some(7);
-        rec.completion_tokens = Some(2);
-        rec.token_source = Some(source);
+        match source {
+            TokenSource::Server => rec.completion_tokens = Some(2),
+            TokenSource::ClientEstimate => {
+                rec.completion_tokens_estimate = Some(crate::client::TokenEstimate {
+                    tokens: 2,
+                    method: crate::model::EstimateMethod::Utf8BytesDiv4,
+                })
+            }
+        }
         rec.status = crate::client::RequestStatus::Success;
         cap.request_end(span, &rec);
         let end = sink

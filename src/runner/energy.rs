@@ -1,7 +1,10 @@
 //! Glue between the samplers ([`crate::telemetry`]) and the ADR-013 join
-//! ([`crate::attribution`]): which sources a run starts, how sampled timelines become
-//! attribution input, the per-step figures in `report.json`, the offline `trajectory`
-//! command, and the Perfetto export with resource counter tracks.
+//! ([`crate::attribution`]), and every energy figure of a run: which sources a run starts,
+//! what actually supplied power ([`power_report`]: from the samples, never from the
+//! configuration), the joins (one for the sequential jobs at one trajectory in flight, one
+//! per load point at its declared concurrency), device energy over windows, the jobs'
+//! energy figures ([`RunEnergy::job_energy`], one definition for sequential and load jobs),
+//! the offline `trajectory` command, and the Perfetto export with counter tracks.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -9,19 +12,24 @@ use std::time::Duration;
 
 use crate::attribution::{
     self as attr, AttributionInput, Concurrency, CounterName, CounterPoint, CounterSeries,
-    EnergyCounterSample, EnergyCounterSeries, PowerSeries, RunAttribution, RunWindow, StepKey,
-    StepMarker, StepUsage, TrajectoryOutcome,
+    EnergyCounterSample, EnergyCounterSeries, PowerSeries, RunWindow, StepKey, StepMarker,
+    StepUsage, TrajectoryOutcome,
 };
 use crate::clock::RunClock;
-use crate::gate::{self, Figure, basis};
-use crate::runner::execute::{Session, SuiteRuntime};
-use crate::runner::report::RunReport;
-use crate::runner::steps::{StepKind, TrajectoryRecord};
+use crate::load::curve::{EnergyPoint, window_energy_mj};
+use crate::model::load::{WindowEnergy, WindowMethod};
+use crate::model::{
+    AttributionGroup, Basis, EnergyBasis, Figure, JobEnergy, PowerReport, PowerSource,
+    RunAttributionSummary, RunReport, TokenSource, tokens_per_joule,
+};
+use crate::runner::execute::{GradedJob, SuiteRuntime};
+use crate::runner::steps::TrajectoryRecord;
 use crate::sim::SimHandle;
+use crate::stats::saturating_total;
 use crate::suite::{EngineProfile as SuiteProfile, GpuMode};
 use crate::telemetry::{
-    self, EngineProfile, GpuConfig, MetricsConfig, PowerBasis, ProbeReading, ProcConfig,
-    TelemetryConfig, TelemetryHandle, TelemetryRun,
+    self, EngineProfile, GpuConfig, MetricsConfig, PowerBasis, PowerDeviceKind, ProbeReading,
+    ProcConfig, TelemetryConfig, TelemetryHandle, TelemetryRun,
 };
 use crate::timeline::{CounterTrack, TraceMeta};
 
@@ -38,16 +46,14 @@ fn profile(p: SuiteProfile, simulated: bool) -> EngineProfile {
 
 /// Starts the run's samplers from the first suite's `[telemetry]` table: `/proc` of
 /// `engine_pid`, NVML GPUs (`gpu = "auto"`, real endpoints only), the simulator's power
-/// model (labelled `simulated`), and the endpoint's `/metrics`. Returns the handle and
-/// the power label.
+/// model (labelled `simulated`), and the endpoint's `/metrics`. What actually supplied
+/// power is decided afterwards from the samples ([`power_report`]).
 pub fn start_telemetry(
     suites: &[SuiteRuntime],
     sim: Option<&SimHandle>,
     clock: &RunClock,
-) -> (Option<TelemetryHandle>, Option<String>) {
-    let Some(first) = suites.first() else {
-        return (None, None);
-    };
+) -> Option<TelemetryHandle> {
+    let first = suites.iter().find(|s| s.setup_error.is_none())?;
     let t = &first.resolved.suite.telemetry;
     let mut cfg = TelemetryConfig {
         period: Duration::from_millis(t.sample_period_ms.max(1)),
@@ -59,7 +65,6 @@ pub fn start_telemetry(
             include_descendants: t.include_descendants,
         });
     }
-    let mut label = None;
     if first.simulated {
         if let Some(s) = sim {
             let state = s.state();
@@ -71,11 +76,22 @@ pub fn start_telemetry(
                     energy_mj: Some(state.energy_mj()),
                 },
             ));
-            label = Some("simulated".to_string());
         }
     } else if t.gpu == GpuMode::Auto {
-        cfg.gpu = Some(GpuConfig::default());
-        label = Some("nvml".to_string());
+        cfg.gpu = Some(GpuConfig {
+            selection: telemetry::GpuSelection::from_env(t.gpu_devices.clone()),
+        });
+    }
+    if let Some(p) = &t.prometheus {
+        cfg.prometheus = Some(telemetry::PrometheusConfig {
+            url: p.url.clone(),
+            selector: p.selector.clone(),
+            profile: profile(first.resolved.suite.engine, first.simulated),
+            served_model: Some(first.model.clone()),
+            step: Duration::from_millis(t.metrics_period_ms.max(1)),
+            wait: Duration::from_secs_f64(p.wait_s),
+            timeout: Duration::from_secs(10),
+        });
     }
     if let Some(url) = first.resolved.metrics_url(&first.base_url) {
         let mut m = MetricsConfig::new(
@@ -86,7 +102,94 @@ pub fn start_telemetry(
         m.period = Duration::from_millis(t.metrics_period_ms.max(1));
         cfg.metrics = Some(m);
     }
-    (Some(telemetry::start(cfg, clock)), label)
+    Some(telemetry::start(cfg, clock))
+}
+
+/// What supplied power readings for the run, from the samples (never from the
+/// configuration): `simulated` when the simulator's model was read, `nvml` when an
+/// attributable NVML device gave power readings, else no source with the reason (the NVML
+/// status, the devices' statuses, GPU sampling off, nothing sampled, every device not
+/// attributable). A device that is not attributable (a GPU in MIG mode) is named in
+/// `not_attributable` and enters no figure. `gpu_off` says the suite set `gpu = "off"`.
+pub fn power_report(t: Option<&TelemetryRun>, gpu_off: bool) -> PowerReport {
+    let none = |reason: String, not_attributable: Vec<String>| PowerReport {
+        source: None,
+        reason: Some(reason),
+        devices: 0,
+        not_attributable,
+    };
+    let Some(t) = t else {
+        return none("nothing was sampled (no telemetry ran)".into(), Vec::new());
+    };
+    let Some(p) = &t.power else {
+        return none(
+            if gpu_off {
+                "GPU sampling is off (`[telemetry] gpu = \"off\"`)".into()
+            } else {
+                "no power source was configured".into()
+            },
+            Vec::new(),
+        );
+    };
+    let not_attributable = not_attributable_devices(t);
+    let read: Vec<&crate::telemetry::PowerDevice> = p
+        .devices
+        .iter()
+        .filter(|d| d.not_attributable.is_none())
+        .filter(|d| p.device_samples(d.device).any(|s| s.power_mw.is_some()))
+        .collect();
+    let bases = read.iter().map(|d| {
+        d.power_basis.unwrap_or(match d.kind {
+            PowerDeviceKind::Probe => PowerBasis::Simulated,
+            PowerDeviceKind::Nvml => PowerBasis::Instant,
+        })
+    });
+    match PowerSource::of_bases(bases) {
+        Some(source) => PowerReport {
+            source: Some(source),
+            reason: None,
+            devices: u32::try_from(read.len()).unwrap_or(u32::MAX),
+            not_attributable,
+        },
+        None if !not_attributable.is_empty() => none(
+            format!(
+                "no attributable power device ({})",
+                not_attributable.join("; ")
+            ),
+            not_attributable,
+        ),
+        None => {
+            let mut reasons: Vec<String> = p
+                .gpu_status
+                .iter()
+                .chain(p.devices.iter().map(|d| &d.status))
+                .filter_map(|s| s.reason().map(str::to_string))
+                .collect();
+            reasons.dedup();
+            none(
+                if reasons.is_empty() {
+                    "no device gave a power reading".into()
+                } else {
+                    reasons.join("; ")
+                },
+                Vec::new(),
+            )
+        }
+    }
+}
+
+/// `label: not attributable: reason` of every sampled power device that is not
+/// attributable (a GPU in MIG mode).
+pub fn not_attributable_devices(t: &TelemetryRun) -> Vec<String> {
+    t.power
+        .iter()
+        .flat_map(|p| &p.devices)
+        .filter_map(|d| {
+            d.not_attributable
+                .as_ref()
+                .map(|r| format!("{}: not attributable: {r}", d.label))
+        })
+        .collect()
 }
 
 /// Converts sampled timelines into the ADR-013 join's input (one trajectory in flight:
@@ -95,7 +198,9 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
     let mut power = Vec::new();
     let mut energy_counters = Vec::new();
     if let Some(p) = &t.power {
-        for d in &p.devices {
+        // A device that is not attributable (a GPU in MIG mode) keeps its lane in the
+        // samples but never enters the join: its steps get no energy figure.
+        for d in p.devices.iter().filter(|d| d.not_attributable.is_none()) {
             let basis = match d.power_basis {
                 Some(PowerBasis::Instant) => attr::PowerBasis::Instant,
                 Some(PowerBasis::Averaged1s) => attr::PowerBasis::Averaged1s,
@@ -136,7 +241,7 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
         }
     }
     let mut counters = Vec::new();
-    if let Some(m) = &t.metrics {
+    if let Some(m) = t.counter_timeline() {
         for name in [
             CounterName::PromptTokens,
             CounterName::GenerationTokens,
@@ -189,156 +294,6 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
     }
 }
 
-/// Every attributed step's energy and label, keyed by (trajectory id, step id); steps of
-/// trajectories without an id are left out. The label is the join's own
-/// ([`attr::EnergyBasis::of`], the one rule for the sequential runner, the load executor and
-/// the offline join): `apportioned` when more than one trajectory was declared or observed in
-/// flight (ADR-013 "The wall": never a measurement, whatever the power source), else
-/// `simulated` on the built-in simulator's power model, else `measured`; `None` without a
-/// power source.
-pub(crate) fn step_energies(run: &RunAttribution) -> HashMap<(String, u64), StepEnergy> {
-    let mut steps = HashMap::new();
-    for m in run.trajectories.iter().filter_map(|o| o.metrics()) {
-        let Some(id) = &m.trajectory else { continue };
-        for s in &m.steps {
-            steps.insert(
-                (id.clone(), s.step_id),
-                StepEnergy {
-                    energy_mj: s.energy_mj,
-                    basis: s.energy_basis.map(|b| b.label().to_string()),
-                },
-            );
-        }
-    }
-    steps
-}
-
-/// The power source a session's power label names (`simulated`: the built-in simulator's
-/// model; any other label, e.g. `nvml`: a device); `None` without a label.
-pub(crate) fn energy_source(power_label: Option<&str>) -> Option<attr::EnergySource> {
-    power_label.map(|l| {
-        if l == basis::SIMULATED {
-            attr::EnergySource::Simulator
-        } else {
-            attr::EnergySource::Device
-        }
-    })
-}
-
-/// One step's energy as shown in `report.json`.
-#[derive(Debug, Clone)]
-pub struct StepEnergy {
-    /// mJ, `None` when unattributed.
-    pub energy_mj: Option<u64>,
-    /// `measured`, `apportioned` or `simulated`; `None` without a power source.
-    pub basis: Option<String>,
-}
-
-/// Per-job energy figures for the gates.
-#[derive(Debug, Clone)]
-pub struct JobEnergy {
-    /// Trajectory tokens per joule (generated tokens from usage / trajectory energy).
-    pub tokens_per_joule: Figure,
-    /// Mean trajectory energy, J.
-    pub energy_per_trajectory_j: Figure,
-    /// Notes (basis, withheld reasons).
-    pub notes: Vec<String>,
-}
-
-/// The run's attribution and lookups into it.
-pub struct Attribution {
-    run: Option<RunAttribution>,
-    steps: HashMap<(String, u64), StepEnergy>,
-    by_trajectory: HashMap<String, usize>,
-    power_label: Option<String>,
-}
-
-impl Attribution {
-    /// Energy of one step.
-    pub fn step(&self, trajectory: &str, step_id: u64) -> Option<&StepEnergy> {
-        self.steps.get(&(trajectory.to_string(), step_id))
-    }
-
-    fn outcome(&self, trajectory: &str) -> Option<&TrajectoryOutcome> {
-        let i = *self.by_trajectory.get(trajectory)?;
-        self.run.as_ref()?.trajectories.get(i)
-    }
-
-    /// Energy figures of a job's trajectories (`suite::job#k`).
-    pub fn job_figures(&self, job_id: &str) -> JobEnergy {
-        // The join's basis (the one rule, [`attr::EnergyBasis::of`]); without one (no
-        // power series), the basis the figure would have had.
-        let basis = self
-            .run
-            .as_ref()
-            .and_then(|r| r.concurrency.energy_basis)
-            .or_else(|| attr::EnergyBasis::of(1, energy_source(self.power_label.as_deref())))
-            .map_or(basis::MEASURED, attr::EnergyBasis::label)
-            .to_string();
-        let prefix = format!("{job_id}#");
-        let mut tokens = 0u64;
-        let mut mj = 0u64;
-        let mut n = 0u64;
-        let mut notes = Vec::new();
-        let mut any = false;
-        let mut keys: Vec<&String> = self
-            .by_trajectory
-            .keys()
-            .filter(|k| k.starts_with(&prefix))
-            .collect();
-        keys.sort();
-        for k in keys {
-            any = true;
-            match self.outcome(k) {
-                Some(TrajectoryOutcome::Attributed(m)) => {
-                    if let Some(e) = m.total_energy_mj {
-                        mj += e;
-                        n += 1;
-                        tokens += m.total_usage_completion_tokens.unwrap_or(0);
-                    }
-                }
-                Some(TrajectoryOutcome::Withheld(w)) => {
-                    notes.push(format!("{k}: attribution withheld ({:?})", w.reasons));
-                }
-                None => {}
-            }
-        }
-        let unavailable = |why: &str| Figure::unavailable(basis.clone(), why.to_string());
-        if !any || n == 0 || mj == 0 {
-            let why = if self.power_label.is_none() {
-                "no power source (no GPU, not simulated)"
-            } else {
-                "no energy attributed"
-            };
-            return JobEnergy {
-                tokens_per_joule: unavailable(why),
-                energy_per_trajectory_j: unavailable(why),
-                notes,
-            };
-        }
-        if basis == "simulated" {
-            notes.push("energy is simulated (built-in simulator power model), not measured".into());
-        }
-        JobEnergy {
-            tokens_per_joule: Figure::available(
-                tokens as f64 / (mj as f64 / 1000.0),
-                basis.clone(),
-            ),
-            energy_per_trajectory_j: Figure::available(mj as f64 / 1000.0 / n as f64, basis),
-            notes,
-        }
-    }
-
-    /// The whole attribution as JSON for `report.json`'s `trajectory` field.
-    pub fn run_value(&self) -> Option<serde_json::Value> {
-        let mut v = serde_json::to_value(self.run.as_ref()?).ok()?;
-        if let (Some(obj), Some(l)) = (v.as_object_mut(), &self.power_label) {
-            obj.insert("power_source".into(), serde_json::Value::String(l.clone()));
-        }
-        Some(v)
-    }
-}
-
 /// The ADR-013 markers of `trajectories`' steps (unix ns = `anchor` + `elapsed_ns`) and
 /// each LLM step's exact usage from its own response, keyed for [`attr::attribute_run`].
 pub fn markers_and_usage<'a>(
@@ -349,17 +304,14 @@ pub fn markers_and_usage<'a>(
     let mut usage = BTreeMap::new();
     for tr in trajectories {
         for s in &tr.steps {
-            markers.push(StepMarker {
-                step_id: s.step_id,
-                kind: match s.kind {
-                    StepKind::LlmCall => attr::StepKind::LlmCall,
-                    StepKind::Tool => attr::StepKind::Tool,
-                },
-                t_start_unix_ns: anchor + s.start_ns,
-                t_end_unix_ns: anchor + s.end_ns,
-                trajectory: Some(tr.id.clone()),
-                name: Some(s.name.clone()),
-            });
+            markers.push(StepMarker::at(
+                &tr.id,
+                s.step_id,
+                s.kind,
+                s.start_unix_ns(anchor),
+                anchor + s.end_ns,
+                &s.name,
+            ));
             if let Some(r) = &s.request {
                 usage.insert(
                     StepKey {
@@ -378,84 +330,274 @@ pub fn markers_and_usage<'a>(
     (markers, usage)
 }
 
-/// Runs the ADR-013 join over `trajectories` (in the order given; every trajectory of the
-/// run, or of its sequential jobs) at one trajectory in flight. Without telemetry the
-/// attribution is empty.
-pub fn attribute<'a>(
-    trajectories: impl IntoIterator<Item = &'a TrajectoryRecord>,
-    telemetry: Option<&TelemetryRun>,
-    session: &Session,
-) -> Attribution {
-    let empty = Attribution {
-        run: None,
-        steps: HashMap::new(),
-        by_trajectory: HashMap::new(),
-        power_label: session.power_label.clone(),
-    };
-    let Some(t) = telemetry else { return empty };
-    let input = attribution_input(t, 1);
-    let anchor = t.reference_instant_unix_ns;
-    let (markers, usage) = markers_and_usage(trajectories, anchor);
-    let run = attr::attribute_run(&input, Some(&markers), &usage);
-    let steps = step_energies(&run);
-    let by_trajectory = run
-        .trajectories
-        .iter()
-        .enumerate()
-        .filter_map(|(i, o)| {
-            let id = match o {
-                TrajectoryOutcome::Withheld(w) => w.trajectory.as_ref(),
-                _ => o.metrics().and_then(|m| m.trajectory.as_ref()),
-            };
-            id.map(|id| (id.clone(), i))
+/// The run's energy: every join's outcome by trajectory id, its groups, the power report,
+/// and each device's samples for window energy.
+pub struct RunEnergy {
+    power: PowerReport,
+    outcomes: HashMap<String, TrajectoryOutcome>,
+    groups: Vec<AttributionGroup>,
+    devices: Vec<(String, Vec<EnergyPoint>)>,
+}
+
+/// The ADR-013 join of `trajectories` at `declared` trajectories in flight.
+fn join(
+    t: &TelemetryRun,
+    trajectories: &[&TrajectoryRecord],
+    declared: u32,
+) -> Option<attr::RunAttribution> {
+    let (markers, usage) =
+        markers_and_usage(trajectories.iter().copied(), t.reference_instant_unix_ns);
+    if markers.is_empty() {
+        return None;
+    }
+    let input = attribution_input(t, declared);
+    Some(attr::attribute_run(&input, Some(&markers), &usage))
+}
+
+impl RunEnergy {
+    /// Joins every trajectory of the run: the sequential jobs' together at one trajectory
+    /// in flight (the runner runs them one at a time), each load point's on its own at the
+    /// point's declared concurrency (the join takes the larger of that and the overlap it
+    /// observes; above one every step is `apportioned`, also on the simulator). Without
+    /// telemetry nothing is joined.
+    pub fn attribute(
+        graded: &[GradedJob],
+        telemetry: Option<&TelemetryRun>,
+        power: PowerReport,
+    ) -> RunEnergy {
+        let mut out = RunEnergy {
+            power,
+            outcomes: HashMap::new(),
+            groups: Vec::new(),
+            devices: Vec::new(),
+        };
+        let Some(t) = telemetry else { return out };
+        out.devices = t
+            .power
+            .as_ref()
+            .map(|p| {
+                // A device that is not attributable enters no window either.
+                p.devices
+                    .iter()
+                    .filter(|d| d.not_attributable.is_none())
+                    .map(|d| {
+                        let pts: Vec<EnergyPoint> = p
+                            .device_samples(d.device)
+                            .map(|s| EnergyPoint {
+                                elapsed_ns: s.elapsed_ns,
+                                power_mw: s.power_mw,
+                                energy_mj: s.energy_mj,
+                                epoch: s.energy_epoch,
+                            })
+                            .collect();
+                        (d.label.clone(), pts)
+                    })
+                    .filter(|(_, pts)| {
+                        pts.iter()
+                            .any(|s| s.power_mw.is_some() || s.energy_mj.is_some())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let seq: Vec<&TrajectoryRecord> = graded
+            .iter()
+            .filter(|g| g.executed.load.is_none())
+            .flat_map(|g| g.executed.trajectories.iter())
+            .collect();
+        let mut joins: Vec<(String, attr::RunAttribution)> = Vec::new();
+        if let Some(r) = join(t, &seq, 1) {
+            joins.push(("sequential jobs".to_string(), r));
+        }
+        for g in graded {
+            let Some(l) = &g.executed.load else { continue };
+            for p in &l.points {
+                let trajs: Vec<&TrajectoryRecord> = g.executed.trajectories[p.trajectories.clone()]
+                    .iter()
+                    .collect();
+                if let Some(r) = join(t, &trajs, p.declared_concurrency()) {
+                    joins.push((
+                        format!("{} · {}", g.executed.job.job.id, p.point.label()),
+                        r,
+                    ));
+                }
+            }
+        }
+        for (label, r) in joins {
+            let mut ids = Vec::new();
+            for o in r.trajectories {
+                if let Some(id) = o.trajectory().cloned() {
+                    ids.push(id.clone());
+                    out.outcomes.insert(id, o);
+                }
+            }
+            out.groups.push(AttributionGroup {
+                group: label,
+                declared_max_trajectories_in_flight: r.declared_max_trajectories_in_flight,
+                observed_max_trajectories_in_flight: r.observed_max_trajectories_in_flight,
+                concurrency: r.concurrency,
+                trajectories: ids,
+            });
+        }
+        out
+    }
+
+    /// What supplied power.
+    pub fn power(&self) -> &PowerReport {
+        &self.power
+    }
+
+    /// The join's outcome for trajectory `id` (`None` without telemetry or markers).
+    pub fn outcome(&self, id: &str) -> Option<&TrajectoryOutcome> {
+        self.outcomes.get(id)
+    }
+
+    /// The run-level summary: the largest condition of any group, and the groups; `None`
+    /// when nothing was joined.
+    pub fn summary(&self) -> Option<RunAttributionSummary> {
+        if self.groups.is_empty() {
+            return None;
+        }
+        let declared = self
+            .groups
+            .iter()
+            .map(|g| g.declared_max_trajectories_in_flight)
+            .max()
+            .unwrap_or(1);
+        let observed = self
+            .groups
+            .iter()
+            .map(|g| g.observed_max_trajectories_in_flight)
+            .max()
+            .unwrap_or(0);
+        Some(RunAttributionSummary {
+            declared_max_trajectories_in_flight: declared,
+            observed_max_trajectories_in_flight: observed,
+            concurrency: attr::concurrency_condition(declared, Some(observed), self.power.source),
+            groups: self.groups.clone(),
         })
-        .collect();
-    Attribution {
-        run: Some(run),
-        steps,
-        by_trajectory,
-        power_label: session.power_label.clone(),
+    }
+
+    /// The basis of energy figures taken at most `in_flight` trajectories in flight, or
+    /// [`Basis::Unavailable`] without a power source.
+    pub fn basis(&self, in_flight: u32) -> Basis {
+        EnergyBasis::of(in_flight, self.power.source).map_or(Basis::Unavailable, Basis::from)
+    }
+
+    /// Why energy is missing when there is no power source.
+    fn no_power(&self) -> String {
+        format!(
+            "no power source: {}",
+            self.power
+                .reason
+                .as_deref()
+                .unwrap_or("nothing supplied power readings")
+        )
+    }
+
+    /// Device energy over `[start_ns, end_ns]`, summed over every device that has samples:
+    /// each device's counter delta between the samples bracketing the window, else its
+    /// power trapezoid over the segments inside it. `Err` with the reason when there is no
+    /// power source, or when some device cannot cover the window (a sum over the others
+    /// would be partial, so none is given).
+    pub fn window(&self, start_ns: u64, end_ns: u64) -> Result<WindowEnergy, String> {
+        if self.power.source.is_none() || self.devices.is_empty() {
+            return Err(self.no_power());
+        }
+        let mut parts = Vec::with_capacity(self.devices.len());
+        for (label, d) in &self.devices {
+            match window_energy_mj(d, start_ns, end_ns) {
+                Some(p) => parts.push(p),
+                None => {
+                    return Err(format!(
+                        "device {label} has no samples covering the window (a sum over the \
+                         other devices would be partial)"
+                    ));
+                }
+            }
+        }
+        let method = if parts.iter().all(|p| p.1 == parts[0].1) {
+            parts[0].1
+        } else {
+            WindowMethod::Mixed
+        };
+        Ok(WindowEnergy {
+            energy_mj: saturating_total(parts.iter().map(|p| p.0)),
+            basis: self.basis(1),
+            method,
+        })
+    }
+
+    /// A job's energy figures — ONE definition for sequential and load jobs: `energy_j` is
+    /// the device energy over the job's `windows` (its run, or each load point's window),
+    /// summed; `tokens_per_joule` is `tokens` (the output tokens of the job's successful
+    /// requests in those windows, with their source) over it, basis `measured` or
+    /// `simulated` (a whole-window ratio); `energy_per_trajectory_j` is `energy_j` over the
+    /// `trajectories` run — the mean trajectory — `apportioned` when up to `in_flight > 1`
+    /// ran together. Every figure is missing with the reason when a window has no energy.
+    pub fn job_energy(
+        &self,
+        windows: &[(u64, u64)],
+        tokens: Option<(u64, TokenSource)>,
+        trajectories: u64,
+        in_flight: u32,
+    ) -> JobEnergy {
+        let basis = self.basis(1);
+        let per_traj_basis = self.basis(in_flight);
+        let energy: Result<u64, String> = if windows.is_empty() {
+            Err("the job ran no window".into())
+        } else {
+            windows
+                .iter()
+                .map(|&(s, e)| self.window(s, e).map(|w| w.energy_mj))
+                .collect::<Result<Vec<u64>, String>>()
+                .map(saturating_total)
+        };
+        let mj = match energy {
+            Ok(mj) => mj,
+            Err(why) => {
+                return JobEnergy {
+                    energy_j: Figure::missing(basis, why.clone()),
+                    tokens_per_joule: Figure::missing(basis, why.clone())
+                        .with_tokens(tokens.map(|t| t.1)),
+                    energy_per_trajectory_j: Figure::missing(per_traj_basis, why),
+                };
+            }
+        };
+        let j = mj as f64 / 1000.0;
+        let tokens_per_joule = match tokens {
+            None => Figure::missing(basis, "a successful request has no output-token count"),
+            Some((t, src)) => Figure::finite_or(
+                tokens_per_joule(Some(t), Some(mj)),
+                basis,
+                if t == 0 {
+                    "no output tokens"
+                } else {
+                    "no energy in the job's windows"
+                },
+            )
+            .with_tokens(Some(src)),
+        };
+        JobEnergy {
+            energy_j: Figure::finite(j, basis),
+            tokens_per_joule,
+            energy_per_trajectory_j: if trajectories == 0 {
+                Figure::missing(per_traj_basis, "no trajectory ran")
+            } else {
+                Figure::finite(j / trajectories as f64, per_traj_basis)
+            },
+        }
     }
 }
 
 /// `inferscope-bench trajectory --samples DIR --steps FILE`: the offline ADR-013 join of
-/// an external driver's step markers with a run's sampled timelines. Exit 0 on success,
-/// 2 on unreadable input.
+/// an external driver's step markers with a run's sampled timelines (the other sources:
+/// [`crate::offline`]). Exit 0 on success, 2 on unreadable input.
 pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
-    let markers = match attr::read_step_markers(steps) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {}: {e}", steps.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-    };
-    let t = match TelemetryRun::read_samples(samples) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {}: {e}", samples.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-    };
-    let input = attribution_input(&t, 1);
-    let run = attr::attribute_run(&input, Some(&markers), &BTreeMap::new());
-    for o in &run.trajectories {
-        println!("{}", attr::render_outcome(o).trim_end());
-    }
-    if let Some(p) = out {
-        let json = match serde_json::to_vec_pretty(&run) {
-            Ok(j) => j,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 1;
-            }
-        };
-        if let Err(e) = std::fs::write(p, json) {
-            eprintln!("error: {}: {e}", p.display());
-            return gate::EXIT_BAD_INPUT;
-        }
-        println!("wrote {}", p.display());
-    }
-    0
+    crate::offline::command(
+        &crate::offline::OfflineSource::Samples(samples.to_path_buf()),
+        steps,
+        out,
+    )
 }
 
 /// Perfetto/Chrome trace JSON of a run: its captured timeline (when present and valid)
@@ -506,8 +648,8 @@ mod tests {
 
     use super::*;
     use crate::attribution::{
-        AttributionInput, Concurrency, PowerBasis, PowerSample, PowerSeries, RunWindow, StepKind,
-        StepMarker, attribute_run,
+        AttributionInput, Concurrency, PowerBasis, PowerSample, PowerSeries, RunAttribution,
+        RunWindow, StepKind, StepMarker, attribute_run,
     };
 
     const A: u64 = 1_700_000_000_000_000_000;
@@ -556,6 +698,28 @@ mod tests {
         attribute_run(&input, Some(markers), &BTreeMap::new())
     }
 
+    /// Each step's energy and basis label by (trajectory, step id).
+    fn step_energies(r: &RunAttribution) -> HashMap<(String, u64), StepEnergy> {
+        let mut out = HashMap::new();
+        for m in r.trajectories.iter().filter_map(|o| o.metrics()) {
+            for s in &m.steps {
+                out.insert(
+                    (m.trajectory.clone().unwrap_or_default(), s.step_id),
+                    StepEnergy {
+                        energy_mj: s.energy_mj,
+                        basis: s.energy_basis.map(|b| b.label().to_string()),
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    struct StepEnergy {
+        energy_mj: Option<u64>,
+        basis: Option<String>,
+    }
+
     fn label(steps: &HashMap<(String, u64), StepEnergy>, t: &str) -> Option<String> {
         steps[&(t.to_string(), 1)].basis.clone()
     }
@@ -591,5 +755,220 @@ mod tests {
             assert_eq!(label(&steps, "a").as_deref(), Some("apportioned"));
             assert_eq!(label(&steps, "b").as_deref(), Some("apportioned"));
         }
+    }
+
+    fn power_run(
+        devices: Vec<(
+            crate::telemetry::PowerDevice,
+            Vec<crate::telemetry::PowerSample>,
+        )>,
+    ) -> TelemetryRun {
+        let mut samples = Vec::new();
+        let mut devs = Vec::new();
+        for (d, s) in devices {
+            devs.push(d);
+            samples.extend(s);
+        }
+        TelemetryRun {
+            clock_domain_id: "mono:test:1:1".into(),
+            reference_instant_unix_ns: A,
+            started_elapsed_ns: 0,
+            stopped_elapsed_ns: 1000 * MS,
+            proc: None,
+            power: Some(crate::telemetry::PowerTimeline {
+                gpu_status: Some(crate::telemetry::SourceStatus::Ok),
+                period_ns: 100 * MS,
+                devices: devs,
+                sample_count: samples.len() as u64,
+                dropped: 0,
+                gpu_notes: vec![],
+                samples,
+            }),
+            metrics: None,
+            prometheus: None,
+        }
+    }
+
+    fn device(id: u32, label: &str, kind: PowerDeviceKind) -> crate::telemetry::PowerDevice {
+        let mut d =
+            crate::telemetry::PowerDevice::plain(id, kind, label.into(), Some(PowerBasis::Instant));
+        d.index = Some(id);
+        d
+    }
+
+    fn flat(id: u32, from_ms: u64, to_ms: u64) -> Vec<crate::telemetry::PowerSample> {
+        (from_ms / 100..=to_ms / 100)
+            .map(|i| crate::telemetry::PowerSample {
+                elapsed_ns: i * 100 * MS,
+                device: id,
+                power_mw: Some(100_000),
+                power_basis: Some(PowerBasis::Instant),
+                energy_mj: None,
+                energy_epoch: None,
+                memory_used_bytes: None,
+                utilization_gpu_pct: None,
+                utilization_memory_pct: None,
+            })
+            .collect()
+    }
+
+    /// Issue 13 item 3: the power source comes from what was sampled. NVML configured but
+    /// not loadable (`gpu = "auto"` on a machine without it) is no power source, with the
+    /// reason — never `nvml`, never a `measured` basis.
+    #[test]
+    fn power_source_is_what_was_sampled_not_what_was_configured() {
+        let mut t = power_run(vec![]);
+        t.power.as_mut().unwrap().gpu_status = Some(crate::telemetry::SourceStatus::Unavailable {
+            reason: "NVML library not found (libnvidia-ml.so.1)".into(),
+        });
+        let p = power_report(Some(&t), false);
+        assert_eq!(p.source, None);
+        assert_eq!(
+            p.reason.as_deref(),
+            Some("NVML library not found (libnvidia-ml.so.1)")
+        );
+        assert_eq!(
+            p.describe(),
+            "power unavailable (NVML library not found (libnvidia-ml.so.1))"
+        );
+        let run = RunEnergy::attribute(&[], Some(&t), p);
+        assert_eq!(run.basis(1), Basis::Unavailable);
+        let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
+        assert_eq!(e.tokens_per_joule.value, None);
+        assert_eq!(e.tokens_per_joule.basis, Basis::Unavailable);
+        assert!(
+            e.tokens_per_joule
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("NVML library not found"),
+            "{e:?}"
+        );
+        assert_eq!(e.energy_per_trajectory_j.basis, Basis::Unavailable);
+
+        let gpu = power_run(vec![(
+            device(0, "gpu0", PowerDeviceKind::Nvml),
+            flat(0, 0, 1000),
+        )]);
+        let p = power_report(Some(&gpu), false);
+        assert_eq!(p.source, Some(PowerSource::Nvml));
+        assert_eq!(p.describe(), "power nvml");
+        let off = power_report(None, true);
+        assert_eq!(off.source, None);
+        assert!(
+            power_report(
+                Some(&TelemetryRun {
+                    power: None,
+                    ..gpu.clone()
+                }),
+                true
+            )
+            .reason
+            .unwrap()
+            .contains("gpu = \"off\"")
+        );
+    }
+
+    /// A GPU in MIG mode is named with the reason, enters neither the join nor any window,
+    /// and alone is no power source: every energy figure is unavailable for that reason,
+    /// never measured. Beside an attributable device it is named and left out of the sum.
+    #[test]
+    fn not_attributable_devices_are_named_and_enter_no_figure() {
+        let mut mig = device(0, "gpu0", PowerDeviceKind::Nvml);
+        mig.not_attributable = Some("gpu0 (GPU-x) is in MIG mode: …".into());
+        let t = power_run(vec![(mig.clone(), flat(0, 0, 1000))]);
+        let named = not_attributable_devices(&t);
+        assert_eq!(
+            named,
+            vec!["gpu0: not attributable: gpu0 (GPU-x) is in MIG mode: …".to_string()]
+        );
+        // The join leaves the device out entirely (it has power samples).
+        assert!(attribution_input(&t, 1).power.is_empty());
+        let p = power_report(Some(&t), false);
+        assert_eq!(p.source, None);
+        assert_eq!(p.not_attributable, named);
+        assert_eq!(
+            p.reason.as_deref(),
+            Some(
+                "no attributable power device (gpu0: not attributable: gpu0 (GPU-x) is in MIG mode: …)"
+            )
+        );
+        let run = RunEnergy::attribute(&[], Some(&t), p);
+        let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
+        assert_eq!(e.energy_per_trajectory_j.value, None);
+        assert_eq!(e.energy_per_trajectory_j.basis, Basis::Unavailable);
+        assert!(
+            e.energy_j.reason.as_deref().unwrap().contains("MIG mode"),
+            "{e:?}"
+        );
+
+        let mixed = power_run(vec![
+            (mig, flat(0, 0, 1000)),
+            (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 1000)),
+        ]);
+        let p = power_report(Some(&mixed), false);
+        assert_eq!((p.source, p.devices), (Some(PowerSource::Nvml), 1));
+        assert_eq!(p.not_attributable, named);
+        let run = RunEnergy::attribute(&[], Some(&mixed), p);
+        // 100 W over 500 ms on the one attributable device: 50 J, not 100 J.
+        let w = run.window(0, 500 * MS).unwrap();
+        assert_eq!(w.energy_mj, 50_000);
+    }
+
+    /// Issue 13 item 3: one definition of a job's energy figures (device energy over its
+    /// windows); a device that cannot cover a window withholds the sum, never a partial one.
+    #[test]
+    fn job_energy_over_windows_and_partial_devices_withheld() {
+        let two = power_run(vec![
+            (device(0, "gpu0", PowerDeviceKind::Nvml), flat(0, 0, 1000)),
+            (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 1000)),
+        ]);
+        let run = RunEnergy::attribute(&[], Some(&two), power_report(Some(&two), false));
+        let e = run.job_energy(&[(0, 500 * MS)], Some((100, TokenSource::Server)), 2, 1);
+        // 2 devices × 100 W × 0.5 s = 100 J.
+        assert_eq!(e.energy_j.value, Some(100.0));
+        assert_eq!(e.energy_j.basis, Basis::Measured);
+        assert_eq!(e.tokens_per_joule.value, Some(1.0));
+        assert_eq!(e.tokens_per_joule.tokens, Some(TokenSource::Server));
+        assert_eq!(
+            e.energy_per_trajectory_j.value,
+            Some(50.0),
+            "the mean trajectory"
+        );
+        let load = run.job_energy(
+            &[(0, 500 * MS)],
+            Some((100, TokenSource::ClientEstimate)),
+            2,
+            4,
+        );
+        assert_eq!(load.energy_per_trajectory_j.basis, Basis::Apportioned);
+        assert_eq!(
+            load.tokens_per_joule.basis,
+            Basis::Measured,
+            "a whole-window ratio"
+        );
+        assert_eq!(
+            load.tokens_per_joule.tokens,
+            Some(TokenSource::ClientEstimate)
+        );
+
+        // gpu1 stops sampling at 300 ms: a window to 500 ms has no sum.
+        let partial = power_run(vec![
+            (device(0, "gpu0", PowerDeviceKind::Nvml), flat(0, 0, 1000)),
+            (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 300)),
+        ]);
+        let run = RunEnergy::attribute(&[], Some(&partial), power_report(Some(&partial), false));
+        let e = run.job_energy(
+            &[(400 * MS, 800 * MS)],
+            Some((10, TokenSource::Server)),
+            1,
+            1,
+        );
+        assert_eq!(e.energy_j.value, None);
+        assert!(
+            e.energy_j.reason.as_deref().unwrap().contains("gpu1"),
+            "{e:?}"
+        );
+        assert_eq!(e.tokens_per_joule.value, None);
     }
 }

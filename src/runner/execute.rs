@@ -8,19 +8,21 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::attribution::{StepKind as MarkerKind, read_step_markers};
-use crate::client::{ChatRequest, Client, ClientConfig, RequestRecord};
+use crate::attribution::read_step_markers;
+use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
 use crate::grade::{CheckResult, GradeSubject, evaluate};
 use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
+use crate::model::request::redact_secrets;
+use crate::model::{SetupCause, SetupError};
 use crate::runner::RunOptions;
 use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory,
 };
 use crate::runner::context::{ContextPlan, run_context};
-use crate::runner::steps::{StepKind, StepRecord, StepStatus, StopReason, TrajectoryRecord};
-use crate::runner::swe::{SweOutcome, SwePlan, resolve_arg, run_harness};
+use crate::runner::steps::{StepRecord, StepStatus, StopReason, TrajectoryRecord};
+use crate::runner::swe::{StepsFileReport, SweOutcome, SwePlan, resolve_arg, run_harness};
 use crate::sim::{SimConfig, SimHandle};
 use crate::suite::{AgenticMode, EndpointSetting, JobKind, ResolvedJob, ResolvedSuite, SIM_MODEL};
 use crate::telemetry::{TelemetryHandle, TelemetryRun};
@@ -71,10 +73,29 @@ pub struct SuiteRuntime {
     api_key: Option<String>,
     client: Option<Client>,
     tools: Option<Arc<ToolRegistry>>,
-    /// Set-up problems (the suite's jobs fail with this).
-    pub setup_error: Option<String>,
-    /// Preflight notes (model not listed, endpoint unreachable).
-    pub preflight_notes: Vec<String>,
+    /// Why the suite's jobs cannot start: a set-up problem, or the preflight's verdict
+    /// (nothing listening, `/models` not found, model not listed, auth refused). Its jobs
+    /// are then `setup_error` and send nothing.
+    pub setup_error: Option<SetupError>,
+}
+
+impl SuiteRuntime {
+    /// Secrets a report must never show: the suite's API key.
+    pub fn secrets(&self) -> Vec<&str> {
+        self.api_key.iter().map(String::as_str).collect()
+    }
+}
+
+/// A set-up error of kind `configuration` (simulator, client, tools, API key variable).
+fn configuration_error(message: String) -> SetupError {
+    SetupError {
+        cause: SetupCause::Configuration,
+        message,
+        url: None,
+        http_status: None,
+        body_excerpt: None,
+        listed_models: Vec::new(),
+    }
 }
 
 /// Everything a run holds between preparation and shutdown.
@@ -85,8 +106,8 @@ pub struct Session {
     pub suites: Vec<SuiteRuntime>,
     sim: Option<SimHandle>,
     telemetry: Option<TelemetryHandle>,
-    /// The telemetry's power label (`simulated`, `nvml`, …) when a power source ran.
-    pub power_label: Option<String>,
+    /// `--shard K/N`: load jobs run this shard's share of their load (issue 17).
+    pub shard: Option<crate::shard::ShardSpec>,
 }
 
 /// A job as executed (before grading).
@@ -105,14 +126,81 @@ pub struct ExecutedJob {
     pub harness: Option<SweOutcome>,
     /// Notes shown with the job.
     pub notes: Vec<String>,
-    /// Set-up failure (no requests were made).
-    pub setup_error: Option<String>,
+    /// Why the job could not start (no request was made): it is `setup_error`.
+    pub setup_error: Option<SetupError>,
     /// The run was cancelled (Ctrl-C / SIGTERM) before this job started: it made no
     /// request and is reported `not_run`, neither passed nor failed.
     pub cancelled_before_start: bool,
+    /// Ctrl-C / SIGTERM stopped the job before all its units (repeats, trajectories, sweep
+    /// points, scheduled arrivals) ran: it is `cancelled`, never a pass.
+    pub interrupted: bool,
+    /// How many units the job planned (repeats; sweep points for a load job) and how many
+    /// ran to their end, for the cancellation note.
+    pub units: (u64, u64),
     /// The executed load points when the job ran under load (issue 8); `None` for the
     /// sequential drivers.
     pub load: Option<crate::load::LoadRun>,
+}
+
+impl ExecutedJob {
+    /// Whether the job started (neither `not_run` nor `setup_error`).
+    pub fn status_ran(&self) -> bool {
+        !self.cancelled_before_start && self.setup_error.is_none()
+    }
+
+    /// `cancelled (Ctrl-C / SIGTERM): 1 of 3 sweep points ran to their end` (or
+    /// trajectories, for a sequential job).
+    pub fn interruption_note(&self) -> String {
+        let (planned, done) = self.units;
+        let what = if self.load.is_some() {
+            "sweep points"
+        } else {
+            "trajectories"
+        };
+        let mut note =
+            format!("cancelled (Ctrl-C / SIGTERM): {done} of {planned} {what} ran to their end");
+        if let Some(l) = &self.load {
+            let not_started: u64 = l.points.iter().map(|p| p.not_started).sum();
+            if not_started > 0 {
+                note.push_str(&format!("; {not_started} scheduled units never started"));
+            }
+        }
+        note
+    }
+
+    /// Decides `interrupted` once the job has ended: the run's cancellation flag is set
+    /// and some of the job's work did not run (a trajectory cut short, fewer repeats or
+    /// sweep points than planned, scheduled arrivals that never started).
+    fn settle_cancellation(&mut self, cancelled: bool) {
+        let planned = match &self.load {
+            Some(l) => l.spec.sweep.as_ref().map_or(1, |w| w.values().len() as u64),
+            None => match &self.job.job.kind {
+                JobKind::Context(_) => 1,
+                _ => u64::from(self.job.job.repeat.max(1)),
+            },
+        };
+        let cut_short = |t: &TrajectoryRecord| {
+            t.stop_reason == StopReason::Cancelled
+                || t.steps.iter().any(|s| s.status == StepStatus::Cancelled)
+        };
+        // Units that ran to their end: whole sweep points (every scheduled unit started,
+        // none cut short), or trajectories not cut short.
+        let done = match &self.load {
+            Some(l) => l
+                .points
+                .iter()
+                .filter(|p| {
+                    p.not_started == 0
+                        && !self.trajectories[p.trajectories.clone()]
+                            .iter()
+                            .any(cut_short)
+                })
+                .count() as u64,
+            None => self.trajectories.iter().filter(|t| !cut_short(t)).count() as u64,
+        };
+        self.units = (planned, done);
+        self.interrupted = cancelled && self.status_ran() && done < planned;
+    }
 }
 
 /// A job after grading.
@@ -151,12 +239,30 @@ pub fn grade_all(executed: Vec<ExecutedJob>) -> Vec<GradedJob> {
                 .trajectories
                 .iter()
                 .map(|t| {
+                    // A call counts as valid unless its arguments failed the tool's schema
+                    // (or it named no declared tool).
+                    let valid: Vec<String> = t
+                        .steps
+                        .iter()
+                        .filter(|s| {
+                            s.kind == crate::runner::steps::StepKind::Tool
+                                && !matches!(
+                                    s.tool_error,
+                                    Some(
+                                        crate::model::ToolErrorCode::BadArguments
+                                            | crate::model::ToolErrorCode::UnknownTool
+                                    )
+                                )
+                        })
+                        .map(|s| s.name.clone())
+                        .collect();
                     evaluate(
                         &e.job.job.checks,
                         &GradeSubject {
                             final_answer: t.final_answer.as_deref(),
                             stdout: t.stdout.as_deref(),
                             tool_calls: &t.tools_called,
+                            valid_tool_calls: &valid,
                         },
                     )
                 })
@@ -190,11 +296,7 @@ impl LlmExecutor for NetExec<'_> {
             r = self.client.chat(req, self.clock, scheduled) => r,
             _ = wait_flag(self.cancelled) => {
                 let now = self.clock.elapsed_ns();
-                let mut r = RequestRecord::new(&req.request_id, scheduled, scheduled, req.stream);
-                r.status = crate::client::RequestStatus::Failed;
-                r.error = Some("cancelled".into());
-                r.end_ns = Some(now);
-                r
+                RequestRecord::cancelled(&req.request_id, scheduled, scheduled, req.stream, now)
             }
         }
     }
@@ -224,14 +326,8 @@ fn tool_outcome(tools: &ToolRegistry, name: &str, arguments: &str) -> ToolOutcom
     let r = tools.execute(name, arguments);
     ToolOutcome {
         content: r.content,
-        error_code: match r.status {
-            ToolStatus::Ok => None,
-            _ => Some(
-                r.error_code
-                    .map(|c| c.as_str().to_string())
-                    .unwrap_or_else(|| "tool_error".into()),
-            ),
-        },
+        failed: r.status != ToolStatus::Ok,
+        error_code: r.error_code,
         latency: r.latency,
     }
 }
@@ -255,7 +351,11 @@ impl Session {
                         };
                         match crate::sim::spawn(cfg, "127.0.0.1:0".parse().expect("addr")).await {
                             Ok(h) => sim = Some(h),
-                            Err(e) => setup_error = Some(format!("cannot start simulator: {e}")),
+                            Err(e) => {
+                                setup_error = Some(configuration_error(format!(
+                                    "cannot start simulator: {e}"
+                                )))
+                            }
                         }
                     }
                     (sim.as_ref().map(|s| s.base_url()).unwrap_or_default(), true)
@@ -265,14 +365,14 @@ impl Session {
                 Ok(m) => m.to_string(),
                 Err(_) if simulated => SIM_MODEL.to_string(),
                 Err(e) => {
-                    setup_error.get_or_insert(e.to_string());
+                    setup_error.get_or_insert(configuration_error(e.to_string()));
                     String::new()
                 }
             };
             let api_key = match rs.api_key() {
                 Ok(k) => k,
                 Err(e) => {
-                    setup_error.get_or_insert(e.to_string());
+                    setup_error.get_or_insert(configuration_error(e.to_string()));
                     None
                 }
             };
@@ -287,14 +387,14 @@ impl Session {
             let client = match Client::new(client) {
                 Ok(c) => Some(c),
                 Err(e) => {
-                    setup_error.get_or_insert(format!("client: {e}"));
+                    setup_error.get_or_insert(configuration_error(format!("client: {e}")));
                     None
                 }
             };
             let tools = match ToolRegistry::new(&rs.suite) {
                 Ok(t) => Some(Arc::new(t)),
                 Err(e) => {
-                    setup_error.get_or_insert(format!("tools: {e}"));
+                    setup_error.get_or_insert(configuration_error(format!("tools: {e}")));
                     None
                 }
             };
@@ -307,17 +407,28 @@ impl Session {
                 client,
                 tools,
                 setup_error,
-                preflight_notes: Vec::new(),
             });
         }
-        let (telemetry, power_label) = super::energy::start_telemetry(&suites, sim.as_ref(), clock);
         Session {
             clock: clock.clone(),
             suites,
             sim,
-            telemetry,
-            power_label,
+            telemetry: None,
+            shard: None,
         }
+    }
+
+    /// Starts the samplers (after a preflight that let at least one suite through, so a
+    /// run that cannot start measures nothing); returns once each source took its first
+    /// sample, before the measured window.
+    pub fn start_telemetry(&mut self) {
+        self.telemetry =
+            super::energy::start_telemetry(&self.suites, self.sim.as_ref(), &self.clock);
+    }
+
+    /// Whether some suite can run (no setup error).
+    pub fn any_runnable(&self) -> bool {
+        self.suites.iter().any(|s| s.setup_error.is_none())
     }
 
     /// The simulator handle, when one runs.
@@ -325,33 +436,28 @@ impl Session {
         self.sim.as_ref()
     }
 
-    /// Preflight: each endpoint reachable and the model listed (a model missing from
-    /// `/v1/models` is a note, since several engines serve any name).
+    /// Preflight: each endpoint reachable, its `/models` answering, and the model listed.
+    /// Any failure is the suite's setup error ([`preflight_error`]): its jobs send
+    /// nothing and the run exits 96.
     pub async fn preflight(&mut self) {
         for s in &mut self.suites {
-            let Some(client) = &s.client else { continue };
-            match tokio::time::timeout(Duration::from_secs(10), client.list_models()).await {
-                Ok(Ok(models)) => {
-                    if !models.iter().any(|m| m == &s.model) {
-                        s.preflight_notes.push(format!(
-                            "model `{}` is not listed by {} (listed: {})",
-                            s.model,
-                            s.base_url,
-                            if models.is_empty() {
-                                "none".to_string()
-                            } else {
-                                models.join(", ")
-                            }
-                        ));
-                    }
-                }
-                Ok(Err(e)) => s
-                    .preflight_notes
-                    .push(format!("preflight: {} unreachable: {e}", s.base_url)),
-                Err(_) => s
-                    .preflight_notes
-                    .push(format!("preflight: {} did not answer in 10 s", s.base_url)),
+            if s.setup_error.is_some() {
+                continue;
             }
+            let Some(client) = &s.client else { continue };
+            let answer = tokio::time::timeout(Duration::from_secs(10), client.list_models())
+                .await
+                .map_err(|_| None)
+                .and_then(|r| r.map_err(Some));
+            let secrets: Vec<&str> = s.api_key.iter().map(String::as_str).collect();
+            s.setup_error = preflight_error(
+                &s.base_url,
+                &s.model,
+                s.simulated,
+                s.resolved.suite.api_key_env.as_deref(),
+                answer,
+                &secrets,
+            );
         }
     }
 
@@ -373,12 +479,15 @@ impl Session {
                         end_ns: start_ns,
                         harness: None,
                         notes: vec![],
-                        setup_error: Some("cancelled before start".into()),
+                        setup_error: None,
                         cancelled_before_start: true,
+                        interrupted: false,
+                        units: (0, 0),
                         load: None,
                     }
                 } else {
                     let mut ex = self.run_job(si, s, job, ctx).await;
+                    ex.settle_cancellation(ctx.is_cancelled());
                     let records = ex
                         .trajectories
                         .iter()
@@ -410,12 +519,14 @@ impl Session {
             start_ns,
             end_ns: start_ns,
             harness: None,
-            notes: s.preflight_notes.clone(),
+            notes: Vec::new(),
             setup_error: s.setup_error.clone(),
             cancelled_before_start: false,
+            interrupted: false,
+            units: (0, 0),
             load: None,
         };
-        let (Some(client), Some(tools)) = (&s.client, &s.tools) else {
+        let (None, Some(client), Some(tools)) = (&s.setup_error, &s.client, &s.tools) else {
             ex.end_ns = self.clock.elapsed_ns();
             return ex;
         };
@@ -454,7 +565,10 @@ impl Session {
             }
             JobKind::Context(c) => {
                 let words = match &c.filler {
-                    Some(p) => match std::fs::read_to_string(p) {
+                    Some(p) => match crate::fsio::read(p, crate::fsio::limits::TOOL_FILE_BYTES)
+                        .map_err(|e| e.to_string())
+                        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".into()))
+                    {
                         Ok(t) => t.split_whitespace().map(str::to_string).collect(),
                         Err(e) => {
                             ex.notes
@@ -520,12 +634,18 @@ impl Session {
             ctx: ctx.clone(),
             job_id: ex.job.job.id.clone(),
             job_index: ex.job.job.index,
-            suite_seed: s.resolved.suite.seed,
+            suite_seed: match self.shard {
+                Some(sh) => crate::shard::shard_seed(s.resolved.suite.seed, sh.k, sh.n),
+                None => s.resolved.suite.seed,
+            },
             client_max_connections: client.config().max_connections,
+            shard: self.shard,
         };
         let (trajectories, run) = run_load(env, spec, template).await;
         ex.notes
             .extend(run.points.iter().filter_map(PointRecord::shortfall_note));
+        ex.notes
+            .extend(run.shares.iter().filter_map(|p| p.note.clone()));
         ex.trajectories = trajectories;
         ex.load = Some(run);
     }
@@ -574,30 +694,46 @@ impl Session {
         let end_ns = self.clock.elapsed_ns();
         let ok = outcome.exit_code == Some(0);
         ctx.capture.harness_end(span, ok, outcome.timed_out);
+        let mut outcome = outcome;
         let mut steps = Vec::new();
-        if steps_file.exists()
-            && let Ok(markers) = read_step_markers(&steps_file)
-        {
-            {
-                let anchor = self.clock.reference_instant_unix_ns();
-                for m in markers {
-                    // Harness step ids are renumbered run-unique; times map onto the
-                    // run clock through the anchor (ADR-013 join).
-                    steps.push(StepRecord {
-                        step_id: ctx.step_id(),
-                        kind: match m.kind {
-                            MarkerKind::LlmCall => StepKind::LlmCall,
-                            MarkerKind::Tool => StepKind::Tool,
-                        },
-                        name: m.name.clone().unwrap_or_else(|| m.kind.label().into()),
-                        start_ns: m.t_start_unix_ns.saturating_sub(anchor),
-                        end_ns: m.t_end_unix_ns.saturating_sub(anchor),
-                        status: StepStatus::Completed,
-                        failure_code: None,
-                        request: None,
-                    });
+        let mut prov = StepsFileReport::default();
+        if steps_file.exists() {
+            match read_step_markers(&steps_file) {
+                Err(e) => prov.read_error = Some(e.to_string()),
+                Ok(file) => {
+                    let anchor = self.clock.reference_instant_unix_ns();
+                    prov.markers = file.markers.len();
+                    prov.truncated_tail = file.truncated_tail.is_some();
+                    prov.truncated_line = file.truncated_tail;
+                    prov.rejected = file.rejected.clone();
+                    prov.rejected_count = file.rejected_count;
+                    for m in file.markers {
+                        // Harness step ids are renumbered run-unique; times map onto the
+                        // run clock through the anchor (ADR-013 join). A start before the
+                        // anchor keeps its real time (never rewritten to the anchor) and
+                        // is flagged; the join drops it by its `outside_run` rule.
+                        let step_id = ctx.step_id();
+                        let before = anchor.checked_sub(m.t_start_unix_ns).filter(|&b| b > 0);
+                        if before.is_some() {
+                            prov.before_anchor_steps.push(step_id);
+                        }
+                        steps.push(StepRecord {
+                            step_id,
+                            kind: m.kind,
+                            name: m.name.clone().unwrap_or_else(|| m.kind.label().into()),
+                            start_ns: m.t_start_unix_ns.saturating_sub(anchor),
+                            end_ns: m.t_end_unix_ns.saturating_sub(anchor),
+                            status: StepStatus::Completed,
+                            failure_code: None,
+                            tool_error: None,
+                            request: None,
+                            status_known: false,
+                            start_before_anchor_ns: before,
+                        });
+                    }
                 }
             }
+            outcome.steps_file = Some(prov);
         }
         let stop_reason = if outcome.timed_out {
             StopReason::Timeout
@@ -633,6 +769,132 @@ impl Session {
     }
 }
 
+/// The preflight's verdict on one endpoint, from `GET {base}/models`'s answer (`Err(None)`:
+/// no answer within 10 s): `None` when the model is listed, else the setup error naming
+/// the cause — nothing listening; `/models` 404 (with the hint to add `/v1`); auth refused
+/// (401/403, naming the API-key variable); another status or a body that is not a model
+/// list; the model not listed (with the listed names). Error bodies are kept as a bounded
+/// excerpt with `secrets` and credential values redacted.
+pub fn preflight_error(
+    base_url: &str,
+    model: &str,
+    simulated: bool,
+    api_key_env: Option<&str>,
+    answer: Result<Vec<String>, Option<ClientError>>,
+    secrets: &[&str],
+) -> Option<SetupError> {
+    let url = crate::render::EndpointLabel::Url(base_url.to_string()).display();
+    let models_url = format!("{}/models", url.trim_end_matches('/'));
+    let err = |cause, message: String, status: Option<u16>, body: Option<&str>| SetupError {
+        cause,
+        message,
+        url: Some(models_url.clone()),
+        http_status: status,
+        body_excerpt: body
+            .filter(|b| !b.is_empty())
+            .map(|b| redact_secrets(b, secrets)),
+        listed_models: Vec::new(),
+    };
+    match answer {
+        Ok(models) if models.iter().any(|m| m == model) => None,
+        Ok(models) => {
+            let listed = if models.is_empty() {
+                "none".to_string()
+            } else {
+                models.join(", ")
+            };
+            let mut e = err(
+                SetupCause::ModelNotListed,
+                format!(
+                    "model `{model}` is not served by {url} (it lists: {listed}); set                      `model` in the suite or --model to one of them"
+                ),
+                None,
+                None,
+            );
+            e.listed_models = models;
+            if simulated {
+                // The built-in simulator serves any name it is given.
+                return None;
+            }
+            Some(e)
+        }
+        Err(None) => Some(err(
+            SetupCause::Unreachable,
+            format!("{url} did not answer GET /models within 10 s"),
+            None,
+            None,
+        )),
+        Err(Some(ClientError::HttpStatus {
+            status: 404,
+            message,
+            ..
+        })) => {
+            let hint = if url.trim_end_matches('/').ends_with("/v1") {
+                "check the base URL".to_string()
+            } else {
+                format!(
+                    "the base URL probably lacks `/v1`: try {}/v1",
+                    url.trim_end_matches('/')
+                )
+            };
+            Some(err(
+                SetupCause::ModelsNotFound,
+                format!("GET {models_url} answered 404 Not Found: {hint}"),
+                Some(404),
+                Some(&message),
+            ))
+        }
+        Err(Some(ClientError::HttpStatus {
+            status: status @ (401 | 403),
+            message,
+            ..
+        })) => {
+            let key = match api_key_env {
+                Some(v) => format!("the API key from `{v}`"),
+                None => "no API key (set `api_key_env` in the suite)".to_string(),
+            };
+            Some(err(
+                SetupCause::AuthRefused,
+                format!("{url} refused the request with HTTP {status}: it was sent {key}"),
+                Some(status),
+                Some(&message),
+            ))
+        }
+        Err(Some(ClientError::HttpStatus {
+            status, message, ..
+        })) => Some(err(
+            SetupCause::BadPreflightResponse,
+            format!("GET {models_url} answered HTTP {status}"),
+            Some(status),
+            Some(&message),
+        )),
+        Err(Some(ClientError::Request { reason, .. })) => Some(err(
+            SetupCause::Unreachable,
+            format!(
+                "nothing answers at {url}: {} (is the server running, and is this its address?)",
+                redact_secrets(&reason, secrets)
+            ),
+            None,
+            None,
+        )),
+        Err(Some(ClientError::Timeout { timeout_ms, .. })) => Some(err(
+            SetupCause::Unreachable,
+            format!("{url} did not answer GET /models within {timeout_ms} ms"),
+            None,
+            None,
+        )),
+        Err(Some(other)) => Some(err(
+            SetupCause::BadPreflightResponse,
+            format!(
+                "GET {models_url}: {} (not an OpenAI-compatible model list)",
+                redact_secrets(&other.to_string(), secrets)
+            ),
+            None,
+            None,
+        )),
+    }
+}
+
 /// The plan of agentic trajectory `r` of job `j` (shared by the sequential driver and
 /// the load executor's template).
 fn agentic_plan(
@@ -656,6 +918,7 @@ fn agentic_plan(
         n: j.n,
         max_steps: a.max_steps,
         max_repeated_tool_calls: a.max_repeated_tool_calls,
+        tool_choice: a.tool_choice.clone(),
         script: (a.mode == AgenticMode::Scripted).then(|| {
             a.script
                 .iter()

@@ -2,7 +2,9 @@
 //! simulator), then grades, attributes and gates (DESIGN §3 `driver`, §4–§7).
 //!
 //! Phases, in order, each a span when capture is on: `preparation` (simulator, clients,
-//! tools, samplers), `preflight` (endpoint reachable, model listed), `request_execution`
+//! tools), `preflight` (endpoint reachable, `/models` answering, model listed; then the
+//! samplers start — a preflight failure is a setup error: no sampler, no measured window,
+//! exit 96), `request_execution`
 //! (the jobs, one trajectory in flight at a time: the ADR-013 controlled-concurrency
 //! condition — except jobs with load keys, which run their units concurrently per
 //! [`crate::load`] and are labelled `apportioned` above one in flight), `grading`, `finalization` (statistics, attribution, gates, artifacts).
@@ -51,18 +53,21 @@ pub struct RunOptions {
 pub struct RunExtras {
     /// `--baseline NAME`: compare every job with it and feed `[gates] regression_pct`.
     pub baseline: Option<crate::baseline::Baseline>,
+    /// `--partition`, `--shard`, `--start-at` (issue 17): this run as one shard of several.
+    pub shard: Option<crate::shard::ShardRun>,
 }
 
 /// What a run produced.
 pub struct RunOutcome {
-    /// Exit status: 0 all jobs and gates passed, 100 any failed, 2 when the artifacts
-    /// could not be written to the run directory (the run's figures are then only on the
-    /// console, so CI must not read it as a pass).
+    /// Exit status: 0 all jobs and gates passed, 100 any failed or the run was cancelled,
+    /// 96 a setup error (preflight), 2 when the artifacts could not be written to the run
+    /// directory (the run's figures are then only on the console, so CI must not read it
+    /// as a pass).
     pub exit_status: i32,
     /// The run directory.
     pub run_dir: PathBuf,
     /// The report (also written as `report.json`).
-    pub report: report::RunReport,
+    pub report: crate::model::RunReport,
     /// Human lines per job, the summary and the plain line, in print order.
     pub console: Vec<String>,
 }
@@ -130,9 +135,26 @@ pub async fn run_with(
     };
     let io_before = crate::timeline::proc_self_io();
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
+    session.shard = extras.shard.as_ref().and_then(|s| s.spec);
     capture.phase(Phase::Preflight);
     session.preflight().await;
-    capture.phase(Phase::RequestExecution);
+    // A run whose every suite failed set-up or the preflight starts no sampler and no
+    // measured window: its jobs are `setup_error` and it exits 96.
+    let mut released_ns = None;
+    if session.any_runnable() {
+        session.start_telemetry();
+        if let Some(t) = extras.shard.as_ref().and_then(|s| s.start_at_unix_ns) {
+            // `--start-at`: the first request waits for the shards' common instant, on the
+            // run clock (the anchor maps the wall-clock instant onto it).
+            let target = t.saturating_sub(clock.reference_instant_unix_ns());
+            tokio::select! {
+                _ = tokio::time::sleep_until(clock.tokio_at(target)) => {}
+                _ = execute::wait_flag(&ctx.cancelled) => {}
+            }
+            released_ns = Some(clock.elapsed_ns());
+        }
+        capture.phase(Phase::RequestExecution);
+    }
     let executed = session.execute_jobs(&opts, &ctx).await;
     if ctx.cancelled.load(Ordering::Relaxed) {
         capture.cancel_open_spans();
@@ -151,6 +173,20 @@ pub async fn run_with(
         ctx.cancelled.load(Ordering::Relaxed),
         extras.baseline.as_ref(),
     );
+    if let Some(s) = &extras.shard {
+        report.shard = Some(crate::shard::identity_of(
+            s,
+            &graded,
+            &report,
+            &clock,
+            released_ns,
+        ));
+        if report.jobs.is_empty() && !report.cancelled {
+            // A partition may hold no job: that shard has nothing to do, which is not bad
+            // input (every K must still leave its run directory for `merge`).
+            report.summary.exit_status = 0;
+        }
+    }
     capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
     let console = report::console_lines(&report);
     let writes = report::write_artifacts(

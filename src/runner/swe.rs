@@ -48,7 +48,12 @@ pub struct SweOutcome {
     pub spawn_error: Option<String>,
     /// Captured stdout (≤ [`MAX_STDOUT_BYTES`]).
     pub stdout: String,
+    /// What was read from `INFERSCOPE_STEPS_FILE` (set by the runner after the harness).
+    pub steps_file: Option<StepsFileReport>,
 }
+
+/// What was read from an SWE harness's steps file: the report model's.
+pub use crate::model::StepsFileReport;
 
 /// Runs the harness to completion or timeout.
 pub async fn run_harness(plan: &SwePlan) -> SweOutcome {
@@ -58,6 +63,7 @@ pub async fn run_harness(plan: &SwePlan) -> SweOutcome {
             timed_out: false,
             spawn_error: Some("empty command".into()),
             stdout: String::new(),
+            steps_file: None,
         };
     };
     let mut cmd = tokio::process::Command::new(prog);
@@ -83,6 +89,7 @@ pub async fn run_harness(plan: &SwePlan) -> SweOutcome {
                 timed_out: false,
                 spawn_error: Some(format!("cannot start `{prog}`: {e}")),
                 stdout: String::new(),
+                steps_file: None,
             };
         }
     };
@@ -124,6 +131,7 @@ pub async fn run_harness(plan: &SwePlan) -> SweOutcome {
         timed_out,
         spawn_error: None,
         stdout,
+        steps_file: None,
     }
 }
 

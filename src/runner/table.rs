@@ -1,22 +1,26 @@
 //! The per-step console table of each trajectory: latency (TTFT, duration), exact usage
 //! (prompt, cached, generated tokens from each response's own `usage`), the prefix-cache
 //! hit rate, and the ADR-013 energy columns (samples in window — the fewest over devices —,
-//! energy mJ with its basis, tokens per joule). Pure: renders from a [`RunReport`].
+//! energy mJ with its basis, tokens per joule). Pure: renders from the typed
+//! [`RunReport`].
 //!
 //! Absent values print as `—` (never 0). A generated-token count the client estimated
-//! because the server sent no usage (`token_source = client_estimate`, DESIGN §5), and the
+//! because the server sent no usage (`completion_tokens_estimate`, DESIGN §5), and the
 //! tokens per joule derived from it, print with a leading `~`. The header of each table
-//! names the power source (`simulated` for the built-in simulator), the energy basis (`—`
-//! without a power source) and the trajectories declared and observed in flight; the
-//! ADR-013 concurrency statement is printed once per run.
+//! names the power source from what was sampled (`power nvml`, `power simulated`, `power
+//! unavailable`, its reason printed once after the tables), the energy basis (`—` without
+//! a power source) and the
+//! trajectories declared and observed in flight; the ADR-013 concurrency statement of
+//! each join is printed once, after its tables. A load point's table is its first
+//! trajectory's (every trajectory is in `report.json`).
 
-use std::collections::HashMap;
 use std::fmt::Write;
 
-use serde_json::Value;
-
-use crate::attribution::{ABSENT, in_flight_phrase};
-use crate::runner::report::{RunReport, StepReport, TrajectoryReport};
+use crate::attribution::ABSENT;
+use crate::model::{
+    AttributionGroup, AttributionOutcome, Figure, RunReport, StepKind, StepReport, TokenSource,
+    TrajectoryReport,
+};
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| ABSENT.to_string(), |x| x.to_string())
@@ -26,125 +30,6 @@ fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| ABSENT.to_string(), |x| format!("{x:.1}"))
 }
 
-/// Per-step attribution facts looked up from `report.trajectory`.
-#[derive(Default, Clone)]
-struct StepFacts {
-    samples: Option<u64>,
-    energy_mj: Option<u64>,
-    basis: Option<String>,
-}
-
-struct TrajectoryFacts {
-    steps: HashMap<u64, StepFacts>,
-    header: String,
-    energy_line: Option<String>,
-}
-
-fn facts(report: &RunReport) -> (HashMap<String, TrajectoryFacts>, Option<String>) {
-    let mut out = HashMap::new();
-    let Some(run) = &report.trajectory else {
-        return (out, None);
-    };
-    let power = run
-        .get("power_source")
-        .and_then(Value::as_str)
-        .unwrap_or("none");
-    let statement = run
-        .pointer("/concurrency/statement")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    // Declared and observed trajectories in flight, as the condition states them (reports
-    // before these fields: the applied figure as declared, the run's observed figure).
-    let u32_at = |p: &str| {
-        run.pointer(p)
-            .and_then(Value::as_u64)
-            .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
-    };
-    let declared = u32_at("/concurrency/declared_max_trajectories_in_flight")
-        .or_else(|| u32_at("/concurrency/max_trajectories_in_flight"))
-        .unwrap_or(1);
-    let observed = if run
-        .pointer("/concurrency/declared_max_trajectories_in_flight")
-        .is_some()
-    {
-        u32_at("/concurrency/observed_max_trajectories_in_flight")
-    } else {
-        u32_at("/observed_max_trajectories_in_flight")
-    };
-    let in_flight = in_flight_phrase(declared, observed);
-    for t in run
-        .get("trajectories")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(id) = t.get("trajectory").and_then(Value::as_str) else {
-            continue;
-        };
-        let basis = t
-            .get("energy_basis")
-            .and_then(Value::as_str)
-            .unwrap_or(ABSENT);
-        let mut steps = HashMap::new();
-        for s in t
-            .get("steps")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(step_id) = s.get("step_id").and_then(Value::as_u64) else {
-                continue;
-            };
-            steps.insert(
-                step_id,
-                StepFacts {
-                    samples: s.get("samples_in_window").and_then(Value::as_u64),
-                    energy_mj: s.get("energy_mj").and_then(Value::as_u64),
-                    basis: s
-                        .get("energy_basis")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                },
-            );
-        }
-        let withheld = t.get("status").and_then(Value::as_str) == Some("withheld");
-        let header = if withheld {
-            let reasons: Vec<String> = t
-                .get("reasons")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|r| r.get("reason").and_then(Value::as_str).map(str::to_string))
-                .collect();
-            format!(
-                "power {power} · attribution withheld ({})",
-                reasons.join(", ")
-            )
-        } else {
-            format!("power {power} · energy basis {basis} · {in_flight}")
-        };
-        let energy_line = match (
-            t.get("total_energy_mj").and_then(Value::as_u64),
-            t.get("unattributed_energy_mj").and_then(Value::as_u64),
-            t.get("whole_run_energy_mj").and_then(Value::as_u64),
-        ) {
-            (Some(s), Some(u), Some(w)) => Some(format!(
-                "energy: steps {s} mJ + unattributed {u} mJ = whole run {w} mJ ({power})"
-            )),
-            _ => None,
-        };
-        out.insert(
-            id.to_string(),
-            TrajectoryFacts {
-                steps,
-                header,
-                energy_line,
-            },
-        );
-    }
-    (out, statement)
-}
-
 fn hit_rate(s: &StepReport) -> Option<f64> {
     match (s.cached_tokens, s.prompt_tokens) {
         (Some(c), Some(p)) if p > 0 => Some(c as f64 / p as f64 * 100.0),
@@ -152,17 +37,46 @@ fn hit_rate(s: &StepReport) -> Option<f64> {
     }
 }
 
-fn table(t: &TrajectoryReport, f: Option<&TrajectoryFacts>, out: &mut String) {
+fn estimated(f: &Figure<f64>) -> String {
+    match f.value {
+        None => ABSENT.into(),
+        Some(v) if f.tokens == Some(TokenSource::ClientEstimate) => format!("~{v:.3}"),
+        Some(v) => format!("{v:.3}"),
+    }
+}
+
+/// `power nvml · energy basis measured · 1 trajectory in flight`, or the withholding. Without
+/// a power source, `power unavailable` (the reason is printed once, after the tables).
+fn header(report: &RunReport, t: &TrajectoryReport) -> String {
+    let power = match report.power.source {
+        Some(s) => format!("power {}", s.label()),
+        None => "power unavailable".to_string(),
+    };
+    match &t.attribution {
+        None => format!("{power} · no samples"),
+        Some(AttributionOutcome::Withheld(w)) => {
+            let reasons: Vec<&str> = w.reasons.iter().map(|r| r.label()).collect();
+            format!("{power} · attribution withheld ({})", reasons.join(", "))
+        }
+        Some(AttributionOutcome::Attributed(m)) => format!(
+            "{power} · energy basis {} · {}",
+            m.energy_basis.map_or(ABSENT, |b| b.label()),
+            m.concurrency.in_flight()
+        ),
+    }
+}
+
+fn table(report: &RunReport, t: &TrajectoryReport, out: &mut String) {
     let _ = writeln!(
         out,
         "trajectory {} · stop {} · {}",
         t.id,
-        t.stop_reason,
-        f.map_or("power none · no samples", |f| f.header.as_str())
+        t.stop_reason.as_str(),
+        header(report, t)
     );
     let _ = writeln!(
         out,
-        "{:>5}  {:<8}  {:<14} {:>9}  {:<9}  {:>7}  {:>7}  {:>6}  {:>5}  {:>8}  {:>7}  {:>9}  {:<9}  {:>7}",
+        "{:>5}  {:<8}  {:<14} {:>9}  {:<9}  {:>7}  {:>7}  {:>6}  {:>5}  {:>8}  {:>7}  {:>9}  {:<11}  {:>7}",
         "step",
         "kind",
         "name",
@@ -179,108 +93,120 @@ fn table(t: &TrajectoryReport, f: Option<&TrajectoryFacts>, out: &mut String) {
         "tok/J"
     );
     for s in &t.steps {
-        let sf = f
-            .and_then(|f| f.steps.get(&s.step_id))
-            .cloned()
-            .unwrap_or_default();
-        let energy = sf.energy_mj.or(s.energy_mj);
-        let est = if s.token_source == Some(crate::client::TokenSource::ClientEstimate) {
-            "~"
-        } else {
-            ""
+        let gen_tokens = match s.output_tokens() {
+            None => ABSENT.to_string(),
+            Some((g, TokenSource::ClientEstimate)) => format!("~{g}"),
+            Some((g, TokenSource::Server)) => g.to_string(),
         };
-        let tpj = match (s.completion_tokens, energy) {
-            (Some(g), Some(e)) if e > 0 && s.kind == "llm_call" => {
-                Some(format!("{est}{:.3}", g as f64 / (e as f64 / 1000.0)))
-            }
-            _ => None,
-        };
-        let gen_tokens = s
-            .completion_tokens
-            .map_or_else(|| ABSENT.to_string(), |g| format!("{est}{g}"));
         let mut name = s.name.clone();
         if name.chars().count() > 14 {
             name = name.chars().take(13).collect::<String>() + "…";
         }
+        let basis = match s.energy.basis {
+            crate::model::Basis::Unavailable => ABSENT,
+            b if s.energy.is_present() || s.attribution.is_some() => b.name(),
+            _ => ABSENT,
+        };
         let _ = writeln!(
             out,
-            "{:>5}  {:<8}  {:<14} {:>9.1}  {:<9}  {:>7}  {:>7}  {:>6}  {:>5}  {:>8}  {:>7}  {:>9}  {:<9}  {:>7}",
+            "{:>5}  {:<8}  {:<14} {:>9.1}  {:<9}  {:>7}  {:>7}  {:>6}  {:>5}  {:>8}  {:>7}  {:>9}  {:<11}  {:>7}",
             s.step_id,
-            s.kind,
+            s.kind.label(),
             name,
             s.duration_ms,
-            s.status,
+            s.status.map_or(ABSENT, |x| x.as_str()),
             opt(s.prompt_tokens),
             opt(s.cached_tokens),
             hit_rate(s).map_or_else(|| ABSENT.to_string(), |h| format!("{h:.1}")),
             gen_tokens,
             ms(s.ttft_ms),
-            opt(sf.samples),
-            opt(energy),
-            s.energy_basis
-                .clone()
-                .or(sf.basis)
-                .unwrap_or_else(|| ABSENT.into()),
-            tpj.unwrap_or_else(|| ABSENT.into()),
+            opt(s.attribution.as_ref().and_then(|a| a.samples_in_window)),
+            opt(s.energy.value),
+            basis,
+            if s.kind == StepKind::LlmCall {
+                estimated(&s.tokens_per_joule)
+            } else {
+                ABSENT.to_string()
+            },
         );
     }
-    if let Some(l) = f.and_then(|f| f.energy_line.as_ref()) {
-        let _ = writeln!(out, "{l}");
+    if let Some(AttributionOutcome::Attributed(m)) = &t.attribution
+        && let (Some(st), Some(u), Some(w)) = (
+            m.total_energy_mj,
+            m.unattributed_energy_mj,
+            m.whole_run_energy_mj,
+        )
+    {
+        let _ = writeln!(
+            out,
+            "energy: steps {st} mJ + unattributed {u} mJ = whole run {w} mJ ({})",
+            report.power.source.map_or(ABSENT, |s| s.label())
+        );
     }
 }
 
-/// One table per trajectory of every job, then the concurrency statement (once).
+fn rendered(report: &RunReport, t: &TrajectoryReport) -> String {
+    let mut s = String::new();
+    table(report, t, &mut s);
+    s.trim_end().to_string()
+}
+
+fn trajectory<'a>(report: &'a RunReport, id: &str) -> Option<&'a TrajectoryReport> {
+    report
+        .jobs
+        .iter()
+        .flat_map(|j| j.trajectories.iter())
+        .find(|t| t.id == id)
+}
+
+/// The tables of the run: one per trajectory of every sequential job (then that join's
+/// concurrency statement, once); for each load point, its first trajectory's table with
+/// the point's own statement and a count of the others.
 pub fn step_tables(report: &RunReport) -> Vec<String> {
-    let (facts, statement) = facts(report);
     let mut out = Vec::new();
-    for j in &report.jobs {
-        for t in &j.trajectories {
-            if t.steps.is_empty() {
-                continue;
-            }
-            let mut s = String::new();
-            table(t, facts.get(&t.id), &mut s);
-            out.push(s.trim_end().to_string());
+    let load_group = |g: &AttributionGroup| g.group != "sequential jobs";
+    for j in report.jobs.iter().filter(|j| j.load.is_none()) {
+        for t in j.trajectories.iter().filter(|t| !t.steps.is_empty()) {
+            out.push(rendered(report, t));
         }
     }
-    if let Some(st) = statement
+    let groups = report
+        .attribution
+        .as_ref()
+        .map_or(&[][..], |a| &a.groups[..]);
+    let seq_statement = groups
+        .iter()
+        .find(|g| !load_group(g))
+        .map(|g| g.concurrency.statement.clone());
+    if let Some(st) = seq_statement
         && !out.is_empty()
     {
         out.push(st);
     }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fixture() -> RunReport {
-        serde_json::from_str(include_str!("../../fixtures/runs/complete/report.json")).unwrap()
+    if report.power.source.is_none() && !out.is_empty() {
+        out.push(format!(
+            "{}: every energy figure is null (basis unavailable)",
+            report.power.describe()
+        ));
     }
-
-    fn first_llm_row(r: &RunReport) -> String {
-        let tables = step_tables(r);
-        tables[0]
-            .lines()
-            .find(|l| l.contains("llm_call"))
-            .unwrap()
-            .to_string()
-    }
-
-    #[test]
-    fn estimated_generated_tokens_are_marked() {
-        let mut r = fixture();
-        let row = first_llm_row(&r);
-        assert!(!row.contains('~'), "{row}");
-        let st = &mut r.jobs[0].trajectories[0].steps[0];
-        assert_eq!(st.completion_tokens, Some(4));
-        st.token_source = Some(crate::client::TokenSource::ClientEstimate);
-        let row = first_llm_row(&r);
-        assert!(row.contains(" ~4 "), "{row}");
-        assert!(
-            row.contains("~0.77"),
-            "tok/J from an estimate is marked too: {row}"
+    for g in groups.iter().filter(|g| load_group(g)) {
+        let Some(first) = g.trajectories.first().and_then(|id| trajectory(report, id)) else {
+            continue;
+        };
+        let mut t = format!(
+            "{} (first trajectory of {})\n{}\n{}",
+            g.group,
+            g.trajectories.len(),
+            rendered(report, first),
+            g.concurrency.statement
         );
+        if g.trajectories.len() > 1 {
+            t.push_str(&format!(
+                "\n… {} more trajectories of this point in report.json",
+                g.trajectories.len() - 1
+            ));
+        }
+        out.push(t);
     }
+    out
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::timeline::{Quality, TimelineEvent, VerifiedTimeline};
 
 use super::runs::{IntegrityItem, ReportState};
-use super::view::clock_domain_fingerprint;
+use super::view::{JobView, RunDetail, clock_domain_fingerprint};
 
 /// Events per timeline page at most (PRD).
 pub const MAX_PAGE_EVENTS: u64 = 1000;
@@ -25,6 +25,8 @@ pub const ENVELOPE_RESERVE: usize = 4096;
 pub const MAX_PAGE_SAMPLES: u64 = 5000;
 /// Samples per samples page by default.
 pub const DEFAULT_PAGE_SAMPLES: u64 = 2000;
+/// Jobs per run-detail page at most.
+pub const MAX_PAGE_JOBS: u64 = 100;
 /// Runs per listing page at most.
 pub const MAX_LIST_LIMIT: u64 = 100;
 /// Runs per listing page by default.
@@ -108,7 +110,11 @@ pub struct TimelinePage {
     pub limit: u64,
     /// Events, ascending `seq` (`clock_domain_id` as a fingerprint).
     pub events: Vec<TimelineEvent>,
-    /// Pass as `after_seq` for the next page; `null` on the last page.
+    /// `seq` of events left out for being larger than a page by themselves (never in a
+    /// verified timeline, whose events are at most 2 KiB); the cursor moves past them.
+    pub oversized_seqs: Vec<u64>,
+    /// Pass as `after_seq` for the next page; `null` on the last page. Always greater
+    /// than `after_seq`.
     pub next_after_seq: Option<u64>,
 }
 
@@ -121,31 +127,62 @@ pub struct TimelineUnavailable {
     pub run_id: String,
     /// Always `unavailable`.
     pub state: &'static str,
-    /// `no_timeline` (capture off) or `no_manifest` (killed run / failed persistence).
+    /// `no_timeline` (capture off), `no_manifest` (killed run / failed persistence) or
+    /// `run_incomplete` (no `report.json`, the run's last artifact).
     pub reason: &'static str,
 }
 
-/// How many of `items` fit one page: at most `limit` and at most `budget` bytes of
-/// serialized items plus separators (pure). At least one item when any is given and it
-/// alone fits.
-pub fn fit_within<T: Serialize>(items: &[T], limit: u64, budget: usize) -> usize {
+/// One page cut from a list (pure): which items go in, which were skipped for being
+/// larger than a whole page by themselves, and how many items the page consumed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// Positions (relative to the slice given) of the items served.
+    pub taken: Vec<usize>,
+    /// Positions of items skipped because one alone exceeds the byte budget.
+    pub oversized: Vec<usize>,
+    /// Items consumed (served or skipped); the next page starts after them. At least 1
+    /// whenever any item was given: a cursor always advances.
+    pub consumed: usize,
+}
+
+/// Cuts one page from `items` (pure): at most `limit` items and `budget` bytes of
+/// serialized items plus separators. An item that alone exceeds `budget` is skipped and
+/// listed in [`Cut::oversized`] (it costs 24 bytes of the budget for its marker), so a
+/// page whose first item is oversized still makes progress.
+pub fn cut_page<T: Serialize>(items: &[T], limit: u64, budget: usize) -> Cut {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut cut = Cut {
+        taken: Vec::new(),
+        oversized: Vec::new(),
+        consumed: 0,
+    };
     let mut used = 0usize;
-    let mut n = 0usize;
-    for it in items
-        .iter()
-        .take(usize::try_from(limit).unwrap_or(usize::MAX))
-    {
+    for (i, it) in items.iter().enumerate().take(limit) {
         let len = serde_json::to_vec(it)
             .map(|v| v.len())
             .unwrap_or(usize::MAX)
-            + 1;
-        if used.saturating_add(len) > budget {
+            .saturating_add(1);
+        if len > budget {
+            if used + 24 > budget {
+                break;
+            }
+            used += 24;
+            cut.oversized.push(i);
+        } else if used.saturating_add(len) > budget {
             break;
+        } else {
+            used += len;
+            cut.taken.push(i);
         }
-        used += len;
-        n += 1;
+        cut.consumed = i + 1;
     }
-    n
+    cut
+}
+
+/// How many of `items` fit one page (pure): [`cut_page`]'s served count when nothing was
+/// skipped.
+pub fn fit_within<T: Serialize>(items: &[T], limit: u64, budget: usize) -> usize {
+    cut_page(items, limit, budget).taken.len()
 }
 
 /// The event as served: its clock-domain id replaced by the fingerprint (pure).
@@ -171,9 +208,17 @@ pub fn timeline_page(
         .take(limit as usize)
         .map(public_event)
         .collect();
-    let n = fit_within(&rest, limit, MAX_RESPONSE_BYTES - ENVELOPE_RESERVE);
-    let events: Vec<TimelineEvent> = rest.into_iter().take(n).collect();
-    let more = start + n < t.events.len();
+    let cut = cut_page(&rest, limit, MAX_RESPONSE_BYTES - ENVELOPE_RESERVE);
+    let oversized_seqs: Vec<u64> = cut.oversized.iter().map(|&i| rest[i].seq).collect();
+    let last_seq = cut.consumed.checked_sub(1).map(|i| rest[i].seq);
+    let more = start + cut.consumed < t.events.len();
+    let keep: std::collections::HashSet<usize> = cut.taken.iter().copied().collect();
+    let events: Vec<TimelineEvent> = rest
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| keep.contains(i))
+        .map(|(_, e)| e)
+        .collect();
     TimelinePage {
         schema: TIMELINE_PAGE_SCHEMA,
         run_id: run_id.to_string(),
@@ -183,12 +228,9 @@ pub fn timeline_page(
         event_count: t.events.len() as u64,
         after_seq,
         limit,
-        next_after_seq: if more {
-            events.last().map(|e| e.seq)
-        } else {
-            None
-        },
+        next_after_seq: if more { last_seq } else { None },
         events,
+        oversized_seqs,
     }
 }
 
@@ -215,7 +257,11 @@ pub struct SamplesPage<T: Serialize> {
     pub after: u64,
     /// The samples (the sample files' line formats, see [`crate::telemetry`]).
     pub samples: Vec<T>,
-    /// Pass as `after` for the next page; `null` on the last page.
+    /// Indexes of samples left out for being larger than a page by themselves; the
+    /// cursor moves past them.
+    pub oversized: Vec<u64>,
+    /// Pass as `after` for the next page; `null` on the last page. Always greater than
+    /// `after`.
     pub next_after: Option<u64>,
 }
 
@@ -231,8 +277,8 @@ pub fn samples_page<T: Serialize + Clone>(
     aligned: Option<bool>,
 ) -> SamplesPage<T> {
     let start = usize::try_from(after).unwrap_or(usize::MAX).min(all.len());
-    let n = fit_within(&all[start..], limit, MAX_RESPONSE_BYTES - ENVELOPE_RESERVE);
-    let end = start + n;
+    let cut = cut_page(&all[start..], limit, MAX_RESPONSE_BYTES - ENVELOPE_RESERVE);
+    let end = start + cut.consumed;
     SamplesPage {
         schema: SAMPLES_PAGE_SCHEMA,
         run_id: run_id.to_string(),
@@ -243,7 +289,8 @@ pub fn samples_page<T: Serialize + Clone>(
         aligned,
         total: all.len() as u64,
         after,
-        samples: all[start..end].to_vec(),
+        samples: cut.taken.iter().map(|&i| all[start + i].clone()).collect(),
+        oversized: cut.oversized.iter().map(|&i| (start + i) as u64).collect(),
         next_after: (end < all.len()).then_some(end as u64),
     }
 }
@@ -265,6 +312,7 @@ pub fn samples_unavailable(
         total: 0,
         after: 0,
         samples: Vec::new(),
+        oversized: Vec::new(),
         next_after: None,
     }
 }
@@ -290,6 +338,10 @@ pub struct RunListItem {
     pub failed: Option<usize>,
     /// Jobs not run (the run was cancelled before they started; not counted in `jobs`).
     pub not_run: Option<usize>,
+    /// Jobs Ctrl-C / SIGTERM stopped part-way (counted in `jobs`, never passed).
+    pub jobs_cancelled: Option<usize>,
+    /// Jobs that could not start (setup errors; not counted in `jobs`).
+    pub setup_errors: Option<usize>,
     /// Capture was on.
     pub capture_enabled: Option<bool>,
     /// Capture quality as the runner recorded it (verified only in the detail).
@@ -312,6 +364,8 @@ pub fn list_item(run_id: &str, report: &ReportState, timeline_present: bool) -> 
         passed: v.summary.as_ref().map(|s| s.passed),
         failed: v.summary.as_ref().map(|s| s.failed),
         not_run: v.summary.as_ref().map(|s| s.not_run),
+        jobs_cancelled: v.summary.as_ref().map(|s| s.cancelled),
+        setup_errors: v.summary.as_ref().map(|s| s.setup_errors),
         capture_enabled: v.capture.as_ref().map(|c| c.enabled),
         capture_quality: v.capture.and_then(|c| c.quality),
         timeline_present,
@@ -423,5 +477,183 @@ mod tests {
         assert_eq!(p.next_after, None);
         let p = samples_page("r", "power", &all, 99, 5, None, None);
         assert!(p.samples.is_empty() && p.next_after.is_none());
+    }
+}
+
+/// A job cut to fit a detail page by itself (its trajectories or steps left out).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SummarisedJob {
+    /// The job id.
+    pub id: String,
+    /// Trajectories in the job.
+    pub trajectories_total: u64,
+    /// Trajectories served (the last one possibly with fewer steps).
+    pub trajectories_kept: u64,
+    /// Steps left out over all its trajectories.
+    pub steps_omitted: u64,
+}
+
+/// Items a detail page left out of its side lists to stay within the byte budget.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DetailOmitted {
+    /// Gap markers left out (the first ones are served).
+    pub gaps: u64,
+    /// Resource lanes left out.
+    pub lanes: u64,
+    /// Unknown-end span ids left out.
+    pub unknown_end_spans: u64,
+}
+
+/// `GET /v1/runs/{run_id}?jobs_after=N` (pure): the run's detail with the jobs from index
+/// `jobs_after` that fit [`MAX_RESPONSE_BYTES`] (at most [`MAX_PAGE_JOBS`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct DetailPage {
+    /// The detail; `report.jobs` holds this page's jobs only.
+    #[serde(flatten)]
+    pub detail: RunDetail,
+    /// Jobs in the run.
+    pub jobs_total: u64,
+    /// Index of this page's first job.
+    pub jobs_after: u64,
+    /// Pass as `jobs_after` for the next page; `null` on the last page. Always greater
+    /// than `jobs_after`.
+    pub jobs_next_after: Option<u64>,
+    /// Jobs too large for a page by themselves, served cut down (never skipped).
+    pub jobs_summarised: Vec<SummarisedJob>,
+    /// What the side lists left out.
+    pub omitted: DetailOmitted,
+}
+
+fn json_len<T: Serialize>(v: &T) -> usize {
+    serde_json::to_vec(v).map_or(usize::MAX, |b| b.len())
+}
+
+/// Keeps the longest prefix of `v` within `budget` bytes; returns how many were dropped.
+fn keep_within<T: Serialize>(v: &mut Vec<T>, budget: usize) -> u64 {
+    let n = fit_within(v, u64::MAX, budget);
+    let dropped = v.len() - n;
+    v.truncate(n);
+    dropped as u64
+}
+
+/// `job` cut to `budget` bytes: whole trajectories while they fit, then the steps of the
+/// next one that fit, the rest left out (pure).
+fn summarise_job(mut job: JobView, budget: usize) -> (JobView, SummarisedJob) {
+    let trajectories = std::mem::take(&mut job.trajectories);
+    let total = trajectories.len() as u64;
+    let total_steps: u64 = trajectories.iter().map(|t| t.steps.len() as u64).sum();
+    let mut used = json_len(&job);
+    for mut t in trajectories {
+        let len = json_len(&t) + 1;
+        if used + len <= budget {
+            used += len;
+            job.trajectories.push(t);
+            continue;
+        }
+        let steps = std::mem::take(&mut t.steps);
+        let shell = json_len(&t) + 1;
+        if used + shell <= budget {
+            let n = fit_within(&steps, u64::MAX, budget - used - shell);
+            t.steps = steps.into_iter().take(n).collect();
+            job.trajectories.push(t);
+        }
+        break;
+    }
+    let kept_steps: u64 = job.trajectories.iter().map(|t| t.steps.len() as u64).sum();
+    let s = SummarisedJob {
+        id: job.id.clone(),
+        trajectories_total: total,
+        trajectories_kept: job.trajectories.len() as u64,
+        steps_omitted: total_steps - kept_steps,
+    };
+    (job, s)
+}
+
+/// Cuts the detail page (pure); see [`DetailPage`]. Side lists (gaps, lanes, unknown-end
+/// span ids) are bounded first, each to a share of the budget; the jobs fill the rest. A
+/// first job that alone exceeds what is left is served summarised, so the cursor always
+/// advances.
+pub fn detail_page(mut d: RunDetail, jobs_after: u64) -> DetailPage {
+    let budget = MAX_RESPONSE_BYTES - ENVELOPE_RESERVE;
+    let jobs = std::mem::take(&mut d.report.jobs);
+    let omitted = DetailOmitted {
+        gaps: keep_within(&mut d.gaps, budget / 8),
+        lanes: keep_within(&mut d.telemetry.lanes, budget / 8),
+        unknown_end_spans: keep_within(&mut d.timeline.unknown_end_spans, budget / 16),
+    };
+    let base = json_len(&d) + 512;
+    let room = budget.saturating_sub(base);
+    let start = usize::try_from(jobs_after)
+        .unwrap_or(usize::MAX)
+        .min(jobs.len());
+    let mut used = 0usize;
+    let mut page = Vec::new();
+    let mut summarised = Vec::new();
+    let mut next = start;
+    for job in jobs.iter().skip(start) {
+        if page.len() as u64 >= MAX_PAGE_JOBS {
+            break;
+        }
+        let len = json_len(job) + 1;
+        if used + len <= room {
+            used += len;
+            page.push(job.clone());
+            next += 1;
+            continue;
+        }
+        if page.is_empty() {
+            let (j, s) = summarise_job(job.clone(), room);
+            page.push(j);
+            summarised.push(s);
+            next += 1;
+        }
+        break;
+    }
+    d.report.jobs = page;
+    DetailPage {
+        detail: d,
+        jobs_total: jobs.len() as u64,
+        jobs_after: start as u64,
+        jobs_next_after: (next < jobs.len()).then_some(next as u64),
+        jobs_summarised: summarised,
+        omitted,
+    }
+}
+
+/// One page of the raw events file (`GET /runs/{run_id}/timeline.jsonl`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawEventsPage {
+    /// The exact bytes of the lines served (each with its newline).
+    pub bytes: Vec<u8>,
+    /// The `seq` to pass as `after_seq` for the next page; `None` on the last.
+    pub next_after_seq: Option<u64>,
+}
+
+/// Cuts the verified events file's lines with `seq > after_seq` (pure): at most `limit`
+/// lines and [`MAX_RESPONSE_BYTES`]. `events` are the verified events of `bytes`, one per
+/// line in file order. A line longer than the budget (never in a verified file, whose
+/// lines are at most 2 KiB) is served alone, so the cursor always advances.
+pub fn raw_events_page(
+    bytes: &[u8],
+    events: &[TimelineEvent],
+    after_seq: u64,
+    limit: u64,
+) -> RawEventsPage {
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    let start = events.partition_point(|e| e.seq <= after_seq);
+    let mut out = Vec::new();
+    let mut end = start;
+    for (i, line) in lines.iter().enumerate().skip(start) {
+        if (end - start) as u64 >= limit
+            || (end > start && out.len() + line.len() > MAX_RESPONSE_BYTES)
+        {
+            break;
+        }
+        out.extend_from_slice(line);
+        end = i + 1;
+    }
+    RawEventsPage {
+        bytes: out,
+        next_after_seq: (end < events.len() && end > 0).then(|| events[end - 1].seq),
     }
 }

@@ -24,6 +24,18 @@ pub enum TokenError {
     /// Neither `--token-file` nor the environment variable was given.
     #[error("no API token: pass --token-file FILE or set {TOKEN_ENV}")]
     Missing,
+    /// The token file is readable (or writable) by its group or others: refused, as ssh
+    /// refuses such a private key.
+    #[error(
+        "token file {path} is accessible by group or others (mode {mode:04o}); a token \
+         file must be private: chmod 600 {path}"
+    )]
+    Exposed {
+        /// The file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// The token file could not be read.
     #[error("token file {path}: {reason}")]
     Unreadable {
@@ -89,11 +101,24 @@ impl Token {
     pub fn load(file: Option<&Path>, env_value: Option<&str>) -> Result<Self, TokenError> {
         match (file, env_value) {
             (Some(p), _) => {
-                let text = std::fs::read_to_string(p).map_err(|e| TokenError::Unreadable {
+                // The bounded reader: never blocks on a FIFO, never follows a symlink,
+                // regular files only; then the permission bits of the opened file.
+                let unreadable = |e: crate::fsio::ReadError| TokenError::Unreadable {
                     path: p.display().to_string(),
-                    reason: e.kind().to_string(),
-                })?;
-                Self::new(&text)
+                    reason: e.to_string(),
+                };
+                let opened = crate::fsio::open(p).map_err(unreadable)?;
+                let mode = std::os::unix::fs::PermissionsExt::mode(&opened.meta.permissions());
+                if mode & 0o077 != 0 {
+                    return Err(TokenError::Exposed {
+                        path: p.display().to_string(),
+                        mode: mode & 0o7777,
+                    });
+                }
+                let bytes = opened
+                    .read(crate::fsio::limits::TOKEN_FILE_BYTES)
+                    .map_err(unreadable)?;
+                Self::new(&String::from_utf8(bytes).map_err(|_| TokenError::Invalid)?)
             }
             (None, Some(v)) => Self::new(v),
             (None, None) => Err(TokenError::Missing),
@@ -118,6 +143,7 @@ impl Token {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     const T: &str = "0123456789abcdef-token";
 
@@ -148,6 +174,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("tok");
         std::fs::write(&p, format!("{T}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         let t = Token::load(Some(&p), Some("ignored-when-a-file-is-given")).unwrap();
         assert!(t.accepts(Some(format!("Bearer {T}").as_bytes())));
         assert!(matches!(
@@ -155,5 +182,41 @@ mod tests {
             Err(TokenError::Unreadable { .. })
         ));
         assert_eq!(format!("{t:?}"), "Token(<redacted>)");
+    }
+
+    /// Issue 15 item 7: a group/world-readable token file is refused (as ssh refuses such a
+    /// key), and a FIFO, a symlink to /dev/zero or an oversized sparse file never blocks
+    /// or is read.
+    #[test]
+    fn token_file_must_be_private_regular_and_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("tok");
+        std::fs::write(&p, format!("{T}\n")).unwrap();
+        for mode in [0o666, 0o644, 0o640, 0o604] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = Token::load(Some(&p), None).unwrap_err();
+            assert!(
+                matches!(e, TokenError::Exposed { mode: m, .. } if m == mode),
+                "{e}"
+            );
+            assert!(e.to_string().contains("chmod 600"), "{e}");
+            assert!(!e.to_string().contains(T));
+        }
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = Token::load(Some(&fifo), None).unwrap_err();
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        let zero = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = Token::load(Some(&zero), None).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        let sparse = dir.path().join("sparse");
+        let f = std::fs::File::create(&sparse).unwrap();
+        f.set_len(1 << 30).unwrap();
+        std::fs::set_permissions(&sparse, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = Token::load(Some(&sparse), None).unwrap_err();
+        assert!(e.to_string().contains("larger than its limit"), "{e}");
     }
 }

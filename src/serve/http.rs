@@ -10,6 +10,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -40,14 +41,77 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
 frame-ancestors 'none'";
 
-/// Store requests worked on at once at most (each may read up to tens of MiB).
+/// Run-detail, timeline, samples and artifact requests worked on at once at most (each
+/// may read up to tens of MiB on a blocking thread).
 pub const MAX_CONCURRENT_READS: usize = 4;
+/// Listing requests (`/v1/runs`) worked on at once at most: their own lane, so a flood of
+/// detail requests never starves the listing.
+pub const MAX_CONCURRENT_LIST_READS: usize = 2;
+/// Requests waiting for a lane at most; one more is answered 503 `busy` at once.
+pub const MAX_QUEUED_READS: usize = 64;
+/// How long a request waits for its lane before it is answered 503 `busy`.
+pub const READ_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection must deliver a whole request head within this long of the server
+/// starting to wait for one — after accept, and again after each response (the
+/// keep-alive idle timeout) — or it is closed.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection is closed after this long, whatever it is doing (a client that never
+/// reads its responses cannot hold one).
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(300);
+/// Open connections at most (lowered to the process's file-descriptor limit less a
+/// reserve); a connection over the cap is closed at once.
+pub const MAX_CONNECTIONS: usize = 1024;
+/// File descriptors kept free of connections (store reads, the listener, the runtime).
+pub const FD_RESERVE: u64 = 64;
+/// Bytes of a connection's read buffer (the request head) at most.
+pub const MAX_HEAD_BYTES: usize = 16 << 10;
+/// How long a stopping server waits for open connections to finish.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The connection and timeout bounds of one server ([`Default`]: the constants above).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServeLimits {
+    /// [`MAX_CONNECTIONS`].
+    pub max_connections: usize,
+    /// [`HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Duration,
+    /// [`CONNECTION_LIFETIME`].
+    pub connection_lifetime: Duration,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: MAX_CONNECTIONS,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            connection_lifetime: CONNECTION_LIFETIME,
+        }
+    }
+}
+
+/// One lane of blocking store work: a semaphore around `spawn_blocking` with a bounded
+/// queue in front of it.
+#[derive(Clone)]
+struct Lane {
+    permits: Arc<tokio::sync::Semaphore>,
+    waiting: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Lane {
+    fn new(n: usize) -> Self {
+        Self {
+            permits: Arc::new(tokio::sync::Semaphore::new(n)),
+            waiting: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        }
+    }
+}
 
 #[derive(Clone)]
 struct AppState {
     store: RunStore,
     token: Arc<Token>,
-    reads: Arc<tokio::sync::Semaphore>,
+    reads: Lane,
+    list_reads: Lane,
 }
 
 /// Paths served without a token: the page shell (no run data) and the health check.
@@ -145,14 +209,43 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
     resp
 }
 
+fn busy() -> Response {
+    let mut r = error(ApiError::new(
+        503,
+        "busy",
+        "too many requests are being worked on; retry shortly",
+    ));
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
 /// Runs blocking store work off the async threads, at most [`MAX_CONCURRENT_READS`] at a
-/// time.
+/// time, with at most [`MAX_QUEUED_READS`] waiting ([`READ_QUEUE_TIMEOUT`] each); beyond
+/// that the answer is 503 `busy`.
 async fn blocking<F>(st: &AppState, f: F) -> Response
 where
     F: FnOnce() -> Result<Response, ApiError> + Send + 'static,
 {
-    let Ok(_permit) = st.reads.clone().acquire_owned().await else {
-        return error(ApiError::new(500, "internal", "internal error"));
+    run_in_lane(&st.reads, f).await
+}
+
+async fn run_in_lane<F>(lane: &Lane, f: F) -> Response
+where
+    F: FnOnce() -> Result<Response, ApiError> + Send + 'static,
+{
+    use std::sync::atomic::Ordering;
+    if lane.waiting.fetch_add(1, Ordering::SeqCst) >= MAX_QUEUED_READS {
+        lane.waiting.fetch_sub(1, Ordering::SeqCst);
+        return busy();
+    }
+    let permit =
+        tokio::time::timeout(READ_QUEUE_TIMEOUT, lane.permits.clone().acquire_owned()).await;
+    lane.waiting.fetch_sub(1, Ordering::SeqCst);
+    let _permit = match permit {
+        Ok(Ok(p)) => p,
+        Ok(Err(_)) => return error(ApiError::new(500, "internal", "internal error")),
+        Err(_) => return busy(),
     };
     match tokio::task::spawn_blocking(f).await {
         Ok(Ok(r)) => r,
@@ -188,11 +281,17 @@ fn run_id_query(q: &Query) -> Result<String, ApiError> {
 
 /// A run's report and its timeline, the timeline checked against the report's run id
 /// when the report is readable (blocking I/O).
+///
+/// A run without `report.json` (its last artifact) is incomplete: its timeline is
+/// `unavailable` (`run_incomplete`), never served as a run's.
 fn report_and_timeline(dir: &RunDir) -> (ReportState, TimelineState) {
     let report = dir.report(MAX_REPORT_BYTES);
     let owner = match &report {
         ReportState::Ok(r) => Some(r.run_id.clone()),
-        _ => None,
+        ReportState::Missing => {
+            return (report, TimelineState::Unavailable("run_incomplete"));
+        }
+        ReportState::Fault(_) => None,
     };
     let timeline = dir.timeline(owner.as_deref());
     (report, timeline)
@@ -232,8 +331,8 @@ async fn list_runs(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respo
         Ok(v) => v,
         Err(e) => return error(query_error(e)),
     };
-    let gate = st.clone();
-    blocking(&gate, move || {
+    let lane = st.list_reads.clone();
+    run_in_lane(&lane, move || {
         let page = st
             .store
             .list(after.as_deref(), limit as usize)
@@ -314,13 +413,19 @@ async fn run_detail(
         Ok(id) => id,
         Err(e) => return error(e),
     };
-    if let Err(e) = Query::parse(raw.as_deref(), &[]) {
-        return error(query_error(e));
-    }
+    let jobs_after = match Query::parse(raw.as_deref(), &["jobs_after"])
+        .and_then(|q| q.u64_in("jobs_after", 0, 0, u64::MAX))
+    {
+        Ok(a) => a,
+        Err(e) => return error(query_error(e)),
+    };
     let gate = st.clone();
     blocking(&gate, move || {
         let dir = st.store.resolve(&id).map_err(store_error)?;
-        Ok(json(StatusCode::OK, &load_detail(&dir)))
+        Ok(json(
+            StatusCode::OK,
+            &api::detail_page(load_detail(&dir), jobs_after),
+        ))
     })
     .await
 }
@@ -483,9 +588,16 @@ async fn artifact(
     if !is_valid_run_id(&id) {
         return error(ApiError::not_found());
     }
-    if let Err(e) = Query::parse(raw.as_deref(), &[]) {
-        return error(query_error(e));
-    }
+    let keys: &[&str] = if events { &["after_seq", "limit"] } else { &[] };
+    let (after, limit) = match Query::parse(raw.as_deref(), keys).and_then(|q| {
+        Ok((
+            q.u64_in("after_seq", 0, 0, u64::MAX)?,
+            q.u64_in("limit", api::MAX_PAGE_EVENTS, 1, api::MAX_PAGE_EVENTS)?,
+        ))
+    }) {
+        Ok(v) => v,
+        Err(e) => return error(query_error(e)),
+    };
     let gate = st.clone();
     blocking(&gate, move || {
         let dir = st.store.resolve(&id).map_err(store_error)?;
@@ -499,16 +611,34 @@ async fn artifact(
         let bytes = dir
             .verified_artifact(&t.manifest, events)
             .map_err(|i| ApiError::integrity("the timeline", vec![i]))?;
-        let ct = if events {
-            "application/x-ndjson"
-        } else {
-            "application/json"
-        };
-        Ok((
-            [(header::CONTENT_TYPE, HeaderValue::from_static(ct))],
-            Body::from(bytes),
+        if !events {
+            return Ok((
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                Body::from(bytes),
+            )
+                .into_response());
+        }
+        let page = api::raw_events_page(&bytes, &t.events, after, limit);
+        let mut r = (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-ndjson"),
+            )],
+            Body::from(page.bytes),
         )
-            .into_response())
+            .into_response();
+        let h = r.headers_mut();
+        h.insert(
+            "x-inferscope-event-count",
+            HeaderValue::from(t.events.len() as u64),
+        );
+        if let Some(n) = page.next_after_seq {
+            h.insert("x-inferscope-next-after-seq", HeaderValue::from(n));
+        }
+        Ok(r)
     })
     .await
 }
@@ -518,7 +648,8 @@ pub fn router(store: RunStore, token: Token) -> Router {
     let st = AppState {
         store,
         token: Arc::new(token),
-        reads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_READS)),
+        reads: Lane::new(MAX_CONCURRENT_READS),
+        list_reads: Lane::new(MAX_CONCURRENT_LIST_READS),
     };
     Router::new()
         .route("/", get(index))
@@ -540,22 +671,77 @@ pub struct BoundServer {
     listener: tokio::net::TcpListener,
     store: RunStore,
     app: Router,
+    limits: ServeLimits,
+}
+
+/// Raises the soft file-descriptor limit towards the hard one (at most 65,536) and returns
+/// the soft limit in force (`None` when unknown).
+pub fn raise_fd_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid out pointer / value.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return None;
+        }
+        let want = lim.rlim_max.min(65_536);
+        if lim.rlim_cur < want {
+            let new = libc::rlimit {
+                rlim_cur: want,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &new) == 0 {
+                lim.rlim_cur = want;
+            }
+        }
+    }
+    Some(lim.rlim_cur)
+}
+
+/// The connection cap for `limits` under the file-descriptor limit `fd_limit` (pure): the
+/// configured cap, lowered to `fd_limit − FD_RESERVE` (at least 1).
+pub fn connection_cap(limits: &ServeLimits, fd_limit: Option<u64>) -> usize {
+    match fd_limit {
+        Some(n) => limits
+            .max_connections
+            .min(usize::try_from(n.saturating_sub(FD_RESERVE)).unwrap_or(usize::MAX))
+            .max(1),
+        None => limits.max_connections,
+    }
 }
 
 impl BoundServer {
-    /// Binds `addr` (port 0 picks a free port). Touches nothing under the runs root.
+    /// Binds `addr` (port 0 picks a free port) with the default [`ServeLimits`]. Touches
+    /// nothing under the runs root.
     pub async fn bind(
         runs_root: std::path::PathBuf,
         token: Token,
         addr: SocketAddr,
     ) -> std::io::Result<Self> {
+        Self::bind_with(runs_root, token, addr, ServeLimits::default()).await
+    }
+
+    /// [`BoundServer::bind`] with explicit limits.
+    pub async fn bind_with(
+        runs_root: std::path::PathBuf,
+        token: Token,
+        addr: SocketAddr,
+        limits: ServeLimits,
+    ) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let store = RunStore::new(runs_root);
         let app = router(store.clone(), token);
+        let limits = ServeLimits {
+            max_connections: connection_cap(&limits, raise_fd_limit()),
+            ..limits
+        };
         Ok(Self {
             listener,
             store,
             app,
+            limits,
         })
     }
 
@@ -569,13 +755,63 @@ impl BoundServer {
         self.store.clone()
     }
 
-    /// Serves until `shutdown` completes.
+    /// The limits in force (the connection cap after the file-descriptor limit).
+    pub fn limits(&self) -> ServeLimits {
+        self.limits
+    }
+
+    /// Serves until `shutdown` completes: HTTP/1 only, each connection under the
+    /// header-read / idle timeout and the lifetime bound, at most
+    /// `limits.max_connections` at once (one more is closed at once). On shutdown no new
+    /// connection is accepted and open ones get [`SHUTDOWN_GRACE`] to finish.
     pub async fn serve(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(self.listener, self.app)
-            .with_graceful_shutdown(shutdown)
-            .await
+        use hyper_util::rt::{TokioIo, TokioTimer};
+        let BoundServer {
+            listener,
+            app,
+            limits,
+            ..
+        } = self;
+        let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout)
+            .max_buf_size(MAX_HEAD_BYTES)
+            .keep_alive(true);
+        let service = hyper_util::service::TowerToHyperService::new(app);
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, _) = tokio::select! {
+                _ = &mut shutdown => break,
+                r = listener.accept() => match r {
+                    Ok(c) => c,
+                    Err(_) => {
+                        // EMFILE and friends: back off instead of spinning.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                },
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                drop(stream);
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let conn = builder.serve_connection(TokioIo::new(stream), service.clone());
+            let conn = graceful.watch(conn);
+            let lifetime = limits.connection_lifetime;
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(lifetime, conn).await;
+                drop(slot);
+            });
+        }
+        drop(listener);
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
+        Ok(())
     }
 }

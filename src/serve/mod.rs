@@ -12,10 +12,11 @@
 //! | `/health` | no | `{"status":"ok"}` |
 //! | `/`, `/app.js`, `/style.css` | no | the page shell (no run data); it asks for the token |
 //! | `/v1/runs?after=&limit=` | yes | [`api::RunList`], ascending run id, `limit` 1..=100 (50) |
-//! | `/v1/runs/{run_id}` | yes | [`view::RunDetail`]: jobs, verdicts, capture quality, trajectories, lanes, gaps |
+//! | `/v1/runs/{run_id}?jobs_after=0` | yes | [`api::DetailPage`]: the [`view::RunDetail`] (verdicts, capture quality, lanes, gaps) with the jobs that fit 1 MiB (≤ 100, `jobs_next_after`; a job too large alone is served summarised) |
 //! | `/v1/benchmark-timeline?run_id=&after_seq=0&limit=500` | yes | [`api::TimelinePage`] (≤ 1,000 events, ≤ 1 MiB, `next_after_seq`), [`api::TimelineUnavailable`], or 422 |
 //! | `/v1/samples?run_id=&source=power\|proc\|metrics&after=0&limit=2000` | yes | [`api::SamplesPage`] (≤ 5,000 samples, ≤ 1 MiB, `next_after`) |
-//! | `/runs/{run_id}/timeline.jsonl`, `/runs/{run_id}/manifest.json` | yes | the verified artifact's exact bytes (field case C29) |
+//! | `/runs/{run_id}/timeline.jsonl?after_seq=0&limit=1000` | yes | the verified events file's exact lines, ≤ 1,000 and ≤ 1 MiB a page (`x-inferscope-next-after-seq` header while more follow; field case C29) |
+//! | `/runs/{run_id}/manifest.json` | yes | the verified manifest's exact bytes |
 //!
 //! Errors are typed JSON ([`api::ApiError`]): 400 for unknown or duplicate query keys,
 //! bad limits, bad ids and oversized input; 401 without a valid token (before any
@@ -45,7 +46,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 pub use auth::{TOKEN_ENV, Token, TokenError};
-pub use http::{BoundServer, CSP, MAX_TARGET_BYTES, router};
+pub use http::{
+    BoundServer, CONNECTION_LIFETIME, CSP, HEADER_READ_TIMEOUT, MAX_CONCURRENT_LIST_READS,
+    MAX_CONCURRENT_READS, MAX_CONNECTIONS, MAX_HEAD_BYTES, MAX_QUEUED_READS, MAX_TARGET_BYTES,
+    READ_QUEUE_TIMEOUT, ServeLimits, connection_cap, router,
+};
 pub use runs::{RunDir, RunStore, is_valid_run_id};
 
 /// The default `--bind`: loopback only.

@@ -7,16 +7,20 @@
 //!   the directory name *is* the run id). A client never sends a path.
 //! - Every path the store opens is built from the root, the validated `run_id` and fixed
 //!   component names of the run layout (`report.json`, `timeline/manifest.json`,
-//!   `samples/gpu.jsonl`, …). Each component — the root, the run directory, every
-//!   directory below it and the file — is checked with `symlink_metadata` and refused
-//!   when it is a symlink or of the wrong type, and files are opened with `O_NOFOLLOW`.
-//!   Containment is therefore by path component, never by string prefix (`/data/runs`
-//!   does not contain `/data/runs-old`). A local attacker who can rename entries inside
-//!   the runs root between the check and the open is out of scope (the root is the
-//!   operator's own directory).
+//!   `samples/gpu.jsonl`, …) and opened through [`crate::fsio`]: the root without
+//!   following it, then every component with `openat(…, O_NOFOLLOW)` from the previous
+//!   one's descriptor, the file with `O_NONBLOCK` and checked by `fstat` to be a regular
+//!   file within its limit before a byte is read. A symlink anywhere, a FIFO, a device or
+//!   an oversized (even sparse) file is refused, and a component swapped for a symlink
+//!   after listing is refused at the open. Containment is by descriptor, never by string
+//!   prefix (`/data/runs` does not contain `/data/runs-old`).
 //! - Every read is bounded ([`MAX_REPORT_BYTES`], [`MAX_SOURCES_BYTES`],
 //!   [`MAX_SAMPLES_FILE_BYTES`]; the timeline reader's own 16 KiB manifest and ≤ 8 MiB
-//!   events bounds).
+//!   events bounds; all in [`fsio::limits`]).
+//! - A run is complete only when `report.json`, written last and atomically, is in
+//!   place; without it the timeline is `unavailable` (`run_incomplete`). Leftover temp
+//!   files (`.tmp*`) of a killed run are never read: every read names a fixed file, and a
+//!   listing takes only run-id names, which never start with a dot.
 //! - The timeline is served only when [`crate::timeline::verify`] finds it intact (manifest
 //!   schema, SHA-256 and byte length of the events file, every event) and the manifest's
 //!   `run_id` equals the run's `report.json` `run_id` (ownership: run A cannot present run
@@ -25,8 +29,6 @@
 //! Every public method bumps a shared counter *before* it touches the filesystem, so
 //! tests can prove that refused requests (401, 400) never reached it.
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,7 +37,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
-use crate::runner::report::{REPORT_SCHEMA, RunReport};
+use crate::fsio;
+use crate::model::{REPORT_SCHEMA, RunReport};
 pub use crate::telemetry::{SAMPLES_SCHEMA, SamplesSources};
 use crate::timeline::ids::{MAX_ID_LEN, is_valid_id};
 use crate::timeline::manifest::{EVENTS_FILE, MANIFEST_FILE, TIMELINE_DIR};
@@ -46,14 +49,14 @@ use crate::timeline::{TimelineManifest, VerifiedTimeline};
 pub const MAX_RUN_ID_LEN: usize = MAX_ID_LEN;
 /// Directory entries examined per listing at most.
 pub const MAX_LIST_SCAN: usize = 100_000;
-/// Largest `report.json` read for a run's detail, bytes.
-pub const MAX_REPORT_BYTES: u64 = 32 << 20;
+/// Largest `report.json` read for a run's detail, bytes ([`fsio::limits`]).
+pub const MAX_REPORT_BYTES: u64 = fsio::limits::REPORT_BYTES;
 /// Largest `report.json` read for a listing row, bytes.
-pub const MAX_LIST_REPORT_BYTES: u64 = 8 << 20;
+pub const MAX_LIST_REPORT_BYTES: u64 = fsio::limits::LIST_REPORT_BYTES;
 /// Largest `samples/sources.json` read, bytes.
-pub const MAX_SOURCES_BYTES: u64 = 1 << 20;
+pub const MAX_SOURCES_BYTES: u64 = fsio::limits::SAMPLES_SOURCES_BYTES;
 /// Largest `samples/*.jsonl` file read, bytes.
-pub const MAX_SAMPLES_FILE_BYTES: u64 = 64 << 20;
+pub const MAX_SAMPLES_FILE_BYTES: u64 = fsio::limits::SAMPLES_FILE_BYTES;
 /// The samples directory of a run.
 pub const SAMPLES_DIR: &str = "samples";
 
@@ -196,6 +199,7 @@ impl RunStore {
             Ok(m) if m.file_type().is_dir() => Ok(RunDir {
                 run_id: run_id.to_string(),
                 path,
+                root: Some(self.root.clone()),
                 fs_ops: Some(self.fs_ops.clone()),
             }),
             _ => Err(StoreError::NotFound),
@@ -364,7 +368,22 @@ pub struct RunDir {
     /// The run id (the directory name).
     pub run_id: String,
     path: PathBuf,
+    /// The runs root the directory was resolved under (`None`: a local run directory).
+    root: Option<PathBuf>,
     fs_ops: Option<Arc<AtomicU64>>,
+}
+
+/// An [`fsio::ReadError`] as an artifact fault (`None` for a missing file).
+fn fault_of(e: fsio::ReadError, artifact: &'static str) -> Option<ArtifactFault> {
+    match e {
+        fsio::ReadError::NotFound => None,
+        fsio::ReadError::Symlink => Some(ArtifactFault::Symlink(artifact)),
+        fsio::ReadError::NotRegular(_) | fsio::ReadError::NotDirectory => {
+            Some(ArtifactFault::WrongType(artifact))
+        }
+        fsio::ReadError::TooLarge { .. } => Some(ArtifactFault::TooLarge(artifact)),
+        fsio::ReadError::Io(k) => Some(ArtifactFault::Unreadable(artifact, k.to_string())),
+    }
 }
 
 impl RunDir {
@@ -381,6 +400,7 @@ impl RunDir {
         Self {
             run_id,
             path: path.to_path_buf(),
+            root: None,
             fs_ops: None,
         }
     }
@@ -391,54 +411,44 @@ impl RunDir {
         }
     }
 
-    /// Walks `rel` below the run directory: every component must exist as a real
-    /// directory (all but the last) or a real regular file (the last). `Ok(None)` when a
-    /// component is missing.
-    fn file_path(
+    /// The run directory, opened without following anything below the runs root (a
+    /// store run) or from the operator's own path (a local run). `Ok(None)` when gone.
+    fn open_root(&self, artifact: &'static str) -> Result<Option<fsio::Root>, ArtifactFault> {
+        let opened = match &self.root {
+            Some(root) => fsio::Root::open(root, false).and_then(|r| r.dir(&[&self.run_id])),
+            None => fsio::Root::open(&self.path, true),
+        };
+        match opened {
+            Ok(r) => Ok(Some(r)),
+            Err(e) => match fault_of(e, artifact) {
+                None => Ok(None),
+                Some(f) => Err(f),
+            },
+        }
+    }
+
+    /// What `rel` is below the run directory (no component followed). `Ok(None)` when
+    /// missing; a symlink or an entry of the wrong type is a fault.
+    fn entry(
         &self,
         rel: &[&str],
         artifact: &'static str,
-    ) -> Result<Option<PathBuf>, ArtifactFault> {
-        self.walk(rel, artifact, false)
+        want_dir: bool,
+    ) -> Result<Option<()>, ArtifactFault> {
+        let Some(root) = self.open_root(artifact)? else {
+            return Ok(None);
+        };
+        match root.entry(rel) {
+            Ok(fsio::Entry::Dir) if want_dir => Ok(Some(())),
+            Ok(fsio::Entry::File) if !want_dir => Ok(Some(())),
+            Ok(_) => Err(ArtifactFault::WrongType(artifact)),
+            Err(e) => fault_of(e, artifact).map_or(Ok(None), Err),
+        }
     }
 
-    /// [`Self::file_path`] with the last component a directory when `last_is_dir`.
-    fn walk(
-        &self,
-        rel: &[&str],
-        artifact: &'static str,
-        last_is_dir: bool,
-    ) -> Result<Option<PathBuf>, ArtifactFault> {
-        let mut cur = self.path.clone();
-        match std::fs::symlink_metadata(&cur) {
-            Ok(m) if m.file_type().is_dir() => {}
-            Ok(m) if m.file_type().is_symlink() => return Err(ArtifactFault::Symlink(artifact)),
-            Ok(_) => return Err(ArtifactFault::WrongType(artifact)),
-            Err(_) => return Ok(None),
-        }
-        for (i, comp) in rel.iter().enumerate() {
-            cur.push(comp);
-            let last = i + 1 == rel.len();
-            match std::fs::symlink_metadata(&cur) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(ArtifactFault::Unreadable(artifact, e.kind().to_string())),
-                Ok(m) if m.file_type().is_symlink() => {
-                    return Err(ArtifactFault::Symlink(artifact));
-                }
-                Ok(m) if last && !last_is_dir && !m.file_type().is_file() => {
-                    return Err(ArtifactFault::WrongType(artifact));
-                }
-                Ok(m) if (!last || last_is_dir) && !m.file_type().is_dir() => {
-                    return Err(ArtifactFault::WrongType(artifact));
-                }
-                Ok(_) => {}
-            }
-        }
-        Ok(Some(cur))
-    }
-
-    /// Reads one file of the layout, at most `limit` bytes (`O_NOFOLLOW`, regular files
-    /// only). `Ok(None)` when it does not exist.
+    /// Reads one file of the layout, at most `limit` bytes, through the bounded reader
+    /// ([`crate::fsio`]: no component followed, regular files only, size checked before
+    /// reading). `Ok(None)` when it does not exist.
     pub fn read(
         &self,
         rel: &[&str],
@@ -446,33 +456,13 @@ impl RunDir {
         limit: u64,
     ) -> Result<Option<Vec<u8>>, ArtifactFault> {
         self.touch();
-        let Some(path) = self.file_path(rel, artifact)? else {
+        let Some(root) = self.open_root(artifact)? else {
             return Ok(None);
         };
-        let unreadable =
-            |e: std::io::Error| ArtifactFault::Unreadable(artifact, e.kind().to_string());
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&path)
-            .map_err(|e| {
-                if e.raw_os_error() == Some(libc::ELOOP) {
-                    ArtifactFault::Symlink(artifact)
-                } else {
-                    unreadable(e)
-                }
-            })?;
-        if !file.metadata().map_err(unreadable)?.file_type().is_file() {
-            return Err(ArtifactFault::WrongType(artifact));
+        match root.read(rel, limit) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) => fault_of(e, artifact).map_or(Ok(None), Err),
         }
-        let mut buf = Vec::new();
-        file.take(limit + 1)
-            .read_to_end(&mut buf)
-            .map_err(unreadable)?;
-        if buf.len() as u64 > limit {
-            return Err(ArtifactFault::TooLarge(artifact));
-        }
-        Ok(Some(buf))
     }
 
     /// Reads and checks `report.json` (at most `limit` bytes; schema must be
@@ -516,7 +506,11 @@ impl RunDir {
     pub fn has_manifest(&self) -> bool {
         self.touch();
         matches!(
-            self.file_path(&[TIMELINE_DIR, MANIFEST_FILE], "timeline/manifest.json"),
+            self.entry(
+                &[TIMELINE_DIR, MANIFEST_FILE],
+                "timeline/manifest.json",
+                false
+            ),
             Ok(Some(_))
         )
     }
@@ -526,7 +520,7 @@ impl RunDir {
     /// an integrity error.
     pub fn timeline(&self, owner_run_id: Option<&str>) -> TimelineState {
         self.touch();
-        match self.walk(&[TIMELINE_DIR], "timeline", true) {
+        match self.entry(&[TIMELINE_DIR], "timeline", true) {
             Ok(None) => return TimelineState::Unavailable("no_timeline"),
             Err(f) => return TimelineState::Integrity(vec![IntegrityItem::whole(f.code())], 0),
             Ok(Some(_)) => {}
@@ -535,15 +529,21 @@ impl RunDir {
             (MANIFEST_FILE, "timeline/manifest.json"),
             (EVENTS_FILE, "timeline/events.jsonl"),
         ] {
-            if let Err(f) = self.file_path(&[TIMELINE_DIR, file], artifact) {
+            if let Err(f) = self.entry(&[TIMELINE_DIR, file], artifact, false) {
                 return TimelineState::Integrity(vec![IntegrityItem::whole(f.code())], 0);
             }
         }
-        let report = crate::timeline::verify(&self.path);
+        let root = match self.open_root("timeline") {
+            Ok(Some(r)) => r,
+            Ok(None) => return TimelineState::Unavailable("no_timeline"),
+            Err(f) => return TimelineState::Integrity(vec![IntegrityItem::whole(f.code())], 0),
+        };
+        let report = crate::timeline::verify_at(&root, &self.path, false);
         if let Some(u) = &report.unavailable {
             return TimelineState::Unavailable(match u {
                 Unavailable::RunDirMissing => "no_timeline",
                 Unavailable::NoManifest => "no_manifest",
+                Unavailable::Incomplete => "run_incomplete",
             });
         }
         let mut items: Vec<IntegrityItem> = report

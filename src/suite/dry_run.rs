@@ -131,6 +131,35 @@ impl ResolvedSuite {
         );
         r.file("telemetry.include_descendants", t.include_descendants);
         r.file("telemetry.gpu", t.gpu.as_str());
+        r.file(
+            "telemetry.gpu_devices",
+            match &t.gpu_devices {
+                None => "none (CUDA_VISIBLE_DEVICES, else every GPU)".to_string(),
+                Some(l) => format!(
+                    "[{}]",
+                    l.iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
+        );
+        r.file(
+            "telemetry.prometheus",
+            match &t.prometheus {
+                None => "none".to_string(),
+                Some(p) => format!(
+                    "{} selector {} (queried after the run, wait up to {} s)",
+                    p.url,
+                    if p.selector.is_empty() {
+                        "none"
+                    } else {
+                        &p.selector
+                    },
+                    p.wait_s
+                ),
+            },
+        );
         r.file("gates", flatten(&s.gates));
         r.file("overhead", flatten(&s.overhead));
         for tool in &s.tools {
@@ -202,6 +231,9 @@ impl ResolvedSuite {
                 r.file("tools", format!("[{}]", a.tools.join(", ")));
                 r.file("max_steps", a.max_steps);
                 r.file("max_repeated_tool_calls", a.max_repeated_tool_calls);
+                if !a.tool_choice.is_empty() {
+                    r.file("tool_choice", a.tool_choice.join(", then "));
+                }
                 for (k, step) in a.script.iter().enumerate() {
                     r.fact(
                         &format!("script[{k}]"),
@@ -259,6 +291,17 @@ impl ResolvedSuite {
             SettingSource::Default
         };
         r.push("gates", flatten(&rj.gates), Some(gates_source));
+        r.fact(
+            "built-in gates",
+            match &j.kind {
+                JobKind::Swe(_) => "harness_exit == 0 (the harness's exit status)".to_string(),
+                _ if rj.gates.max_error_rate.is_none() => "successful_requests >= 1, \
+                    max_error_rate <= 0 (a failed request fails the job; declare \
+                    max_error_rate to tolerate some)"
+                    .to_string(),
+                _ => "successful_requests >= 1".to_string(),
+            },
+        );
         let checks: Vec<String> = j.checks.iter().map(|c| c.describe()).collect();
         r.fact(
             "checks",

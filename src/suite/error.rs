@@ -102,7 +102,66 @@ struct Inner {
     source: Option<Arc<NamedSource<Arc<str>>>>,
 }
 
+/// Longest line (bytes) a source snippet shows; a snippet whose lines (the labelled ones
+/// and one of context either side) are longer is left out, the `file:line:col` headline
+/// and the bounded message kept.
+pub const MAX_SNIPPET_LINE_BYTES: usize = 400;
+/// Bytes a source snippet shows at most (all its lines together).
+pub const MAX_SNIPPET_BYTES: usize = 4096;
+
+/// A message as shown: URL userinfo redacted, and every backticked value longer than
+/// [`crate::redact::EXCERPT_CHARS`] characters cut to an excerpt (pure).
+fn bounded_message(message: &str) -> String {
+    let m = crate::redact::urls(message);
+    let mut out = String::with_capacity(m.len().min(4096));
+    for (i, part) in m.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 {
+            out.push_str(&crate::redact::excerpt(part));
+        } else {
+            out.push_str(&crate::redact::excerpt_long(part));
+        }
+    }
+    out
+}
+
+/// Whether the lines a snippet of `span` would print (with one line of context either
+/// side) fit [`MAX_SNIPPET_LINE_BYTES`] and [`MAX_SNIPPET_BYTES`] (pure).
+fn snippet_fits(text: &str, span: &std::ops::Range<usize>) -> bool {
+    let start = span.start.min(text.len());
+    let end = span.end.clamp(start, text.len());
+    let mut a = text[..start].rfind('\n').map_or(0, |i| i);
+    a = text[..a].rfind('\n').map_or(0, |i| i + 1);
+    let mut b = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+    b = text[b.min(text.len())..]
+        .find('\n')
+        .map_or(text.len(), |i| b + i);
+    let shown = &text[a..b.max(a)];
+    shown.len() <= MAX_SNIPPET_BYTES && shown.lines().all(|l| l.len() <= MAX_SNIPPET_LINE_BYTES)
+}
+
 impl SuiteError {
+    /// An error at a 1-based `line`:`column` without source text (a file that is not
+    /// UTF-8: the position of its first invalid byte).
+    pub(crate) fn at_position(
+        file: PathBuf,
+        kind: SuiteErrorKind,
+        line: usize,
+        column: usize,
+        message: String,
+    ) -> Self {
+        let mut e = Self::plain(file, kind, message);
+        e.inner.location = Some(Location {
+            line,
+            column,
+            offset: 0,
+            len: 1,
+        });
+        e
+    }
+
     /// An error without source text (I/O, environment).
     pub(crate) fn plain(file: PathBuf, kind: SuiteErrorKind, message: String) -> Self {
         Self {
@@ -110,7 +169,7 @@ impl SuiteError {
                 file,
                 location: None,
                 path: None,
-                message,
+                message: bounded_message(&message),
                 hint: None,
                 kind,
                 label: String::new(),
@@ -128,11 +187,21 @@ impl SuiteError {
         path: Option<String>,
         message: String,
     ) -> Self {
-        let location = location_of(text, span);
-        let source = (kind != SuiteErrorKind::Secret).then(|| {
+        let location = location_of(text, span.clone());
+        // The snippet never shows a secret: URL userinfo and secret-looking keys' values are
+        // masked (same bytes, same offsets), and so is the value on an unknown key's line;
+        // a snippet with overlong lines is left out (the message stays located).
+        let unknown = matches!(
+            kind,
+            SuiteErrorKind::UnknownField
+                | SuiteErrorKind::UnknownTable
+                | SuiteErrorKind::WrongKindField
+        );
+        let source = (kind != SuiteErrorKind::Secret && snippet_fits(text, &span)).then(|| {
+            let masked = crate::redact::mask_source(text, unknown.then_some(location.offset));
             Arc::new(NamedSource::new(
                 file.display().to_string(),
-                Arc::clone(text),
+                Arc::<str>::from(masked),
             ))
         });
         Self {
@@ -140,7 +209,7 @@ impl SuiteError {
                 file,
                 location: Some(location),
                 path,
-                message,
+                message: bounded_message(&message),
                 hint: None,
                 label: default_label(kind).to_string(),
                 kind,
@@ -151,7 +220,7 @@ impl SuiteError {
 
     /// Adds a hint (did-you-mean or fix).
     pub(crate) fn with_hint(mut self, hint: Option<String>) -> Self {
-        self.inner.hint = hint;
+        self.inner.hint = hint.map(|h| bounded_message(&h));
         self
     }
 

@@ -11,8 +11,8 @@ use super::fields::{did_you_mean, struct_fields};
 use super::load::Ctx;
 use super::model::JobKindName;
 use super::raw::{
-    RawJob, RawResponse, RawScriptStep, RawSuite, RawSweep, RawTelemetry, RawTool, common_job_keys,
-    kind_job_keys, load_job_keys, load_kinds, request_job_keys,
+    RawJob, RawPrometheus, RawResponse, RawScriptStep, RawSuite, RawSweep, RawTelemetry, RawTool,
+    common_job_keys, kind_job_keys, load_job_keys, load_kinds, request_job_keys,
 };
 use crate::gate::spec::{GateSpec, OverheadSpec, PercentileBounds};
 use crate::grade::RawCheck;
@@ -98,6 +98,14 @@ impl Walker<'_> {
                 struct_fields::<RawTelemetry>(),
                 Where::Other,
             );
+            if let Some(DeValue::Table(p)) = t.get("prometheus").map(|v| v.get_ref()) {
+                self.keys(
+                    "telemetry.prometheus",
+                    p,
+                    struct_fields::<RawPrometheus>(),
+                    Where::Other,
+                );
+            }
         }
         if let Some(DeValue::Table(t)) = root.get("gates").map(|v| v.get_ref()) {
             self.gates("gates", t);

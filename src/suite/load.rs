@@ -77,7 +77,9 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
     let doc = match DeTable::parse(text) {
         Ok(d) => d,
         Err(e) => {
-            let span = e.span().unwrap_or(0..0);
+            // toml gives no span for its recursion limit on deep dotted keys: point at the
+            // most deeply nested line instead of 1:1.
+            let span = e.span().unwrap_or_else(|| deepest_line(text));
             return Err(SuiteError::located(
                 file,
                 &shared,
@@ -96,6 +98,33 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
     keys::check(doc.get_ref(), &ctx)?;
     let raw: RawSuite = toml::from_str(text).map_err(|e| serde_error(&e, &ctx))?;
     validate::validate(raw, &ctx, origin)
+}
+
+/// The start of the first line with the most nesting (dots, brackets and braces outside
+/// strings), for errors without a span (pure).
+fn deepest_line(text: &str) -> Range<usize> {
+    let mut best = (0usize, 0usize);
+    let mut start = 0usize;
+    for line in text.split_inclusive('\n') {
+        let mut depth = 0usize;
+        let mut quote: Option<char> = None;
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '#') => break,
+                (None, '.' | '[' | '{') => depth += 1,
+                _ => {}
+            }
+        }
+        if depth > best.0 {
+            let indent = line.len() - line.trim_start().len();
+            best = (depth, start + indent);
+        }
+        start += line.len();
+    }
+    best.1..best.1 + 1
 }
 
 /// Maps a serde/toml deserialization error to a located [`SuiteError`] with the dotted

@@ -42,12 +42,24 @@ pub use validate::normalize_endpoint;
 ///
 /// Errors: [`SuiteErrorKind::Io`] when the file cannot be read (no location), otherwise
 /// any error of [`parse`].
+/// The file is read through the bounded reader ([`crate::fsio`]: no symlink, no FIFO or
+/// device, at most [`crate::fsio::limits::SUITE_BYTES`]); a file that is not UTF-8 is an
+/// error at the line:col of its first invalid byte.
 pub fn load(path: &Path) -> Result<Suite, SuiteError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let bytes = crate::fsio::read(path, crate::fsio::limits::SUITE_BYTES).map_err(|e| {
         SuiteError::plain(
             path.to_path_buf(),
             SuiteErrorKind::Io,
             format!("cannot read the suite: {e}"),
+        )
+    })?;
+    let text = crate::fsio::utf8(bytes).map_err(|(line, col)| {
+        SuiteError::at_position(
+            path.to_path_buf(),
+            SuiteErrorKind::Syntax,
+            line,
+            col,
+            "invalid UTF-8: a suite file must be UTF-8 text".into(),
         )
     })?;
     parse(&text, path)

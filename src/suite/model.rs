@@ -189,7 +189,27 @@ pub struct Telemetry {
     pub include_descendants: bool,
     /// GPU sampling mode (default auto).
     pub gpu: GpuMode,
+    /// GPUs the run may sample and attribute, by NVML index or UUID; `None` = the
+    /// environment's `CUDA_VISIBLE_DEVICES`, else every device
+    /// ([`crate::telemetry::gpu`]).
+    pub gpu_devices: Option<Vec<crate::telemetry::GpuSelector>>,
+    /// A Prometheus server to read the engine counters from after the run.
+    pub prometheus: Option<PrometheusSource>,
 }
+
+/// `[telemetry] prometheus = { url = "...", selector = '{job="vllm"}' }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrometheusSource {
+    /// Base URL of the Prometheus server (no trailing `/`).
+    pub url: String,
+    /// Label matchers in braces; empty for none.
+    pub selector: String,
+    /// Longest wait after the run for a scrape past its end, s (default 10).
+    pub wait_s: f64,
+}
+
+/// Default `telemetry.prometheus.wait_s`.
+pub const DEFAULT_PROMETHEUS_WAIT_S: f64 = 10.0;
 
 /// A fixture tool declared in `[[tools]]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -320,6 +340,10 @@ pub struct AgenticJob {
     /// Identical consecutive tool calls (parsed-JSON equality) that stop the loop with
     /// `stop_reason = repeated_tool_call` (default 3).
     pub max_repeated_tool_calls: u32,
+    /// OpenAI `tool_choice` per LLM call (model mode): entry `n` for the n-th call, the
+    /// last entry for every later one (`["required", "auto"]`: a tool call first, then the
+    /// model's choice); empty = not sent (the engine's default).
+    pub tool_choice: Vec<String>,
     /// The fixed trajectory (scripted mode only; empty in model mode).
     pub script: Vec<ScriptStep>,
 }

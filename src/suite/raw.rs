@@ -46,6 +46,17 @@ pub(crate) struct RawTelemetry {
     pub engine_pid: Option<u32>,
     pub include_descendants: Option<bool>,
     pub gpu: Option<GpuMode>,
+    pub gpu_devices: Option<Vec<toml::Value>>,
+    pub prometheus: Option<RawPrometheus>,
+}
+
+/// `[telemetry] prometheus = { url, selector, wait_s }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPrometheus {
+    pub url: Option<String>,
+    pub selector: Option<String>,
+    pub wait_s: Option<f64>,
 }
 
 /// `[[tools]]`.
@@ -96,6 +107,7 @@ pub(crate) struct RawJob {
     pub tools: Option<Vec<String>>,
     pub max_steps: Option<u32>,
     pub max_repeated_tool_calls: Option<u32>,
+    pub tool_choice: Option<toml::Value>,
     pub script: Option<Vec<RawScriptStep>>,
     // context
     pub sizes: Option<Vec<u32>>,
@@ -156,6 +168,7 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
             "tools",
             "max_steps",
             "max_repeated_tool_calls",
+            "tool_choice",
             "script",
         ],
         JobKindName::Context => &["sizes", "shared_prefix", "filler"],

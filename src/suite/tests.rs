@@ -1013,10 +1013,11 @@ fn miette_rendering_shows_the_line_label_and_hint() {
         "{pretty}"
     );
     assert_eq!(pretty.matches("did you mean").count(), 1, "{pretty}");
-    assert!(pretty.contains("max_stpes = 4"), "{pretty}");
+    // The value under an unknown key is never echoed (issue 15): masked in the snippet.
+    assert!(pretty.contains("max_stpes = *\n"), "{pretty}");
     let out = render(&e);
     assert!(out.contains("suite::unknown_field"), "{out}");
-    assert!(out.contains("max_stpes = 4"), "{out}");
+    assert!(out.contains("max_stpes = *"), "{out}");
     assert!(out.contains("unknown field"), "{out}");
     assert!(out.contains("help: did you mean `max_steps`?"), "{out}");
     let (line, col) = pos(&text, "max_stpes");

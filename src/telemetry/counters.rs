@@ -3,7 +3,6 @@
 //! "split the run into epochs and never take raw end-minus-start").
 
 use super::profile::CreatedSignature;
-use serde::{Deserialize, Serialize};
 
 /// Tracks one canonical counter over successive scrapes and flags resets.
 #[derive(Clone, Debug, Default)]
@@ -52,21 +51,9 @@ impl CounterTracker {
     }
 }
 
-/// The increase of a counter over a series of samples, reset-aware (C15).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CounterIncrease {
-    /// Sum over consecutive present samples of `v[i] − v[i−1]`, or `v[i]` when sample `i` is
-    /// flagged as a reset (the counter restarted from 0 within the interval). `None` when fewer
-    /// than two samples carry a value.
-    pub increase: Option<u64>,
-    /// Number of reset intervals.
-    pub counter_resets: u32,
-    /// `true` when any reset occurred: increments between the last pre-reset sample and the
-    /// reset are unobservable, so `increase` is a lower bound (C15: 10000 → 800 gives ≥ 800).
-    pub lower_bound: bool,
-    /// Samples with a value that took part.
-    pub samples_used: u32,
-}
+/// The increase of a counter over a series of samples, reset-aware (C15): the report
+/// model's.
+pub use crate::model::telemetry::CounterIncrease;
 
 /// Reset-aware increase over `(value, reset_flag)` samples in time order. A sample's reset
 /// flag (as produced by [`CounterTracker::observe`]) marks the interval ending at it as a

@@ -32,18 +32,8 @@ pub struct EnergyPoint {
     pub energy_mj: Option<u64>,
 }
 
-/// How a whole-run energy figure was obtained.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EnergyMethod {
-    /// Energy-counter deltas only.
-    Counter,
-    /// Trapezoid integration of power only.
-    PowerIntegration,
-    /// Counter deltas, with power integration over the intervals where the counter was
-    /// missing, reset or implausible.
-    Mixed,
-}
+/// How a whole-run energy figure was obtained: the report model's.
+pub use crate::model::telemetry::EnergyMethod;
 
 /// Whole-run energy of one device. Serialized into `samples/sources.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -92,8 +92,14 @@ pub struct MetricsSample {
     /// Reset flags of the interval ending here.
     pub resets: ResetFlags,
     /// Canonical gauges (`requests_running`, `requests_waiting`, `kv_cache_usage`, and for
-    /// SGLang `cache_hit_rate`); `null` when absent or non-finite.
+    /// SGLang `cache_hit_rate`); `null` when absent or non-finite, and `null` when several
+    /// engines expose the gauge (see `gauge_engines`: never a sum across engines).
     pub gauges: BTreeMap<String, Option<f64>>,
+    /// Gauges exposed by more than one engine (data-parallel ranks): gauge → engine key
+    /// (the series' labels other than the model's, e.g. `engine="1"`) → value. Empty (and
+    /// absent in older files) when every gauge came from one engine.
+    #[serde(default)]
+    pub gauge_engines: BTreeMap<String, BTreeMap<String, Option<f64>>>,
     /// Names whose exposed value was NaN/±Inf (or a negative counter): written as `null`
     /// above, flagged here (C17).
     pub non_finite: Vec<String>,
@@ -131,6 +137,7 @@ impl MetricsTracker {
             counters,
             resets,
             gauges: snap.gauges.clone(),
+            gauge_engines: snap.gauge_engines.clone(),
             non_finite: snap.non_finite.clone(),
         }
     }
@@ -201,7 +208,7 @@ pub(crate) async fn scrape(
 
 /// `e: source: source…` on one line (reqwest's own text omits the cause, e.g. "connection
 /// refused" or "operation timed out").
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(s) = cur {

@@ -11,6 +11,12 @@
 //! - **metrics** — an engine's Prometheus/OpenMetrics endpoint mapped to the canonical counters
 //!   `prompt_tokens`, `generation_tokens`, `prefix_cache_queries`, `prefix_cache_hits` and the
 //!   gauges `requests_running`, `requests_waiting`, `kv_cache_usage` ([`profile`]).
+//! - **prometheus** — the same counters and gauges read from a Prometheus server after the run
+//!   ([`prometheus`]: range queries over the run window, each series at its own source
+//!   timestamps, staleness flagged); the join reads its counters when it is configured.
+//!
+//! GPUs are selected by `gpu_devices` / `CUDA_VISIBLE_DEVICES`, and a GPU in MIG mode is kept
+//! as a lane but marked not attributable ([`gpu`]).
 //!
 //! Lifecycle: [`start`] spawns one thread per configured source and returns once every source
 //! has taken its first sample (or failed to start), so the first samples precede the measured
@@ -21,6 +27,9 @@
 //!
 //! # Artifact formats (`<run dir>/samples/`, written by [`TelemetryRun::write_samples`],
 //! read back by [`TelemetryRun::read_samples`])
+//!
+//! The user-facing description of every file and field, for tools that write samples the
+//! offline join reads, is `docs/samples.md`; keep the two in step.
 //!
 //! All files are strict JSON: non-finite floats are never written (they become `null` and the
 //! name is listed in a `non_finite` array, C17); `Option` values are written as `null`, never
@@ -35,7 +44,9 @@
 //! - `metrics.jsonl` — one [`MetricsSample`] per successful scrape:
 //!   `{"elapsed_ns":u64,"request_sent_ns":u64,"counters":{"prompt_tokens":u64|null,"generation_tokens":…,"prefix_cache_queries":…,"prefix_cache_hits":…},"resets":{"prompt_tokens":bool,…},"gauges":{"requests_running":f64|null,…},"non_finite":[name,…]}`.
 //!   Failed scrapes are not lines: they are counted gaps in `sources.json`.
-//! - `sources.json` — `{"schema":"inferscope.samples.v1","clock_domain_id":str,"reference_instant_unix_ns":u64,"started_elapsed_ns":u64,"stopped_elapsed_ns":u64,"proc":ProcTimeline|null,"power":PowerTimeline|null,"metrics":MetricsTimeline|null}`,
+//! - `prometheus.jsonl` — the Prometheus source's samples, in the `metrics.jsonl` line format
+//!   (`elapsed_ns` = newest source timestamp, `request_sent_ns` = oldest).
+//! - `sources.json` — `{"schema":"inferscope.samples.v1","clock_domain_id":str,"reference_instant_unix_ns":u64,"started_elapsed_ns":u64,"stopped_elapsed_ns":u64,"proc":ProcTimeline|null,"power":PowerTimeline|null,"metrics":MetricsTimeline|null,"prometheus":MetricsTimeline|null}`,
 //!   each timeline without its samples but with `sample_count`, `dropped`, its `period_ns`, its
 //!   `status` (`{"state":"ok"}`, `{"state":"unavailable","reason":str}`,
 //!   `{"state":"ended","at_elapsed_ns":u64|null,"reason":str}`, `{"state":"failed","reason":str}`)
@@ -47,16 +58,20 @@
 
 pub mod counters;
 pub mod energy;
+pub mod gpu;
 pub mod metrics;
 pub mod power;
 pub mod proc;
 pub mod profile;
 pub mod prom;
+pub mod prometheus;
 mod sampler;
 mod store;
+pub mod summary;
 
 pub use counters::{CounterIncrease, CounterTracker, counter_increase};
 pub use energy::{EnergyMethod, EnergyPoint, EnergySummary, whole_run_energy};
+pub use gpu::{GpuSelection, GpuSelector, MigState, select_gpus};
 pub use metrics::{CounterValues, MetricsSample, MetricsTracker, ResetFlags};
 pub use power::{
     FnProbe, GpuDevice, GpuIdentity, GpuSampler, PowerBasis, PowerDevice, PowerDeviceKind,
@@ -68,6 +83,7 @@ pub use prom::{
     BucketQuantile, Exposition, ExpositionFormat, Histogram, format_from_content_type,
     parse_exposition,
 };
+pub use prometheus::{PrometheusConfig, PrometheusInfo};
 pub use sampler::{TelemetryHandle, start};
 pub use store::{SCHEMA as SAMPLES_SCHEMA, SamplesError, SamplesSources};
 
@@ -84,31 +100,8 @@ pub const DEFAULT_METRICS_TIMEOUT: Duration = Duration::from_secs(1);
 /// Default cap on samples kept per source (power: per device).
 pub const DEFAULT_MAX_SAMPLES: usize = 200_000;
 
-/// The state of one source (or power device) at the end of the run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum SourceStatus {
-    /// Sampled until stop.
-    Ok,
-    /// Never produced data; the reason (e.g. NVML init failure, pid absent, no scrape
-    /// succeeded, every power/energy query NotSupported).
-    Unavailable {
-        /// Human-readable reason.
-        reason: String,
-    },
-    /// Stopped early because the target went away (pid exited or reused, GPU lost).
-    Ended {
-        /// When it was noticed, ns from the reference instant.
-        at_elapsed_ns: Option<u64>,
-        /// Human-readable reason.
-        reason: String,
-    },
-    /// The sampler itself failed (thread could not start or panicked).
-    Failed {
-        /// Human-readable reason.
-        reason: String,
-    },
-}
+/// The state of one source (or power device) at the end of the run: the report model's.
+pub use crate::model::telemetry::SourceStatus;
 
 /// `/proc` source settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,9 +115,13 @@ pub struct ProcConfig {
 /// GPU (NVML) source settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GpuConfig {
-    /// NVML device indices to sample; `None` = all.
-    pub devices: Option<Vec<u32>>,
+    /// Which devices to sample and attribute ([`gpu`]); the default selects every device.
+    pub selection: GpuSelection,
 }
+
+/// Opens the GPUs a run may sample (NVML by default; tests pass doubles of [`GpuDevice`]).
+/// `Err` carries the reason the GPU source is unavailable.
+pub type GpuOpener = Box<dyn FnOnce() -> Result<Vec<Box<dyn GpuDevice>>, String> + Send>;
 
 /// Metrics source settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -170,6 +167,10 @@ pub struct TelemetryConfig {
     pub probes: Vec<Box<dyn PowerProbe>>,
     /// Metrics source.
     pub metrics: Option<MetricsConfig>,
+    /// Prometheus server queried after the run ([`prometheus`]).
+    pub prometheus: Option<PrometheusConfig>,
+    /// Opens the GPUs instead of NVML (test doubles); `None` = NVML.
+    pub gpu_opener: Option<GpuOpener>,
     /// Cap on kept samples per source (power: per device); default 200,000.
     pub max_samples_per_source: usize,
 }
@@ -182,6 +183,8 @@ impl Default for TelemetryConfig {
             gpu: None,
             probes: Vec::new(),
             metrics: None,
+            prometheus: None,
+            gpu_opener: None,
             max_samples_per_source: DEFAULT_MAX_SAMPLES,
         }
     }
@@ -202,6 +205,8 @@ impl std::fmt::Debug for TelemetryConfig {
                     .collect::<Vec<_>>(),
             )
             .field("metrics", &self.metrics)
+            .field("prometheus", &self.prometheus)
+            .field("gpu_opener", &self.gpu_opener.as_ref().map(|_| "custom"))
             .field("max_samples_per_source", &self.max_samples_per_source)
             .finish()
     }
@@ -246,6 +251,9 @@ pub struct PowerTimeline {
     pub sample_count: u64,
     /// Samples dropped at the cap (all devices).
     pub dropped: u64,
+    /// How the GPUs were selected and anything to know about it ([`gpu`]).
+    #[serde(default)]
+    pub gpu_notes: Vec<String>,
     /// The samples (in `gpu.jsonl`, not in `sources.json`).
     #[serde(skip)]
     pub samples: Vec<PowerSample>,
@@ -319,6 +327,10 @@ pub struct MetricsTimeline {
     pub sample_count: u64,
     /// Samples dropped at the cap.
     pub dropped: u64,
+    /// Set when the samples came from a Prometheus server rather than a direct scrape:
+    /// the queries, the source timestamps and staleness per series ([`prometheus`]).
+    #[serde(default)]
+    pub prometheus: Option<PrometheusInfo>,
     /// The samples (in `metrics.jsonl`, not in `sources.json`).
     #[serde(skip)]
     pub samples: Vec<MetricsSample>,
@@ -352,4 +364,16 @@ pub struct TelemetryRun {
     pub power: Option<PowerTimeline>,
     /// Metrics source, if configured.
     pub metrics: Option<MetricsTimeline>,
+    /// The engine counters as read from a Prometheus server after the run
+    /// (`[telemetry] prometheus`), if configured (`samples/prometheus.jsonl`).
+    #[serde(default)]
+    pub prometheus: Option<MetricsTimeline>,
+}
+
+impl TelemetryRun {
+    /// The timeline the ADR-013 join reads engine counters from: the Prometheus one when
+    /// the run configured a Prometheus source, else the direct `/metrics` scrape.
+    pub fn counter_timeline(&self) -> Option<&MetricsTimeline> {
+        self.prometheus.as_ref().or(self.metrics.as_ref())
+    }
 }

@@ -16,31 +16,8 @@ use super::SourceStatus;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// What a power figure means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum PowerBasis {
-    /// Instantaneous board power (`NVML_FI_DEV_POWER_INSTANT`, or a probe's instant reading).
-    #[serde(rename = "instant")]
-    Instant,
-    /// A 1 s trailing average (`nvmlDeviceGetPowerUsage` on Ampere-except-GA100 and newer);
-    /// low confidence for windows shorter than 1 s (C20).
-    #[serde(rename = "averaged_1s")]
-    Averaged1s,
-    /// A model of power, not a measurement (the built-in simulator). Labelled everywhere.
-    #[serde(rename = "simulated")]
-    Simulated,
-}
-
-impl PowerBasis {
-    /// The serialized name (`"instant"`, `"averaged_1s"`, `"simulated"`).
-    pub fn name(self) -> &'static str {
-        match self {
-            PowerBasis::Instant => "instant",
-            PowerBasis::Averaged1s => "averaged_1s",
-            PowerBasis::Simulated => "simulated",
-        }
-    }
-}
+/// What a power figure means: the report model's (`instant`, `averaged_1s`, `simulated`).
+pub use crate::model::basis::PowerBasis;
 
 /// One reading of a [`PowerProbe`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -119,15 +96,8 @@ pub struct PowerSample {
     pub utilization_memory_pct: Option<u32>,
 }
 
-/// Whether a power device is an NVML GPU or a probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PowerDeviceKind {
-    /// An NVIDIA GPU through NVML.
-    Nvml,
-    /// A [`PowerProbe`].
-    Probe,
-}
+/// Whether a power device is an NVML GPU or a probe: the report model's.
+pub use crate::model::telemetry::PowerDeviceKind;
 
 /// Errors of one field of one device.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,6 +136,41 @@ pub struct PowerDevice {
     pub errors: BTreeMap<String, FieldErrors>,
     /// Whole-run energy (filled at stop and by `read_samples`).
     pub energy: Option<super::energy::EnergySummary>,
+    /// MIG state of a GPU (`null` for probes and for GPUs that report none).
+    #[serde(default)]
+    pub mig: Option<super::gpu::MigState>,
+    /// `null` when per-step energy may be attributed to this device; otherwise why not (a
+    /// GPU in MIG mode: whole-GPU power only). Such a device keeps its lane but never gets
+    /// a per-step figure.
+    #[serde(default)]
+    pub not_attributable: Option<String>,
+}
+
+impl PowerDevice {
+    /// A device with status `ok` and nothing unsupported, failed, selected or withheld:
+    /// a probe, or a device read back from another tool's timeline.
+    pub fn plain(
+        device: u32,
+        kind: PowerDeviceKind,
+        label: String,
+        power_basis: Option<PowerBasis>,
+    ) -> Self {
+        PowerDevice {
+            device,
+            kind,
+            label,
+            index: None,
+            uuid: None,
+            name: None,
+            power_basis,
+            status: SourceStatus::Ok,
+            unsupported: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            energy: None,
+            mig: None,
+            not_attributable: None,
+        }
+    }
 }
 
 /// Why a GPU query failed.
@@ -205,6 +210,43 @@ pub trait GpuDevice: Send {
     fn memory_used_bytes(&mut self) -> Result<u64, QueryError>;
     /// `utilization_rates()`: (gpu %, memory %).
     fn utilization_pct(&mut self) -> Result<(u32, u32), QueryError>;
+    /// `nvmlDeviceGetMigMode` (current mode): `true` when MIG is enabled. The default answers
+    /// `NotSupported` (a device without MIG).
+    fn mig_mode(&mut self) -> Result<bool, QueryError> {
+        Err(QueryError::NotSupported("MIG not supported".into()))
+    }
+    /// UUIDs of the MIG instances on this GPU (`MIG-…`); empty when there are none.
+    fn mig_instance_uuids(&mut self) -> Result<Vec<String>, QueryError> {
+        Ok(Vec::new())
+    }
+}
+
+/// A boxed device is a device (NVML devices and test doubles behind one type).
+impl GpuDevice for Box<dyn GpuDevice> {
+    fn identity(&self) -> GpuIdentity {
+        (**self).identity()
+    }
+    fn power_instant_mw(&mut self) -> Result<u64, QueryError> {
+        (**self).power_instant_mw()
+    }
+    fn power_usage_mw(&mut self) -> Result<u64, QueryError> {
+        (**self).power_usage_mw()
+    }
+    fn total_energy_mj(&mut self) -> Result<u64, QueryError> {
+        (**self).total_energy_mj()
+    }
+    fn memory_used_bytes(&mut self) -> Result<u64, QueryError> {
+        (**self).memory_used_bytes()
+    }
+    fn utilization_pct(&mut self) -> Result<(u32, u32), QueryError> {
+        (**self).utilization_pct()
+    }
+    fn mig_mode(&mut self) -> Result<bool, QueryError> {
+        (**self).mig_mode()
+    }
+    fn mig_instance_uuids(&mut self) -> Result<Vec<String>, QueryError> {
+        (**self).mig_instance_uuids()
+    }
 }
 
 /// Shared per-device bookkeeping: unsupported fields, error counts, energy epochs.
@@ -276,6 +318,8 @@ pub struct GpuSampler<D: GpuDevice> {
     id: u32,
     book: FieldBook,
     basis: Option<PowerBasis>,
+    mig: Option<super::gpu::MigState>,
+    not_attributable: Option<String>,
 }
 
 impl<D: GpuDevice> GpuSampler<D> {
@@ -286,7 +330,18 @@ impl<D: GpuDevice> GpuSampler<D> {
             id,
             book: FieldBook::new(),
             basis: None,
+            mig: None,
+            not_attributable: None,
         }
+    }
+
+    /// A sampler of a selected device ([`super::gpu::select_gpus`]): its MIG state and
+    /// whether it is attributable travel into [`PowerDevice`].
+    pub fn selected(sel: super::gpu::SelectedGpu<D>, id: u32) -> Self {
+        let mut s = Self::new(sel.device, id);
+        s.mig = sel.mig;
+        s.not_attributable = sel.not_attributable;
+        s
     }
 
     /// Whether the device was lost (no further samples).
@@ -382,6 +437,8 @@ impl<D: GpuDevice> GpuSampler<D> {
             unsupported: b.unsupported.clone(),
             errors: b.errors.clone(),
             energy: None,
+            mig: self.mig.clone(),
+            not_attributable: self.not_attributable.clone(),
         }
     }
 }
@@ -423,19 +480,12 @@ impl ProbeSampler {
 
     /// The device description.
     pub fn describe(&self) -> PowerDevice {
-        PowerDevice {
-            device: self.id,
-            kind: PowerDeviceKind::Probe,
-            label: self.probe.label().to_string(),
-            index: None,
-            uuid: None,
-            name: None,
-            power_basis: Some(self.probe.basis()),
-            status: SourceStatus::Ok,
-            unsupported: BTreeMap::new(),
-            errors: BTreeMap::new(),
-            energy: None,
-        }
+        PowerDevice::plain(
+            self.id,
+            PowerDeviceKind::Probe,
+            self.probe.label().to_string(),
+            Some(self.probe.basis()),
+        )
     }
 }
 
@@ -508,6 +558,14 @@ pub mod nvml {
         Ok(out)
     }
 
+    /// Every device NVML reports, boxed for [`super::super::gpu::select_gpus`].
+    pub fn open_all() -> Result<Vec<Box<dyn GpuDevice>>, String> {
+        Ok(open(None)?
+            .into_iter()
+            .map(|d| Box::new(d) as Box<dyn GpuDevice>)
+            .collect())
+    }
+
     fn sample_value_u64(v: &SampleValue) -> Option<u64> {
         match *v {
             SampleValue::U32(x) => Some(x as u64),
@@ -549,6 +607,21 @@ pub mod nvml {
                 .utilization_rates()
                 .map(|u| (u.gpu, u.memory))
                 .map_err(classify)
+        }
+        fn mig_mode(&mut self) -> Result<bool, QueryError> {
+            // NVML_DEVICE_MIG_ENABLE is 1.
+            self.dev
+                .mig_mode()
+                .map(|m| m.current == 1)
+                .map_err(classify)
+        }
+        fn mig_instance_uuids(&mut self) -> Result<Vec<String>, QueryError> {
+            let slots = self.dev.mig_device_count().map_err(classify)?;
+            // Empty slots answer NotFound; they are skipped.
+            Ok((0..slots)
+                .filter_map(|i| self.dev.mig_device_by_index(i).ok())
+                .filter_map(|m| m.uuid().ok())
+                .collect())
         }
     }
 }

@@ -223,6 +223,32 @@ fn spec(p: EngineProfile) -> Option<&'static ProfileSpec> {
     }
 }
 
+/// The metric families one profile reads: counter families (as declared, without the
+/// `_total` sample suffix) and gauge families, each once, in profile order. `None` for
+/// [`EngineProfile::Auto`] (detect first).
+pub fn families(p: EngineProfile) -> Option<(Vec<&'static str>, Vec<&'static str>)> {
+    let spec = spec(p)?;
+    let mut counters: Vec<&'static str> = Vec::new();
+    for alts in spec.counters {
+        for alt in alts.iter() {
+            for f in alt.iter() {
+                if !counters.contains(f) {
+                    counters.push(f);
+                }
+            }
+        }
+    }
+    let mut gauges: Vec<&'static str> = Vec::new();
+    for (_, fams) in spec.gauges {
+        for f in fams.iter() {
+            if !gauges.contains(f) {
+                gauges.push(f);
+            }
+        }
+    }
+    Some((counters, gauges))
+}
+
 /// Signature of a counter's `_created` samples (series key → value bits), used as a reset
 /// signal across scrapes. Empty when the engine exposes no `_created`.
 pub type CreatedSignature = Vec<(String, u64)>;
@@ -244,8 +270,13 @@ pub struct CanonicalSnapshot {
     /// Indexed by [`CounterId`].
     pub counters: [CounterReading; 4],
     /// Gauge name → value. A gauge that is absent is `None`; a non-finite value is `None` and
-    /// its name is listed in `non_finite`.
+    /// its name is listed in `non_finite`. A gauge exposed by several engines (data-parallel
+    /// ranks: series that differ in labels other than the model's) is `None` here — never
+    /// their sum — and kept per engine in `gauge_engines`.
     pub gauges: BTreeMap<String, Option<f64>>,
+    /// Gauge name → engine key (the series' other labels, e.g. `engine="1"`) → value, for
+    /// gauges exposed by more than one engine.
+    pub gauge_engines: BTreeMap<String, BTreeMap<String, Option<f64>>>,
     /// Names (canonical counter or gauge) whose exposed value was NaN/±Inf/negative (C17).
     pub non_finite: Vec<String>,
     /// Canonical name → the formula used, e.g. `"llamacpp:prompt_tokens + llamacpp:prompt_tokens_cached"`.
@@ -361,6 +392,7 @@ pub fn map_exposition(
             created: Vec::new(),
         }),
         gauges: BTreeMap::new(),
+        gauge_engines: BTreeMap::new(),
         non_finite: Vec::new(),
         mapping: BTreeMap::new(),
         notes: Vec::new(),
@@ -415,6 +447,16 @@ pub fn map_exposition(
                     "{fname}: no # TYPE line; read as a counter by name"
                 ));
             }
+            if vals.is_empty() {
+                // Declared (`# TYPE`) but no series: nothing was counted, so the counter is
+                // missing (null), never 0.
+                snap.notes.push(format!(
+                    "{fname}: declared but exposes no series; {} is null",
+                    id.name()
+                ));
+                ok = false;
+                break;
+            }
             let v = sum_dedup(&vals, spec.dedupe_labels);
             if !v.is_finite() || v < 0.0 {
                 snap.non_finite.push(id.name().to_string());
@@ -458,12 +500,32 @@ pub fn map_exposition(
             snap.gauges.insert(gname.to_string(), None);
             continue;
         }
-        let v = sum_dedup(&vals, spec.dedupe_labels);
-        if v.is_finite() {
-            snap.gauges.insert(gname.to_string(), Some(v));
+        // One value per engine (labels other than the model's and the de-duplicated ones;
+        // the largest of duplicates), never summed across engines: 0.25 and 0.5 of two
+        // data-parallel engines are two readings, not 0.75.
+        let mut drop: Vec<&str> = vec!["model_name", "model"];
+        drop.extend(spec.dedupe_labels);
+        let mut engines: BTreeMap<String, Vec<&super::prom::MetricSample>> = BTreeMap::new();
+        for s in &vals {
+            engines
+                .entry(series_key(&s.labels, &drop))
+                .or_default()
+                .push(s);
+        }
+        let mut values: BTreeMap<String, Option<f64>> = BTreeMap::new();
+        for (engine, samples) in engines {
+            let v = sum_dedup(&samples, spec.dedupe_labels);
+            if !v.is_finite() && !snap.non_finite.iter().any(|n| n == gname) {
+                snap.non_finite.push(gname.to_string());
+            }
+            values.insert(engine, v.is_finite().then_some(v));
+        }
+        if values.len() == 1 {
+            let v = values.into_values().next().flatten();
+            snap.gauges.insert(gname.to_string(), v);
         } else {
-            snap.non_finite.push(gname.to_string());
             snap.gauges.insert(gname.to_string(), None);
+            snap.gauge_engines.insert(gname.to_string(), values);
         }
     }
     snap

@@ -1,7 +1,7 @@
 //! Sampler threads: one per source, a deadline-based loop, a shared stop signal.
 
 use super::metrics::{MetricsTracker, build_client, scrape};
-use super::power::{GpuSampler, PowerSample, ProbeSampler, nvml};
+use super::power::{GpuDevice, GpuSampler, PowerSample, ProbeSampler, nvml};
 use super::proc::{ProcOutcome, ProcReader, ProcSample, clk_tck};
 use super::profile::map_exposition;
 use super::prom::{ExpositionFormat, format_from_content_type, parse_exposition};
@@ -119,7 +119,7 @@ fn run_loop(
 enum SourceResult {
     Proc(ProcTimeline),
     Power(PowerTimeline),
-    Metrics(MetricsTimeline),
+    Metrics(Box<MetricsTimeline>),
 }
 
 /// A running set of samplers; [`TelemetryHandle::stop`] ends them and returns the timelines.
@@ -131,6 +131,7 @@ pub struct TelemetryHandle {
     clock: RunClock,
     started_elapsed_ns: u64,
     configured: Configured,
+    prometheus: Option<super::PrometheusConfig>,
 }
 
 #[derive(Clone)]
@@ -182,14 +183,16 @@ pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
             Box::new(move || SourceResult::Proc(proc_thread(pc, period, cap, &s, &c, r))),
         );
     }
+    let prometheus = config.prometheus.clone();
     if config.gpu.is_some() || !config.probes.is_empty() {
         let (s, c, r) = (stop.clone(), clock.clone(), ready_tx.clone());
         let gpu = config.gpu.clone();
         let probes = config.probes;
+        let opener = config.gpu_opener;
         spawn(
             "power",
             Box::new(move || {
-                SourceResult::Power(power_thread(gpu, probes, period, cap, &s, &c, r))
+                SourceResult::Power(power_thread(gpu, opener, probes, period, cap, &s, &c, r))
             }),
         );
     }
@@ -197,7 +200,7 @@ pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
         let (s, c, r) = (stop.clone(), clock.clone(), ready_tx.clone());
         spawn(
             "metrics",
-            Box::new(move || SourceResult::Metrics(metrics_thread(mc, cap, &s, &c, r))),
+            Box::new(move || SourceResult::Metrics(Box::new(metrics_thread(mc, cap, &s, &c, r)))),
         );
     }
     drop(ready_tx);
@@ -222,6 +225,7 @@ pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
         clock: clock.clone(),
         started_elapsed_ns,
         configured,
+        prometheus,
     }
 }
 
@@ -239,6 +243,7 @@ impl TelemetryHandle {
             proc: None,
             power: None,
             metrics: None,
+            prometheus: None,
         };
         let threads = std::mem::take(&mut self.threads);
         let mut failed = std::mem::take(&mut self.failed);
@@ -246,7 +251,7 @@ impl TelemetryHandle {
             match h.join() {
                 Ok(SourceResult::Proc(t)) => run.proc = Some(t),
                 Ok(SourceResult::Power(t)) => run.power = Some(t),
-                Ok(SourceResult::Metrics(t)) => run.metrics = Some(t),
+                Ok(SourceResult::Metrics(t)) => run.metrics = Some(*t),
                 Err(_) => failed.push((name, "sampler thread panicked".into())),
             }
         }
@@ -266,6 +271,7 @@ impl TelemetryHandle {
                             devices: Vec::new(),
                             sample_count: 0,
                             dropped: 0,
+                            gpu_notes: Vec::new(),
                             samples: Vec::new(),
                         });
                     }
@@ -280,6 +286,15 @@ impl TelemetryHandle {
             }
         }
         run.stopped_elapsed_ns = self.clock.elapsed_ns();
+        // After the measured window: ask the Prometheus server for the run window.
+        if let Some(pc) = self.prometheus.take() {
+            run.prometheus = Some(super::prometheus::collect(
+                &pc,
+                run.reference_instant_unix_ns,
+                run.started_elapsed_ns,
+                run.stopped_elapsed_ns,
+            ));
+        }
         run
     }
 }
@@ -364,8 +379,10 @@ fn proc_thread(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn power_thread(
     gpu: Option<GpuConfig>,
+    opener: Option<super::GpuOpener>,
     probes: Vec<Box<dyn super::PowerProbe>>,
     period: Duration,
     cap: usize,
@@ -374,13 +391,25 @@ fn power_thread(
     ready: mpsc::SyncSender<()>,
 ) -> PowerTimeline {
     let mut gpu_status = None;
-    let mut gpus: Vec<GpuSampler<nvml::NvmlDevice>> = Vec::new();
+    let mut gpu_notes = Vec::new();
+    let mut gpus: Vec<GpuSampler<Box<dyn GpuDevice>>> = Vec::new();
     if let Some(g) = &gpu {
-        match nvml::open(g.devices.as_deref()) {
+        let opened = match opener {
+            Some(open) => open(),
+            None => nvml::open_all(),
+        };
+        match opened {
             Ok(devs) => {
-                gpu_status = Some(SourceStatus::Ok);
-                for (i, d) in devs.into_iter().enumerate() {
-                    gpus.push(GpuSampler::new(d, i as u32));
+                let choice = super::gpu::select_gpus(devs, &g.selection);
+                gpu_notes = choice.notes;
+                match choice.none_reason {
+                    Some(reason) => gpu_status = Some(SourceStatus::Unavailable { reason }),
+                    None => {
+                        gpu_status = Some(SourceStatus::Ok);
+                        for (i, sel) in choice.selected.into_iter().enumerate() {
+                            gpus.push(GpuSampler::selected(sel, i as u32));
+                        }
+                    }
                 }
             }
             Err(reason) => gpu_status = Some(SourceStatus::Unavailable { reason }),
@@ -435,6 +464,7 @@ fn power_thread(
         devices,
         sample_count: buf.items.len() as u64,
         dropped: buf.dropped,
+        gpu_notes,
         samples: buf.items,
     };
     t.compute_energy();
@@ -459,6 +489,7 @@ fn empty_metrics(mc: &MetricsConfig, period_ns: u64) -> MetricsTimeline {
         notes: Vec::new(),
         sample_count: 0,
         dropped: 0,
+        prometheus: None,
         samples: Vec::new(),
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{MetricsTimeline, PowerTimeline, ProcTimeline, TelemetryRun};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Schema id written in `sources.json`.
@@ -51,6 +51,7 @@ struct SourcesOut<'a> {
     proc: &'a Option<ProcTimeline>,
     power: &'a Option<PowerTimeline>,
     metrics: &'a Option<MetricsTimeline>,
+    prometheus: &'a Option<MetricsTimeline>,
 }
 
 /// `samples/sources.json` as read back (schema [`SCHEMA`]; format in the module docs of
@@ -74,6 +75,10 @@ pub struct SamplesSources {
     pub power: Option<PowerTimeline>,
     /// Metrics source, `null` when not configured.
     pub metrics: Option<MetricsTimeline>,
+    /// Prometheus source, `null` (or absent, in files written before it existed) when not
+    /// configured.
+    #[serde(default)]
+    pub prometheus: Option<MetricsTimeline>,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SamplesError + '_ {
@@ -116,20 +121,26 @@ fn write_jsonl<T: Serialize>(path: &Path, items: &[T]) -> Result<(), SamplesErro
     })
 }
 
+/// Reads `path` through the bounded reader ([`crate::fsio`]: no symlink, no FIFO or
+/// device such as `/dev/zero`, at most `limit` bytes checked before reading).
+fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, SamplesError> {
+    crate::fsio::read_optional(path, limit).map_err(|e| SamplesError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
 fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, SamplesError> {
-    let f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_err(path)(e)),
+    let Some(bytes) = read_bounded(path, crate::fsio::limits::SAMPLES_FILE_BYTES)? else {
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(io_err(path))?;
-        if line.trim().is_empty() {
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         out.push(
-            serde_json::from_str(&line).map_err(|source| SamplesError::Json {
+            serde_json::from_slice(line).map_err(|source| SamplesError::Json {
                 path: path.to_path_buf(),
                 line: i + 1,
                 source,
@@ -140,7 +151,7 @@ fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, Sampl
 }
 
 impl TelemetryRun {
-    /// Writes `<dir>/samples/{proc,gpu,metrics}.jsonl` and `<dir>/samples/sources.json`
+    /// Writes `<dir>/samples/{proc,gpu,metrics,prometheus}.jsonl` and `<dir>/samples/sources.json`
     /// (creating `samples/`), each file atomically. Formats: module docs of
     /// [`crate::telemetry`]. Returns the `samples/` path.
     pub fn write_samples(&self, dir: &Path) -> Result<PathBuf, SamplesError> {
@@ -170,6 +181,13 @@ impl TelemetryRun {
                 .map(|p| &p.samples)
                 .unwrap_or(&empty_metrics),
         )?;
+        write_jsonl(
+            &sdir.join("prometheus.jsonl"),
+            self.prometheus
+                .as_ref()
+                .map(|p| &p.samples)
+                .unwrap_or(&empty_metrics),
+        )?;
         let sources = sdir.join("sources.json");
         let out = SourcesOut {
             schema: SCHEMA,
@@ -180,6 +198,7 @@ impl TelemetryRun {
             proc: &self.proc,
             power: &self.power,
             metrics: &self.metrics,
+            prometheus: &self.prometheus,
         };
         write_atomic(&sources, |w| {
             serde_json::to_writer_pretty(&mut *w, &out).map_err(|source| SamplesError::Json {
@@ -202,9 +221,10 @@ impl TelemetryRun {
             dir.join("samples")
         };
         let sources = sdir.join("sources.json");
-        let text = std::fs::read_to_string(&sources).map_err(io_err(&sources))?;
+        let text = read_bounded(&sources, crate::fsio::limits::SAMPLES_SOURCES_BYTES)?
+            .ok_or_else(|| io_err(&sources)(std::io::Error::from(std::io::ErrorKind::NotFound)))?;
         let s: SamplesSources =
-            serde_json::from_str(&text).map_err(|source| SamplesError::Json {
+            serde_json::from_slice(&text).map_err(|source| SamplesError::Json {
                 path: sources.clone(),
                 line: 0,
                 source,
@@ -223,6 +243,7 @@ impl TelemetryRun {
             proc: s.proc,
             power: s.power,
             metrics: s.metrics,
+            prometheus: s.prometheus,
         };
         if let Some(p) = &mut run.proc {
             p.samples = read_jsonl(&sdir.join("proc.jsonl"))?;
@@ -232,6 +253,9 @@ impl TelemetryRun {
         }
         if let Some(m) = &mut run.metrics {
             m.samples = read_jsonl(&sdir.join("metrics.jsonl"))?;
+        }
+        if let Some(m) = &mut run.prometheus {
+            m.samples = read_jsonl(&sdir.join("prometheus.jsonl"))?;
         }
         Ok(run)
     }

@@ -153,29 +153,9 @@ impl DroppedCounts {
     }
 }
 
-/// Capture quality (PRD: `complete`, `partial`, `unavailable`), recorded separately from
-/// benchmark results (R007).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Quality {
-    /// Every offered event was kept and every span closed.
-    Complete,
-    /// Something was lost, rejected, cancelled or left open; see the reasons.
-    Partial,
-    /// No usable timeline (no manifest: killed run, capture off, persistence failed).
-    Unavailable,
-}
-
-impl Quality {
-    /// The JSON spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Quality::Complete => "complete",
-            Quality::Partial => "partial",
-            Quality::Unavailable => "unavailable",
-        }
-    }
-}
+/// Capture quality: the report model's [`Quality`] (`complete`, `partial`,
+/// `unavailable`), shared by the manifest and `report.json`.
+pub use crate::model::Quality;
 
 /// The bounded set of reason codes behind a `partial` quality (manifest
 /// `quality_reasons`, in this order).

@@ -19,6 +19,10 @@ pub const MAX_TOTAL_BYTES: u32 = 8 * 1024 * 1024;
 /// Default and maximum size of `timeline/manifest.json`, in bytes (PRD bound: 16 KiB).
 pub const MAX_MANIFEST_BYTES: u32 = 16 * 1024;
 
+// The reader's limits (one table in `fsio::limits`) are these capture bounds.
+const _: () = assert!(MAX_MANIFEST_BYTES as u64 == crate::fsio::limits::MANIFEST_BYTES);
+const _: () = assert!(MAX_TOTAL_BYTES as u64 == crate::fsio::limits::EVENTS_BYTES);
+
 /// Capture bounds of one sink, recorded in the manifest.
 ///
 /// Every field is a count or a size in bytes; each must be at least 1 and at most the

@@ -271,86 +271,9 @@ impl EndStatus {
 }
 
 /// The closed mapping of failure codes an end event may carry (PRD: "optional code from a
-/// closed mapping, never exception text"; the client's and drivers' typed failures,
-/// issue 2 §3–5). The lead maps the client's failure type onto this enum.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureCode {
-    /// Connection could not be established.
-    Connect,
-    /// Non-2xx HTTP status.
-    HttpStatus,
-    /// Request deadline exceeded.
-    Timeout,
-    /// Stream idle longer than the idle timeout.
-    IdleTimeout,
-    /// An error object inside the stream.
-    StreamError,
-    /// Stream ended without finish or `[DONE]`.
-    IncompleteStream,
-    /// An SSE event over `max_event_bytes`.
-    EventTooLarge,
-    /// An SSE event that is not valid JSON.
-    MalformedEvent,
-    /// Connection closed mid-response.
-    Disconnect,
-    /// A response that breaks the API shape.
-    InvalidResponse,
-    /// A fixture tool failed (refused path, bad arguments, missing entry).
-    ToolError,
-    /// The SWE harness exceeded its timeout.
-    HarnessTimeout,
-    /// The SWE harness exited non-zero.
-    HarnessFailed,
-    /// Cancelled (Ctrl-C).
-    Cancelled,
-}
-
-impl FailureCode {
-    /// All codes.
-    pub const ALL: [FailureCode; 14] = [
-        FailureCode::Connect,
-        FailureCode::HttpStatus,
-        FailureCode::Timeout,
-        FailureCode::IdleTimeout,
-        FailureCode::StreamError,
-        FailureCode::IncompleteStream,
-        FailureCode::EventTooLarge,
-        FailureCode::MalformedEvent,
-        FailureCode::Disconnect,
-        FailureCode::InvalidResponse,
-        FailureCode::ToolError,
-        FailureCode::HarnessTimeout,
-        FailureCode::HarnessFailed,
-        FailureCode::Cancelled,
-    ];
-
-    /// The JSON spelling, e.g. `idle_timeout`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureCode::Connect => "connect",
-            FailureCode::HttpStatus => "http_status",
-            FailureCode::Timeout => "timeout",
-            FailureCode::IdleTimeout => "idle_timeout",
-            FailureCode::StreamError => "stream_error",
-            FailureCode::IncompleteStream => "incomplete_stream",
-            FailureCode::EventTooLarge => "event_too_large",
-            FailureCode::MalformedEvent => "malformed_event",
-            FailureCode::Disconnect => "disconnect",
-            FailureCode::InvalidResponse => "invalid_response",
-            FailureCode::ToolError => "tool_error",
-            FailureCode::HarnessTimeout => "harness_timeout",
-            FailureCode::HarnessFailed => "harness_failed",
-            FailureCode::Cancelled => "cancelled",
-        }
-    }
-
-    /// The code spelled `s`, if it is one of the closed set (for mapping the client's
-    /// failure codes by name); `None` for anything else.
-    pub fn from_code(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-}
+/// closed mapping, never exception text"): the report model's one [`FailureCode`] set, the
+/// same for the client's records, the runner's steps and the timeline.
+pub use crate::model::FailureCode;
 
 /// Why one event breaks the per-event contract (structure only; sequence, clock and span
 /// checks need the whole file and live in the reader).

@@ -47,7 +47,9 @@ pub use manifest::{
 };
 pub use perfetto::{CounterTrack, TraceMeta, perfetto_trace};
 pub use persist::{ManifestInfo, PersistError, PersistReport};
-pub use reader::{VerifiedTimeline, VerifyReport, VerifyStatus, read_timeline, verify};
+pub use reader::{
+    VerifiedTimeline, VerifyReport, VerifyStatus, read_timeline, verify, verify_at, verify_run,
+};
 pub use sink::{MAX_TOOLS, Sink, SinkConfig, SinkConfigError, SinkKind, TimelineSink};
 pub use span::{SpanContext, SpanEnd, SpanId, SpanName};
 pub use time::{ManualClock, TimeSource};

@@ -21,9 +21,9 @@
 //! checks behind `verify` are pure functions of the bytes read.
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use crate::fsio;
 
 use sha2::{Digest, Sha256};
 
@@ -63,26 +63,25 @@ fn json_fault(e: &serde_json::Error) -> String {
     format!("{what} at column {}", e.column())
 }
 
-/// Reads a regular file (no symlink, no FIFO), at most `limit + 1` bytes.
-fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ErrorKind> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ErrorKind::Unreadable("file", e.to_string())),
-    };
-    if !meta.file_type().is_file() {
-        return Err(ErrorKind::NotRegularFile("file"));
+/// Reads `rel` below the run directory through the bounded reader ([`crate::fsio`]: no
+/// symlink followed on any component, no FIFO or device, size checked before reading).
+/// `Ok(None)` when missing; a file over `limit` is `Ok(Some)` of `limit + 1` bytes so
+/// callers report their own too-large error.
+fn read_bounded(root: &fsio::Root, rel: &[&str], limit: u64) -> Result<Option<Vec<u8>>, ErrorKind> {
+    match root.read_optional(rel, limit) {
+        Err(fsio::ReadError::TooLarge { .. }) => Ok(Some(vec![
+            0;
+            usize::try_from(limit + 1)
+                .unwrap_or(usize::MAX)
+        ])),
+        Err(
+            fsio::ReadError::Symlink
+            | fsio::ReadError::NotRegular(_)
+            | fsio::ReadError::NotDirectory,
+        ) => Err(ErrorKind::NotRegularFile("file")),
+        Err(e) => Err(ErrorKind::Unreadable("file", e.to_string())),
+        Ok(b) => Ok(b),
     }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| ErrorKind::Unreadable("file", e.to_string()))?;
-    let mut buf = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| ErrorKind::Unreadable("file", e.to_string()))?;
-    Ok(Some(buf))
 }
 
 fn rename_what(k: ErrorKind, what: &'static str) -> ErrorKind {
@@ -93,17 +92,53 @@ fn rename_what(k: ErrorKind, what: &'static str) -> ErrorKind {
     }
 }
 
-/// Verifies the timeline of `run_dir` (reads `timeline/manifest.json` and the events file
-/// it names; when `report.json` is there too, the manifest's `run_id` must be its). Never panics on hostile input; reads at most 16 KiB of manifest and the
-/// manifest's byte budget (≤ 8 MiB) of events.
+/// Verifies the timeline of `run_dir` alone (reads `timeline/manifest.json` and the events
+/// file it names; when `report.json` is there too, the manifest's `run_id` must be its).
+/// A run directory without `report.json` is still verified here; [`verify_run`] (the
+/// `timeline verify` command) reports it as incomplete. Never panics on hostile input;
+/// reads at most 16 KiB of manifest and the manifest's byte budget (≤ 8 MiB) of events.
 pub fn verify(run_dir: &Path) -> VerifyReport {
+    verify_opened(run_dir, false)
+}
+
+fn verify_opened(run_dir: &Path, require_report: bool) -> VerifyReport {
+    match fsio::Root::open(run_dir, true) {
+        Ok(root) => verify_at(&root, run_dir, require_report),
+        Err(_) => {
+            let mut report = VerifyReport::new(run_dir);
+            report.unavailable = Some(Unavailable::RunDirMissing);
+            report
+        }
+    }
+}
+
+/// [`verify`] of a whole run directory: a run is complete only when `report.json`, its
+/// last artifact (written atomically after everything else), is in place; without it the
+/// timeline is [`Unavailable::Incomplete`] (exit 2), whatever the timeline holds.
+pub fn verify_run(run_dir: &Path) -> VerifyReport {
+    verify_opened(run_dir, true)
+}
+
+/// [`verify`] / [`verify_run`] below an opened run directory (`serve` opens it from its
+/// runs root without following any component). `run_dir` is only displayed.
+pub fn verify_at(root: &fsio::Root, run_dir: &Path, require_report: bool) -> VerifyReport {
     let mut report = VerifyReport::new(run_dir);
-    if !run_dir.is_dir() {
-        report.unavailable = Some(Unavailable::RunDirMissing);
+    let owner = match report_run_id(root) {
+        Ok(o) => o,
+        Err(k) => {
+            report.error(None, None, k);
+            return report;
+        }
+    };
+    if require_report && matches!(owner, ReportId::Missing) {
+        report.unavailable = Some(Unavailable::Incomplete);
         return report;
     }
-    let dir = run_dir.join(TIMELINE_DIR);
-    let manifest_bytes = match read_bounded(&dir.join(MANIFEST_FILE), MAX_MANIFEST_BYTES.into()) {
+    let manifest_bytes = match read_bounded(
+        root,
+        &[TIMELINE_DIR, MANIFEST_FILE],
+        MAX_MANIFEST_BYTES.into(),
+    ) {
         Ok(Some(b)) => b,
         Ok(None) => {
             report.unavailable = Some(Unavailable::NoManifest);
@@ -132,7 +167,9 @@ pub fn verify(run_dir: &Path) -> VerifyReport {
         }
     };
     let mut manifest_faults = check_manifest(&manifest);
-    if report_run_id(run_dir).is_some_and(|id| id != manifest.run_id) {
+    if let ReportId::Id(id) = &owner
+        && *id != manifest.run_id
+    {
         manifest_faults.push(ErrorKind::ManifestInvalid(
             "run_id differs from report.json's: the timeline belongs to another run",
         ));
@@ -152,9 +189,9 @@ pub fn verify(run_dir: &Path) -> VerifyReport {
     if !usable {
         return report;
     }
-    let events_path = run_dir.join(EVENTS_REL_PATH);
     let limit = u64::from(manifest.bounds.max_total_bytes);
-    let bytes = match read_bounded(&events_path, limit) {
+    let events_rel: Vec<&str> = EVENTS_REL_PATH.split('/').collect();
+    let bytes = match read_bounded(root, &events_rel, limit) {
         Ok(Some(b)) => b,
         Ok(None) => {
             report.error(None, None, ErrorKind::EventsMissing);
@@ -186,17 +223,34 @@ pub fn verify(run_dir: &Path) -> VerifyReport {
     report
 }
 
-/// The `run_id` of `run_dir/report.json`, when the file exists and has one (`None`
-/// otherwise: a timeline is verifiable without its report).
-fn report_run_id(run_dir: &Path) -> Option<String> {
+/// What `report.json` says about ownership.
+enum ReportId {
+    /// No `report.json`: the run did not complete.
+    Missing,
+    /// Present, but without a readable `run_id` (no ownership check).
+    Unknown,
+    /// Its `run_id`.
+    Id(String),
+}
+
+/// The `run_id` of the run's `report.json`, read through the bounded reader. A
+/// `report.json` that is a symlink, a FIFO, a device or over its limit is an error.
+fn report_run_id(root: &fsio::Root) -> Result<ReportId, ErrorKind> {
     #[derive(serde::Deserialize)]
     struct RunIdOnly {
         run_id: String,
     }
-    let bytes = std::fs::read(run_dir.join("report.json")).ok()?;
-    serde_json::from_slice::<RunIdOnly>(&bytes)
-        .ok()
-        .map(|r| r.run_id)
+    match root.read_optional(&["report.json"], fsio::limits::REPORT_BYTES) {
+        Ok(None) => Ok(ReportId::Missing),
+        Ok(Some(bytes)) => Ok(serde_json::from_slice::<RunIdOnly>(&bytes)
+            .map_or(ReportId::Unknown, |r| ReportId::Id(r.run_id))),
+        Err(
+            fsio::ReadError::Symlink
+            | fsio::ReadError::NotRegular(_)
+            | fsio::ReadError::NotDirectory,
+        ) => Err(ErrorKind::NotRegularFile("report.json")),
+        Err(e) => Err(ErrorKind::Unreadable("report.json", e.to_string())),
+    }
 }
 
 /// A verified timeline: the manifest and every event, in `seq` order.

@@ -22,6 +22,9 @@ pub enum Unavailable {
     /// No `timeline/manifest.json`: capture off, run killed before persistence, or
     /// persistence failed.
     NoManifest,
+    /// No `report.json`, the run's last artifact: the run was killed (or its disk filled)
+    /// before it finished writing, so nothing in it is a complete run.
+    Incomplete,
 }
 
 /// One integrity error. `line` is 1-based in `events.jsonl`.
@@ -298,6 +301,10 @@ impl VerifyReport {
             (Some(Unavailable::RunDirMissing), _) => {
                 format!("timeline unavailable: {dir} is not a run directory")
             }
+            (Some(Unavailable::Incomplete), _) => format!(
+                "timeline unavailable: {dir} is an incomplete run (no report.json, the \
+                 artifact a run writes last: killed or out of disk before it finished)"
+            ),
             (Some(Unavailable::NoManifest), _) => format!(
                 "timeline unavailable: no {TIMELINE_DIR}/{MANIFEST_FILE} in {dir} \
                  (capture off, run killed before persistence, or persistence failed)"

@@ -36,38 +36,8 @@ pub enum ToolStatus {
     Error,
 }
 
-/// Closed set of tool failure codes (SUITE_SCHEMA.md; step `failure_code` of tool steps).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolErrorCode {
-    /// The model called a tool the suite does not declare.
-    UnknownTool,
-    /// Arguments are not JSON, not an object, or do not fit the declared parameters.
-    BadArguments,
-    /// A read tool was asked for an absolute path, a `..` path or a symlink leaving its
-    /// root.
-    SandboxViolation,
-    /// A read tool was asked for a file that does not exist (or is a directory).
-    NotFound,
-    /// No response-table row matches the arguments and there is no default.
-    NoMatchingResponse,
-    /// Reading a file failed (permissions, too large, not UTF-8).
-    Io,
-}
-
-impl ToolErrorCode {
-    /// The snake_case code.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolErrorCode::UnknownTool => "unknown_tool",
-            ToolErrorCode::BadArguments => "bad_arguments",
-            ToolErrorCode::SandboxViolation => "sandbox_violation",
-            ToolErrorCode::NotFound => "not_found",
-            ToolErrorCode::NoMatchingResponse => "no_matching_response",
-            ToolErrorCode::Io => "io",
-        }
-    }
-}
+/// Closed set of tool failure codes (a tool step's `tool_error`): the report model's.
+pub use crate::model::ToolErrorCode;
 
 /// The result of one tool execution.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,17 +112,20 @@ impl ToolRegistry {
     pub fn new(suite: &Suite) -> Result<Self, RegistryError> {
         let mut tools = Vec::with_capacity(suite.tools.len());
         for spec in &suite.tools {
-            let read = |p: &PathBuf| -> Result<String, RegistryError> {
-                let bytes = std::fs::read(p).map_err(|source| RegistryError::Read {
-                    tool: spec.name.clone(),
-                    path: p.clone(),
-                    source,
-                })?;
-                String::from_utf8(bytes).map_err(|_| RegistryError::NotUtf8 {
-                    tool: spec.name.clone(),
-                    path: p.clone(),
-                })
-            };
+            let read =
+                |p: &PathBuf| -> Result<String, RegistryError> {
+                    // The bounded reader: no symlink, no FIFO or device, size-capped.
+                    let bytes = crate::fsio::read(p, crate::fsio::limits::TOOL_FILE_BYTES)
+                        .map_err(|e| RegistryError::Read {
+                            tool: spec.name.clone(),
+                            path: p.clone(),
+                            source: std::io::Error::other(e.to_string()),
+                        })?;
+                    String::from_utf8(bytes).map_err(|_| RegistryError::NotUtf8 {
+                        tool: spec.name.clone(),
+                        path: p.clone(),
+                    })
+                };
             let body = |b: &ResponseBody| match b {
                 ResponseBody::Text(t) => Ok(t.clone()),
                 ResponseBody::File(p) => read(p),

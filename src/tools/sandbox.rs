@@ -2,7 +2,6 @@
 //! `read_root`; issue 2 item 4): `..` components, absolute paths and symlinks whose
 //! target leaves the root are tool errors, never panics and never reads.
 
-use std::io::Read;
 use std::path::{Component, Path};
 
 use super::ToolErrorCode;
@@ -53,32 +52,23 @@ pub(crate) fn read_confined(root: &Path, rel: &str) -> Result<String, (ToolError
             format!("`{rel}` resolves outside the tool's root (symlink)"),
         ));
     }
-    let file =
-        std::fs::File::open(&canon).map_err(|e| (C::Io, format!("`{rel}`: {}", e.kind())))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| (C::Io, format!("`{rel}`: {}", e.kind())))?;
-    if meta.is_dir() {
-        return Err((C::NotFound, format!("`{rel}` is a directory, not a file")));
-    }
-    if !meta.is_file() {
-        return Err((C::NotFound, format!("`{rel}` is not a regular file")));
-    }
-    if meta.len() > MAX_READ_BYTES {
-        return Err((
-            C::Io,
-            format!("`{rel}` is larger than {MAX_READ_BYTES} bytes"),
-        ));
-    }
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_READ_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| (C::Io, format!("`{rel}`: {}", e.kind())))?;
-    if buf.len() as u64 > MAX_READ_BYTES {
-        return Err((
-            C::Io,
-            format!("`{rel}` is larger than {MAX_READ_BYTES} bytes"),
-        ));
-    }
+    // The bounded reader ([`crate::fsio`]): `canon` has no symlink left; a FIFO never
+    // blocks the tool, a device is refused, the size is checked before reading.
+    let buf = match crate::fsio::read(&canon, MAX_READ_BYTES) {
+        Ok(b) => b,
+        Err(crate::fsio::ReadError::NotRegular(crate::fsio::FileKind::Directory)) => {
+            return Err((C::NotFound, format!("`{rel}` is a directory, not a file")));
+        }
+        Err(crate::fsio::ReadError::NotRegular(_)) => {
+            return Err((C::NotFound, format!("`{rel}` is not a regular file")));
+        }
+        Err(crate::fsio::ReadError::TooLarge { .. }) => {
+            return Err((
+                C::Io,
+                format!("`{rel}` is larger than {MAX_READ_BYTES} bytes"),
+            ));
+        }
+        Err(e) => return Err((C::Io, format!("`{rel}`: {}", e.code()))),
+    };
     String::from_utf8(buf).map_err(|_| (C::Io, format!("`{rel}` is not UTF-8 text")))
 }

@@ -140,16 +140,16 @@ fn read_from_file_and_errors_name_the_path() {
     let path = dir.path().join("steps.jsonl");
     std::fs::write(&path, format!("{GOOD}\n")).unwrap();
     let m = read_step_markers(&path).unwrap();
-    assert_eq!(m.len(), 1);
+    assert_eq!(m.markers.len(), 1);
 
-    std::fs::write(&path, "{\"step_id\":1}\n").unwrap();
-    match read_step_markers(&path) {
-        Err(MarkerReadError::Parse { path: p, source }) => {
-            assert!(p.ends_with("steps.jsonl"));
-            assert_eq!(source.errors[0].line, 1);
-        }
-        other => panic!("expected parse error, got {other:?}"),
-    }
+    // A bad line is rejected with its line number; the valid ones are kept.
+    std::fs::write(&path, format!("{{\"step_id\":1}}\n{GOOD}\n")).unwrap();
+    let m = read_step_markers(&path).unwrap();
+    assert_eq!(m.markers.len(), 1);
+    assert_eq!(m.lines, [2]);
+    assert_eq!(m.rejected[0].line, 1);
+    assert_eq!(m.rejected_count, 1);
+    assert!(m.problems("steps.jsonl")[0].starts_with("steps.jsonl:1: rejected step marker"));
     let missing = dir.path().join("nope.jsonl");
     assert!(matches!(
         read_step_markers(&missing),

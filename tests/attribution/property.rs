@@ -357,8 +357,27 @@ fn check(input: &AttributionInput, markers: &[StepMarker]) -> Result<(), TestCas
         );
         prop_assert_eq!(t.total_energy_mj.unwrap_or(0), steps_total);
     }
-    let sum: u64 = t.steps.iter().filter_map(|s| s.energy_mj).sum();
+    let sum: u64 = t
+        .steps
+        .iter()
+        .flat_map(|s| s.devices.iter().filter_map(|d| d.energy_mj))
+        .sum();
     prop_assert_eq!(t.total_energy_mj.unwrap_or(0), sum);
+    // A step's own figure is the sum over devices only when every device with a power
+    // series has one (never a partial sum).
+    for s in &t.steps {
+        let with_power: Vec<_> = s
+            .devices
+            .iter()
+            .filter(|d| d.samples_in_window.is_some())
+            .collect();
+        let all = with_power.iter().all(|d| d.energy_mj.is_some());
+        let dev_sum: Option<u64> = with_power
+            .iter()
+            .filter_map(|d| d.energy_mj)
+            .reduce(|a, b| a + b);
+        prop_assert_eq!(s.energy_mj, dev_sum.filter(|_| all));
+    }
 
     // Counters and derived floats.
     for s in &t.steps {

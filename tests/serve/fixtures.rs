@@ -96,17 +96,14 @@ pub fn replay_overflowed(src: &Path, out: &Path, max_events: u32) {
         )
         .unwrap();
     let report_path = out.join("report.json");
-    let mut report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
-    report["capture"]["quality"] = serde_json::json!(written.quality.as_str());
-    report["capture"]["events"] = serde_json::json!(written.event_count);
-    report["capture"]["dropped"] = serde_json::json!(summary.dropped.total());
-    report["capture"]["rejected"] = serde_json::json!(summary.rejected.total());
-    std::fs::write(
-        &report_path,
-        serde_json::to_string_pretty(&report).unwrap() + "\n",
-    )
-    .unwrap();
+    let mut report =
+        inferscope_bench::model::RunReport::from_json(&std::fs::read(&report_path).unwrap())
+            .unwrap();
+    report.capture.quality = Some(written.quality);
+    report.capture.events = Some(written.event_count);
+    report.capture.dropped = Some(summary.dropped.total());
+    report.capture.rejected = Some(summary.rejected.total());
+    std::fs::write(&report_path, report.to_json()).unwrap();
 }
 
 #[test]

@@ -199,6 +199,18 @@ pub enum Reply {
     SlowFirstByte(Duration, String),
     /// An HTTP error status with `{"error":{"message":MSG}}`.
     Status(u16, String),
+    /// Like [`Reply::Ok`] but with no `usage` chunk (a server that ignores
+    /// `stream_options.include_usage`), the content chunks 5 ms apart.
+    NoUsage(String),
+}
+
+/// What the server answers to `GET /v1/models`.
+#[derive(Clone, Debug)]
+pub enum ModelsReply {
+    /// `{"object":"list","data":[{"id":…},…]}` with these ids.
+    List(Vec<String>),
+    /// This HTTP status with `{"error":{"message":MSG}}`.
+    Status(u16, String),
 }
 
 /// One request the server read.
@@ -245,6 +257,14 @@ impl Hostile {
         model: &str,
         choose: impl Fn(&Received) -> Reply + Send + Sync + 'static,
     ) -> Hostile {
+        Hostile::start_with_models(ModelsReply::List(vec![model.to_string()]), choose)
+    }
+
+    /// [`Hostile::start`] with the `/v1/models` answer given.
+    pub fn start_with_models(
+        models: ModelsReply,
+        choose: impl Fn(&Received) -> Reply + Send + Sync + 'static,
+    ) -> Hostile {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         std_listener.set_nonblocking(true).unwrap();
         let addr = std_listener.local_addr().unwrap();
@@ -252,7 +272,7 @@ impl Hostile {
         let received = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let (c, r) = (connections.clone(), received.clone());
-        let model = model.to_string();
+        let model = models;
         let choose: Arc<Chooser> = Arc::new(choose);
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -469,7 +489,7 @@ async fn tool_calls(sock: &mut TcpStream, calls: &[(String, String)]) {
 
 async fn serve_conn(
     mut sock: TcpStream,
-    model: String,
+    models: ModelsReply,
     choose: Arc<Chooser>,
     received: Arc<Mutex<Vec<Received>>>,
 ) {
@@ -479,10 +499,24 @@ async fn serve_conn(
     };
     received.lock().unwrap().push(req.clone());
     if req.method == "GET" && req.path.ends_with("/models") {
-        let body =
-            json!({"object": "list", "data": [{"id": model, "object": "model"}]}).to_string();
+        let (status, body) = match &models {
+            ModelsReply::List(ids) => {
+                let data: Vec<Value> = ids
+                    .iter()
+                    .map(|id| json!({"id": id, "object": "model"}))
+                    .collect();
+                (
+                    "200 OK".to_string(),
+                    json!({"object": "list", "data": data}).to_string(),
+                )
+            }
+            ModelsReply::Status(code, msg) => (
+                format!("{code} Error"),
+                json!({"error": {"message": msg, "code": code}}).to_string(),
+            ),
+        };
         let resp = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
              connection: close\r\n\r\n{body}",
             body.len()
         );
@@ -504,6 +538,24 @@ async fn serve_conn(
         Reply::Ok(text) => {
             if put(&mut sock, SSE_HEAD.as_bytes()).await {
                 ok_stream(&mut sock, &text, prompt_bytes).await;
+            }
+        }
+        Reply::NoUsage(text) => {
+            if put(&mut sock, SSE_HEAD.as_bytes()).await {
+                let _ = event_split(
+                    &mut sock,
+                    &chunk_json(id, json!({"role": "assistant", "content": ""}), None),
+                )
+                .await;
+                for w in text.split_inclusive(' ') {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    if !event_split(&mut sock, &chunk_json(id, json!({"content": w}), None)).await {
+                        return;
+                    }
+                }
+                let _ = event_split(&mut sock, &chunk_json(id, json!({}), Some("stop"))).await;
+                let _ = chunk(&mut sock, "data: [DONE]\n\n").await;
+                let _ = put(&mut sock, b"0\r\n\r\n").await;
             }
         }
         Reply::ToolCall(name, args) => tool_calls(&mut sock, &[(name, args)]).await,
@@ -716,4 +768,25 @@ pub fn report_html(run_dir: &Path, out: &Path) {
         "{}",
         String::from_utf8_lossy(&st.stderr)
     );
+}
+
+/// `inferscope-bench sim` started on a free loopback port: the child (stdout taken) and the
+/// base URL it announced on its first line.
+pub fn spawn_sim(cwd: &Path, extra: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut sim = command(cwd)
+        .args(["sim", "--port", "0"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(sim.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:") && w.ends_with("/v1"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_string();
+    (sim, url)
 }

@@ -249,6 +249,7 @@ fn c19_simulated_nvml_through_the_sampler() {
         devices: vec![desc0, desc1, s2.describe()],
         sample_count: samples.len() as u64,
         dropped: 0,
+        gpu_notes: Vec::new(),
         samples,
     };
     tl.compute_energy();

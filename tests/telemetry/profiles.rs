@@ -19,7 +19,7 @@ fn parse(name: &str) -> inferscope_bench::telemetry::Exposition {
 }
 
 #[test]
-fn vllm_sums_engines_of_the_served_model_only() {
+fn vllm_sums_engine_counters_of_the_served_model_and_keeps_gauges_per_engine() {
     let e = parse("vllm_two_models_dp.prom");
     let s = map_exposition(&e, EngineProfile::Vllm, Some("served"));
     assert_eq!(s.profile, Some(EngineProfile::Vllm));
@@ -27,9 +27,22 @@ fn vllm_sums_engines_of_the_served_model_only() {
     assert_eq!(s.counter(CounterId::GenerationTokens), Some(700));
     assert_eq!(s.counter(CounterId::PrefixCacheQueries), Some(3000));
     assert_eq!(s.counter(CounterId::PrefixCacheHits), Some(768));
-    assert_eq!(s.gauge("requests_running"), Some(3.0));
-    assert_eq!(s.gauge("requests_waiting"), Some(3.0));
-    assert_eq!(s.gauge("kv_cache_usage"), Some(0.75));
+    // Gauges of two data-parallel engines are two readings, never their sum (issue 13 item
+    // 6: 0.25 + 0.5 used to read 0.75): null as one value, kept per engine.
+    assert_eq!(s.gauge("requests_running"), None);
+    assert_eq!(s.gauge("kv_cache_usage"), None);
+    let per = |g: &str| s.gauge_engines[g].clone();
+    assert_eq!(
+        per("kv_cache_usage"),
+        [
+            ("engine=\"0\"".to_string(), Some(0.25)),
+            ("engine=\"1\"".to_string(), Some(0.5))
+        ]
+        .into_iter()
+        .collect()
+    );
+    assert_eq!(per("requests_running")["engine=\"1\""], Some(2.0));
+    assert_eq!(per("requests_waiting")["engine=\"1\""], Some(3.0));
     // The histogram named *_total is never read as a counter.
     assert!(e.counter("vllm:iteration_tokens_total").is_none());
 
@@ -79,10 +92,19 @@ fn sglang_counters_and_gauges_deduplicated_over_tp_rank() {
 }
 
 #[test]
-fn sglang_declared_counter_without_series_reads_zero() {
+fn sglang_declared_counter_without_series_is_null_not_zero() {
     let e = parse("sglang_no_hit_yet.prom");
     let s = map_exposition(&e, EngineProfile::Sglang, Some("qwen"));
-    assert_eq!(s.counter(CounterId::PrefixCacheHits), Some(0));
+    // `# TYPE sglang:cached_tokens_total counter` with no series: nothing was counted, so
+    // the counter is missing (issue 13 item 6), never 0.
+    assert_eq!(s.counter(CounterId::PrefixCacheHits), None);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("declared but exposes no series")),
+        "{:?}",
+        s.notes
+    );
     assert_eq!(s.counter(CounterId::PrefixCacheQueries), Some(40));
     // Gauges not exposed: absent, not 0.
     assert_eq!(s.gauge("requests_running"), None);

@@ -523,6 +523,7 @@ fn read_samples_reports_bad_lines_with_position() {
         proc: None,
         power: None,
         metrics: None,
+        prometheus: None,
     };
     let sdir = run.write_samples(dir.path()).unwrap();
     let back = TelemetryRun::read_samples(&sdir).unwrap();

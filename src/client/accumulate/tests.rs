@@ -138,8 +138,9 @@ fn c01c_all_empty_stream_has_null_ttft_and_succeeds() {
     assert_eq!(r.last_token_ns, None);
     assert!(r.itl_ns.is_empty());
     assert_eq!(r.tpot_ms(), None);
-    assert_eq!(r.completion_tokens, Some(0));
-    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
+    assert_eq!(r.completion_tokens, None, "an estimate is not usage");
+    assert_eq!(r.completion_tokens_estimate.map(|e| e.tokens), Some(0));
+    assert_eq!(r.token_source(), Some(TokenSource::ClientEstimate));
     assert_eq!(r.e2e_ms(), Some(31.0));
     let json = serde_json::to_string(&r).unwrap();
     assert!(json.contains(r#""ttft_ns":null"#));
@@ -178,7 +179,7 @@ fn c02_usage_only_final_chunk_with_empty_choices() {
     assert_eq!(r.last_token_ms(), Some(150.0));
     assert_eq!(r.e2e_ms(), Some(401.0));
     assert_eq!(r.completion_tokens, Some(3));
-    assert_eq!(r.token_source, Some(TokenSource::Server));
+    assert_eq!(r.token_source(), Some(TokenSource::Server));
     assert_eq!(r.prompt_tokens, Some(12));
     assert_eq!(r.total_tokens, Some(15));
     assert_eq!(r.cached_tokens, Some(8));
@@ -305,7 +306,7 @@ fn c08_reasoning_tokens_before_visible_content() {
     assert_eq!(r.ttfo_ms(), Some(1000.0));
     assert_eq!(r.reasoning_tokens, Some(6));
     assert_eq!(r.completion_tokens, Some(9));
-    assert_eq!(r.token_source, Some(TokenSource::Server));
+    assert_eq!(r.token_source(), Some(TokenSource::Server));
     assert_eq!(r.output.text, "No.");
     assert_eq!(r.output.reasoning, "Check 91=7*13.");
     assert_eq!(r.itl_ms(), vec![20.0, 20.0, 660.0, 20.0]);
@@ -501,7 +502,7 @@ fn c11a_chunks_are_not_tokens() {
     ev.push((162, "[DONE]"));
     let r = run(&ev);
     assert_eq!(r.completion_tokens, Some(2));
-    assert_eq!(r.token_source, Some(TokenSource::Server));
+    assert_eq!(r.token_source(), Some(TokenSource::Server));
     assert_eq!(r.chunk_count, 3);
     assert_eq!(r.tpot_ms(), Some(60.0));
 }
@@ -512,10 +513,13 @@ fn c11a_without_usage_estimates_once_over_the_whole_text() {
     ev.push((162, "[DONE]"));
     let r = run(&ev);
     assert_eq!(r.output.text, "Hello world");
-    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
+    assert_eq!(r.token_source(), Some(TokenSource::ClientEstimate));
     // ceil(11 bytes / 4) = 3 over the joined text; per chunk it would be 1 + 1 + 2 = 4.
-    assert_eq!(r.completion_tokens, Some(3));
-    assert_eq!(r.tpot_ms(), Some(30.0));
+    assert_eq!(r.completion_tokens, None, "an estimate is not usage");
+    assert_eq!(r.completion_tokens_estimate.map(|e| e.tokens), Some(3));
+    // A TPOT from the estimate says so; the server-only TPOT does not exist.
+    assert_eq!(r.tpot(), Some((30.0, TokenSource::ClientEstimate)));
+    assert_eq!(r.tpot_ms(), None);
     assert_eq!(r.prompt_tokens, None);
 }
 
@@ -597,8 +601,9 @@ fn c12d_all_zero_usage_with_output_is_treated_as_missing() {
     let r = usage_stream(r#"{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}"#);
     assert!(r.is_success());
     assert_eq!(r.warnings, vec![RecordWarning::UsageAllZero]);
-    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
-    assert_eq!(r.completion_tokens, Some(3)); // ceil(11 / 4)
+    assert_eq!(r.token_source(), Some(TokenSource::ClientEstimate));
+    assert_eq!(r.completion_tokens, None, "an estimate is not usage");
+    assert_eq!(r.completion_tokens_estimate.map(|e| e.tokens), Some(3)); // ceil(11 / 4)
     assert_eq!(r.prompt_tokens, None);
     assert_eq!(r.total_tokens, None);
 }
@@ -612,8 +617,9 @@ fn c12a_stream_without_usage_is_a_client_estimate() {
         ),
         (12, "[DONE]"),
     ]);
-    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
-    assert_eq!(r.completion_tokens, Some(2));
+    assert_eq!(r.token_source(), Some(TokenSource::ClientEstimate));
+    assert_eq!(r.completion_tokens, None, "an estimate is not usage");
+    assert_eq!(r.completion_tokens_estimate.map(|e| e.tokens), Some(2));
     assert_eq!(r.cached_tokens, None);
     assert!(r.warnings.is_empty());
 }
@@ -636,7 +642,7 @@ fn llama_cpp_timings_fill_prompt_and_cached_tokens() {
     ]);
     assert_eq!(r.prompt_tokens, Some(1824));
     assert_eq!(r.cached_tokens, Some(7));
-    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
+    assert_eq!(r.token_source(), Some(TokenSource::ClientEstimate));
     // usage's own cached_tokens wins over timings.
     let r = usage_stream(
         r#"{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":4}},"timings":{"cache_n":9,"prompt_n":1}"#,
@@ -887,8 +893,9 @@ fn n2_choices_in_one_chunk_and_per_choice_tool_calls() {
     assert_eq!(r.token_event_count, 2);
     assert_eq!(r.itl_ms(), vec![10.0, 10.0]);
     // Without usage the estimate covers every choice: "ab" + "f" + "{}" = 5 bytes.
-    assert_eq!(r.token_source, Some(TokenSource::ClientEstimate));
-    assert_eq!(r.completion_tokens, Some(2));
+    assert_eq!(r.token_source(), Some(TokenSource::ClientEstimate));
+    assert_eq!(r.completion_tokens, None);
+    assert_eq!(r.completion_tokens_estimate.map(|e| e.tokens), Some(2));
 }
 
 #[test]

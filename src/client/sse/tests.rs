@@ -247,7 +247,7 @@ fn c30_three_mib_event_parses_under_the_default_cap() {
         3_145_739
     );
     assert_eq!(rec.output.tool_calls[0].name, "put");
-    assert_eq!(rec.token_source, Some(TokenSource::ClientEstimate));
+    assert_eq!(rec.token_source(), Some(TokenSource::ClientEstimate));
 }
 
 #[test]

@@ -137,9 +137,27 @@
     return page(0, 1);
   }
 
+  // The run detail comes in pages of jobs (at most 1 MiB each): the first page carries
+  // everything else; later pages add their jobs.
+  function loadDetail(runId, truncated) {
+    var base = "/v1/runs/" + encodeURIComponent(runId);
+    return api(base).then(function (first) {
+      function more(after, n) {
+        if (after === null || after === undefined) return first;
+        if (n >= MAX_PAGES) { truncated.jobs = true; return first; }
+        return api(base + "?jobs_after=" + after).then(function (p) {
+          first.report.jobs = first.report.jobs.concat(p.report.jobs || []);
+          first.jobs_summarised = (first.jobs_summarised || []).concat(p.jobs_summarised || []);
+          return more(p.jobs_next_after, n + 1);
+        });
+      }
+      return more(first.jobs_next_after, 1);
+    });
+  }
+
   function loadBundle(runId, runs) {
-    var truncated = { events: false, power: false, proc: false, metrics: false };
-    return api("/v1/runs/" + encodeURIComponent(runId)).then(function (detail) {
+    var truncated = { events: false, power: false, proc: false, metrics: false, jobs: false };
+    return loadDetail(runId, truncated).then(function (detail) {
       var b = { mode: "api", runs: runs, run_id: runId, detail: detail, events: null,
         samples: { power: null, proc: null, metrics: null }, truncated: truncated };
       var jobs = [];
@@ -218,7 +236,10 @@
       });
       ss.forEach(function (s, i) {
         s.energyJoin = ok ? "joined" : "no_join";
-        if (ok) { s.energy = st[i].energy_mj; s.energyBasis = st[i].energy_basis; s.stepId = st[i].step_id; }
+        if (ok) {
+          s.energy = st[i].energy.value; s.energyBasis = st[i].energy.basis;
+          s.energyReason = st[i].energy.reason; s.stepId = st[i].step_id;
+        }
       });
     });
   }
@@ -227,7 +248,7 @@
     if (s.family === "phase") return "— (not attributed to phases)";
     if (s.energyJoin === "joined") {
       if (s.energy === null || s.energy === undefined) {
-        return "— unavailable" + (s.energyBasis ? " (" + s.energyBasis + ")" : "");
+        return "— unavailable (" + dash(s.energyBasis) + (s.energyReason ? ": " + s.energyReason : "") + ")";
       }
       return s.energy + " mJ (" + dash(s.energyBasis) + ")";
     }
@@ -297,7 +318,7 @@
     if (t.state === "ok" && t.quality === "complete") return ["complete", "✓", "Capture: COMPLETE"];
     if (t.state === "ok") return ["partial", "◐", "Capture: PARTIAL (" + t.quality_reasons.join(", ") + ")"];
     if (t.state === "unavailable") return ["unavailable", "∅", "Capture: UNAVAILABLE (" +
-      (t.reason === "no_manifest" ? "no manifest: killed run or failed persistence" : "no timeline: capture off") + ")"];
+      (t.reason === "no_manifest" ? "no manifest: killed run or failed persistence" : t.reason === "run_incomplete" ? "incomplete run: no report.json" : "no timeline: capture off") + ")"];
     return ["integrity_error", "⚠", "Capture: INTEGRITY ERROR"];
   }
 
@@ -316,8 +337,11 @@
       runAttr = r.cancelled ? "cancelled" : "finished";
       var sum = r.summary;
       var notRun = sum.not_run || 0;
-      runText = "Run: " + (r.cancelled ? "CANCELLED" : "finished") + " · " + sum.passed + " of " + (sum.jobs + notRun) + " jobs passed" +
-        (notRun ? ", " + notRun + " not run" : "");
+      var setup = sum.setup_errors || 0;
+      runText = "Run: " + (r.cancelled ? "CANCELLED" : "finished") + " · " + sum.passed + " of " + (sum.jobs + notRun + setup) + " jobs passed" +
+        (notRun ? ", " + notRun + " not run" : "") +
+        (sum.cancelled ? ", " + sum.cancelled + " cancelled" : "") +
+        (setup ? ", " + setup + " setup error" + (setup === 1 ? "" : "s") : "");
     }
     s.appendChild(badge("run-state", { "data-run": runAttr }, r.cancelled ? "⊘" : "▶", runText));
     var t = d.telemetry;
@@ -339,6 +363,10 @@
     var gaps = d.gaps.slice();
     Object.keys(b.truncated || {}).forEach(function (k) {
       if (b.truncated[k]) gaps.push({ kind: "truncated", label: "View truncated: not every " + k + " record is drawn (page limit)" });
+    });
+    (d.jobs_summarised || []).forEach(function (j) {
+      gaps.push({ kind: "truncated", label: "Job " + j.id + " summarised (too large for one page): " +
+        j.trajectories_kept + " of " + j.trajectories_total + " trajectories, " + j.steps_omitted + " steps left out" });
     });
     if (!gaps.length) {
       var li = el("li");
@@ -454,6 +482,39 @@
     return btn;
   }
 
+  // A merged run (issue 17): one lane group per shard, its trajectories' steps from the
+  // report, placed on the merged axis (each shard's times shifted by its unix anchor); the
+  // group title states the clock domain, the shift and the anchor uncertainty.
+  function renderShardGroups(root, d, groups, range) {
+    var trajById = {};
+    (d.report.jobs || []).forEach(function (j) { j.trajectories.forEach(function (t) { trajById[t.id] = t; }); });
+    groups.forEach(function (g) {
+      var title = el("div", "group-title", "Shard " + g.k + "/" + g.n + " · clock domain " + g.clock_domain +
+        " · shifted +" + (g.offset_ns / 1e6).toFixed(3) + " ms by its unix anchor (± " +
+        (g.uncertainty_ns / 1e3).toFixed(1) + " µs, " + g.alignment + ")");
+      title.setAttribute("data-shard-group", String(g.k));
+      root.appendChild(title);
+      if (!g.trajectories.length) {
+        var none = laneRow("trajectory", "No trajectory", "shard " + g.k, { "data-shard": String(g.k) });
+        root.appendChild(none.lane);
+      }
+      g.trajectories.forEach(function (id) {
+        var t = trajById[id];
+        if (!t) return;
+        var row = laneRow("trajectory", id, t.steps.length + " step(s) · shard " + g.k, { "data-trajectory": id, "data-shard": String(g.k) });
+        t.steps.forEach(function (st) {
+          var s = { id: st.step_id, family: st.kind === "llm_call" ? "request" : "fixture", name: st.name,
+            start: st.start_ns, end: st.end_ns, status: st.status || "unknown", caseId: id, requestId: null,
+            parent: null, seq: st.step_id, prompt: st.prompt_tokens, completion: st.completion_tokens,
+            failure: st.failure_code, startKnown: true, energyJoin: "joined", energy: st.energy.value,
+            energyBasis: st.energy.basis, energyReason: st.energy.reason, stepId: st.step_id };
+          row.track.appendChild(spanButton(s, range, range.hi));
+        });
+        root.appendChild(row.lane);
+      });
+    });
+  }
+
   function renderTimeline(b, spans) {
     var root = document.getElementById("timeline");
     clear(root);
@@ -468,7 +529,7 @@
     var lanesForKeys = [];
     if (d.timeline.state !== "ok") {
       var txt = d.timeline.state === "unavailable"
-        ? "Timeline unavailable: " + (d.timeline.reason === "no_manifest" ? "no manifest (killed run or failed persistence)" : "capture was off for this run")
+        ? "Timeline unavailable: " + (d.timeline.reason === "no_manifest" ? "no manifest (killed run or failed persistence)" : d.timeline.reason === "run_incomplete" ? "incomplete run (no report.json)" : "capture was off for this run")
         : "Timeline integrity error: not shown";
       phases.track.appendChild(gapMarker(d.timeline.state === "unavailable" ? "capture_unavailable" : "integrity_error", txt, null));
     } else {
@@ -477,57 +538,62 @@
       lanesForKeys.push(ph.filter(function (s) { return s.startKnown; }));
     }
 
-    root.appendChild(el("div", "group-title", "Trajectories: model requests and fixture tools"));
-    if (d.timeline.state === "ok") {
-      var byCase = new Map();
-      spans.forEach(function (s) {
-        if (s.family === "phase") return;
-        var key = s.caseId || "(no case id)";
-        if (!byCase.has(key)) byCase.set(key, []);
-        byCase.get(key).push(s);
-      });
-      if (!byCase.size) {
-        var none = laneRow("trajectory", "No request or tool spans", null, { "data-lane": "none" });
-        none.track.appendChild(gapMarker("capture_partial", "No request or fixture span in the capture", null));
-        root.appendChild(none.lane);
-      }
-      byCase.forEach(function (list, key) {
-        var row = laneRow("trajectory", key, list.length + " span(s)", { "data-trajectory": key });
-        var keyed = [];
-        list.forEach(function (s) {
-          if (s.startKnown) {
-            row.track.appendChild(spanButton(s, range, captureEnd));
-            keyed.push(s);
-            if (s.end === null) {
-              row.track.appendChild(gapMarker("unknown_end", "end unknown", range, s.start, captureEnd));
+    var shardGroups = d.report.shards || [];
+    if (shardGroups.length) {
+      renderShardGroups(root, d, shardGroups, range);
+    } else {
+      root.appendChild(el("div", "group-title", "Trajectories: model requests and fixture tools"));
+      if (d.timeline.state === "ok") {
+        var byCase = new Map();
+        spans.forEach(function (s) {
+          if (s.family === "phase") return;
+          var key = s.caseId || "(no case id)";
+          if (!byCase.has(key)) byCase.set(key, []);
+          byCase.get(key).push(s);
+        });
+        if (!byCase.size) {
+          var none = laneRow("trajectory", "No request or tool spans", null, { "data-lane": "none" });
+          none.track.appendChild(gapMarker("capture_partial", "No request or fixture span in the capture", null));
+          root.appendChild(none.lane);
+        }
+        byCase.forEach(function (list, key) {
+          var row = laneRow("trajectory", key, list.length + " span(s)", { "data-trajectory": key });
+          var keyed = [];
+          list.forEach(function (s) {
+            if (s.startKnown) {
+              row.track.appendChild(spanButton(s, range, captureEnd));
+              keyed.push(s);
+              if (s.end === null) {
+                row.track.appendChild(gapMarker("unknown_end", "end unknown", range, s.start, captureEnd));
+              }
+            } else {
+              row.track.appendChild(gapMarker("missing_start", "start unknown", range, Math.max(range.lo, s.end - (range.hi - range.lo) * 0.01), s.end));
             }
-          } else {
-            row.track.appendChild(gapMarker("missing_start", "start unknown", range, Math.max(range.lo, s.end - (range.hi - range.lo) * 0.01), s.end));
+          });
+          lanesForKeys.push(keyed);
+          root.appendChild(row.lane);
+        });
+        d.gaps.forEach(function (g) {
+          if (g.kind === "seq_gap" && g.start_ns !== null && g.end_ns !== null) {
+            var row = laneRow("gap", "Lost events", g.label, { "data-lane": "lost-events" });
+            row.track.appendChild(gapMarker("seq_gap", g.label, range, g.start_ns, g.end_ns));
+            root.appendChild(row.lane);
           }
         });
-        lanesForKeys.push(keyed);
-        root.appendChild(row.lane);
-      });
-      d.gaps.forEach(function (g) {
-        if (g.kind === "seq_gap" && g.start_ns !== null && g.end_ns !== null) {
-          var row = laneRow("gap", "Lost events", g.label, { "data-lane": "lost-events" });
-          row.track.appendChild(gapMarker("seq_gap", g.label, range, g.start_ns, g.end_ns));
-          root.appendChild(row.lane);
+        if (d.timeline.dropped_count > 0) {
+          var dr = laneRow("gap", "Dropped events", d.timeline.dropped_count + " not recorded", { "data-lane": "dropped" });
+          var lastKept = spans.reduce(function (m, s) { return Math.max(m, s.end !== null ? s.end : s.start || 0); }, range.lo);
+          dr.track.appendChild(gapMarker("dropped_events", d.timeline.dropped_count + " events dropped after the capture filled; what happened here is not recorded", range, lastKept, captureEnd));
+          root.appendChild(dr.lane);
         }
-      });
-      if (d.timeline.dropped_count > 0) {
-        var dr = laneRow("gap", "Dropped events", d.timeline.dropped_count + " not recorded", { "data-lane": "dropped" });
-        var lastKept = spans.reduce(function (m, s) { return Math.max(m, s.end !== null ? s.end : s.start || 0); }, range.lo);
-        dr.track.appendChild(gapMarker("dropped_events", d.timeline.dropped_count + " events dropped after the capture filled; what happened here is not recorded", range, lastKept, captureEnd));
-        root.appendChild(dr.lane);
+      } else {
+        var empty = laneRow("trajectory", "Trajectories", null, { "data-lane": "trajectories" });
+        empty.track.appendChild(gapMarker(d.timeline.state === "unavailable" ? "capture_unavailable" : "integrity_error",
+          d.timeline.state === "unavailable" ? "No spans: timeline unavailable (the table lists report steps instead)" : "No spans: timeline failed verification", null));
+        root.appendChild(empty.lane);
       }
-    } else {
-      var empty = laneRow("trajectory", "Trajectories", null, { "data-lane": "trajectories" });
-      empty.track.appendChild(gapMarker(d.timeline.state === "unavailable" ? "capture_unavailable" : "integrity_error",
-        d.timeline.state === "unavailable" ? "No spans: timeline unavailable (the table lists report steps instead)" : "No spans: timeline failed verification", null));
-      root.appendChild(empty.lane);
-    }
 
+    }
     root.appendChild(el("div", "group-title", "Resources, per host and device (never summed)"));
     renderResources(root, b, range);
     wireKeys(lanesForKeys);
@@ -713,20 +779,31 @@
         tr.appendChild(el("td", null, st.name + " (" + st.kind + ", report step)"));
         tr.appendChild(el("td", "num", ms(st.start_ns)));
         tr.appendChild(el("td", "num", ms(st.end_ns - st.start_ns)));
-        tr.appendChild(el("td", null, st.status + (st.failure_code && st.failure_code !== st.status ? " (" + st.failure_code + ")" : "")));
-        tr.appendChild(el("td", "num", st.kind === "tool" ? "—" : dash(st.prompt_tokens) + " / " + dash(st.completion_tokens)));
-        tr.appendChild(el("td", null, st.energy_mj === null ? "— unavailable" + (st.energy_basis ? " (" + st.energy_basis + ")" : "") : st.energy_mj + " mJ (" + dash(st.energy_basis) + ")"));
+        tr.appendChild(el("td", null, dash(st.status) + (st.failure_code && st.failure_code !== st.status ? " (" + st.failure_code + ")" : "")));
+        tr.appendChild(el("td", "num", st.kind === "tool" ? "—" : dash(st.prompt_tokens) + " / " + stepTokens(st)));
+        tr.appendChild(el("td", null, st.energy.value === null ? "— unavailable (" + st.energy.basis + (st.energy.reason ? ": " + st.energy.reason : "") + ")" : st.energy.value + " mJ (" + st.energy.basis + ")"));
         tbody.appendChild(tr);
       });
     }
   }
 
   // A job not run (the run was cancelled before it started) is neither a pass nor a
-  // failure: no failure mark.
+  // failure: no failure mark. A job cut short by Ctrl-C is cancelled (never a pass); a job
+  // whose endpoint failed the preflight is a setup error.
   function jobStatusText(status) {
     if (status === "pass") return "✓ pass";
     if (status === "not_run") return "⏹ not run";
+    if (status === "cancelled") return "⏹ cancelled";
+    if (status === "setup_error") return "⚠ setup error";
     return "✕ " + status;
+  }
+
+  // A report step's output tokens: the server's count, or the client's estimate marked
+  // `~` with its basis (the server sent no usage).
+  function stepTokens(st) {
+    if (st.completion_tokens !== null && st.completion_tokens !== undefined) return String(st.completion_tokens);
+    if (st.completion_tokens_estimate) return "~" + st.completion_tokens_estimate.tokens + " (client estimate)";
+    return "—";
   }
 
   function renderJobs(d) {
@@ -746,7 +823,7 @@
       tr.appendChild(el("td", null, jobStatusText(j.status)));
       tr.appendChild(el("td", "num", ms(j.duration_ns)));
       tr.appendChild(el("td", null, j.verdicts.map(function (v) {
-        return v.gate + " " + v.outcome + " (" + (v.value === null ? "unavailable" : v.value) + " " + v.comparison + " " + v.bound + (v.unit ? " " + v.unit : "") + ")";
+        return v.gate + " " + v.outcome + " (" + (v.value === null ? "unavailable" : v.value) + " " + v.comparison + " " + v.bound + (v.unit ? " " + v.unit : "") + "; " + v.basis + (v.tokens === "client_estimate" ? ", tokens client-estimated" : "") + ")";
       }).join("; ")));
       tb.appendChild(tr);
     });

@@ -1,6 +1,6 @@
 //! The report and timeline parts of the view (pure).
 
-use crate::runner::report::RunReport;
+use crate::model::RunReport;
 use crate::timeline::ids::{is_valid_case_id, is_valid_id};
 
 use super::super::runs::{ReportState, TimelineState};
@@ -12,8 +12,35 @@ pub fn report_view(state: &ReportState) -> ReportView {
     let mut view = report_head(state);
     if let ReportState::Ok(r) = state {
         view.jobs = job_views(r);
+        view.shards = shard_views(r);
     }
     view
+}
+
+/// A merged run's lane groups: one per shard, its trajectories, its offset onto the
+/// merged axis and the alignment's uncertainty (pure).
+pub fn shard_views(r: &RunReport) -> Vec<ShardView> {
+    let Some(m) = &r.merge else { return Vec::new() };
+    m.shards
+        .iter()
+        .map(|s| ShardView {
+            k: s.k,
+            n: m.n,
+            clock_domain: clock_domain_fingerprint(&s.clock_domain_id),
+            offset_ns: s.offset_ns,
+            alignment: code_or_other(&m.alignment.basis),
+            uncertainty_ns: m.alignment.uncertainty_ns,
+            start_ns: s.aligned.start_ns,
+            end_ns: s.aligned.end_ns,
+            trajectories: r
+                .jobs
+                .iter()
+                .flat_map(|j| j.trajectories.iter())
+                .filter(|t| t.shard == Some(s.k) && is_valid_case_id(&t.id))
+                .map(|t| t.id.clone())
+                .collect(),
+        })
+        .collect()
 }
 
 /// The report part of the view without its jobs (pure): every field of [`report_view`]
@@ -40,8 +67,9 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
         .iter()
         .map(|j| JobView {
             id: bounded_text(&j.id, 128),
-            kind: code_or_other(&j.kind),
-            status: code_or_other(&j.status),
+            kind: j.kind,
+            status: j.status,
+            setup_cause: j.setup_error.as_ref().map(|e| e.cause),
             start_ns: j.start_ns,
             end_ns: j.end_ns,
             duration_ns: j.duration_ns,
@@ -56,23 +84,20 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
                     bound: v.bound,
                     comparison: v.comparison,
                     unit: bounded_text(&v.unit, 16),
-                    basis: bounded_text(&v.basis, 64),
+                    basis: v.basis,
+                    tokens: v.tokens,
                     outcome: v.outcome,
                 })
                 .collect(),
             grading: j
                 .grading
                 .iter()
-                .map(|(check, passed, _reason)| GradingView {
-                    check: bounded_text(check, 200),
-                    passed: *passed,
+                .map(|g| GradingView {
+                    check: bounded_text(&g.check, 200),
+                    passed: g.passed,
                 })
                 .collect(),
-            failure_codes: j
-                .failure_codes
-                .iter()
-                .map(|(c, n)| (code_or_other(c), *n))
-                .collect(),
+            failure_codes: j.failure_codes.clone(),
             trajectories: j
                 .trajectories
                 .iter()
@@ -84,33 +109,28 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
                         format!("trajectory-{i}")
                     },
                     index: t.index,
-                    stop_reason: code_or_other(&t.stop_reason),
+                    stop_reason: t.stop_reason,
                     start_ns: t.start_ns,
                     end_ns: t.end_ns,
                     graded_pass: t.graded_pass,
-                    steps: t
-                        .steps
-                        .iter()
-                        .map(|s| StepView {
-                            step_id: s.step_id,
-                            kind: code_or_other(&s.kind),
-                            name: code_or_other(&s.name),
-                            start_ns: s.start_ns,
-                            end_ns: s.end_ns,
-                            status: code_or_other(&s.status),
-                            failure_code: s.failure_code.as_deref().map(code_or_other),
-                            prompt_tokens: s.prompt_tokens,
-                            cached_tokens: s.cached_tokens,
-                            completion_tokens: s.completion_tokens,
-                            ttft_ms: s.ttft_ms,
-                            energy_mj: s.energy_mj,
-                            energy_basis: s.energy_basis.as_deref().map(code_or_other),
-                        })
-                        .collect(),
+                    shard: t.shard,
+                    steps: t.steps.iter().map(step_view).collect(),
                 })
                 .collect(),
         })
         .collect()
+}
+
+/// A report step as the page shows it: the step itself, its name passed through its syntax
+/// (a tool name, `chat`, or `other`), reasons bounded, the ADR-013 breakdown left out.
+fn step_view(s: &crate::model::StepReport) -> crate::model::StepReport {
+    let bound = |f: &mut Option<String>| *f = f.as_deref().map(|r| bounded_text(r, 240));
+    let mut v = s.clone();
+    v.name = code_or_other(&s.name);
+    v.attribution = None;
+    bound(&mut v.energy.reason);
+    bound(&mut v.tokens_per_joule.reason);
+    v
 }
 
 /// The header of a report that read well (pure); `jobs` is left empty.
@@ -129,23 +149,17 @@ fn report_head_ok(r: &RunReport) -> ReportView {
             simulated: e.simulated,
             engine_profile: code_or_other(&e.engine_profile),
         }),
-        summary: Some(SummaryView {
-            jobs: r.summary.jobs,
-            passed: r.summary.passed,
-            failed: r.summary.failed,
-            not_run: r.summary.not_run,
-            duration_ns: r.summary.duration_ns,
-            exit_status: r.summary.exit_status,
-        }),
+        summary: Some(r.summary),
         capture: Some(CaptureView {
             enabled: r.capture.enabled,
-            quality: r.capture.quality.as_deref().map(code_or_other),
+            quality: r.capture.quality.map(|q| q.as_str().to_string()),
             events: r.capture.events,
             dropped: r.capture.dropped,
             rejected: r.capture.rejected,
             diagnostic: r.capture.diagnostic.is_some(),
         }),
         jobs: Vec::new(),
+        shards: Vec::new(),
     }
 }
 

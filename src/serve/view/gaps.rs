@@ -44,6 +44,9 @@ pub fn gap_markers(
                 Some("no_manifest") => {
                     "no timeline manifest (the run was killed before persistence, or persistence failed)"
                 }
+                Some("run_incomplete") => {
+                    "the run is incomplete (no report.json, written last: killed or out of disk)"
+                }
                 _ => "no timeline (capture was off for this run)",
             };
             let mut g = GapMarker::new(

@@ -22,7 +22,7 @@ mod build;
 mod gaps;
 mod telemetry;
 
-pub use build::{report_head, report_view, timeline_view};
+pub use build::{report_head, report_view, shard_views, timeline_view};
 pub use gaps::gap_markers;
 pub use telemetry::{LaneTimes, METRICS_GAUGES, sample_gaps, telemetry_view};
 
@@ -100,6 +100,32 @@ pub struct ReportView {
     pub capture: Option<CaptureView>,
     /// Jobs.
     pub jobs: Vec<JobView>,
+    /// A merged run's shards (issue 17): one lane group each, aligned by the shards' unix
+    /// anchors; empty for a single run.
+    pub shards: Vec<ShardView>,
+}
+
+/// One shard of a merged run: its lane group's header.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShardView {
+    /// The shard, from 1.
+    pub k: u32,
+    /// Shards in all.
+    pub n: u32,
+    /// Fingerprint of the shard's own clock domain.
+    pub clock_domain: String,
+    /// `anchor − merged anchor`, ns: the shift of its times onto the page's axis.
+    pub offset_ns: u64,
+    /// `same_host` or `cross_host`.
+    pub alignment: String,
+    /// Bound of the error of its placement on the axis, ns (anchor uncertainty).
+    pub uncertainty_ns: u64,
+    /// Its run window on the axis.
+    pub start_ns: u64,
+    /// End of its run window on the axis.
+    pub end_ns: u64,
+    /// Its trajectories (ids in `jobs[].trajectories`), in order.
+    pub trajectories: Vec<String>,
 }
 
 /// Endpoint identity (no URL: R011).
@@ -115,22 +141,9 @@ pub struct EndpointView {
     pub engine_profile: String,
 }
 
-/// Run totals.
-#[derive(Clone, Debug, Serialize)]
-pub struct SummaryView {
-    /// Jobs run.
-    pub jobs: usize,
-    /// Jobs passed.
-    pub passed: usize,
-    /// Jobs failed.
-    pub failed: usize,
-    /// Jobs not run: the run was cancelled before they started (not counted in `jobs`).
-    pub not_run: usize,
-    /// Run duration, ns.
-    pub duration_ns: u64,
-    /// Exit status of the run.
-    pub exit_status: i32,
-}
+/// Run totals: the report's own ([`crate::model::SummaryReport`]: counts and the exit
+/// status, no text).
+pub type SummaryView = crate::model::SummaryReport;
 
 /// The runner's capture record (from `report.json`).
 #[derive(Clone, Debug, Serialize)]
@@ -155,9 +168,11 @@ pub struct JobView {
     /// `suite::job`.
     pub id: String,
     /// `agentic`, `context` or `swe`.
-    pub kind: String,
-    /// `pass` or `fail`.
-    pub status: String,
+    pub kind: crate::model::JobKind,
+    /// `pass`, `fail`, `cancelled`, `not_run` or `setup_error`.
+    pub status: crate::model::JobStatus,
+    /// The setup error's cause when `setup_error` (the message is not shown).
+    pub setup_cause: Option<crate::model::SetupCause>,
     /// Start, ns.
     pub start_ns: u64,
     /// End, ns.
@@ -171,7 +186,7 @@ pub struct JobView {
     /// Grading checks (description and result; no reasons).
     pub grading: Vec<GradingView>,
     /// Failed requests per failure code.
-    pub failure_codes: Vec<(String, u64)>,
+    pub failure_codes: Vec<crate::model::FailureCount>,
     /// Trajectories.
     pub trajectories: Vec<TrajectoryView>,
 }
@@ -191,8 +206,10 @@ pub struct VerdictView {
     pub comparison: crate::gate::Comparison,
     /// Unit.
     pub unit: String,
-    /// How the figure was obtained.
-    pub basis: String,
+    /// What the figure rests on.
+    pub basis: crate::model::Basis,
+    /// For a token-derived figure: whose token counts.
+    pub tokens: Option<crate::model::TokenSource>,
     /// Outcome.
     pub outcome: crate::gate::Outcome,
 }
@@ -214,46 +231,21 @@ pub struct TrajectoryView {
     /// Repeat index.
     pub index: u32,
     /// Why it stopped.
-    pub stop_reason: String,
+    pub stop_reason: crate::model::StopReason,
     /// Start, ns.
     pub start_ns: u64,
     /// End, ns.
     pub end_ns: u64,
     /// Grading result, `null` without checks.
     pub graded_pass: Option<bool>,
-    /// Steps in order.
-    pub steps: Vec<StepView>,
-}
-
-/// One step (ADR-013 step of the report).
-#[derive(Clone, Debug, Serialize)]
-pub struct StepView {
-    /// Run-unique step id.
-    pub step_id: u64,
-    /// `llm_call` or `tool`.
-    pub kind: String,
-    /// `chat` or the tool name.
-    pub name: String,
-    /// Start, ns.
-    pub start_ns: u64,
-    /// End, ns.
-    pub end_ns: u64,
-    /// `completed`, `failed` or `cancelled`.
-    pub status: String,
-    /// Failure code.
-    pub failure_code: Option<String>,
-    /// Prompt tokens from usage.
-    pub prompt_tokens: Option<u64>,
-    /// Cached prompt tokens from usage.
-    pub cached_tokens: Option<u64>,
-    /// Completion tokens from usage.
-    pub completion_tokens: Option<u64>,
-    /// TTFT, ms.
-    pub ttft_ms: Option<f64>,
-    /// Step energy, mJ.
-    pub energy_mj: Option<u64>,
-    /// Basis of `energy_mj`.
-    pub energy_basis: Option<String>,
+    /// In a merged run, the shard that ran it (its lane group); absent otherwise (a run
+    /// detail's pages are budgeted per byte, so a single run pays nothing for it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
+    /// Steps in order: the report's own step shape ([`crate::model::StepReport`]), with
+    /// its name passed through its syntax and its ADR-013 breakdown left out (the page shows
+    /// each step's energy figure with its basis, and its token counts with their source).
+    pub steps: Vec<crate::model::StepReport>,
 }
 
 /// The timeline's state and manifest figures.
@@ -261,7 +253,7 @@ pub struct StepView {
 pub struct TimelineView {
     /// `ok`, `unavailable` or `integrity_error`.
     pub state: &'static str,
-    /// Why unavailable (`no_timeline`, `no_manifest`).
+    /// Why unavailable (`no_timeline`, `no_manifest`, `run_incomplete`).
     pub reason: Option<&'static str>,
     /// Integrity problems when `integrity_error`.
     pub errors: Vec<IntegrityItem>,

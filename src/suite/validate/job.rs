@@ -318,6 +318,7 @@ fn agentic(ctx: &Ctx, tools: &[ToolSpec], p: &str, j: &mut RawJob) -> R<AgenticJ
                 .into(),
         ));
     }
+    let tool_choice = tool_choice(ctx, p, mode, &job_tools, j.tool_choice.take())?;
     let script = match (mode, j.script.take()) {
         (AgenticMode::Model, Some(_)) => {
             return Err(ctx
@@ -363,6 +364,7 @@ fn agentic(ctx: &Ctx, tools: &[ToolSpec], p: &str, j: &mut RawJob) -> R<AgenticJ
         tools: job_tools,
         max_steps,
         max_repeated_tool_calls,
+        tool_choice,
         script,
     })
 }
@@ -608,4 +610,74 @@ fn checks(ctx: &Ctx, p: &str, kind: &JobKind, raw: Vec<crate::grade::RawCheck>) 
         out.push(check);
     }
     Ok(out)
+}
+
+/// `tool_choice = "required"` or `["required", "auto"]` (model mode, with tools).
+fn tool_choice(
+    ctx: &Ctx,
+    p: &str,
+    mode: AgenticMode,
+    job_tools: &[String],
+    v: Option<toml::Value>,
+) -> R<Vec<String>> {
+    const CHOICES: [&str; 3] = ["auto", "none", "required"];
+    let Some(v) = v else {
+        return Ok(Vec::new());
+    };
+    let at = format!("{p}.tool_choice");
+    if mode != AgenticMode::Model {
+        return Err(ctx
+            .at_key(
+                &at,
+                K::WrongKindField,
+                "`tool_choice` is for `mode = \"model\"`: a scripted job replaces the model's turns"
+                    .into(),
+            )
+            .with_hint(Some("remove `tool_choice`".into())));
+    }
+    if job_tools.is_empty() {
+        return Err(ctx.at_key(
+            &at,
+            K::InvalidValue,
+            "`tool_choice` needs `tools`: the job offers the model no tool".into(),
+        ));
+    }
+    let items: Vec<(String, Option<&str>)> = match &v {
+        toml::Value::String(s) => vec![(at.clone(), Some(s.as_str()))],
+        toml::Value::Array(a) if !a.is_empty() => a
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (format!("{at}[{k}]"), e.as_str()))
+            .collect(),
+        _ => {
+            return Err(ctx.at_value(
+                &at,
+                K::InvalidValue,
+                "`tool_choice` must be \"auto\", \"none\", \"required\", or a non-empty list of \
+                 them (one per LLM call, the last repeating)"
+                    .into(),
+            ));
+        }
+    };
+    let mut out = Vec::new();
+    for (path, s) in items {
+        match s {
+            Some(c) if CHOICES.contains(&c) => out.push(c.to_string()),
+            _ => {
+                return Err(ctx
+                    .at_value(
+                        &path,
+                        K::InvalidValue,
+                        format!("`{path}` must be one of \"auto\", \"none\", \"required\""),
+                    )
+                    .with_hint(did_you_mean_choice(s)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn did_you_mean_choice(s: Option<&str>) -> Option<String> {
+    crate::suite::fields::did_you_mean(s?, ["auto", "none", "required"])
+        .map(|c| format!("did you mean `{c}`?"))
 }

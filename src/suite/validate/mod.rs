@@ -336,6 +336,15 @@ fn telemetry(ctx: &Ctx, t: super::raw::RawTelemetry) -> R<Telemetry> {
                 .map_err(|m| ctx.at_value("telemetry.metrics_url", K::InvalidValue, m))?,
         ),
     };
+    let gpu = t.gpu.unwrap_or_default();
+    let gpu_devices = match t.gpu_devices {
+        None => None,
+        Some(list) => Some(gpu_devices(ctx, gpu, &list)?),
+    };
+    let prometheus = match t.prometheus {
+        None => None,
+        Some(p) => Some(prometheus(ctx, p)?),
+    };
     Ok(Telemetry {
         sample_period_ms: period(
             "sample_period_ms",
@@ -351,7 +360,128 @@ fn telemetry(ctx: &Ctx, t: super::raw::RawTelemetry) -> R<Telemetry> {
         metrics: t.metrics.unwrap_or(true),
         engine_pid: t.engine_pid,
         include_descendants: t.include_descendants.unwrap_or(false),
-        gpu: t.gpu.unwrap_or_default(),
+        gpu,
+        gpu_devices,
+        prometheus,
+    })
+}
+
+/// `telemetry.gpu_devices`: NVML indices or `GPU-…` / `MIG-…` UUIDs, at least one.
+fn gpu_devices(
+    ctx: &Ctx,
+    gpu: GpuMode,
+    list: &[toml::Value],
+) -> R<Vec<crate::telemetry::GpuSelector>> {
+    use crate::telemetry::GpuSelector;
+    const KEY: &str = "telemetry.gpu_devices";
+    if gpu == GpuMode::Off {
+        return Err(ctx
+            .at_value(
+                KEY,
+                K::InvalidValue,
+                "`telemetry.gpu_devices` selects GPUs, but `telemetry.gpu = \"off\"` samples none"
+                    .into(),
+            )
+            .with_hint(Some("remove one of the two keys".into())));
+    }
+    if list.is_empty() {
+        return Err(ctx
+            .at_value(
+                KEY,
+                K::InvalidValue,
+                "`telemetry.gpu_devices` is empty: it would select no GPU".into(),
+            )
+            .with_hint(Some(
+                "remove the key to select every GPU (or those of CUDA_VISIBLE_DEVICES)".into(),
+            )));
+    }
+    let mut out = Vec::new();
+    for (i, v) in list.iter().enumerate() {
+        let at = format!("{KEY}[{i}]");
+        let sel = match v {
+            toml::Value::Integer(n) => u32::try_from(*n).ok().map(GpuSelector::Index),
+            toml::Value::String(u)
+                if (u.starts_with("GPU-") || u.starts_with("MIG-"))
+                    && u.len() > 4
+                    && !u.contains(char::is_whitespace) =>
+            {
+                Some(GpuSelector::Uuid(u.clone()))
+            }
+            _ => None,
+        };
+        let Some(sel) = sel else {
+            return Err(ctx
+                .at_value(
+                    &at,
+                    K::InvalidValue,
+                    format!(
+                        "`{at}` must be an NVML device index (an integer ≥ 0) or a UUID \
+                         (\"GPU-…\" or \"MIG-…\", as `nvidia-smi -L` prints them)"
+                    ),
+                )
+                .with_hint(Some(
+                    "for example `gpu_devices = [0, \"GPU-5f3a…\"]`".into(),
+                )));
+        };
+        if out.contains(&sel) {
+            return Err(ctx.at_value(&at, K::InvalidValue, format!("`{at}` repeats device {sel}")));
+        }
+        out.push(sel);
+    }
+    Ok(out)
+}
+
+/// `telemetry.prometheus = { url, selector, wait_s }`.
+fn prometheus(ctx: &Ctx, p: super::raw::RawPrometheus) -> R<PrometheusSource> {
+    const KEY: &str = "telemetry.prometheus";
+    let Some(url) = p.url else {
+        return Err(ctx
+            .at_value(
+                KEY,
+                K::InvalidValue,
+                "`telemetry.prometheus` needs `url`, the Prometheus server's base URL".into(),
+            )
+            .with_hint(Some(
+                "for example `prometheus = { url = \"http://127.0.0.1:9090\", selector = '{job=\"vllm\"}' }`"
+                    .into(),
+            )));
+    };
+    let url = normalize_endpoint(&url).map_err(|m| {
+        ctx.at_value(
+            &format!("{KEY}.url"),
+            K::InvalidValue,
+            format!("`{KEY}.url`: {m}"),
+        )
+    })?;
+    if url.contains("/api/") {
+        return Err(ctx
+            .at_value(
+                &format!("{KEY}.url"),
+                K::InvalidValue,
+                format!("`{KEY}.url` is the server's base URL, not an API path"),
+            )
+            .with_hint(Some("drop the `/api/v1/...` part".into())));
+    }
+    let selector = p.selector.unwrap_or_default();
+    crate::telemetry::prometheus::check_selector(&selector).map_err(|m| {
+        ctx.at_value(
+            &format!("{KEY}.selector"),
+            K::InvalidValue,
+            format!("`{KEY}.selector`: {m}"),
+        )
+    })?;
+    let wait_s = p.wait_s.unwrap_or(DEFAULT_PROMETHEUS_WAIT_S);
+    if !(wait_s.is_finite() && (0.0..=600.0).contains(&wait_s)) {
+        return Err(ctx.at_value(
+            &format!("{KEY}.wait_s"),
+            K::InvalidValue,
+            format!("`{KEY}.wait_s` must be between 0 and 600 seconds"),
+        ));
+    }
+    Ok(PrometheusSource {
+        url,
+        selector: selector.trim().to_string(),
+        wait_s,
     })
 }
 

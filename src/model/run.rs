@@ -1,0 +1,299 @@
+//! The run as reported: `report.json`, schema [`REPORT_SCHEMA`].
+
+use serde::{Deserialize, Serialize};
+
+use super::attribution::RunAttributionSummary;
+use super::basis::PowerSource;
+use super::job::{JobReport, JobStatus, SetupError};
+use super::shard::{MergeReport, ShardIdentity};
+use super::telemetry::TelemetrySummary;
+
+/// Schema id of `report.json`. v2 (issue 13) is the typed model: every figure with its
+/// basis, statuses as closed enums, the ADR-013 attribution inside each trajectory and
+/// step. v1 files are not read: readers refuse them with [`ReportError::UnsupportedSchema`].
+pub const REPORT_SCHEMA: &str = "inferscope-bench.report/v2";
+
+/// The schemas of reports this version cannot read (named in the error).
+pub const UNSUPPORTED_SCHEMAS: [&str; 1] = ["inferscope-bench.report/v1"];
+
+/// The endpoint a suite ran against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointReport {
+    /// Suite name.
+    pub suite: String,
+    /// Base URL used (the simulator's loopback URL when simulated).
+    pub base_url: String,
+    /// True when the built-in simulator served the suite (never a real-engine figure).
+    pub simulated: bool,
+    /// Model name sent.
+    pub model: String,
+    /// Metrics profile (`auto`, `vllm`, `sglang`, `llamacpp`, `sim`).
+    pub engine_profile: String,
+    /// Why the suite's jobs could not start (preflight or set-up), `null` when they could.
+    pub setup_error: Option<SetupError>,
+}
+
+/// Capture quality (the timeline manifest's `quality`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quality {
+    /// Every offered event was kept and every span closed.
+    Complete,
+    /// Something was lost, rejected, cancelled or left open; see the reasons.
+    Partial,
+    /// No usable timeline (no manifest: killed run, capture off, persistence failed).
+    Unavailable,
+}
+
+impl Quality {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quality::Complete => "complete",
+            Quality::Partial => "partial",
+            Quality::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// Timeline capture summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaptureReport {
+    /// Whether capture was on.
+    pub enabled: bool,
+    /// The capture's quality; `null` when off.
+    pub quality: Option<Quality>,
+    /// Events kept.
+    pub events: Option<u64>,
+    /// Events dropped (overflow).
+    pub dropped: Option<u64>,
+    /// Events rejected by validation.
+    pub rejected: Option<u64>,
+    /// Relative path of the manifest when written.
+    pub manifest: Option<String>,
+    /// Bytes the runner wrote to disk during the measured window (`/proc/self/io`
+    /// `write_bytes` delta); `null` when unreadable.
+    pub window_write_bytes: Option<u64>,
+    /// Persistence problem, if any (never changes job results or the exit status).
+    pub diagnostic: Option<String>,
+}
+
+/// What supplied power for the run, from what was actually sampled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PowerReport {
+    /// `nvml` only when an NVML device gave power readings, `simulated` for the built-in
+    /// simulator's model; `null` without any power reading (then every energy figure is
+    /// `null`, basis `unavailable`, with `reason`).
+    pub source: Option<PowerSource>,
+    /// Why there is no power source (NVML not loadable, no device, GPU sampling off, …);
+    /// `null` with one.
+    pub reason: Option<String>,
+    /// Devices that gave power readings and enter the figures.
+    pub devices: u32,
+    /// `label: not attributable: reason` of every device that gave readings but is left
+    /// out of every figure (a GPU in MIG mode: its power is the whole GPU's, shared with
+    /// other instances); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_attributable: Vec<String>,
+}
+
+impl PowerReport {
+    /// `power nvml`, `power simulated`, or `power unavailable (REASON)` for headers.
+    pub fn describe(&self) -> String {
+        match (self.source, &self.reason) {
+            (Some(s), _) => format!("power {}", s.label()),
+            (None, Some(r)) => format!("power unavailable ({r})"),
+            (None, None) => "power unavailable".to_string(),
+        }
+    }
+}
+
+/// Run totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryReport {
+    /// Jobs run (`passed + failed + cancelled`; jobs not run or not set up are not counted).
+    pub jobs: usize,
+    /// Jobs passed.
+    pub passed: usize,
+    /// Jobs failed.
+    pub failed: usize,
+    /// Jobs Ctrl-C / SIGTERM stopped before all their work ran.
+    pub cancelled: usize,
+    /// Jobs not run: the run was cancelled before they started.
+    pub not_run: usize,
+    /// Jobs that could not start (setup errors).
+    pub setup_errors: usize,
+    /// Run duration, ns.
+    pub duration_ns: u64,
+    /// 0 all passed; 100 any failed or the run was cancelled (never 0); 96 a setup error
+    /// (preflight); 2 no job selected or artifacts not written.
+    pub exit_status: i32,
+}
+
+impl SummaryReport {
+    /// Counts `jobs` by status; the exit status by [`exit_status`].
+    pub fn of(jobs: &[JobReport], duration_ns: u64, cancelled: bool) -> SummaryReport {
+        let count = |s: JobStatus| jobs.iter().filter(|j| j.status == s).count();
+        let (passed, failed, c, not_run, setup_errors) = (
+            count(JobStatus::Pass),
+            count(JobStatus::Fail),
+            count(JobStatus::Cancelled),
+            count(JobStatus::NotRun),
+            count(JobStatus::SetupError),
+        );
+        let mut s = SummaryReport {
+            jobs: passed + failed + c,
+            passed,
+            failed,
+            cancelled: c,
+            not_run,
+            setup_errors,
+            duration_ns,
+            exit_status: 0,
+        };
+        s.exit_status = exit_status(&s, jobs.is_empty(), cancelled);
+        s
+    }
+
+    /// Whether everything passed (jobs ran, none failed, was cancelled, not run or not set
+    /// up).
+    pub fn all_passed(&self) -> bool {
+        self.jobs > 0
+            && self.failed == 0
+            && self.cancelled == 0
+            && self.not_run == 0
+            && self.setup_errors == 0
+    }
+}
+
+/// Exit status: a cancelled run is 100 (never 0); else a setup error is 96 (nextest's
+/// `SETUP_ERROR`); else any failed job is 100; a run that selected no job is 2; else 0.
+pub fn exit_status(s: &SummaryReport, no_jobs: bool, cancelled: bool) -> i32 {
+    if cancelled || s.cancelled > 0 || s.not_run > 0 {
+        100
+    } else if s.setup_errors > 0 {
+        96
+    } else if no_jobs {
+        2
+    } else if s.failed > 0 || s.jobs == 0 {
+        100
+    } else {
+        0
+    }
+}
+
+/// `report.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// [`REPORT_SCHEMA`].
+    pub schema: String,
+    /// Run id.
+    pub run_id: String,
+    /// `inferscope-bench <version>`.
+    pub tool: String,
+    /// Run start, RFC 3339 UTC (display only).
+    pub started_utc: String,
+    /// ADR-013 anchor: unix ns of the reference instant.
+    pub reference_instant_unix_ns: u64,
+    /// Clock domain of every `*_ns` value.
+    pub clock_domain_id: String,
+    /// Percentile method of every percentile.
+    pub percentile_method: String,
+    /// True when Ctrl-C / SIGTERM ended the run early.
+    pub cancelled: bool,
+    /// The first suite's endpoint (see `endpoints` for all).
+    pub endpoint: Option<EndpointReport>,
+    /// Every suite's endpoint.
+    pub endpoints: Vec<EndpointReport>,
+    /// Timeline capture.
+    pub capture: CaptureReport,
+    /// What supplied power (from what was sampled).
+    pub power: PowerReport,
+    /// What the samplers did; `null` when no sampler ran (e.g. a setup error).
+    pub telemetry: Option<TelemetrySummary>,
+    /// The run's ADR-013 condition and joins; `null` without telemetry.
+    pub attribution: Option<RunAttributionSummary>,
+    /// Jobs.
+    pub jobs: Vec<JobReport>,
+    /// Totals.
+    pub summary: SummaryReport,
+    /// This run's identity as one shard of several (`run --partition` / `--shard`);
+    /// `null` for an unsharded run.
+    pub shard: Option<ShardIdentity>,
+    /// For a run built by `merge`: how, and one section per shard; `null` otherwise.
+    pub merge: Option<MergeReport>,
+}
+
+impl RunReport {
+    /// The endpoint job `job_id` ran against: the entry of `endpoints` whose suite is the
+    /// job id's part before `::`, else the first suite's `endpoint`.
+    pub fn endpoint_of(&self, job_id: &str) -> Option<&EndpointReport> {
+        let suite = job_id.split_once("::").map_or(job_id, |(s, _)| s);
+        self.endpoints
+            .iter()
+            .find(|e| e.suite == suite)
+            .or(self.endpoint.as_ref())
+    }
+
+    /// Reads a report: the schema first (a v1 file is refused by name, any other schema as
+    /// unknown), then the typed body.
+    pub fn from_json(bytes: &[u8]) -> Result<RunReport, ReportError> {
+        #[derive(Deserialize)]
+        struct Head {
+            schema: Option<String>,
+        }
+        let head: Head =
+            serde_json::from_slice(bytes).map_err(|e| ReportError::Malformed(e.to_string()))?;
+        match head.schema.as_deref() {
+            Some(REPORT_SCHEMA) => {}
+            Some(s) if UNSUPPORTED_SCHEMAS.contains(&s) => {
+                return Err(ReportError::UnsupportedSchema(s.to_string()));
+            }
+            Some(s) => return Err(ReportError::UnknownSchema(s.to_string())),
+            None => return Err(ReportError::UnknownSchema(String::new())),
+        }
+        serde_json::from_slice(bytes).map_err(|e| ReportError::Malformed(e.to_string()))
+    }
+
+    /// The report as `report.json` writes it (pretty JSON, 2-space indent, no trailing
+    /// newline); reading it back with [`RunReport::from_json`] and writing again gives the
+    /// same bytes.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("the report model always serializes")
+    }
+}
+
+/// Why a `report.json` could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportError {
+    /// A schema this version no longer reads (v1): re-run, or use the version that wrote it.
+    UnsupportedSchema(String),
+    /// A schema this version does not know.
+    UnknownSchema(String),
+    /// Not JSON, or not the model's shape.
+    Malformed(String),
+}
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReportError::UnsupportedSchema(s) => write!(
+                f,
+                "unsupported schema {s:?}: this version reads {REPORT_SCHEMA:?} only (re-run \
+                 the suite, or read it with the version that wrote it)"
+            ),
+            ReportError::UnknownSchema(s) if s.is_empty() => {
+                write!(f, "no schema: not an inferscope-bench report")
+            }
+            ReportError::UnknownSchema(s) => {
+                write!(
+                    f,
+                    "unknown schema {s:?} (this version reads {REPORT_SCHEMA:?})"
+                )
+            }
+            ReportError::Malformed(e) => write!(f, "not a {REPORT_SCHEMA} report: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReportError {}

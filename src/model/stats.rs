@@ -1,0 +1,677 @@
+//! Request statistics: percentiles, summaries and per-job aggregation (pure, no I/O).
+//!
+//! Definitions follow field case C26 (`shared/cases/README.md` §0 and C26):
+//! - percentiles use linear interpolation between closest ranks, `h = (n − 1)·q`
+//!   (numpy's default `linear` method); the method is recorded as [`PERCENTILE_METHOD`];
+//! - mean ITL is gap-weighted (every gap of every request is one sample, pooled);
+//! - mean TPOT is request-weighted; requests with ≤ 1 output token are excluded;
+//! - failed requests are excluded from every latency and throughput population (C07);
+//! - the prefix-cache hit rate is computed only over requests that reported cached tokens,
+//!   next to its coverage fraction (C12);
+//! - schedule lag (actual send − scheduled send) is summarised so queueing in the client is
+//!   never hidden (C24, coordinated omission).
+//!
+//! - token-derived figures (TPOT, output tokens, output tokens/s) are [`Figure`]s that say
+//!   whose counts they rest on: server `usage`, or the client's estimate (an estimate
+//!   anywhere makes the figure `client_estimate`); the coverage counts server-reported
+//!   requests only.
+//!
+//! Units: latencies in milliseconds as `f64` (derived from integer `elapsed_ns` by the
+//! client), windows in integer nanoseconds from the run clock, rates per second.
+//! Missing is `None` (JSON `null`), never 0.
+//!
+//! Moved here from `crate::stats` (which re-exports it): the statistics are part of the
+//! report model.
+
+use serde::{Deserialize, Serialize};
+
+use super::basis::{Basis, TokenSource};
+use super::figure::Figure;
+
+/// The percentile method, recorded in every artifact that carries a percentile (C26):
+/// numpy's default `linear` method.
+pub const PERCENTILE_METHOD: &str =
+    "linear interpolation between closest ranks, h = (n-1)*q (numpy default)";
+
+/// A schedule lag above this many milliseconds counts as a schedule miss (C24: lags
+/// `[0, 0, 0, 150, 55]` give 2 misses). One millisecond absorbs timer granularity.
+pub const DEFAULT_SCHEDULE_MISS_THRESHOLD_MS: f64 = 1.0;
+
+/// The `q`-quantile (`0.0..=1.0`) of samples already sorted ascending, by linear
+/// interpolation between closest ranks: `h = (n−1)·q`, `x[⌊h⌋] + (h − ⌊h⌋)·(x[⌈h⌉] − x[⌊h⌋])`.
+///
+/// Returns `None` for an empty slice or a `q` outside `0..=1` (or NaN). The caller guarantees
+/// the order (see [`percentile`] for unsorted input). Source: C26.
+pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let n = sorted.len();
+    let h = (n - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = (h.ceil() as usize).min(n - 1);
+    let frac = h - lo as f64;
+    Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
+}
+
+/// The `q`-quantile of unsorted samples (see [`percentile_sorted`]); non-finite samples are
+/// ignored. `None` when no finite sample remains or `q` is outside `0..=1`.
+pub fn percentile(samples: &[f64], q: f64) -> Option<f64> {
+    let sorted = sorted_finite(samples);
+    percentile_sorted(&sorted, q)
+}
+
+/// The finite samples, sorted ascending by [`f64::total_cmp`] (NaN and ±∞ dropped).
+pub(crate) fn sorted_finite(samples: &[f64]) -> Vec<f64> {
+    let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Sum of counts (tokens, mJ) that saturates at `u64::MAX` instead of overflowing:
+/// server-reported counts are untrusted input, and a hostile `usage` of `u64::MAX` must
+/// neither panic nor wrap. 0 for no items.
+pub fn saturating_total(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0, u64::saturating_add)
+}
+
+/// [`saturating_total`] of counts that must all be known: `None` as soon as one is
+/// `None` (a partial total would understate), `Some(0)` for no items. Callers that
+/// also want `None` for no items check that themselves.
+pub fn total_if_complete(counts: impl IntoIterator<Item = Option<u64>>) -> Option<u64> {
+    counts
+        .into_iter()
+        .try_fold(0u64, |total, c| Some(total.saturating_add(c?)))
+}
+
+/// Distribution summary of one population (units are the samples' units, e.g. ms).
+///
+/// Percentiles per [`PERCENTILE_METHOD`]. Built by [`Summary::from_samples`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub count: u64,
+    /// Arithmetic mean (sample-weighted).
+    pub mean: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+impl Summary {
+    /// Summarises `samples`; non-finite samples are ignored. `None` when no finite sample
+    /// is given (an empty population is missing, not zero).
+    pub fn from_samples(samples: &[f64]) -> Option<Summary> {
+        let v = sorted_finite(samples);
+        let n = v.len();
+        if n == 0 {
+            return None;
+        }
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let p = |q| percentile_sorted(&v, q).expect("non-empty, q in range");
+        Some(Summary {
+            count: n as u64,
+            mean,
+            min: v[0],
+            max: v[n - 1],
+            p50: p(0.50),
+            p90: p(0.90),
+            p95: p(0.95),
+            p99: p(0.99),
+        })
+    }
+}
+
+/// One request's figures, as the client measured them: the plain input to [`JobStats`].
+///
+/// Times in milliseconds from the moment the request's last byte was written (C26 §0),
+/// derived from `elapsed_ns` on the run clock. Any unobserved value is `None`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestFigures {
+    /// The request completed (finish reason or `[DONE]`, no error event, no transport
+    /// failure). Failed requests only count towards `requests`/`failed` (C07).
+    pub ok: bool,
+    /// Time to first token event (content, reasoning or tool-call delta), ms.
+    pub ttft_ms: Option<f64>,
+    /// Every gap between consecutive token events, ms (one sample per gap, C26).
+    pub itl_ms: Vec<f64>,
+    /// `(last_token − ttft) / (output_tokens − 1)`, ms; `None` when `output_tokens ≤ 1`.
+    pub tpot_ms: Option<f64>,
+    /// Send to `[DONE]` (or clean EOF), ms.
+    pub e2e_ms: Option<f64>,
+    /// Output tokens (server usage, or the client's estimate when the server gave none:
+    /// then `output_tokens_estimated`).
+    pub output_tokens: Option<u64>,
+    /// `output_tokens` (and the TPOT derived from it) is the client's estimate.
+    pub output_tokens_estimated: bool,
+    /// Prompt tokens from server usage.
+    pub prompt_tokens: Option<u64>,
+    /// Cached prompt tokens from server usage (`None` = not reported, `Some(0)` = a miss; C12).
+    pub cached_tokens: Option<u64>,
+    /// Actual send time − scheduled send time, ms (C24); `None` when unscheduled.
+    pub schedule_lag_ms: Option<f64>,
+}
+
+impl RequestFigures {
+    /// Figures of a successful request from the arrival times (ms) of its token events, per
+    /// the definitions of C26 §0: TTFT = first arrival, one ITL sample per gap, TPOT =
+    /// `(last − first) / (output_tokens − 1)` when `output_tokens > 1`. Without a token
+    /// count TPOT is `None` (chunks are not tokens, C11: the event count is never used).
+    pub fn from_token_arrivals(
+        arrivals_ms: &[f64],
+        output_tokens: Option<u64>,
+        e2e_ms: Option<f64>,
+    ) -> RequestFigures {
+        let ttft_ms = arrivals_ms.first().copied();
+        let itl_ms = arrivals_ms.windows(2).map(|w| w[1] - w[0]).collect();
+        let tpot_ms = match (ttft_ms, arrivals_ms.last(), output_tokens) {
+            (Some(first), Some(last), Some(n)) if n > 1 => Some((last - first) / (n - 1) as f64),
+            _ => None,
+        };
+        RequestFigures {
+            ok: true,
+            ttft_ms,
+            itl_ms,
+            tpot_ms,
+            e2e_ms,
+            output_tokens,
+            ..RequestFigures::default()
+        }
+    }
+}
+
+/// Parameters of [`JobStats::aggregate`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AggregateParams {
+    /// The measured window the requests ran in, ns on the run clock (first send to last
+    /// completion). Rates are `None` when it is 0.
+    pub window_ns: u64,
+    /// Lag above which a request counts as a schedule miss, ms (C24).
+    pub schedule_miss_threshold_ms: f64,
+}
+
+impl AggregateParams {
+    /// A window of `window_ns` with the default miss threshold
+    /// ([`DEFAULT_SCHEDULE_MISS_THRESHOLD_MS`]).
+    pub fn new(window_ns: u64) -> Self {
+        Self {
+            window_ns,
+            schedule_miss_threshold_ms: DEFAULT_SCHEDULE_MISS_THRESHOLD_MS,
+        }
+    }
+}
+
+/// Statistics of one job's requests (report.json per job; issue 2 item 9).
+///
+/// Every `Option` is `None` (JSON `null`) when its population is empty or its input was
+/// never reported; counts are exact integers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobStats {
+    /// All requests, successful or not.
+    pub requests: u64,
+    /// Requests with `ok = true`.
+    pub succeeded: u64,
+    /// Requests with `ok = false` (transport or protocol failure, C07).
+    pub failed: u64,
+    /// `failed / requests`; `None` when there were no requests.
+    pub error_rate: Option<f64>,
+    /// TTFT over successful requests, ms.
+    pub ttft_ms: Option<Summary>,
+    /// ITL, gap-weighted: every gap of every successful request pooled, ms (C26).
+    pub itl_ms: Option<Summary>,
+    /// TPOT, request-weighted over successful requests with > 1 output token, ms (C26);
+    /// basis `client_timing`, `tokens` says whose counts it divides by (`client_estimate`
+    /// when any request's count was estimated).
+    pub tpot_ms: Figure<Summary>,
+    /// E2E over successful requests, ms.
+    pub e2e_ms: Option<Summary>,
+    /// E2E measured from the scheduled send time (`e2e + schedule lag`), ms, over successful
+    /// requests that were scheduled (C24: latency from schedule beside latency from send).
+    pub e2e_from_schedule_ms: Option<Summary>,
+    /// The window the rates are computed over, ns.
+    pub window_ns: u64,
+    /// Successful requests per second over the window; `None` for an empty window.
+    pub throughput_rps: Option<f64>,
+    /// Output tokens of successful requests; missing unless every successful request has
+    /// a count (a partial sum would undercount). Basis `server_reported`, or
+    /// `client_estimate` when any count is the client's estimate.
+    pub output_tokens: Figure<u64>,
+    /// Fraction of successful requests whose output tokens the SERVER reported (estimates
+    /// do not count); `None` with no successful request.
+    pub output_tokens_coverage: Option<f64>,
+    /// `output_tokens` per second over the window (same basis as `output_tokens`).
+    pub output_tokens_per_s: Figure<f64>,
+    /// Σ cached / Σ prompt tokens over successful requests that reported both (C12);
+    /// `None` when none did or their prompt tokens sum to 0.
+    pub cache_hit_rate: Option<f64>,
+    /// Successful requests that reported both cached and prompt tokens (C12).
+    pub cache_reporting_requests: u64,
+    /// `cache_reporting_requests / succeeded`; `None` with no successful request.
+    pub cache_hit_coverage: Option<f64>,
+    /// Schedule lag over every scheduled request (successful or not), ms (C24).
+    pub schedule_lag_ms: Option<Summary>,
+    /// Scheduled requests whose lag exceeded the threshold; `None` when none was scheduled.
+    pub schedule_misses: Option<u64>,
+    /// The threshold used for `schedule_misses`, ms.
+    pub schedule_miss_threshold_ms: f64,
+    /// [`PERCENTILE_METHOD`].
+    pub percentile_method: String,
+}
+
+/// Whose token counts a set of requests rests on: `None` for no request, `client_estimate`
+/// when any count is estimated, else `server`.
+fn token_source_of<'a>(rs: impl Iterator<Item = &'a RequestFigures>) -> Option<TokenSource> {
+    TokenSource::combine(rs.map(|r| TokenSource::estimated(r.output_tokens_estimated)))
+}
+
+impl JobStats {
+    /// Aggregates one job's requests over `params.window_ns`.
+    pub fn aggregate(requests: &[RequestFigures], params: AggregateParams) -> JobStats {
+        let ok: Vec<&RequestFigures> = requests.iter().filter(|r| r.ok).collect();
+        let n_req = requests.len() as u64;
+        let n_ok = ok.len() as u64;
+        let n_failed = n_req - n_ok;
+
+        let ttft: Vec<f64> = ok.iter().filter_map(|r| r.ttft_ms).collect();
+        let itl: Vec<f64> = ok.iter().flat_map(|r| r.itl_ms.iter().copied()).collect();
+        let tpot_reqs: Vec<&&RequestFigures> = ok
+            .iter()
+            .filter(|r| r.output_tokens.is_none_or(|n| n > 1))
+            .filter(|r| r.tpot_ms.is_some())
+            .collect();
+        let tpot: Vec<f64> = tpot_reqs.iter().filter_map(|r| r.tpot_ms).collect();
+        let e2e: Vec<f64> = ok.iter().filter_map(|r| r.e2e_ms).collect();
+        let e2e_sched: Vec<f64> = ok
+            .iter()
+            .filter_map(|r| Some(r.e2e_ms? + r.schedule_lag_ms?))
+            .collect();
+
+        let window_s = params.window_ns as f64 / 1e9;
+        let per_s = |count: f64| (params.window_ns > 0).then(|| count / window_s);
+        let ratio = |num: u64, den: u64| (den > 0).then(|| num as f64 / den as f64);
+
+        // Server-reported counts are untrusted input: sums saturate instead of overflowing
+        // (a hostile `usage` of u64::MAX must not panic or wrap), and a request never
+        // counts more cached tokens than its prompt had (hit rate stays within 0..=1).
+        let server_out = ok
+            .iter()
+            .filter(|r| r.output_tokens.is_some() && !r.output_tokens_estimated)
+            .count() as u64;
+        let out_total = (n_ok > 0)
+            .then(|| total_if_complete(ok.iter().map(|r| r.output_tokens)))
+            .flatten();
+        let out_source = token_source_of(ok.iter().copied().filter(|r| r.output_tokens.is_some()));
+        let out_basis = out_source.map_or(Basis::ServerReported, TokenSource::basis);
+        let out_reason = if n_ok == 0 {
+            "no successful requests"
+        } else {
+            "a successful request has no output-token count"
+        };
+        let output_tokens = Figure::from_option(out_total, out_basis, out_reason)
+            .with_tokens(out_source.filter(|_| out_total.is_some()));
+        let output_tokens_per_s = Figure::from_option(
+            out_total.and_then(|t| per_s(t as f64)),
+            out_basis,
+            if out_total.is_some() {
+                "empty window"
+            } else {
+                out_reason
+            },
+        )
+        .with_tokens(output_tokens.tokens);
+        let tpot_source = token_source_of(tpot_reqs.iter().map(|r| **r));
+        let tpot_ms = Figure::from_option(
+            Summary::from_samples(&tpot),
+            Basis::ClientTiming,
+            if n_ok == 0 {
+                "no successful requests"
+            } else {
+                "no request with more than one output token"
+            },
+        )
+        .with_tokens(tpot_source);
+
+        let cache_pairs: Vec<(u64, u64)> = ok
+            .iter()
+            .filter_map(|r| {
+                let prompt = r.prompt_tokens?;
+                Some((r.cached_tokens?.min(prompt), prompt))
+            })
+            .collect();
+        let cached_sum = saturating_total(cache_pairs.iter().map(|p| p.0));
+        let prompt_sum = saturating_total(cache_pairs.iter().map(|p| p.1));
+
+        let lags: Vec<f64> = requests.iter().filter_map(|r| r.schedule_lag_ms).collect();
+        let misses = (!lags.is_empty()).then(|| {
+            lags.iter()
+                .filter(|&&l| l > params.schedule_miss_threshold_ms)
+                .count() as u64
+        });
+
+        JobStats {
+            requests: n_req,
+            succeeded: n_ok,
+            failed: n_failed,
+            error_rate: ratio(n_failed, n_req),
+            ttft_ms: Summary::from_samples(&ttft),
+            itl_ms: Summary::from_samples(&itl),
+            tpot_ms,
+            e2e_ms: Summary::from_samples(&e2e),
+            e2e_from_schedule_ms: Summary::from_samples(&e2e_sched),
+            window_ns: params.window_ns,
+            throughput_rps: per_s(n_ok as f64),
+            output_tokens,
+            output_tokens_coverage: ratio(server_out, n_ok),
+            output_tokens_per_s,
+            cache_hit_rate: ratio(cached_sum, prompt_sum),
+            cache_reporting_requests: cache_pairs.len() as u64,
+            cache_hit_coverage: ratio(cache_pairs.len() as u64, n_ok),
+            schedule_lag_ms: Summary::from_samples(&lags),
+            schedule_misses: misses,
+            schedule_miss_threshold_ms: params.schedule_miss_threshold_ms,
+            percentile_method: PERCENTILE_METHOD.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn totals_saturate_and_need_every_count() {
+        assert_eq!(saturating_total([u64::MAX, 5]), u64::MAX);
+        assert_eq!(saturating_total([]), 0);
+        assert_eq!(total_if_complete([Some(u64::MAX), Some(5)]), Some(u64::MAX));
+        assert_eq!(total_if_complete([Some(2), Some(3)]), Some(5));
+        assert_eq!(total_if_complete([Some(2), None, Some(3)]), None);
+        assert_eq!(total_if_complete([]), Some(0));
+    }
+
+    /// C26 input: token-event arrival times (ms); usage counts equal event counts.
+    fn c26() -> Vec<RequestFigures> {
+        let r1: Vec<f64> = (0..11).map(|i| 100.0 + 10.0 * i as f64).collect();
+        vec![
+            RequestFigures::from_token_arrivals(&r1, Some(11), None),
+            RequestFigures::from_token_arrivals(&[100.0, 150.0, 200.0], Some(3), None),
+            RequestFigures::from_token_arrivals(&[80.0], Some(1), None),
+        ]
+    }
+
+    #[test]
+    fn c26_tpot_itl_ttft_exact() {
+        let s = JobStats::aggregate(&c26(), AggregateParams::new(1_000_000_000));
+        assert_eq!(s.tpot_ms.tokens, Some(TokenSource::Server));
+        assert_eq!(s.tpot_ms.basis, Basis::ClientTiming);
+        let tpot = s.tpot_ms.value.unwrap();
+        assert_eq!(tpot.count, 2, "R3 (1 token) excluded");
+        assert!(close(tpot.mean, 30.0), "{}", tpot.mean);
+        let itl = s.itl_ms.unwrap();
+        assert_eq!(itl.count, 12);
+        assert!(close(itl.mean, 200.0 / 12.0), "{}", itl.mean);
+        assert_eq!(format!("{:.3}", itl.mean), "16.667");
+        assert!(close(itl.p50, 10.0));
+        assert!(close(itl.p90, 46.0), "{}", itl.p90);
+        assert!(close(itl.p99, 50.0));
+        let ttft = s.ttft_ms.unwrap();
+        assert_eq!(format!("{:.3}", ttft.mean), "93.333");
+        assert_eq!(s.percentile_method, PERCENTILE_METHOD);
+    }
+
+    #[test]
+    fn c26_single_token_tpot_is_none_not_zero() {
+        let r = RequestFigures::from_token_arrivals(&[80.0], Some(1), None);
+        assert_eq!(r.tpot_ms, None);
+        assert!(r.itl_ms.is_empty());
+        let r = RequestFigures::from_token_arrivals(&[80.0, 90.0], None, None);
+        assert_eq!(r.tpot_ms, None, "no token count, no TPOT");
+    }
+
+    #[test]
+    fn tpot_of_single_token_request_excluded_even_if_given() {
+        let mut r = RequestFigures::from_token_arrivals(&[80.0], Some(1), None);
+        r.tpot_ms = Some(0.0);
+        let s = JobStats::aggregate(&[r], AggregateParams::new(1));
+        assert_eq!(s.tpot_ms.value, None);
+    }
+
+    #[test]
+    fn percentile_n1_n2_and_bounds() {
+        assert_eq!(percentile(&[7.0], 0.0), Some(7.0));
+        assert_eq!(percentile(&[7.0], 0.99), Some(7.0));
+        assert_eq!(percentile(&[7.0], 1.0), Some(7.0));
+        assert_eq!(percentile(&[20.0, 10.0], 0.5), Some(15.0));
+        assert!(close(percentile(&[10.0, 20.0], 0.9).unwrap(), 19.0));
+        assert!(close(percentile(&[10.0, 20.0], 0.99).unwrap(), 19.9));
+        assert_eq!(percentile(&[10.0, 20.0], 0.0), Some(10.0));
+        assert_eq!(percentile(&[10.0, 20.0], 1.0), Some(20.0));
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(percentile(&[1.0], 1.5), None);
+        assert_eq!(percentile(&[1.0], f64::NAN), None);
+        // numpy.percentile([1, 2, 3, 4], 25) == 1.75
+        assert!(close(
+            percentile(&[4.0, 3.0, 2.0, 1.0], 0.25).unwrap(),
+            1.75
+        ));
+    }
+
+    #[test]
+    fn summary_of_empty_is_none_and_ignores_non_finite() {
+        assert_eq!(Summary::from_samples(&[]), None);
+        assert_eq!(Summary::from_samples(&[f64::NAN]), None);
+        let s = Summary::from_samples(&[3.0, f64::INFINITY, 1.0]).unwrap();
+        assert_eq!(s.count, 2);
+        assert_eq!((s.min, s.max, s.mean, s.p50), (1.0, 3.0, 2.0, 2.0));
+    }
+
+    #[test]
+    fn c07_failed_requests_excluded_from_latency_and_throughput() {
+        let mut reqs = c26();
+        reqs.push(RequestFigures {
+            ok: false,
+            ttft_ms: Some(1.0),
+            itl_ms: vec![1.0, 1.0],
+            e2e_ms: Some(231.0),
+            output_tokens: Some(2),
+            ..Default::default()
+        });
+        let s = JobStats::aggregate(&reqs, AggregateParams::new(2_000_000_000));
+        assert_eq!((s.requests, s.succeeded, s.failed), (4, 3, 1));
+        assert_eq!(s.error_rate, Some(0.25));
+        assert_eq!(s.itl_ms.unwrap().count, 12);
+        assert_eq!(s.ttft_ms.unwrap().count, 3);
+        assert_eq!(s.e2e_ms, None, "no successful request reported E2E");
+        assert_eq!(s.throughput_rps, Some(1.5));
+        assert_eq!(
+            s.output_tokens.value,
+            Some(15),
+            "failed request's 2 tokens not added"
+        );
+        assert_eq!(s.output_tokens_per_s.value, Some(7.5));
+        assert_eq!(s.output_tokens.basis, Basis::ServerReported);
+    }
+
+    #[test]
+    fn c12_cache_hit_rate_over_reporting_requests_with_coverage() {
+        let req = |cached: Option<u64>, prompt: u64| RequestFigures {
+            ok: true,
+            prompt_tokens: Some(prompt),
+            cached_tokens: cached,
+            ..Default::default()
+        };
+        let s = JobStats::aggregate(
+            &[
+                req(None, 1000),
+                req(Some(0), 1000),
+                req(Some(900), 1000),
+                req(Some(600), 1000),
+            ],
+            AggregateParams::new(0),
+        );
+        assert_eq!(
+            s.cache_hit_rate,
+            Some(0.5),
+            "1500 / 3000, the unreported one excluded"
+        );
+        assert_eq!(s.cache_hit_coverage, Some(0.75));
+        assert_eq!(s.cache_reporting_requests, 3);
+        assert_eq!(s.throughput_rps, None, "empty window gives no rate");
+
+        let s = JobStats::aggregate(&[req(None, 1000)], AggregateParams::new(1));
+        assert_eq!(s.cache_hit_rate, None, "unreported is unknown, never 0");
+        assert_eq!(s.cache_hit_coverage, Some(0.0));
+    }
+
+    #[test]
+    fn c24_schedule_lag_and_latency_from_schedule() {
+        let lags = [0.0, 0.0, 0.0, 150.0, 55.0];
+        let reqs: Vec<RequestFigures> = lags
+            .iter()
+            .map(|&l| RequestFigures {
+                ok: true,
+                e2e_ms: Some(200.0),
+                schedule_lag_ms: Some(l),
+                ..Default::default()
+            })
+            .collect();
+        let s = JobStats::aggregate(&reqs, AggregateParams::new(655_000_000));
+        let lag = s.schedule_lag_ms.unwrap();
+        assert_eq!(lag.max, 150.0);
+        assert_eq!(s.schedule_misses, Some(2));
+        let e2e = s.e2e_ms.unwrap();
+        assert_eq!(
+            (e2e.min, e2e.max),
+            (200.0, 200.0),
+            "service latency unchanged"
+        );
+        let sched = s.e2e_from_schedule_ms.unwrap();
+        assert!(close(sched.mean, 241.0), "{}", sched.mean);
+        assert_eq!(sched.max, 350.0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn percentile_is_monotone_and_bounded(
+            mut xs in proptest::collection::vec(-1e6f64..1e6, 1..64),
+            q1 in 0.0f64..=1.0,
+            q2 in 0.0f64..=1.0,
+        ) {
+            let (lo, hi) = if q1 <= q2 { (q1, q2) } else { (q2, q1) };
+            let a = percentile(&xs, lo).unwrap();
+            let b = percentile(&xs, hi).unwrap();
+            xs.sort_by(f64::total_cmp);
+            proptest::prop_assert!(a <= b + 1e-9);
+            proptest::prop_assert!(a >= xs[0] - 1e-9 && b <= xs[xs.len() - 1] + 1e-9);
+            proptest::prop_assert_eq!(percentile(&xs, 0.0).unwrap(), xs[0]);
+            proptest::prop_assert_eq!(percentile(&xs, 1.0).unwrap(), xs[xs.len() - 1]);
+        }
+    }
+
+    #[test]
+    fn missing_values_serialize_as_null() {
+        let s = JobStats::aggregate(&[], AggregateParams::new(0));
+        assert_eq!(s.error_rate, None);
+        assert_eq!(s.schedule_misses, None);
+        let j = serde_json::to_value(&s).unwrap();
+        for k in ["tpot_ms", "output_tokens", "output_tokens_per_s"] {
+            assert!(j[k]["value"].is_null(), "{k} must carry a null value");
+            assert!(j[k]["reason"].is_string(), "{k} must say why");
+        }
+        for k in [
+            "error_rate",
+            "ttft_ms",
+            "itl_ms",
+            "e2e_ms",
+            "throughput_rps",
+            "cache_hit_rate",
+            "cache_hit_coverage",
+            "schedule_lag_ms",
+            "schedule_misses",
+        ] {
+            assert!(
+                j.get(k).is_some_and(|v| v.is_null()),
+                "{k} must be present as null"
+            );
+        }
+    }
+
+    #[test]
+    fn output_tokens_partial_report_is_none_with_coverage() {
+        let r = |t: Option<u64>| RequestFigures {
+            ok: true,
+            output_tokens: t,
+            ..Default::default()
+        };
+        let s = JobStats::aggregate(&[r(Some(10)), r(None)], AggregateParams::new(1_000_000_000));
+        assert_eq!(s.output_tokens.value, None);
+        assert_eq!(s.output_tokens_per_s.value, None);
+        assert_eq!(s.output_tokens_coverage, Some(0.5));
+    }
+
+    /// Issue 13 item 2: without server usage, output tokens, tokens/s and TPOT are the
+    /// client's estimate and say so; the coverage counts only server-reported requests.
+    #[test]
+    fn estimated_counts_label_every_derived_figure() {
+        let r = |t: u64, est: bool| {
+            let mut f = RequestFigures::from_token_arrivals(&[10.0, 15.0, 20.0], Some(t), None);
+            f.output_tokens_estimated = est;
+            f
+        };
+        let s = JobStats::aggregate(
+            &[r(3, false), r(5, true)],
+            AggregateParams::new(1_000_000_000),
+        );
+        assert_eq!(s.output_tokens.value, Some(8));
+        assert_eq!(s.output_tokens.basis, Basis::ClientEstimate);
+        assert_eq!(s.output_tokens.tokens, Some(TokenSource::ClientEstimate));
+        assert_eq!(s.output_tokens_per_s.basis, Basis::ClientEstimate);
+        assert_eq!(s.tpot_ms.tokens, Some(TokenSource::ClientEstimate));
+        assert_eq!(
+            s.output_tokens_coverage,
+            Some(0.5),
+            "the estimate is not coverage"
+        );
+        let all_server = JobStats::aggregate(&[r(3, false)], AggregateParams::new(1_000_000_000));
+        assert_eq!(all_server.output_tokens.basis, Basis::ServerReported);
+        assert_eq!(all_server.output_tokens_coverage, Some(1.0));
+        let none = JobStats::aggregate(&[r(3, true)], AggregateParams::new(1_000_000_000));
+        assert_eq!(none.output_tokens_coverage, Some(0.0));
+    }
+
+    #[test]
+    fn hostile_usage_saturates_and_hit_rate_stays_a_fraction() {
+        let r = |prompt: u64, cached: u64, out: u64| RequestFigures {
+            ok: true,
+            prompt_tokens: Some(prompt),
+            cached_tokens: Some(cached),
+            output_tokens: Some(out),
+            ..Default::default()
+        };
+        let s = JobStats::aggregate(
+            &[r(u64::MAX, u64::MAX, u64::MAX), r(5, 500, 3)],
+            AggregateParams::new(1_000_000_000),
+        );
+        assert_eq!(s.output_tokens.value, Some(u64::MAX));
+        let rate = s.cache_hit_rate.unwrap();
+        assert!((0.0..=1.0).contains(&rate), "{rate}");
+        let s = JobStats::aggregate(&[r(5, 500, 3)], AggregateParams::new(1_000_000_000));
+        assert_eq!(
+            s.cache_hit_rate,
+            Some(1.0),
+            "cached is capped at the prompt"
+        );
+    }
+}

@@ -1,0 +1,498 @@
+//! `k8s SUITE --shards N --image IMAGE`: Kubernetes manifests that run a suite as N shards
+//! and merge them, built on Kubernetes' own primitives (issue 17 item 3):
+//!
+//! - an **Indexed Job** (`completionMode: Indexed`, `completions = parallelism = N`) whose
+//!   pod `i` runs `run --partition KIND:(i+1)/N` (or `--shard (i+1)/N`) from the
+//!   `JOB_COMPLETION_INDEX` Kubernetes sets, writing `RUNS/NAME/shard-(i+1)` on a shared
+//!   volume; a required pod anti-affinity on `kubernetes.io/hostname` puts every shard on
+//!   its own node; requests equal limits (Guaranteed QoS, so the client's CPU is not
+//!   shared); the API key comes from a Secret through the suite's `api_key_env`;
+//! - a **merge Job** whose init container waits with `kubectl wait
+//!   --for=condition=complete job/NAME-shards` (a ServiceAccount, Role and RoleBinding
+//!   allow only get/list/watch on Jobs), then runs `merge`;
+//! - `--start-at`: the instant is computed when the manifests are printed (now +
+//!   `--start-delay-s`, or `--start-at`), so print and apply in one pipeline.
+//!
+//! A shard pod exits 0 whenever its run wrote its run directory (the run's own status,
+//! pass or fail, is in its report and decides the merge's exit status); only bad input or
+//! unwritten artifacts (exit 2) fail it. Pod failure policies fail each Job at once on a
+//! container's non-zero exit, and ignore node disruptions.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+
+use crate::gate::EXIT_BAD_INPUT;
+
+/// How the Indexed Job divides the suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PartitionMode {
+    /// `run --partition hash:K/N`: whole jobs by XXH64 of their ids.
+    Hash,
+    /// `run --partition count:K/N`: whole jobs round-robin over the sorted ids.
+    Count,
+    /// `run --shard K/N`: a share of every load job's load.
+    Shard,
+}
+
+/// Arguments of `k8s`.
+#[derive(Debug, Clone, Args)]
+pub struct K8sArgs {
+    /// The suite file, as its path inside the image (relative to the image's working
+    /// directory).
+    pub suite: PathBuf,
+    /// Shards (pods of the Indexed Job).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub shards: u32,
+    /// The container image holding `inferscope-bench` and the suite (see `Containerfile`).
+    #[arg(long)]
+    pub image: String,
+    /// Endpoint base URL for every shard (`run --endpoint`); default: the suite's.
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// Model name for every shard (`run --model`); default: the suite's.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Every shard captures its timeline (`run --capture-timeline`).
+    #[arg(long)]
+    pub capture_timeline: bool,
+    /// The PersistentVolumeClaim shared by every shard and the merge (ReadWriteMany when
+    /// the shards land on several nodes), mounted at `/runs`.
+    #[arg(long, value_name = "CLAIM", default_value = "inferscope-runs")]
+    pub runs_volume: String,
+    /// How the shards divide the suite.
+    #[arg(long, value_enum, default_value_t = PartitionMode::Hash)]
+    pub partition_mode: PartitionMode,
+    /// Name prefix of every object (a DNS label: lower-case letters, digits, `-`).
+    #[arg(long, default_value = "inferscope-bench")]
+    pub name: String,
+    /// The Secret holding the API key (key `api-key`), exposed as the suite's
+    /// `api_key_env`.
+    #[arg(long, value_name = "SECRET", default_value = "inferscope-api-key")]
+    pub api_key_secret: String,
+    /// Seconds from printing to the shards' common `--start-at` instant.
+    #[arg(long, value_name = "S", default_value_t = 120)]
+    pub start_delay_s: u64,
+    /// The shards' common first-request instant (seconds since the epoch), instead of
+    /// now + `--start-delay-s`.
+    #[arg(long, value_name = "UNIX_TS")]
+    pub start_at: Option<String>,
+    /// CPU of each shard pod (request = limit).
+    #[arg(long, default_value = "2")]
+    pub cpu: String,
+    /// Memory of each shard pod (request = limit).
+    #[arg(long, default_value = "2Gi")]
+    pub memory: String,
+    /// Image with `kubectl` for the merge Job's wait.
+    #[arg(long, default_value = "registry.k8s.io/kubectl:v1.37.0")]
+    pub kubectl_image: String,
+    /// How long the merge Job waits for the shards' Job to complete (`kubectl wait
+    /// --timeout`).
+    #[arg(long, default_value = "6h")]
+    pub wait_timeout: String,
+}
+
+/// Where the shared volume is mounted in every pod.
+pub const RUNS_MOUNT: &str = "/runs";
+
+/// Which optional `run` flags a shard's script passes (their values come from the pod's
+/// environment).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptOptions {
+    /// `--endpoint "$INFERSCOPE_ENDPOINT"`.
+    pub endpoint: bool,
+    /// `--model "$INFERSCOPE_MODEL"`.
+    pub model: bool,
+    /// `--capture-timeline`.
+    pub capture_timeline: bool,
+}
+
+/// The shell script of a shard pod: the shard K from `JOB_COMPLETION_INDEX`, the run, and
+/// its exit status mapped (a written run directory is a success of the pod).
+pub fn shard_script(mode: PartitionMode, opts: &ScriptOptions) -> String {
+    let flag = match mode {
+        PartitionMode::Hash => "--partition \"hash:$k/$INFERSCOPE_SHARDS\"",
+        PartitionMode::Count => "--partition \"count:$k/$INFERSCOPE_SHARDS\"",
+        PartitionMode::Shard => "--shard \"$k/$INFERSCOPE_SHARDS\"",
+    };
+    let mut extra = String::new();
+    if opts.endpoint {
+        extra.push_str(" --endpoint \"$INFERSCOPE_ENDPOINT\"");
+    }
+    if opts.model {
+        extra.push_str(" --model \"$INFERSCOPE_MODEL\"");
+    }
+    if opts.capture_timeline {
+        extra.push_str(" --capture-timeline");
+    }
+    format!(
+        "set -u\n\
+         k=$((JOB_COMPLETION_INDEX + 1))\n\
+         status=0\n\
+         inferscope-bench run \"$INFERSCOPE_SUITE\" {flag}{extra} \
+         --start-at \"$INFERSCOPE_START_AT\" --out \"$INFERSCOPE_RUNS/shard-$k\" || status=$?\n\
+         # 0 passed, 100 a job or gate failed, 96 a setup error: the run directory holds the\n\
+         # result and the merge reports it. Anything else (2: bad input, artifacts not\n\
+         # written) fails the pod.\n\
+         case \"$status\" in 0|100|96) exit 0 ;; *) exit \"$status\" ;; esac\n"
+    )
+}
+
+/// The shell script of the merge pod.
+pub fn merge_script() -> String {
+    "set -u\n\
+     exec inferscope-bench merge \"$INFERSCOPE_RUNS\"/shard-* --out \"$INFERSCOPE_RUNS/merged\"\n"
+        .to_string()
+}
+
+/// Whether `s` is a DNS-1123 label of at most `max` characters.
+fn dns_label(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// What the manifests need from the suite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteFacts {
+    /// The suite's `api_key_env`, when it names one.
+    pub api_key_env: Option<String>,
+}
+
+/// The manifests as JSON values, in apply order: ServiceAccount, Role, RoleBinding, the
+/// Indexed Job, the merge Job. `start_at` is the `--start-at` text every shard gets.
+pub fn manifests(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Value> {
+    let name = &args.name;
+    let shards_job = format!("{name}-shards");
+    let merge = format!("{name}-merge");
+    let labels = |role: &str| {
+        json!({
+            "app.kubernetes.io/name": "inferscope-bench",
+            "app.kubernetes.io/instance": name,
+            "app.kubernetes.io/component": role,
+        })
+    };
+    let runs_dir = format!("{RUNS_MOUNT}/{name}");
+    let mut shard_env = vec![
+        json!({"name": "INFERSCOPE_SUITE", "value": args.suite.to_string_lossy()}),
+        json!({"name": "INFERSCOPE_SHARDS", "value": args.shards.to_string()}),
+        json!({"name": "INFERSCOPE_RUNS", "value": runs_dir}),
+        json!({"name": "INFERSCOPE_START_AT", "value": start_at}),
+        // The shards' output is for CI logs: no progress bar.
+        json!({"name": "CI", "value": "true"}),
+    ];
+    if let Some(e) = &args.endpoint {
+        shard_env.push(json!({"name": "INFERSCOPE_ENDPOINT", "value": e}));
+    }
+    if let Some(m) = &args.model {
+        shard_env.push(json!({"name": "INFERSCOPE_MODEL", "value": m}));
+    }
+    if let Some(var) = &facts.api_key_env {
+        shard_env.push(json!({
+            "name": var,
+            "valueFrom": {"secretKeyRef": {"name": args.api_key_secret, "key": "api-key"}},
+        }));
+    }
+    let volume = json!([{
+        "name": "runs",
+        "persistentVolumeClaim": {"claimName": args.runs_volume},
+    }]);
+    let mount = json!([{"name": "runs", "mountPath": RUNS_MOUNT}]);
+    let resources = json!({
+        "requests": {"cpu": args.cpu, "memory": args.memory},
+        "limits": {"cpu": args.cpu, "memory": args.memory},
+    });
+    let service_account = json!({
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": merge, "labels": labels("merge")},
+    });
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": merge, "labels": labels("merge")},
+        "rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}],
+    });
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": merge, "labels": labels("merge")},
+        "subjects": [{"kind": "ServiceAccount", "name": merge}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": merge},
+    });
+    let shards = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": shards_job, "labels": labels("shard")},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": args.shards,
+            "parallelism": args.shards,
+            "backoffLimit": args.shards,
+            "podFailurePolicy": {"rules": [
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                {"action": "FailJob", "onExitCodes": {
+                    "containerName": "shard", "operator": "NotIn", "values": [0]}},
+            ]},
+            "template": {
+                "metadata": {"labels": labels("shard")},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "affinity": {"podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [{
+                            "labelSelector": {"matchLabels": labels("shard")},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }],
+                    }},
+                    "containers": [{
+                        "name": "shard",
+                        "image": args.image,
+                        "command": ["/bin/sh", "-c"],
+                        "args": [shard_script(args.partition_mode, &ScriptOptions {
+                            endpoint: args.endpoint.is_some(),
+                            model: args.model.is_some(),
+                            capture_timeline: args.capture_timeline,
+                        })],
+                        "env": shard_env,
+                        "resources": resources,
+                        "volumeMounts": mount,
+                    }],
+                    "volumes": volume,
+                },
+            },
+        },
+    });
+    let merge_job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": merge, "labels": labels("merge")},
+        "spec": {
+            "backoffLimit": 6,
+            "podFailurePolicy": {"rules": [
+                {"action": "FailJob", "onExitCodes": {
+                    "containerName": "merge", "operator": "NotIn", "values": [0]}},
+            ]},
+            "template": {
+                "metadata": {"labels": labels("merge")},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "serviceAccountName": merge,
+                    "initContainers": [{
+                        "name": "wait-for-shards",
+                        "image": args.kubectl_image,
+                        "command": ["kubectl", "wait", "--for=condition=complete",
+                            format!("--timeout={}", args.wait_timeout), format!("job/{shards_job}")],
+                        "resources": {
+                            "requests": {"cpu": "100m", "memory": "64Mi"},
+                            "limits": {"cpu": "200m", "memory": "128Mi"},
+                        },
+                    }],
+                    "containers": [{
+                        "name": "merge",
+                        "image": args.image,
+                        "command": ["/bin/sh", "-c"],
+                        "args": [merge_script()],
+                        "env": [{"name": "INFERSCOPE_RUNS", "value": format!("{RUNS_MOUNT}/{name}")}],
+                        "resources": {
+                            "requests": {"cpu": "1", "memory": "1Gi"},
+                            "limits": {"cpu": "1", "memory": "2Gi"},
+                        },
+                        "volumeMounts": mount,
+                    }],
+                    "volumes": volume,
+                },
+            },
+        },
+    });
+    vec![service_account, role, binding, shards, merge_job]
+}
+
+/// The manifests as one multi-document YAML text.
+pub fn to_yaml(docs: &[Value]) -> Result<String, String> {
+    let mut out = String::from(
+        "# inferscope-bench k8s: apply in one pipeline (the shards' --start-at was computed \
+         when this was printed)\n",
+    );
+    for d in docs {
+        out.push_str("---\n");
+        out.push_str(&serde_norway::to_string(d).map_err(|e| e.to_string())?);
+    }
+    Ok(out)
+}
+
+/// The `k8s` command: prints the manifests. Exit 0; 2 for a bad suite or flag.
+pub fn command(args: K8sArgs) -> i32 {
+    let bad = |m: String| {
+        eprintln!("error: {m}");
+        EXIT_BAD_INPUT
+    };
+    if !dns_label(&args.name, 50) {
+        return bad(format!(
+            "--name {:?}: not a DNS label of at most 50 characters (lower-case letters, \
+             digits and `-`)",
+            args.name
+        ));
+    }
+    if args.image.trim().is_empty() {
+        return bad("--image: empty".into());
+    }
+    if let Some(e) = &args.endpoint
+        && let Err(m) = crate::suite::normalize_endpoint(e)
+    {
+        return bad(format!("--endpoint: {m}"));
+    }
+    let suite = match crate::commands::load_all(std::slice::from_ref(&args.suite)) {
+        Ok(mut s) => s.remove(0),
+        Err(code) => return code,
+    };
+    if args.partition_mode == PartitionMode::Shard && suite.jobs.iter().all(|j| j.load.is_none()) {
+        return bad(format!(
+            "--partition-mode shard: {} has no load job (a job with concurrency, rate, \
+             count, duration_s or sweep) whose load could be shared",
+            args.suite.display()
+        ));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    let start_at = match &args.start_at {
+        Some(t) => match super::parse_start_at(t, now) {
+            Ok(_) => t.trim().to_string(),
+            Err(e) => return bad(e),
+        },
+        None => {
+            let ns = now.saturating_add(args.start_delay_s.saturating_mul(1_000_000_000));
+            format!(
+                "{}.{:03}",
+                ns / 1_000_000_000,
+                ns % 1_000_000_000 / 1_000_000
+            )
+        }
+    };
+    let facts = SuiteFacts {
+        api_key_env: suite.api_key_env.clone(),
+    };
+    match to_yaml(&manifests(&args, &facts, &start_at)) {
+        Ok(y) => {
+            print!("{y}");
+            0
+        }
+        Err(e) => bad(format!("cannot write the manifests: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: K8sArgs,
+    }
+
+    fn args(extra: &[&str]) -> K8sArgs {
+        let mut v = vec!["t", "suites/load.toml", "--shards", "8", "--image", "img:1"];
+        v.extend_from_slice(extra);
+        T::parse_from(v).a
+    }
+
+    #[test]
+    fn indexed_job_and_a_merge_job_that_waits_with_kubectl() {
+        let a = args(&["--endpoint", "http://engine:8000/v1"]);
+        let facts = SuiteFacts {
+            api_key_env: Some("ENGINE_KEY".into()),
+        };
+        let docs = manifests(&a, &facts, "1767225600.000");
+        let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["ServiceAccount", "Role", "RoleBinding", "Job", "Job"]
+        );
+        let shards = &docs[3]["spec"];
+        assert_eq!(shards["completionMode"], "Indexed");
+        assert_eq!(
+            (
+                shards["completions"].as_u64(),
+                shards["parallelism"].as_u64()
+            ),
+            (Some(8), Some(8))
+        );
+        let pod = &shards["template"]["spec"];
+        assert_eq!(
+            pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+                ["topologyKey"],
+            "kubernetes.io/hostname"
+        );
+        let c = &pod["containers"][0];
+        let script = c["args"][0].as_str().unwrap();
+        assert!(
+            script.contains("k=$((JOB_COMPLETION_INDEX + 1))"),
+            "{script}"
+        );
+        assert!(
+            script.contains("--partition \"hash:$k/$INFERSCOPE_SHARDS\""),
+            "{script}"
+        );
+        assert!(
+            script.contains("--endpoint \"$INFERSCOPE_ENDPOINT\""),
+            "{script}"
+        );
+        assert_eq!(c["resources"]["requests"], c["resources"]["limits"]);
+        let key = c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "ENGINE_KEY")
+            .unwrap();
+        assert_eq!(
+            key["valueFrom"]["secretKeyRef"]["name"],
+            "inferscope-api-key"
+        );
+        assert!(
+            key.get("value").is_none(),
+            "the key never sits in the manifest"
+        );
+        let merge = &docs[4]["spec"]["template"]["spec"];
+        let wait: Vec<&str> = merge["initContainers"][0]["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(wait[..3], ["kubectl", "wait", "--for=condition=complete"]);
+        assert_eq!(wait[4], "job/inferscope-bench-shards");
+        assert_eq!(merge["serviceAccountName"], "inferscope-bench-merge");
+        assert_eq!(
+            docs[1]["rules"][0]["verbs"],
+            json!(["get", "list", "watch"])
+        );
+        let yaml = to_yaml(&docs).unwrap();
+        assert_eq!(yaml.lines().filter(|l| *l == "---").count(), 5);
+    }
+
+    #[test]
+    fn shard_mode_runs_shard_k_of_n() {
+        let s = shard_script(PartitionMode::Shard, &ScriptOptions::default());
+        assert!(s.contains("--shard \"$k/$INFERSCOPE_SHARDS\""));
+        assert!(!s.contains("--endpoint"));
+        let c = shard_script(
+            PartitionMode::Count,
+            &ScriptOptions {
+                model: true,
+                capture_timeline: true,
+                ..Default::default()
+            },
+        );
+        assert!(
+            c.contains("count:$k/")
+                && c.contains("--model \"$INFERSCOPE_MODEL\" --capture-timeline")
+        );
+    }
+}

@@ -1,0 +1,1114 @@
+//! `merge RUN_DIR... --out DIR`: one run directory from the run directories of every
+//! shard of one run (issue 17 item 2). See `docs/sharding.md`.
+//!
+//! What is exact and what is aligned:
+//!
+//! - the shards must be one run: the same suite fingerprint, seeds, mode and N, each K of
+//!   1..=N exactly once (else exit 2 naming what does not match);
+//! - every shard keeps its clock domain: its directory is copied verbatim to `shards/K/`
+//!   (report, steps, samples, timeline and its manifest), and `merge.shards[]` keeps its
+//!   clock domain, anchor, power, attribution and own windows;
+//! - the merged report puts every shard's times on one axis: shard K's `*_ns` values are
+//!   shifted by `anchor_K − min(anchor)` (an integer, so every duration *within* a shard —
+//!   TTFT, ITL, E2E, step and trajectory durations — is unchanged to the nanosecond).
+//!   Nothing subtracts the monotonic times of two shards; a difference across shards on the
+//!   merged axis is a wall-clock difference, uncertain by `merge.alignment.uncertainty_ns`;
+//! - partitions: every job ran in exactly one shard and is kept as that shard reported it;
+//! - shares of a load job (`--shard`): percentiles, goodput and confidence intervals come
+//!   from the union of the shards' raw request records (never an average of shard
+//!   percentiles); rates are over the window in which every shard running the point was
+//!   running (the overlap of the shards' windows on the merged axis), counting the requests
+//!   that completed inside it; gates are judged again on the merged figures with the job's
+//!   own bounds (recorded by each shard); energy stays per shard (each shard's own
+//!   devices): the merged job's energy figures are unavailable, with the reason;
+//! - the concurrency statement counts trajectories in flight across all shards on the
+//!   merged axis.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::baseline::compare::regression_figure;
+use crate::gate::{EXIT_BAD_INPUT, FigureSet, JobOutcome};
+use crate::load::curve::{PointFacts, PointRequest};
+use crate::load::{LoadPoint, Stop, goodput_criteria, summarize_point};
+use crate::model::figure::Figure;
+use crate::model::load::{Goodput, GoodputCriteria, LoadReport, PointSummary, SweepReport};
+use crate::model::shard::{
+    AlignedWindow, Alignment, JobShare, MergeReport, MergedConcurrency, ShardJobSection, ShardMode,
+    ShardSection,
+};
+use crate::model::{
+    Basis, CaptureReport, FailureCount, JobEnergy, JobReport, JobStatus, PowerReport, Quality,
+    REPORT_SCHEMA, RequestRecord, RunReport, SummaryReport, TrajectoryReport,
+};
+use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
+
+/// Default assumed bound of the wall-clock offset between two hosts, ms (NTP-synced
+/// hosts on one network usually agree to a few ms; `--host-clock-offset-ms` changes it).
+pub const DEFAULT_HOST_OFFSET_MS: f64 = 10.0;
+
+/// One shard's run, read.
+#[derive(Debug, Clone)]
+pub struct ShardInput {
+    /// Its run directory.
+    pub dir: PathBuf,
+    /// Its report.
+    pub report: RunReport,
+}
+
+fn bad<T>(m: String) -> Result<T, String> {
+    Err(m)
+}
+
+/// The host part of a clock domain id `mono:HOST:PID:ANCHOR` (the whole id otherwise).
+fn host_of(domain: &str) -> &str {
+    let mut it = domain.split(':');
+    match (it.next(), it.next()) {
+        (Some("mono"), Some(h)) => h,
+        _ => domain,
+    }
+}
+
+/// Checks that `inputs` are the shards of one run; returns them ordered by K.
+fn validate(inputs: &[ShardInput]) -> Result<Vec<&ShardInput>, String> {
+    let mut by_k: BTreeMap<u32, &ShardInput> = BTreeMap::new();
+    let first = inputs
+        .first()
+        .ok_or_else(|| "no run directory given".to_string())?;
+    let Some(base) = &first.report.shard else {
+        return bad(format!(
+            "{}: not a shard run (its report.json has no `shard` identity: run it with \
+             --partition or --shard)",
+            first.dir.display()
+        ));
+    };
+    for i in inputs {
+        let d = i.dir.display();
+        if i.report.merge.is_some() {
+            return bad(format!(
+                "{d}: already a merged run; merge the shards' own run directories"
+            ));
+        }
+        let Some(s) = &i.report.shard else {
+            return bad(format!(
+                "{d}: not a shard run (its report.json has no `shard` identity: run it with \
+                 --partition or --shard)"
+            ));
+        };
+        let f = first.dir.display();
+        if s.suite_fingerprint != base.suite_fingerprint {
+            return bad(format!(
+                "{d}: suite fingerprint {} differs from {f}'s {} (not the same suites, flags \
+                 or job selection)",
+                s.suite_fingerprint, base.suite_fingerprint
+            ));
+        }
+        if s.mode != base.mode || s.partition != base.partition {
+            let m = |x: &crate::model::ShardIdentity| match x.partition {
+                Some(p) => format!("partition {}", p.as_str()),
+                None => x.mode.as_str().to_string(),
+            };
+            return bad(format!("{d}: ran as {} but {f} as {}", m(s), m(base)));
+        }
+        if s.n != base.n {
+            return bad(format!(
+                "{d}: shard {}/{} but {f} is one of {} shards",
+                s.k, s.n, base.n
+            ));
+        }
+        let seeds = |x: &crate::model::ShardIdentity| {
+            x.seeds
+                .iter()
+                .map(|v| (v.suite.clone(), v.seed))
+                .collect::<Vec<_>>()
+        };
+        if seeds(s) != seeds(base) {
+            return bad(format!(
+                "{d}: suite seeds {:?} differ from {f}'s {:?}",
+                seeds(s),
+                seeds(base)
+            ));
+        }
+        if let Some(prev) = by_k.insert(s.k, i) {
+            return bad(format!(
+                "shard {}/{} appears twice: {} and {d}",
+                s.k,
+                s.n,
+                prev.dir.display()
+            ));
+        }
+    }
+    let missing: Vec<String> = (1..=base.n)
+        .filter(|k| !by_k.contains_key(k))
+        .map(|k| k.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return bad(format!(
+            "shards {} of {} missing (each K of 1..={} exactly once)",
+            missing.join(", "),
+            base.n,
+            base.n
+        ));
+    }
+    Ok(by_k.into_values().collect())
+}
+
+/// Shifts every absolute time of `j` (run clock of its shard) by `off` ns onto the merged
+/// axis and tags its trajectories with the shard. Durations are unchanged; the ADR-013
+/// objects inside trajectories stay in the shard's clock domain.
+fn shift_job(j: &mut JobReport, off: u64, k: u32) {
+    j.start_ns += off;
+    j.end_ns += off;
+    for t in &mut j.trajectories {
+        t.start_ns += off;
+        t.end_ns += off;
+        t.shard = Some(k);
+        for s in &mut t.steps {
+            s.start_ns += off;
+            s.end_ns += off;
+        }
+    }
+    for r in &mut j.requests {
+        shift_request(r, off);
+    }
+}
+
+fn shift_request(r: &mut RequestRecord, off: u64) {
+    r.scheduled_ns += off;
+    r.send_ns += off;
+    for t in [
+        &mut r.headers_ns,
+        &mut r.first_byte_ns,
+        &mut r.ttft_ns,
+        &mut r.ttfo_ns,
+        &mut r.last_token_ns,
+        &mut r.end_ns,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        *t += off;
+    }
+}
+
+/// The most intervals `[start, end)` open at once.
+fn max_overlap(intervals: impl Iterator<Item = (u64, u64)>) -> u32 {
+    let mut edges: Vec<(u64, i32)> = Vec::new();
+    for (s, e) in intervals {
+        edges.push((s, 1));
+        edges.push((e.max(s), -1));
+    }
+    // Ends before starts at the same instant: touching intervals do not overlap.
+    edges.sort_by_key(|&(t, d)| (t, d));
+    let (mut now, mut max) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        max = max.max(now);
+    }
+    max.max(0) as u32
+}
+
+/// The overlap of windows, `None` when they do not overlap or there are none.
+fn overlap(ws: impl Iterator<Item = (u64, u64)>) -> Option<AlignedWindow> {
+    let mut lo = 0u64;
+    let mut hi = u64::MAX;
+    let mut any = false;
+    for (s, e) in ws {
+        any = true;
+        lo = lo.max(s);
+        hi = hi.min(e);
+    }
+    (any && hi > lo).then(|| AlignedWindow {
+        start_ns: lo,
+        end_ns: hi,
+        duration_ns: hi - lo,
+    })
+}
+
+fn aligned(start: u64, end: u64) -> AlignedWindow {
+    AlignedWindow {
+        start_ns: start,
+        end_ns: end.max(start),
+        duration_ns: end.saturating_sub(start),
+    }
+}
+
+/// One shard's part of one shared load job, on the merged axis.
+struct Part<'a> {
+    k: u32,
+    job: JobReport,
+    share: &'a JobShare,
+}
+
+/// The point (index) of each trajectory of `job`.
+fn point_of_trajectories(job: &JobReport) -> HashMap<String, usize> {
+    let mut traj_point: HashMap<&str, usize> = HashMap::new();
+    if let Some(sw) = &job.sweep {
+        for p in &sw.points {
+            for t in &p.trajectories {
+                traj_point.insert(t.as_str(), p.index);
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for t in &job.trajectories {
+        let p = traj_point.get(t.id.as_str()).copied().unwrap_or(0);
+        out.insert(t.id.clone(), p);
+    }
+    out
+}
+
+/// The trajectory of each request: request ids are the trajectory id with `#` written
+/// `.t`, then `.` and the step's part (`load::fanout#p1.3` → `load::fanout.tp1.3.llm0`,
+/// `load::arrivals#1` → `load::arrivals.t1.s512.r0`); matched on every `.` boundary.
+fn request_trajectories(
+    requests: &[RequestRecord],
+    trajectories: &[TrajectoryReport],
+) -> Vec<Option<String>> {
+    let prefixes: HashMap<String, &str> = trajectories
+        .iter()
+        .map(|t| (format!("{}.", t.id.replacen('#', ".t", 1)), t.id.as_str()))
+        .collect();
+    requests
+        .iter()
+        .map(|r| {
+            r.request_id
+                .match_indices('.')
+                .find_map(|(i, _)| prefixes.get(&r.request_id[..=i]))
+                .map(|t| t.to_string())
+        })
+        .collect()
+}
+
+/// Rates over `w` from the requests that completed inside it: successful non-warm-up
+/// requests per second, their output tokens per second (missing when one has no count),
+/// and good requests per second.
+fn window_rates(
+    stats: &mut JobStats,
+    goodput: Option<&mut Goodput>,
+    reqs: &[(&RequestRecord, RequestFigures, bool)],
+    w: Option<AlignedWindow>,
+) {
+    let Some(w) = w.filter(|w| w.duration_ns > 0) else {
+        stats.throughput_rps = None;
+        stats.output_tokens_per_s = Figure::missing(
+            stats.output_tokens_per_s.basis,
+            "the shards running this work never all ran at once",
+        )
+        .with_tokens(stats.output_tokens_per_s.tokens);
+        if let Some(g) = goodput {
+            g.rps = None;
+        }
+        return;
+    };
+    stats.window_ns = w.duration_ns;
+    let secs = w.duration_ns as f64 / 1e9;
+    let inside: Vec<&(&RequestRecord, RequestFigures, bool)> = reqs
+        .iter()
+        .filter(|(r, f, warm)| {
+            !warm && f.ok && r.end_ns.is_some_and(|e| e >= w.start_ns && e <= w.end_ns)
+        })
+        .collect();
+    stats.throughput_rps = Some(inside.len() as f64 / secs);
+    let tokens = crate::stats::total_if_complete(inside.iter().map(|(_, f, _)| f.output_tokens));
+    stats.output_tokens_per_s = match tokens {
+        Some(t) => Figure::of(t as f64 / secs, stats.output_tokens_per_s.basis),
+        None => Figure::missing(
+            stats.output_tokens_per_s.basis,
+            "a request completed in the window has no output-token count",
+        ),
+    }
+    .with_tokens(stats.output_tokens_per_s.tokens);
+    if let Some(g) = goodput {
+        let good = inside
+            .iter()
+            .filter(|(_, f, _)| crate::load::curve::meets(&g.criteria, f))
+            .count();
+        g.rps = Some(good as f64 / secs);
+    }
+}
+
+/// The merged job of the shards' parts of one shared load job.
+fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
+    let base = &parts[0].job;
+    let warm: HashSet<String> = parts
+        .iter()
+        .flat_map(|p| {
+            p.job
+                .load
+                .iter()
+                .flat_map(|l| l.warmup_requests.iter().cloned())
+        })
+        .collect();
+    // Trajectories and requests: the union, each trajectory in its point, by unit index.
+    let mut point_of: HashMap<String, usize> = HashMap::new();
+    for p in parts {
+        point_of.extend(point_of_trajectories(&p.job));
+    }
+    let mut trajectories: Vec<TrajectoryReport> = parts
+        .iter()
+        .flat_map(|p| p.job.trajectories.iter().cloned())
+        .collect();
+    trajectories.sort_by_key(|t| (point_of.get(&t.id).copied().unwrap_or(0), t.index));
+    let mut requests: Vec<RequestRecord> = parts
+        .iter()
+        .flat_map(|p| p.job.requests.iter().cloned())
+        .collect();
+    requests.sort_by_key(|r| (r.scheduled_ns, r.send_ns));
+    let figs: Vec<(&RequestRecord, RequestFigures, bool)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r,
+                crate::runner::report::figures(r),
+                warm.contains(&r.request_id),
+            )
+        })
+        .collect();
+    let req_point: Vec<Option<usize>> = request_trajectories(&requests, &trajectories)
+        .into_iter()
+        .map(|t| t.and_then(|t| point_of.get(&t).copied()))
+        .collect();
+
+    // Points: one per configured point, from the union of its requests.
+    let gates: crate::gate::spec::GateSpec =
+        serde_json::from_value(parts[0].share.gates.clone()).unwrap_or_default();
+    let criteria: Option<GoodputCriteria> = goodput_criteria(&gates);
+    let base_load = base.load.clone();
+    let arrival = match base_load.as_ref().and_then(|l| l.arrival.as_deref()) {
+        Some("constant") => crate::load::Arrival::Constant,
+        _ => crate::load::Arrival::Poisson,
+    };
+    let stop = base_load.as_ref().map_or(Stop::Count(0), |l| l.stop);
+    let warmup = base_load.as_ref().map_or(0, |l| l.warmup);
+    let values = base
+        .sweep
+        .as_ref()
+        .map_or_else(Vec::new, |s| s.values.clone());
+    let mut points = Vec::new();
+    let mut job_windows = Vec::new();
+    let mut point_notes = Vec::new();
+    for (pi, share) in parts[0].share.points.iter().enumerate() {
+        let configured = LoadPoint {
+            index: share.index,
+            concurrency: share.configured_concurrency,
+            rate: share.configured_rate,
+            arrival,
+            stop: match (stop, share.configured_units) {
+                (Stop::Duration(d), _) => Stop::Duration(d),
+                (_, Some(u)) => Stop::Count(u),
+                (s, None) => s,
+            },
+            warmup,
+        };
+        let in_point: Vec<&TrajectoryReport> = trajectories
+            .iter()
+            .filter(|t| point_of.get(&t.id).copied().unwrap_or(0) == share.index)
+            .collect();
+        let reqs: Vec<(&RequestRecord, RequestFigures, bool)> = figs
+            .iter()
+            .zip(&req_point)
+            .filter(|(_, p)| **p == Some(share.index))
+            .map(|((r, f, w), _)| (*r, f.clone(), *w))
+            .collect();
+        // Each running shard's window of the point: its trajectories' first start to last
+        // end, on the merged axis; the point's rates are over their overlap.
+        let shard_windows: Vec<(u64, u64)> = parts
+            .iter()
+            .filter(|p| p.share.points.get(pi).is_some_and(|s| s.runs))
+            .filter_map(|p| {
+                let ts = in_point.iter().filter(|t| t.shard == Some(p.k));
+                let s = ts.clone().map(|t| t.start_ns).min()?;
+                let e = ts.map(|t| t.end_ns).max()?;
+                Some((s, e))
+            })
+            .collect();
+        let window = overlap(shard_windows.iter().copied());
+        match window {
+            Some(w) => job_windows.push(w),
+            None if !shard_windows.is_empty() => point_notes.push(format!(
+                "point {} ({}): the {} shards running it never all ran at once, so it has \
+                 no rate over a common window (req/s, tokens/s and goodput/s are null)",
+                share.index,
+                configured.label(),
+                shard_windows.len()
+            )),
+            None => {}
+        }
+        let (units, not_started) = parts
+            .iter()
+            .filter_map(|p| {
+                p.job
+                    .sweep
+                    .as_ref()?
+                    .points
+                    .iter()
+                    .find(|q| q.index == share.index)
+            })
+            .fold((0u64, 0u64), |(u, n), q| {
+                (u + q.units, n + q.units_not_started)
+            });
+        let facts = PointFacts {
+            index: share.index,
+            value: values.get(share.index).copied(),
+            label: configured.label(),
+            concurrency: share.configured_concurrency,
+            rate: share.configured_rate,
+            achieved_concurrency: max_overlap(in_point.iter().map(|t| (t.start_ns, t.end_ns))),
+            max_requests_in_flight: max_overlap(
+                reqs.iter()
+                    .map(|(r, _, _)| (r.send_ns, r.end_ns.unwrap_or(r.send_ns))),
+            ),
+            units,
+            units_not_started: not_started,
+            window_ns: window.map_or(0, |w| w.duration_ns),
+            trajectories: in_point.iter().map(|t| t.id.clone()).collect(),
+        };
+        let preqs: Vec<PointRequest> = reqs
+            .iter()
+            .map(|(_, f, w)| PointRequest {
+                figures: f.clone(),
+                warmup: *w,
+            })
+            .collect();
+        let mut ps: PointSummary = summarize_point(facts, &preqs, criteria.as_ref(), None);
+        window_rates(&mut ps.stats, ps.goodput.as_mut(), &reqs, window);
+        points.push(ps);
+    }
+
+    // The job: every non-warm-up request of every point; rates over the points' windows.
+    let measured: Vec<RequestFigures> = figs
+        .iter()
+        .filter(|(_, _, w)| !w)
+        .map(|(_, f, _)| f.clone())
+        .collect();
+    let window_ns: u64 = job_windows.iter().map(|w| w.duration_ns).sum();
+    let mut stats = (!measured.is_empty())
+        .then(|| JobStats::aggregate(&measured, AggregateParams::new(window_ns.max(1))));
+    if let Some(st) = &mut stats {
+        let in_some: Vec<(&RequestRecord, RequestFigures, bool)> = figs
+            .iter()
+            .filter(|(r, _, _)| {
+                r.end_ns
+                    .is_some_and(|e| job_windows.iter().any(|w| e >= w.start_ns && e <= w.end_ns))
+            })
+            .map(|(r, f, w)| (*r, f.clone(), *w))
+            .collect();
+        let span = (window_ns > 0).then_some(AlignedWindow {
+            start_ns: 0,
+            end_ns: u64::MAX,
+            duration_ns: window_ns,
+        });
+        window_rates(st, None, &in_some, span);
+        st.window_ns = window_ns;
+    }
+
+    // Gates on the merged figures, with the job's own bounds.
+    let graded: Vec<bool> = trajectories.iter().filter_map(|t| t.graded_pass).collect();
+    let grade_pass_rate = (!graded.is_empty())
+        .then(|| graded.iter().filter(|&&g| g).count() as f64 / graded.len() as f64);
+    let energy_basis = base.energy.energy_j.basis;
+    let per_shard =
+        "energy stays per shard (each shard's own devices): see merge.shards[].jobs[].energy";
+    let energy = JobEnergy {
+        energy_j: Figure::missing(energy_basis, per_shard),
+        tokens_per_joule: Figure::missing(energy_basis, per_shard),
+        energy_per_trajectory_j: Figure::missing(energy_basis, per_shard),
+    };
+    let mut figures = stats
+        .as_ref()
+        .map(FigureSet::from_job_stats)
+        .unwrap_or_default();
+    figures.grade_pass_rate = match grade_pass_rate {
+        Some(v) => Figure::finite(v, Basis::Grading),
+        None => Figure::missing(Basis::Grading, "no checks"),
+    };
+    figures.tokens_per_joule = energy.tokens_per_joule.clone();
+    figures.energy_per_trajectory_j = energy.energy_per_trajectory_j.clone();
+    figures.regression_pct = regression_figure(None, None, &base.id);
+    let verdicts = crate::runner::report::job_verdicts(&gates, &figures, false);
+    let grading: Vec<crate::model::GradingCheck> = parts
+        .iter()
+        .flat_map(|p| {
+            p.job
+                .grading
+                .iter()
+                .map(move |g| crate::model::GradingCheck {
+                    check: format!("shard {} {}", p.k, g.check),
+                    ..g.clone()
+                })
+        })
+        .collect();
+    let grading_passed = grading.iter().all(|g| g.passed);
+    let unfinished = trajectories.iter().any(|t| !t.stop_reason.finished());
+    let statuses: Vec<JobStatus> = parts.iter().map(|p| p.job.status).collect();
+    let status = if statuses.iter().all(|s| *s == JobStatus::NotRun) {
+        JobStatus::NotRun
+    } else if statuses.contains(&JobStatus::SetupError) {
+        JobStatus::SetupError
+    } else if statuses.contains(&JobStatus::Cancelled) || statuses.contains(&JobStatus::NotRun) {
+        JobStatus::Cancelled
+    } else if JobOutcome::from_verdicts(&verdicts, grading_passed) == JobOutcome::Pass
+        && !unfinished
+    {
+        JobStatus::Pass
+    } else {
+        JobStatus::Fail
+    };
+    let mut codes: BTreeMap<crate::model::FailureCode, u64> = BTreeMap::new();
+    for p in parts {
+        for c in &p.job.failure_codes {
+            *codes.entry(c.code).or_default() += c.count;
+        }
+    }
+    let mut notes = vec![format!(
+        "merged from {} shards: percentiles and goodput from the union of their requests; \
+         rates over the window in which every shard running a point was running (on the \
+         unix-aligned axis, each end uncertain by {} µs); {per_shard}",
+        parts.len(),
+        alignment_ns.div_ceil(1000)
+    )];
+    notes.extend(point_notes);
+    for p in parts {
+        notes.extend(p.job.notes.iter().map(|n| format!("shard {}: {n}", p.k)));
+    }
+    let load = base_load.map(|l| LoadReport {
+        client_max_connections: parts
+            .iter()
+            .filter_map(|p| p.job.load.as_ref())
+            .map(|l| l.client_max_connections)
+            .sum(),
+        points_run: parts
+            .iter()
+            .filter_map(|p| p.job.load.as_ref())
+            .map(|l| l.points_run)
+            .max()
+            .unwrap_or(0),
+        warmup_requests: {
+            let mut w: Vec<String> = warm.iter().cloned().collect();
+            w.sort();
+            w
+        },
+        ..l
+    });
+    let sweep = base.sweep.as_ref().map(|s| SweepReport {
+        variable: s.variable.clone(),
+        values: s.values.clone(),
+        points,
+    });
+    let start_ns = parts.iter().map(|p| p.job.start_ns).min().unwrap_or(0);
+    let end_ns = parts.iter().map(|p| p.job.end_ns).max().unwrap_or(start_ns);
+    JobReport {
+        id: base.id.clone(),
+        kind: base.kind,
+        status,
+        // A duration within one shard: the longest shard's (never a difference of two
+        // shards' clocks).
+        duration_ns: parts.iter().map(|p| p.job.duration_ns).max().unwrap_or(0),
+        start_ns,
+        end_ns,
+        setup_error: parts.iter().find_map(|p| p.job.setup_error.clone()),
+        stats,
+        verdicts,
+        grading,
+        grade_pass_rate,
+        energy,
+        failure_codes: codes
+            .into_iter()
+            .map(|(code, count)| FailureCount { code, count })
+            .collect(),
+        notes,
+        harness: None,
+        load,
+        sweep,
+        baseline: None,
+        trajectories,
+        requests,
+    }
+}
+
+/// Builds the merged report from the shards' reports (pure). `host_offset_ns` is the
+/// assumed wall-clock offset between hosts. Errors (exit 2) name what does not match.
+pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunReport, String> {
+    let shards = validate(inputs)?;
+    let ident = |i: &ShardInput| i.report.shard.clone().expect("validated");
+    let base = ident(shards[0]);
+    let anchor = shards
+        .iter()
+        .map(|s| s.report.reference_instant_unix_ns)
+        .min()
+        .unwrap_or(0);
+    let hosts: BTreeSet<&str> = shards
+        .iter()
+        .map(|s| host_of(&s.report.clock_domain_id))
+        .collect();
+    let read = shards
+        .iter()
+        .map(|s| ident(s).anchor_read_ns)
+        .max()
+        .unwrap_or(0);
+    let same_host = hosts.len() <= 1;
+    let alignment = if same_host {
+        Alignment {
+            basis: "same_host".into(),
+            uncertainty_ns: read,
+            statement: format!(
+                "every shard ran on one host and wall clock: shards are aligned by their unix \
+                 anchors to within their read brackets (at most {read} ns)"
+            ),
+        }
+    } else {
+        Alignment {
+            basis: "cross_host".into(),
+            uncertainty_ns: read.saturating_add(host_offset_ns),
+            statement: format!(
+                "shards ran on {} hosts: they are aligned by their unix anchors, each host's \
+                 wall clock; the offset between those clocks is assumed at most {:.3} ms (not \
+                 measured), so a time on the merged axis is uncertain by {:.3} ms",
+                hosts.len(),
+                host_offset_ns as f64 / 1e6,
+                read.saturating_add(host_offset_ns) as f64 / 1e6
+            ),
+        }
+    };
+    let u = alignment.uncertainty_ns;
+    let offsets: Vec<u64> = shards
+        .iter()
+        .map(|s| s.report.reference_instant_unix_ns - anchor)
+        .collect();
+
+    // Jobs on the merged axis.
+    let shared: HashMap<&str, ()> = shards
+        .iter()
+        .flat_map(|s| {
+            s.report
+                .shard
+                .as_ref()
+                .into_iter()
+                .flat_map(|i| i.load.iter())
+        })
+        .map(|l| (l.job.as_str(), ()))
+        .collect();
+    let mut jobs = Vec::new();
+    let mut notes = Vec::new();
+    for id in &base.selected_jobs {
+        let mut parts: Vec<(usize, JobReport)> = Vec::new();
+        for (i, s) in shards.iter().enumerate() {
+            if let Some(j) = s.report.jobs.iter().find(|j| &j.id == id) {
+                let mut j = j.clone();
+                shift_job(&mut j, offsets[i], ident(s).k);
+                parts.push((i, j));
+            }
+        }
+        let is_shared = base.mode == ShardMode::Shard && shared.contains_key(id.as_str());
+        match (parts.len(), is_shared) {
+            (0, _) => {
+                return bad(format!(
+                    "job {id} was selected but no shard reports it (a shard was cut short \
+                     before writing it, or ran other suites)"
+                ));
+            }
+            (_, true) => {
+                let mut ps = Vec::new();
+                for (i, j) in parts {
+                    let share = shards[i]
+                        .report
+                        .shard
+                        .as_ref()
+                        .and_then(|x| x.load.iter().find(|l| &l.job == id));
+                    match share {
+                        Some(share) => ps.push(Part {
+                            k: ident(shards[i]).k,
+                            job: j,
+                            share,
+                        }),
+                        None => {
+                            return bad(format!(
+                                "{}: job {id} has no load shares although other shards \
+                                 shared its load",
+                                shards[i].dir.display()
+                            ));
+                        }
+                    }
+                }
+                jobs.push(merge_load_job(&ps, u));
+            }
+            (1, false) => jobs.push(parts.remove(0).1),
+            (_, false) => {
+                let ks: Vec<String> = parts
+                    .iter()
+                    .map(|(i, _)| ident(shards[*i]).k.to_string())
+                    .collect();
+                return bad(format!(
+                    "job {id} ran in shards {} (a partition runs each job in exactly one)",
+                    ks.join(" and ")
+                ));
+            }
+        }
+    }
+    if base.mode == ShardMode::Shard {
+        notes.push(
+            "shard mode: each load job's figures come from the union of the shards' \
+             requests; sequential jobs ran on shard 1 only"
+                .to_string(),
+        );
+    }
+
+    // Per-shard sections.
+    let mut sections = Vec::new();
+    let mut all: Vec<(u64, u64)> = Vec::new();
+    for (i, s) in shards.iter().enumerate() {
+        let r = &s.report;
+        let id = ident(s);
+        let off = offsets[i];
+        let window = aligned(off, off + r.summary.duration_ns);
+        all.push((window.start_ns, window.end_ns));
+        sections.push(ShardSection {
+            k: id.k,
+            run_id: r.run_id.clone(),
+            dir: format!("shards/{}", id.k),
+            clock_domain_id: r.clock_domain_id.clone(),
+            reference_instant_unix_ns: r.reference_instant_unix_ns,
+            offset_ns: off,
+            started_utc: r.started_utc.clone(),
+            tool: r.tool.clone(),
+            duration_ns: r.summary.duration_ns,
+            aligned: window,
+            start_at: id.start_at.clone(),
+            power: r.power.clone(),
+            attribution: r.attribution.clone(),
+            capture: r.capture.clone(),
+            cancelled: r.cancelled,
+            exit_status: r.summary.exit_status,
+            jobs: r
+                .jobs
+                .iter()
+                .map(|j| ShardJobSection {
+                    id: j.id.clone(),
+                    status: j.status,
+                    start_ns: j.start_ns,
+                    end_ns: j.end_ns,
+                    duration_ns: j.duration_ns,
+                    aligned: aligned(j.start_ns + off, j.end_ns + off),
+                    requests: j.requests.len() as u64,
+                    trajectories: j.trajectories.len() as u64,
+                    energy: j.energy.clone(),
+                })
+                .collect(),
+        });
+    }
+    // Point windows of different points that overlap across shards: the endpoint saw a mix.
+    for j in &jobs {
+        if let Some(sw) = &j.sweep {
+            let win = |p: &PointSummary| {
+                let ts: Vec<&TrajectoryReport> = j
+                    .trajectories
+                    .iter()
+                    .filter(|t| p.trajectories.contains(&t.id))
+                    .collect();
+                Some((
+                    ts.iter().map(|t| t.start_ns).min()?,
+                    ts.iter().map(|t| t.end_ns).max()?,
+                ))
+            };
+            let ws: Vec<(usize, (u64, u64))> = sw
+                .points
+                .iter()
+                .filter_map(|p| Some((p.index, win(p)?)))
+                .collect();
+            for (a, (s1, e1)) in &ws {
+                for (b, (s2, e2)) in &ws {
+                    if a < b && s1 < e2 && s2 < e1 {
+                        notes.push(format!(
+                            "{}: points {a} and {b} overlapped in time across shards (a shard \
+                             with no share of one point went on to the next): the endpoint \
+                             saw both loads at once; use duration_s stops and --start-at to \
+                             keep points aligned",
+                            j.id
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let trajs = jobs.iter().flat_map(|j| j.trajectories.iter());
+    let max_all = max_overlap(trajs.clone().map(|t| (t.start_ns, t.end_ns)));
+    let max_one = (1..=base.n)
+        .map(|k| {
+            max_overlap(
+                trajs
+                    .clone()
+                    .filter(|t| t.shard == Some(k))
+                    .map(|t| (t.start_ns, t.end_ns)),
+            )
+        })
+        .max()
+        .unwrap_or(0);
+    let concurrency = MergedConcurrency {
+        max_trajectories_in_flight: max_all,
+        max_in_one_shard: max_one,
+        statement: format!(
+            "up to {max_all} trajectories in flight across {} shards (counted on the \
+             unix-aligned axis, each time uncertain by {} µs), at most {max_one} within one \
+             shard; per-step energy is attributed per shard against its own devices (see \
+             each shard's attribution)",
+            base.n,
+            u.div_ceil(1000)
+        ),
+    };
+
+    let cancelled = shards.iter().any(|s| s.report.cancelled);
+    let duration_ns = shards
+        .iter()
+        .map(|s| s.report.summary.duration_ns)
+        .max()
+        .unwrap_or(0);
+    let first = &shards[0].report;
+    let mut endpoints = first.endpoints.clone();
+    for e in &mut endpoints {
+        e.setup_error = shards.iter().find_map(|s| {
+            s.report
+                .endpoints
+                .iter()
+                .find(|x| x.suite == e.suite)
+                .and_then(|x| x.setup_error.clone())
+        });
+    }
+    let sources: BTreeSet<String> = shards.iter().map(|s| s.report.power.describe()).collect();
+    let power = if sources.len() == 1 {
+        PowerReport {
+            devices: shards.iter().map(|s| s.report.power.devices).sum(),
+            not_attributable: shards
+                .iter()
+                .flat_map(|s| s.report.power.not_attributable.iter().cloned())
+                .collect(),
+            ..first.power.clone()
+        }
+    } else {
+        PowerReport {
+            source: None,
+            reason: Some(format!(
+                "the shards differ ({}): see merge.shards[].power",
+                sources.into_iter().collect::<Vec<_>>().join(", ")
+            )),
+            devices: shards.iter().map(|s| s.report.power.devices).sum(),
+            not_attributable: shards
+                .iter()
+                .flat_map(|s| s.report.power.not_attributable.iter().cloned())
+                .collect(),
+        }
+    };
+    let quality = shards
+        .iter()
+        .filter_map(|s| s.report.capture.quality)
+        .max_by_key(|q| match q {
+            Quality::Complete => 0,
+            Quality::Partial => 1,
+            Quality::Unavailable => 2,
+        });
+    let sum = |f: fn(&CaptureReport) -> Option<u64>| {
+        shards
+            .iter()
+            .map(|s| f(&s.report.capture))
+            .try_fold(0u64, |a, v| Some(a.saturating_add(v?)))
+    };
+    let capture = CaptureReport {
+        enabled: shards.iter().any(|s| s.report.capture.enabled),
+        quality,
+        events: sum(|c| c.events),
+        dropped: sum(|c| c.dropped),
+        rejected: sum(|c| c.rejected),
+        manifest: None,
+        window_write_bytes: sum(|c| c.window_write_bytes),
+        diagnostic: None,
+    };
+    let mut h = Sha256::new();
+    for s in &shards {
+        h.update(s.report.run_id.as_bytes());
+        h.update(b"\n");
+    }
+    let digest = hex::encode(h.finalize());
+    let stamp = chrono::DateTime::from_timestamp((anchor / 1_000_000_000) as i64, 0)
+        .map(|d| d.format("%Y%m%dT%H%M%SZ").to_string())
+        .unwrap_or_else(|| "run".into());
+    let summary = SummaryReport::of(&jobs, duration_ns, cancelled);
+    Ok(RunReport {
+        schema: REPORT_SCHEMA.into(),
+        run_id: format!("{stamp}-merged-{}", &digest[..6]),
+        tool: format!("inferscope-bench {}", env!("CARGO_PKG_VERSION")),
+        started_utc: crate::clock::unix_ns_to_rfc3339(anchor),
+        reference_instant_unix_ns: anchor,
+        clock_domain_id: format!("merged:{}", &digest[..16]),
+        percentile_method: PERCENTILE_METHOD.into(),
+        cancelled,
+        endpoint: endpoints.first().cloned(),
+        endpoints,
+        capture,
+        power,
+        telemetry: None,
+        attribution: None,
+        summary,
+        jobs,
+        shard: None,
+        merge: Some(MergeReport {
+            mode: base.mode,
+            partition: base.partition,
+            n: base.n,
+            suite_fingerprint: base.suite_fingerprint.clone(),
+            seeds: base.seeds.clone(),
+            alignment,
+            all_running: overlap(all.into_iter()),
+            concurrency,
+            notes,
+            shards: sections,
+        }),
+    })
+}
+
+/// Copies a run directory (regular files and directories; anything else is refused).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let t = e.file_type()?;
+        let dst = to.join(e.file_name());
+        if t.is_dir() {
+            copy_tree(&e.path(), &dst)?;
+        } else if t.is_file() {
+            std::fs::copy(e.path(), &dst)?;
+        } else {
+            return Err(std::io::Error::other(format!(
+                "{}: not a regular file or directory (a symlink?); not copied",
+                e.path().display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `run_dir` is a merged run (its report has a `merge` section); the shards' run
+/// directories are then `run_dir/shards/K`.
+pub fn shard_dirs(run_dir: &Path) -> Option<Vec<(u32, PathBuf)>> {
+    let r = crate::commands::read_report(run_dir).ok()?;
+    let m = r.merge?;
+    Some(
+        m.shards
+            .iter()
+            .map(|s| (s.k, run_dir.join("shards").join(s.k.to_string())))
+            .collect(),
+    )
+}
+
+/// The Perfetto trace of a merged run: every shard's own trace (its verified timeline and
+/// samples) as its own process (pid K, named `shard K/N`), its times shifted by the
+/// shard's offset onto the merged axis. A shard without a readable timeline is an error
+/// naming it.
+pub fn perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
+    let m = rep.merge.as_ref().ok_or("not a merged run")?;
+    let mut events = Vec::new();
+    for s in &m.shards {
+        let dir = run_dir.join(&s.dir);
+        let shard = crate::commands::read_report(&dir)?;
+        let text = crate::runner::energy::perfetto(&dir, &shard)
+            .map_err(|e| format!("shard {}: {e}", s.k))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        let off_us = s.offset_ns as f64 / 1000.0;
+        for mut e in v["traceEvents"].as_array().cloned().unwrap_or_default() {
+            e["pid"] = serde_json::json!(s.k);
+            if let Some(ts) = e["ts"].as_f64() {
+                e["ts"] = serde_json::json!(ts + off_us);
+            }
+            if e["name"] == "process_name" {
+                e["args"]["name"] =
+                    serde_json::json!(format!("shard {}/{} ({})", s.k, m.n, s.run_id));
+            }
+            events.push(e);
+        }
+    }
+    let v = serde_json::json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "generator": "inferscope-bench",
+            "run_id": rep.run_id,
+            "clock_domain_id": rep.clock_domain_id,
+            "reference_instant_unix_ns": rep.reference_instant_unix_ns,
+            "alignment": m.alignment.statement,
+        },
+    });
+    serde_json::to_string(&v).map_err(|e| e.to_string())
+}
+
+/// The `merge` command: exit 2 when the shards do not belong together or a directory
+/// cannot be read or written; otherwise the merged run's exit status (0 every merged job
+/// passed, 100 a job or gate failed or a shard was cancelled, 96 a setup error).
+pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
+    let fail = |m: String| {
+        eprintln!("error: {m}");
+        EXIT_BAD_INPUT
+    };
+    if !(host_offset_ms.is_finite() && host_offset_ms >= 0.0) {
+        return fail(format!(
+            "--host-clock-offset-ms {host_offset_ms}: must be a non-negative number of ms"
+        ));
+    }
+    if let Err(e) = crate::commands::check_new_or_empty_dir(out) {
+        return fail(e);
+    }
+    let mut inputs = Vec::new();
+    for d in dirs {
+        match crate::commands::read_report(d) {
+            Ok(report) => inputs.push(ShardInput {
+                dir: d.clone(),
+                report,
+            }),
+            Err(e) => return fail(e),
+        }
+    }
+    let merged = match merge_reports(&inputs, (host_offset_ms * 1e6).round() as u64) {
+        Ok(m) => m,
+        Err(e) => return fail(e),
+    };
+    let written = (|| -> Result<(), String> {
+        std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+        for i in &inputs {
+            let k = i.report.shard.as_ref().map_or(0, |s| s.k);
+            let to = out.join("shards").join(k.to_string());
+            copy_tree(&i.dir, &to).map_err(|e| format!("copying {}: {e}", i.dir.display()))?;
+        }
+        let markers = crate::runner::report::step_markers(&merged);
+        std::fs::write(
+            out.join("steps.jsonl"),
+            crate::attribution::step_markers_to_jsonl(&markers),
+        )
+        .map_err(|e| format!("{}: {e}", out.join("steps.jsonl").display()))?;
+        // report.json last: a merged directory without it is incomplete.
+        std::fs::write(out.join("report.json"), merged.to_json())
+            .map_err(|e| format!("{}: {e}", out.join("report.json").display()))
+    })();
+    if let Err(e) = written {
+        return fail(e);
+    }
+    for l in crate::runner::report::console_lines(&merged) {
+        println!("{l}");
+    }
+    if let Some(m) = &merged.merge {
+        println!(
+            "merged {} shards ({}) · {}",
+            m.n,
+            match m.partition {
+                Some(p) => format!("partition {}", p.as_str()),
+                None => "shares of the load".into(),
+            },
+            m.alignment.statement
+        );
+        println!("{}", m.concurrency.statement);
+        for n in &m.notes {
+            println!("note: {n}");
+        }
+    }
+    println!("run directory: {}", out.display());
+    merged.summary.exit_status
+}

@@ -1,0 +1,609 @@
+//! Issue 17, beyond one machine, tested here without a cluster:
+//! - `run --partition hash:K/3` (and `list`, and `count:`) over every ready suite runs
+//!   every job exactly once;
+//! - the k8s manifests for N = 1, 3, 8 validate against the Kubernetes schema of a current
+//!   release (`kubernetes-validate`, installed by `.ci/run`);
+//! - 4 shard processes of `suites/load.toml`, started with the Indexed Job's own script
+//!   and `JOB_COMPLETION_INDEX`, against one simulator, merged by the merge Job's script:
+//!   every merged percentile equals the one computed from the union of the shards'
+//!   request records, the merged load is the sum of the shards' load, and the merged
+//!   directory is a normal run directory for every reader.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use inferscope_bench::model::{RequestRecord, RunReport, Summary};
+use inferscope_bench::runner::report::figures;
+use serde_json::Value;
+
+use support::{describe, repo, run};
+
+/// The suites that run on the built-in simulator (llama-cpp.toml needs a real engine).
+const READY: [&str; 4] = [
+    "suites/agentic.toml",
+    "suites/context.toml",
+    "suites/swe.toml",
+    "suites/load.toml",
+];
+
+fn read(dir: &Path) -> RunReport {
+    RunReport::from_json(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+}
+
+fn listed(args: &[&str]) -> Vec<String> {
+    let o = run(&repo(), args);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+/// Done-when item 1: `run --partition hash:1/3 … 3/3` over all ready suites runs every
+/// job exactly once, and `list --partition` lists exactly what `run` runs.
+#[test]
+fn hash_partitions_of_every_ready_suite_run_every_job_exactly_once() {
+    let mut all_args = vec!["list"];
+    all_args.extend(READY);
+    let all = listed(&all_args);
+    assert!(all.len() >= 7, "{all:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ran: BTreeMap<String, u32> = BTreeMap::new();
+    let mut fingerprints = BTreeSet::new();
+    for k in 1..=3 {
+        let p = format!("hash:{k}/3");
+        let mut list_args = vec!["list", "--partition", &p];
+        list_args.extend(READY);
+        let listed_k = listed(&list_args);
+        let out = tmp.path().join(format!("p{k}"));
+        let mut args = vec!["run", "--partition", &p, "--out", out.to_str().unwrap()];
+        args.extend(READY);
+        let o = run(&repo(), &args);
+        assert!(
+            matches!(o.status.code(), Some(0) | Some(100)),
+            "{}",
+            describe(&o)
+        );
+        let r = read(&out);
+        let ids: Vec<String> = r.jobs.iter().map(|j| j.id.clone()).collect();
+        assert_eq!(ids, listed_k, "run and list agree on partition {p}");
+        for j in &r.jobs {
+            assert!(j.status.ran(), "{} {:?}", j.id, j.status);
+            *ran.entry(j.id.clone()).or_default() += 1;
+        }
+        let s = r.shard.as_ref().expect("shard identity");
+        assert_eq!((s.k, s.n), (k, 3));
+        assert_eq!(s.selected_jobs, all);
+        fingerprints.insert(s.suite_fingerprint.clone());
+    }
+    assert_eq!(fingerprints.len(), 1, "one run: one fingerprint");
+    assert_eq!(ran.keys().cloned().collect::<Vec<_>>(), {
+        let mut a = all.clone();
+        a.sort();
+        a
+    });
+    assert!(ran.values().all(|&c| c == 1), "{ran:?}");
+
+    // Counted partitions (cheap, through `list`): also every job exactly once, and the
+    // round-robin is over the sorted ids.
+    let mut sorted = all.clone();
+    sorted.sort();
+    for n in [1u32, 2, 5] {
+        let mut seen = Vec::new();
+        for k in 1..=n {
+            let p = format!("count:{k}/{n}");
+            let mut a = vec!["list", "--partition", &p];
+            a.extend(READY);
+            let got = listed(&a);
+            for id in &got {
+                let i = sorted.iter().position(|s| s == id).unwrap();
+                assert_eq!(i as u32 % n, k - 1, "{id} in {p}");
+            }
+            seen.extend(got);
+        }
+        seen.sort();
+        assert_eq!(seen, sorted, "count:K/{n}");
+    }
+    // Bad values are bad input, before anything runs.
+    for bad in ["hash:0/3", "hash:4/3", "slice:1/2", "hash:1/x"] {
+        let o = run(&repo(), &["list", "suites/load.toml", "--partition", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", describe(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--partition"),
+            "{bad}"
+        );
+    }
+}
+
+/// The `kubernetes-validate` executable: `INFERSCOPE_KUBE_VALIDATE`, else the venv `.ci/run`
+/// installs. `None` (the test skips, saying so) only when it is absent and
+/// `INFERSCOPE_REQUIRE_KUBE_VALIDATE` is unset.
+fn kube_validate() -> Option<PathBuf> {
+    let exe = std::env::var_os("INFERSCOPE_KUBE_VALIDATE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| {
+                PathBuf::from(h).join(
+                    ".cache/inferscope-bench/venv-kube-validate-1.37.0/bin/kubernetes-validate",
+                )
+            })
+        })
+        .filter(|p| p.is_file());
+    if exe.is_none() {
+        assert!(
+            std::env::var_os("INFERSCOPE_REQUIRE_KUBE_VALIDATE").is_none(),
+            "INFERSCOPE_REQUIRE_KUBE_VALIDATE is set but kubernetes-validate is not installed \
+             (.ci/run installs kubernetes-validate==1.37.0 into \
+             ~/.cache/inferscope-bench/venv-kube-validate-1.37.0)"
+        );
+        eprintln!(
+            "SKIP: kubernetes-validate not installed (run .ci/run, or set \
+             INFERSCOPE_KUBE_VALIDATE); the manifests were not schema-checked"
+        );
+    }
+    exe
+}
+
+fn validate(exe: &Path, file: &Path) -> Output {
+    Command::new(exe)
+        .args(["--strict", "-k", "1.37.0"])
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
+/// Done-when item 3: the manifests for N = 8 (and 1, 3; every partition mode) validate
+/// against the Kubernetes 1.37 schema, strictly (unknown fields rejected); a manifest with
+/// a misspelled field does not (the validator is not a no-op).
+#[test]
+fn k8s_manifests_validate_against_the_kubernetes_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (n, mode) in [(8, "hash"), (1, "count"), (3, "shard"), (8, "shard")] {
+        let o = run(
+            &repo(),
+            &[
+                "k8s",
+                "suites/load.toml",
+                "--shards",
+                &n.to_string(),
+                "--image",
+                "registry.example/inferscope-bench:0.1.0",
+                "--partition-mode",
+                mode,
+                "--endpoint",
+                "http://engine.inference.svc:8000/v1",
+                "--model",
+                "served-model",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        let docs: Vec<Value> = serde_norway::Deserializer::from_str(&text)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect();
+        assert_eq!(docs.len(), 5);
+        let spec = &docs[3]["spec"];
+        assert_eq!(spec["completionMode"], "Indexed");
+        assert_eq!(spec["completions"], n);
+        assert_eq!(spec["parallelism"], n);
+        let f = tmp.path().join(format!("k8s-{n}-{mode}.yaml"));
+        std::fs::write(&f, &text).unwrap();
+        files.push((f, text));
+    }
+    let Some(exe) = kube_validate() else { return };
+    for (f, _) in &files {
+        let o = validate(&exe, f);
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(o.status.code(), Some(0), "{}: {out}", f.display());
+        assert_eq!(out.matches("passed for resource").count(), 5, "{out}");
+    }
+    let broken = tmp.path().join("broken.yaml");
+    std::fs::write(
+        &broken,
+        files[0].1.replace("completionMode:", "completionModes:"),
+    )
+    .unwrap();
+    let o = validate(&exe, &broken);
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "a misspelled field must fail validation"
+    );
+}
+
+/// The simulator as its own process on a free loopback port; killed on drop.
+struct Sim(std::process::Child, String);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn sim() -> Sim {
+    let (child, url) = support::spawn_sim(&repo(), &[]);
+    Sim(child, url)
+}
+
+/// The container of a Job (`docs[i]`): its script and its environment.
+fn container(doc: &Value) -> (String, Vec<(String, String)>) {
+    let c = &doc["spec"]["template"]["spec"]["containers"][0];
+    let script = c["args"][0].as_str().unwrap().to_string();
+    let env = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e["name"].as_str()?.to_string(),
+                e["value"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    (script, env)
+}
+
+/// Runs a pod's script with `sh -c` as Kubernetes would (its env, `runs` for the shared
+/// volume, `inferscope-bench` on PATH), in the repository (the image's working directory).
+fn pod(script: &str, env: &[(String, String)], runs: &Path, index: Option<u32>) -> Command {
+    let bin_dir = support::bin_path().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(script)
+        .current_dir(repo())
+        .env("PATH", path);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.env("INFERSCOPE_RUNS", runs);
+    if let Some(i) = index {
+        c.env("JOB_COMPLETION_INDEX", i.to_string());
+    }
+    c
+}
+
+fn summary_eq(what: &str, merged: Option<&Summary>, union: &[f64]) {
+    let expect = Summary::from_samples(union);
+    assert_eq!(merged, expect.as_ref(), "{what}: merged vs the union's");
+}
+
+/// The shards' requests of `job`, with their warm-up flags (each shard's own).
+fn shard_requests(shards: &[RunReport], job: &str) -> Vec<(RequestRecord, bool)> {
+    shards
+        .iter()
+        .flat_map(|r| {
+            let j = r.jobs.iter().find(|j| j.id == job).unwrap();
+            let warm: BTreeSet<&str> = j
+                .load
+                .as_ref()
+                .map(|l| l.warmup_requests.iter().map(String::as_str).collect())
+                .unwrap_or_default();
+            j.requests
+                .iter()
+                .map(|q| (q.clone(), warm.contains(q.request_id.as_str())))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Done-when item 2 and issue item 4: 4 shards of `suites/load.toml` against one simulator,
+/// each started with the Indexed Job's script and `JOB_COMPLETION_INDEX`, merged by the
+/// merge Job's script.
+#[test]
+fn four_shards_of_load_merge_into_the_union_of_their_records() {
+    let sim = sim();
+    let start_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + Duration::from_secs(3);
+    let start_at = format!("{}.{:03}", start_at.as_secs(), start_at.subsec_millis());
+    let o = run(
+        &repo(),
+        &[
+            "k8s",
+            "suites/load.toml",
+            "--shards",
+            "4",
+            "--image",
+            "local",
+            "--partition-mode",
+            "shard",
+            "--endpoint",
+            &sim.1,
+            "--model",
+            "inferscope-sim",
+            "--capture-timeline",
+            "--start-at",
+            &start_at,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let docs: Vec<Value> = serde_norway::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let (shard_script, shard_env) = container(&docs[3]);
+    let (merge_script, merge_env) = container(&docs[4]);
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            pod(&shard_script, &shard_env, &runs, Some(i))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    }
+    let shards: Vec<RunReport> = (1..=4)
+        .map(|k| read(&runs.join(format!("shard-{k}"))))
+        .collect();
+    for (k, r) in shards.iter().enumerate() {
+        let id = r.shard.as_ref().unwrap();
+        assert_eq!((id.k, id.n), (k as u32 + 1, 4));
+        let s = id.start_at.as_ref().expect("start_at recorded");
+        assert!(
+            s.lag_ns >= 0 && s.lag_ns < 2_000_000_000,
+            "lag {}",
+            s.lag_ns
+        );
+        assert!(s.first_request_lag_ns.unwrap() >= s.lag_ns);
+    }
+    let domains: BTreeSet<&str> = shards.iter().map(|r| r.clock_domain_id.as_str()).collect();
+    assert_eq!(domains.len(), 4, "each shard its own clock domain");
+
+    let o = pod(&merge_script, &merge_env, &runs, None)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let merged_dir = runs.join("merged");
+    let m = read(&merged_dir);
+    let mi = m.merge.as_ref().expect("merge section");
+    assert_eq!(mi.n, 4);
+    assert_eq!(mi.shards.len(), 4);
+    assert_eq!(mi.alignment.basis, "same_host");
+    let anchor = shards
+        .iter()
+        .map(|r| r.reference_instant_unix_ns)
+        .min()
+        .unwrap();
+    assert_eq!(m.reference_instant_unix_ns, anchor);
+    for (s, r) in mi.shards.iter().zip(&shards) {
+        assert_eq!(s.clock_domain_id, r.clock_domain_id);
+        assert_eq!(s.offset_ns, r.reference_instant_unix_ns - anchor);
+        assert!(merged_dir.join(&s.dir).join("report.json").is_file());
+        assert!(
+            merged_dir
+                .join(&s.dir)
+                .join("timeline/manifest.json")
+                .is_file()
+        );
+    }
+
+    for job in ["load::fanout", "load::arrivals"] {
+        let mj = m.jobs.iter().find(|j| j.id == job).unwrap();
+        let union = shard_requests(&shards, job);
+        // Every shard's request is in the merged job, shifted by its shard's offset only:
+        // durations within a shard are unchanged to the nanosecond.
+        assert_eq!(mj.requests.len(), union.len(), "{job}");
+        let measured: Vec<_> = union
+            .iter()
+            .filter(|(_, w)| !w)
+            .map(|(r, _)| figures(r))
+            .collect();
+        let ok: Vec<_> = measured.iter().filter(|f| f.ok).collect();
+        let st = mj.stats.as_ref().unwrap();
+        assert_eq!(st.requests, measured.len() as u64, "{job}");
+        let ttft: Vec<f64> = ok.iter().filter_map(|f| f.ttft_ms).collect();
+        let e2e: Vec<f64> = ok.iter().filter_map(|f| f.e2e_ms).collect();
+        let itl: Vec<f64> = ok.iter().flat_map(|f| f.itl_ms.iter().copied()).collect();
+        let lag: Vec<f64> = measured.iter().filter_map(|f| f.schedule_lag_ms).collect();
+        summary_eq(&format!("{job} ttft"), st.ttft_ms.as_ref(), &ttft);
+        summary_eq(&format!("{job} e2e"), st.e2e_ms.as_ref(), &e2e);
+        summary_eq(&format!("{job} itl"), st.itl_ms.as_ref(), &itl);
+        summary_eq(&format!("{job} lag"), st.schedule_lag_ms.as_ref(), &lag);
+        let ids: BTreeSet<&str> = mj.trajectories.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(
+            ids.len(),
+            mj.trajectories.len(),
+            "{job}: trajectory ids unique"
+        );
+        assert!(mj.trajectories.iter().all(|t| t.shard.is_some()));
+
+        // Per point: the union's percentiles, and the load is the sum of the shards'.
+        let sw = mj.sweep.as_ref().unwrap();
+        for p in &sw.points {
+            let share = |r: &RunReport| {
+                r.shard
+                    .as_ref()
+                    .unwrap()
+                    .load
+                    .iter()
+                    .find(|l| l.job == job)
+                    .unwrap()
+                    .points[p.index]
+                    .clone()
+            };
+            let shares: Vec<_> = shards.iter().map(share).collect();
+            let sum_c: u32 = shares.iter().filter_map(|s| s.concurrency).sum();
+            assert_eq!(Some(sum_c), p.concurrency, "{job} point {}", p.index);
+            let sum_u: u64 = shares.iter().filter_map(|s| s.units).sum();
+            assert_eq!(sum_u, p.units, "{job} point {}", p.index);
+            assert_eq!(Some(sum_u), shares[0].configured_units);
+            if let Some(rate) = p.rate {
+                let sum_r: f64 = shares.iter().filter_map(|s| s.rate).sum();
+                assert!((sum_r - rate).abs() < 1e-9, "{sum_r} vs {rate}");
+            }
+            let shard_units: u64 = shards
+                .iter()
+                .map(|r| {
+                    let j = r.jobs.iter().find(|j| j.id == job).unwrap();
+                    j.sweep.as_ref().unwrap().points[p.index].units
+                })
+                .sum();
+            assert_eq!(shard_units, p.units);
+            let in_point: BTreeSet<String> = p
+                .trajectories
+                .iter()
+                .map(|t| t.replacen('#', ".t", 1) + ".")
+                .collect();
+            let preqs: Vec<_> = union
+                .iter()
+                .filter(|(r, w)| !w && in_point.iter().any(|t| r.request_id.starts_with(t)))
+                .map(|(r, _)| figures(r))
+                .collect();
+            let pttft: Vec<f64> = preqs
+                .iter()
+                .filter(|f| f.ok)
+                .filter_map(|f| f.ttft_ms)
+                .collect();
+            let pe2e: Vec<f64> = preqs
+                .iter()
+                .filter(|f| f.ok)
+                .filter_map(|f| f.e2e_ms)
+                .collect();
+            summary_eq(
+                &format!("{job} point {} ttft", p.index),
+                p.stats.ttft_ms.as_ref(),
+                &pttft,
+            );
+            summary_eq(
+                &format!("{job} point {} e2e", p.index),
+                p.stats.e2e_ms.as_ref(),
+                &pe2e,
+            );
+            if let Some(g) = &p.goodput {
+                assert!(g.good_requests <= preqs.len() as u64);
+            }
+        }
+    }
+    // The fanout's union has the trajectory ids of one unsharded run.
+    let fan = m.jobs.iter().find(|j| j.id == "load::fanout").unwrap();
+    let ids: BTreeSet<String> = fan.trajectories.iter().map(|t| t.id.clone()).collect();
+    let want: BTreeSet<String> = (0..3)
+        .flat_map(|p| (0..16).map(move |k| format!("load::fanout#p{p}.{k}")))
+        .collect();
+    assert_eq!(ids, want);
+
+    // A normal run directory for every reader.
+    let cwd = tmp.path();
+    let md = merged_dir.to_str().unwrap();
+    let o = run(cwd, &["timeline", "verify", md]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).matches("shard ").count(),
+        4
+    );
+    for f in ["markdown", "json", "junit", "html", "perfetto", "otlp-json"] {
+        let out = cwd.join(format!("merged.{f}"));
+        let o = run(
+            cwd,
+            &["report", md, "--format", f, "-o", out.to_str().unwrap()],
+        );
+        assert_eq!(o.status.code(), Some(0), "{f}: {}", describe(&o));
+    }
+    let trace: Value =
+        serde_json::from_slice(&std::fs::read(cwd.join("merged.perfetto")).unwrap()).unwrap();
+    let pids: BTreeSet<u64> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["pid"].as_u64())
+        .collect();
+    assert_eq!(pids, (1..=4).collect(), "one Perfetto process per shard");
+    // The dashboard's view: one lane group per shard, every trajectory in its shard's
+    // group, each group shifted by its shard's offset with the anchor uncertainty stated;
+    // the self-contained HTML report carries the same groups.
+    let groups = inferscope_bench::serve::view::shard_views(&m);
+    assert_eq!(groups.iter().map(|g| g.k).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    for (g, s) in groups.iter().zip(&mi.shards) {
+        assert_eq!(
+            (g.offset_ns, g.n, g.uncertainty_ns),
+            (s.offset_ns, 4, mi.alignment.uncertainty_ns)
+        );
+        assert!(!g.trajectories.is_empty(), "shard {} has lanes", g.k);
+        for id in &g.trajectories {
+            let t = m
+                .jobs
+                .iter()
+                .flat_map(|j| &j.trajectories)
+                .find(|t| &t.id == id)
+                .unwrap();
+            assert_eq!(t.shard, Some(g.k));
+        }
+    }
+    let lanes: usize = groups.iter().map(|g| g.trajectories.len()).sum();
+    assert_eq!(
+        lanes,
+        m.jobs.iter().map(|j| j.trajectories.len()).sum::<usize>()
+    );
+    let html = std::fs::read_to_string(cwd.join("merged.html")).unwrap();
+    assert!(
+        html.contains("\"shards\":[{\"k\":1,\"n\":4"),
+        "the page's data holds the shard groups"
+    );
+    assert!(html.contains("renderShardGroups"));
+
+    let o = run(cwd, &["baseline", "save", md, "--name", "merged"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let o = run(cwd, &["compare", md, "--baseline", "merged"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+
+    // Shards that do not belong together: exit 2 naming what does not match.
+    let s = |k: u32| runs.join(format!("shard-{k}"));
+    let tampered = cwd.join("tampered");
+    support::copy_dir(&s(4), &tampered);
+    let mut r: Value =
+        serde_json::from_slice(&std::fs::read(tampered.join("report.json")).unwrap()).unwrap();
+    r["shard"]["suite_fingerprint"] = Value::from("sha256:0000");
+    std::fs::write(
+        tampered.join("report.json"),
+        serde_json::to_vec(&r).unwrap(),
+    )
+    .unwrap();
+    let cases: Vec<(Vec<PathBuf>, &str)> = vec![
+        (
+            vec![s(1), s(2), s(3), tampered.clone()],
+            "suite fingerprint sha256:0000 differs",
+        ),
+        (vec![s(1), s(2), s(3)], "missing"),
+        (vec![s(1), s(2), s(3), s(3)], "appears twice"),
+        (
+            vec![s(1), s(2), s(3), merged_dir.clone()],
+            "already a merged run",
+        ),
+    ];
+    for (i, (dirs, want)) in cases.into_iter().enumerate() {
+        let out = cwd.join(format!("bad{i}"));
+        let mut args: Vec<String> = vec!["merge".into()];
+        args.extend(dirs.iter().map(|d| d.display().to_string()));
+        args.extend(["--out".into(), out.display().to_string()]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run(cwd, &refs);
+        assert_eq!(o.status.code(), Some(2), "{want}: {}", describe(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(want),
+            "{want}: {}",
+            describe(&o)
+        );
+    }
+}
