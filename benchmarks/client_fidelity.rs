@@ -110,6 +110,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
+
+#[path = "reference_scan.rs"]
+mod reference_scan;
 use inferscope_bench::client::{ChatRequest, Client, ClientConfig, RequestRecord};
 use inferscope_bench::clock::RunClock;
 use inferscope_bench::stats::percentile;
@@ -274,7 +277,7 @@ impl Server {
         loop {
             // Read one request head + body.
             let head_end = loop {
-                if let Some(p) = find(&buf, b"\r\n\r\n") {
+                if let Some(p) = reference_scan::find(&buf, b"\r\n\r\n") {
                     break p + 4;
                 }
                 match sock.read(&mut tmp).await {
@@ -636,10 +639,6 @@ impl Obs {
     }
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
 /// The anchor's "~250-line Rust client", rebuilt as the in-run comparison: reqwest on the
 /// same runtime, `bytes_stream()`, the clock read as each read completes and before any
 /// parsing, content events found by a byte search (a `"content":"…"` member that is not
@@ -671,18 +670,7 @@ async fn reference_chat(http: &reqwest::Client, url: &str, id: String, clock: &R
     while let Some(item) = reads.next().await {
         let t = clock.elapsed_ns();
         let Ok(bytes) = item else { return obs };
-        pending.extend_from_slice(&bytes);
-        while let Some(end) = find(&pending, b"\n\n") {
-            let event = &pending[..end];
-            if find(event, b"[DONE]").is_some() {
-                done = true;
-            } else if find(event, b"\"content\":\"").is_some()
-                && find(event, b"\"content\":\"\"").is_none()
-            {
-                obs.stamps.push(t);
-            }
-            pending.drain(..end + 2);
-        }
+        done |= reference_scan::scan_read(&mut pending, &bytes, t, &mut obs.stamps);
     }
     obs.ok = done;
     obs

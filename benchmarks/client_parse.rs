@@ -15,6 +15,9 @@ use inferscope_bench::client::sse::{SseFramer, feed};
 use inferscope_bench::client::{Flow, RequestHead, StreamAccumulator};
 use serde_json::json;
 
+#[path = "reference_scan.rs"]
+mod reference_scan;
+
 fn main() {
     divan::main();
 }
@@ -66,10 +69,6 @@ fn product(b: Bencher) {
     });
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
 /// The bare reference client's per-read work (`client_fidelity::reference_chat`).
 #[divan::bench]
 fn reference(b: Bencher) {
@@ -79,18 +78,7 @@ fn reference(b: Bencher) {
         let mut stamps: Vec<u64> = Vec::with_capacity(64);
         let mut done = false;
         for (t, read) in reads.iter().enumerate() {
-            pending.extend_from_slice(read);
-            while let Some(end) = find(&pending, b"\n\n") {
-                let event = &pending[..end];
-                if find(event, b"[DONE]").is_some() {
-                    done = true;
-                } else if find(event, b"\"content\":\"").is_some()
-                    && find(event, b"\"content\":\"\"").is_none()
-                {
-                    stamps.push(t as u64);
-                }
-                pending.drain(..end + 2);
-            }
+            done |= reference_scan::scan_read(&mut pending, read, t as u64, &mut stamps);
         }
         (stamps, done)
     });

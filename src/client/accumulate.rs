@@ -822,7 +822,7 @@ impl<'de> Fill<'de> for ChunkView<'de> {
 
     fn fill<A: MapAccess<'de>>(&mut self, key: usize, map: &mut A) -> Result<(), A::Error> {
         match key {
-            0 => map.next_value_seed(FillChoices(&mut self.choices)),
+            0 => map.next_value_seed(FillOpt(&mut self.choices)),
             1 => map.next_value().map(|v| self.usage = v),
             2 => map.next_value().map(|v| self.timings = v),
             3 => map.next_value().map(|v| self.error = v),
@@ -894,33 +894,9 @@ impl<'a> Choices<'a> {
     }
 }
 
-/// Fills `choices` (`null`: none) in place, each entry a [`ChoiceView`] object.
-struct FillChoices<'o, 'a>(&'o mut Option<Choices<'a>>);
-
-impl<'de> DeserializeSeed<'de> for FillChoices<'_, 'de> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_option(self)
-    }
-}
-
-impl<'de> Visitor<'de> for FillChoices<'_, 'de> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an array of choices or null")
-    }
-
-    fn visit_none<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+impl<'de> FillIn<'de> for Choices<'de> {
+    /// Fills the array in place, each entry a [`ChoiceView`] object.
+    fn fill_in<D: Deserializer<'de>>(&mut self, d: D) -> Result<(), D::Error> {
         struct Seq<'o, 'a>(&'o mut Choices<'a>);
         impl<'de> Visitor<'de> for Seq<'_, 'de> {
             type Value = ();
@@ -944,7 +920,7 @@ impl<'de> Visitor<'de> for FillChoices<'_, 'de> {
                 }
             }
         }
-        d.deserialize_seq(Seq(self.0.insert(Choices::default())))
+        d.deserialize_seq(Seq(self))
     }
 }
 
@@ -1020,6 +996,18 @@ impl<'de> Fill<'de> for DeltaView<'de> {
     }
 }
 
+/// A view filled in place from one JSON value (an object view, or the `choices` array).
+trait FillIn<'de>: Default {
+    /// Reads the value `d` holds into `self`.
+    fn fill_in<D: Deserializer<'de>>(&mut self, d: D) -> Result<(), D::Error>;
+}
+
+impl<'de, T: Fill<'de>> FillIn<'de> for T {
+    fn fill_in<D: Deserializer<'de>>(&mut self, d: D) -> Result<(), D::Error> {
+        FillObj(self).deserialize(d)
+    }
+}
+
 /// A view filled in place from a JSON object: each of `KEYS` at most once (a duplicate
 /// fails the strict view, as serde's derive does), other members skipped.
 trait Fill<'de>: Default {
@@ -1068,10 +1056,10 @@ impl<'de, T: Fill<'de>> Visitor<'de> for FillObj<'_, T> {
     }
 }
 
-/// Fills an optional [`Fill`] view: `null` leaves it `None`.
+/// Fills an optional view: `null` leaves it `None`.
 struct FillOpt<'o, T>(&'o mut Option<T>);
 
-impl<'de, T: Fill<'de>> DeserializeSeed<'de> for FillOpt<'_, T> {
+impl<'de, T: FillIn<'de>> DeserializeSeed<'de> for FillOpt<'_, T> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -1079,7 +1067,7 @@ impl<'de, T: Fill<'de>> DeserializeSeed<'de> for FillOpt<'_, T> {
     }
 }
 
-impl<'de, T: Fill<'de>> Visitor<'de> for FillOpt<'_, T> {
+impl<'de, T: FillIn<'de>> Visitor<'de> for FillOpt<'_, T> {
     type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -1095,7 +1083,7 @@ impl<'de, T: Fill<'de>> Visitor<'de> for FillOpt<'_, T> {
     }
 
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        FillObj(self.0.insert(T::default())).deserialize(d)
+        self.0.insert(T::default()).fill_in(d)
     }
 }
 

@@ -21,6 +21,20 @@ fn head() -> RequestHead {
     }
 }
 
+/// `bytes` as reads cut at `cuts` (positions within `bytes`, any order), read `i` arriving
+/// at `i` ns.
+fn split_reads(bytes: &[u8], mut cuts: Vec<usize>) -> Vec<(u64, Bytes)> {
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut reads = Vec::new();
+    let mut prev = 0;
+    for (i, &c) in cuts.iter().chain(std::iter::once(&bytes.len())).enumerate() {
+        reads.push((i as u64, Bytes::copy_from_slice(&bytes[prev..c])));
+        prev = c;
+    }
+    reads
+}
+
 fn arrivals_ms(events: &[SseEvent]) -> Vec<u64> {
     events.iter().map(|e| e.arrival_ns / MS).collect()
 }
@@ -389,16 +403,8 @@ data:z\n\n: ping\n\nevent: ping\n\ndata:  two spaces\n\r\nid: 7\nretry: 10\ndata
     proptest! {
         /// However the bytes are split into reads, the same events come out.
         #[test]
-        fn any_read_split_gives_the_same_events(mut cuts in proptest::collection::vec(0..STREAM.len(), 0..20)) {
-            let bytes = STREAM.as_bytes();
-            cuts.sort_unstable();
-            cuts.dedup();
-            let mut reads = Vec::new();
-            let mut prev = 0;
-            for (i, &c) in cuts.iter().chain(std::iter::once(&bytes.len())).enumerate() {
-                reads.push((i as u64, Bytes::copy_from_slice(&bytes[prev..c])));
-                prev = c;
-            }
+        fn any_read_split_gives_the_same_events(cuts in proptest::collection::vec(0..STREAM.len(), 0..20)) {
+            let reads = split_reads(STREAM.as_bytes(), cuts);
             let whole = framed(vec![(0, Bytes::from_static(STREAM.as_bytes()))]);
             prop_assert_eq!(whole.len(), 5);
             prop_assert_eq!(framed(reads), whole);
@@ -477,16 +483,8 @@ mod against_eventsource_stream {
             mut cuts in proptest::collection::vec(0usize..400, 0..12),
         ) {
             let stream: String = lines.iter().map(|(l, e)| format!("{l}{e}")).collect();
-            let bytes = stream.as_bytes();
-            cuts.retain(|&c| c < bytes.len());
-            cuts.sort_unstable();
-            cuts.dedup();
-            let mut reads = Vec::new();
-            let mut prev = 0;
-            for (i, &c) in cuts.iter().chain(std::iter::once(&bytes.len())).enumerate() {
-                reads.push((i as u64, Bytes::copy_from_slice(&bytes[prev..c])));
-                prev = c;
-            }
+            cuts.retain(|&c| c < stream.len());
+            let reads = split_reads(stream.as_bytes(), cuts);
             let (events, err) = frame_reads(reads, DEFAULT_MAX_EVENT_BYTES);
             prop_assert!(err.is_none());
             let got: Vec<(Option<String>, String)> =
