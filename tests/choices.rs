@@ -6,7 +6,7 @@
 
 mod support;
 
-use inferscope_bench::client::{ChatRequest, Client, ClientConfig, RecordWarning};
+use inferscope_bench::client::{ChatRequest, Client, ClientConfig, RecordWarning, RequestRecord};
 use inferscope_bench::clock::RunClock;
 use serde_json::{Value, json};
 use support::{Hostile, Received, Reply, describe, job, report, run, text, write};
@@ -52,22 +52,27 @@ fn interleaved(texts: &[&str]) -> Vec<String> {
     out
 }
 
+/// One streamed request for `n` choices to `server` through the product's client.
+async fn chat_n(server: &Hostile, n: u32) -> RequestRecord {
+    let client = Client::new(ClientConfig::new(server.base_url())).unwrap();
+    let clock = RunClock::start();
+    let req = ChatRequest {
+        request_id: format!("n{n}"),
+        model: "m".into(),
+        messages: vec![json!({"role": "user", "content": "Capital?"})],
+        n: Some(n),
+        stream: true,
+        ..ChatRequest::default()
+    };
+    client.chat(&req, &clock, clock.elapsed_ns()).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_tracks_two_interleaved_choices_and_outputs_choice_0() {
     let server = Hostile::start("m", |_r: &Received| {
         Reply::Events(interleaved(&["The capital is Paris", "It is London then"]))
     });
-    let client = Client::new(ClientConfig::new(server.base_url())).unwrap();
-    let clock = RunClock::start();
-    let req = ChatRequest {
-        request_id: "n2".into(),
-        model: "m".into(),
-        messages: vec![json!({"role": "user", "content": "Capital?"})],
-        n: Some(2),
-        stream: true,
-        ..ChatRequest::default()
-    };
-    let rec = client.chat(&req, &clock, clock.elapsed_ns()).await;
+    let rec = chat_n(&server, 2).await;
     assert!(rec.is_success(), "{:?}", rec.error);
 
     let sent: Value = serde_json::from_str(&server.chat_requests()[0].body).unwrap();
@@ -114,17 +119,7 @@ async fn client_warns_when_fewer_choices_come_back() {
     let server = Hostile::start("m", |_r: &Received| {
         Reply::Events(interleaved(&["only one choice"]))
     });
-    let client = Client::new(ClientConfig::new(server.base_url())).unwrap();
-    let clock = RunClock::start();
-    let req = ChatRequest {
-        request_id: "n3".into(),
-        model: "m".into(),
-        messages: vec![json!({"role": "user", "content": "hi"})],
-        n: Some(3),
-        stream: true,
-        ..ChatRequest::default()
-    };
-    let rec = client.chat(&req, &clock, clock.elapsed_ns()).await;
+    let rec = chat_n(&server, 3).await;
     assert!(rec.is_success());
     assert_eq!(rec.warnings, vec![RecordWarning::ChoiceCountMismatch]);
     assert_eq!(rec.choices.len(), 1);
