@@ -443,8 +443,7 @@ pub fn check_new_or_empty_dir(dir: &Path) -> Result<(), String> {
 }
 
 fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
-    let xml = render::junit_xml("inferscope-bench", &report.jobs, report.summary.duration_ns)
-        .map_err(|e| e.to_string())?;
+    let xml = render::junit::run_junit_xml("inferscope-bench", report).map_err(|e| e.to_string())?;
     std::fs::write(path, xml).map_err(|e| e.to_string())
 }
 
@@ -466,6 +465,24 @@ pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
             e => format!("{}: {e}", p.display()),
         })?;
     RunReport::from_json(&bytes).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// [`read_report`] with every job's `requests` filled from the run's `requests.jsonl`
+/// ([`crate::records::read_into`]: bounded, line by line, length, count and SHA-256
+/// checked against `report.json`). For the commands that need per-request figures
+/// (`baseline save`, `compare`, `snapshot`, `merge`); the others read summaries only.
+pub fn read_report_with_requests(run_dir: &Path) -> Result<RunReport, String> {
+    let mut rep = read_report(run_dir)?;
+    crate::records::read_into(run_dir, &mut rep)?;
+    Ok(rep)
+}
+
+/// [`read_report_with_requests`] for a command (see [`load_report`]).
+pub fn load_report_with_requests(run_dir: &Path) -> Result<RunReport, i32> {
+    read_report_with_requests(run_dir).map_err(|e| {
+        eprintln!("error: {e}");
+        EXIT_BAD_INPUT
+    })
 }
 
 /// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
@@ -511,7 +528,7 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             &runner::report::endpoint_label(rep),
         ),
         ReportFormat::Junit => {
-            match render::junit_xml("inferscope-bench", &rep.jobs, rep.summary.duration_ns) {
+            match render::junit::run_junit_xml("inferscope-bench", rep) {
                 Ok(x) => x,
                 Err(e) => {
                     eprintln!("error: {e}");

@@ -53,6 +53,11 @@ pub mod limits {
     pub const BASELINE_BYTES: u64 = 16 << 20;
     /// A fixture tool's response or response-table file, or a context job's filler.
     pub const TOOL_FILE_BYTES: u64 = 16 << 20;
+    /// A run's `requests.jsonl` (read line by line, never whole: about 1 KB per request
+    /// of 64 tokens, so room for a few million requests).
+    pub const REQUESTS_BYTES: u64 = 4 << 30;
+    /// One line of `requests.jsonl` (a request of 16,384 token events fits).
+    pub const REQUESTS_LINE_BYTES: u64 = 1 << 20;
 }
 
 /// What a refused or missing file was (for messages).

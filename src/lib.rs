@@ -31,6 +31,7 @@ pub mod model;
 pub mod offline;
 pub mod otlp;
 pub mod overhead;
+pub mod records;
 pub mod redact;
 pub mod render;
 pub mod runner;

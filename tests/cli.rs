@@ -110,7 +110,7 @@ fn agentic_suite_on_the_simulator_passes_and_writes_exactly_into_out() {
     }
 
     let r = report(&out);
-    assert_eq!(r["schema"], "inferscope-bench.report/v2");
+    assert_eq!(r["schema"], "inferscope-bench.report/v3");
     assert_eq!(r["endpoint"]["simulated"], true);
     assert_eq!(r["summary"]["exit_status"], 0);
     assert_eq!(r["capture"]["quality"], "complete");

@@ -255,7 +255,11 @@ pub struct JobReport {
     pub baseline: Option<JobComparison>,
     /// Trajectories.
     pub trajectories: Vec<TrajectoryReport>,
-    /// Every request of the job (no content; error text bounded and redacted).
+    /// Every request of the job (no content; error text bounded and redacted). Not in
+    /// `report.json` (schema v3): the records are lines of the run's `requests.jsonl`,
+    /// and a reader fills this from it only when it asks for the records
+    /// (`commands::read_report_with_requests`).
+    #[serde(skip)]
     pub requests: Vec<RequestRecord>,
 }
 

@@ -28,6 +28,7 @@ pub mod figure;
 pub mod gate;
 pub mod job;
 pub mod load;
+pub mod records;
 pub mod request;
 pub mod run;
 pub mod shard;
@@ -52,8 +53,8 @@ pub use job::{
 };
 pub use request::{FailureCode, RequestRecord, RequestStatus};
 pub use run::{
-    CaptureReport, EndpointReport, PowerReport, Quality, REPORT_SCHEMA, ReportError, RunReport,
-    SummaryReport,
+    CaptureReport, EndpointReport, PowerReport, Quality, REPORT_SCHEMA, ReportError, RequestsFile,
+    RunReport, SummaryReport,
 };
 pub use shard::{MergeReport, ShardIdentity, ShardMode, ShardSection};
 pub use stats::{JobStats, Summary};

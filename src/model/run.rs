@@ -11,10 +11,11 @@ use super::telemetry::TelemetrySummary;
 /// Schema id of `report.json`. v2 (issue 13) is the typed model: every figure with its
 /// basis, statuses as closed enums, the ADR-013 attribution inside each trajectory and
 /// step. v1 files are not read: readers refuse them with [`ReportError::UnsupportedSchema`].
-pub const REPORT_SCHEMA: &str = "inferscope-bench.report/v2";
+pub const REPORT_SCHEMA: &str = "inferscope-bench.report/v3";
 
 /// The schemas of reports this version cannot read (named in the error).
-pub const UNSUPPORTED_SCHEMAS: [&str; 1] = ["inferscope-bench.report/v1"];
+pub const UNSUPPORTED_SCHEMAS: [&str; 2] =
+    ["inferscope-bench.report/v1", "inferscope-bench.report/v2"];
 
 /// The endpoint a suite ran against.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +77,21 @@ pub struct CaptureReport {
     pub window_write_bytes: Option<u64>,
     /// Persistence problem, if any (never changes job results or the exit status).
     pub diagnostic: Option<String>,
+}
+
+impl CaptureReport {
+    /// `capture partial: K events dropped` when the capture dropped events (its bounds
+    /// were reached), for the console and JUnit beside report.json's `partial`; `None`
+    /// when nothing was dropped or capture was off.
+    pub fn partial_line(&self) -> Option<String> {
+        match self.dropped {
+            Some(k) if k > 0 => Some(format!(
+                "capture partial: {k} event{} dropped",
+                if k == 1 { "" } else { "s" }
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// What supplied power for the run, from what was actually sampled.
@@ -222,6 +238,26 @@ pub struct RunReport {
     pub shard: Option<ShardIdentity>,
     /// For a run built by `merge`: how, and one section per shard; `null` otherwise.
     pub merge: Option<MergeReport>,
+    /// The per-request records' companion file (`requests.jsonl`, written before
+    /// `report.json`): its name, length, record count and SHA-256; `null` when the report
+    /// was never written to a run directory.
+    pub requests_file: Option<RequestsFile>,
+}
+
+/// `report.json`'s `requests_file`: what a reader must find in `requests.jsonl` (issue 19).
+/// A file of another length, hash or record count is refused, naming the difference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestsFile {
+    /// `requests.jsonl` (readers open only that name, whatever this says).
+    pub path: String,
+    /// The file's schema ([`super::records::REQUESTS_SCHEMA`]).
+    pub schema: String,
+    /// Its length, bytes.
+    pub bytes: u64,
+    /// Request records (lines after the header line).
+    pub records: u64,
+    /// SHA-256 of the whole file, lower-case hex.
+    pub sha256: String,
 }
 
 impl RunReport {

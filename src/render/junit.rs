@@ -42,6 +42,26 @@ pub fn junit_report(report_name: &str, jobs: &[JobReport], duration_ns: u64) -> 
     report
 }
 
+/// The JUnit document of a whole run: [`junit_report`] of its jobs, and, when the timeline
+/// capture dropped events, `capture partial: K events dropped` as every suite's
+/// `<system-err>` and its `capture` property (the console says the same).
+///
+/// # Errors
+/// As [`junit_xml`].
+pub fn run_junit_xml(
+    report_name: &str,
+    run: &crate::model::RunReport,
+) -> Result<String, quick_junit::SerializeError> {
+    let mut report = junit_report(report_name, &run.jobs, run.summary.duration_ns);
+    if let Some(line) = run.capture.partial_line() {
+        for s in &mut report.test_suites {
+            s.set_system_err(line.clone());
+            s.add_property(Property::new("capture", line.clone()));
+        }
+    }
+    report.to_string()
+}
+
 /// [`junit_report`] serialized as an XML document.
 ///
 /// # Errors

@@ -188,7 +188,6 @@ pub async fn run_with(
         }
     }
     capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
-    let console = report::console_lines(&report);
     let writes = report::write_artifacts(
         &run_dir,
         &mut report,
@@ -198,6 +197,8 @@ pub async fn run_with(
         io_after,
         ctx.cancelled.load(Ordering::Relaxed),
     );
+    // After the artifacts: the capture's outcome (events dropped) is known only then.
+    let console = report::console_lines(&report);
     let exit_status = match writes {
         Ok(_) => report.summary.exit_status,
         Err(e) => {

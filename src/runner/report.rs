@@ -720,6 +720,7 @@ pub fn build(
         jobs,
         shard: None,
         merge: None,
+        requests_file: None,
     }
 }
 
@@ -754,6 +755,9 @@ pub fn console_lines(report: &RunReport) -> Vec<String> {
             block.push_str(&crate::baseline::render_job(c));
         }
         out.push(block);
+    }
+    if let Some(line) = report.capture.partial_line() {
+        out.push(line);
     }
     out.push(render::summary_line(&report.summary, style));
     out.push(render::plain_line(&report.summary));
@@ -887,6 +891,9 @@ pub fn write_artifacts(
         &run_dir.join("steps.jsonl"),
         step_markers_to_jsonl(&markers).as_bytes(),
     )?;
+    // The per-request records stream to `requests.jsonl` before `report.json`, which
+    // states their length, count and hash and is written last.
+    crate::records::write_report_records(run_dir, report)?;
     write_atomic(&run_dir.join("report.json"), &report.to_json())?;
     Ok(())
 }

@@ -952,6 +952,7 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
         summary,
         jobs,
         shard: None,
+        requests_file: None,
         merge: Some(MergeReport {
             mode: base.mode,
             partition: base.partition,
@@ -1059,7 +1060,7 @@ pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
     }
     let mut inputs = Vec::new();
     for d in dirs {
-        match crate::commands::read_report(d) {
+        match crate::commands::read_report_with_requests(d) {
             Ok(report) => inputs.push(ShardInput {
                 dir: d.clone(),
                 report,
@@ -1067,7 +1068,7 @@ pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
             Err(e) => return fail(e),
         }
     }
-    let merged = match merge_reports(&inputs, (host_offset_ms * 1e6).round() as u64) {
+    let mut merged = match merge_reports(&inputs, (host_offset_ms * 1e6).round() as u64) {
         Ok(m) => m,
         Err(e) => return fail(e),
     };
@@ -1084,7 +1085,9 @@ pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
             crate::attribution::step_markers_to_jsonl(&markers),
         )
         .map_err(|e| format!("{}: {e}", out.join("steps.jsonl").display()))?;
-        // report.json last: a merged directory without it is incomplete.
+        // The records, then report.json last: a merged directory without it is incomplete.
+        crate::records::write_report_records(out, &mut merged)
+            .map_err(|e| format!("{}: {e}", out.join("requests.jsonl").display()))?;
         std::fs::write(out.join("report.json"), merged.to_json())
             .map_err(|e| format!("{}: {e}", out.join("report.json").display()))
     })();
