@@ -98,36 +98,36 @@ max_tokens = 16
     )
 }
 
-/// `report.json` with every request's `error` excerpt blanked after checking its bound: the
-/// one place a server's own error text is kept (bounded, redacted; issue 13). Returns the
-/// report's other text and the excerpts.
-fn report_without_error_excerpts(bytes: &[u8]) -> (String, Vec<String>) {
-    let mut v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+/// `requests.jsonl` with every record's `err` excerpt blanked after checking its bound: the
+/// one place a server's own error text is kept (bounded, redacted; issue 13, issue 19 moved
+/// the records there from `report.json`). Returns the file's other text and the excerpts.
+fn records_without_error_excerpts(bytes: &[u8]) -> (String, Vec<String>) {
     let mut excerpts = Vec::new();
-    for j in v["jobs"].as_array_mut().unwrap() {
-        for r in j["requests"].as_array_mut().unwrap() {
-            if let Some(e) = r["error"].as_str() {
-                assert!(
-                    e.len() <= 512 + '…'.len_utf8(),
-                    "error excerpt over 512 bytes: {e}"
-                );
-                excerpts.push(e.to_string());
-                r["error"] = serde_json::Value::Null;
-            }
+    let mut rest = Vec::new();
+    for line in String::from_utf8_lossy(bytes).lines() {
+        let mut r: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Some(e) = r["err"].as_str() {
+            assert!(
+                e.len() <= 512 + '…'.len_utf8(),
+                "error excerpt over 512 bytes: {e}"
+            );
+            excerpts.push(e.to_string());
+            r.as_object_mut().unwrap().remove("err");
         }
+        rest.push(r.to_string());
     }
-    (v.to_string(), excerpts)
+    (rest.join("\n"), excerpts)
 }
 
-/// Asserts that no file under `run_dir` contains the marker prefix — `report.json`'s
+/// Asserts that no file under `run_dir` contains the marker prefix — `requests.jsonl`'s
 /// request error excerpts aside (a server's error text, kept bounded and redacted, and
 /// never in the timeline); returns the number of files scanned.
 fn assert_clean(run_dir: &Path) -> usize {
     let files = files_under(run_dir);
     let mut dirty = Vec::new();
     for (p, bytes) in &files {
-        let text = if p.ends_with("report.json") {
-            std::borrow::Cow::Owned(report_without_error_excerpts(bytes).0)
+        let text = if p.ends_with("requests.jsonl") {
+            std::borrow::Cow::Owned(records_without_error_excerpts(bytes).0)
         } else {
             String::from_utf8_lossy(bytes)
         };
@@ -164,7 +164,7 @@ fn assert_artifacts_present(run_dir: &Path) {
 
 /// Against a hostile endpoint: markers in what is sent (prompts, tool results, arguments)
 /// and in what comes back (responses, tool-call arguments, in-band and HTTP error text).
-/// A server's error text is kept in `report.json` only — bounded to 512 bytes, with the
+/// A server's error text is kept in `requests.jsonl` only — bounded to 512 bytes, with the
 /// suite's API key and any `Authorization`/`Bearer` value redacted — never in the timeline,
 /// the step markers or the samples.
 #[test]
@@ -257,9 +257,9 @@ fn no_marker_from_prompts_tools_responses_or_errors_reaches_any_artifact() {
             "none"
         ]
     );
-    // The error excerpts are in report.json (no longer `null`), with the key redacted.
+    // The error excerpts are in requests.jsonl (no longer `null`), with the key redacted.
     let (_, excerpts) =
-        report_without_error_excerpts(&std::fs::read(out.join("report.json")).unwrap());
+        records_without_error_excerpts(&std::fs::read(out.join("requests.jsonl")).unwrap());
     assert!(
         excerpts.iter().any(|e| e.contains("http-400 validation")),
         "{excerpts:?}"

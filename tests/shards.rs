@@ -31,7 +31,8 @@ const READY: [&str; 4] = [
 ];
 
 fn read(dir: &Path) -> RunReport {
-    RunReport::from_json(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+    // With each job's records from requests.jsonl (checked against report.json).
+    inferscope_bench::commands::read_report_with_requests(dir).unwrap()
 }
 
 fn listed(args: &[&str]) -> Vec<String> {

@@ -49,6 +49,20 @@ pub fn make_sink(
 ) -> Result<Arc<dyn Sink>, String> {
     let mut cfg = SinkConfig::new(run_id);
     cfg.tool_names = tool_names.to_vec();
+    // A diagnostic knob: a tighter event bound (never looser than the PRD's), to see how a
+    // run reports a capture that dropped events.
+    if let Ok(v) = std::env::var("INFERSCOPE_CAPTURE_MAX_EVENTS") {
+        cfg.bounds.max_events = v
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=crate::timeline::bounds::MAX_EVENTS).contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "INFERSCOPE_CAPTURE_MAX_EVENTS: expected 1 to {}",
+                    crate::timeline::bounds::MAX_EVENTS
+                )
+            })?;
+    }
     let sink = TimelineSink::with_run_clock(clock, cfg).map_err(|e| e.to_string())?;
     Ok(match choice {
         None | Some(SinkChoice::Timeline) => Arc::new(sink),

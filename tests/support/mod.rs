@@ -114,11 +114,21 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-/// Reads `run_dir/report.json`.
+/// Reads `run_dir/report.json`, with each job's `requests` (which report.json schema v3
+/// keeps in `requests.jsonl`) read back through the product's checked reader and put in
+/// place as the typed records' JSON, so tests can look at them as one document.
 pub fn report(run_dir: &Path) -> Value {
     let p = run_dir.join("report.json");
     let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap()
+    let mut v: Value = serde_json::from_str(&t).unwrap();
+    if !v["requests_file"].is_null() {
+        let typed = inferscope_bench::commands::read_report_with_requests(run_dir)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for (j, tj) in v["jobs"].as_array_mut().unwrap().iter_mut().zip(&typed.jobs) {
+            j["requests"] = serde_json::to_value(&tj.requests).unwrap();
+        }
+    }
+    v
 }
 
 /// The job `id` of a report.

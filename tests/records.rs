@@ -1,0 +1,226 @@
+// Issue 19, compact records: a run's per-request records are `requests.jsonl` beside
+// `report.json` (which states the file's length, record count and SHA-256 and is written
+// last); readers check the file before using it; a capture that dropped events says so on
+// the console and in JUnit. Against `inferscope-bench sim` with TTFT = ITL = 0 on loopback.
+
+mod support;
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+use support::{describe, run, spawn_sim, text, write};
+
+/// A closed loop of `count` context requests of 64 output tokens, 64 in flight.
+fn load_suite(dir: &Path, count: u64) -> std::path::PathBuf {
+    write(
+        dir,
+        "big.toml",
+        &format!(
+            r#"
+name = "big"
+[telemetry]
+gpu = "off"
+metrics = false
+[[jobs]]
+name = "ctx"
+kind = "context"
+sizes = [16]
+count = {count}
+concurrency = 64
+max_tokens = 64
+"#
+        ),
+    )
+}
+
+fn run_load(cwd: &Path, url: &str, count: u64, env: &[(&str, &str)]) -> (std::path::PathBuf, String) {
+    let suite = load_suite(cwd, count);
+    let out = cwd.join(format!("run-{count}"));
+    let mut cmd = support::command(cwd);
+    cmd.args(["run", suite.to_str().unwrap(), "--endpoint", url, "--model"])
+        .args(["inferscope-sim", "--capture-timeline", "--out"])
+        .arg(&out);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    (out, text(&o).0)
+}
+
+/// The simulator answering 64 tokens with `itl_ms` between them (no jitter, no prefill).
+fn sim_at(cwd: &Path, itl_ms: &str) -> (std::process::Child, String) {
+    spawn_sim(
+        cwd,
+        &[
+            "--output-tokens",
+            "64",
+            "--ttft-ms",
+            "0",
+            "--itl-ms",
+            itl_ms,
+            "--itl-jitter-ms",
+            "0",
+            "--prefill-us-per-token",
+            "0",
+        ],
+    )
+}
+
+fn sim(cwd: &Path) -> (std::process::Child, String) {
+    sim_at(cwd, "0")
+}
+
+#[test]
+fn a_thousand_requests_are_compact_records_that_report_serve_and_compare_open() {
+    let cwd = tempfile::tempdir().unwrap();
+    // 1 ms between tokens: every gap a 7-digit ns figure, as on a real server.
+    let (mut child, url) = sim_at(cwd.path(), "1");
+    let (out, _) = run_load(cwd.path(), &url, 1000, &[]);
+    let _ = child.kill();
+
+    // report.json: summaries, no records, and the companion file's reference.
+    let bytes = std::fs::read(out.join("report.json")).unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(r["schema"], "inferscope-bench.report/v3");
+    assert!(r["jobs"][0].get("requests").is_none(), "records stay out of report.json");
+    assert_eq!(r["jobs"][0]["stats"]["requests"], 1000);
+    let file = std::fs::read(out.join("requests.jsonl")).unwrap();
+    let f = &r["requests_file"];
+    assert_eq!(f["path"], "requests.jsonl");
+    assert_eq!(f["schema"], "inferscope-bench.requests/v1");
+    assert_eq!(f["bytes"], file.len() as u64);
+    assert_eq!(f["records"], 1000);
+    assert_eq!(f["sha256"], hex::encode(Sha256::digest(&file)));
+
+    // One line per request after the header, each under 1 KB for 64 output tokens.
+    let text = String::from_utf8(file).unwrap();
+    let mut lines = text.lines();
+    let header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(header["jobs"], serde_json::json!(["big::ctx"]));
+    let mut n = 0;
+    for l in lines {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["ct"], 64, "{l}");
+        assert_eq!(v["itl"].as_array().unwrap().len(), 63, "{l}");
+        assert!(l.len() < 1024, "{} bytes: {l}", l.len());
+        n += 1;
+    }
+    assert_eq!(n, 1000);
+
+    // report (summaries) and report --format json (report.json byte for byte).
+    let o = run(cwd.path(), &["report", out.to_str().unwrap(), "--format", "markdown"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(text_of(&o).contains("big::ctx"));
+    let o = run(cwd.path(), &["report", out.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert_eq!(o.stdout.strip_suffix(b"\n").unwrap(), &bytes[..]);
+    // baseline save and compare read the records (per-request samples for intervals).
+    let o = run(cwd.path(), &["baseline", "save", out.to_str().unwrap(), "--name", "b"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let o = run(cwd.path(), &["compare", out.to_str().unwrap(), "--baseline", "b"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(text_of(&o).contains("ttft_ms.p50"), "{}", describe(&o));
+    // serve: the run is listed and its summary opens.
+    let html = cwd.path().join("page.html");
+    support::report_html(&out, &html);
+    assert!(std::fs::read_to_string(&html).unwrap().contains("big::ctx"));
+    use inferscope_bench::serve::runs::{ReportState, RunStore};
+    let store = RunStore::new(cwd.path().to_path_buf());
+    let listed = store.list(None, 100).unwrap();
+    assert!(format!("{listed:?}").contains("run-1000"), "{listed:?}");
+    let dir = store.resolve("run-1000").unwrap();
+    match dir.report(inferscope_bench::fsio::limits::LIST_REPORT_BYTES) {
+        ReportState::Ok(rep) => {
+            assert_eq!(rep.jobs[0].stats.as_ref().unwrap().requests, 1000);
+            assert!(rep.jobs[0].requests.is_empty(), "the listing reads no records");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn text_of(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn a_truncated_longer_or_corrupt_records_file_is_refused_with_its_location() {
+    let cwd = tempfile::tempdir().unwrap();
+    let (mut child, url) = sim(cwd.path());
+    let (out, _) = run_load(cwd.path(), &url, 20, &[]);
+    let _ = child.kill();
+    let p = out.join("requests.jsonl");
+    let good = std::fs::read(&p).unwrap();
+    let save = |cwd: &Path| {
+        let o = run(cwd, &["baseline", "save", out.to_str().unwrap(), "--name", "x"]);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+        text(&o).1
+    };
+    // Truncated (a run killed while writing, or a partial copy).
+    std::fs::write(&p, &good[..good.len() - 10]).unwrap();
+    let err = save(cwd.path());
+    assert!(err.contains("requests.jsonl: truncated:"), "{err}");
+    assert!(err.contains(&format!("report.json says {} bytes", good.len())), "{err}");
+    // Longer than report.json says.
+    let mut long = good.clone();
+    long.extend_from_slice(b"{}\n");
+    std::fs::write(&p, &long).unwrap();
+    let err = save(cwd.path());
+    assert!(err.contains("requests.jsonl: longer than recorded"), "{err}");
+    // Same length, one line broken: its line number and what is wrong.
+    let s = String::from_utf8(good.clone()).unwrap();
+    let broken = s.replacen("\"ok\":true", "\"ok\":1234", 3);
+    let first = s.lines().position(|l| l.contains("\"ok\":true")).unwrap() + 1;
+    std::fs::write(&p, broken.as_bytes()).unwrap();
+    let err = save(cwd.path());
+    assert!(err.contains(&format!("requests.jsonl: line {first}:")), "{err}");
+    // Same length, a changed digit: the hash says so.
+    assert!(s.contains("\"ct\":64"));
+    let changed = s.replacen("\"ct\":64", "\"ct\":65", 1);
+    std::fs::write(&p, changed.as_bytes()).unwrap();
+    let err = save(cwd.path());
+    assert!(err.contains("SHA-256"), "{err}");
+    // Gone.
+    std::fs::remove_file(&p).unwrap();
+    let err = save(cwd.path());
+    assert!(err.contains("requests.jsonl: not found"), "{err}");
+    // report.json alone still renders (summaries need no records).
+    let o = run(cwd.path(), &["report", out.to_str().unwrap(), "--format", "markdown"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+}
+
+#[test]
+fn a_capture_that_dropped_events_says_capture_partial_on_the_console_and_in_junit() {
+    let cwd = tempfile::tempdir().unwrap();
+    let (mut child, url) = sim(cwd.path());
+    let suite = load_suite(cwd.path(), 50);
+    let out = cwd.path().join("run");
+    let junit = cwd.path().join("junit.xml");
+    let o = support::command(cwd.path())
+        .args(["run", suite.to_str().unwrap(), "--endpoint", &url, "--model"])
+        .args(["inferscope-sim", "--capture-timeline", "--junit"])
+        .arg(&junit)
+        .arg("--out")
+        .arg(&out)
+        .env("INFERSCOPE_CAPTURE_MAX_EVENTS", "20")
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let (stdout, _) = text(&o);
+    let r = support::report(&out);
+    let dropped = r["capture"]["dropped"].as_u64().unwrap();
+    assert!(dropped > 0, "{}", r["capture"]);
+    assert_eq!(r["capture"]["quality"], "partial");
+    let line = format!("capture partial: {dropped} events dropped");
+    assert!(stdout.contains(&line), "{}", describe(&o));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(&line), "{xml}");
+    // `report --format junit` says it too.
+    let o = run(cwd.path(), &["report", out.to_str().unwrap(), "--format", "junit"]);
+    assert!(text(&o).0.contains(&line), "{}", describe(&o));
+    // A full capture says nothing of the kind.
+    let (mut child, url) = sim(cwd.path());
+    let (_, stdout) = run_load(cwd.path(), &url, 10, &[]);
+    let _ = child.kill();
+    assert!(!stdout.contains("capture partial"), "{stdout}");
+}
