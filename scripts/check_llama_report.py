@@ -7,7 +7,7 @@ Usage:
     python3 scripts/check_llama_report.py --self-test
 
 Reads the report fields listed at the end of the suite schema (report.json, schema
-``inferscope-bench.report/v2``): ``jobs[].id``, ``jobs[].trajectories[].index`` and, per step,
+``inferscope-bench.report/v3``): ``jobs[].id``, ``jobs[].trajectories[].index`` and, per step,
 ``step_id``, ``kind``, ``status``, ``prompt_tokens``, ``cached_tokens``, ``ttft_ms``.
 
 In the chosen job and trajectory, over the steps of kind ``llm_call`` in step order:
@@ -141,7 +141,7 @@ def _tool(step_id: int) -> dict[str, Any]:
 
 
 def _fixture(steps: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"schema": "inferscope-bench.report/v2",
+    return {"schema": "inferscope-bench.report/v3",
             "jobs": [{"id": "llama-cpp::context", "kind": "context", "status": "pass"},
                      {"id": DEFAULT_JOB, "kind": "agentic", "status": "pass",
                       "trajectories": [{"index": 0, "stop_reason": "final_answer",

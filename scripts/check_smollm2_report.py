@@ -5,9 +5,9 @@ Usage:
     python3 scripts/check_smollm2_report.py RUN_DIR/report.json [--exit-status N]
     python3 scripts/check_smollm2_report.py --self-test
 
-Reads report.json (schema ``inferscope-bench.report/v2``) of ``suites/smollm2.toml``:
+Reads report.json (schema ``inferscope-bench.report/v3``, records from ``requests.jsonl``) of ``suites/smollm2.toml``:
 ``jobs[].id``, ``status``, ``grading[]`` (``check``, ``passed``, ``detail``),
-``requests[].tool_call_count`` and, per step of ``trajectories[]``, ``kind``, ``name``,
+``requests.jsonl``'s ``tc`` (tool calls) and, per step of ``trajectories[]``, ``kind``, ``name``,
 ``status``, ``prompt_tokens``, ``cached_tokens``, ``completion_tokens`` (server-reported
 only), ``completion_tokens_estimate`` (set only when the server sent no usage),
 ``ttft_ms``.
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -277,6 +278,21 @@ def self_test() -> int:
     return 0 if ok else 1
 
 
+def attach_requests(report: dict[str, Any], run_dir: str) -> None:
+    """Puts each job's records from ``requests.jsonl`` (report schema v3 keeps them there,
+    docs/artifacts.md) under ``jobs[].requests``, with the one field this check reads."""
+    if not report.get("requests_file"):
+        return
+    with open(os.path.join(run_dir, "requests.jsonl"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for job in report.get("jobs", []):
+        job["requests"] = []
+    jobs = report.get("jobs", [])
+    for line in lines[1:]:
+        r = json.loads(line)
+        jobs[r["j"]]["requests"].append({"tool_call_count": r.get("tc", 0)})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report", nargs="?")
@@ -290,6 +306,7 @@ def main() -> int:
     try:
         with open(a.report, encoding="utf-8") as f:
             report = json.load(f)
+        attach_requests(report, os.path.dirname(os.path.abspath(a.report)))
     except (OSError, ValueError) as e:
         print(f"error: {a.report}: {e}", file=sys.stderr)
         return 2
