@@ -77,7 +77,7 @@ pub fn replay_overflowed(src: &Path, out: &Path, max_events: u32) {
     let summary = sink.finalize(false);
     let _ = std::fs::remove_dir_all(out);
     std::fs::create_dir_all(out).unwrap();
-    for f in ["report.json", "steps.jsonl"] {
+    for f in ["report.json", "requests.jsonl", "steps.jsonl"] {
         if src.join(f).is_file() {
             std::fs::copy(src.join(f), out.join(f)).unwrap();
         }
