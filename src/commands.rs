@@ -443,7 +443,8 @@ pub fn check_new_or_empty_dir(dir: &Path) -> Result<(), String> {
 }
 
 fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
-    let xml = render::junit::run_junit_xml("inferscope-bench", report).map_err(|e| e.to_string())?;
+    let xml =
+        render::junit::run_junit_xml("inferscope-bench", report).map_err(|e| e.to_string())?;
     std::fs::write(path, xml).map_err(|e| e.to_string())
 }
 
@@ -527,15 +528,13 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             &rep.summary,
             &runner::report::endpoint_label(rep),
         ),
-        ReportFormat::Junit => {
-            match render::junit::run_junit_xml("inferscope-bench", rep) {
-                Ok(x) => x,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return 1;
-                }
+        ReportFormat::Junit => match render::junit::run_junit_xml("inferscope-bench", rep) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 1;
             }
-        }
+        },
         // Byte-for-byte the `report.json` the run wrote (the typed model round-trips).
         ReportFormat::Json => String::from_utf8(rep.to_json()).unwrap_or_default(),
         ReportFormat::OtlpJson => {

@@ -463,40 +463,29 @@ fn report_json_round_trips_byte_for_byte_and_v1_is_refused() {
             d.display()
         );
     }
-    // A v1 report: a clear error, exit 2.
+    // A v1 report, and a v2 one (records inside report.json, before issue 19): a clear
+    // error, exit 2.
     let old = cwd.path().join("old");
     std::fs::create_dir_all(&old).unwrap();
-    std::fs::write(
-        old.join("report.json"),
-        br#"{"schema":"inferscope-bench.report/v1","run_id":"x","jobs":[]}"#,
-    )
-    .unwrap();
-    let o = run(
-        cwd.path(),
-        &["report", old.to_str().unwrap(), "--format", "markdown"],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
-    let (_, err) = text(&o);
-    assert!(
-        err.contains("unsupported schema \"inferscope-bench.report/v1\""),
-        "{err}"
-    );
-    // A v2 report (records inside report.json, before issue 19): refused the same way.
-    std::fs::write(
-        old.join("report.json"),
-        br#"{"schema":"inferscope-bench.report/v2","run_id":"x","jobs":[]}"#,
-    )
-    .unwrap();
-    let o = run(
-        cwd.path(),
-        &["report", old.to_str().unwrap(), "--format", "markdown"],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
-    let (_, err) = text(&o);
-    assert!(
-        err.contains("unsupported schema \"inferscope-bench.report/v2\""),
-        "{err}"
-    );
+    for v in ["v1", "v2"] {
+        std::fs::write(
+            old.join("report.json"),
+            format!(r#"{{"schema":"inferscope-bench.report/{v}","run_id":"x","jobs":[]}}"#),
+        )
+        .unwrap();
+        let o = run(
+            cwd.path(),
+            &["report", old.to_str().unwrap(), "--format", "markdown"],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+        let (_, err) = text(&o);
+        assert!(
+            err.contains(&format!(
+                "unsupported schema \"inferscope-bench.report/{v}\""
+            )),
+            "{err}"
+        );
+    }
 }
 
 /// Issue 13 item 6: report.json holds the whole-run increase of each engine counter next

@@ -33,7 +33,12 @@ max_tokens = 64
     )
 }
 
-fn run_load(cwd: &Path, url: &str, count: u64, env: &[(&str, &str)]) -> (std::path::PathBuf, String) {
+fn run_load(
+    cwd: &Path,
+    url: &str,
+    count: u64,
+    env: &[(&str, &str)],
+) -> (std::path::PathBuf, String) {
     let suite = load_suite(cwd, count);
     let out = cwd.join(format!("run-{count}"));
     let mut cmd = support::command(cwd);
@@ -83,7 +88,10 @@ fn a_thousand_requests_are_compact_records_that_report_serve_and_compare_open() 
     let bytes = std::fs::read(out.join("report.json")).unwrap();
     let r: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(r["schema"], "inferscope-bench.report/v3");
-    assert!(r["jobs"][0].get("requests").is_none(), "records stay out of report.json");
+    assert!(
+        r["jobs"][0].get("requests").is_none(),
+        "records stay out of report.json"
+    );
     assert_eq!(r["jobs"][0]["stats"]["requests"], 1000);
     let file = std::fs::read(out.join("requests.jsonl")).unwrap();
     let f = &r["requests_file"];
@@ -109,16 +117,28 @@ fn a_thousand_requests_are_compact_records_that_report_serve_and_compare_open() 
     assert_eq!(n, 1000);
 
     // report (summaries) and report --format json (report.json byte for byte).
-    let o = run(cwd.path(), &["report", out.to_str().unwrap(), "--format", "markdown"]);
+    let o = run(
+        cwd.path(),
+        &["report", out.to_str().unwrap(), "--format", "markdown"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert!(text_of(&o).contains("big::ctx"));
-    let o = run(cwd.path(), &["report", out.to_str().unwrap(), "--format", "json"]);
+    let o = run(
+        cwd.path(),
+        &["report", out.to_str().unwrap(), "--format", "json"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert_eq!(o.stdout.strip_suffix(b"\n").unwrap(), &bytes[..]);
     // baseline save and compare read the records (per-request samples for intervals).
-    let o = run(cwd.path(), &["baseline", "save", out.to_str().unwrap(), "--name", "b"]);
+    let o = run(
+        cwd.path(),
+        &["baseline", "save", out.to_str().unwrap(), "--name", "b"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let o = run(cwd.path(), &["compare", out.to_str().unwrap(), "--baseline", "b"]);
+    let o = run(
+        cwd.path(),
+        &["compare", out.to_str().unwrap(), "--baseline", "b"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert!(text_of(&o).contains("ttft_ms.p50"), "{}", describe(&o));
     // serve: the run is listed and its summary opens.
@@ -133,7 +153,10 @@ fn a_thousand_requests_are_compact_records_that_report_serve_and_compare_open() 
     match dir.report(inferscope_bench::fsio::limits::LIST_REPORT_BYTES) {
         ReportState::Ok(rep) => {
             assert_eq!(rep.jobs[0].stats.as_ref().unwrap().requests, 1000);
-            assert!(rep.jobs[0].requests.is_empty(), "the listing reads no records");
+            assert!(
+                rep.jobs[0].requests.is_empty(),
+                "the listing reads no records"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -152,7 +175,10 @@ fn a_truncated_longer_or_corrupt_records_file_is_refused_with_its_location() {
     let p = out.join("requests.jsonl");
     let good = std::fs::read(&p).unwrap();
     let save = |cwd: &Path| {
-        let o = run(cwd, &["baseline", "save", out.to_str().unwrap(), "--name", "x"]);
+        let o = run(
+            cwd,
+            &["baseline", "save", out.to_str().unwrap(), "--name", "x"],
+        );
         assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
         text(&o).1
     };
@@ -160,20 +186,29 @@ fn a_truncated_longer_or_corrupt_records_file_is_refused_with_its_location() {
     std::fs::write(&p, &good[..good.len() - 10]).unwrap();
     let err = save(cwd.path());
     assert!(err.contains("requests.jsonl: truncated:"), "{err}");
-    assert!(err.contains(&format!("report.json says {} bytes", good.len())), "{err}");
+    assert!(
+        err.contains(&format!("report.json says {} bytes", good.len())),
+        "{err}"
+    );
     // Longer than report.json says.
     let mut long = good.clone();
     long.extend_from_slice(b"{}\n");
     std::fs::write(&p, &long).unwrap();
     let err = save(cwd.path());
-    assert!(err.contains("requests.jsonl: longer than recorded"), "{err}");
+    assert!(
+        err.contains("requests.jsonl: longer than recorded"),
+        "{err}"
+    );
     // Same length, one line broken: its line number and what is wrong.
     let s = String::from_utf8(good.clone()).unwrap();
     let broken = s.replacen("\"ok\":true", "\"ok\":1234", 3);
     let first = s.lines().position(|l| l.contains("\"ok\":true")).unwrap() + 1;
     std::fs::write(&p, broken.as_bytes()).unwrap();
     let err = save(cwd.path());
-    assert!(err.contains(&format!("requests.jsonl: line {first}:")), "{err}");
+    assert!(
+        err.contains(&format!("requests.jsonl: line {first}:")),
+        "{err}"
+    );
     // Same length, a changed digit: the hash says so.
     assert!(s.contains("\"ct\":64"));
     let changed = s.replacen("\"ct\":64", "\"ct\":65", 1);
@@ -185,7 +220,10 @@ fn a_truncated_longer_or_corrupt_records_file_is_refused_with_its_location() {
     let err = save(cwd.path());
     assert!(err.contains("requests.jsonl: not found"), "{err}");
     // report.json alone still renders (summaries need no records).
-    let o = run(cwd.path(), &["report", out.to_str().unwrap(), "--format", "markdown"]);
+    let o = run(
+        cwd.path(),
+        &["report", out.to_str().unwrap(), "--format", "markdown"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
 }
 
@@ -197,7 +235,13 @@ fn a_capture_that_dropped_events_says_capture_partial_on_the_console_and_in_juni
     let out = cwd.path().join("run");
     let junit = cwd.path().join("junit.xml");
     let o = support::command(cwd.path())
-        .args(["run", suite.to_str().unwrap(), "--endpoint", &url, "--model"])
+        .args([
+            "run",
+            suite.to_str().unwrap(),
+            "--endpoint",
+            &url,
+            "--model",
+        ])
         .args(["inferscope-sim", "--capture-timeline", "--junit"])
         .arg(&junit)
         .arg("--out")
@@ -216,7 +260,10 @@ fn a_capture_that_dropped_events_says_capture_partial_on_the_console_and_in_juni
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains(&line), "{xml}");
     // `report --format junit` says it too.
-    let o = run(cwd.path(), &["report", out.to_str().unwrap(), "--format", "junit"]);
+    let o = run(
+        cwd.path(),
+        &["report", out.to_str().unwrap(), "--format", "junit"],
+    );
     assert!(text(&o).0.contains(&line), "{}", describe(&o));
     // A full capture says nothing of the kind.
     let (mut child, url) = sim(cwd.path());

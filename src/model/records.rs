@@ -245,9 +245,8 @@ pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord
         return Err("field `id`: must start with `+` (job id interned) or `=`".into());
     };
     let s = c.s;
-    let field = |name: &str, r: Result<Option<u64>, String>| {
-        r.map_err(|e| format!("field `{name}`: {e}"))
-    };
+    let field =
+        |name: &str, r: Result<Option<u64>, String>| r.map_err(|e| format!("field `{name}`: {e}"));
     let scheduled_ns = match c.q {
         None => s,
         Some(q) => field("q", at(Some(-q), s))?.expect("some"),

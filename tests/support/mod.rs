@@ -124,7 +124,12 @@ pub fn report(run_dir: &Path) -> Value {
     if !v["requests_file"].is_null() {
         let typed = inferscope_bench::commands::read_report_with_requests(run_dir)
             .unwrap_or_else(|e| panic!("{e}"));
-        for (j, tj) in v["jobs"].as_array_mut().unwrap().iter_mut().zip(&typed.jobs) {
+        for (j, tj) in v["jobs"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .zip(&typed.jobs)
+        {
             j["requests"] = serde_json::to_value(&tj.requests).unwrap();
         }
     }
