@@ -85,10 +85,8 @@ impl CaptureReport {
     /// when nothing was dropped or capture was off.
     pub fn partial_line(&self) -> Option<String> {
         match self.dropped {
-            Some(k) if k > 0 => Some(format!(
-                "capture partial: {k} event{} dropped",
-                if k == 1 { "" } else { "s" }
-            )),
+            // One fixed wording (also for K = 1), so CI logs can be searched for it.
+            Some(k) if k > 0 => Some(format!("capture partial: {k} events dropped")),
             _ => None,
         }
     }
@@ -333,3 +331,28 @@ impl std::fmt::Display for ReportError {
 }
 
 impl std::error::Error for ReportError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 19: the console and JUnit line of a capture that dropped events, and nothing
+    /// when none was dropped or capture was off.
+    #[test]
+    fn the_partial_line_names_how_many_events_were_dropped() {
+        let mut c = CaptureReport::default();
+        assert_eq!(c.partial_line(), None, "capture off");
+        c.dropped = Some(0);
+        assert_eq!(c.partial_line(), None);
+        c.dropped = Some(1);
+        assert_eq!(
+            c.partial_line().as_deref(),
+            Some("capture partial: 1 events dropped")
+        );
+        c.dropped = Some(4233);
+        assert_eq!(
+            c.partial_line().as_deref(),
+            Some("capture partial: 4233 events dropped")
+        );
+    }
+}
