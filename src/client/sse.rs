@@ -17,8 +17,8 @@
 //! **Why its own framer.** Until issue 19 the field parsing was eventsource-stream 0.2.3's,
 //! behind a splitter of this module. That crate re-parsed its buffer with nom for every
 //! read, copied the remainder after every line and built three `String`s per event; at
-//! saturation the framer cost about a fifth of the client's CPU (BENCHMARKS.md, client
-//! cost). The SSE field grammar is small and this module already had to normalize line
+//! saturation the framer cost about a fifth of the client's CPU (issue 19's profile), and
+//! this one about 1.5 % (BENCHMARKS.md, "Client cost (issue 19)"). The SSE field grammar is small and this module already had to normalize line
 //! endings, drop the BOM (the crate panicked on one) and bound memory itself, so the field
 //! parsing moved here. A property test checks it against eventsource-stream (a
 //! dev-dependency) on arbitrary streams and read splits.
