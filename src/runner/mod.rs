@@ -187,6 +187,9 @@ pub async fn run_with(
             report.summary.exit_status = 0;
         }
     }
+    // The executed trajectories (every request's full record, response text included)
+    // are in the report now: free them before the artifacts are written (issue 19).
+    drop(graded);
     capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
     let writes = report::write_artifacts(
         &run_dir,

@@ -809,9 +809,20 @@ fn steps_file_notes(f: &crate::model::StepsFileReport) -> Vec<String> {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// Writes `path` atomically (a temporary file in its directory, synced, then renamed) from
+/// what `fill` writes through a buffer: a large artifact is never one buffer in memory.
+fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
+    let tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut w = std::io::BufWriter::with_capacity(256 << 10, tmp);
+    fill(&mut w)?;
+    let tmp = w.into_inner().map_err(|e| e.into_error())?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
@@ -894,7 +905,9 @@ pub fn write_artifacts(
     // The per-request records stream to `requests.jsonl` before `report.json`, which
     // states their length, count and hash and is written last.
     crate::records::write_report_records(run_dir, report)?;
-    write_atomic(&run_dir.join("report.json"), &report.to_json())?;
+    // Serialized straight to the file (the same bytes as `RunReport::to_json`, which a
+    // test checks), never held whole in memory.
+    write_atomic_with(&run_dir.join("report.json"), |w| report.write_json(w))?;
     Ok(())
 }
 
