@@ -147,6 +147,7 @@ pub struct StreamAccumulator {
     token_event_count: u64,
     chunk_count: u64,
     finish_reason: Option<String>,
+    response_model: Option<String>,
     text: String,
     reasoning: String,
     tools: ToolCallAssembler,
@@ -252,6 +253,7 @@ impl StreamAccumulator {
             self.on_choices(choices, arrival_ns);
         }
         self.read_usage_and_timings(&value);
+        self.read_model(&value);
         Flow::Continue
     }
 
@@ -302,6 +304,19 @@ impl StreamAccumulator {
         }
         if visible && self.ttfo_ns.is_none() {
             self.ttfo_ns = Some(arrival_ns);
+        }
+    }
+
+    /// The first `model` a response names, kept when it is a plausible model identifier
+    /// (at most 256 bytes, no control characters); anything else is left out.
+    fn read_model(&mut self, value: &Value) {
+        if self.response_model.is_none()
+            && let Some(m) = value.get("model").and_then(Value::as_str)
+            && !m.is_empty()
+            && m.len() <= 256
+            && !m.chars().any(char::is_control)
+        {
+            self.response_model = Some(m.to_string());
         }
     }
 
@@ -370,6 +385,7 @@ impl StreamAccumulator {
             }
         }
         self.read_usage_and_timings(&value);
+        self.read_model(&value);
         self.done_ns = Some(arrival_ns);
         Flow::Done
     }
@@ -438,6 +454,7 @@ impl StreamAccumulator {
         rec.token_event_count = self.token_event_count;
         rec.chunk_count = self.chunk_count;
         rec.finish_reason = self.finish_reason;
+        rec.response_model = self.response_model;
 
         let output = AssistantOutput {
             text: self.text,

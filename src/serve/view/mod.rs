@@ -24,7 +24,10 @@ mod telemetry;
 
 pub use build::{report_head, report_view, shard_views, timeline_view};
 pub use gaps::gap_markers;
-pub use telemetry::{LaneTimes, METRICS_GAUGES, sample_gaps, telemetry_view};
+pub use telemetry::{
+    LaneQuantity, LaneSamples, LaneTimes, METRICS_COUNTERS, METRICS_GAUGES, lane_label,
+    lane_points, lane_quantities, sample_gaps, telemetry_view,
+};
 
 /// Schema id of [`RunDetail`].
 pub const DETAIL_SCHEMA: &str = "inferscope-bench.serve.run/v1";
@@ -310,7 +313,7 @@ pub struct TelemetryView {
 /// One resource lane.
 #[derive(Clone, Debug, Serialize)]
 pub struct ResourceLane {
-    /// `power:<device>`, `proc`, `metrics:<gauge>`.
+    /// `power:<device>`, `proc` (RSS), `proc:cpu`, `metrics:<gauge or counter>`.
     pub lane_id: String,
     /// `power`, `proc` or `metrics` (the samples route's `source`).
     pub source: &'static str,
@@ -322,8 +325,16 @@ pub struct ResourceLane {
     pub label: String,
     /// The sample field drawn: `power_mw`, `rss_bytes`, or a gauge name.
     pub quantity: String,
-    /// Unit of `quantity`: `mW`, `bytes`, `requests`, `fraction`.
+    /// Unit of `quantity`: `mW`, `bytes`, `% of one core`, `requests`, `fraction`,
+    /// `tokens`.
     pub unit: &'static str,
+    /// `level` (a reading held until the next: drawn as steps), `counter` (cumulative,
+    /// steps) or `rate` (derived over the interval before each sample): [`LaneQuantity`].
+    pub series: &'static str,
+    /// For the CPU lane: the sampling host's `CLK_TCK` (jiffies per second) the page
+    /// derives the rate with; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clk_tck: Option<u64>,
     /// Power basis (`instant`, `averaged_1s`, `simulated`) when known.
     pub basis: Option<String>,
     /// How exact each sample's time is, in words.
