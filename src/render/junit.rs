@@ -28,14 +28,6 @@ use crate::model::{FailureCode, JobReport, JobStatus, RunReport, Summary};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
 
-/// The runner host a clock-domain id names (`mono:<host>:<pid>:<anchor>`), if any.
-fn host_of(clock_domain_id: &str) -> Option<&str> {
-    let rest = clock_domain_id.strip_prefix("mono:")?;
-    let mut parts = rest.rsplitn(3, ':');
-    let (_anchor, _pid, host) = (parts.next()?, parts.next()?, parts.next()?);
-    (!host.is_empty()).then_some(host)
-}
-
 fn utc(unix_ns: u64) -> chrono::DateTime<chrono::FixedOffset> {
     let secs = i64::try_from(unix_ns / 1_000_000_000).unwrap_or(i64::MAX);
     let nanos = (unix_ns % 1_000_000_000) as u32;
@@ -70,7 +62,7 @@ fn run_properties(report: &RunReport) -> Vec<Property> {
 
 /// The JUnit report of a run (see the module docs).
 pub fn junit_report(report: &RunReport) -> Report {
-    let host = host_of(&report.clock_domain_id);
+    let host = crate::clock::domain_host(&report.clock_domain_id);
     let mut suites: Vec<TestSuite> = Vec::new();
     for job in &report.jobs {
         let idx = match suites.iter().position(|s| s.name.as_str() == job.suite()) {
@@ -439,8 +431,11 @@ mod tests {
             ),
             r#"<a/><testsuites tests="1" errors="0"><x skipped="2"/>"#
         );
-        assert_eq!(host_of("mono:gpu-7.corp:1:2"), Some("gpu-7.corp"));
-        assert_eq!(host_of("merged:abc"), None);
+        assert_eq!(
+            crate::clock::domain_host("mono:gpu-7.corp:1:2"),
+            Some("gpu-7.corp")
+        );
+        assert_eq!(crate::clock::domain_host("merged:abc"), None);
     }
 
     #[test]

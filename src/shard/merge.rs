@@ -64,11 +64,7 @@ fn bad<T>(m: String) -> Result<T, String> {
 
 /// The host part of a clock domain id `mono:HOST:PID:ANCHOR` (the whole id otherwise).
 fn host_of(domain: &str) -> &str {
-    let mut it = domain.split(':');
-    match (it.next(), it.next()) {
-        (Some("mono"), Some(h)) => h,
-        _ => domain,
-    }
+    crate::clock::domain_host(domain).unwrap_or(domain)
 }
 
 /// Checks that `inputs` are the shards of one run; returns them ordered by K.

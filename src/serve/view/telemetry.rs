@@ -466,7 +466,7 @@ pub fn telemetry_view(
     TelemetryView {
         state,
         reason,
-        clock_domain: Some(clock_domain_fingerprint(&s.clock_domain_id)),
+        clock_domain: Some(clock_domain_label(&s.clock_domain_id)),
         aligned,
         started_elapsed_ns: Some(s.started_elapsed_ns),
         stopped_elapsed_ns: Some(s.stopped_elapsed_ns),
