@@ -148,7 +148,7 @@ fn step_energy(s: &StepReport) -> Option<&'static str> {
     (s.energy.is_present() || grid_only).then_some("[mJ]")
 }
 
-fn step<'a>(i: usize, s: &'a StepReport, finish_reason: Option<&'a str>) -> SnapStep<'a> {
+fn step(i: usize, s: &StepReport) -> SnapStep<'_> {
     let accounted = step_energy(s);
     SnapStep {
         step: i + 1,
@@ -161,7 +161,7 @@ fn step<'a>(i: usize, s: &'a StepReport, finish_reason: Option<&'a str>) -> Snap
             cached_tokens: s.cached_tokens,
             completion_tokens: s.completion_tokens,
             completion_tokens_estimate: s.completion_tokens_estimate,
-            finish_reason,
+            finish_reason: s.finish_reason.as_deref(),
             ttft_ms: timing(s.ttft_ms),
         }),
         duration_ms: timing(Some(s.duration_ms)),
@@ -226,14 +226,7 @@ fn trajectory_energy(t: &TrajectoryReport) -> Option<&'static str> {
     (t.energy.is_present() || grid_only).then_some("[mJ]")
 }
 
-fn trajectory<'a>(job: &'a JobReport, t: &'a TrajectoryReport) -> SnapTrajectory<'a> {
-    let finish = |s: &StepReport| -> Option<&'a str> {
-        // The request of an LLM step ends at the step's end; match on it.
-        job.requests
-            .iter()
-            .find(|r| s.kind == StepKind::LlmCall && r.end_ns == Some(s.end_ns))
-            .and_then(|r| r.finish_reason.as_deref())
-    };
+fn trajectory(t: &TrajectoryReport) -> SnapTrajectory<'_> {
     SnapTrajectory {
         index: t.index,
         stop_reason: t.stop_reason,
@@ -244,7 +237,7 @@ fn trajectory<'a>(job: &'a JobReport, t: &'a TrajectoryReport) -> SnapTrajectory
             .steps
             .iter()
             .enumerate()
-            .map(|(i, s)| step(i, s, finish(s)))
+            .map(|(i, s)| step(i, s))
             .collect(),
         attribution: attribution(t),
     }
@@ -341,11 +334,7 @@ fn snapshot<'a>(report: &'a RunReport, job: &'a JobReport) -> Snapshot<'a> {
             spawn_error: h.spawn_error.as_deref(),
         }),
         notes: job.notes.iter().map(|n| redact_urls(n)).collect(),
-        trajectories: job
-            .trajectories
-            .iter()
-            .map(|t| trajectory(job, t))
-            .collect(),
+        trajectories: job.trajectories.iter().map(trajectory).collect(),
     }
 }
 
@@ -553,22 +542,22 @@ mod tests {
     fn step_energy_presence_is_recorded() {
         use crate::model::Figure;
         let present = step_with(Figure::of(12, Basis::Simulated));
-        assert_eq!(step(0, &present, None).energy, Some("[mJ]"));
+        assert_eq!(step(0, &present).energy, Some("[mJ]"));
         // Shorter than the sampling grid: accounted for in the unattributed energy.
         let short = step_with(Figure::missing(
             Basis::Simulated,
             "no power-sample segment lies fully inside the step window (shorter than the \
              sampling grid; its energy is in the trajectory's unattributed energy)",
         ));
-        assert_eq!(step(0, &short, None).energy, Some("[mJ]"));
+        assert_eq!(step(0, &short).energy, Some("[mJ]"));
         let gone = step_with(Figure::missing(Basis::Unavailable, "no power source: NVML"));
-        let s = step(0, &gone, None);
+        let s = step(0, &gone);
         assert_eq!((s.energy, s.energy_basis), (None, None));
         let withheld = step_with(Figure::missing(
             Basis::Simulated,
             "attribution withheld (no_anchor)",
         ));
-        assert_eq!(step(0, &withheld, None).energy, None);
+        assert_eq!(step(0, &withheld).energy, None);
     }
 
     /// The flake this rule removes: a load point's trajectory whose every step is shorter

@@ -757,3 +757,41 @@ fn non_streamed_body_is_parsed() {
     assert_eq!(r.failure_code, Some(FailureCode::StreamError));
     assert_eq!(r.error.as_deref(), Some("nope"));
 }
+
+/// Issue 18: the response's `model` is recorded (the first one named; OTLP's
+/// `gen_ai.response.model`), and an implausible one (control characters, too long) is left
+/// out rather than kept.
+#[test]
+fn the_response_model_is_the_first_one_named() {
+    let r = run(&[
+        (
+            5,
+            r#"{"id":"t1","model":"served-7b","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#,
+        ),
+        (
+            9,
+            r#"{"id":"t1","model":"other","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ),
+        (10, "[DONE]"),
+    ]);
+    assert_eq!(r.response_model.as_deref(), Some("served-7b"));
+    let long = "m".repeat(300);
+    let bad = run(&[
+        (
+            5,
+            &format!(
+                r#"{{"model":"{long}","choices":[{{"index":0,"delta":{{"content":"Hi"}},"finish_reason":"stop"}}]}}"#
+            ),
+        ),
+        (6, "[DONE]"),
+    ]);
+    assert_eq!(bad.response_model, None);
+    let none = run(&[
+        (
+            5,
+            r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#,
+        ),
+        (6, "[DONE]"),
+    ]);
+    assert_eq!(none.response_model, None);
+}
