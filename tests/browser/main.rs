@@ -717,7 +717,7 @@ fn load_observe(b: &mut Browser, s: &str) -> Value {
 /// lane each, the resource lanes sit above them (on the first screen at 1400 px), gauges are
 /// drawn as steps (no ramp between samples), requests carry their TTFT mark, the time axis
 /// zooms, every glyph renders with Debian's fonts, figures are rounded and the clock
-/// domain is the report's. Screenshots: `target/browser-artifacts/load-{1400,420}.png`.
+/// domain is the report's. Screenshots: `target/browser-artifacts/load-{1400,420,1400-point-open,1400-zoomed}.png`.
 #[test]
 fn a_load_run_is_grouped_zoomable_and_fits_the_screen() {
     let Some(mut b) = browser_or_skip("a_load_run_is_grouped_zoomable_and_fits_the_screen") else {
@@ -861,11 +861,7 @@ fn a_load_run_is_grouped_zoomable_and_fits_the_screen() {
         spans.iter().filter(|s| s["family"] == "fixture").count(),
         16
     );
-    std::fs::write(
-        out.join("load-1400-point-open.png"),
-        b.screenshot(&s, false),
-    )
-    .unwrap();
+    std::fs::write(out.join("load-1400-point-open.png"), b.screenshot(&s, true)).unwrap();
 
     // Zoom in twice, then back to the whole run: the axis and the readout follow.
     let whole = o["ticks"].clone();
@@ -880,6 +876,7 @@ fn a_load_run_is_grouped_zoomable_and_fits_the_screen() {
         z["readout"]
     );
     assert_eq!(z["trajectoryLanes"], 16, "the open group stays open");
+    std::fs::write(out.join("load-1400-zoomed.png"), b.screenshot(&s, true)).unwrap();
     b.eval(&s, "document.querySelector('[data-zoom=reset]').click()");
     let r = load_observe(&mut b, &s);
     assert_eq!(r["ticks"], whole);
