@@ -725,19 +725,7 @@ fn a_load_run_is_grouped_zoomable_and_fits_the_screen() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("load");
-    let o = support::run(
-        &repo(),
-        &[
-            "run",
-            "suites/load.toml",
-            "--capture-timeline",
-            "--out",
-            run.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", support::describe(&o));
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+    let report = support::captured_run("suites/load.toml", &run);
     let out = artifacts();
     let file = out.join("load-report.html");
     report_html(&run, &file);

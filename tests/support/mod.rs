@@ -114,6 +114,23 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// Runs the repository's `suite` (`suites/load.toml`) on the simulator with the timeline
+/// captured into `out`; asserts exit 0 and returns its `report.json`.
+pub fn captured_run(suite: &str, out: &Path) -> Value {
+    let o = run(
+        &repo(),
+        &[
+            "run",
+            suite,
+            "--capture-timeline",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    report(out)
+}
+
 /// Reads `run_dir/report.json`.
 pub fn report(run_dir: &Path) -> Value {
     let p = run_dir.join("report.json");

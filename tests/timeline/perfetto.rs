@@ -336,17 +336,7 @@ fn trace_has_the_trace_event_format_tracks_and_nesting() {
 fn a_load_run_has_a_thread_per_trajectory_and_a_counter_per_lane() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
-    let o = support::run(
-        &support::repo(),
-        &[
-            "run",
-            "suites/load.toml",
-            "--capture-timeline",
-            "--out",
-            run.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", support::describe(&o));
+    support::captured_run("suites/load.toml", &run);
     let file = tmp.path().join("trace.json");
     let o = support::run(
         &support::repo(),
@@ -435,18 +425,22 @@ fn a_load_run_has_a_thread_per_trajectory_and_a_counter_per_lane() {
     let body = &page[page[at..].find('>').unwrap() + at + 1..];
     let body = &body[..body.find("</script>").unwrap()];
     let bundle: Value = serde_json::from_str(body).unwrap();
-    let lanes: BTreeSet<String> = bundle["detail"]["telemetry"]["lanes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            format!(
-                "{} ({})",
-                l["label"].as_str().unwrap(),
-                l["unit"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let lanes_of = |sampled_only: bool| -> BTreeSet<String> {
+        bundle["detail"]["telemetry"]["lanes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| !sampled_only || l["sample_count"].as_u64().unwrap() > 0)
+            .map(|l| {
+                format!(
+                    "{} ({})",
+                    l["label"].as_str().unwrap(),
+                    l["unit"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let lanes = lanes_of(false);
     let counters: BTreeSet<String> = te
         .iter()
         .filter(|e| e["ph"] == "C")
@@ -461,18 +455,5 @@ fn a_load_run_has_a_thread_per_trajectory_and_a_counter_per_lane() {
         assert!(lanes.contains(want), "dashboard lane {want}: {lanes:?}");
     }
     // Every lane that has samples is a counter track, and nothing else is.
-    let sampled: BTreeSet<String> = bundle["detail"]["telemetry"]["lanes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|l| l["sample_count"].as_u64().unwrap() > 0)
-        .map(|l| {
-            format!(
-                "{} ({})",
-                l["label"].as_str().unwrap(),
-                l["unit"].as_str().unwrap()
-            )
-        })
-        .collect();
-    assert_eq!(counters, sampled);
+    assert_eq!(counters, lanes_of(true));
 }
