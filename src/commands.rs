@@ -67,12 +67,15 @@ pub async fn dispatch(cmd: Command) -> i32 {
             format,
             output,
             otlp_endpoint,
+            otlp_protocol,
         } => {
             report_command(
                 &run_dir,
                 format,
                 output.as_deref(),
-                otlp_endpoint.as_deref(),
+                otlp_endpoint
+                    .as_deref()
+                    .map(|u| (u, otlp_protocol.encoding())),
             )
             .await
         }
@@ -381,7 +384,7 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
     }
     if let Some(url) = &after.otlp_endpoint {
         // Delivery problems are reported and never change the run's result.
-        crate::otlp::send_report(&outcome.report, url).await;
+        crate::otlp::send_report(&outcome.report, url, after.otlp_protocol.encoding()).await;
     }
     exit_status
 }
@@ -443,14 +446,13 @@ pub fn check_new_or_empty_dir(dir: &Path) -> Result<(), String> {
 }
 
 fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
-    let xml =
-        render::junit::run_junit_xml("inferscope-bench", report).map_err(|e| e.to_string())?;
+    let xml = render::junit_xml(report).map_err(|e| e.to_string())?;
     std::fs::write(path, xml).map_err(|e| e.to_string())
 }
 
 /// Reads a run's `report.json` through the bounded reader ([`crate::fsio`]: no symlink
 /// below `run_dir`, no FIFO or device, at most [`crate::fsio::limits::REPORT_BYTES`]) and
-/// the typed model: schema `inferscope-bench.report/v2` only (a v1 report is refused as an
+/// the typed model: schema `inferscope-bench.report/v3` only (a v1 or v2 report is refused as an
 /// unsupported schema, naming it). A run without it is incomplete (the report is the
 /// artifact a run writes last).
 pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
@@ -495,23 +497,31 @@ pub fn load_report(run_dir: &Path) -> Result<RunReport, i32> {
     })
 }
 
-/// `report RUN_DIR [--format F] [--output FILE] [--otlp-endpoint URL]`: reads the run once,
-/// renders it, then (when the render succeeded and a URL is given) sends its spans. Exit 0;
-/// 1 when the collector refused or could not be reached (or JUnit rendering failed); 2 when
-/// the run is unreadable or the output cannot be written.
+/// `report RUN_DIR [--format F] [--output FILE] [--otlp-endpoint URL [--otlp-protocol P]]`:
+/// reads the run once, renders it, then (when the render succeeded and a URL is given)
+/// sends its spans in that encoding. Exit 0; 1 when the collector refused or could not be
+/// reached (or JUnit rendering failed); 2 when the run is unreadable or the output cannot
+/// be written.
 async fn report_command(
     run_dir: &Path,
     format: ReportFormat,
     output: Option<&Path>,
-    otlp_endpoint: Option<&str>,
+    otlp: Option<(&str, crate::otlp::Encoding)>,
 ) -> i32 {
-    let rep = match load_report(run_dir) {
+    // JUnit (an endpoint that was never reached: every request failed to connect) and
+    // Perfetto (each request's TTFT slice) read the per-request records; the other formats
+    // need only report.json's summaries.
+    let loaded = match format {
+        ReportFormat::Junit | ReportFormat::Perfetto => load_report_with_requests(run_dir),
+        _ => load_report(run_dir),
+    };
+    let rep = match loaded {
         Ok(r) => r,
         Err(code) => return code,
     };
-    match (report(&rep, run_dir, format, output), otlp_endpoint) {
-        (0, Some(url)) => {
-            if crate::otlp::send_report(&rep, url).await {
+    match (report(&rep, run_dir, format, output), otlp) {
+        (0, Some((url, encoding))) => {
+            if crate::otlp::send_report(&rep, url, encoding).await {
                 0
             } else {
                 1
@@ -528,7 +538,7 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             &rep.summary,
             &runner::report::endpoint_label(rep),
         ),
-        ReportFormat::Junit => match render::junit::run_junit_xml("inferscope-bench", rep) {
+        ReportFormat::Junit => match render::junit_xml(rep) {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -537,8 +547,9 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
         },
         // Byte-for-byte the `report.json` the run wrote (the typed model round-trips).
         ReportFormat::Json => String::from_utf8(rep.to_json()).unwrap_or_default(),
-        ReportFormat::OtlpJson => {
-            serde_json::to_string_pretty(&crate::otlp::export(rep)).unwrap_or_default()
+        ReportFormat::OtlpJson => crate::otlp::to_json(&crate::otlp::export(rep)),
+        ReportFormat::OtlpProtobuf => {
+            return write_output(output, &crate::otlp::to_protobuf(&crate::otlp::export(rep)));
         }
         ReportFormat::Html => {
             let (page, integrity_error) = crate::serve::html::report_html(run_dir);
@@ -567,8 +578,19 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             }
         },
     };
+    let mut text = text.into_bytes();
+    if output.is_none() {
+        text.push(b'\n');
+    }
+    write_output(output, &text)
+}
+
+/// Writes a rendered report to `output` (printing `wrote PATH`), else to standard output
+/// as it is. Exit 0, or 2 when it cannot be written.
+fn write_output(output: Option<&Path>, bytes: &[u8]) -> i32 {
+    use std::io::Write;
     match output {
-        Some(p) => match std::fs::write(p, text) {
+        Some(p) => match std::fs::write(p, bytes) {
             Ok(()) => {
                 println!("wrote {}", p.display());
                 0
@@ -579,8 +601,14 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             }
         },
         None => {
-            println!("{text}");
-            0
+            let mut out = std::io::stdout().lock();
+            match out.write_all(bytes).and_then(|()| out.flush()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("error: standard output: {e}");
+                    EXIT_BAD_INPUT
+                }
+            }
         }
     }
 }

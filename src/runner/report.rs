@@ -1,7 +1,7 @@
 //! `report.json`, `steps.jsonl` and the console lines of a run (DESIGN §7, §10).
 //!
 //! The report is the typed model of [`crate::model`] (schema
-//! [`crate::model::REPORT_SCHEMA`], `inferscope-bench.report/v2`); this module assembles it
+//! [`crate::model::REPORT_SCHEMA`], `inferscope-bench.report/v3`); this module assembles it
 //! from what the drivers executed: per request the times in ns from the reference instant,
 //! tokens (server usage, or the client's estimate beside it) and failure code; per job its
 //! status (`pass`, `fail`, `cancelled`, `not_run`, `setup_error`), statistics, gate
@@ -212,6 +212,11 @@ fn step_report(
         completion_tokens: r.and_then(|r| r.completion_tokens),
         completion_tokens_estimate: r.and_then(|r| r.completion_tokens_estimate),
         ttft_ms: r.and_then(|r| r.ttft_ms()),
+        max_tokens: s.max_tokens.map(u64::from),
+        finish_reason: r.and_then(|r| r.finish_reason.clone()),
+        http_status: r.and_then(|r| r.http_status),
+        response_model: r.and_then(|r| r.response_model.clone()),
+        tool_call_id: s.tool_call_id.clone(),
         energy,
         tokens_per_joule,
         warmup,
@@ -931,6 +936,8 @@ mod tests {
             failure_code: None,
             tool_error: None,
             request: Some(r),
+            max_tokens: None,
+            tool_call_id: None,
             status_known: true,
             start_before_anchor_ns: None,
         }
