@@ -336,6 +336,7 @@ mod tests {
             summary,
             shard: None,
             merge: None,
+            requests_file: None,
         }
     }
 
