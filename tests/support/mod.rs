@@ -760,19 +760,14 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn cancelled_with_not_run(to: &Path, extra: usize) {
     copy_dir(&repo().join("fixtures/runs/cancelled"), to);
     let rp = to.join("report.json");
+    let records = inferscope_bench::commands::read_report_with_requests(to).unwrap();
     let mut r: Value = serde_json::from_slice(&std::fs::read(&rp).unwrap()).unwrap();
     let mut j = r["jobs"][0].clone();
     j["status"] = "not_run".into();
     j["duration_ns"] = 0.into();
     j["stats"] = Value::Null;
     j["grade_pass_rate"] = Value::Null;
-    for k in [
-        "verdicts",
-        "grading",
-        "failure_codes",
-        "trajectories",
-        "requests",
-    ] {
+    for k in ["verdicts", "grading", "failure_codes", "trajectories"] {
         j[k] = json!([]);
     }
     j["notes"] = json!(["not run: cancelled before start"]);
@@ -781,7 +776,14 @@ pub fn cancelled_with_not_run(to: &Path, extra: usize) {
         r["jobs"].as_array_mut().unwrap().push(j.clone());
     }
     r["summary"]["not_run"] = extra.into();
-    std::fs::write(&rp, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    // The records file names the jobs: written again for the new job list (the jobs
+    // added never ran, so they have no records), then report.json last.
+    let mut typed: inferscope_bench::model::RunReport = serde_json::from_value(r).unwrap();
+    for (j, old) in typed.jobs.iter_mut().zip(records.jobs) {
+        j.requests = old.requests;
+    }
+    inferscope_bench::records::write_report_records(to, &mut typed).unwrap();
+    std::fs::write(&rp, typed.to_json()).unwrap();
 }
 
 /// Runs `inferscope-bench report RUN_DIR --format html --output OUT` in the repository
