@@ -111,26 +111,38 @@ pub async fn dispatch(cmd: Command) -> i32 {
     }
 }
 
-/// Prints a suite error: the one-line `file:line:col: message` form, then the
-/// source-located diagnostic.
+/// Prints a suite error once: the one-line `error: file:line:col: message; hint` form,
+/// then (when the file's text can be shown) the source snippet with the labelled span.
 pub fn print_suite_error(e: &SuiteError) {
-    eprintln!("error: {e}");
-    let report = miette::Report::new(e.clone());
-    eprintln!("{report:?}");
+    let color = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    match e.snippet(color) {
+        Some(snippet) => eprintln!("error: {e}\n{snippet}"),
+        None => eprintln!("error: {e}"),
+    }
 }
 
-/// Loads every suite or returns the first error (already printed), including job ids
-/// shared across files ([`suite::check_distinct_job_ids`]).
+/// Loads every suite; on any problem prints every error of every file (each once, in
+/// file order, then `N errors in FILE`) and returns exit 2. Job ids shared across files
+/// ([`suite::check_distinct_job_ids`]) are checked once every file loads.
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<suite::Suite>, i32> {
     let mut out = Vec::new();
+    let mut failed = false;
     for p in paths {
-        match suite::load(p) {
+        match suite::load_all(p) {
             Ok(s) => out.push(s),
-            Err(e) => {
-                print_suite_error(&e);
-                return Err(EXIT_BAD_INPUT);
+            Err(errors) => {
+                failed = true;
+                for e in &errors {
+                    print_suite_error(e);
+                }
+                if errors.len() > 1 {
+                    eprintln!("error: {} errors in {}", errors.len(), p.display());
+                }
             }
         }
+    }
+    if failed {
+        return Err(EXIT_BAD_INPUT);
     }
     if let Err(e) = suite::check_distinct_job_ids(&out) {
         print_suite_error(&e);

@@ -46,6 +46,11 @@ pub use validate::normalize_endpoint;
 /// device, at most [`crate::fsio::limits::SUITE_BYTES`]); a file that is not UTF-8 is an
 /// error at the line:col of its first invalid byte.
 pub fn load(path: &Path) -> Result<Suite, SuiteError> {
+    parse(&read(path)?, path)
+}
+
+/// The suite file's text, through the bounded reader.
+fn read(path: &Path) -> Result<String, SuiteError> {
     let bytes = crate::fsio::read(path, crate::fsio::limits::SUITE_BYTES).map_err(|e| {
         SuiteError::plain(
             path.to_path_buf(),
@@ -53,7 +58,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
             format!("cannot read the suite: {e}"),
         )
     })?;
-    let text = crate::fsio::utf8(bytes).map_err(|(line, col)| {
+    crate::fsio::utf8(bytes).map_err(|(line, col)| {
         SuiteError::at_position(
             path.to_path_buf(),
             SuiteErrorKind::Syntax,
@@ -61,8 +66,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
             col,
             "invalid UTF-8: a suite file must be UTF-8 text".into(),
         )
-    })?;
-    parse(&text, path)
+    })
 }
 
 /// Validates `text` as the suite file `origin` (used for error messages, the default
@@ -72,7 +76,26 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
 /// Errors: the first problem in file order, located ([`SuiteError::location`]) and with
 /// its dotted path.
 pub fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
-    load::parse(text, origin)
+    load::parse(text, origin).map_err(|mut all| all.swap_remove(0))
+}
+
+/// Validates `text` as [`parse`] does, but returns every problem found in one pass
+/// (never an empty list), in file order: what `check` prints.
+pub fn parse_all(text: &str, origin: &Path) -> Result<Suite, Vec<SuiteError>> {
+    load::parse(text, origin).map_err(in_file_order)
+}
+
+/// Reads and validates the suite file at `path` as [`load`] does, returning every
+/// problem found in one pass (never an empty list), in file order.
+pub fn load_all(path: &Path) -> Result<Suite, Vec<SuiteError>> {
+    let text = read(path).map_err(|e| vec![e])?;
+    parse_all(&text, path)
+}
+
+/// Errors sorted by position (unlocated ones first: they concern the whole file).
+fn in_file_order(mut all: Vec<SuiteError>) -> Vec<SuiteError> {
+    all.sort_by_key(|e| e.location().map(|l| l.offset));
+    all
 }
 
 /// Checks that the suites of one run (or `check`/`list` call) give every job a distinct id.
