@@ -1515,7 +1515,7 @@ fn parse_all_reports_a_key_a_type_and_a_semantic_error_in_one_pass() {
         "endpoint = \"ftp://nope\"\n{}",
         text.replacen("endpoint = \"ftp://nope\"\n", "", 1)
     );
-    let errs = parse_all(&text, &p.origin()).err().expect("three errors");
+    let errs = parse_all(&text, &p.origin()).expect_err("three errors");
     let got: Vec<(SuiteErrorKind, Option<&str>)> =
         errs.iter().map(|e| (e.kind(), e.path())).collect();
     assert_eq!(
@@ -1569,7 +1569,7 @@ name = "b"
 kind = "context"
 sizes = [16]
 "#;
-    let errs = parse_all(text, &p.origin()).err().expect("errors");
+    let errs = parse_all(text, &p.origin()).expect_err("errors");
     let got: Vec<(SuiteErrorKind, Option<&str>)> =
         errs.iter().map(|e| (e.kind(), e.path())).collect();
     assert_eq!(got.len(), 3, "{errs:#?}");
@@ -1589,7 +1589,7 @@ sizes = [16]
 fn a_suite_with_one_error_has_exactly_that_error_in_parse_all() {
     let p = Project::new();
     let text = with_tools(&format!("{AGENTIC}max_stpes = 4\n"));
-    let errs = parse_all(&text, &p.origin()).err().expect("one error");
+    let errs = parse_all(&text, &p.origin()).expect_err("one error");
     assert_eq!(errs.len(), 1, "{errs:#?}");
     // The snippet frames the location once and repeats neither message nor hint.
     let snippet = errs[0].snippet(false).expect("a snippet");
