@@ -1598,3 +1598,40 @@ fn a_suite_with_one_error_has_exactly_that_error_in_parse_all() {
     assert!(!snippet.contains("suite::"), "{snippet}");
     assert!(snippet.contains("max_stpes = *"), "{snippet}");
 }
+
+// ---------------------------------------------------------------- the reference page
+
+/// `docs/suite.md` names every key of every table the schema accepts (a key added to
+/// `raw.rs` without documentation fails here).
+#[test]
+fn the_suite_reference_names_every_key() {
+    use super::fields::struct_fields;
+    use super::raw::*;
+    let doc =
+        std::fs::read_to_string(testdata().join("../../../docs/suite.md")).expect("docs/suite.md");
+    let tables: [(&str, &[&str]); 11] = [
+        ("top level", struct_fields::<RawSuite>()),
+        ("telemetry", struct_fields::<RawTelemetry>()),
+        ("prometheus", struct_fields::<RawPrometheus>()),
+        ("tools", struct_fields::<RawTool>()),
+        ("tools.responses", struct_fields::<RawResponse>()),
+        ("jobs", struct_fields::<RawJob>()),
+        ("jobs.script", struct_fields::<RawScriptStep>()),
+        ("sweep", struct_fields::<RawSweep>()),
+        ("gates", struct_fields::<crate::gate::spec::GateSpec>()),
+        (
+            "overhead",
+            struct_fields::<crate::gate::spec::OverheadSpec>(),
+        ),
+        ("checks", struct_fields::<crate::grade::RawCheck>()),
+    ];
+    for (table, keys) in tables {
+        assert!(!keys.is_empty(), "{table}: no keys probed");
+        for k in keys {
+            assert!(
+                doc.contains(&format!("`{k}`")) || doc.contains(&format!("[{k}]")),
+                "docs/suite.md does not name `{k}` of {table}"
+            );
+        }
+    }
+}
