@@ -3,7 +3,6 @@
 //! the endpoint failed the preflight —, 2 bad input, 1 integrity error, 3 inconclusive).
 //! Console output goes to stdout; diagnostics to stderr.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Command, MessageFormat, ReportFormat, RunArgs, TimelineCommand};
@@ -312,23 +311,18 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
         eprintln!("error: --out {}: {e}", dir.display());
         return EXIT_BAD_INPUT;
     }
-    let jobs: usize = resolved.iter().map(|r| r.jobs.len()).sum();
-    let simulated = resolved
-        .iter()
-        .any(|r| matches!(r.endpoint.value, suite::EndpointSetting::Simulated));
-    let label = match resolved.first().map(|r| &r.endpoint.value) {
-        Some(suite::EndpointSetting::Url(u)) if !simulated => render::EndpointLabel::Url(u.clone()),
-        _ => render::EndpointLabel::Simulated,
-    };
-    if args.message_format == MessageFormat::Human {
-        println!(
-            "{}",
-            render::start_line(jobs, resolved.len(), &label, Style::PLAIN)
-        );
-        if let Some(s) = &shard {
-            println!("{}", crate::shard::describe_run(s));
+    // The reporters: the console or JSON lines on stdout, and the JUnit file.
+    let mut reporters: Vec<Box<dyn runner::events::Reporter>> = vec![match args.message_format {
+        MessageFormat::Human => {
+            Box::new(crate::reporter::Human::new(std::io::stdout(), Style::PLAIN))
         }
-    }
+        MessageFormat::Json => Box::new(crate::reporter::Json::new(std::io::stdout())),
+    }];
+    let junit_error = args.junit.as_ref().map(|path| {
+        let (r, error) = crate::reporter::Junit::new(path.clone());
+        reporters.push(Box::new(r));
+        (path, error)
+    });
     let cancelled = runner::install_signal_flag();
     let outcome = runner::run_with(
         RunOptions {
@@ -339,57 +333,22 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             quiet: false,
         },
         cancelled,
-        runner::RunExtras { baseline, shard },
+        runner::RunExtras {
+            baseline,
+            shard,
+            events: runner::events::EventSink::new(reporters),
+        },
     )
     .await;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match args.message_format {
-        MessageFormat::Human => {
-            let (body, tail) = outcome
-                .console
-                .split_at(outcome.console.len().saturating_sub(2));
-            for l in body {
-                let _ = writeln!(out, "{l}");
-            }
-            for t in runner::report::trajectory_tables(&outcome.report) {
-                let _ = writeln!(out, "{t}");
-            }
-            if let Some(d) = &outcome.report.capture.diagnostic {
-                let _ = writeln!(out, "warning: timeline capture: {d}");
-            }
-            for l in tail {
-                let _ = writeln!(out, "{l}");
-            }
-        }
-        MessageFormat::Json => {
-            for j in &outcome.report.jobs {
-                let _ = writeln!(out, "{}", render::job_message(j));
-            }
-            let _ = writeln!(
-                out,
-                "{}",
-                render::summary_message(
-                    &outcome.report.summary,
-                    &runner::report::endpoint_label(&outcome.report)
-                )
-            );
-        }
-    }
     let mut exit_status = outcome.exit_status;
-    if let Some(path) = &args.junit
-        && let Err(e) = write_junit(&outcome.report, path)
+    if let Some((path, error)) = junit_error
+        && let Some(e) = error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     {
         eprintln!("error: --junit {}: {e}", path.display());
         exit_status = EXIT_BAD_INPUT;
-    }
-    match args.message_format {
-        MessageFormat::Human => {
-            let _ = writeln!(out, "run directory: {}", outcome.run_dir.display());
-        }
-        MessageFormat::Json => {
-            let _ = writeln!(out, "{}", render::json::artifacts_message(&outcome.run_dir));
-        }
     }
     if let Some(url) = &after.otlp_endpoint {
         // Delivery problems are reported and never change the run's result.
@@ -452,12 +411,6 @@ pub fn check_new_or_empty_dir(dir: &Path) -> Result<(), String> {
         )),
         Err(e) => Err(format!("--out {}: {e}", dir.display())),
     }
-}
-
-fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
-    let xml = render::junit_xml("inferscope-bench", &report.jobs, report.summary.duration_ns)
-        .map_err(|e| e.to_string())?;
-    std::fs::write(path, xml).map_err(|e| e.to_string())
 }
 
 /// Reads a run's `report.json` through the bounded reader ([`crate::fsio`]: no symlink

@@ -33,6 +33,7 @@ pub mod otlp;
 pub mod overhead;
 pub mod redact;
 pub mod render;
+pub mod reporter;
 pub mod runner;
 pub mod serve;
 pub mod shard;

@@ -14,6 +14,7 @@ pub mod agentic;
 pub mod capture;
 pub mod context;
 pub mod energy;
+pub mod events;
 pub mod execute;
 pub mod report;
 pub mod steps;
@@ -55,6 +56,9 @@ pub struct RunExtras {
     pub baseline: Option<crate::baseline::Baseline>,
     /// `--partition`, `--shard`, `--start-at` (issue 17): this run as one shard of several.
     pub shard: Option<crate::shard::ShardRun>,
+    /// Where the run's events go ([`events`]): the console, JSON-lines and JUnit
+    /// reporters; none by default.
+    pub events: events::EventSink,
 }
 
 /// What a run produced.
@@ -68,8 +72,6 @@ pub struct RunOutcome {
     pub run_dir: PathBuf,
     /// The report (also written as `report.json`).
     pub report: crate::model::RunReport,
-    /// Human lines per job, the summary and the plain line, in print order.
-    pub console: Vec<String>,
 }
 
 /// A run id: `YYYYMMDDTHHMMSSZ-xxxxxx` (UTC start + 6 random hex digits).
@@ -133,6 +135,22 @@ pub async fn run_with(
         cancelled: cancelled.clone(),
         capture: capture.clone(),
     };
+    let events = extras.events.clone();
+    let simulated = opts
+        .suites
+        .iter()
+        .any(|r| matches!(r.endpoint.value, crate::suite::EndpointSetting::Simulated));
+    events.emit(events::RunEvent::RunStarted {
+        jobs: opts.suites.iter().map(|r| r.jobs.len()).sum(),
+        suites: opts.suites.len(),
+        endpoint: match opts.suites.first().map(|r| &r.endpoint.value) {
+            Some(crate::suite::EndpointSetting::Url(u)) if !simulated => {
+                crate::render::EndpointLabel::Url(u.clone())
+            }
+            _ => crate::render::EndpointLabel::Simulated,
+        },
+        shard: extras.shard.as_ref().map(crate::shard::describe_run),
+    });
     let io_before = crate::timeline::proc_self_io();
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
     session.shard = extras.shard.as_ref().and_then(|s| s.spec);
@@ -155,7 +173,7 @@ pub async fn run_with(
         }
         capture.phase(Phase::RequestExecution);
     }
-    let executed = session.execute_jobs(&opts, &ctx).await;
+    let executed = session.execute_jobs(&opts, &ctx, &events).await;
     if ctx.cancelled.load(Ordering::Relaxed) {
         capture.cancel_open_spans();
     }
@@ -188,7 +206,6 @@ pub async fn run_with(
         }
     }
     capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
-    let console = report::console_lines(&report);
     let writes = report::write_artifacts(
         &run_dir,
         &mut report,
@@ -206,11 +223,17 @@ pub async fn run_with(
         }
     };
     session.shutdown().await;
+    for j in &report.jobs {
+        events.emit(events::RunEvent::JobFinished(Box::new(j.clone())));
+    }
+    events.emit(events::RunEvent::RunFinished {
+        report: Box::new(report.clone()),
+        run_dir: run_dir.clone(),
+    });
     RunOutcome {
         exit_status,
         run_dir,
         report,
-        console,
     }
 }
 

@@ -31,7 +31,7 @@ use crate::model::{
     RunReport, StepAttribution, StepKind, StepReport, SummaryReport, TokenSource,
     TrajectoryOutcome, TrajectoryReport, tokens_per_joule,
 };
-use crate::render::{self, EndpointLabel, Style};
+use crate::render::EndpointLabel;
 use crate::runner::capture::Capture;
 use crate::runner::energy::{self, RunEnergy};
 use crate::runner::execute::{ExecutedJob, GradedJob, Session};
@@ -730,34 +730,6 @@ pub fn endpoint_label(report: &RunReport) -> EndpointLabel {
         Some(e) => EndpointLabel::Url(e.base_url.clone()),
         None => EndpointLabel::Simulated,
     }
-}
-
-/// nextest-style lines: one block per job, the summary line, the plain line.
-pub fn console_lines(report: &RunReport) -> Vec<String> {
-    let style = Style::PLAIN;
-    let mut out = Vec::new();
-    for j in &report.jobs {
-        let mut block = render::job_block(j, style)
-            .trim_end_matches('\n')
-            .to_string();
-        // Load jobs: the curve; `--baseline`: the per-figure comparison.
-        if let Some(sw) = &j.sweep {
-            block.push('\n');
-            block.push_str(&crate::load::render_curve(
-                &j.id,
-                sw.variable.as_deref(),
-                &sw.points,
-            ));
-        }
-        if let Some(c) = &j.baseline {
-            block.push('\n');
-            block.push_str(&crate::baseline::render_job(c));
-        }
-        out.push(block);
-    }
-    out.push(render::summary_line(&report.summary, style));
-    out.push(render::plain_line(&report.summary));
-    out
 }
 
 /// Per-step tables of every trajectory (printed after the job lines): see

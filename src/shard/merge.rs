@@ -1091,9 +1091,11 @@ pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
     if let Err(e) = written {
         return fail(e);
     }
-    for l in crate::runner::report::console_lines(&merged) {
-        println!("{l}");
-    }
+    let _ = crate::reporter::write_report(
+        &mut std::io::stdout().lock(),
+        &merged,
+        crate::render::Style::PLAIN,
+    );
     if let Some(m) = &merged.merge {
         println!(
             "merged {} shards ({}) · {}",
