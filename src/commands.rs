@@ -388,59 +388,7 @@ fn check_output_paths(args: &RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `--out DIR` of `run` and `merge`: a new path or an empty directory (a directory holding
-/// files, e.g. a previous run, is refused: its old `timeline/` or `samples/` would sit
-/// next to the new `report.json` and be read as this run's). Errors name the flag.
-pub fn check_new_or_empty_dir(dir: &Path) -> Result<(), String> {
-    match std::fs::read_dir(dir) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                return Err(format!(
-                    "--out {}: the directory is not empty (a previous run?); a run \
-                     directory must be new or empty, so no earlier artifact is read as \
-                     this run's",
-                    dir.display()
-                ));
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(_) if dir.exists() && !dir.is_dir() => Err(format!(
-            "--out {}: exists and is not a directory",
-            dir.display()
-        )),
-        Err(e) => Err(format!("--out {}: {e}", dir.display())),
-    }
-}
-
-/// Reads a run's `report.json` through the bounded reader ([`crate::fsio`]: no symlink
-/// below `run_dir`, no FIFO or device, at most [`crate::fsio::limits::REPORT_BYTES`]) and
-/// the typed model: schema `inferscope-bench.report/v2` only (a v1 report is refused as an
-/// unsupported schema, naming it). A run without it is incomplete (the report is the
-/// artifact a run writes last).
-pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
-    let p = run_dir.join("report.json");
-    let bytes = crate::fsio::Root::open(run_dir, true)
-        .and_then(|r| r.read(&["report.json"], crate::fsio::limits::REPORT_BYTES))
-        .map_err(|e| match e {
-            crate::fsio::ReadError::NotFound => format!(
-                "{}: not found: an incomplete run (report.json is written last) or not a \
-                 run directory",
-                p.display()
-            ),
-            e => format!("{}: {e}", p.display()),
-        })?;
-    RunReport::from_json(&bytes).map_err(|e| format!("{}: {e}", p.display()))
-}
-
-/// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
-/// returns the exit status [`EXIT_BAD_INPUT`] (2) as the error.
-pub fn load_report(run_dir: &Path) -> Result<RunReport, i32> {
-    read_report(run_dir).map_err(|e| {
-        eprintln!("error: {e}");
-        EXIT_BAD_INPUT
-    })
-}
+pub use crate::run_dir::{check_new_or_empty_dir, load_report, read_report};
 
 /// `report RUN_DIR [--format F] [--output FILE] [--otlp-endpoint URL]`: reads the run once,
 /// renders it, then (when the render succeeded and a URL is given) sends its spans. Exit 0;

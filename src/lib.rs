@@ -34,6 +34,7 @@ pub mod overhead;
 pub mod redact;
 pub mod render;
 pub mod reporter;
+pub mod run_dir;
 pub mod runner;
 pub mod serve;
 pub mod shard;

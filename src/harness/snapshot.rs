@@ -441,7 +441,7 @@ pub fn write_pending(report: &RunReport, into: &Path) -> std::io::Result<Vec<Sna
 /// matches its accepted `.snap`, 100 when any is new or changed (a `.snap.new` was
 /// written: review with `cargo insta review`), 2 bad input.
 pub fn snapshot_command(run_dir: &Path, into: &Path) -> i32 {
-    let report = match crate::commands::load_report(run_dir) {
+    let report = match crate::run_dir::load_report(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };

@@ -21,7 +21,7 @@ pub mod steps;
 pub mod swe;
 pub mod table;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -84,13 +84,7 @@ pub fn new_run_id(clock: &RunClock) -> String {
     format!("{stamp}-{:06x}", r & 0x00ff_ffff)
 }
 
-/// The default run directory for `run_id` under the current directory.
-pub fn default_run_dir(run_id: &str) -> PathBuf {
-    Path::new("target")
-        .join("inferscope")
-        .join("runs")
-        .join(run_id)
-}
+pub use crate::run_dir::default_run_dir;
 
 /// Runs every selected job of `opts.suites`, writes the artifacts, and returns the
 /// outcome. Cancellation (Ctrl-C / SIGTERM) is observed through `cancelled`: no new step

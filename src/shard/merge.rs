@@ -991,7 +991,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 /// Whether `run_dir` is a merged run (its report has a `merge` section); the shards' run
 /// directories are then `run_dir/shards/K`.
 pub fn shard_dirs(run_dir: &Path) -> Option<Vec<(u32, PathBuf)>> {
-    let r = crate::commands::read_report(run_dir).ok()?;
+    let r = crate::run_dir::read_report(run_dir).ok()?;
     let m = r.merge?;
     Some(
         m.shards
@@ -1010,7 +1010,7 @@ pub fn perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
     let mut events = Vec::new();
     for s in &m.shards {
         let dir = run_dir.join(&s.dir);
-        let shard = crate::commands::read_report(&dir)?;
+        let shard = crate::run_dir::read_report(&dir)?;
         let text = crate::runner::energy::perfetto(&dir, &shard)
             .map_err(|e| format!("shard {}: {e}", s.k))?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
@@ -1054,12 +1054,12 @@ pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
             "--host-clock-offset-ms {host_offset_ms}: must be a non-negative number of ms"
         ));
     }
-    if let Err(e) = crate::commands::check_new_or_empty_dir(out) {
+    if let Err(e) = crate::run_dir::check_new_or_empty_dir(out) {
         return fail(e);
     }
     let mut inputs = Vec::new();
     for d in dirs {
-        match crate::commands::read_report(d) {
+        match crate::run_dir::read_report(d) {
             Ok(report) => inputs.push(ShardInput {
                 dir: d.clone(),
                 report,
