@@ -17,7 +17,9 @@
 //! machine-floor measurement, default 1000; 0 skips it), `FIDELITY_DUMP=PREFIX` (write
 //! every token's server stamps and client stamp to `PREFIX.CLIENT.cC.csv`, and the clock's
 //! origin as CLOCK_MONOTONIC ns to `PREFIX.origin`, to line the stamps up with a trace
-//! taken with `perf … -k CLOCK_MONOTONIC`). Without
+//! taken with `perf … -k CLOCK_MONOTONIC`), `FIDELITY_PREPARE` (`ahead`, the default: each
+//! product worker serializes its next request while the current one is in flight, with
+//! `Client::prepare` / `Client::send`; `inline`: `Client::chat` when it is due). Without
 //! `--bench` (`cargo test --benches`) it is a short smoke run (concurrency 1 and 8,
 //! T = 5 ms, I = 1 ms, 8 tokens, no floor, no pinning, no CPU-latency request) that fails
 //! only when a request fails: timing is never asserted.
@@ -40,6 +42,17 @@
 //! The header line prints the placement, the cpuidle driver/governor and the request;
 //! `FIDELITY_PIN_SERVER=none FIDELITY_PIN_CLIENT=none FIDELITY_IDLE_LATENCY_US=none`
 //! measures the machine as it comes.
+//!
+//! # Cost (issue 19)
+//! Every level also prints the client's cost: CPU per 1000 requests (the client runtime's
+//! threads' time on a CPU from `schedstat`, ns resolution; `utime + stime` ticks where the
+//! kernel has no schedstat), heap allocations per request on those threads (a counting
+//! global allocator), req/s, and the closed loop's **send lag**: from the moment a
+//! request was due (its worker's previous request ended) to `send_ns` (handed to the HTTP
+//! stack) and to the server's read of its body. With `FIDELITY_TTFT_MS=0
+//! FIDELITY_ITL_MS=0` the server writes each whole response at once (an engine at
+//! saturation: every chunk is ready), so the level measures the client at saturation; the
+//! token timings of such a level measure read batching, not fidelity.
 //!
 //! # Clients
 //! - `product`: [`inferscope_bench::client::Client::chat`], the client the tool runs.
@@ -89,12 +102,17 @@
 //! each level's `scheduler` line gives the client's and the server's time on a CPU,
 //! time runnable but waiting, migrations and involuntary switches over the window.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
+
+#[path = "reference_scan.rs"]
+mod reference_scan;
 use inferscope_bench::client::{ChatRequest, Client, ClientConfig, RequestRecord};
 use inferscope_bench::clock::RunClock;
 use inferscope_bench::stats::percentile;
@@ -102,6 +120,50 @@ use inferscope_bench::telemetry::proc;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+/// Heap allocations (alloc, alloc_zeroed, realloc) made on the client runtime's threads.
+static CLIENT_ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Set on the client runtime's threads (`on_thread_start`).
+    static IS_CLIENT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Counts the client threads' allocations, then delegates to `System`.
+struct Counting;
+
+fn count_alloc() {
+    if IS_CLIENT.try_with(Cell::get).unwrap_or(false) {
+        CLIENT_ALLOCS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is passed to `System` unchanged; the counter is an atomic and the
+// flag a const-initialized thread-local `Cell` (no allocation, no destructor).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_alloc();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_alloc();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_alloc();
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
 
 /// Warm-up requests carry this `X-Request-ID` prefix; the server answers them with 2
 /// tokens, the first after [`WARM_TTFT_NS`] and no gap, and keeps no truth for them.
@@ -150,6 +212,31 @@ struct Server {
     tokens: usize,
     truth: Arc<Mutex<HashMap<String, Truth>>>,
     accepted: Arc<AtomicUsize>,
+    /// Token `k`'s SSE event as one HTTP chunk, rendered once.
+    frames: Arc<Vec<Vec<u8>>>,
+    /// Finish chunk, usage-only chunk, `[DONE]` and the last HTTP chunk, rendered once.
+    tail: Arc<Vec<u8>>,
+}
+
+/// A token's SSE event (`"content":"t{k} "`) as one HTTP chunk.
+fn token_frame(k: usize) -> Vec<u8> {
+    sse(&chunk_json(json!({"content": format!("t{k} ")}), None))
+}
+
+/// The end of a response of `tokens` tokens: a finish chunk, a usage-only chunk
+/// (`choices: []`), `data: [DONE]`, the last HTTP chunk.
+fn tail_bytes(tokens: usize) -> Vec<u8> {
+    let mut tail = sse(&chunk_json(json!({}), Some("length")));
+    tail.extend(sse(
+        &json!({"id": "chatcmpl-fid", "object": "chat.completion.chunk",
+        "created": 0, "model": "fid", "choices": [],
+        "usage": {"prompt_tokens": 12, "completion_tokens": tokens,
+                  "total_tokens": 12 + tokens}})
+        .to_string(),
+    ));
+    tail.extend(sse("[DONE]"));
+    tail.extend_from_slice(b"0\r\n\r\n");
+    tail
 }
 
 fn chunk_frame(payload: &str) -> Vec<u8> {
@@ -190,7 +277,7 @@ impl Server {
         loop {
             // Read one request head + body.
             let head_end = loop {
-                if let Some(p) = find(&buf, b"\r\n\r\n") {
+                if let Some(p) = reference_scan::find(&buf, b"\r\n\r\n") {
                     break p + 4;
                 }
                 match sock.read(&mut tmp).await {
@@ -233,6 +320,27 @@ impl Server {
                 json!({"role": "assistant", "content": ""}),
                 None,
             )));
+            if !warm && ttft == 0 && itl == 0 {
+                // T = I = 0: every chunk is ready at once (an engine at saturation), so the
+                // whole response goes out in one write; each token's truth is that write.
+                let at = self.clock.elapsed_ns();
+                self.truth.lock().unwrap().insert(
+                    request_id,
+                    Truth {
+                        body_read_ns,
+                        handoff_ns: vec![at; tokens],
+                        written_ns: vec![at; tokens],
+                    },
+                );
+                for frame in self.frames.iter().take(tokens) {
+                    first.extend_from_slice(frame);
+                }
+                first.extend_from_slice(&self.tail);
+                if sock.write_all(&first).await.is_err() {
+                    return;
+                }
+                continue;
+            }
             if sock.write_all(&first).await.is_err() {
                 return;
             }
@@ -245,9 +353,9 @@ impl Server {
                     origin + Duration::from_nanos(due),
                 ))
                 .await;
-                let frame = sse(&chunk_json(json!({"content": format!("t{k} ")}), None));
+                let frame = &self.frames[k];
                 handoff.push(self.clock.elapsed_ns());
-                if sock.write_all(&frame).await.is_err() || sock.flush().await.is_err() {
+                if sock.write_all(frame).await.is_err() || sock.flush().await.is_err() {
                     return;
                 }
                 written.push(self.clock.elapsed_ns());
@@ -265,16 +373,11 @@ impl Server {
                     },
                 );
             }
-            let mut tail = sse(&chunk_json(json!({}), Some("length")));
-            tail.extend(sse(
-                &json!({"id": "chatcmpl-fid", "object": "chat.completion.chunk",
-                "created": 0, "model": "fid", "choices": [],
-                "usage": {"prompt_tokens": 12, "completion_tokens": tokens,
-                          "total_tokens": 12 + tokens}})
-                .to_string(),
-            ));
-            tail.extend(sse("[DONE]"));
-            tail.extend_from_slice(b"0\r\n\r\n");
+            let tail = if warm {
+                tail_bytes(tokens)
+            } else {
+                self.tail.to_vec()
+            };
             if sock.write_all(&tail).await.is_err() {
                 return;
             }
@@ -506,6 +609,9 @@ impl Under {
 /// What a client observed for one request, on the shared clock (elapsed ns).
 struct Obs {
     request_id: String,
+    /// When the request was due: the end of the worker's previous request (closed loop),
+    /// or the level's start.
+    scheduled_ns: u64,
     send_ns: u64,
     /// Arrival stamp of each content token, in order.
     stamps: Vec<u64>,
@@ -525,15 +631,12 @@ impl Obs {
         }
         Obs {
             request_id: r.request_id.clone(),
+            scheduled_ns: r.scheduled_ns,
             send_ns: r.send_ns,
             stamps,
             ok: r.is_success(),
         }
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// The anchor's "~250-line Rust client", rebuilt as the in-run comparison: reqwest on the
@@ -542,10 +645,12 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// empty; the role-only chunk carries `"content":""`). No SSE library, no JSON parse, no
 /// record: the least a streaming client can do. `ok` = the stream ended after `[DONE]`.
 async fn reference_chat(http: &reqwest::Client, url: &str, id: String, clock: &RunClock) -> Obs {
+    let scheduled_ns = clock.elapsed_ns();
     let body = serde_json::to_vec(&request(id.clone()).body_json()).expect("body");
     let send_ns = clock.elapsed_ns();
     let mut obs = Obs {
         request_id: id.clone(),
+        scheduled_ns,
         send_ns,
         stamps: Vec::with_capacity(64),
         ok: false,
@@ -565,18 +670,7 @@ async fn reference_chat(http: &reqwest::Client, url: &str, id: String, clock: &R
     while let Some(item) = reads.next().await {
         let t = clock.elapsed_ns();
         let Ok(bytes) = item else { return obs };
-        pending.extend_from_slice(&bytes);
-        while let Some(end) = find(&pending, b"\n\n") {
-            let event = &pending[..end];
-            if find(event, b"[DONE]").is_some() {
-                done = true;
-            } else if find(event, b"\"content\":\"").is_some()
-                && find(event, b"\"content\":\"\"").is_none()
-            {
-                obs.stamps.push(t);
-            }
-            pending.drain(..end + 2);
-        }
+        done |= reference_scan::scan_read(&mut pending, &bytes, t, &mut obs.stamps);
     }
     obs.ok = done;
     obs
@@ -587,6 +681,8 @@ struct Outcome {
     window_s: f64,
     new_connections: usize,
     client_cpu_s: Option<f64>,
+    /// Heap allocations made on the client runtime's threads during the window.
+    client_allocs: u64,
     /// CPU time the hypervisor stole from this VM's vCPUs during the window, s.
     steal_s: Option<f64>,
     /// The client runtime's and the server's scheduler counters over the window.
@@ -611,6 +707,39 @@ async fn one_request(clients: &Clients, under: Under, id: String, clock: &RunClo
             reference_chat(&clients.reference, &clients.reference_url, id, clock).await
         }
     }
+}
+
+/// Whether the product's workers serialize each next request while the current one is
+/// in flight (`FIDELITY_PREPARE=ahead`, the default: the send path then does only the
+/// sending, issue 19) or when it is due (`inline`: `Client::chat`).
+fn prepare_ahead() -> bool {
+    std::env::var("FIDELITY_PREPARE").as_deref() != Ok("inline")
+}
+
+/// One closed-loop worker: `n` requests back to back, each due when the previous ended.
+async fn worker(clients: &Clients, under: Under, ids: Vec<String>, clock: &RunClock) -> Vec<Obs> {
+    let mut out = Vec::with_capacity(ids.len());
+    if under == Under::Product && prepare_ahead() {
+        let product = &clients.product;
+        let mut ids = ids.into_iter();
+        let mut next = ids.next().map(|id| product.prepare(&request(id)));
+        while let Some(current) = next.take() {
+            let scheduled = clock.elapsed_ns();
+            // The send runs first (up to its first wait: the request handed to the HTTP
+            // stack); the next request is serialized while this one is in flight.
+            let (rec, prepared) =
+                futures_util::join!(product.send(&current, clock, scheduled), async {
+                    ids.next().map(|id| product.prepare(&request(id)))
+                });
+            out.push(Obs::from_record(&rec));
+            next = prepared;
+        }
+        return out;
+    }
+    for id in ids {
+        out.push(one_request(clients, under, id, clock).await);
+    }
+    out
 }
 
 async fn run_level(
@@ -638,6 +767,7 @@ async fn run_level(
     }
     let accepted_before = accepted.load(Ordering::Relaxed);
     let ticks_before = thread_ticks("fid-client");
+    let allocs_before = CLIENT_ALLOCS.load(Ordering::Relaxed);
     let steal_before = steal_ticks();
     let client_sched_before = SchedCounters::read("fid-client");
     let server_sched_before = SchedCounters::read("fid-server");
@@ -647,12 +777,10 @@ async fn run_level(
         let clients = clients.clone();
         let clock = clock.clone();
         handles.push(tokio::spawn(async move {
-            let mut out = Vec::with_capacity(per_worker);
-            for i in 0..per_worker {
-                let id = format!("{tag}-c{concurrency}-w{w}-r{i}");
-                out.push(one_request(&clients, under, id, &clock).await);
-            }
-            out
+            let ids = (0..per_worker)
+                .map(|i| format!("{tag}-c{concurrency}-w{w}-r{i}"))
+                .collect();
+            worker(&clients, under, ids, &clock).await
         }));
     }
     let mut obs = Vec::new();
@@ -661,6 +789,7 @@ async fn run_level(
     }
     let end = clock.elapsed_ns();
     let ticks_after = thread_ticks("fid-client");
+    let client_allocs = CLIENT_ALLOCS.load(Ordering::Relaxed) - allocs_before;
     let steal_after = steal_ticks();
     let client_sched = SchedCounters::over(client_sched_before, SchedCounters::read("fid-client"));
     let server_sched = SchedCounters::over(server_sched_before, SchedCounters::read("fid-server"));
@@ -668,7 +797,11 @@ async fn run_level(
         obs,
         window_s: (end - start) as f64 / 1e9,
         new_connections: accepted.load(Ordering::Relaxed) - accepted_before,
-        client_cpu_s: ticks_over(ticks_before, ticks_after),
+        // CPU from schedstat's ns counter where the kernel has it, else utime+stime ticks.
+        client_cpu_s: client_sched
+            .map(|c| c.run_ns as f64 / 1e9)
+            .or_else(|| ticks_over(ticks_before, ticks_after)),
+        client_allocs,
         steal_s: ticks_over(steal_before, steal_after),
         client_sched,
         server_sched,
@@ -696,6 +829,12 @@ struct Measured {
     before_truth: usize,
     /// Requests that failed, or whose token count differs from the server's.
     failed: usize,
+    /// Client send lag: `send_ns − scheduled_ns` (the request was due when the worker's
+    /// previous one ended), ms.
+    send_lag: Vec<f64>,
+    /// Due to read by the server: `body_read_ns − scheduled_ns`, ms (the send lag plus the
+    /// request's way through the HTTP stack, loopback and the server's read).
+    due_to_read: Vec<f64>,
 }
 
 /// Compares each observation with the server's truth. With `FIDELITY_DUMP=PREFIX` it also
@@ -718,6 +857,8 @@ fn measure(
         before_truth: 0,
         late: 0,
         failed: 0,
+        send_lag: Vec::new(),
+        due_to_read: Vec::new(),
     };
     let truth_end = std::env::var("FIDELITY_TRUTH").as_deref() == Ok("end");
     let mut dump = std::env::var("FIDELITY_DUMP").ok().map(|prefix| {
@@ -734,6 +875,10 @@ fn measure(
             m.failed += 1;
             continue;
         }
+        m.send_lag
+            .push(ms(o.send_ns as i128 - o.scheduled_ns as i128));
+        m.due_to_read
+            .push(ms(t.body_read_ns as i128 - o.scheduled_ns as i128));
         let at: &[u64] = if truth_end {
             &t.written_ns
         } else {
@@ -863,6 +1008,8 @@ fn main() {
         tokens,
         truth: truth.clone(),
         accepted: accepted.clone(),
+        frames: Arc::new((0..tokens).map(token_frame).collect()),
+        tail: Arc::new(tail_bytes(tokens)),
     };
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     std_listener.set_nonblocking(true).unwrap();
@@ -882,7 +1029,10 @@ fn main() {
     let client_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(client_workers)
         .thread_name("fid-client")
-        .on_thread_start(move || pin_current_thread(place.client_cpu))
+        .on_thread_start(move || {
+            IS_CLIENT.with(|c| c.set(true));
+            pin_current_thread(place.client_cpu)
+        })
         .enable_all()
         .build()
         .unwrap();
@@ -928,10 +1078,11 @@ fn main() {
     println!(
         "| client | concurrency | requests | TTFT error p50 / p99 (ms) | request leg p50 / p99 (ms) | \
          response leg p50 / p99 (ms) | ITL gap |error| p50 / p99 (ms) | server gap slip p99 (ms) \
-         | req/s | client CPU s / 1000 req | client CPU % of a core | new conns in window \
+         | req/s | client CPU s / 1000 req | client CPU % of a core | allocations / req \
+         | send lag p50 / p99 (ms) | due → server read p50 / p99 (ms) | new conns in window \
          | steal in window (ms) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut all_ok = true;
     let mut tails = Vec::new();
     for &c in &levels {
@@ -952,7 +1103,7 @@ fn main() {
             let cpu = out.client_cpu_s;
             println!(
                 "| {} | {c} | {n}{} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} \
-                 | {:.3} | {:.1} | {} | {} | {} | {} |",
+                 | {:.3} | {:.1} | {} | {} | {:.0} | {:.3} / {:.3} | {:.3} / {:.3} | {} | {} |",
                 under.name(),
                 if m.failed > 0 {
                     format!(" ({} FAILED)", m.failed)
@@ -969,10 +1120,15 @@ fn main() {
                 p(&m.gap_err, 0.99),
                 p(&m.slip, 0.99),
                 n as f64 / out.window_s,
-                cpu.map(|s| format!("{:.2}", s * 1000.0 / n as f64))
+                cpu.map(|s| format!("{:.3}", s * 1000.0 / n as f64))
                     .unwrap_or_else(|| "n/a".into()),
                 cpu.map(|s| format!("{:.1}", 100.0 * s / out.window_s))
                     .unwrap_or_else(|| "n/a".into()),
+                out.client_allocs as f64 / n as f64,
+                p(&m.send_lag, 0.5),
+                p(&m.send_lag, 0.99),
+                p(&m.due_to_read, 0.5),
+                p(&m.due_to_read, 0.99),
                 out.new_connections,
                 out.steal_s
                     .map(|s| format!("{:.0}", s * 1000.0))

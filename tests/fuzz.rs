@@ -1,16 +1,16 @@
 //! Bounded property tests of every parser of untrusted input (issue 15 "Fuzzing"): the
-//! SSE framer (through its public entry point, `EventSplitter::push`), the Prometheus /
+//! SSE framer (through its public entry point, `SseFramer::push`), the Prometheus /
 //! OpenMetrics parser, the step-marker reader, the timeline reader and the suite loader.
 //! Each runs a fixed, small number of cases so CI time stays at seconds; a failing case
 //! is kept by proptest under `proptest-regressions/fuzz.txt` and replayed first.
 
-use std::collections::VecDeque;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 
 use inferscope_bench::attribution::parse_marker_file;
-use inferscope_bench::client::sse::{EventSplitter, FrameError};
+use inferscope_bench::client::sse::SseFramer;
 use inferscope_bench::telemetry::prom::{ExpositionFormat, parse_exposition};
 
 fn repo() -> PathBuf {
@@ -106,14 +106,21 @@ proptest! {
         cuts in prop::collection::vec(0usize..512, 0..8),
     ) {
         let cap = 256;
+        // Every dispatched event as (event type, data), in order.
+        let push = |f: &mut SseFramer, bytes: &[u8], out: &mut Vec<(Option<String>, String)>| {
+            f.push(bytes, |ev| {
+                out.push((ev.event_type.map(str::to_string), ev.data.to_string()));
+                ControlFlow::Continue(())
+            })
+        };
         let whole = {
-            let mut s = EventSplitter::new(cap);
-            let mut out = VecDeque::new();
-            let r: Result<(), FrameError<std::io::Error>> = s.push(&stream, &mut out);
+            let mut s = SseFramer::new(cap);
+            let mut out = Vec::new();
+            let r = push(&mut s, &stream, &mut out);
             (r.is_ok(), out)
         };
-        let mut s = EventSplitter::new(cap);
-        let mut out = VecDeque::new();
+        let mut s = SseFramer::new(cap);
+        let mut out = Vec::new();
         let mut ok = true;
         let mut pos = 0;
         let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(stream.len())).collect();
@@ -121,12 +128,12 @@ proptest! {
         cuts.push(stream.len());
         for c in cuts {
             if c < pos { continue; }
-            let r: Result<(), FrameError<std::io::Error>> = s.push(&stream[pos..c], &mut out);
+            let r = push(&mut s, &stream[pos..c], &mut out);
             pos = c;
             if r.is_err() { ok = false; break; }
         }
-        for e in &out {
-            prop_assert!(e.len() <= cap);
+        for (_, data) in &out {
+            prop_assert!(data.len() <= cap);
         }
         if ok && whole.0 {
             prop_assert_eq!(out, whole.1);

@@ -12,15 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
-use serde_json::{Map, Value, json};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::{Map, Value};
 use tokio::time::Instant as TokioInstant;
 
 use super::accumulate::{Flow, RequestHead, StreamAccumulator};
 use super::in_flight::InFlight;
 use super::record::{FailureCode, RecordWarning, RequestRecord, sanitize_error};
-use super::sse::{DEFAULT_MAX_EVENT_BYTES, SseError, SseEventStream};
+use super::sse::{DEFAULT_MAX_EVENT_BYTES, ReadStamps, SseError, SseFramer, feed};
 use crate::clock::RunClock;
 
 /// Client settings.
@@ -142,6 +143,9 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     /// `seed`; omitted when `None`.
     pub seed: Option<u64>,
+    /// `n`, the number of choices; omitted when `None` (one choice). With more than one,
+    /// each choice is measured on its own and choice 0 is the output (issue 13 item 5).
+    pub n: Option<u32>,
     /// Streamed (SSE) or not.
     pub stream: bool,
     /// Extra body members (e.g. `tool_choice`); cannot override `model`, `messages`,
@@ -151,36 +155,112 @@ pub struct ChatRequest {
 
 const RESERVED_KEYS: [&str; 5] = ["model", "messages", "tools", "stream", "stream_options"];
 
+/// The JSON body of a [`ChatRequest`], serialized straight from its fields (no `Value`
+/// tree is built, nothing is cloned). Member order: `model`, `messages`, `tools`,
+/// `max_tokens`, `temperature`, `seed`, `n`, the `extra` members, `stream`,
+/// `stream_options`. An `extra` member named like one of the optional typed members
+/// replaces that member's value where it stands when the typed member is set, and is
+/// written among the `extra` members otherwise (one member, never two).
+struct Body<'a>(&'a ChatRequest);
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("model", &r.model)?;
+        m.serialize_entry("messages", &r.messages)?;
+        if !r.tools.is_empty() {
+            m.serialize_entry("tools", &r.tools)?;
+        }
+        // (key, set by a typed field) in body order.
+        let typed = [
+            ("max_tokens", r.max_tokens.is_some()),
+            ("temperature", r.temperature.is_some()),
+            ("seed", r.seed.is_some()),
+            ("n", r.n.is_some()),
+        ];
+        for (key, set) in typed {
+            if !set {
+                continue;
+            }
+            match r.extra.get(key) {
+                Some(v) => m.serialize_entry(key, v)?,
+                None => match key {
+                    "max_tokens" => m.serialize_entry(key, &r.max_tokens)?,
+                    "temperature" => m.serialize_entry(key, &r.temperature)?,
+                    "seed" => m.serialize_entry(key, &r.seed)?,
+                    _ => m.serialize_entry(key, &r.n)?,
+                },
+            }
+        }
+        for (k, v) in &r.extra {
+            let written = typed.iter().any(|(key, set)| *set && key == k);
+            if !written && !RESERVED_KEYS.contains(&k.as_str()) {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.serialize_entry("stream", &r.stream)?;
+        if r.stream {
+            #[derive(Serialize)]
+            struct StreamOptions {
+                include_usage: bool,
+            }
+            m.serialize_entry(
+                "stream_options",
+                &StreamOptions {
+                    include_usage: true,
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
 impl ChatRequest {
     /// The JSON body. Streaming requests always carry
     /// `"stream":true,"stream_options":{"include_usage":true}` (C12 A), serialized last and
-    /// in that order.
+    /// in that order. The same members, in the same order, as [`ChatRequest::body_bytes`].
     pub fn body_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("model".into(), Value::String(self.model.clone()));
-        m.insert("messages".into(), Value::Array(self.messages.clone()));
-        if !self.tools.is_empty() {
-            m.insert("tools".into(), Value::Array(self.tools.clone()));
-        }
-        if let Some(n) = self.max_tokens {
-            m.insert("max_tokens".into(), json!(n));
-        }
-        if let Some(t) = self.temperature {
-            m.insert("temperature".into(), json!(t));
-        }
-        if let Some(s) = self.seed {
-            m.insert("seed".into(), json!(s));
-        }
-        for (k, v) in &self.extra {
-            if !RESERVED_KEYS.contains(&k.as_str()) {
-                m.insert(k.clone(), v.clone());
-            }
-        }
-        m.insert("stream".into(), Value::Bool(self.stream));
-        if self.stream {
-            m.insert("stream_options".into(), json!({"include_usage": true}));
-        }
-        Value::Object(m)
+        serde_json::to_value(Body(self)).unwrap_or(Value::Null)
+    }
+
+    /// The serialized JSON body (what is sent).
+    ///
+    /// Errors: a value serde_json cannot encode (a non-finite `temperature` is encoded as
+    /// `null`, so in practice none).
+    pub fn body_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut out = Vec::with_capacity(256);
+        serde_json::to_writer(&mut out, &Body(self))?;
+        Ok(out)
+    }
+}
+
+/// A request made ready to send: its body serialized and its id header checked, so that
+/// sending it ([`Client::send`]) does no encoding work. Build it before the request's
+/// scheduled instant ([`Client::prepare`]); cheap to clone (the body is shared).
+#[derive(Clone, Debug)]
+pub struct PreparedRequest {
+    request_id: String,
+    id_header: Result<HeaderValue, String>,
+    body: Result<Bytes, String>,
+    stream: bool,
+    choices_requested: Option<u32>,
+}
+
+impl PreparedRequest {
+    /// The request's id.
+    pub fn request_id(&self) -> &str {
+        &self.request_id
+    }
+
+    /// Whether a streamed response is asked for.
+    pub fn stream(&self) -> bool {
+        self.stream
+    }
+
+    /// Bytes of the serialized body (0 when it could not be encoded).
+    pub fn body_len(&self) -> usize {
+        self.body.as_ref().map_or(0, Bytes::len)
     }
 }
 
@@ -188,11 +268,86 @@ impl ChatRequest {
 #[derive(Clone, Debug)]
 pub struct Client {
     http: reqwest::Client,
-    chat_url: String,
+    chat_url: reqwest::Url,
     models_url: String,
+    /// Headers of every streamed / non-streamed chat request (content type, accept,
+    /// authorization), built once.
+    stream_headers: HeaderMap,
+    body_headers: HeaderMap,
+    /// Why the API key cannot be sent (every chat request then fails to build).
+    auth_error: Option<String>,
     config: ClientConfig,
     /// Streamed bodies being read right now, over this client and its clones.
     streams_in_flight: Arc<InFlight>,
+}
+
+/// What [`next_or_timer`] saw first.
+enum Next<T> {
+    /// The stream's next item (`None`: it ended).
+    Item(Option<T>),
+    /// The timer elapsed.
+    Timer,
+}
+
+/// The next item of `body`, or the timer if it elapses first (the stream wins a tie). The
+/// timer is polled only while `armed` does not hold this task's waker (first call, after a
+/// reset, or on another task): a pending `Sleep` keeps the waker it was last polled with
+/// and wakes it when it elapses, and `is_elapsed` is then checked without re-registering.
+/// That keeps one atomic waker registration off every pending read.
+async fn next_or_timer<S: futures_util::Stream + Unpin>(
+    body: &mut S,
+    mut timer: std::pin::Pin<&mut tokio::time::Sleep>,
+    armed: &mut Option<std::task::Waker>,
+) -> Next<S::Item> {
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(item) = std::pin::Pin::new(&mut *body).poll_next(cx) {
+            return std::task::Poll::Ready(Next::Item(item));
+        }
+        if timer.is_elapsed() {
+            return std::task::Poll::Ready(Next::Timer);
+        }
+        if !armed.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            if timer.as_mut().poll(cx).is_ready() {
+                return std::task::Poll::Ready(Next::Timer);
+            }
+            *armed = Some(cx.waker().clone());
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// Reads of one stream that arrive within this of its previous read are one burst (the
+/// rest of a network read that hyper hands over chunk by chunk, the tail written right
+/// after a token, a server writing faster than 1 ms per token): only the first read of a
+/// burst yields before it is parsed. At real token intervals (several ms) every token read
+/// starts a burst and yields as before; at saturation, where a response arrives in a few
+/// network reads, the stream no longer rotates through every other stream's task between
+/// two chunks of one read. What a read inside a burst costs the others: its parse (about
+/// 0.6 µs per event) runs before their stamps (issue 19, BENCHMARKS.md "Client cost").
+const BURST_NS: u64 = 1_000_000;
+
+/// Yields once by waking itself: the task goes to the back of its worker's run queue, so
+/// every task already runnable (the other streams whose reads completed in this tick, and
+/// their connection tasks) runs before it continues. Unlike `tokio::task::yield_now`, it
+/// does not wait for the next I/O driver poll, which costs a syscall and keeps every
+/// stream's state out of cache longer (issue 19, BENCHMARKS.md).
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
 }
 
 fn ns(d: Duration) -> u64 {
@@ -263,10 +418,34 @@ impl Client {
             .user_agent(concat!("inferscope-bench/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| ClientError::Build(describe(&e)))?;
+        let chat_url = reqwest::Url::parse(&format!("{base}/chat/completions")).map_err(|e| {
+            ClientError::InvalidBaseUrl {
+                url: config.base_url.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        let mut body_headers = HeaderMap::new();
+        body_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let mut auth_error = None;
+        if let Some(key) = &config.api_key {
+            match HeaderValue::try_from(format!("Bearer {key}")) {
+                Ok(mut v) => {
+                    v.set_sensitive(true);
+                    body_headers.insert(AUTHORIZATION, v);
+                }
+                // Never the key itself in the message.
+                Err(_) => auth_error = Some("the API key is not a valid header value".into()),
+            }
+        }
+        let mut stream_headers = body_headers.clone();
+        stream_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         Ok(Self {
             http,
-            chat_url: format!("{base}/chat/completions"),
+            chat_url,
             models_url: format!("{base}/models"),
+            stream_headers,
+            body_headers,
+            auth_error,
             config,
             streams_in_flight: Arc::new(InFlight::default()),
         })
@@ -329,8 +508,9 @@ impl Client {
         }
     }
 
-    /// Sends one chat-completions request and measures it. Never panics, never errors:
-    /// every failure is a record with `status = failed` and a [`FailureCode`].
+    /// Sends one chat-completions request and measures it: [`Client::prepare`] then
+    /// [`Client::send`]. Never panics, never errors: every failure is a record with
+    /// `status = failed` and a [`FailureCode`].
     ///
     /// `scheduled_ns` is when the request was due (elapsed ns on `clock`); the record keeps
     /// it beside the actual `send_ns`. A streaming request whose server answers with a JSON
@@ -341,46 +521,66 @@ impl Client {
         clock: &RunClock,
         scheduled_ns: u64,
     ) -> RequestRecord {
-        let body = match serde_json::to_vec(&req.body_json()) {
-            Ok(b) => b,
-            Err(e) => {
-                let now = clock.elapsed_ns();
-                let head = head_for(req, scheduled_ns, now);
-                return failed(
-                    head,
-                    FailureCode::Connect,
-                    &format!("cannot encode body: {e}"),
-                    now,
-                );
-            }
-        };
-        let mut rb = self
-            .http
-            .post(&self.chat_url)
-            .header(CONTENT_TYPE, "application/json")
-            .header("x-request-id", &req.request_id)
-            .body(body);
-        if req.stream {
-            rb = rb.header(ACCEPT, "text/event-stream");
-        }
-        if let Some(key) = &self.config.api_key {
-            rb = rb.bearer_auth(key);
-        }
-        let request = match rb.build() {
-            Ok(r) => r,
-            Err(e) => {
-                let now = clock.elapsed_ns();
-                let head = head_for(req, scheduled_ns, now);
-                return failed(head, FailureCode::Connect, &describe(&e), now);
-            }
-        };
+        let prepared = self.prepare(req);
+        self.send(&prepared, clock, scheduled_ns).await
+    }
 
-        let mut retry = request.try_clone();
-        let mut request = request;
+    /// Serializes `req` for [`Client::send`]: the body, and the id header checked. Do it
+    /// before the request's scheduled instant, so that a wave of sends does only the
+    /// sending (issue 19). An encoding problem is kept and reported by `send` as a failed
+    /// record.
+    pub fn prepare(&self, req: &ChatRequest) -> PreparedRequest {
+        PreparedRequest {
+            request_id: req.request_id.clone(),
+            id_header: HeaderValue::from_str(&req.request_id)
+                .map_err(|_| "the request id is not a valid header value".to_string()),
+            body: req
+                .body_bytes()
+                .map(Bytes::from)
+                .map_err(|e| format!("cannot encode body: {e}")),
+            stream: req.stream,
+            choices_requested: req.n,
+        }
+    }
+
+    fn build(&self, p: &PreparedRequest) -> Result<reqwest::Request, String> {
+        if let Some(e) = &self.auth_error {
+            return Err(e.clone());
+        }
+        let body = p.body.as_ref().map_err(Clone::clone)?;
+        let id = p.id_header.as_ref().map_err(Clone::clone)?;
+        let mut request = reqwest::Request::new(reqwest::Method::POST, self.chat_url.clone());
+        let headers = request.headers_mut();
+        *headers = if p.stream {
+            self.stream_headers.clone()
+        } else {
+            self.body_headers.clone()
+        };
+        headers.insert("x-request-id", id.clone());
+        *request.body_mut() = Some(reqwest::Body::from(body.clone()));
+        Ok(request)
+    }
+
+    /// Sends a prepared request and measures it (see [`Client::chat`]). `send_ns` is taken
+    /// just before the request is handed to reqwest.
+    pub async fn send(
+        &self,
+        prepared: &PreparedRequest,
+        clock: &RunClock,
+        scheduled_ns: u64,
+    ) -> RequestRecord {
         let mut retried = false;
         let (resp, head, deadline) = loop {
+            let request = match self.build(prepared) {
+                Ok(r) => r,
+                Err(e) => {
+                    let now = clock.elapsed_ns();
+                    let head = head_for(prepared, scheduled_ns, now);
+                    return failed(head, FailureCode::Connect, &e, now);
+                }
+            };
             let send_ns = clock.elapsed_ns();
-            let head = head_for(req, scheduled_ns, send_ns);
+            let head = head_for(prepared, scheduled_ns, send_ns);
             let deadline = clock.tokio_at(send_ns.saturating_add(ns(self.config.request_timeout)));
             match tokio::time::timeout_at(deadline, self.http.execute(request)).await {
                 Err(_) => {
@@ -396,10 +596,7 @@ impl Client {
                     // A pooled connection the server already closed fails before any
                     // response head without being a connect error: the request never
                     // reached the server. Send it once more on a fresh connection.
-                    if is_stale_connection(&e)
-                        && let Some(again) = retry.take()
-                    {
-                        request = again;
+                    if is_stale_connection(&e) && !retried {
                         retried = true;
                         continue;
                     }
@@ -414,7 +611,9 @@ impl Client {
                 Ok(Ok(r)) => break (r, head, deadline),
             }
         };
-        let mut rec = self.read_response(req, resp, head, clock, deadline).await;
+        let mut rec = self
+            .read_response(prepared.stream, resp, head, clock, deadline)
+            .await;
         if retried {
             rec.warnings.push(RecordWarning::RetriedStaleConnection);
         }
@@ -423,7 +622,7 @@ impl Client {
 
     async fn read_response(
         &self,
-        req: &ChatRequest,
+        stream: bool,
         resp: reqwest::Response,
         mut head: RequestHead,
         clock: &RunClock,
@@ -454,11 +653,11 @@ impl Client {
                     .to_ascii_lowercase()
                     .starts_with("application/json")
             });
-        if req.stream && !is_json {
+        if stream && !is_json {
             self.read_stream(resp, head, clock, deadline).await
         } else {
             let mut acc = StreamAccumulator::new();
-            if req.stream {
+            if stream {
                 acc.warn(RecordWarning::NotStreamed);
             }
             self.read_body(resp, head, acc, clock, deadline).await
@@ -473,63 +672,64 @@ impl Client {
         deadline: TokioInstant,
     ) -> RequestRecord {
         let headers_ns = head.headers_ns.unwrap_or(head.send_ns);
-        let stamp_clock = clock.clone();
-        // The clock is read in this closure, i.e. as soon as each read completes and before
-        // any framing or parsing (rust-conventions §4.3). When other streams are being read
-        // too, the task then yields once before framing and parsing that read: when many
-        // streams' reads complete together (a decode step of 128 sequences), every stream
-        // gets its read stamped first and the parsing comes after, so a stream's stamp does
-        // not wait behind the other streams' SSE and JSON work. A lone stream does not
-        // yield (with two runtime workers the yield hands the task to the other worker and
-        // costs ~0.1 ms per read). Figures: BENCHMARKS.md, client timing fidelity.
+        // The clock is read as soon as each read completes, before any framing or parsing
+        // (rust-conventions §4.3). When other streams are being read too, the task then
+        // yields once ([`YieldOnce`]) before framing and parsing the first read of a burst
+        // ([`BURST_NS`]): when many streams' reads complete together (a decode step of 128
+        // sequences), every stream gets its read stamped first and the parsing comes
+        // after, so a stream's stamp does not wait behind the other streams' SSE and JSON
+        // work. A lone stream does not yield (with two runtime workers the yield hands the
+        // task to the other worker and costs ~0.1 ms per read). Figures: BENCHMARKS.md,
+        // client timing fidelity.
         let in_flight = self.streams_in_flight.enter();
-        let others = Arc::clone(&self.streams_in_flight);
-        let reads = resp
-            .bytes_stream()
-            .map(move |r: Result<Bytes, reqwest::Error>| {
-                let t = stamp_clock.elapsed_ns();
-                r.map(|b| (t, b))
-            })
-            .then(move |stamped| {
-                let crowded = others.current() > 1;
-                async move {
-                    if crowded {
-                        tokio::task::yield_now().await;
-                    }
-                    stamped
-                }
-            });
-        let mut events = SseEventStream::new(Box::pin(reads), self.config.max_event_bytes);
-        let stamps = Arc::clone(events.stamps());
+        let mut body = std::pin::pin!(resp.bytes_stream());
+        let mut framer = SseFramer::new(self.config.max_event_bytes);
+        let mut stamps = ReadStamps::default();
         let mut acc = StreamAccumulator::new();
         let idle_ns = ns(self.config.idle_timeout);
-        let idle = tokio::time::sleep_until(clock.tokio_at(headers_ns.saturating_add(idle_ns)));
-        let overall = tokio::time::sleep_until(deadline);
-        tokio::pin!(idle);
-        tokio::pin!(overall);
+        // One timer for both deadlines: the idle one (moved as reads arrive) and the
+        // request's.
+        let idle_at = |last: u64| clock.tokio_at(last.saturating_add(idle_ns)).min(deadline);
+        let timer = tokio::time::sleep_until(idle_at(headers_ns));
+        tokio::pin!(timer);
 
+        // The timer is polled (registering this task's waker) only when it may have
+        // elapsed or the waker changed: a pending read does not re-register it.
+        let mut armed: Option<std::task::Waker> = None;
         let (end_ns, clean, done) = loop {
-            tokio::select! {
-                biased;
-                item = events.next() => match item {
-                    Some(Ok(ev)) => match acc.on_event(ev.event_type.as_deref(), &ev.data, ev.arrival_ns) {
-                        Flow::Continue => {}
-                        Flow::Done => break (clock.elapsed_ns(), true, true),
-                        Flow::Failed => break (clock.elapsed_ns(), true, false),
-                    },
-                    Some(Err(e)) => {
-                        let now = clock.elapsed_ns();
-                        let code = e.failure_code();
-                        let msg = match &e {
-                            SseError::Transport(t) => format!("response body error: {}", describe(t)),
-                            other => other.to_string(),
-                        };
-                        acc.fail(code, &msg);
-                        break (now, false, false);
+            match next_or_timer(&mut body, timer.as_mut(), &mut armed).await {
+                Next::Item(item) => {
+                    let arrival_ns = clock.elapsed_ns();
+                    match item {
+                        Some(Ok(read)) => {
+                            let waited = stamps
+                                .last_read_ns()
+                                .is_none_or(|prev| arrival_ns.saturating_sub(prev) >= BURST_NS);
+                            stamps.record(arrival_ns, read.len());
+                            if waited && self.streams_in_flight.current() > 1 {
+                                YieldOnce(false).await;
+                            }
+                            match feed(&mut framer, &mut acc, &read, arrival_ns) {
+                                Ok(Flow::Continue) => {}
+                                Ok(Flow::Done) => break (clock.elapsed_ns(), true, true),
+                                Ok(Flow::Failed) => break (clock.elapsed_ns(), true, false),
+                                Err(e) => {
+                                    let now = clock.elapsed_ns();
+                                    let e = SseError::<reqwest::Error>::from(e);
+                                    acc.fail(e.failure_code(), &e.to_string());
+                                    break (now, false, false);
+                                }
+                            }
+                        }
+                        Some(Err(e)) => {
+                            let msg = format!("response body error: {}", describe(&e));
+                            acc.fail(FailureCode::Disconnect, &msg);
+                            break (arrival_ns, false, false);
+                        }
+                        None => break (arrival_ns, true, false),
                     }
-                    None => break (clock.elapsed_ns(), true, false),
-                },
-                () = &mut idle => {
+                }
+                Next::Timer => {
                     let now = clock.elapsed_ns();
                     let last = stamps.last_read_ns().unwrap_or(0).max(headers_ns);
                     if now.saturating_sub(last) >= idle_ns {
@@ -540,25 +740,35 @@ impl Client {
                         acc.fail(FailureCode::IdleTimeout, &msg);
                         break (now, false, false);
                     }
-                    idle.as_mut().reset(clock.tokio_at(last.saturating_add(idle_ns)));
-                }
-                () = &mut overall => {
-                    acc.fail(FailureCode::Timeout, "request_timeout passed while streaming");
-                    break (clock.elapsed_ns(), false, false);
+                    if TokioInstant::now() >= deadline {
+                        acc.fail(
+                            FailureCode::Timeout,
+                            "request_timeout passed while streaming",
+                        );
+                        break (now, false, false);
+                    }
+                    timer.as_mut().reset(idle_at(last));
+                    armed = None;
                 }
             }
         };
         if done {
             // Read the (usually already arrived) end of the body so the connection returns
             // to the pool; bounded, and after every timestamp was taken.
-            let drain = async { while let Some(Ok(_)) = events.next().await {} };
-            let _ = tokio::time::timeout(Duration::from_millis(50), drain).await;
-            drop(events);
+            timer
+                .as_mut()
+                .reset(TokioInstant::now() + Duration::from_millis(50));
+            armed = None;
+            while let Next::Item(Some(Ok(_))) =
+                next_or_timer(&mut body, timer.as_mut(), &mut armed).await
+            {}
             drop(in_flight);
             // The body's end wakes hyper's connection task, which puts the connection back
             // in the pool; let it run before this request returns, so that a caller's next
-            // request finds the connection idle instead of opening a new one.
-            tokio::task::yield_now().await;
+            // request finds the connection idle instead of opening a new one. The
+            // connection task is runnable now, so a self-wake (behind it in the run queue)
+            // is enough; `yield_now` would wait for the next I/O driver poll.
+            YieldOnce(false).await;
         }
         head.first_byte_ns = stamps.first_read_ns();
         acc.finish(head, end_ns, clean)
@@ -615,12 +825,13 @@ impl Client {
     }
 }
 
-fn head_for(req: &ChatRequest, scheduled_ns: u64, send_ns: u64) -> RequestHead {
+fn head_for(req: &PreparedRequest, scheduled_ns: u64, send_ns: u64) -> RequestHead {
     RequestHead {
         request_id: req.request_id.clone(),
         scheduled_ns,
         send_ns,
         stream: req.stream,
+        choices_requested: req.choices_requested,
         ..RequestHead::default()
     }
 }
@@ -636,6 +847,7 @@ fn failed(head: RequestHead, code: FailureCode, message: &str, end_ns: u64) -> R
     rec.headers_ns = head.headers_ns;
     rec.first_byte_ns = head.first_byte_ns;
     rec.http_status = head.http_status;
+    rec.choices_requested = head.choices_requested;
     rec.end_ns = Some(end_ns);
     rec.failure_code = Some(code);
     rec.error = Some(sanitize_error(message));
@@ -665,6 +877,7 @@ fn is_stale_connection(e: &reqwest::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn c12a_streaming_body_requests_usage() {

@@ -1,9 +1,10 @@
 //! OpenAI-compatible streaming HTTP client (DESIGN §3 `client`, issue 2 item 3).
 //!
-//! - [`accumulate`]: the pure stream accumulator (token events, TTFT/TTFO/ITL, usage,
-//!   in-band errors, tool-call assembly) — field cases C01, C02, C07, C08, C09, C11, C12.
-//! - [`sse`]: SSE framing over `eventsource-stream` with per-read arrival stamps, line-ending
-//!   normalization and the `max_event_bytes` cap — C03, C04, C05, C30.
+//! - [`accumulate`]: the pure stream accumulator (typed chunk view, token events,
+//!   TTFT/TTFO/ITL per choice, usage, in-band errors, tool-call assembly) — field cases C01,
+//!   C02, C07, C08, C09, C11, C12.
+//! - [`sse`]: the SSE framer (per-read arrival stamps, line-ending normalization, field
+//!   parsing, the `max_event_bytes` cap) — C03, C04, C05, C30.
 //! - [`http`]: the reqwest edge ([`Client::chat`], [`Client::list_models`]).
 //! - [`record`]: [`RequestRecord`] and the closed vocabularies ([`FailureCode`], ...),
 //!   re-exported from the report model ([`crate::model::request`]).
@@ -23,9 +24,11 @@ pub use accumulate::{Flow, LlamaTimings, RequestHead, StreamAccumulator, Usage};
 pub use http::{ChatRequest, Client, ClientConfig, ClientError};
 pub use in_flight::{InFlight, InFlightGuard};
 pub use record::{
-    AssistantOutput, FailureCode, RecordWarning, RequestRecord, RequestStatus, TokenEstimate,
-    TokenSource, ToolCall, estimate, estimate_tokens, sanitize_error,
+    AssistantOutput, ChoiceRecord, FailureCode, RecordWarning, RequestRecord, RequestStatus,
+    TokenEstimate, TokenSource, ToolCall, choice_count_note, estimate, estimate_all,
+    estimate_tokens, estimate_tokens_all, sanitize_error,
 };
 pub use sse::{
-    DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseEventStream, frame_reads, replay_reads,
+    DEFAULT_MAX_EVENT_BYTES, FrameError, ReadStamps, SseError, SseEvent, SseEventRef, SseFramer,
+    frame_reads, replay_reads,
 };

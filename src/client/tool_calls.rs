@@ -14,9 +14,24 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
 use super::record::ToolCall;
+
+/// One `tool_calls` entry as the assembler reads it, whatever it was parsed from (the
+/// client's typed chunk view, or a `serde_json::Value` in tests and for complete calls).
+/// Empty `id` and `name` strings are `None`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToolDelta<'a> {
+    /// `index`, when a non-negative integer.
+    pub index: Option<u64>,
+    /// Non-empty `id`.
+    pub id: Option<&'a str>,
+    /// Whether the entry had a `function` member at all.
+    pub has_function: bool,
+    /// Non-empty `function.name`.
+    pub name: Option<&'a str>,
+    /// `function.arguments` as text (an object argument already serialized).
+    pub arguments: Option<&'a str>,
+}
 
 #[derive(Debug, Default)]
 struct Building {
@@ -43,30 +58,14 @@ impl ToolCallAssembler {
         self.calls.is_empty()
     }
 
-    /// Applies one `delta.tool_calls` array (entries in order). Non-object entries are
-    /// ignored.
-    pub fn apply_deltas(&mut self, entries: &[Value]) {
-        for entry in entries {
-            if let Value::Object(_) = entry {
-                self.apply_one(entry);
-            }
-        }
-    }
-
-    /// Applies a complete (non-streamed) `message.tool_calls` entry as its own call.
-    pub fn push_complete(&mut self, entry: &Value) {
-        let pos = self.open_new(non_empty_str(entry.get("id")));
-        self.extend(pos, entry);
-    }
-
-    fn apply_one(&mut self, entry: &Value) {
-        let index = entry.get("index").and_then(Value::as_u64);
-        let id = non_empty_str(entry.get("id"));
-        let pos = match index {
+    /// Applies one streamed `delta.tool_calls` entry (entries of one array in order).
+    pub fn apply_delta(&mut self, entry: &ToolDelta<'_>) {
+        let id = entry.id;
+        let pos = match entry.index {
             Some(i) => match self.open_at_index.get(&i).copied() {
                 Some(pos) => {
                     let differs = matches!(
-                        (&self.calls[pos].id, &id),
+                        (&self.calls[pos].id, id),
                         (Some(old), Some(new)) if old != new
                     );
                     if differs {
@@ -75,7 +74,7 @@ impl ToolCallAssembler {
                         pos
                     } else {
                         if self.calls[pos].id.is_none() {
-                            self.calls[pos].id = id;
+                            self.calls[pos].id = id.map(str::to_string);
                         }
                         pos
                     }
@@ -87,11 +86,7 @@ impl ToolCallAssembler {
                 }
             },
             None => match id {
-                Some(id) => match self
-                    .calls
-                    .iter()
-                    .position(|c| c.id.as_deref() == Some(id.as_str()))
-                {
+                Some(id) => match self.calls.iter().position(|c| c.id.as_deref() == Some(id)) {
                     Some(pos) => pos,
                     None => self.open_new(Some(id)),
                 },
@@ -104,31 +99,35 @@ impl ToolCallAssembler {
         self.extend(pos, entry);
     }
 
-    fn open_new(&mut self, id: Option<String>) -> usize {
+    /// Applies a complete (non-streamed) `message.tool_calls` entry as its own call.
+    pub fn push_complete(&mut self, entry: &ToolDelta<'_>) {
+        let pos = self.open_new(entry.id);
+        self.extend(pos, entry);
+    }
+
+    fn open_new(&mut self, id: Option<&str>) -> usize {
         self.calls.push(Building {
-            id,
+            id: id.map(str::to_string),
             ..Building::default()
         });
         self.calls.len() - 1
     }
 
-    fn extend(&mut self, pos: usize, entry: &Value) {
-        let Some(function) = entry.get("function") else {
+    fn extend(&mut self, pos: usize, entry: &ToolDelta<'_>) {
+        if !entry.has_function {
             return;
-        };
+        }
         let call = &mut self.calls[pos];
-        if let Some(name) = non_empty_str(function.get("name")) {
+        if let Some(name) = entry.name {
             // Servers send the name once; some repeat it on every fragment (ignored).
             if call.name.is_empty() {
-                call.name = name;
+                call.name = name.to_string();
             } else if call.name != name {
-                call.name.push_str(&name);
+                call.name.push_str(name);
             }
         }
-        match function.get("arguments") {
-            Some(Value::String(s)) => call.arguments.push_str(s),
-            Some(v @ Value::Object(_)) => call.arguments.push_str(&v.to_string()),
-            _ => {}
+        if let Some(args) = entry.arguments {
+            call.arguments.push_str(args);
         }
     }
 
@@ -159,23 +158,30 @@ impl ToolCallAssembler {
     }
 }
 
-fn non_empty_str(v: Option<&Value>) -> Option<String> {
-    match v {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    fn delta<'a>(
+        index: Option<u64>,
+        id: Option<&'a str>,
+        name: &'a str,
+        arguments: &'a str,
+    ) -> ToolDelta<'a> {
+        ToolDelta {
+            index,
+            id,
+            has_function: true,
+            name: Some(name),
+            arguments: Some(arguments),
+        }
+    }
 
     #[test]
     fn later_fragment_sets_missing_id_and_repeated_name_is_kept_once() {
         let mut a = ToolCallAssembler::new();
-        a.apply_deltas(&[json!({"index":0,"function":{"name":"f","arguments":"{\"a\""}})]);
-        a.apply_deltas(&[json!({"index":0,"id":"x","function":{"name":"f","arguments":":1}"}})]);
+        a.apply_delta(&delta(Some(0), None, "f", "{\"a\""));
+        a.apply_delta(&delta(Some(0), Some("x"), "f", ":1}"));
         let calls = a.finish();
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].id, "x");
@@ -185,9 +191,9 @@ mod tests {
     }
 
     #[test]
-    fn missing_id_is_synthesized_and_object_arguments_serialized() {
+    fn missing_id_is_synthesized() {
         let mut a = ToolCallAssembler::new();
-        a.apply_deltas(&[json!({"function":{"name":"g","arguments":{"k":"v"}}})]);
+        a.apply_delta(&delta(None, None, "g", "{\"k\":\"v\"}"));
         let calls = a.finish();
         assert_eq!(calls[0].id, "call_0");
         assert!(calls[0].id_synthesized);

@@ -349,6 +349,7 @@ mod tests {
             words: vec![],
             max_tokens: Some(4),
             temperature: Some(0.0),
+            n: None,
         }
     }
 

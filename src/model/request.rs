@@ -133,6 +133,9 @@ pub enum RecordWarning {
     /// advertising keep-alive). The request was sent once more on a fresh connection;
     /// `send_ns` is the second send, `scheduled_ns` keeps the original due time.
     RetriedStaleConnection,
+    /// The response carried more choices than the request's `n` asked for, or (a
+    /// successful one) fewer; `choices` lists what came back (issue 13 item 5).
+    ChoiceCountMismatch,
 }
 
 /// One assembled tool call (field case C09).
@@ -181,18 +184,72 @@ impl AssistantOutput {
 /// vocabularies); records carrying it hold it as `completion_tokens_estimate` with method
 /// [`EstimateMethod::Utf8BytesDiv4`], never as `completion_tokens`.
 pub fn estimate_tokens(output: &AssistantOutput) -> u64 {
-    let mut bytes = output.text.len() + output.reasoning.len();
-    for call in &output.tool_calls {
-        bytes += call.name.len() + call.arguments.len();
+    estimate_tokens_all([output])
+}
+
+/// [`estimate_tokens`] over several choices' outputs at once (`n > 1`): `ceil(bytes / 4)`
+/// of all of them together, one pass over the whole output, as server `usage` counts every
+/// choice. Equal to [`estimate_tokens`] for one output.
+pub fn estimate_tokens_all<'a>(outputs: impl IntoIterator<Item = &'a AssistantOutput>) -> u64 {
+    let mut bytes = 0usize;
+    for output in outputs {
+        bytes += output.text.len() + output.reasoning.len();
+        for call in &output.tool_calls {
+            bytes += call.name.len() + call.arguments.len();
+        }
     }
     (bytes as u64).div_ceil(4)
 }
 
 /// [`estimate_tokens`] as a [`TokenEstimate`] with its method.
 pub fn estimate(output: &AssistantOutput) -> TokenEstimate {
+    estimate_all([output])
+}
+
+/// [`estimate_tokens_all`] as a [`TokenEstimate`] with its method.
+pub fn estimate_all<'a>(outputs: impl IntoIterator<Item = &'a AssistantOutput>) -> TokenEstimate {
     TokenEstimate {
-        tokens: estimate_tokens(output),
+        tokens: estimate_tokens_all(outputs),
         method: EstimateMethod::Utf8BytesDiv4,
+    }
+}
+
+/// One choice of a response with several (`n > 1`, issue 13 item 5): its own timing on the
+/// run clock (absolute `elapsed_ns`, like the request's) and outcome. The request-level
+/// figures of [`RequestRecord`] stay defined over all choices (TTFT = first token event of
+/// any choice); its output is choice 0's.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ChoiceRecord {
+    /// `choices[].index` as sent (a choice without one: its position in the array).
+    pub index: u64,
+    /// Arrival of this choice's first token event (elapsed ns).
+    pub ttft_ns: Option<u64>,
+    /// Arrival of this choice's first non-empty visible content (elapsed ns).
+    pub ttfo_ns: Option<u64>,
+    /// Arrival of this choice's last token event (elapsed ns).
+    pub last_token_ns: Option<u64>,
+    /// One sample (ns) per gap between this choice's consecutive token events.
+    pub itl_ns: Vec<u64>,
+    /// Number of events carrying a token of this choice.
+    pub token_event_count: u64,
+    /// Last non-null `finish_reason` of this choice.
+    pub finish_reason: Option<String>,
+    /// Number of tool calls assembled for this choice.
+    pub tool_call_count: u64,
+    /// This choice's content; never serialized.
+    #[serde(skip)]
+    pub output: AssistantOutput,
+}
+
+impl ChoiceRecord {
+    /// This choice's TTFT in ms from `send_ns` (the request's send).
+    pub fn ttft_ms(&self, send_ns: u64) -> Option<f64> {
+        self.ttft_ns.map(|t| ns_to_ms(t.saturating_sub(send_ns)))
+    }
+
+    /// This choice's ITL samples in ms.
+    pub fn itl_ms(&self) -> Vec<f64> {
+        self.itl_ns.iter().map(|&g| ns_to_ms(g)).collect()
     }
 }
 
@@ -342,7 +399,8 @@ pub struct RequestRecord {
     pub last_token_ns: Option<u64>,
     /// End of the request (elapsed ns): `[DONE]` arrival, clean EOF, or the failure time.
     pub end_ns: Option<u64>,
-    /// Inter-token latencies: one sample (ns) per gap between consecutive token events.
+    /// Inter-token latencies: one sample (ns) per gap between consecutive token events of
+    /// one choice (with several choices: every choice's gaps, choice by choice).
     pub itl_ns: Vec<u64>,
     /// Number of token events.
     pub token_event_count: u64,
@@ -380,7 +438,14 @@ pub struct RequestRecord {
     pub tool_call_count: u64,
     /// Whether the request asked for a streamed response.
     pub stream: bool,
-    /// Response content; never serialized.
+    /// The `n` (choices) the request asked for; absent when it did not set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices_requested: Option<u32>,
+    /// Each choice's timing, by index, when more than one choice came back or was asked
+    /// for (absent otherwise: the request's own fields are its single choice's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<ChoiceRecord>,
+    /// Response content (choice 0's); never serialized.
     #[serde(skip)]
     pub output: AssistantOutput,
 }
@@ -420,6 +485,8 @@ impl RequestRecord {
             warnings: Vec::new(),
             tool_call_count: 0,
             stream,
+            choices_requested: None,
+            choices: Vec::new(),
             output: AssistantOutput::default(),
         }
     }

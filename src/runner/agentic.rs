@@ -73,6 +73,8 @@ pub struct AgenticPlan {
     pub temperature: Option<f64>,
     /// Request seed.
     pub seed: Option<u64>,
+    /// Choices per LLM call (`n`; `None`: not sent). Choice 0 drives the trajectory.
+    pub n: Option<u32>,
     /// Max LLM calls (model mode).
     pub max_steps: u32,
     /// Identical consecutive calls that stop the loop (model mode).
@@ -215,6 +217,7 @@ fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
         max_tokens: plan.max_tokens,
         temperature: plan.temperature,
         seed: plan.seed,
+        n: plan.n,
         stream: true,
         extra,
     }
@@ -446,6 +449,7 @@ mod tests {
             max_tokens: Some(8),
             temperature: Some(0.0),
             seed: None,
+            n: None,
             max_steps: 8,
             max_repeated_tool_calls: 3,
             tool_choice: vec![],

@@ -107,6 +107,8 @@ pub struct ContextPlan {
     pub max_tokens: Option<u32>,
     /// Temperature.
     pub temperature: Option<f64>,
+    /// Choices per request (`n`; `None`: not sent).
+    pub n: Option<u32>,
 }
 
 impl ContextPlan {
@@ -130,6 +132,7 @@ impl ContextPlan {
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             seed: Some(self.seed),
+            n: self.n,
             stream: true,
             ..Default::default()
         }

@@ -502,6 +502,12 @@ impl Session {
                 } else {
                     let mut ex = self.run_job(si, s, job, ctx).await;
                     ex.settle_cancellation(ctx.is_cancelled());
+                    let records = ex
+                        .trajectories
+                        .iter()
+                        .flat_map(|t| t.steps.iter().filter_map(|st| st.request.as_ref()));
+                    ex.notes
+                        .extend(crate::client::choice_count_note(job.job.n, records));
                     ex
                 };
                 for t in &executed.trajectories {
@@ -609,6 +615,7 @@ impl Session {
                     words,
                     max_tokens: Some(j.max_tokens),
                     temperature: Some(j.temperature),
+                    n: j.n,
                 };
                 if let Some(spec) = &j.load {
                     let template = UnitTemplate::Context(plan);
@@ -935,6 +942,7 @@ fn agentic_plan(
         max_tokens: Some(j.max_tokens),
         temperature: Some(j.temperature),
         seed: Some(seed),
+        n: j.n,
         max_steps: a.max_steps,
         max_repeated_tool_calls: a.max_repeated_tool_calls,
         tool_choice: a.tool_choice.clone(),

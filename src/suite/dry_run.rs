@@ -211,6 +211,12 @@ impl ResolvedSuite {
         }
         r.file("max_tokens", j.max_tokens);
         r.file("temperature", j.temperature);
+        if !matches!(j.kind, JobKind::Swe(_)) {
+            r.file(
+                "n",
+                j.n.map_or("1 (not sent)".to_string(), |n| n.to_string()),
+            );
+        }
         r.file("repeat", j.repeat);
         match &j.kind {
             JobKind::Agentic(a) => {

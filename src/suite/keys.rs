@@ -12,7 +12,7 @@ use super::load::Ctx;
 use super::model::JobKindName;
 use super::raw::{
     RawJob, RawPrometheus, RawResponse, RawScriptStep, RawSuite, RawSweep, RawTelemetry, RawTool,
-    common_job_keys, kind_job_keys, load_job_keys, load_kinds,
+    common_job_keys, kind_job_keys, load_job_keys, load_kinds, request_job_keys,
 };
 use crate::gate::spec::{GateSpec, OverheadSpec, PercentileBounds};
 use crate::grade::RawCheck;
@@ -149,15 +149,16 @@ impl Walker<'_> {
         match kind {
             None => self.keys(path, job, all, Where::Other),
             Some(kind) => {
-                let load: &[&str] = if load_kinds().contains(&kind) {
-                    load_job_keys()
+                let (load, request): (&[&str], &[&str]) = if load_kinds().contains(&kind) {
+                    (load_job_keys(), request_job_keys())
                 } else {
-                    &[]
+                    (&[], &[])
                 };
                 let allowed: Vec<&str> = common_job_keys()
                     .iter()
                     .chain(kind_job_keys(kind))
                     .chain(load)
+                    .chain(request)
                     .copied()
                     .collect();
                 for (k, _) in sorted_entries(job) {
@@ -166,12 +167,21 @@ impl Walker<'_> {
                         continue;
                     }
                     // A key that belongs to other job kinds: what it is, and the hint.
+                    let kinds: Vec<&str> = load_kinds().iter().map(|k| k.as_str()).collect();
                     let wrong_kind = if load_job_keys().contains(&key) {
-                        let kinds: Vec<&str> = load_kinds().iter().map(|k| k.as_str()).collect();
                         Some((
                             format!("`{key}` is a load key of `{}` jobs", kinds.join("` and `")),
                             "a swe harness drives the endpoint itself; run it under load from \
                              the harness"
+                                .to_string(),
+                        ))
+                    } else if request_job_keys().contains(&key) {
+                        Some((
+                            format!(
+                                "`{key}` is a request key of `{}` jobs",
+                                kinds.join("` and `")
+                            ),
+                            "a swe harness sends its own requests; set it in the harness"
                                 .to_string(),
                         ))
                     } else {

@@ -24,6 +24,9 @@ pub const DEFAULT_MAX_EVENT_BYTES: u64 = 16 * 1024 * 1024;
 pub const DEFAULT_SAMPLE_PERIOD_MS: u64 = 50;
 /// Default `/metrics` scrape period, ms.
 pub const DEFAULT_METRICS_PERIOD_MS: u64 = 200;
+/// Most choices per LLM call a job may ask for (`n`): OpenAI's own limit.
+pub const MAX_CHOICES: u32 = 128;
+
 /// Default `max_tokens` per LLM call.
 pub const DEFAULT_MAX_TOKENS: u32 = 64;
 /// Default `max_steps` (LLM calls) of an agentic job.
@@ -280,6 +283,10 @@ pub struct Job {
     pub max_tokens: u32,
     /// Sampling temperature (default 0.0).
     pub temperature: f64,
+    /// Choices per LLM call (`n`, 1..=[`MAX_CHOICES`]; agentic and context jobs): `None`
+    /// sends no `n` (one choice). With more than one, each choice is measured on its own
+    /// and choice 0 drives the trajectory and is graded (issue 13 item 5).
+    pub n: Option<u32>,
     /// Trajectories (agentic), sweeps (context) or runs (swe); default 1.
     pub repeat: u32,
     /// The job's own `[jobs.gates]` (not merged; see [`super::Suite::gates_for`]); passes

@@ -95,6 +95,7 @@ pub(crate) struct RawJob {
     pub description: Option<String>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f64>,
+    pub n: Option<u32>,
     pub repeat: Option<u32>,
     pub gates: Option<GateSpec>,
     #[serde(default)]
@@ -173,6 +174,12 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
         JobKindName::Context => &["sizes", "shared_prefix", "filler"],
         JobKindName::Swe => &["command", "timeout_s", "env"],
     }
+}
+
+/// Request keys (issue 13 item 5): settings of the chat requests the tool itself sends,
+/// accepted by the kinds in [`load_kinds`] (an SWE harness sends its own requests).
+pub(crate) fn request_job_keys() -> &'static [&'static str] {
+    &["n"]
 }
 
 /// Load keys (issue 8): accepted by the kinds in [`load_kinds`].

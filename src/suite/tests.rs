@@ -376,12 +376,13 @@ fn key_of_another_job_kind_is_an_error() {
 #[test]
 fn job_key_lists_cover_exactly_the_raw_job_fields() {
     use super::fields::struct_fields;
-    use super::raw::{RawJob, common_job_keys, kind_job_keys, load_job_keys};
+    use super::raw::{RawJob, common_job_keys, kind_job_keys, load_job_keys, request_job_keys};
     let mut listed: Vec<&str> = common_job_keys().to_vec();
     for k in JobKindName::ALL {
         listed.extend(kind_job_keys(k));
     }
     listed.extend(load_job_keys());
+    listed.extend(request_job_keys());
     listed.sort_unstable();
     let mut fields = struct_fields::<RawJob>().to_vec();
     fields.sort_unstable();

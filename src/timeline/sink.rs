@@ -108,6 +108,19 @@ const FINALIZE_WAIT: Duration = Duration::from_millis(200);
 
 static NEXT_SINK: AtomicU32 = AtomicU32::new(1);
 
+/// The insert path's shared words (see [`Inner::hot`]).
+#[repr(align(64))]
+struct Hot {
+    /// Claimed slots (low 32 bits), claimed serialized bytes (bits 32..62), FULL, STOP.
+    state: AtomicU64,
+    /// The highest `elapsed_ns` kept (clock-regression check).
+    last_elapsed: AtomicU64,
+}
+
+/// One preallocated event slot. Cache-line aligned, so that two producers writing
+/// neighbouring slots (consecutive `seq`s) never share a line (issue 19: the two-producer
+/// insert tail).
+#[repr(align(64))]
 struct Slot {
     ready: AtomicBool,
     /// For a start event: its span has ended (an end was kept or is being kept).
@@ -124,8 +137,9 @@ pub(crate) struct Inner {
     pub(crate) tools: Box<[Box<str>]>,
     pub(crate) bounds: Bounds,
     slots: Box<[Slot]>,
-    state: AtomicU64,
-    last_elapsed: AtomicU64,
+    /// The two words every insert writes, on a cache line of their own: read-mostly
+    /// fields (clock, bounds, slots) stay in every producer's cache.
+    hot: Hot,
     rejected: [AtomicU64; RejectReason::ALL.len()],
     dropped: [AtomicU64; DropReason::ALL.len()],
     cancelled: AtomicBool,
@@ -201,8 +215,10 @@ impl TimelineSink {
                 .collect(),
             bounds: config.bounds,
             slots,
-            state: AtomicU64::new(0),
-            last_elapsed: AtomicU64::new(0),
+            hot: Hot {
+                state: AtomicU64::new(0),
+                last_elapsed: AtomicU64::new(0),
+            },
             rejected: Default::default(),
             dropped: Default::default(),
             cancelled: AtomicBool::new(false),
@@ -232,7 +248,8 @@ impl TimelineSink {
         parent: Option<SpanId>,
         ctx: SpanContext<'_>,
     ) -> Option<SpanId> {
-        self.start_record(name, parent, ctx).map(|(id, _)| id)
+        let mut rec = Record::EMPTY;
+        self.start_into(name, parent, ctx, &mut rec)
     }
 
     /// Ends a span now: keeps a `*_end` event with the span's kind, name and parent.
@@ -240,15 +257,38 @@ impl TimelineSink {
     /// keeps an unknown end. Never blocks, allocates nothing, does no I/O.
     #[inline]
     pub fn span_end(&self, span: SpanId, end: SpanEnd<'_>) -> bool {
-        self.end_record(span, end).is_some()
+        let mut rec = Record::EMPTY;
+        self.end_into(span, end, &mut rec)
     }
 
+    /// [`TimelineSink::span_start`] that also returns the kept record (negative controls).
     pub(crate) fn start_record(
         &self,
         name: SpanName<'_>,
         parent: Option<SpanId>,
         ctx: SpanContext<'_>,
     ) -> Option<(SpanId, Record)> {
+        let mut rec = Record::EMPTY;
+        let id = self.start_into(name, parent, ctx, &mut rec)?;
+        Some((id, rec))
+    }
+
+    /// [`TimelineSink::span_end`] that also returns the kept record (negative controls).
+    pub(crate) fn end_record(&self, span: SpanId, end: SpanEnd<'_>) -> Option<Record> {
+        let mut rec = Record::EMPTY;
+        self.end_into(span, end, &mut rec).then_some(rec)
+    }
+
+    /// Builds the start event in `rec` (the caller's `Record::EMPTY`) and keeps it: the
+    /// record is written in place and copied once, into its slot.
+    #[inline(always)]
+    fn start_into(
+        &self,
+        name: SpanName<'_>,
+        parent: Option<SpanId>,
+        ctx: SpanContext<'_>,
+        rec: &mut Record,
+    ) -> Option<SpanId> {
         let inner = &*self.inner;
         if !self.precheck() {
             return None;
@@ -262,20 +302,18 @@ impl TimelineSink {
                 None => return self.reject(RejectReason::InvalidName),
             },
         };
-        let case_id = match ctx.case_id {
-            None => InlineId::NONE,
-            Some(s) => match InlineId::new(s, is_valid_case_id) {
-                Ok(id) => id,
+        if let Some(s) = ctx.case_id {
+            match InlineId::new(s, is_valid_case_id) {
+                Ok(id) => rec.case_id = id,
                 Err(()) => return self.reject(RejectReason::InvalidCaseId),
-            },
-        };
-        let request_id = match ctx.request_id {
-            None => InlineId::NONE,
-            Some(s) => match InlineId::new(s, is_valid_id) {
-                Ok(id) => id,
+            }
+        }
+        if let Some(s) = ctx.request_id {
+            match InlineId::new(s, is_valid_id) {
+                Ok(id) => rec.request_id = id,
                 Err(()) => return self.reject(RejectReason::InvalidRequestId),
-            },
-        };
+            }
+        }
         let parent_seq = match parent {
             None => 0,
             Some(p) if p.sink != inner.id => return self.reject(RejectReason::ForeignSpan),
@@ -289,62 +327,55 @@ impl TimelineSink {
                 p.seq
             }
         };
-        let rec = Record {
-            parent: parent_seq,
-            start: true,
-            name,
-            attempt: ctx.attempt,
-            request_id,
-            case_id,
-            ..Record::EMPTY
-        };
-        let rec = self.insert(rec)?;
-        let id = SpanId {
+        rec.parent = parent_seq;
+        rec.start = true;
+        rec.name = name;
+        rec.attempt = ctx.attempt;
+        if !self.insert(rec) {
+            return None;
+        }
+        Some(SpanId {
             sink: inner.id,
             seq: rec.seq,
             parent: parent_seq,
             name,
-        };
-        Some((id, rec))
+        })
     }
 
-    pub(crate) fn end_record(&self, span: SpanId, end: SpanEnd<'_>) -> Option<Record> {
+    /// Builds the end event in `rec` (the caller's `Record::EMPTY`) and keeps it.
+    #[inline(always)]
+    fn end_into(&self, span: SpanId, end: SpanEnd<'_>, rec: &mut Record) -> bool {
         let inner = &*self.inner;
         if span.sink != inner.id {
-            return self.reject(RejectReason::ForeignSpan);
+            return self.rejected(RejectReason::ForeignSpan);
         }
-        let request_id = match end.request_id {
-            None => InlineId::NONE,
-            Some(s) => match InlineId::new(s, is_valid_id) {
-                Ok(id) => id,
-                Err(()) => return self.reject(RejectReason::InvalidRequestId),
-            },
-        };
+        if let Some(s) = end.request_id {
+            match InlineId::new(s, is_valid_id) {
+                Ok(id) => rec.request_id = id,
+                Err(()) => return self.rejected(RejectReason::InvalidRequestId),
+            }
+        }
         if !self.precheck() {
-            return None;
+            return false;
         }
         let ended = &inner.slots[(span.seq - 1) as usize].ended;
         if ended
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            return self.reject(RejectReason::SpanNotOpen);
+            return self.rejected(RejectReason::SpanNotOpen);
         }
-        let rec = Record {
-            span: span.seq,
-            parent: span.parent,
-            start: false,
-            name: span.name,
-            status: Some(end.status),
-            failure: end.failure,
-            prompt_tokens: end.prompt_tokens,
-            completion_tokens: end.completion_tokens,
-            completion_estimated: end.completion_estimated,
-            request_id,
-            ..Record::EMPTY
-        };
+        rec.span = span.seq;
+        rec.parent = span.parent;
+        rec.start = false;
+        rec.name = span.name;
+        rec.status = Some(end.status);
+        rec.failure = end.failure;
+        rec.prompt_tokens = end.prompt_tokens;
+        rec.completion_tokens = end.completion_tokens;
+        rec.completion_estimated = end.completion_estimated;
         let kept = self.insert(rec);
-        if kept.is_none() {
+        if !kept {
             // The end was not kept: in the artifact the span has an unknown end, so it
             // stays open here too.
             ended.store(false, Ordering::Release);
@@ -355,7 +386,7 @@ impl TimelineSink {
     /// Rejects at once when stopped or full (counted).
     #[inline]
     fn precheck(&self) -> bool {
-        let cur = self.inner.state.load(Ordering::Acquire);
+        let cur = self.inner.hot.state.load(Ordering::Acquire);
         if cur & STOP != 0 {
             self.reject::<()>(RejectReason::SinkStopped);
             false
@@ -382,10 +413,23 @@ impl TimelineSink {
         None
     }
 
+    /// [`Self::reject`] for the bool-returning insert path: counts, returns `false`.
+    #[cold]
+    fn rejected(&self, r: RejectReason) -> bool {
+        self.reject::<()>(r).is_some()
+    }
+
+    /// [`Self::drop_event`] for the bool-returning insert path: counts, returns `false`.
+    #[cold]
+    fn dropped(&self, r: DropReason) -> bool {
+        self.drop_event::<()>(r).is_some()
+    }
+
     /// Claims a slot and byte budget with one CAS (clock read inside the loop), then
-    /// writes the slot. Returns the kept record.
-    #[inline]
-    fn insert(&self, mut rec: Record) -> Option<Record> {
+    /// writes the slot. Fills `rec`'s `seq`, `span` (a start) and `elapsed_ns`; returns
+    /// whether it was kept.
+    #[inline(always)]
+    fn insert(&self, rec: &mut Record) -> bool {
         let inner = &*self.inner;
         let max_events = u64::from(inner.bounds.max_events);
         let max_event_bytes = inner.bounds.max_event_bytes as usize;
@@ -394,36 +438,36 @@ impl TimelineSink {
         // one digit; inside the loop only the real digit counts are added, so the window
         // between load and CAS holds little more than the clock read.
         let id_fields = if rec.start { 2 } else { 1 };
-        let base_len = line_len(&rec, &inner.tools, &inner.domain);
-        let mut cur = inner.state.load(Ordering::Acquire);
+        let base_len = line_len(rec, &inner.tools, &inner.domain);
+        let mut cur = inner.hot.state.load(Ordering::Acquire);
         let (idx, claimed_len) = loop {
             if cur & STOP != 0 {
-                return self.reject(RejectReason::SinkStopped);
+                return self.rejected(RejectReason::SinkStopped);
             }
             if cur & FULL != 0 {
-                return self.drop_event(DropReason::ByteBudget);
+                return self.dropped(DropReason::ByteBudget);
             }
             let idx = cur & IDX_MASK;
             if idx >= max_events {
-                return self.drop_event(DropReason::Capacity);
+                return self.dropped(DropReason::Capacity);
             }
             let now = inner.clock.elapsed_ns();
-            if now < inner.last_elapsed.load(Ordering::Acquire) {
+            if now < inner.hot.last_elapsed.load(Ordering::Acquire) {
                 // A newer event may have been claimed between our load and our clock
                 // read; then our reading is merely stale: retry with a fresh state.
                 // With the state unchanged, every kept event read its clock before our
                 // load, so a lower reading is a real regression of the time source.
-                let again = inner.state.load(Ordering::Acquire);
+                let again = inner.hot.state.load(Ordering::Acquire);
                 if again != cur {
                     cur = again;
                     continue;
                 }
-                return self.reject(RejectReason::ClockRegression);
+                return self.rejected(RejectReason::ClockRegression);
             }
             let seq = idx + 1;
             let len = base_len + (digits(seq) - 1) * id_fields + (digits(now) - 1);
             if len > max_event_bytes {
-                return self.drop_event(DropReason::EventTooLarge);
+                return self.dropped(DropReason::EventTooLarge);
             }
             let bytes = (cur >> BYTES_SHIFT) & BYTES_MASK;
             let new_bytes = bytes + len as u64 + 1;
@@ -432,11 +476,13 @@ impl TimelineSink {
             } else {
                 (cur & (FULL | STOP)) | (new_bytes << BYTES_SHIFT) | (idx + 1)
             };
-            match inner
-                .state
-                .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) if next & FULL != 0 => return self.drop_event(DropReason::ByteBudget),
+            match inner.hot.state.compare_exchange_weak(
+                cur,
+                next,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) if next & FULL != 0 => return self.dropped(DropReason::ByteBudget),
                 Ok(_) => {
                     rec.seq = seq as u32;
                     if rec.start {
@@ -448,17 +494,18 @@ impl TimelineSink {
                 Err(actual) => cur = actual,
             }
         };
-        debug_assert_eq!(line_len(&rec, &inner.tools, &inner.domain), claimed_len);
+        debug_assert_eq!(line_len(rec, &inner.tools, &inner.domain), claimed_len);
         inner
+            .hot
             .last_elapsed
             .fetch_max(rec.elapsed_ns, Ordering::AcqRel);
         let slot = &inner.slots[idx];
         match slot.rec.try_lock() {
-            Ok(mut guard) => *guard = rec,
-            Err(_) => return self.drop_event(DropReason::SlotContention),
+            Ok(mut guard) => *guard = *rec,
+            Err(_) => return self.dropped(DropReason::SlotContention),
         }
         slot.ready.store(true, Ordering::Release);
-        Some(rec)
+        true
     }
 
     /// Stops the sink (every later offer is rejected at once as `sink_stopped`), waits
@@ -474,7 +521,7 @@ impl TimelineSink {
         if cancelled {
             inner.cancelled.store(true, Ordering::Release);
         }
-        let prev = inner.state.fetch_or(STOP, Ordering::AcqRel);
+        let prev = inner.hot.state.fetch_or(STOP, Ordering::AcqRel);
         if prev & STOP == 0 {
             let _ = inner.end_elapsed_ns.compare_exchange(
                 u64::MAX,
@@ -504,13 +551,13 @@ impl TimelineSink {
 
     /// Whether [`finalize`](Self::finalize) has been called.
     pub fn is_stopped(&self) -> bool {
-        self.inner.state.load(Ordering::Acquire) & STOP != 0
+        self.inner.hot.state.load(Ordering::Acquire) & STOP != 0
     }
 
     /// The kept records, in `seq` order (only slots whose write completed).
     pub(crate) fn records(&self) -> Vec<Record> {
         let inner = &*self.inner;
-        let claimed = (inner.state.load(Ordering::Acquire) & IDX_MASK) as usize;
+        let claimed = (inner.hot.state.load(Ordering::Acquire) & IDX_MASK) as usize;
         inner.slots[..claimed.min(inner.slots.len())]
             .iter()
             .filter(|s| s.ready.load(Ordering::Acquire))
@@ -521,7 +568,7 @@ impl TimelineSink {
     /// Counts and quality now (allocates; not for the hot path).
     pub fn summary(&self) -> CaptureSummary {
         let inner = &*self.inner;
-        let state = inner.state.load(Ordering::Acquire);
+        let state = inner.hot.state.load(Ordering::Acquire);
         let records = self.records();
         let starts = records.iter().filter(|r| r.start).count() as u64;
         let ends = records.len() as u64 - starts;

@@ -15,17 +15,35 @@ fn head() -> RequestHead {
 }
 
 /// Feeds `(ms, event type, data)` events, stopping at Done/Failed like the client does,
-/// then finishes with a clean EOF at the last event's arrival.
+/// then finishes with a clean EOF at the last event's arrival. Every test's events go
+/// through both readings of a chunk (the typed view and the lenient `Value` one), which
+/// must give the same record.
 fn run_typed(events: &[(u64, Option<&str>, &str)]) -> RequestRecord {
-    let mut acc = StreamAccumulator::new();
-    let mut end = 0;
-    for &(ms, ty, data) in events {
-        end = ms * MS;
-        if acc.on_event(ty, data, ms * MS) != Flow::Continue {
-            break;
+    run_typed_with(events, head())
+}
+
+fn run_typed_with(events: &[(u64, Option<&str>, &str)], head: RequestHead) -> RequestRecord {
+    let feed = |lenient: bool| {
+        let mut acc = StreamAccumulator::new();
+        let mut end = 0;
+        for &(ms, ty, data) in events {
+            end = ms * MS;
+            let flow = if lenient {
+                acc.on_event_lenient(ty, data, ms * MS)
+            } else {
+                acc.on_event(ty, data, ms * MS)
+            };
+            if flow != Flow::Continue {
+                break;
+            }
         }
-    }
-    acc.finish(head(), end, true)
+        acc.finish(head.clone(), end, true)
+    };
+    let typed = feed(false);
+    let lenient = feed(true);
+    assert_eq!(typed, lenient, "the typed and the lenient reading differ");
+    assert_eq!(typed.output, lenient.output);
+    typed
 }
 
 fn run(events: &[(u64, &str)]) -> RequestRecord {
@@ -756,4 +774,427 @@ fn non_streamed_body_is_parsed() {
     let r = acc.finish(head(), MS, true);
     assert_eq!(r.failure_code, Some(FailureCode::StreamError));
     assert_eq!(r.error.as_deref(), Some("nope"));
+}
+
+// ---- Several choices (issue 13 item 5) ----------------------------------------------------
+
+fn head_n(n: u32) -> RequestHead {
+    RequestHead {
+        choices_requested: Some(n),
+        ..head()
+    }
+}
+
+/// n = 2 interleaved by `choices[].index`, vLLM's shape: one choice per chunk, role chunks
+/// first, each choice finishing on its own, then usage over both.
+const N2_INTERLEAVED: [(u64, &str); 10] = [
+    (
+        5,
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+    ),
+    (
+        6,
+        r#"{"choices":[{"index":1,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+    ),
+    (
+        100,
+        r#"{"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}"#,
+    ),
+    (
+        110,
+        r#"{"choices":[{"index":1,"delta":{"content":"Bon"},"finish_reason":null}]}"#,
+    ),
+    (
+        130,
+        r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}"#,
+    ),
+    (
+        150,
+        r#"{"choices":[{"index":1,"delta":{"content":"jour"},"finish_reason":null}]}"#,
+    ),
+    (
+        160,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+    ),
+    (
+        190,
+        r#"{"choices":[{"index":1,"delta":{"content":"!"},"finish_reason":"length"}]}"#,
+    ),
+    (
+        191,
+        r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}"#,
+    ),
+    (192, "[DONE]"),
+];
+
+fn run_n(events: &[(u64, &str)], n: u32) -> RequestRecord {
+    let typed: Vec<_> = events.iter().map(|&(ms, d)| (ms, None, d)).collect();
+    run_typed_with(&typed, head_n(n))
+}
+
+#[test]
+fn n2_interleaved_choices_are_kept_apart_and_choice_0_is_the_output() {
+    let r = run_n(&N2_INTERLEAVED, 2);
+    assert!(r.is_success());
+    // The graded text is choice 0's alone (it used to be "HelBonlojour!").
+    assert_eq!(r.output.text, "Hello");
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(r.choices_requested, Some(2));
+    assert_eq!(r.choices.len(), 2);
+    let (c0, c1) = (&r.choices[0], &r.choices[1]);
+    assert_eq!((c0.index, c1.index), (0, 1));
+    assert_eq!(c0.output.text, "Hello");
+    assert_eq!(c1.output.text, "Bonjour!");
+    assert_eq!(c0.finish_reason.as_deref(), Some("stop"));
+    assert_eq!(c1.finish_reason.as_deref(), Some("length"));
+    // Per-choice TTFT and ITL; request TTFT is the first token event of any choice.
+    assert_eq!(c0.ttft_ms(0), Some(100.0));
+    assert_eq!(c1.ttft_ms(0), Some(110.0));
+    assert_eq!(c0.itl_ms(), vec![30.0]);
+    assert_eq!(c1.itl_ms(), vec![40.0, 40.0]);
+    assert_eq!((c0.token_event_count, c1.token_event_count), (2, 3));
+    assert_eq!(r.ttft_ms(), Some(100.0));
+    assert_eq!(r.ttfo_ms(), Some(100.0));
+    assert_eq!(r.last_token_ms(), Some(190.0));
+    assert_eq!(r.token_event_count, 5);
+    // The request's ITL samples are each choice's gaps, never gaps across choices.
+    assert_eq!(r.itl_ms(), vec![30.0, 40.0, 40.0]);
+    assert_eq!(r.completion_tokens, Some(5));
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
+#[test]
+fn n2_choices_in_one_chunk_and_per_choice_tool_calls() {
+    let r = run_n(
+        &[
+            (
+                10,
+                r#"{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"tool_calls":[{"index":0,"id":"t1","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+            ),
+            (
+                20,
+                r#"{"choices":[{"index":1,"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}}]},"finish_reason":"tool_calls"},{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]}"#,
+            ),
+            (21, "[DONE]"),
+        ],
+        2,
+    );
+    assert!(r.is_success());
+    assert_eq!(r.output.text, "ab");
+    assert!(
+        r.output.tool_calls.is_empty(),
+        "choice 1's call is not choice 0's"
+    );
+    assert_eq!(r.tool_call_count, 0);
+    assert_eq!(r.choices[1].output.tool_calls.len(), 1);
+    assert_eq!(r.choices[1].output.tool_calls[0].name, "f");
+    assert_eq!(r.choices[1].tool_call_count, 1);
+    // Two events, each a token event of both choices.
+    assert_eq!(r.token_event_count, 2);
+    assert_eq!(r.itl_ms(), vec![10.0, 10.0]);
+    // Without usage the estimate covers every choice: "ab" + "f" + "{}" = 5 bytes.
+    assert_eq!(r.token_source(), Some(TokenSource::ClientEstimate));
+    assert_eq!(r.completion_tokens, None);
+    assert_eq!(r.completion_tokens_estimate.map(|e| e.tokens), Some(2));
+}
+
+#[test]
+fn fewer_choices_than_requested_warns() {
+    let r = run_n(&C11_A, 2);
+    assert!(r.is_success());
+    assert_eq!(r.warnings, vec![RecordWarning::ChoiceCountMismatch]);
+    assert_eq!(r.choices.len(), 1, "the list says what came back");
+    assert_eq!(r.output.text, "Hello world");
+}
+
+#[test]
+fn more_choices_than_requested_warns_and_grades_choice_0() {
+    let r = run(&N2_INTERLEAVED);
+    assert!(r.is_success());
+    assert_eq!(r.warnings, vec![RecordWarning::ChoiceCountMismatch]);
+    assert_eq!(r.output.text, "Hello");
+    assert_eq!(r.choices.len(), 2);
+}
+
+#[test]
+fn one_choice_requested_and_received_lists_no_choices() {
+    let r = run(&C11_A);
+    assert!(r.choices.is_empty());
+    assert_eq!(r.choices_requested, None);
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(!json.contains("\"choices\""), "{json}");
+}
+
+#[test]
+fn choice_without_index_takes_its_position_and_lowest_index_is_primary() {
+    let r = run_n(
+        &[
+            (
+                10,
+                r#"{"choices":[{"delta":{"content":"x"}},{"delta":{"content":"y"}}]}"#,
+            ),
+            (
+                20,
+                r#"{"choices":[{"index":0,"delta":{"content":"x"}},{"index":1,"delta":{"content":"y"},"finish_reason":"stop"}]}"#,
+            ),
+            (21, "[DONE]"),
+        ],
+        2,
+    );
+    assert_eq!(r.output.text, "xx");
+    assert_eq!(r.choices[1].output.text, "yy");
+    let r = run_n(
+        &[
+            (
+                10,
+                r#"{"choices":[{"index":3,"delta":{"content":"late"}},{"index":2,"delta":{"content":"first"}}]}"#,
+            ),
+            (11, "[DONE]"),
+        ],
+        2,
+    );
+    assert_eq!(
+        r.output.text, "first",
+        "no choice 0: the lowest index is the output"
+    );
+    assert_eq!(r.choices[0].index, 2);
+}
+
+#[test]
+fn a_failed_request_with_fewer_choices_does_not_warn() {
+    let r = run_n(
+        &[
+            (10, r#"{"choices":[{"index":0,"delta":{"content":"a"}}]}"#),
+            (20, r#"{"error":{"message":"boom"}}"#),
+        ],
+        2,
+    );
+    assert_eq!(r.failure_code, Some(FailureCode::StreamError));
+    assert!(r.warnings.is_empty());
+}
+
+#[test]
+fn non_streamed_body_with_two_choices() {
+    let mut acc = StreamAccumulator::new();
+    let body = r#"{"choices":[{"index":1,"message":{"role":"assistant","content":"second"},"finish_reason":"length"},{"index":0,"message":{"role":"assistant","content":"first","tool_calls":[{"id":"c","function":{"name":"g","arguments":{"k":1}}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#;
+    assert_eq!(acc.on_body(body, 9 * MS), Flow::Done);
+    let r = acc.finish(head_n(2), 9 * MS, true);
+    assert!(r.is_success());
+    assert_eq!(r.output.text, "first");
+    assert_eq!(r.output.tool_calls[0].arguments, r#"{"k":1}"#);
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(r.choices[1].output.text, "second");
+    assert_eq!(r.completion_tokens, Some(4));
+    assert!(r.warnings.is_empty());
+}
+
+// ---- The typed view and the lenient reading agree on odd shapes (issue 19) ---------------
+
+#[test]
+fn odd_shapes_read_as_before() {
+    // Each of these fails the strict typed view (or is an error payload) and is read
+    // leniently; run_typed asserts both readings give one record.
+    let cases: &[&str] = &[
+        r#"{"choices":[{"index":0,"delta":{"content":["parts"]}}]}"#,
+        r#"{"choices":[{"index":"0","delta":{"content":"a"}}]}"#,
+        r#"{"choices":[{"index":-1,"delta":{"content":"a"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":7}]}"#,
+        r#"{"choices":[{"index":0,"delta":["content","a"]}]}"#,
+        r#"{"choices":[{"index":0,"delta":null,"text":"t"}]}"#,
+        r#"{"choices":"none"}"#,
+        r#"{"choices":[1,2]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[1,{"index":0,"id":"x","function":{"name":"n","arguments":{"b":2,"a":1}}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":"f"}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[]}}]}"#,
+        r#"{"choices":[],"usage":[12,3,15]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":1.5,"completion_tokens":2,"total_tokens":"3"}}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens_details":5}}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":null}}}"#,
+        r#"{"choices":[],"timings":{"cache_n":4.0,"prompt_n":8}}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"a"}}],"choices":[{"index":0,"delta":{"content":"b"}}]}"#,
+        r#"{"object":5,"choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+        r#"{"error":null,"choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+        r#"{"object":"error","message":"legacy"}"#,
+        r#"{"error":{"code":5}}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"a\nb\u00e9\"q"}}]}"#,
+    ];
+    for data in cases {
+        let r = run(&[
+            (10, data),
+            (
+                20,
+                r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            ),
+        ]);
+        // A sanity check that the case was read at all: no malformed_event.
+        assert_ne!(r.failure_code, Some(FailureCode::MalformedEvent), "{data}");
+    }
+    let r = run(&[(10, cases[8]), (20, "[DONE]")]);
+    assert_eq!(
+        r.output.tool_calls[0].arguments, r#"{"b":2,"a":1}"#,
+        "an object argument is serialized as sent"
+    );
+    let r = run(&[(10, cases[16]), (20, "[DONE]")]);
+    assert_eq!(r.output.text, "b", "a duplicate key: the last one");
+    let r = run(&[(10, cases[21]), (20, "[DONE]")]);
+    assert_eq!(r.output.text, "a\nbé\"q");
+}
+
+mod typed_vs_lenient {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A JSON value of any type the tests care about.
+    fn scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("null".to_string()),
+            Just("\"\"".to_string()),
+            "[a-z\\\\n\"é]{1,6}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+            (0u64..4).prop_map(|n| n.to_string()),
+            Just("-1".to_string()),
+            Just("2.5".to_string()),
+            Just("true".to_string()),
+            Just("[]".to_string()),
+            Just("{}".to_string()),
+        ]
+    }
+
+    /// Mostly a string (or null, or empty), sometimes any other type: most chunks then
+    /// pass the typed view and some fall back to the lenient reading.
+    fn string() -> impl Strategy<Value = String> {
+        prop_oneof![
+            2 => Just("null".to_string()),
+            1 => Just("\"\"".to_string()),
+            8 => "[a-z\\\\n\"é]{1,6}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+            1 => scalar(),
+        ]
+    }
+
+    /// Mostly a small index, sometimes any other type.
+    fn number() -> impl Strategy<Value = String> {
+        prop_oneof![
+            10 => (0u64..3).prop_map(|n| n.to_string()),
+            1 => Just("null".to_string()),
+            1 => scalar(),
+        ]
+    }
+
+    fn obj(fields: Vec<(&'static str, String)>, keep: Vec<bool>) -> String {
+        let body: Vec<String> = fields
+            .into_iter()
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|((k, v), _)| format!("\"{k}\":{v}"))
+            .collect();
+        format!("{{{}}}", body.join(","))
+    }
+
+    fn tool_call() -> impl Strategy<Value = String> {
+        (
+            number(),
+            string(),
+            string(),
+            string(),
+            proptest::collection::vec(any::<bool>(), 3),
+        )
+            .prop_map(|(index, id, name, args, keep)| {
+                let function = format!("{{\"name\":{name},\"arguments\":{args}}}");
+                obj(
+                    vec![("index", index), ("id", id), ("function", function)],
+                    keep,
+                )
+            })
+    }
+
+    fn choice() -> impl Strategy<Value = String> {
+        (
+            (number(), string(), string(), string()),
+            string(),
+            proptest::collection::vec(tool_call(), 0..3),
+            string(),
+            proptest::collection::vec(any::<bool>(), 8),
+        )
+            .prop_map(
+                |((index, content, reasoning_content, reasoning), fr, calls, text, keep)| {
+                    let delta = obj(
+                        vec![
+                            ("content", content),
+                            ("reasoning_content", reasoning_content),
+                            ("reasoning", reasoning),
+                            ("tool_calls", format!("[{}]", calls.join(","))),
+                        ],
+                        keep[..4].to_vec(),
+                    );
+                    obj(
+                        vec![
+                            ("index", index),
+                            ("delta", delta),
+                            ("finish_reason", fr),
+                            ("text", text),
+                        ],
+                        keep[4..].to_vec(),
+                    )
+                },
+            )
+    }
+
+    fn chunk() -> impl Strategy<Value = String> {
+        (
+            proptest::collection::vec(choice(), 0..3),
+            number(),
+            number(),
+            number(),
+            proptest::collection::vec(any::<bool>(), 4),
+        )
+            .prop_map(|(choices, pt, ct, cached, keep)| {
+                let usage = format!(
+                    "{{\"prompt_tokens\":{pt},\"completion_tokens\":{ct},\"total_tokens\":{pt},\"prompt_tokens_details\":{{\"cached_tokens\":{cached}}}}}"
+                );
+                let timings = format!("{{\"cache_n\":{cached},\"prompt_n\":{pt}}}");
+                obj(
+                    vec![
+                        ("choices", format!("[{}]", choices.join(","))),
+                        ("usage", usage),
+                        ("timings", timings),
+                        ("object", "\"chat.completion.chunk\"".to_string()),
+                    ],
+                    keep,
+                )
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        /// Any stream of chunks with fields of expected and unexpected types gives one
+        /// record through the typed view and through the lenient reading (run_typed_with
+        /// asserts it), for n = 1 and n = 2.
+        #[test]
+        fn typed_and_lenient_readings_agree(chunks in proptest::collection::vec(chunk(), 1..6), n in 1u32..3) {
+            let events: Vec<(u64, Option<&str>, &str)> = chunks
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (10 * (i as u64 + 1), None, c.as_str()))
+                .collect();
+            let _ = run_typed_with(&events, head_n(n));
+        }
+    }
+
+    /// The generator is a fair test of the typed view only if most of its chunks pass it.
+    #[test]
+    fn most_generated_chunks_pass_the_typed_view() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = chunk();
+        let total = 400;
+        let typed = (0..total)
+            .filter(|_| {
+                let c = strategy.new_tree(&mut runner).unwrap().current();
+                ChunkView::parse(&c).is_some()
+            })
+            .count();
+        assert!(
+            typed * 4 >= total,
+            "only {typed} of {total} chunks pass the typed view"
+        );
+    }
 }

@@ -1,4 +1,5 @@
-//! Framing tests: field cases C03, C04 (+ variant B), C05, C30, through eventsource-stream.
+//! Framing tests: field cases C03, C04 (+ variant B), C05, C30, and the framer against
+//! eventsource-stream (the field parser it replaced) on arbitrary streams and read splits.
 
 use super::*;
 use crate::client::record::{RequestStatus, TokenSource};
@@ -18,6 +19,20 @@ fn head() -> RequestHead {
         stream: true,
         ..RequestHead::default()
     }
+}
+
+/// `bytes` as reads cut at `cuts` (positions within `bytes`, any order), read `i` arriving
+/// at `i` ns.
+fn split_reads(bytes: &[u8], mut cuts: Vec<usize>) -> Vec<(u64, Bytes)> {
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut reads = Vec::new();
+    let mut prev = 0;
+    for (i, &c) in cuts.iter().chain(std::iter::once(&bytes.len())).enumerate() {
+        reads.push((i as u64, Bytes::copy_from_slice(&bytes[prev..c])));
+        prev = c;
+    }
+    reads
 }
 
 fn arrivals_ms(events: &[SseEvent]) -> Vec<u64> {
@@ -254,12 +269,16 @@ fn c30_event_over_the_cap_fails_with_bounded_memory() {
     let (event, _) = c30_event();
     let cap = 1024 * 1024;
     // Memory: the splitter never holds more than the cap plus one read.
-    let mut splitter = EventSplitter::new(cap);
-    let mut out = VecDeque::new();
+    let mut framer = SseFramer::new(cap);
+    let mut dispatched = 0;
     let mut failed_at = None;
     for (i, chunk) in event.as_bytes().chunks(64 * 1024).enumerate() {
-        match splitter.push::<Infallible>(chunk, &mut out) {
-            Ok(()) => assert!(splitter.buffered() <= cap),
+        let pushed = framer.push(chunk, |_| {
+            dispatched += 1;
+            ControlFlow::Continue(())
+        });
+        match pushed {
+            Ok(_) => assert!(framer.buffered() <= cap),
             Err(FrameError::TooLarge { buffered, limit }) => {
                 assert!(buffered > limit && buffered <= cap + 64 * 1024);
                 failed_at = Some(i);
@@ -269,7 +288,7 @@ fn c30_event_over_the_cap_fails_with_bounded_memory() {
         }
     }
     assert_eq!(failed_at, Some(16), "fails on the read that crosses 1 MiB");
-    assert!(out.is_empty());
+    assert_eq!(dispatched, 0);
 
     let rec = replay_reads(in_64k_reads(&event), cap, head());
     assert_eq!(rec.status, RequestStatus::Failed);
@@ -384,16 +403,8 @@ data:z\n\n: ping\n\nevent: ping\n\ndata:  two spaces\n\r\nid: 7\nretry: 10\ndata
     proptest! {
         /// However the bytes are split into reads, the same events come out.
         #[test]
-        fn any_read_split_gives_the_same_events(mut cuts in proptest::collection::vec(0..STREAM.len(), 0..20)) {
-            let bytes = STREAM.as_bytes();
-            cuts.sort_unstable();
-            cuts.dedup();
-            let mut reads = Vec::new();
-            let mut prev = 0;
-            for (i, &c) in cuts.iter().chain(std::iter::once(&bytes.len())).enumerate() {
-                reads.push((i as u64, Bytes::copy_from_slice(&bytes[prev..c])));
-                prev = c;
-            }
+        fn any_read_split_gives_the_same_events(cuts in proptest::collection::vec(0..STREAM.len(), 0..20)) {
+            let reads = split_reads(STREAM.as_bytes(), cuts);
             let whole = framed(vec![(0, Bytes::from_static(STREAM.as_bytes()))]);
             prop_assert_eq!(whole.len(), 5);
             prop_assert_eq!(framed(reads), whole);
@@ -411,5 +422,74 @@ data:z\n\n: ping\n\nevent: ping\n\ndata:  two spaces\n\r\nid: 7\nretry: 10\ndata
             (None, "é→".into()),
         ];
         assert_eq!(got, want);
+    }
+}
+
+/// The framer against eventsource-stream 0.2.3, the field parser it replaced: on any
+/// stream of SSE lines (every field kind, comments, blank lines, all three line endings)
+/// split into reads anywhere, the same events come out. eventsource-stream is given the
+/// whole stream in one piece (it holds a read-final CR, and panics on a BOM, so neither
+/// is generated here; C05 and `bom_and_leading_blank_lines_are_harmless` cover them).
+mod against_eventsource_stream {
+    use super::*;
+    use eventsource_stream::Eventsource;
+    use proptest::prelude::*;
+
+    fn line() -> impl Strategy<Value = String> {
+        let value = "[a-z :{}\"é→]{0,8}";
+        prop_oneof![
+            value.prop_map(|v| format!("data: {v}")),
+            value.prop_map(|v| format!("data:{v}")),
+            Just("data".to_string()),
+            value.prop_map(|v| format!("event: {v}")),
+            Just("event: message".to_string()),
+            Just("event:".to_string()),
+            value.prop_map(|v| format!(":{v}")),
+            value.prop_map(|v| format!("id: {v}")),
+            Just("retry: 10".to_string()),
+            value.prop_map(|v| format!("x{v}: y")),
+            Just(String::new()),
+            Just(String::new()),
+        ]
+    }
+
+    fn eol() -> impl Strategy<Value = &'static str> {
+        prop_oneof![Just("\n"), Just("\r\n"), Just("\r")]
+    }
+
+    fn reference(stream: &str) -> Vec<(Option<String>, String)> {
+        let mut whole = stream.to_string();
+        if whole.ends_with('\r') {
+            // A final CR is a complete line end; the crate would wait for a possible LF.
+            whole.push('\n');
+        }
+        let source = futures_util::stream::iter([Ok::<_, Infallible>(Bytes::from(whole))]);
+        let mut events = source.eventsource();
+        let mut out = Vec::new();
+        while let Some(Some(item)) = futures_util::StreamExt::next(&mut events).now_or_never() {
+            let ev = item.expect("eventsource-stream parses generated lines");
+            out.push(((ev.event != "message").then_some(ev.event), ev.data));
+        }
+        out
+    }
+
+    use futures_util::FutureExt;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn same_events_as_eventsource_stream(
+            lines in proptest::collection::vec((line(), eol()), 0..40),
+            mut cuts in proptest::collection::vec(0usize..400, 0..12),
+        ) {
+            let stream: String = lines.iter().map(|(l, e)| format!("{l}{e}")).collect();
+            cuts.retain(|&c| c < stream.len());
+            let reads = split_reads(stream.as_bytes(), cuts);
+            let (events, err) = frame_reads(reads, DEFAULT_MAX_EVENT_BYTES);
+            prop_assert!(err.is_none());
+            let got: Vec<(Option<String>, String)> =
+                events.into_iter().map(|e| (e.event_type, e.data)).collect();
+            prop_assert_eq!(got, reference(&stream));
+        }
     }
 }

@@ -40,6 +40,28 @@ pub(super) fn job(
             "`temperature` must be a finite number ≥ 0".into(),
         ));
     }
+    let n = match j.n {
+        None => None,
+        Some(0) => {
+            return Err(ctx.at_value(
+                &format!("{p}.n"),
+                K::InvalidValue,
+                "`n` (choices per request) must be at least 1".into(),
+            ));
+        }
+        Some(v) if v > MAX_CHOICES => {
+            return Err(ctx
+                .at_value(
+                    &format!("{p}.n"),
+                    K::InvalidValue,
+                    format!("`n` (choices per request) must be at most {MAX_CHOICES}, not {v}"),
+                )
+                .with_hint(Some(
+                    "each choice is a full generation; for more samples raise `repeat`".into(),
+                )));
+        }
+        Some(v) => Some(v),
+    };
     let kind = match j.kind {
         JobKindName::Agentic => JobKind::Agentic(agentic(ctx, tools, &p, &mut j)?),
         JobKindName::Context => JobKind::Context(context(ctx, fx, &p, &mut j)?),
@@ -61,6 +83,7 @@ pub(super) fn job(
         description: j.description,
         max_tokens,
         temperature,
+        n,
         repeat,
         gates,
         checks,
