@@ -10,7 +10,7 @@ use crate::gate::EXIT_BAD_INPUT;
 use crate::model::RunReport;
 use crate::render::{self, Style};
 use crate::runner::{self, RunOptions};
-use crate::suite::{self, ResolvedSuite, RunOverrides, SuiteError};
+use crate::suite::{self, ResolvedSuite, RunOverrides};
 
 /// Runs one parsed command.
 pub async fn dispatch(cmd: Command) -> i32 {
@@ -110,46 +110,6 @@ pub async fn dispatch(cmd: Command) -> i32 {
     }
 }
 
-/// Prints a suite error once: the one-line `error: file:line:col: message; hint` form,
-/// then (when the file's text can be shown) the source snippet with the labelled span.
-pub fn print_suite_error(e: &SuiteError) {
-    let color = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    match e.snippet(color) {
-        Some(snippet) => eprintln!("error: {e}\n{snippet}"),
-        None => eprintln!("error: {e}"),
-    }
-}
-
-/// Loads every suite; on any problem prints every error of every file (each once, in
-/// file order, then `N errors in FILE`) and returns exit 2. Job ids shared across files
-/// ([`suite::check_distinct_job_ids`]) are checked once every file loads.
-pub fn load_all(paths: &[PathBuf]) -> Result<Vec<suite::Suite>, i32> {
-    let mut out = Vec::new();
-    let mut failed = false;
-    for p in paths {
-        match suite::load_all(p) {
-            Ok(s) => out.push(s),
-            Err(errors) => {
-                failed = true;
-                for e in &errors {
-                    print_suite_error(e);
-                }
-                if errors.len() > 1 {
-                    eprintln!("error: {} errors in {}", errors.len(), p.display());
-                }
-            }
-        }
-    }
-    if failed {
-        return Err(EXIT_BAD_INPUT);
-    }
-    if let Err(e) = suite::check_distinct_job_ids(&out) {
-        print_suite_error(&e);
-        return Err(EXIT_BAD_INPUT);
-    }
-    Ok(out)
-}
-
 fn check(paths: &[PathBuf]) -> i32 {
     match load_all(paths) {
         Ok(suites) => {
@@ -198,19 +158,8 @@ fn list(
     }
 }
 
-/// Prints `error: no job selected[ by --filter "PATTERN"]` and returns exit 2 (bad input),
-/// for `run` and `list` alike.
-fn no_job_selected(filter: Option<&str>) -> i32 {
-    eprintln!(
-        "error: no job selected{}",
-        filter
-            .map(|f| format!(" by --filter {f:?}"))
-            .unwrap_or_default()
-    );
-    EXIT_BAD_INPUT
-}
-
-/// Loads and resolves suites for `run` (exit 2 on any problem, before any request).
+/// Loads and resolves suites for `run` (exit 2 on any problem, before any request): the
+/// flags as plain overrides, then [`crate::suite::diagnose::resolve_for_run`].
 pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
     let overrides = RunOverrides {
         endpoint: args.endpoint.clone(),
@@ -218,25 +167,7 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
         capture_timeline: args.capture_timeline,
         filter: args.filter.clone(),
     };
-    if let Err(e) = overrides.validate() {
-        eprintln!("error: {e}");
-        return Err(EXIT_BAD_INPUT);
-    }
-    let suites = load_all(&args.suites)?;
-    let resolved: Vec<ResolvedSuite> = suites
-        .iter()
-        .map(|s| suite::resolve(s, &overrides))
-        .collect();
-    for r in &resolved {
-        if let Err(e) = r.check_endpoint_settings() {
-            print_suite_error(&e);
-            return Err(EXIT_BAD_INPUT);
-        }
-    }
-    if resolved.iter().all(|r| r.jobs.is_empty()) {
-        return Err(no_job_selected(args.filter.as_deref()));
-    }
-    Ok(resolved)
+    crate::suite::diagnose::resolve_for_run(&args.suites, &overrides)
 }
 
 async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
@@ -389,6 +320,7 @@ fn check_output_paths(args: &RunArgs) -> Result<(), String> {
 }
 
 pub use crate::run_dir::{check_new_or_empty_dir, load_report, read_report};
+pub use crate::suite::diagnose::{load_all, no_job_selected, print_suite_error};
 
 /// `report RUN_DIR [--format F] [--output FILE] [--otlp-endpoint URL]`: reads the run once,
 /// renders it, then (when the render succeeded and a URL is given) sends its spans. Exit 0;

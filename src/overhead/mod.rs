@@ -37,7 +37,6 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{MessageFormat, RunArgs};
 use crate::gate::EXIT_BAD_INPUT;
 use crate::gate::spec::OverheadSpec;
 use crate::runner::{self, RunOptions, execute::SinkChoice};
@@ -313,21 +312,16 @@ pub async fn command(args: OverheadArgs) -> i32 {
         eprintln!("error: --pairs: at least 1 pair");
         return EXIT_BAD_INPUT;
     }
-    let run_args = RunArgs {
-        suites: vec![args.suite.clone()],
+    let overrides = crate::suite::RunOverrides {
         endpoint: args.endpoint.clone(),
         model: args.model.clone(),
         capture_timeline: false,
-        dry_run: false,
-        out: None,
         filter: args.filter.clone(),
-        junit: None,
-        message_format: MessageFormat::Human,
-        partition: None,
-        shard: None,
-        start_at: None,
     };
-    let suites = match crate::commands::resolve_run(&run_args) {
+    let suites = match crate::suite::diagnose::resolve_for_run(
+        std::slice::from_ref(&args.suite),
+        &overrides,
+    ) {
         Ok(s) => s,
         Err(code) => return code,
     };

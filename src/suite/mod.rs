@@ -16,6 +16,7 @@
 //! (`keys`) → serde structs with `deny_unknown_fields` (`raw`) → semantic validation and
 //! defaults (`validate`) → [`Suite`]; [`resolve`] then applies CLI flags.
 
+pub mod diagnose;
 mod doc;
 mod dry_run;
 mod error;

@@ -1545,19 +1545,11 @@ fn parse_all_reports_each_failing_job_and_tool_once() {
     let p = Project::new();
     // Two jobs with a semantic problem each and a tool with one: three errors, and the
     // job naming the broken tool is not reported again for it.
-    let text = r#"
-[[tools]]
-name = "weather"
-parameters = { type = "object" }
-response_file = "tools/missing.json"
-
-[[jobs]]
-name = "a"
-kind = "agentic"
-mode = "model"
-task = "t"
-tools = ["weather"]
-
+    let tool = "[[tools]]\nname = \"weather\"\nparameters = { type = \"object\" }\n\
+                response_file = \"tools/missing.json\"\n";
+    let text = &format!(
+        "{tool}{AGENTIC}{}",
+        r#"
 [[jobs]]
 name = "b"
 kind = "agentic"
@@ -1569,7 +1561,8 @@ max_steps = 0
 name = "b"
 kind = "context"
 sizes = [16]
-"#;
+"#
+    );
     let errs = parse_all(text, &p.origin()).expect_err("errors");
     let got: Vec<(SuiteErrorKind, Option<&str>)> =
         errs.iter().map(|e| (e.kind(), e.path())).collect();
