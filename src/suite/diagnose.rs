@@ -72,7 +72,7 @@ pub fn resolve_for_run(
     let suites = load_all(paths)?;
     let resolved: Vec<ResolvedSuite> = suites
         .iter()
-        .map(|s| super::resolve(s, &overrides))
+        .map(|s| super::resolve(s, overrides))
         .collect();
     for r in &resolved {
         if let Err(e) = r.check_endpoint_settings() {
