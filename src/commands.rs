@@ -29,7 +29,7 @@ pub async fn dispatch(cmd: Command) -> i32 {
         Command::K8s(args) => crate::shard::k8s::command(args),
         Command::Run { args, after } => run(args, after).await,
         Command::Serve(args) => crate::serve::run(args).await,
-        Command::Sim(args) => match crate::sim::serve(args).await {
+        Command::Sim(args) => match crate::sim::serve(args.to_config(), args.socket_addr()).await {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("error: simulator: {e}");

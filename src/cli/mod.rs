@@ -5,6 +5,9 @@
 
 use std::path::PathBuf;
 
+mod sim;
+pub use sim::SimArgs;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// inferscope-bench: benchmark OpenAI-compatible LLM endpoints per step, in ms, joules
@@ -49,7 +52,7 @@ pub enum Command {
         after: RunAfterArgs,
     },
     /// Serve the built-in OpenAI-compatible simulator until Ctrl-C.
-    Sim(crate::sim::SimArgs),
+    Sim(SimArgs),
     /// Serve the read-only, authenticated timeline API and dashboard page over retained
     /// run directories until Ctrl-C.
     Serve(crate::serve::ServeArgs),
