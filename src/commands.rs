@@ -105,7 +105,7 @@ pub async fn dispatch(cmd: Command) -> i32 {
             };
             crate::offline::command(&src, &steps, out.as_deref())
         }
-        Command::Overhead(args) => crate::overhead::command(args).await,
+        Command::Overhead(args) => crate::overhead::command(args.into_request()).await,
         Command::Snapshot { run_dir, into } => crate::harness::snapshot_command(&run_dir, &into),
     }
 }

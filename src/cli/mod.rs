@@ -5,7 +5,9 @@
 
 use std::path::PathBuf;
 
+mod overhead;
 mod sim;
+pub use overhead::{NegativeControlArg, OverheadArgs};
 pub use sim::SimArgs;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -101,7 +103,7 @@ pub enum Command {
     },
     /// Measure the overhead of timeline capture: interleaved capture-off/on runs of a
     /// suite against the `[overhead]` budgets. Exit 0 pass, 100 fail, 3 inconclusive.
-    Overhead(crate::overhead::OverheadArgs),
+    Overhead(OverheadArgs),
     /// Write each job's redacted trajectory report of a finished run as an insta
     /// `.snap.new` file (review with `cargo insta review`). Exit 0 when every snapshot
     /// matches, 100 when any is new or changed, 2 bad input. The `suites` test harness

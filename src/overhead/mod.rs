@@ -47,7 +47,7 @@ pub use render::render_text;
 
 /// The negative controls of `--negative-control` (PRD T005: "A deliberately blocking or
 /// disk-writing sink fails an independent negative control").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NegativeControl {
     /// Capture-on runs use [`crate::timeline::BlockingSink`] (2 ms stall per insert).
@@ -66,30 +66,23 @@ impl NegativeControl {
     }
 }
 
-/// Arguments of `overhead`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct OverheadArgs {
+/// What the `overhead` command was asked (the flags of `crate::cli::OverheadArgs`, as
+/// plain values).
+#[derive(Debug, Clone)]
+pub struct OverheadRequest {
     /// The suite file whose jobs are the workload.
     pub suite: PathBuf,
-    /// Number of capture-off/capture-on pairs (default: the suite's `[overhead] pairs`, 5).
-    #[arg(long)]
+    /// Number of capture-off/capture-on pairs (default: the suite's `[overhead] pairs`).
     pub pairs: Option<u32>,
-    /// Replace the capture sink of the capture-on runs by a deliberately bad one; the
-    /// verdict must then be `fail` (exit 100).
-    #[arg(long, value_enum)]
+    /// A deliberately bad capture sink for the capture-on runs.
     pub negative_control: Option<NegativeControl>,
     /// Endpoint base URL; overrides the suite's.
-    #[arg(long)]
     pub endpoint: Option<String>,
     /// Model name; overrides the suite's.
-    #[arg(long)]
     pub model: Option<String>,
     /// Only jobs whose id contains this text (or matches this `*` glob).
-    #[arg(long)]
     pub filter: Option<String>,
-    /// Keep every run directory and write `overhead.json` here (default: a temporary
-    /// directory under `target/inferscope/overhead/`, removed at the end).
-    #[arg(long, value_name = "DIR")]
+    /// Keep every run directory and write `overhead.json` here.
     pub out: Option<PathBuf>,
 }
 
@@ -307,7 +300,7 @@ fn work_dir(out: Option<&Path>) -> std::io::Result<(PathBuf, Option<tempfile::Te
 }
 
 /// The `overhead` command: exit 0 pass, 100 fail, 3 inconclusive, 2 bad input.
-pub async fn command(args: OverheadArgs) -> i32 {
+pub async fn command(args: OverheadRequest) -> i32 {
     if args.pairs == Some(0) {
         eprintln!("error: --pairs: at least 1 pair");
         return EXIT_BAD_INPUT;
