@@ -118,7 +118,7 @@ fn agentic_suite_on_the_simulator_passes_and_writes_exactly_into_out() {
         assert_eq!(j["status"], "pass", "{}", j["id"]);
         assert!(j["stats"]["succeeded"].as_u64().unwrap() > 0);
     }
-    // steps.jsonl: the ADR-013 marker fields on every line, ids unique.
+    // steps.jsonl: the marker (docs/artifacts.md) fields on every line, ids unique.
     let steps = std::fs::read_to_string(out.join("steps.jsonl")).unwrap();
     let mut ids = std::collections::BTreeSet::new();
     for l in steps.lines() {
@@ -881,7 +881,7 @@ fn a_script_step_that_no_tool_response_matches_exits_2() {
     assert_eq!(wire.accepted(), 0, "a bad suite reached the endpoint");
 }
 
-/// ADR-013 concurrency statement: a context job with `concurrency = 4` and the default
+/// step-attribution concurrency (docs/measurement.md) statement: a context job with `concurrency = 4` and the default
 /// `count = 1` can never have had four trajectories in flight; the run says one (declared
 /// is capped to the units started), labels the simulator's energy `simulated`, and never
 /// claims trajectories in flight that were not. With `count = 8` on the simulator they do

@@ -140,7 +140,7 @@ pub enum Command {
     /// Print Kubernetes manifests that run a suite as N shards (an Indexed Job) and merge
     /// them (a Job that waits for the Indexed Job's completion condition).
     K8s(crate::shard::k8s::K8sArgs),
-    /// Offline ADR-013 join of an external driver's step markers with sampled timelines:
+    /// Offline step-attribution join (docs/measurement.md) of an external driver's step markers with sampled timelines:
     /// a samples directory, saved Prometheus query_range answers, or an inferscope report.
     Trajectory {
         /// A `samples/` directory written by a run or by any tool (docs/samples.md).

@@ -13,14 +13,14 @@
 //!   `gen_ai.conversation.id`, `gen_ai.response.time_to_first_chunk` in s, `error.type`);
 //!   energy has no GenAI attribute, so it is the project's own `inferscope.energy_mj`
 //!   with `inferscope.energy_basis` (`measured`, `apportioned`, `simulated`)
-//!   (`ref/energy-and-engine-metrics.md` §6.1); a trajectory's root span carries its
+//!   (docs/measurement.md); a trajectory's root span carries its
 //!   trajectory energy figure. A client-estimated output count (the report's
-//!   `completion_tokens_estimate`, no server usage — DESIGN §5) is
+//!   `completion_tokens_estimate`, no server usage — docs/measurement.md) is
 //!   `inferscope.usage.output_tokens_estimate`, never `gen_ai.usage.output_tokens`. A value
 //!   the run did not observe is left out (OTLP has no null), never written as 0.
 //!
 //! Times are unix-nanosecond strings **anchored at the run's recorded reference instant**:
-//! `reference_instant_unix_ns + elapsed_ns` (ADR-013; never the export time). Ids are
+//! `reference_instant_unix_ns + elapsed_ns` (docs/measurement.md; never the export time). Ids are
 //! deterministic lowercase hex from SHA-256 of the run id and trajectory id (trace, 16
 //! bytes) and of those plus the step id (span, 8 bytes), so exporting a run twice gives
 //! the same trace. Enum fields are integers, 64-bit integers strings, as the JSON encoding
@@ -132,7 +132,7 @@ fn step_span(
         if let Some(v) = st.prompt_tokens {
             attrs.push(kv("gen_ai.usage.input_tokens", int(v)));
         }
-        // `gen_ai.usage.*` is server usage: a client estimate (DESIGN §5) is not passed
+        // `gen_ai.usage.*` is server usage: a client estimate (docs/measurement.md) is not passed
         // off as one.
         if let Some(v) = st.completion_tokens {
             attrs.push(kv("gen_ai.usage.output_tokens", int(v)));

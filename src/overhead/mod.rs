@@ -1,5 +1,5 @@
 //! `inferscope-bench overhead SUITE [--pairs N] [--negative-control blocking-sink|disk-write-sink]`:
-//! the measured overhead gate of timeline capture (DESIGN §8, PRD T005, issue 6 item 2).
+//! the measured overhead gate of timeline capture (README.md (overhead), docs/artifacts.md, issue 6 item 2).
 //!
 //! The suite runs `1 + 2·N` times in this process: one discarded capture-off warm-up run
 //! (first-run costs: page faults, lazy statics, connection pools), then N interleaved
@@ -21,7 +21,7 @@
 //! cover the whole runner, including the in-process simulator when the suite is
 //! simulated.
 //!
-//! Budgets: the suite's `[overhead]` table ([`crate::gate::spec::OverheadSpec`], PRD
+//! Budgets: the suite's `[overhead]` table ([`crate::gate::spec::OverheadSpec`], docs/artifacts.md
 //! defaults: ≤ 1 % workload effect, 0 capture disk bytes, 0 GPU bytes, CPU ≤ 50 % of a
 //! core, peak RSS ≤ 512 MiB, 5 pairs). The estimator and decision rule are documented in
 //! [`analysis`]. Exit status: 0 pass, 100 fail, 3 inconclusive, 2 bad input.
@@ -45,7 +45,7 @@ use crate::suite::{EndpointSetting, ResolvedSuite, Setting, SettingSource};
 pub use analysis::{Evaluation, GateResult, GpuReading, OverheadOutcome, RunMeasure};
 pub use render::render_text;
 
-/// The negative controls of `--negative-control` (PRD T005: "A deliberately blocking or
+/// The negative controls of `--negative-control` (docs/artifacts.md: "A deliberately blocking or
 /// disk-writing sink fails an independent negative control").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -1,5 +1,5 @@
 //! JUnit XML (`--junit FILE`, issue 6 item 5) written with quick-junit 0.8, as nextest does
-//! (`ref/rust-conventions.md` §2.6).
+//! (docs/architecture.md).
 //!
 //! Layout: one `<testsuite>` per suite (in first-appearance order), one `<testcase>` per job
 //! (`name` = job name, `classname` = suite, `time` = job duration). Each test case carries

@@ -1,5 +1,5 @@
 //! Renderers of a run's job results (pure: every function returns a `String`; the caller
-//! writes it). Issue 2 item 8, issue 6 item 5, DESIGN §7, `ref/rust-conventions.md` §2.
+//! writes it). Issue 2 item 8, issue 6 item 5, docs/measurement.md, docs/architecture.md
 //!
 //! - [`view`]: [`EndpointLabel`]. Every renderer reads the report model itself
 //!   ([`crate::model::JobReport`], [`crate::model::SummaryReport`]); the reason lines they

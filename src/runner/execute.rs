@@ -736,7 +736,7 @@ impl Session {
                     prov.rejected_count = file.rejected_count;
                     for m in file.markers {
                         // Harness step ids are renumbered run-unique; times map onto the
-                        // run clock through the anchor (ADR-013 join). A start before the
+                        // run clock through the anchor (step-attribution join (docs/measurement.md)). A start before the
                         // anchor keeps its real time (never rewritten to the anchor) and
                         // is flagged; the join drops it by its `outside_run` rule.
                         let step_id = ctx.step_id();

@@ -1,11 +1,11 @@
 //! The `run` command: drives resolved suites against an endpoint (or the built-in
-//! simulator), then grades, attributes and gates (DESIGN §3 `driver`, §4–§7).
+//! simulator), then grades, attributes and gates (docs/architecture.md `driver`, §4–§7).
 //!
 //! Phases, in order, each a span when capture is on: `preparation` (simulator, clients,
 //! tools), `preflight` (endpoint reachable, `/models` answering, model listed; then the
 //! samplers start — a preflight failure is a setup error: no sampler, no measured window,
 //! exit 96), `request_execution`
-//! (the jobs, one trajectory in flight at a time: the ADR-013 controlled-concurrency
+//! (the jobs, one trajectory in flight at a time: the step-attribution controlled (docs/measurement.md)-concurrency
 //! condition — except jobs with load keys, which run their units concurrently per
 //! [`crate::load`] and are labelled `apportioned` above one in flight), `grading`, `finalization` (statistics, attribution, gates, artifacts).
 //! Artifacts are written only after the measured window.

@@ -1,4 +1,4 @@
-//! `report.json`, `steps.jsonl` and the console lines of a run (DESIGN §7, §10).
+//! `report.json`, `steps.jsonl` and the console lines of a run (docs/measurement.md, §10).
 //!
 //! The report is the typed model of [`crate::model`] (schema
 //! [`crate::model::REPORT_SCHEMA`], `inferscope-bench.report/v2`); this module assembles it
@@ -6,7 +6,7 @@
 //! tokens (server usage, or the client's estimate beside it) and failure code; per job its
 //! status (`pass`, `fail`, `cancelled`, `not_run`, `setup_error`), statistics, gate
 //! verdicts with their bases, energy figures; per trajectory its steps, each with its
-//! ADR-013 figures inside; for load jobs the settings under `load` and the curve under
+//! step-attribution figures (docs/measurement.md) inside; for load jobs the settings under `load` and the curve under
 //! `sweep`; with `--baseline`, the per-figure comparison under `baseline`. Missing values are
 //! `null` with a reason, never 0. No prompt, response or tool payload is written; a server's
 //! error text is kept bounded and redacted (never in the timeline).
@@ -101,8 +101,8 @@ fn missing_energy_reason(a: &StepAttribution) -> String {
     }
 }
 
-/// A step's energy figure and its ADR-013 figures from its trajectory's join outcome. The
-/// ADR-013 figures (samples, counter deltas, usage) are kept whatever the power source;
+/// A step's energy figure and its step-attribution figures (docs/measurement.md) from its trajectory's join outcome. The
+/// step-attribution figures (docs/measurement.md) (samples, counter deltas, usage) are kept whatever the power source;
 /// the energy is `null` with basis `unavailable` without one.
 fn step_energy(
     outcome: Option<&TrajectoryOutcome>,
@@ -785,7 +785,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The ADR-013 markers of every step of every trajectory (unix ns from the anchor).
+/// The markers (docs/artifacts.md) of every step of every trajectory (unix ns from the anchor).
 pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
     let anchor = report.reference_instant_unix_ns;
     report

@@ -1,6 +1,6 @@
 //! The runner's record of what one job did: steps, trajectories and job results.
 //!
-//! Every LLM call and every tool call is a step (ADR-013 `llm_call` / `tool`); an SWE
+//! Every LLM call and every tool call is a step (docs/measurement.md `llm_call` / `tool`); an SWE
 //! harness run is one `harness` span and contributes only the steps its own marker file
 //! declares. Times are `elapsed_ns` on the run's clock.
 
@@ -10,7 +10,7 @@ pub use crate::model::{FailureCode, StepKind, StepStatus, StopReason, ToolErrorC
 /// One executed step of a trajectory.
 #[derive(Debug, Clone)]
 pub struct StepRecord {
-    /// Run-unique step id (also the ADR-013 marker `step_id`).
+    /// Run-unique step id (also the marker (docs/artifacts.md) `step_id`).
     pub step_id: u64,
     /// `llm_call` or `tool`.
     pub kind: StepKind,
@@ -28,7 +28,7 @@ pub struct StepRecord {
     pub tool_error: Option<ToolErrorCode>,
     /// The request record for `llm_call` steps (timings, usage); `None` for tools.
     pub request: Option<RequestRecord>,
-    /// `false` for a step known only from an ADR-013 marker (an SWE harness's own file):
+    /// `false` for a step known only from an marker (docs/artifacts.md) (an SWE harness's own file):
     /// its status is then not known.
     pub status_known: bool,
     /// For an external marker that starts before the run's reference instant: how long

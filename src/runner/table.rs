@@ -1,16 +1,16 @@
 //! The per-step console table of each trajectory: latency (TTFT, duration), exact usage
 //! (prompt, cached, generated tokens from each response's own `usage`), the prefix-cache
-//! hit rate, and the ADR-013 energy columns (samples in window — the fewest over devices —,
+//! hit rate, and the step-attribution energy (docs/measurement.md) columns (samples in window — the fewest over devices —,
 //! energy mJ with its basis, tokens per joule). Pure: renders from the typed
 //! [`RunReport`].
 //!
 //! Absent values print as `—` (never 0). A generated-token count the client estimated
-//! because the server sent no usage (`completion_tokens_estimate`, DESIGN §5), and the
+//! because the server sent no usage (`completion_tokens_estimate`, docs/measurement.md), and the
 //! tokens per joule derived from it, print with a leading `~`. The header of each table
 //! names the power source from what was sampled (`power nvml`, `power simulated`, `power
 //! unavailable`, its reason printed once after the tables), the energy basis (`—` without
 //! a power source) and the
-//! trajectories declared and observed in flight; the ADR-013 concurrency statement of
+//! trajectories declared and observed in flight; the step-attribution concurrency (docs/measurement.md) statement of
 //! each join is printed once, after its tables. A load point's table is its first
 //! trajectory's (every trajectory is in `report.json`).
 

@@ -1,6 +1,6 @@
 //! Suite files: TOML schema, validation with located errors, resolution of run settings.
 //!
-//! The contract is `SUITE_SCHEMA.md` (DESIGN §4; issue 2 item 2). Loading is strict:
+//! The contract is docs/suite.md (issue 2 item 2). Loading is strict:
 //! every table rejects unknown keys with file:line:col and a did-you-mean hint, keys of
 //! another job kind are errors, wrong types and the schema's semantic rules (duplicate
 //! names, unknown tools, missing operands, invalid regexes and JSON paths, missing
@@ -103,7 +103,7 @@ fn in_file_order(mut all: Vec<SuiteError>) -> Vec<SuiteError> {
 /// Job ids are `suite::job` and a file already refuses two jobs with one name, so two ids
 /// collide only when two files share a suite name (the same file given twice, or two files
 /// with the same `name`, or the same stem without one); the report, the steps file and the
-/// ADR-013 join key trajectories by job id, so a collision would merge two jobs' runs.
+/// step-attribution join (docs/measurement.md) key trajectories by job id, so a collision would merge two jobs' runs.
 ///
 /// Errors: [`SuiteErrorKind::Duplicate`] on the later file, naming the earlier one and the
 /// shared suite name (no position: the name may come from the file stem).

@@ -1,4 +1,4 @@
-//! Chrome / Perfetto trace export (issue 4 §6; DESIGN §6 "Exports"): the JSON object
+//! Chrome / Perfetto trace export (issue 4 §6; docs/artifacts.md "Exports"): the JSON object
 //! format `{"traceEvents": [...], "displayTimeUnit": "ms"}` that ui.perfetto.dev and
 //! chrome://tracing open.
 //!

@@ -27,7 +27,7 @@
     return ns === null || ns === undefined ? "—" : (ns / 1e6).toFixed(3);
   }
   // Observed completion tokens, else the client's estimate marked "~" (no server usage;
-  // DESIGN §5), else null.
+  // docs/measurement.md), else null.
   function completionOf(e) {
     if (e.completion_tokens != null) return e.completion_tokens;
     if (e.completion_tokens_estimate != null) return "~" + e.completion_tokens_estimate;
