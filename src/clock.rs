@@ -126,6 +126,16 @@ pub fn unix_ns_to_rfc3339(unix_ns: u64) -> String {
     }
 }
 
+/// The runner host a clock-domain id names (`mono:<host>:<pid>:<anchor>`); `None` for an
+/// id of another form (a merged run's `merged:…`, a test's).
+pub fn domain_host(clock_domain_id: &str) -> Option<&str> {
+    let mut it = clock_domain_id.split(':');
+    match (it.next(), it.next()) {
+        (Some("mono"), Some(h)) if !h.is_empty() => Some(h),
+        _ => None,
+    }
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())

@@ -66,12 +66,15 @@ pub async fn dispatch(cmd: Command) -> i32 {
             format,
             output,
             otlp_endpoint,
+            otlp_protocol,
         } => {
             report_command(
                 &run_dir,
                 format,
                 output.as_deref(),
-                otlp_endpoint.as_deref(),
+                otlp_endpoint
+                    .as_deref()
+                    .map(|u| (u, otlp_protocol.encoding())),
             )
             .await
         }
@@ -283,7 +286,7 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
     }
     if let Some(url) = &after.otlp_endpoint {
         // Delivery problems are reported and never change the run's result.
-        crate::otlp::send_report(&outcome.report, url).await;
+        crate::otlp::send_report(&outcome.report, url, after.otlp_protocol.encoding()).await;
     }
     exit_status
 }
@@ -322,23 +325,24 @@ fn check_output_paths(args: &RunArgs) -> Result<(), String> {
 pub use crate::run_dir::{check_new_or_empty_dir, load_report, read_report};
 pub use crate::suite::diagnose::{load_all, no_job_selected, print_suite_error};
 
-/// `report RUN_DIR [--format F] [--output FILE] [--otlp-endpoint URL]`: reads the run once,
-/// renders it, then (when the render succeeded and a URL is given) sends its spans. Exit 0;
-/// 1 when the collector refused or could not be reached (or JUnit rendering failed); 2 when
-/// the run is unreadable or the output cannot be written.
+/// `report RUN_DIR [--format F] [--output FILE] [--otlp-endpoint URL [--otlp-protocol P]]`:
+/// reads the run once, renders it, then (when the render succeeded and a URL is given)
+/// sends its spans in that encoding. Exit 0; 1 when the collector refused or could not be
+/// reached (or JUnit rendering failed); 2 when the run is unreadable or the output cannot
+/// be written.
 async fn report_command(
     run_dir: &Path,
     format: ReportFormat,
     output: Option<&Path>,
-    otlp_endpoint: Option<&str>,
+    otlp: Option<(&str, crate::otlp::Encoding)>,
 ) -> i32 {
     let rep = match load_report(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };
-    match (report(&rep, run_dir, format, output), otlp_endpoint) {
-        (0, Some(url)) => {
-            if crate::otlp::send_report(&rep, url).await {
+    match (report(&rep, run_dir, format, output), otlp) {
+        (0, Some((url, encoding))) => {
+            if crate::otlp::send_report(&rep, url, encoding).await {
                 0
             } else {
                 1
@@ -355,19 +359,18 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             &rep.summary,
             &runner::report::endpoint_label(rep),
         ),
-        ReportFormat::Junit => {
-            match render::junit_xml("inferscope-bench", &rep.jobs, rep.summary.duration_ns) {
-                Ok(x) => x,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return 1;
-                }
+        ReportFormat::Junit => match render::junit_xml(rep) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 1;
             }
-        }
+        },
         // Byte-for-byte the `report.json` the run wrote (the typed model round-trips).
         ReportFormat::Json => String::from_utf8(rep.to_json()).unwrap_or_default(),
-        ReportFormat::OtlpJson => {
-            serde_json::to_string_pretty(&crate::otlp::export(rep)).unwrap_or_default()
+        ReportFormat::OtlpJson => crate::otlp::to_json(&crate::otlp::export(rep)),
+        ReportFormat::OtlpProtobuf => {
+            return write_output(output, &crate::otlp::to_protobuf(&crate::otlp::export(rep)));
         }
         ReportFormat::Html => {
             let (page, integrity_error) = crate::serve::html::report_html(run_dir);
@@ -396,8 +399,19 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             }
         },
     };
+    let mut text = text.into_bytes();
+    if output.is_none() {
+        text.push(b'\n');
+    }
+    write_output(output, &text)
+}
+
+/// Writes a rendered report to `output` (printing `wrote PATH`), else to standard output
+/// as it is. Exit 0, or 2 when it cannot be written.
+fn write_output(output: Option<&Path>, bytes: &[u8]) -> i32 {
+    use std::io::Write;
     match output {
-        Some(p) => match std::fs::write(p, text) {
+        Some(p) => match std::fs::write(p, bytes) {
             Ok(()) => {
                 println!("wrote {}", p.display());
                 0
@@ -408,8 +422,14 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             }
         },
         None => {
-            println!("{text}");
-            0
+            let mut out = std::io::stdout().lock();
+            match out.write_all(bytes).and_then(|()| out.flush()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("error: standard output: {e}");
+                    EXIT_BAD_INPUT
+                }
+            }
         }
     }
 }

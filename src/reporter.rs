@@ -168,7 +168,7 @@ impl Reporter for Junit {
             return;
         };
         let written =
-            render::junit_xml("inferscope-bench", &report.jobs, report.summary.duration_ns)
+            render::junit_xml(report)
                 .map_err(|e| e.to_string())
                 .and_then(|xml| std::fs::write(&self.path, xml).map_err(|e| e.to_string()));
         if let Err(e) = written {

@@ -1059,3 +1059,262 @@ fn no_power_source_anywhere(r: &Value, console: &str) {
         assert_eq!(tpj["basis"], "unavailable", "{tpj}");
     }
 }
+
+/// Validates `xml` against `junit-10.xsd` with `xmlschema`; `Err(reasons)` when invalid.
+fn junit_schema_check(python: &Path, xsd: &Path, xml: &Path) -> Result<(), String> {
+    const VALIDATE: &str = "import sys, xmlschema\n\
+        errors = list(xmlschema.XMLSchema(sys.argv[1]).iter_errors(sys.argv[2]))\n\
+        [print(e.reason, e.path) for e in errors]\n\
+        sys.exit(1 if errors else 0)\n";
+    let (code, out, err) = support::python(python, VALIDATE, &[xsd, xml]);
+    match code {
+        0 => Ok(()),
+        1 => Err(out),
+        _ => panic!("xmlschema did not run: {err}"),
+    }
+}
+
+/// Issue 18: the JUnit XML of every kind of outcome is valid against the Jenkins
+/// `junit-10.xsd` (pytest 9.2.0's copy, validated by `xmlschema`, both installed by
+/// `.ci/run`), with `timestamp` and `hostname` on each test suite; a gate failure is a
+/// `<failure>`, an unreachable endpoint an `<error type="setup_error">`, a cancelled job an
+/// `<error type="cancelled">`, a job not run `<skipped>`. The validator is checked too: the
+/// `skipped` attribute quick-junit wrote on `<testsuites>` fails it.
+#[test]
+fn junit_is_valid_against_the_jenkins_schema() {
+    let Some((python, xsd)) = support::py_validators("junit schema") else {
+        return;
+    };
+    let cwd = tempfile::tempdir().unwrap();
+    // A passing and a gate-failing job.
+    let good = quick_suite(cwd.path(), "ttft_ms = { p99 = 10000.0 }");
+    let bad = write(
+        cwd.path(),
+        "slow.toml",
+        "name = \"slow\"\n[gates]\nttft_ms = { p99 = 0.001 }\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = 4\n",
+    );
+    let both = cwd.path().join("both.xml");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            &good,
+            bad.to_str().unwrap(),
+            "--junit",
+            both.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(100), "{}", describe(&o));
+    // An endpoint nothing listens on: a setup error.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let down = write(
+        cwd.path(),
+        "down.toml",
+        &format!(
+            "name = \"down\"\nendpoint = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\n\
+             [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = 4\n"
+        ),
+    );
+    let unreachable = cwd.path().join("down.xml");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            down.to_str().unwrap(),
+            "--junit",
+            unreachable.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(96), "{}", describe(&o));
+    // A cancelled run with jobs it never started.
+    let cut = cwd.path().join("cut");
+    support::cancelled_with_not_run(&cut, 2);
+    let cancelled = cwd.path().join("cut.xml");
+    let o = run(
+        cwd.path(),
+        &[
+            "report",
+            cut.to_str().unwrap(),
+            "--format",
+            "junit",
+            "-o",
+            cancelled.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+
+    for (file, wants) in [
+        (&both, &[r#"<failure "#, r#"type="gate failure""#][..]),
+        (&unreachable, &[r#"<error "#, r#"type="setup_error""#][..]),
+        (
+            &cancelled,
+            &[r#"type="cancelled""#, "<skipped ", r#"skipped="2""#][..],
+        ),
+    ] {
+        let xml = std::fs::read_to_string(file).unwrap();
+        if let Err(e) = junit_schema_check(&python, &xsd, file) {
+            panic!(
+                "{} is not valid against junit-10.xsd:\n{e}\n{xml}",
+                file.display()
+            );
+        }
+        for w in wants {
+            assert!(xml.contains(w), "{}: no {w}:\n{xml}", file.display());
+        }
+        assert!(xml.contains(" timestamp=\""), "{xml}");
+        assert!(xml.contains(" hostname=\""), "{xml}");
+        assert!(xml.contains("<properties>"), "{xml}");
+    }
+    let both_xml = std::fs::read_to_string(&both).unwrap();
+    assert!(!both_xml.contains("<error "), "{both_xml}");
+    assert!(
+        !std::fs::read_to_string(&unreachable)
+            .unwrap()
+            .contains("<failure "),
+        "an unreachable endpoint is not a failed measurement"
+    );
+
+    // Negative control: what quick-junit wrote before (`skipped` on `<testsuites>`, a
+    // test case's `<properties>`) is refused by the same validator.
+    let old = cwd.path().join("old.xml");
+    std::fs::write(
+        &old,
+        both_xml
+            .replacen("<testsuites ", "<testsuites skipped=\"0\" ", 1)
+            .replacen(
+                "<system-out>",
+                "<properties><property name=\"kind\" value=\"context\"/></properties><system-out>",
+                1,
+            ),
+    )
+    .unwrap();
+    let e = junit_schema_check(&python, &xsd, &old).expect_err("the old output is invalid");
+    assert!(e.contains("skipped") && e.contains("properties"), "{e}");
+}
+
+/// The step numbers of every console table (`trajectory …` header, column header, rows).
+fn table_step_numbers(console: &str) -> Vec<Vec<u64>> {
+    let mut tables = Vec::new();
+    let mut current: Option<Vec<u64>> = None;
+    for line in console.lines() {
+        if line.starts_with("trajectory ") {
+            tables.extend(current.take());
+            current = Some(Vec::new());
+        } else if let Some(t) = current.as_mut() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            if first == "step" {
+                continue;
+            }
+            match first.parse::<u64>() {
+                Ok(n) if line.starts_with(' ') => t.push(n),
+                _ => tables.extend(current.take()),
+            }
+        }
+    }
+    tables.extend(current);
+    tables
+}
+
+/// The mJ figure after `key` in `line` (`steps 123 mJ` → 123).
+fn mj_after(line: &str, key: &str) -> u64 {
+    let at = line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len();
+    line[at..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Issue 18: the console numbers steps 1..n within each trajectory (not run-wide), gives
+/// each trajectory its own step total, and prints once per run the run's energy line (all
+/// steps + unattributed = whole run when one trajectory was in flight at a time) and one
+/// concurrency statement — a short line without a power source.
+#[test]
+fn console_numbers_steps_per_trajectory_and_states_energy_and_concurrency_once() {
+    let cwd = tempfile::tempdir().unwrap();
+    let o = run(cwd.path(), &["run", &suite_path("agentic.toml")]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let console = text(&o).0;
+    let tables = table_step_numbers(&console);
+    assert_eq!(tables.len(), 3, "{console}");
+    for t in &tables {
+        assert_eq!(*t, (1..=t.len() as u64).collect::<Vec<_>>(), "{console}");
+    }
+    let steps: u64 = console
+        .lines()
+        .filter(|l| l.starts_with("energy: steps "))
+        .map(|l| mj_after(l, "energy: steps "))
+        .sum();
+    let run_line: Vec<&str> = console
+        .lines()
+        .filter(|l| l.starts_with("energy (run):"))
+        .collect();
+    assert_eq!(run_line.len(), 1, "{console}");
+    let (all, unattributed, whole) = (
+        mj_after(run_line[0], "all steps "),
+        mj_after(run_line[0], "unattributed "),
+        mj_after(run_line[0], "whole run "),
+    );
+    assert_eq!(all, steps, "the run's steps are the trajectories' steps");
+    assert_eq!(all + unattributed, whole);
+    assert!(
+        !console
+            .lines()
+            .any(|l| l.starts_with("energy: ") && l.contains("unattributed")),
+        "a trajectory's line never repeats the others' energy: {console}"
+    );
+    assert_eq!(console.matches("Controlled concurrency").count(), 1);
+
+    // A load run: steps numbered per trajectory, one statement, the overlap said.
+    let o = run(cwd.path(), &["run", &suite_path("load.toml")]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let console = text(&o).0;
+    for t in table_step_numbers(&console) {
+        assert_eq!(t, (1..=t.len() as u64).collect::<Vec<_>>(), "{console}");
+    }
+    assert_eq!(console.matches("energy (run):").count(), 1, "{console}");
+    assert!(console.contains("steps of trajectories in flight together overlap"));
+    assert_eq!(
+        console.matches("Controlled concurrency").count(),
+        1,
+        "{console}"
+    );
+    assert_eq!(
+        console
+            .matches("a step window may mix concurrent work")
+            .count(),
+        1,
+        "{console}"
+    );
+
+    // No power source: one short line, not the controlled-concurrency paragraph.
+    let server = support::Hostile::start("m", |_: &support::Received| {
+        support::Reply::Ok("fine".into())
+    });
+    let suite = write(
+        cwd.path(),
+        "nopower.toml",
+        &format!(
+            "name = \"np\"\nendpoint = \"{}\"\nmodel = \"m\"\n[telemetry]\ngpu = \"off\"\n\
+             metrics = false\nsample_period_ms = 10\n\
+             [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = 4\n",
+            server.base_url()
+        ),
+    );
+    let o = run(cwd.path(), &["run", suite.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let console = text(&o).0;
+    assert!(!console.contains("Controlled concurrency"), "{console}");
+    let short: Vec<&str> = console
+        .lines()
+        .filter(|l| l.contains("no energy figure to attribute"))
+        .collect();
+    assert_eq!(short.len(), 1, "{console}");
+    assert!(short[0].starts_with("power unavailable"), "{}", short[0]);
+    assert!(short[0].split_whitespace().count() < 20, "{}", short[0]);
+}

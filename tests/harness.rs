@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
-use assert_cmd::Command;
 use inferscope_bench::harness::{self, HarnessConfig};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -130,8 +129,7 @@ fn a_suite_that_does_not_load_is_a_failing_trial() {
 }
 
 fn run_repo_tour(out: &Path) {
-    Command::cargo_bin("inferscope-bench")
-        .unwrap()
+    let status = StdCommand::new(env!("CARGO_BIN_EXE_inferscope-bench"))
         .current_dir(ROOT)
         .args([
             "run",
@@ -142,13 +140,13 @@ fn run_repo_tour(out: &Path) {
         ])
         .arg(out)
         .env_remove("CI")
-        .assert()
-        .code(0);
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
 }
 
 fn snapshot_cmd(run_dir: &Path, into: &Path) -> (i32, String) {
-    let o = Command::cargo_bin("inferscope-bench")
-        .unwrap()
+    let o = StdCommand::new(env!("CARGO_BIN_EXE_inferscope-bench"))
         .args(["snapshot"])
         .arg(run_dir)
         .arg("--into")
@@ -186,8 +184,14 @@ fn cli_snapshot_matches_the_harness_snapshot_and_writes_insta_pending_files() {
     assert!(out.contains("cargo insta review"), "{out}");
     let pending = fresh.join("agentic__repo_tour.snap.new");
     let snap = insta::Snapshot::from_file(&pending).expect("insta reads the pending file");
-    assert_eq!(snap.metadata().expression(), Some("agentic::repo_tour"));
-    assert!(snap.metadata().source().is_some());
+    assert_eq!(snap.metadata().expression(), Some("body"));
+    assert_eq!(snap.metadata().source(), Some("src/harness/mod.rs"));
+    // Stable header: the pending file is the harness's accepted file byte for byte (no
+    // run id), so accepting it changes nothing.
+    assert_eq!(
+        std::fs::read_to_string(&pending).unwrap(),
+        std::fs::read_to_string(&accepted).unwrap()
+    );
     let committed = insta::Snapshot::from_file(&accepted).unwrap();
     assert_eq!(
         snap.contents().as_text().unwrap().to_string(),
@@ -212,6 +216,35 @@ fn cli_snapshot_matches_the_harness_snapshot_and_writes_insta_pending_files() {
     assert_eq!(code, 100, "{out}");
     assert!(out.contains("changed"), "{out}");
     assert!(changed.join("agentic__repo_tour.snap.new").exists());
+}
+
+/// Issue 18: `snapshot RUN_DIR` after the Quickstart's two-job run finds every job
+/// unchanged against the harness's snapshots: each job started with an empty prefix cache
+/// on the simulator, as it does alone (before, the second job's cached tokens differed).
+#[test]
+fn a_multi_job_run_snapshots_like_the_harness() {
+    let dir = tmp();
+    let run = dir.path().join("run");
+    let status = StdCommand::new(env!("CARGO_BIN_EXE_inferscope-bench"))
+        .current_dir(ROOT)
+        .args(["run", "suites/agentic.toml", "--out"])
+        .arg(&run)
+        .env_remove("CI")
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let into = dir.path().join("snaps");
+    std::fs::create_dir_all(&into).unwrap();
+    for name in ["agentic__lookup", "agentic__repo_tour"] {
+        std::fs::copy(
+            Path::new(ROOT).join(format!("snapshots/{name}.snap")),
+            into.join(format!("{name}.snap")),
+        )
+        .unwrap();
+    }
+    let (code, out) = snapshot_cmd(&run, &into);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.matches("unchanged").count(), 2, "{out}");
 }
 
 /// Child half of `changed_snapshot_fails_under_ci`: asserts the body in

@@ -1,7 +1,11 @@
-// OTLP export (issue 8 item 3): an OTLP/JSON export of a run of the fixture suite
-// (`suites/agentic.toml` on the in-process simulator) checked against the OTLP JSON
-// shape, then delivered over OTLP/HTTP to a local receiver (an axum server on
-// 127.0.0.1:0) by `report --otlp-endpoint` and by `run --otlp-endpoint`.
+// OTLP export (issue 8 item 3, issue 18): the export of a run of the fixture suite
+// (`suites/agentic.toml` on the in-process simulator) checked against the OTLP JSON shape
+// and the OpenTelemetry GenAI conventions; its protobuf form decoded in Rust (the
+// opentelemetry-proto messages) and, independently, by the official PyPI
+// `opentelemetry-proto` definitions; then delivered over OTLP/HTTP (gzip protobuf by
+// default, JSON on request) to a local receiver (an axum server on 127.0.0.1:0) that
+// decodes what arrives, by `report --otlp-endpoint` and by `run --otlp-endpoint`. A
+// failing request gives ERROR spans with `error.type` per the convention.
 
 mod support;
 
@@ -14,9 +18,10 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
+use axum::response::IntoResponse;
 use axum::routing::post;
 use serde_json::Value;
-use support::{repo, report, run_async, run_suite};
+use support::{Hostile, Reply, repo, report, run_async, run_suite};
 
 async fn run_fixture_suite(out: &Path) {
     let o = run_suite(&repo().join("suites/agentic.toml"), None, out).await;
@@ -54,6 +59,11 @@ fn attrs(span: &Value) -> HashMap<String, Value> {
         .collect()
 }
 
+/// A root span: no parent (an empty `parentSpanId`, as the protobuf's empty bytes).
+fn is_root(s: &Value) -> bool {
+    s["parentSpanId"].as_str().unwrap_or("").is_empty()
+}
+
 fn nanos(v: &Value) -> u64 {
     v.as_str()
         .expect("unix-nano times are JSON strings")
@@ -68,6 +78,14 @@ fn validate(export: &Value, report: &Value) {
     assert_eq!(rs.len(), 1);
     let res = attrs(&rs[0]["resource"]);
     assert_eq!(res["service.name"], "inferscope-bench");
+    assert_eq!(
+        rs[0]["schemaUrl"],
+        "https://opentelemetry.io/schemas/1.41.0"
+    );
+    assert_eq!(
+        rs[0]["scopeSpans"][0]["schemaUrl"],
+        "https://opentelemetry.io/schemas/1.41.0"
+    );
     assert_eq!(res["inferscope.run_id"], report["run_id"]);
     assert_eq!(
         res["inferscope.reference_instant_unix_ns"],
@@ -104,7 +122,7 @@ fn validate(export: &Value, report: &Value) {
         let (start, end) = (nanos(&s["startTimeUnixNano"]), nanos(&s["endTimeUnixNano"]));
         assert!(anchor <= start && start <= end, "{s}");
         assert!(s["kind"].is_u64(), "enums are integers");
-        if s.get("parentSpanId").is_none() {
+        if is_root(s) {
             assert!(
                 roots.insert(trace.to_string(), s).is_none(),
                 "one root per trace"
@@ -113,7 +131,7 @@ fn validate(export: &Value, report: &Value) {
     }
     assert_eq!(roots.len(), trajectories, "a trace per trajectory");
 
-    for s in spans.iter().filter(|s| s.get("parentSpanId").is_some()) {
+    for s in spans.iter().filter(|s| !is_root(s)) {
         let a = attrs(s);
         let root = roots[s["traceId"].as_str().unwrap()];
         assert_eq!(s["parentSpanId"], root["spanId"], "parent link");
@@ -129,6 +147,34 @@ fn validate(export: &Value, report: &Value) {
         let root_attrs = attrs(root);
         assert_eq!(root_attrs["gen_ai.operation.name"], "invoke_agent");
         assert_eq!(root_attrs["gen_ai.agent.name"], job.as_str());
+        assert_eq!(root_attrs["gen_ai.provider.name"], "inferscope.simulator");
+        assert_eq!(root_attrs["gen_ai.conversation.id"], t["id"]);
+        assert_eq!(root_attrs["server.address"], "127.0.0.1");
+        assert!(
+            root_attrs["server.port"]
+                .as_str()
+                .unwrap()
+                .parse::<u16>()
+                .is_ok()
+        );
+        assert!(
+            root["status"].is_null(),
+            "a finished trajectory is not an error"
+        );
+        let number: usize = a["inferscope.step_number"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            t["steps"][number - 1]["step_id"].as_u64(),
+            Some(step_id),
+            "step numbers are 1..n within the trajectory"
+        );
+        assert!(
+            s["status"].is_null() && !a.contains_key("error.type"),
+            "{s}"
+        );
         assert_eq!(root["name"], format!("invoke_agent {job}"));
         assert_eq!(
             nanos(&root["startTimeUnixNano"]),
@@ -143,12 +189,30 @@ fn validate(export: &Value, report: &Value) {
                 assert_eq!(s["kind"], 1);
                 assert_eq!(a["gen_ai.operation.name"], "execute_tool");
                 assert_eq!(a["gen_ai.tool.name"], st["name"]);
+                assert_eq!(a["gen_ai.tool.type"], "function");
+                assert_eq!(a["gen_ai.tool.call.id"], st["tool_call_id"]);
+                assert!(!st["tool_call_id"].as_str().unwrap().is_empty());
             }
             _ => {
                 assert_eq!(s["name"], "chat inferscope-sim");
                 assert_eq!(s["kind"], 3);
                 assert_eq!(a["gen_ai.operation.name"], "chat");
                 assert_eq!(a["gen_ai.request.model"], "inferscope-sim");
+                assert_eq!(a["gen_ai.provider.name"], "inferscope.simulator");
+                assert_eq!(a["server.address"], "127.0.0.1");
+                assert_eq!(a["server.port"], root_attrs["server.port"]);
+                assert_eq!(a["gen_ai.request.stream"], true);
+                assert_eq!(
+                    a["gen_ai.request.max_tokens"],
+                    st["max_tokens"].as_u64().unwrap().to_string()
+                );
+                assert_eq!(a["gen_ai.response.model"], "inferscope-sim");
+                assert_eq!(
+                    a["gen_ai.response.finish_reasons"],
+                    serde_json::json!({"values": [{"stringValue": st["finish_reason"]}]})
+                );
+                let ttft = a["gen_ai.response.time_to_first_chunk"].as_f64().unwrap();
+                assert!((ttft * 1000.0 - st["ttft_ms"].as_f64().unwrap()).abs() < 1e-6);
                 assert_eq!(
                     a["gen_ai.usage.input_tokens"],
                     st["prompt_tokens"].as_u64().unwrap().to_string()
@@ -185,8 +249,104 @@ fn validate(export: &Value, report: &Value) {
     );
 }
 
+/// The export decoded from protobuf bytes (gzip or plain) with the opentelemetry-proto
+/// messages, in the OTLP/JSON mapping.
+fn decode_protobuf(bytes: &[u8]) -> Value {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message;
+    let plain = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut out).unwrap();
+        out
+    } else {
+        bytes.to_vec()
+    };
+    let req = ExportTraceServiceRequest::decode(plain.as_slice()).expect("valid protobuf");
+    serde_json::to_value(&req).unwrap()
+}
+
+/// A structural summary of an export, the same from the OTLP/JSON text (here) and from the
+/// protobuf as the official Python definitions decode it ([`PY_SUMMARY`]): ids in hex,
+/// enums as integers, attribute values typed.
+fn summary(export: &Value) -> Value {
+    fn value(v: &Value) -> Value {
+        let (k, x) = v.as_object().unwrap().iter().next().unwrap();
+        match k.as_str() {
+            "intValue" => Value::from(x.as_str().unwrap().parse::<i64>().unwrap()),
+            "arrayValue" => {
+                Value::Array(x["values"].as_array().unwrap().iter().map(value).collect())
+            }
+            _ => x.clone(),
+        }
+    }
+    fn attributes(a: &Value) -> Value {
+        Value::Object(
+            a.as_array()
+                .unwrap()
+                .iter()
+                .map(|kv| (kv["key"].as_str().unwrap().to_string(), value(&kv["value"])))
+                .collect(),
+        )
+    }
+    let rs = &export["resourceSpans"][0];
+    let ss = &rs["scopeSpans"][0];
+    let spans: Vec<Value> = ss["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "trace_id": s["traceId"], "span_id": s["spanId"],
+                "parent_span_id": s["parentSpanId"].as_str().unwrap_or(""),
+                "name": s["name"], "kind": s["kind"],
+                "start": nanos(&s["startTimeUnixNano"]), "end": nanos(&s["endTimeUnixNano"]),
+                "status": s["status"]["code"].as_u64().unwrap_or(0),
+                "status_message": s["status"]["message"].as_str().unwrap_or(""),
+                "attributes": attributes(&s["attributes"]),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "resource_schema_url": rs["schemaUrl"], "scope_schema_url": ss["schemaUrl"],
+        "scope": ss["scope"]["name"], "resource": attributes(&rs["resource"]["attributes"]),
+        "spans": spans,
+    })
+}
+
+/// [`summary`] of a protobuf file (gzip or plain), decoded by the official
+/// `opentelemetry-proto` Python package.
+const PY_SUMMARY: &str = r#"
+import gzip, json, sys
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+def value(v):
+    k = v.WhichOneof("value")
+    if k == "array_value":
+        return [value(x) for x in v.array_value.values]
+    return getattr(v, k)
+def attributes(kvs):
+    return {a.key: value(a.value) for a in kvs}
+data = open(sys.argv[1], "rb").read()
+if data[:2] == b"\x1f\x8b":
+    data = gzip.decompress(data)
+r = ExportTraceServiceRequest.FromString(data)
+assert len(r.resource_spans) == 1 and len(r.resource_spans[0].scope_spans) == 1
+rs = r.resource_spans[0]
+ss = rs.scope_spans[0]
+spans = [{
+    "trace_id": s.trace_id.hex(), "span_id": s.span_id.hex(),
+    "parent_span_id": s.parent_span_id.hex(), "name": s.name, "kind": s.kind,
+    "start": s.start_time_unix_nano, "end": s.end_time_unix_nano,
+    "status": s.status.code, "status_message": s.status.message,
+    "attributes": attributes(s.attributes),
+} for s in ss.spans]
+print(json.dumps({
+    "resource_schema_url": rs.schema_url, "scope_schema_url": ss.schema_url,
+    "scope": ss.scope.name, "resource": attributes(rs.resource.attributes), "spans": spans,
+}))
+"#;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn otlp_json_export_of_a_fixture_run_has_the_otlp_shape() {
+async fn otlp_export_of_a_fixture_run_follows_the_genai_conventions() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     run_fixture_suite(&run).await;
@@ -211,36 +371,89 @@ async fn otlp_json_export_of_a_fixture_run_has_the_otlp_shape() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let again: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(export, again);
+
+    // The protobuf form: the same request, decoded with the opentelemetry-proto messages.
+    let pb = tmp.path().join("otlp.pb");
+    let o = run_async(
+        &repo(),
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            "otlp-protobuf",
+            "-o",
+            pb.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let bytes = std::fs::read(&pb).unwrap();
+    assert_eq!(
+        decode_protobuf(&bytes),
+        export,
+        "protobuf and JSON carry one request"
+    );
+
+    // Independently: the official Python definitions decode the same spans.
+    if let Some((python, _)) = support::py_validators("otlp protobuf decode") {
+        let (code, out, err) = support::python(&python, PY_SUMMARY, &[&pb]);
+        assert_eq!(code, 0, "{err}");
+        let decoded: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(decoded, summary(&export));
+    }
 }
 
 /// One POST the receiver got.
 struct Post {
     path: String,
     content_type: Option<String>,
+    content_encoding: Option<String>,
+    /// The body decoded (protobuf, gzip or not, or JSON) into the OTLP/JSON mapping.
     body: Value,
+    /// The raw body.
+    raw: Vec<u8>,
 }
 
 #[derive(Clone, Default)]
-struct Received(Arc<Mutex<Vec<Post>>>);
+struct Posts(Arc<Mutex<Vec<Post>>>);
 
-async fn receiver() -> (String, Received, tokio::task::JoinHandle<()>) {
-    let got = Received::default();
+async fn receiver() -> (String, Posts, tokio::task::JoinHandle<()>) {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
+    let got = Posts::default();
     let app = Router::new()
         .route(
             "/v1/traces",
             post(
-                |State(r): State<Received>, uri: Uri, headers: HeaderMap, body: Bytes| async move {
-                    let ct = headers
-                        .get("content-type")
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_string);
-                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                |State(r): State<Posts>, uri: Uri, headers: HeaderMap, body: Bytes| async move {
+                    let h = |k: &str| {
+                        headers
+                            .get(k)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_string)
+                    };
+                    let ct = h("content-type");
+                    let protobuf = ct.as_deref() == Some("application/x-protobuf");
+                    let v = if protobuf {
+                        decode_protobuf(&body)
+                    } else {
+                        serde_json::from_slice(&body).unwrap_or(Value::Null)
+                    };
                     r.0.lock().unwrap().push(Post {
                         path: uri.path().to_string(),
                         content_type: ct,
+                        content_encoding: h("content-encoding"),
                         body: v,
+                        raw: body.to_vec(),
                     });
-                    axum::Json(serde_json::json!({"partialSuccess": {}}))
+                    if protobuf {
+                        (
+                            [("content-type", "application/x-protobuf")],
+                            prost::Message::encode_to_vec(&ExportTraceServiceResponse::default()),
+                        )
+                            .into_response()
+                    } else {
+                        axum::Json(serde_json::json!({"partialSuccess": {}})).into_response()
+                    }
                 },
             ),
         )
@@ -254,13 +467,13 @@ async fn receiver() -> (String, Received, tokio::task::JoinHandle<()>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn otlp_http_delivers_the_export_to_a_collector() {
+async fn otlp_http_delivers_gzip_protobuf_or_json_to_a_collector() {
     let (url, got, task) = receiver().await;
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     run_fixture_suite(&run).await;
 
-    // `report --otlp-endpoint`: the same spans as the file export.
+    // `report --otlp-endpoint`: the same spans as the file export, as gzip protobuf.
     let o = run_async(
         &repo(),
         &[
@@ -277,22 +490,46 @@ async fn otlp_http_delivers_the_export_to_a_collector() {
     .await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("otlp: sent"), "{}", text(&o));
+    assert!(text(&o).contains("http/protobuf"), "{}", text(&o));
     let file: Value =
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("otlp.json")).unwrap())
             .unwrap();
     {
         let g = got.0.lock().unwrap();
         assert_eq!(g.len(), 1);
-        let Post {
-            path,
-            content_type,
-            body,
-        } = &g[0];
-        assert_eq!(path, "/v1/traces");
-        assert_eq!(content_type.as_deref(), Some("application/json"));
-        assert_eq!(body, &file, "what arrived is the export");
-        let report = report(&run);
-        validate(body, &report);
+        let p = &g[0];
+        assert_eq!(p.path, "/v1/traces");
+        assert_eq!(p.content_type.as_deref(), Some("application/x-protobuf"));
+        assert_eq!(p.content_encoding.as_deref(), Some("gzip"));
+        assert!(p.raw.starts_with(&[0x1f, 0x8b]), "a gzip body");
+        assert_eq!(p.body, file, "what arrived is the export");
+        validate(&p.body, &report(&run));
+    }
+
+    // `--otlp-protocol http/json`: the OTLP/JSON body, uncompressed.
+    let o = run_async(
+        &repo(),
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            "json",
+            "-o",
+            tmp.path().join("r.json").to_str().unwrap(),
+            "--otlp-endpoint",
+            &url,
+            "--otlp-protocol",
+            "http/json",
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    {
+        let g = got.0.lock().unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[1].content_type.as_deref(), Some("application/json"));
+        assert_eq!(g[1].content_encoding, None);
+        assert_eq!(g[1].body, file);
     }
 
     // `run --otlp-endpoint`: sent after the run, spans of that run.
@@ -313,13 +550,109 @@ async fn otlp_http_delivers_the_export_to_a_collector() {
     .await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let g = got.0.lock().unwrap();
-    assert_eq!(g.len(), 2);
+    assert_eq!(g.len(), 3);
     let report = report(&out);
-    validate(&g[1].body, &report);
-    let res = attrs(&g[1].body["resourceSpans"][0]["resource"]);
+    validate(&g[2].body, &report);
+    let res = attrs(&g[2].body["resourceSpans"][0]["resource"]);
     assert_eq!(res["inferscope.run_id"], report["run_id"]);
     drop(g);
     task.abort();
+}
+
+/// Issue 18: a request the server refused (HTTP 503) is an ERROR `chat` span with
+/// `error.type = "503"`, and the trajectory it stopped is an ERROR `invoke_agent` span with
+/// its stop reason as `error.type`; the tool step before it is fine, with its call id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_and_its_trajectory_are_error_spans() {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = calls.clone();
+    let server = Hostile::start("hostile-model", move |_: &support::Received| {
+        if c.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Reply::Ok("looking it up".into())
+        } else {
+            Reply::Status(503, "overloaded".into())
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = support::write(
+        tmp.path(),
+        "fail.toml",
+        &format!(
+            "name = \"fail\"\nendpoint = \"{}\"\nmodel = \"hostile-model\"\n\
+             [telemetry]\nmetrics = false\n\
+             [[tools]]\nname = \"note\"\ndescription = \"a note\"\n\
+             parameters = {{ type = \"object\", properties = {{}} }}\n\
+             [[tools.responses]]\nwhen = {{}}\ntext = \"ok\"\n\
+             [[jobs]]\nname = \"agent\"\nkind = \"agentic\"\nmode = \"scripted\"\n\
+             task = \"t\"\ntools = [\"note\"]\nmax_tokens = 8\n[[jobs.script]]\ntool = \"note\"\narguments = {{}}\n",
+            server.base_url()
+        ),
+    );
+    let out = tmp.path().join("run");
+    let o = run_async(
+        tmp.path(),
+        &[
+            "run",
+            suite.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+    let file = tmp.path().join("otlp.json");
+    let o = run_async(
+        tmp.path(),
+        &[
+            "report",
+            out.to_str().unwrap(),
+            "--format",
+            "otlp-json",
+            "-o",
+            file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let export: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let spans = export["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap();
+    let names: Vec<&str> = spans.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "invoke_agent fail::agent",
+            "chat hostile-model",
+            "execute_tool note",
+            "chat hostile-model"
+        ]
+    );
+    let (root, ok, tool, refused) = (&spans[0], &spans[1], &spans[2], &spans[3]);
+    assert_eq!(root["status"]["code"], 2, "{root}");
+    assert_eq!(attrs(root)["error.type"], "request_failed");
+    assert!(ok["status"].is_null() && !attrs(ok).contains_key("error.type"));
+    assert_eq!(
+        attrs(ok)["gen_ai.provider.name"],
+        "openai",
+        "an engine left to `auto`"
+    );
+    assert_eq!(
+        attrs(ok)["gen_ai.response.finish_reasons"]["values"][0]["stringValue"],
+        "stop"
+    );
+    assert_eq!(attrs(tool)["gen_ai.tool.call.id"], "call_0");
+    assert!(tool["status"].is_null());
+    assert_eq!(refused["status"]["code"], 2, "{refused}");
+    assert_eq!(attrs(refused)["error.type"], "503");
+    assert!(
+        refused["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("http_status"),
+        "{refused}"
+    );
+    assert!(!attrs(refused).contains_key("gen_ai.response.finish_reasons"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

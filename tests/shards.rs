@@ -529,7 +529,17 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
         .iter()
         .filter_map(|e| e["pid"].as_u64())
         .collect();
-    assert_eq!(pids, (1..=4).collect(), "one Perfetto process per shard");
+    // Every shard's processes (its run at K*1000+1, its jobs after it) on their own pids.
+    let shards: BTreeSet<u64> = pids.iter().map(|p| p / 1000).collect();
+    assert_eq!(
+        shards,
+        (1..=4).collect(),
+        "Perfetto processes of every shard"
+    );
+    assert!(pids.iter().all(|p| p % 1000 >= 1), "{pids:?}");
+    for k in 1..=4u64 {
+        assert!(pids.contains(&(k * 1000 + 1)), "shard {k}'s run process");
+    }
     // The dashboard's view: one lane group per shard, every trajectory in its shard's
     // group, each group shifted by its shard's offset with the anchor uncertainty stated;
     // the self-contained HTML report carries the same groups.

@@ -409,7 +409,7 @@ fn ctrl_c_during_a_sweep_cancels_the_load_job_everywhere() {
                 page.contains("\"status\":\"cancelled\""),
                 "the detail says cancelled"
             );
-            assert!(page.contains("⏹ cancelled"), "the page's status text");
+            assert!(page.contains("⊘ cancelled"), "the page's status text");
         }
     }
 }

@@ -74,10 +74,13 @@ pub enum Command {
         /// Output file (default: standard output).
         #[arg(long, short)]
         output: Option<PathBuf>,
-        /// Also send the run's OTLP trace spans to this collector (OTLP/HTTP JSON,
+        /// Also send the run's OTLP trace spans to this collector (OTLP/HTTP,
         /// `POST URL/v1/traces`).
         #[arg(long, value_name = "URL")]
         otlp_endpoint: Option<String>,
+        /// The encoding sent to `--otlp-endpoint`: `http/protobuf` (gzip) or `http/json`.
+        #[arg(long, value_enum, value_name = "PROTOCOL", default_value_t = OtlpProtocol::HttpProtobuf)]
+        otlp_protocol: OtlpProtocol,
     },
     /// Saved baselines (`.inferscope/baselines/NAME.json` under the current directory).
     Baseline {
@@ -223,10 +226,35 @@ pub struct RunAfterArgs {
     /// `[gates] regression_pct`).
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
-    /// Send the run's OTLP trace spans to this collector after the run (OTLP/HTTP JSON,
+    /// Send the run's OTLP trace spans to this collector after the run (OTLP/HTTP,
     /// `POST URL/v1/traces`).
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// The encoding sent to `--otlp-endpoint`: `http/protobuf` (gzip) or `http/json`.
+    #[arg(long, value_enum, value_name = "PROTOCOL", default_value_t = OtlpProtocol::HttpProtobuf)]
+    pub otlp_protocol: OtlpProtocol,
+}
+
+/// The OTLP/HTTP encoding sent to a collector (`OTEL_EXPORTER_OTLP_PROTOCOL`'s names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OtlpProtocol {
+    /// Binary protobuf, gzip-compressed (what collectors expect by default).
+    #[default]
+    #[value(name = "http/protobuf")]
+    HttpProtobuf,
+    /// The OTLP/JSON mapping.
+    #[value(name = "http/json")]
+    HttpJson,
+}
+
+impl OtlpProtocol {
+    /// The export encoding.
+    pub fn encoding(self) -> crate::otlp::Encoding {
+        match self {
+            OtlpProtocol::HttpProtobuf => crate::otlp::Encoding::Protobuf,
+            OtlpProtocol::HttpJson => crate::otlp::Encoding::Json,
+        }
+    }
 }
 
 /// Output formats of `report`.
@@ -245,6 +273,9 @@ pub enum ReportFormat {
     /// OTLP/JSON trace spans (one trace per trajectory, GenAI attributes), anchored at
     /// the run's reference instant.
     OtlpJson,
+    /// The same spans as an OTLP protobuf `ExportTraceServiceRequest` (binary,
+    /// uncompressed).
+    OtlpProtobuf,
 }
 
 /// Console message formats.

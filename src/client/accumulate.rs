@@ -293,6 +293,8 @@ pub struct StreamAccumulator {
     chunk_count: u64,
     /// Last non-null `finish_reason` of any choice.
     finish_reason: Option<String>,
+    /// The first `model` the response named (a bounded identifier), if any.
+    response_model: Option<String>,
     /// Choices in order of first appearance.
     choices: Vec<ChoiceState>,
     /// Distinct choice indices seen beyond [`MAX_TRACKED_CHOICES`] (not kept).
@@ -448,7 +450,21 @@ impl StreamAccumulator {
             self.on_choices(choices, arrival_ns);
         }
         self.read_usage_and_timings(chunk);
+        self.read_model(chunk);
         Flow::Continue
+    }
+
+    /// The first `model` a response names, kept when it is a plausible model identifier
+    /// (at most 256 bytes, no control characters); anything else is left out.
+    fn read_model(&mut self, chunk: &ChunkView<'_>) {
+        if self.response_model.is_none()
+            && let Some(JStr(m)) = &chunk.model
+            && !m.is_empty()
+            && m.len() <= 256
+            && !m.chars().any(char::is_control)
+        {
+            self.response_model = Some(m.to_string());
+        }
     }
 
     fn read_usage_and_timings(&mut self, chunk: &ChunkView<'_>) {
@@ -560,6 +576,7 @@ impl StreamAccumulator {
         }
         let chunk = ChunkView::from_value(&value);
         self.read_usage_and_timings(&chunk);
+        self.read_model(&chunk);
         self.done_ns = Some(arrival_ns);
         Flow::Done
     }
@@ -632,6 +649,7 @@ impl StreamAccumulator {
         rec.last_token_ns = self.last_token_ns;
         rec.token_event_count = self.token_event_count;
         rec.chunk_count = self.chunk_count;
+        rec.response_model = self.response_model.take();
 
         let received = self.choices.len() as u64 + self.untracked_choices;
         let requested = u64::from(head.choices_requested.unwrap_or(1));
@@ -815,10 +833,13 @@ struct ChunkView<'a> {
     /// Present and not null: an in-band error (read from a `Value`, cold).
     error: Option<IgnoredAny>,
     object: Option<JStr<'a>>,
+    /// The model the server names (OTLP's `gen_ai.response.model`).
+    model: Option<JStr<'a>>,
 }
 
 impl<'de> Fill<'de> for ChunkView<'de> {
-    const KEYS: &'static [&'static str] = &["choices", "usage", "timings", "error", "object"];
+    const KEYS: &'static [&'static str] =
+        &["choices", "usage", "timings", "error", "object", "model"];
 
     fn fill<A: MapAccess<'de>>(&mut self, key: usize, map: &mut A) -> Result<(), A::Error> {
         match key {
@@ -826,7 +847,8 @@ impl<'de> Fill<'de> for ChunkView<'de> {
             1 => map.next_value().map(|v| self.usage = v),
             2 => map.next_value().map(|v| self.timings = v),
             3 => map.next_value().map(|v| self.error = v),
-            _ => map.next_value().map(|v| self.object = v),
+            4 => map.next_value().map(|v| self.object = v),
+            _ => map.next_value().map(|v| self.model = v),
         }
     }
 }
@@ -860,6 +882,7 @@ impl<'a> ChunkView<'a> {
             }),
             error: None,
             object: JStr::of(v.get("object")),
+            model: JStr::of(v.get("model")),
         }
     }
 }

@@ -70,8 +70,8 @@ use crate::runner::{self, RunOptions};
 use crate::suite::{self, EndpointSetting, EngineProfile, RunOverrides, Suite};
 
 pub use snapshot::{
-    SnapshotWrite, redacted_job_report, snap_file_text, snapshot_body, snapshot_command,
-    snapshot_name,
+    SnapshotWrite, redacted_job_report, snap_file_text, snap_header, snapshot_body,
+    snapshot_command, snapshot_name,
 };
 
 /// Where the harness takes suites, endpoint and snapshots from.
@@ -330,7 +330,8 @@ pub fn assert_snapshot(dir: &Path, job_id: &str, body: &str) {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(dir);
     settings.set_prepend_module_to_snapshot(false);
-    settings.set_description(format!("redacted trajectory report of {job_id}"));
+    let (_, description, _) = snapshot::snap_header(job_id);
+    settings.set_description(description);
     let name = snapshot_name(job_id);
     settings.bind(|| {
         insta::assert_snapshot!(name.as_str(), body);

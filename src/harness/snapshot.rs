@@ -23,10 +23,11 @@
 //! The body is `serde_json` pretty JSON (2-space indent). The Rust harness asserts it
 //! with `insta::assert_snapshot!` and the CLI (`inferscope-bench snapshot`) writes the same
 //! body into an insta `.snap.new` file ([`snap_file_text`]), so both paths produce the
-//! same snapshot. The harness runs each job alone against a fresh simulator; a run of
-//! several jobs shares the endpoint's prefix cache between them, so its cached-token
-//! counts differ from the harness's for every job but the first (a real difference,
-//! shown as such): snapshot a one-job run (`run SUITE --filter JOB`) to compare.
+//! same snapshot, header included ([`snap_header`]: no run id, nothing that varies). The
+//! harness runs each job alone against a fresh simulator; `run` on the built-in simulator
+//! empties its prefix cache at the start of every job, so a run of several jobs snapshots
+//! the same cached-token counts as the harness. Against a real endpoint the cache carries
+//! over between jobs (a real difference, shown as such).
 
 use std::path::{Path, PathBuf};
 
@@ -147,7 +148,7 @@ fn step_energy(s: &StepReport) -> Option<&'static str> {
     (s.energy.is_present() || grid_only).then_some("[mJ]")
 }
 
-fn step<'a>(i: usize, s: &'a StepReport, finish_reason: Option<&'a str>) -> SnapStep<'a> {
+fn step(i: usize, s: &StepReport) -> SnapStep<'_> {
     let accounted = step_energy(s);
     SnapStep {
         step: i + 1,
@@ -160,7 +161,7 @@ fn step<'a>(i: usize, s: &'a StepReport, finish_reason: Option<&'a str>) -> Snap
             cached_tokens: s.cached_tokens,
             completion_tokens: s.completion_tokens,
             completion_tokens_estimate: s.completion_tokens_estimate,
-            finish_reason,
+            finish_reason: s.finish_reason.as_deref(),
             ttft_ms: timing(s.ttft_ms),
         }),
         duration_ms: timing(Some(s.duration_ms)),
@@ -225,14 +226,7 @@ fn trajectory_energy(t: &TrajectoryReport) -> Option<&'static str> {
     (t.energy.is_present() || grid_only).then_some("[mJ]")
 }
 
-fn trajectory<'a>(job: &'a JobReport, t: &'a TrajectoryReport) -> SnapTrajectory<'a> {
-    let finish = |s: &StepReport| -> Option<&'a str> {
-        // The request of an LLM step ends at the step's end; match on it.
-        job.requests
-            .iter()
-            .find(|r| s.kind == StepKind::LlmCall && r.end_ns == Some(s.end_ns))
-            .and_then(|r| r.finish_reason.as_deref())
-    };
+fn trajectory(t: &TrajectoryReport) -> SnapTrajectory<'_> {
     SnapTrajectory {
         index: t.index,
         stop_reason: t.stop_reason,
@@ -243,7 +237,7 @@ fn trajectory<'a>(job: &'a JobReport, t: &'a TrajectoryReport) -> SnapTrajectory
             .steps
             .iter()
             .enumerate()
-            .map(|(i, s)| step(i, s, finish(s)))
+            .map(|(i, s)| step(i, s))
             .collect(),
         attribution: attribution(t),
     }
@@ -340,11 +334,7 @@ fn snapshot<'a>(report: &'a RunReport, job: &'a JobReport) -> Snapshot<'a> {
             spawn_error: h.spawn_error.as_deref(),
         }),
         notes: job.notes.iter().map(|n| redact_urls(n)).collect(),
-        trajectories: job
-            .trajectories
-            .iter()
-            .map(|t| trajectory(job, t))
-            .collect(),
+        trajectories: job.trajectories.iter().map(trajectory).collect(),
     }
 }
 
@@ -357,9 +347,17 @@ pub fn snapshot_body(report: &RunReport, job_id: &str) -> Option<String> {
     Some(serde_json::to_string_pretty(&snapshot(report, job)).expect("snapshots always serialize"))
 }
 
-fn yaml_str(s: &str) -> String {
-    // A JSON string is a valid YAML double-quoted scalar.
-    serde_json::to_string(s).expect("strings serialize")
+/// A YAML scalar as insta writes one: plain when it is only path-like characters, else
+/// double-quoted (a JSON string is a valid YAML double-quoted scalar).
+fn yaml_scalar(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'-'));
+    if plain {
+        s.to_string()
+    } else {
+        serde_json::to_string(s).expect("strings serialize")
+    }
 }
 
 /// The text of an insta snapshot file (`.snap` / `.snap.new`): the YAML header with
@@ -368,10 +366,22 @@ fn yaml_str(s: &str) -> String {
 pub fn snap_file_text(source: &str, description: &str, expression: &str, body: &str) -> String {
     format!(
         "---\nsource: {}\ndescription: {}\nexpression: {}\n---\n{}\n",
-        yaml_str(source),
-        yaml_str(description),
-        yaml_str(expression),
+        yaml_scalar(source),
+        yaml_scalar(description),
+        yaml_scalar(expression),
         body.trim_end()
+    )
+}
+
+/// The header fields of job `job_id`'s snapshot file, the same for the harness
+/// ([`super::assert_snapshot`], through insta) and the CLI (`snapshot`): `(source,
+/// description, expression)`. Nothing in them varies from run to run, so accepting a
+/// snapshot from either path gives the same file.
+pub fn snap_header(job_id: &str) -> (&'static str, String, &'static str) {
+    (
+        "src/harness/mod.rs",
+        format!("redacted trajectory report of {job_id}"),
+        "body",
     )
 }
 
@@ -421,12 +431,8 @@ pub fn write_pending(report: &RunReport, into: &Path) -> std::io::Result<Vec<Sna
             out.push(SnapshotWrite::Unchanged(accepted));
             continue;
         }
-        let text = snap_file_text(
-            &format!("inferscope-bench snapshot (run {})", report.run_id),
-            &format!("redacted trajectory report of {}", job.id),
-            &job.id,
-            &body,
-        );
+        let (source, description, expression) = snap_header(&job.id);
+        let text = snap_file_text(source, &description, expression, &body);
         std::fs::write(&pending, text)?;
         out.push(if existing.is_some() {
             SnapshotWrite::Changed(pending)
@@ -489,7 +495,14 @@ mod tests {
     #[test]
     fn snap_text_round_trips_its_body() {
         let t = snap_file_text("src", "desc \"q\"", "agentic::lookup", "{\n  \"a\": 1\n}\n");
-        assert!(t.starts_with("---\nsource: \"src\"\n"));
+        assert!(t.starts_with("---\nsource: src\ndescription: \"desc \\\"q\\\"\"\nexpression: \"agentic::lookup\"\n"), "{t}");
+        let (source, description, expression) = snap_header("agentic::lookup");
+        assert_eq!(
+            snap_file_text(source, &description, expression, "{}"),
+            "---\nsource: src/harness/mod.rs\ndescription: \"redacted trajectory report of \
+             agentic::lookup\"\nexpression: body\n---\n{}\n",
+            "insta's own header of a harness snapshot"
+        );
         assert_eq!(snap_file_body(&t), Some("{\n  \"a\": 1\n}"));
         assert_eq!(snap_file_body("no header"), None);
     }
@@ -511,6 +524,11 @@ mod tests {
             completion_tokens: None,
             completion_tokens_estimate: None,
             ttft_ms: None,
+            max_tokens: None,
+            finish_reason: None,
+            http_status: None,
+            response_model: None,
+            tool_call_id: None,
             energy,
             tokens_per_joule: crate::model::Figure::missing(Basis::Simulated, "not an LLM step"),
             warmup: false,
@@ -524,22 +542,22 @@ mod tests {
     fn step_energy_presence_is_recorded() {
         use crate::model::Figure;
         let present = step_with(Figure::of(12, Basis::Simulated));
-        assert_eq!(step(0, &present, None).energy, Some("[mJ]"));
+        assert_eq!(step(0, &present).energy, Some("[mJ]"));
         // Shorter than the sampling grid: accounted for in the unattributed energy.
         let short = step_with(Figure::missing(
             Basis::Simulated,
             "no power-sample segment lies fully inside the step window (shorter than the \
              sampling grid; its energy is in the trajectory's unattributed energy)",
         ));
-        assert_eq!(step(0, &short, None).energy, Some("[mJ]"));
+        assert_eq!(step(0, &short).energy, Some("[mJ]"));
         let gone = step_with(Figure::missing(Basis::Unavailable, "no power source: NVML"));
-        let s = step(0, &gone, None);
+        let s = step(0, &gone);
         assert_eq!((s.energy, s.energy_basis), (None, None));
         let withheld = step_with(Figure::missing(
             Basis::Simulated,
             "attribution withheld (no_anchor)",
         ));
-        assert_eq!(step(0, &withheld, None).energy, None);
+        assert_eq!(step(0, &withheld).energy, None);
     }
 
     /// The flake this rule removes: a load point's trajectory whose every step is shorter

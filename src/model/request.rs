@@ -424,6 +424,9 @@ pub struct RequestRecord {
     pub reasoning_tokens: Option<u64>,
     /// Last non-null `finish_reason` seen.
     pub finish_reason: Option<String>,
+    /// The first `model` the response named (a bounded identifier; `null` when none).
+    #[serde(default)]
+    pub response_model: Option<String>,
     /// Success or failure.
     pub status: RequestStatus,
     /// Typed failure reason; `null` on success.
@@ -478,6 +481,7 @@ impl RequestRecord {
             cached_tokens: None,
             reasoning_tokens: None,
             finish_reason: None,
+            response_model: None,
             status: RequestStatus::Failed,
             failure_code: None,
             http_status: None,

@@ -165,6 +165,24 @@ pub struct StepReport {
     pub completion_tokens_estimate: Option<TokenEstimate>,
     /// TTFT, ms from send; `null` for tools or when no token arrived.
     pub ttft_ms: Option<f64>,
+    /// The request's `max_tokens`; `null` for tools and when the request set none.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// The response's last `finish_reason` (`stop`, `length`, `tool_calls`, …); `null` for
+    /// tools and when none arrived.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    /// The HTTP status of the response head; `null` for tools and when none arrived.
+    #[serde(default)]
+    pub http_status: Option<u16>,
+    /// The `model` the server named in its response (it may differ from the model asked
+    /// for); `null` for tools and when the response named none.
+    #[serde(default)]
+    pub response_model: Option<String>,
+    /// For a tool step: the id of the tool call it executed (the server's, or the runner's
+    /// `call_<k>` in a scripted trajectory); `null` otherwise.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
     /// Step energy, mJ (step-attribution trapezoid (docs/measurement.md), summed over devices; withheld, with the reason,
     /// when some device with a power series had no sample segment inside the window).
     pub energy: Figure<u64>,

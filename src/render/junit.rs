@@ -1,32 +1,80 @@
-//! JUnit XML (`--junit FILE`, issue 6 item 5) written with quick-junit 0.8, as nextest does
-//! (docs/architecture.md).
+//! JUnit XML (`--junit FILE`, `report --format junit`; issue 6 item 5, issue 18) written
+//! with quick-junit 0.8, as nextest does (docs/architecture.md), and valid
+//! against the Jenkins `junit-10.xsd` (pytest's copy; `tests/junit_schema.rs` validates
+//! with `xmlschema`).
 //!
-//! Layout: one `<testsuite>` per suite (in first-appearance order), one `<testcase>` per job
-//! (`name` = job name, `classname` = suite, `time` = job duration). Each test case carries
-//! its verdicts as properties (`verdict.<gate>` = `<outcome>: <message>`, plus `kind`) and a
-//! readable `<system-out>` (verdicts, grading, request figures, notes). A failed job gets a
-//! `<failure>` whose `message` is the first failure reason, `type` names the failing parts
-//! (`gate`, `grading`), and whose text holds every failure reason, one per line. A job
-//! Ctrl-C / SIGTERM stopped part-way is an `<error type="cancelled">` (it ran, but not to
-//! its end: never a success, not a failed measurement either); a job whose endpoint failed
-//! the preflight is an `<error type="setup_error">` naming the cause; a job the run never
-//! started is `<skipped>`.
+//! Layout: one `<testsuite>` per suite (in first-appearance order) with `timestamp` (its
+//! first job's start, UTC), `hostname` (the runner host of the run's clock domain, when it
+//! names one) and `<properties>` — the run's (`run_id`, `tool`, `clock_domain_id`,
+//! `endpoint`, `power`, `capture`) and each job's (`JOB.kind`, `JOB.status`,
+//! `JOB.verdict.GATE` = `outcome: message`): the schema allows properties on a test suite,
+//! not on a test case. One `<testcase>` per job (`name` = job name, `classname` = suite,
+//! `time` = job duration) with a readable `<system-out>` (verdicts, grading, request
+//! figures with their bases, notes).
+//!
+//! Outcomes: a job whose gates or grading failed is a `<failure>` (`message` the first
+//! reason, `type` the failing parts: `gate failure`, `grading failure`, …, text every
+//! reason). A job that could not be measured is an `<error>`: its endpoint failed the
+//! preflight (`type="setup_error"`, naming the cause), it never reached the endpoint
+//! (`type="endpoint_unreachable"`: every request failed before a response head, none
+//! succeeded), its harness could not start (`type="harness_failed"`), or Ctrl-C / SIGTERM
+//! stopped it part-way (`type="cancelled"`: it ran, but not to its end — never a success,
+//! not a failed measurement either). A job the run never started is `<skipped>`. The
+//! `<testsuites>` element carries `tests`, `failures`, `errors` and `time` only (the
+//! schema has no `skipped` there; quick-junit's is removed).
 
 use crate::gate::format_number;
-use crate::model::{JobReport, JobStatus, Summary};
+use crate::model::{FailureCode, JobReport, JobStatus, RunReport, Summary};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
 
-/// The JUnit report of a run named `report_name` (e.g. `inferscope-bench`) lasting
-/// `duration_ns`.
-pub fn junit_report(report_name: &str, jobs: &[JobReport], duration_ns: u64) -> Report {
+fn utc(unix_ns: u64) -> chrono::DateTime<chrono::FixedOffset> {
+    let secs = i64::try_from(unix_ns / 1_000_000_000).unwrap_or(i64::MAX);
+    let nanos = (unix_ns % 1_000_000_000) as u32;
+    chrono::DateTime::from_timestamp(secs, nanos)
+        .unwrap_or_default()
+        .fixed_offset()
+}
+
+/// The run-level properties every test suite carries.
+fn run_properties(report: &RunReport) -> Vec<Property> {
+    let endpoint = match &report.endpoint {
+        Some(e) if e.simulated => format!("simulated (built-in) · model {}", e.model),
+        Some(e) => format!("{} · model {}", crate::redact::urls(&e.base_url), e.model),
+        None => "none".to_string(),
+    };
+    vec![
+        Property::new("run_id", report.run_id.as_str()),
+        Property::new("tool", report.tool.as_str()),
+        Property::new("clock_domain_id", report.clock_domain_id.as_str()),
+        Property::new("endpoint", endpoint),
+        Property::new("power", report.power.describe()),
+        Property::new(
+            "capture",
+            match (report.capture.enabled, report.capture.quality) {
+                (false, _) => "off".to_string(),
+                (true, Some(q)) => q.as_str().to_string(),
+                (true, None) => "unavailable".to_string(),
+            },
+        ),
+    ]
+}
+
+/// The JUnit report of a run (see the module docs).
+pub fn junit_report(report: &RunReport) -> Report {
+    let host = crate::clock::domain_host(&report.clock_domain_id);
     let mut suites: Vec<TestSuite> = Vec::new();
-    for job in jobs {
+    for job in &report.jobs {
         let idx = match suites.iter().position(|s| s.name.as_str() == job.suite()) {
             Some(i) => i,
             None => {
                 let mut s = TestSuite::new(job.suite());
                 s.set_time(Duration::ZERO);
+                s.set_timestamp(utc(report.reference_instant_unix_ns + job.start_ns));
+                if let Some(h) = host {
+                    s.extra.insert("hostname".into(), h.into());
+                }
+                s.add_properties(run_properties(report));
                 suites.push(s);
                 suites.len() - 1
             }
@@ -34,24 +82,89 @@ pub fn junit_report(report_name: &str, jobs: &[JobReport], duration_ns: u64) -> 
         let suite = &mut suites[idx];
         let t = suite.time.unwrap_or_default() + Duration::from_nanos(job.duration_ns);
         suite.set_time(t);
+        let name = job.job_name();
+        suite.add_property(Property::new(format!("{name}.kind"), job.kind.as_str()));
+        suite.add_property(Property::new(format!("{name}.status"), job.status.as_str()));
+        for v in &job.verdicts {
+            suite.add_property(Property::new(
+                format!("{name}.verdict.{}", v.gate),
+                format!("{}: {}", v.outcome.as_str(), v.message),
+            ));
+        }
         suite.add_test_case(test_case(job));
     }
-    let mut report = Report::new(report_name);
-    report.set_time(Duration::from_nanos(duration_ns));
-    report.add_test_suites(suites);
-    report
+    let mut r = Report::new("inferscope-bench");
+    r.set_time(Duration::from_nanos(report.summary.duration_ns));
+    r.add_test_suites(suites);
+    r
 }
 
-/// [`junit_report`] serialized as an XML document.
+/// [`junit_report`] serialized as an XML document valid against `junit-10.xsd`.
 ///
 /// # Errors
 /// quick-junit's serialization error (an I/O error on the in-memory buffer; not expected).
-pub fn junit_xml(
-    report_name: &str,
-    jobs: &[JobReport],
-    duration_ns: u64,
-) -> Result<String, quick_junit::SerializeError> {
-    junit_report(report_name, jobs, duration_ns).to_string()
+pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
+    let xml = junit_report(report).to_string()?;
+    Ok(without_testsuites_skipped(&xml))
+}
+
+/// `xml` without the `skipped` attribute of its `<testsuites>` start tag (quick-junit
+/// always writes it; `junit-10.xsd` does not allow it there — the skipped count stays on
+/// each `<testsuite>`).
+fn without_testsuites_skipped(xml: &str) -> String {
+    let Some(at) = xml.find("<testsuites") else {
+        return xml.to_string();
+    };
+    let end = xml[at..].find('>').map_or(xml.len(), |e| at + e);
+    let tag = &xml[at..end];
+    let Some(k) = tag.find(" skipped=\"") else {
+        return xml.to_string();
+    };
+    let value_end = tag[k + 10..]
+        .find('"')
+        .map_or(tag.len(), |e| k + 10 + e + 1);
+    format!("{}{}{}", &xml[..at + k], &tag[value_end..], &xml[end..])
+}
+
+/// Why a job that did not pass could not be measured (an `<error>`, not a `<failure>`):
+/// `(type, message)`; `None` for a job whose gates or grading judged it.
+fn error_of(job: &JobReport) -> Option<(&'static str, String)> {
+    match job.status {
+        JobStatus::SetupError => {
+            let reasons = job.reason_lines();
+            Some((
+                "setup_error",
+                reasons
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "setup error".into()),
+            ))
+        }
+        JobStatus::Cancelled => Some((
+            "cancelled",
+            "cancelled (Ctrl-C / SIGTERM) before all its work ran".to_string(),
+        )),
+        JobStatus::Fail => {
+            let unreachable = !job.requests.is_empty()
+                && job
+                    .requests
+                    .iter()
+                    .all(|r| r.failure_code == Some(FailureCode::Connect));
+            if unreachable {
+                return Some((
+                    "endpoint_unreachable",
+                    format!(
+                        "endpoint unreachable: all {} requests failed before a response \
+                         head (connect)",
+                        job.requests.len()
+                    ),
+                ));
+            }
+            let spawn = job.harness.as_ref().and_then(|h| h.spawn_error.as_ref());
+            spawn.map(|e| ("harness_failed", format!("harness could not start: {e}")))
+        }
+        JobStatus::Pass | JobStatus::NotRun => None,
+    }
 }
 
 fn test_case(job: &JobReport) -> TestCase {
@@ -62,20 +175,11 @@ fn test_case(job: &JobReport) -> TestCase {
         s
     } else if job.status == JobStatus::Pass {
         TestCaseStatus::success()
-    } else if matches!(job.status, JobStatus::Cancelled | JobStatus::SetupError) {
-        let reasons = job.reason_lines();
+    } else if let Some((ty, message)) = error_of(job) {
         let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-        s.set_message(match job.status {
-            JobStatus::Cancelled => {
-                "cancelled (Ctrl-C / SIGTERM) before all its work ran".to_string()
-            }
-            _ => reasons
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "setup error".into()),
-        });
-        s.set_type(job.status.as_str());
-        s.set_description(reasons.join("\n"));
+        s.set_message(message);
+        s.set_type(ty);
+        s.set_description(job.reason_lines().join("\n"));
         s
     } else {
         let reasons = job.failure_lines();
@@ -96,14 +200,6 @@ fn test_case(job: &JobReport) -> TestCase {
     let mut tc = TestCase::new(job.job_name(), status);
     tc.set_classname(job.suite());
     tc.set_time(Duration::from_nanos(job.duration_ns));
-    tc.add_property(Property::new("kind", job.kind.as_str()));
-    tc.add_property(Property::new("status", job.status.as_str()));
-    for v in &job.verdicts {
-        tc.add_property(Property::new(
-            format!("verdict.{}", v.gate),
-            format!("{}: {}", v.outcome.as_str(), v.message),
-        ));
-    }
     tc.set_system_out(system_out(job));
     tc
 }
@@ -198,6 +294,7 @@ fn system_out(job: &JobReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{CaptureReport, PowerReport, RequestRecord, SummaryReport};
     use crate::render::fixtures::{failing_job, passing_job};
 
     fn jobs() -> Vec<JobReport> {
@@ -206,9 +303,43 @@ mod tests {
         vec![passing_job(), failing_job(), second]
     }
 
+    /// A run report around `jobs` (anchor 2026-12-01T16:00:00Z, host `ci-7`).
+    fn run(jobs: Vec<JobReport>, duration_ns: u64) -> RunReport {
+        let summary = SummaryReport::of(&jobs, duration_ns, false);
+        RunReport {
+            schema: crate::model::REPORT_SCHEMA.into(),
+            run_id: "20261201T160000Z-abc123".into(),
+            tool: "inferscope-bench 0.1.0".into(),
+            started_utc: "2026-12-01T16:00:00Z".into(),
+            reference_instant_unix_ns: 1_796_140_800_000_000_000,
+            clock_domain_id: "mono:ci-7:42:1796140800000000000".into(),
+            percentile_method: "nearest_rank".into(),
+            cancelled: false,
+            endpoint: None,
+            endpoints: vec![],
+            capture: CaptureReport::default(),
+            power: PowerReport {
+                source: None,
+                reason: Some("no GPU".into()),
+                devices: 0,
+                not_attributable: vec![],
+            },
+            telemetry: None,
+            attribution: None,
+            jobs,
+            summary,
+            shard: None,
+            merge: None,
+        }
+    }
+
+    fn render(jobs: Vec<JobReport>) -> String {
+        junit_xml(&run(jobs, 3_000_000_000)).unwrap()
+    }
+
     #[test]
     fn round_trips_with_expected_counts() {
-        let xml = junit_xml("inferscope-bench", &jobs(), 3_000_000_000).unwrap();
+        let xml = render(jobs());
         assert!(xml.starts_with("<?xml"));
         let r = Report::deserialize_from_str(&xml).unwrap();
         assert_eq!(r.name.as_ref().unwrap().as_str(), "inferscope-bench");
@@ -249,18 +380,22 @@ mod tests {
             }
             other => panic!("expected failure, got {other:?}"),
         }
-        let props: Vec<(&str, &str)> = case
+        // Properties sit on the test suite (the schema has none on a test case).
+        assert!(case.properties.is_empty());
+        let props: Vec<(&str, &str)> = ctx
             .properties
             .iter()
             .map(|p| (p.name.as_str(), p.value.as_str()))
             .collect();
-        assert!(props.contains(&("kind", "context")));
+        assert!(props.contains(&("long<prompt>.kind", "context")));
+        assert!(props.contains(&("run_id", "20261201T160000Z-abc123")));
+        assert!(props.contains(&("power", "power unavailable (no GPU)")));
         assert!(props.contains(&(
-            "verdict.ttft_ms.p99",
+            "long<prompt>.verdict.ttft_ms.p99",
             "fail: ttft_ms.p99 = 812.4 ms > bound 500 ms (client timing)"
         )));
         assert!(props.contains(&(
-            "verdict.successful_requests",
+            "long<prompt>.verdict.successful_requests",
             "pass: successful_requests = 1 >= bound 1 (request outcomes)"
         )));
         let out = case.system_out.as_ref().unwrap().as_str();
@@ -268,13 +403,39 @@ mod tests {
         assert!(out.contains("tpot_ms: null"), "{out}");
     }
 
+    /// `junit-10.xsd`: `<testsuites>` has no `skipped`; each `<testsuite>` has its
+    /// `timestamp` and `hostname`.
     #[test]
-    fn raw_xml_counts() {
-        let xml = junit_xml("inferscope-bench", &jobs(), 0).unwrap();
-        assert!(xml.contains(r#"<testsuites name="inferscope-bench" tests="3" skipped="0" failures="1" errors="0""#), "{xml}");
+    fn raw_xml_has_the_schema_s_attributes() {
+        let xml = render(jobs());
+        assert!(
+            xml.contains(
+                r#"<testsuites name="inferscope-bench" tests="3" failures="1" errors="0""#
+            ),
+            "{xml}"
+        );
+        let head = &xml[xml.find("<testsuites").unwrap()..];
+        let head = &head[..head.find('>').unwrap()];
+        assert!(!head.contains("skipped"), "{head}");
+        assert!(
+            xml.contains(r#"timestamp="2026-12-01T16:00:00.000+00:00""#),
+            "{xml}"
+        );
+        assert!(xml.contains(r#"hostname="ci-7""#), "{xml}");
         assert_eq!(xml.matches("<testcase ").count(), 3);
         assert_eq!(xml.matches("<failure ").count(), 1);
         assert!(xml.contains("long&lt;prompt&gt;"));
+        assert_eq!(
+            without_testsuites_skipped(
+                r#"<a/><testsuites tests="1" skipped="0" errors="0"><x skipped="2"/>"#
+            ),
+            r#"<a/><testsuites tests="1" errors="0"><x skipped="2"/>"#
+        );
+        assert_eq!(
+            crate::clock::domain_host("mono:gpu-7.corp:1:2"),
+            Some("gpu-7.corp")
+        );
+        assert_eq!(crate::clock::domain_host("merged:abc"), None);
     }
 
     #[test]
@@ -282,12 +443,13 @@ mod tests {
         let mut skipped = failing_job();
         skipped.id = "agentic::repo_tour".into();
         skipped.status = JobStatus::NotRun;
-        let xml = junit_xml("inferscope-bench", &[passing_job(), skipped], 0).unwrap();
+        let xml = render(vec![passing_job(), skipped]);
         assert!(
-            xml.contains(r#"tests="2" skipped="1" failures="0""#),
+            xml.contains(r#"tests="2" skipped="1" errors="0" failures="0""#),
             "{xml}"
         );
         assert_eq!(xml.matches("<failure ").count(), 0);
+        assert!(xml.contains("<skipped "), "{xml}");
         assert!(xml.contains("status: not_run"), "{xml}");
     }
 
@@ -298,11 +460,36 @@ mod tests {
         let mut cut = passing_job();
         cut.status = JobStatus::Cancelled;
         cut.notes = vec!["cancelled (Ctrl-C / SIGTERM): 1 of 3 sweep points ran".into()];
-        let xml = junit_xml("inferscope-bench", &[cut], 0).unwrap();
+        let xml = render(vec![cut]);
         assert!(xml.contains(r#"errors="1""#), "{xml}");
         assert!(xml.contains(r#"type="cancelled""#), "{xml}");
         assert!(xml.contains("1 of 3 sweep points ran"), "{xml}");
         let r = Report::deserialize_from_str(&xml).unwrap();
         assert_eq!((r.tests, r.failures, r.errors), (1, 0, 1));
+    }
+
+    /// Issue 18: an endpoint that never answered is an `<error>` (the job could not be
+    /// measured), not a `<failure>` of its gates; a server that answered with errors is.
+    #[test]
+    fn an_unreachable_endpoint_is_an_error_and_a_failing_server_a_failure() {
+        let connect = |id: &str, code: FailureCode| {
+            let mut r = RequestRecord::new(id, 0, 0, true);
+            r.failure_code = Some(code);
+            r
+        };
+        let mut down = failing_job();
+        down.requests = vec![
+            connect("a", FailureCode::Connect),
+            connect("b", FailureCode::Connect),
+        ];
+        let xml = render(vec![down.clone()]);
+        assert!(xml.contains(r#"type="endpoint_unreachable""#), "{xml}");
+        assert!(xml.contains("<error "), "{xml}");
+        assert!(!xml.contains("<failure "), "{xml}");
+        let mut failing = down;
+        failing.requests[1].failure_code = Some(FailureCode::HttpStatus);
+        let xml = render(vec![failing]);
+        assert!(xml.contains("<failure "), "{xml}");
+        assert!(!xml.contains("<error "), "{xml}");
     }
 }

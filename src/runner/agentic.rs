@@ -154,18 +154,32 @@ pub async fn llm_step<E: LlmExecutor>(
         tool_error: None,
         start_before_anchor_ns: None,
         request: Some(rec),
+        max_tokens: req.max_tokens,
+        tool_call_id: None,
         status_known: true,
     }
 }
 
-/// Runs one tool call as a step (fixture span in the timeline).
+/// The most bytes of a tool-call id kept in a report (a server-chosen identifier).
+const MAX_TOOL_CALL_ID_BYTES: usize = 128;
+
+/// A tool-call id as a report keeps it: printable ASCII without spaces, at most
+/// [`MAX_TOOL_CALL_ID_BYTES`]; anything else (model output that is not an id) is left out.
+fn report_call_id(id: &str) -> Option<String> {
+    (!id.is_empty()
+        && id.len() <= MAX_TOOL_CALL_ID_BYTES
+        && id.bytes().all(|b| b.is_ascii_graphic()))
+    .then(|| id.to_string())
+}
+
+/// Runs one tool call (`call_id` is the call's id) as a step (fixture span in the
+/// timeline).
 pub async fn tool_step<T: ToolExec>(
     tools: &T,
     ctx: &DriverCtx,
     now_ns: impl Fn() -> u64,
     case_id: &str,
-    name: &str,
-    arguments: &str,
+    (call_id, name, arguments): (&str, &str, &str),
 ) -> (StepRecord, ToolOutcome) {
     let step_id = ctx.step_id();
     let span = ctx.capture.fixture_start(name, case_id);
@@ -197,6 +211,8 @@ pub async fn tool_step<T: ToolExec>(
         tool_error: out.error_code,
         start_before_anchor_ns: None,
         request: None,
+        max_tokens: None,
+        tool_call_id: report_call_id(call_id),
         status_known: true,
     };
     (step, out)
@@ -280,7 +296,8 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                     None,
                     &[(id.clone(), tool.clone(), args_text.clone())],
                 ));
-                let (tstep, out) = tool_step(tools, ctx, now, case_id, tool, &args_text).await;
+                let (tstep, out) =
+                    tool_step(tools, ctx, now, case_id, (&id, tool, &args_text)).await;
                 steps.push(tstep);
                 tools_called.push(tool.clone());
                 messages.push(json!({"role": "tool", "tool_call_id": id, "content": out.content}));
@@ -343,7 +360,7 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                         reason = StopReason::RepeatedToolCall;
                         break 'outer;
                     }
-                    let (tstep, out) = tool_step(tools, ctx, now, case_id, name, args).await;
+                    let (tstep, out) = tool_step(tools, ctx, now, case_id, (id, name, args)).await;
                     steps.push(tstep);
                     tools_called.push(name.clone());
                     messages

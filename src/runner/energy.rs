@@ -600,36 +600,58 @@ pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
     )
 }
 
-/// Perfetto/Chrome trace JSON of a run: its captured timeline (when present and valid)
-/// plus counter tracks for power and engine counters (never summed across devices).
+/// The counter tracks of a run's samples: one per resource lane the dashboard draws
+/// (the same [`crate::serve::view::lane_quantities`] and points), named `LABEL (UNIT)` as
+/// the lane is; never summed across devices or sources.
+pub fn counter_tracks(t: &TelemetryRun) -> Vec<CounterTrack> {
+    use crate::serve::view::{LaneSamples, lane_label, lane_points, lane_quantities};
+    let samples = LaneSamples {
+        power: t.power.as_ref().map_or(&[][..], |p| &p.samples[..]),
+        proc: t.proc.as_ref().map_or(&[][..], |p| &p.samples[..]),
+        clk_tck: t.proc.as_ref().and_then(|p| p.clk_tck),
+        metrics: t.metrics.as_ref().map_or(&[][..], |m| &m.samples[..]),
+    };
+    lane_quantities(t.power.as_ref(), t.proc.as_ref(), t.metrics.as_ref())
+        .into_iter()
+        .map(|q| CounterTrack {
+            name: lane_label(q, t.power.as_ref()),
+            unit: q.unit().to_string(),
+            points: lane_points(q, &samples),
+        })
+        .collect()
+}
+
+/// The trajectory threads of a report's trace: its jobs in order with their
+/// trajectories, and each request's first-token time.
+pub fn trace_tracks(report: &RunReport) -> crate::timeline::TraceTracks {
+    crate::timeline::TraceTracks {
+        jobs: report
+            .jobs
+            .iter()
+            .filter(|j| !j.trajectories.is_empty())
+            .map(|j| {
+                (
+                    j.id.clone(),
+                    j.trajectories.iter().map(|t| t.id.clone()).collect(),
+                )
+            })
+            .collect(),
+        ttft: report
+            .jobs
+            .iter()
+            .flat_map(|j| &j.requests)
+            .filter_map(|r| Some((r.request_id.clone(), (r.send_ns, r.ttft_ns?))))
+            .collect(),
+    }
+}
+
+/// Perfetto/Chrome trace JSON of a run: its captured timeline (when present and valid),
+/// one thread per trajectory grouped by job, and one counter track per resource lane.
 pub fn perfetto(run_dir: &Path, report: &RunReport) -> Result<String, String> {
     let tl = crate::timeline::read_timeline(run_dir).map_err(|r| r.summary())?;
-    let mut counters = Vec::new();
-    if let Ok(t) = TelemetryRun::read_samples(run_dir) {
-        if let Some(p) = &t.power {
-            for d in &p.devices {
-                counters.push(CounterTrack {
-                    name: format!("{} power", d.label),
-                    unit: "mW".into(),
-                    points: p
-                        .device_samples(d.device)
-                        .filter_map(|s| s.power_mw.map(|v| (s.elapsed_ns, v as f64)))
-                        .collect(),
-                });
-            }
-        }
-        if let Some(m) = &t.metrics {
-            counters.push(CounterTrack {
-                name: "engine prompt_tokens".into(),
-                unit: "tokens".into(),
-                points: m
-                    .samples
-                    .iter()
-                    .filter_map(|s| s.counters.prompt_tokens.map(|v| (s.elapsed_ns, v as f64)))
-                    .collect(),
-            });
-        }
-    }
+    let counters = TelemetryRun::read_samples(run_dir)
+        .map(|t| counter_tracks(&t))
+        .unwrap_or_default();
     let meta = TraceMeta {
         process_name: format!("inferscope-bench run {}", report.run_id),
         run_id: Some(report.run_id.clone()),
@@ -638,7 +660,7 @@ pub fn perfetto(run_dir: &Path, report: &RunReport) -> Result<String, String> {
         quality: Some(tl.manifest.quality),
         dropped_count: Some(tl.manifest.dropped_count),
     };
-    let v = crate::timeline::perfetto_trace(&tl.events, &counters, &meta);
+    let v = crate::timeline::perfetto_trace(&tl.events, &counters, &meta, &trace_tracks(report));
     serde_json::to_string(&v).map_err(|e| e.to_string())
 }
 

@@ -557,6 +557,14 @@ impl Session {
             ex.end_ns = self.clock.elapsed_ns();
             return ex;
         };
+        // On the built-in simulator every job starts with an empty prefix cache, as it does
+        // alone (a harness trial, whose snapshot `snapshot RUN_DIR` compares with); a real
+        // endpoint's cache carries over between jobs, as it does in service.
+        if s.simulated
+            && let Some(sim) = &self.sim
+        {
+            sim.state().clear_prefix_cache();
+        }
         let exec = NetExec {
             client,
             clock: &self.clock,
@@ -754,6 +762,8 @@ impl Session {
                             failure_code: None,
                             tool_error: None,
                             request: None,
+                            max_tokens: None,
+                            tool_call_id: None,
                             status_known: false,
                             start_before_anchor_ns: before,
                         });

@@ -28,6 +28,10 @@ pub struct StepRecord {
     pub tool_error: Option<ToolErrorCode>,
     /// The request record for `llm_call` steps (timings, usage); `None` for tools.
     pub request: Option<RequestRecord>,
+    /// The request's `max_tokens` for `llm_call` steps; `None` for tools or when unset.
+    pub max_tokens: Option<u32>,
+    /// For a tool step: the id of the tool call it executed; `None` otherwise.
+    pub tool_call_id: Option<String>,
     /// `false` for a step known only from an marker (docs/artifacts.md) (an SWE harness's own file):
     /// its status is then not known.
     pub status_known: bool,

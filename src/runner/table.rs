@@ -4,22 +4,28 @@
 //! energy mJ with its basis, tokens per joule). Pure: renders from the typed
 //! [`RunReport`].
 //!
-//! Absent values print as `—` (never 0). A generated-token count the client estimated
-//! because the server sent no usage (`completion_tokens_estimate`, docs/measurement.md), and the
-//! tokens per joule derived from it, print with a leading `~`. The header of each table
-//! names the power source from what was sampled (`power nvml`, `power simulated`, `power
-//! unavailable`, its reason printed once after the tables), the energy basis (`—` without
-//! a power source) and the
-//! trajectories declared and observed in flight; the step-attribution concurrency (docs/measurement.md) statement of
-//! each join is printed once, after its tables. A load point's table is its first
-//! trajectory's (every trajectory is in `report.json`).
+//! Steps are numbered 1..n within their trajectory (the run-unique step id is in
+//! `report.json` and `steps.jsonl`). Absent values print as `—` (never 0). A
+//! generated-token count the client estimated because the server sent no usage
+//! (`completion_tokens_estimate`, docs/measurement.md), and the tokens per joule derived from it,
+//! print with a leading `~`. The header of each table names the power source from what was
+//! sampled (`power nvml`, `power simulated`, `power unavailable`), the energy basis (`—`
+//! without a power source) and the trajectories declared and observed in flight; under it
+//! the trajectory's own step total (`energy: steps N mJ (basis)`).
+//!
+//! After the tables, once per run: the run's energy line — `all steps + unattributed =
+//! whole run` when at most one trajectory was in flight (step windows never overlap, so
+//! their sum is meaningful), else the whole run with the reason the steps are not summed —
+//! and one concurrency statement (docs/measurement.md): the controlled-concurrency statement, the
+//! apportioned one when more than one trajectory was in flight, or, without a power source,
+//! one short line. A load point's table is its first trajectory's (every trajectory is in
+//! `report.json`).
 
 use std::fmt::Write;
 
 use crate::attribution::ABSENT;
 use crate::model::{
-    AttributionGroup, AttributionOutcome, Figure, RunReport, StepKind, StepReport, TokenSource,
-    TrajectoryReport,
+    AttributionOutcome, Figure, RunReport, StepKind, StepReport, TokenSource, TrajectoryReport,
 };
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -92,7 +98,7 @@ fn table(report: &RunReport, t: &TrajectoryReport, out: &mut String) {
         "basis",
         "tok/J"
     );
-    for s in &t.steps {
+    for (number, s) in t.steps.iter().enumerate() {
         let gen_tokens = match s.output_tokens() {
             None => ABSENT.to_string(),
             Some((g, TokenSource::ClientEstimate)) => format!("~{g}"),
@@ -110,7 +116,7 @@ fn table(report: &RunReport, t: &TrajectoryReport, out: &mut String) {
         let _ = writeln!(
             out,
             "{:>5}  {:<8}  {:<14} {:>9.1}  {:<9}  {:>7}  {:>7}  {:>6}  {:>5}  {:>8}  {:>7}  {:>9}  {:<11}  {:>7}",
-            s.step_id,
+            number + 1,
             s.kind.label(),
             name,
             s.duration_ms,
@@ -131,16 +137,12 @@ fn table(report: &RunReport, t: &TrajectoryReport, out: &mut String) {
         );
     }
     if let Some(AttributionOutcome::Attributed(m)) = &t.attribution
-        && let (Some(st), Some(u), Some(w)) = (
-            m.total_energy_mj,
-            m.unattributed_energy_mj,
-            m.whole_run_energy_mj,
-        )
+        && let Some(st) = m.total_energy_mj
     {
         let _ = writeln!(
             out,
-            "energy: steps {st} mJ + unattributed {u} mJ = whole run {w} mJ ({})",
-            report.power.source.map_or(ABSENT, |s| s.label())
+            "energy: steps {st} mJ ({})",
+            m.energy_basis.map_or(ABSENT, |b| b.label())
         );
     }
 }
@@ -151,6 +153,69 @@ fn rendered(report: &RunReport, t: &TrajectoryReport) -> String {
     s.trim_end().to_string()
 }
 
+/// The run's energy line (see the module docs), from its attributed trajectories; `None`
+/// without an attributed trajectory with a whole-run figure.
+fn run_energy_line(report: &RunReport) -> Option<String> {
+    let attributed: Vec<_> = report
+        .jobs
+        .iter()
+        .flat_map(|j| &j.trajectories)
+        .filter_map(|t| match &t.attribution {
+            Some(AttributionOutcome::Attributed(m)) => Some(m),
+            _ => None,
+        })
+        .collect();
+    let whole = attributed.first()?.whole_run_energy_mj?;
+    let source = report.power.source.map_or(ABSENT, |s| s.label());
+    // One run window for every trajectory: the same whole-run integral.
+    if attributed
+        .iter()
+        .any(|m| m.whole_run_energy_mj != Some(whole))
+    {
+        return None;
+    }
+    let in_flight = report
+        .attribution
+        .as_ref()
+        .map_or(1, |a| a.concurrency.max_trajectories_in_flight);
+    let steps: u64 = attributed.iter().filter_map(|m| m.total_energy_mj).sum();
+    if in_flight <= 1 && steps <= whole {
+        Some(format!(
+            "energy (run): all steps {steps} mJ + unattributed {} mJ = whole run {whole} mJ \
+             ({source})",
+            whole - steps
+        ))
+    } else {
+        Some(format!(
+            "energy (run): whole run {whole} mJ ({source}); steps of trajectories in flight \
+             together overlap, so they are not summed (each trajectory's steps are above)"
+        ))
+    }
+}
+
+/// The run's one concurrency statement (see the module docs).
+fn concurrency_statement(report: &RunReport) -> Option<String> {
+    let a = report.attribution.as_ref()?;
+    if report.power.source.is_none() {
+        return Some(format!(
+            "{}: no energy figure to attribute ({}).",
+            report.power.describe(),
+            a.concurrency.in_flight()
+        ));
+    }
+    let controlled = a
+        .groups
+        .iter()
+        .find(|g| g.concurrency.max_trajectories_in_flight <= 1)
+        .map(|g| g.concurrency.statement.clone());
+    let apportioned =
+        (a.concurrency.max_trajectories_in_flight > 1).then(|| a.concurrency.statement.clone());
+    match (controlled, apportioned) {
+        (Some(c), Some(p)) => Some(format!("{c} {p}")),
+        (c, p) => c.or(p),
+    }
+}
+
 fn trajectory<'a>(report: &'a RunReport, id: &str) -> Option<&'a TrajectoryReport> {
     report
         .jobs
@@ -159,12 +224,11 @@ fn trajectory<'a>(report: &'a RunReport, id: &str) -> Option<&'a TrajectoryRepor
         .find(|t| t.id == id)
 }
 
-/// The tables of the run: one per trajectory of every sequential job (then that join's
-/// concurrency statement, once); for each load point, its first trajectory's table with
-/// the point's own statement and a count of the others.
+/// The tables of the run: one per trajectory of every sequential job; for each load
+/// point, its first trajectory's table with a count of the others; then, once, the run's
+/// energy line and its concurrency statement.
 pub fn step_tables(report: &RunReport) -> Vec<String> {
     let mut out = Vec::new();
-    let load_group = |g: &AttributionGroup| g.group != "sequential jobs";
     for j in report.jobs.iter().filter(|j| j.load.is_none()) {
         for t in j.trajectories.iter().filter(|t| !t.steps.is_empty()) {
             out.push(rendered(report, t));
@@ -174,31 +238,15 @@ pub fn step_tables(report: &RunReport) -> Vec<String> {
         .attribution
         .as_ref()
         .map_or(&[][..], |a| &a.groups[..]);
-    let seq_statement = groups
-        .iter()
-        .find(|g| !load_group(g))
-        .map(|g| g.concurrency.statement.clone());
-    if let Some(st) = seq_statement
-        && !out.is_empty()
-    {
-        out.push(st);
-    }
-    if report.power.source.is_none() && !out.is_empty() {
-        out.push(format!(
-            "{}: every energy figure is null (basis unavailable)",
-            report.power.describe()
-        ));
-    }
-    for g in groups.iter().filter(|g| load_group(g)) {
+    for g in groups.iter().filter(|g| g.group != "sequential jobs") {
         let Some(first) = g.trajectories.first().and_then(|id| trajectory(report, id)) else {
             continue;
         };
         let mut t = format!(
-            "{} (first trajectory of {})\n{}\n{}",
+            "{} (first trajectory of {})\n{}",
             g.group,
             g.trajectories.len(),
             rendered(report, first),
-            g.concurrency.statement
         );
         if g.trajectories.len() > 1 {
             t.push_str(&format!(
@@ -208,5 +256,10 @@ pub fn step_tables(report: &RunReport) -> Vec<String> {
         }
         out.push(t);
     }
+    if out.is_empty() {
+        return out;
+    }
+    out.extend(run_energy_line(report));
+    out.extend(concurrency_statement(report));
     out
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::timeline::{Quality, TimelineEvent, VerifiedTimeline};
 
 use super::runs::{IntegrityItem, ReportState};
-use super::view::{JobView, RunDetail, clock_domain_fingerprint};
+use super::view::{JobView, RunDetail, clock_domain_label};
 
 /// Events per timeline page at most (docs/artifacts.md).
 pub const MAX_PAGE_EVENTS: u64 = 1000;
@@ -108,7 +108,7 @@ pub struct TimelinePage {
     pub after_seq: u64,
     /// The limit asked for.
     pub limit: u64,
-    /// Events, ascending `seq` (`clock_domain_id` as a fingerprint).
+    /// Events, ascending `seq` (`clock_domain_id` as `report.json` has it: [`clock_domain_label`]).
     pub events: Vec<TimelineEvent>,
     /// `seq` of events left out for being larger than a page by themselves (never in a
     /// verified timeline, whose events are at most 2 KiB); the cursor moves past them.
@@ -185,10 +185,10 @@ pub fn fit_within<T: Serialize>(items: &[T], limit: u64, budget: usize) -> usize
     cut_page(items, limit, budget).taken.len()
 }
 
-/// The event as served: its clock-domain id replaced by the fingerprint (pure).
+/// The event as served: its clock-domain id as the page shows it ([`clock_domain_label`]; pure).
 pub fn public_event(e: &TimelineEvent) -> TimelineEvent {
     let mut e = e.clone();
-    e.clock_domain_id = clock_domain_fingerprint(&e.clock_domain_id);
+    e.clock_domain_id = clock_domain_label(&e.clock_domain_id);
     e
 }
 
@@ -436,7 +436,7 @@ mod tests {
             assert!(
                 p.events
                     .iter()
-                    .all(|e| e.clock_domain_id.starts_with("cd-"))
+                    .all(|e| e.clock_domain_id == "mono:host:1:2")
             );
             seen.extend(p.events.iter().map(|e| e.seq));
             pages += 1;

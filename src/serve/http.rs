@@ -553,7 +553,7 @@ async fn samples(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respons
             _ => None,
         };
         let aligned = run_domain.map(|d| d == sources.clock_domain_id);
-        let domain = Some(view::clock_domain_fingerprint(&sources.clock_domain_id));
+        let domain = Some(view::clock_domain_label(&sources.clock_domain_id));
         match file {
             SampleFile::Power => {
                 sample_page_of::<PowerSample>(&dir, file, after, limit, domain, aligned)

@@ -653,39 +653,35 @@ impl RunDir {
 /// and records the fault.
 pub fn read_lane_times(dir: &RunDir, s: &SamplesSources) -> super::view::LaneTimes {
     use crate::telemetry::{MetricsSample, PowerSample, ProcSample};
-    let mut t = super::view::LaneTimes::default();
-    if s.power.is_some() {
-        match dir.samples::<PowerSample>(SampleFile::Power) {
-            Ok(v) => {
-                t.power = v
-                    .iter()
-                    .filter(|p| p.power_mw.is_some())
-                    .map(|p| (p.device, p.elapsed_ns))
-                    .collect();
-            }
-            Err(f) => t.fault = Some(f),
+    fn read<T: DeserializeOwned>(
+        dir: &RunDir,
+        present: bool,
+        file: SampleFile,
+        fault: &mut Option<ArtifactFault>,
+    ) -> Vec<T> {
+        if !present {
+            return Vec::new();
         }
+        dir.samples(file).unwrap_or_else(|f| {
+            *fault = Some(f);
+            Vec::new()
+        })
     }
-    if s.proc.is_some() {
-        match dir.samples::<ProcSample>(SampleFile::Proc) {
-            Ok(v) => t.proc = v.iter().map(|p| p.elapsed_ns).collect(),
-            Err(f) => t.fault = Some(f),
-        }
-    }
-    if s.metrics.is_some() {
-        match dir.samples::<MetricsSample>(SampleFile::Metrics) {
-            Ok(v) => {
-                for m in &v {
-                    for (g, _) in super::view::METRICS_GAUGES {
-                        if m.gauges.get(g).is_some_and(Option::is_some) {
-                            t.metrics.push((g.to_string(), m.elapsed_ns));
-                        }
-                    }
-                }
-            }
-            Err(f) => t.fault = Some(f),
-        }
-    }
+    let mut fault = None;
+    let power: Vec<PowerSample> = read(dir, s.power.is_some(), SampleFile::Power, &mut fault);
+    let proc: Vec<ProcSample> = read(dir, s.proc.is_some(), SampleFile::Proc, &mut fault);
+    let metrics: Vec<MetricsSample> =
+        read(dir, s.metrics.is_some(), SampleFile::Metrics, &mut fault);
+    let samples = super::view::LaneSamples {
+        power: &power,
+        proc: &proc,
+        clk_tck: s.proc.as_ref().and_then(|p| p.clk_tck),
+        metrics: &metrics,
+    };
+    let quantities =
+        super::view::lane_quantities(s.power.as_ref(), s.proc.as_ref(), s.metrics.as_ref());
+    let mut t = super::view::LaneTimes::of(&quantities, &samples);
+    t.fault = fault;
     t
 }
 

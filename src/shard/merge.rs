@@ -64,11 +64,7 @@ fn bad<T>(m: String) -> Result<T, String> {
 
 /// The host part of a clock domain id `mono:HOST:PID:ANCHOR` (the whole id otherwise).
 fn host_of(domain: &str) -> &str {
-    let mut it = domain.split(':');
-    match (it.next(), it.next()) {
-        (Some("mono"), Some(h)) => h,
-        _ => domain,
-    }
+    crate::clock::domain_host(domain).unwrap_or(domain)
 }
 
 /// Checks that `inputs` are the shards of one run; returns them ordered by K.
@@ -1016,13 +1012,21 @@ pub fn perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
         let off_us = s.offset_ns as f64 / 1000.0;
         for mut e in v["traceEvents"].as_array().cloned().unwrap_or_default() {
-            e["pid"] = serde_json::json!(s.k);
+            // Each shard's processes (its run, its jobs) keep their own tracks: pid
+            // `K * 1000 + pid`, named after the shard.
+            let pid = e["pid"].as_u64().unwrap_or(1);
+            e["pid"] = serde_json::json!(u64::from(s.k) * 1000 + pid);
             if let Some(ts) = e["ts"].as_f64() {
                 e["ts"] = serde_json::json!(ts + off_us);
             }
             if e["name"] == "process_name" {
-                e["args"]["name"] =
-                    serde_json::json!(format!("shard {}/{} ({})", s.k, m.n, s.run_id));
+                let name = e["args"]["name"].as_str().unwrap_or("").to_string();
+                let name = if pid == 1 {
+                    format!("shard {}/{} ({})", s.k, m.n, s.run_id)
+                } else {
+                    format!("shard {}/{} · {name}", s.k, m.n)
+                };
+                e["args"]["name"] = serde_json::json!(name);
             }
             events.push(e);
         }

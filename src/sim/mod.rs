@@ -113,6 +113,17 @@ impl SimState {
         self.requests.load(Relaxed)
     }
 
+    /// Empties the prefix cache (the engine counters keep counting). The runner does this
+    /// at the start of every job on the built-in simulator, so each job starts cold, as it
+    /// does alone against a fresh simulator (the harness's trials, `snapshot`).
+    pub fn clear_prefix_cache(&self) {
+        let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        *c = PrefixCache::new(
+            self.cfg.block_size.max(1) as usize,
+            self.cfg.cache_capacity_blocks,
+        );
+    }
+
     /// Blocks currently held by the prefix cache.
     pub fn cached_blocks(&self) -> usize {
         self.cache

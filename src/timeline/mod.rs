@@ -45,7 +45,7 @@ pub use event::{
 pub use manifest::{
     IoCounters, SCHEMA, SCHEMA_V1, SchemaVersion, TimelineManifest, WindowIo, proc_self_io,
 };
-pub use perfetto::{CounterTrack, TraceMeta, perfetto_trace};
+pub use perfetto::{CounterTrack, TraceMeta, TraceTracks, perfetto_trace, trajectory_of};
 pub use persist::{ManifestInfo, PersistError, PersistReport};
 pub use reader::{
     VerifiedTimeline, VerifyReport, VerifyStatus, read_timeline, verify, verify_at, verify_run,

@@ -1,18 +1,21 @@
-//! Chrome / Perfetto trace export (issue 4 §6; docs/artifacts.md "Exports"): the JSON object
-//! format `{"traceEvents": [...], "displayTimeUnit": "ms"}` that ui.perfetto.dev and
-//! chrome://tracing open.
+//! Chrome / Perfetto trace export (issue 4 §6, issue 18; docs/artifacts.md "Exports"): the JSON
+//! object format `{"traceEvents": [...], "displayTimeUnit": "ms"}` of the Trace Event
+//! Format, which ui.perfetto.dev and chrome://tracing open.
 //!
-//! Layout (one process, the run):
-//! - metadata (`ph: "M"`): `process_name`, and `thread_name` for the phase lane;
-//! - phases as complete events (`ph: "X"`, `ts` + `dur`) on the phase lane (phases are
-//!   sequential, so they nest correctly there);
-//! - request, fixture and harness spans as async slices (`ph: "b"` / `"e"`, `cat`
-//!   `request|fixture|harness`, `id` = the span id), because they overlap at
-//!   concurrency > 1;
-//! - a span with unknown end becomes an instant (`ph: "i"`) named `<name> (unknown end)`
-//!   at its start, and an end whose start is missing an instant `<name> (start missing)`
-//!   at its end: the missing boundary is never invented;
-//! - counter tracks (`ph: "C"`) from [`CounterTrack`]s, one series per track.
+//! Tracks:
+//! - process 1, the run: its phases as complete events (`ph: "X"`) on thread 1 (`phases`),
+//!   the spans of no known trajectory as async slices (`ph: "b"` / `"e"`) on thread 2, and
+//!   one counter track (`ph: "C"`) per resource lane of the dashboard ([`CounterTrack`]:
+//!   power per device, `/proc` RSS and CPU, `/metrics` gauges and counters; never summed);
+//! - one process per job (`job suite::job`, in report order), with one thread per
+//!   trajectory (named by its id, in order). A trajectory's request, fixture and harness
+//!   spans are complete events on its thread (its steps are sequential, so they nest), and
+//!   each request with a first token holds a nested `ttft` slice from its send to that
+//!   token (its TTFT, from the report's request record). A span overlapping the previous one on its thread (not expected)
+//!   becomes an async slice of the job's process, so nesting is never broken;
+//! - a span with unknown end becomes an instant (`ph: "i"`) named `<name> (unknown end)` at
+//!   its start, and an end whose start is missing an instant `<name> (start missing)` at
+//!   its end: the missing boundary is never invented.
 //!
 //! `ts`/`dur` are microseconds as floats (`elapsed_ns / 1000`). Every number is finite: a
 //! counter point whose value is NaN or infinite is omitted. Pure function, no I/O.
@@ -24,9 +27,9 @@ use serde_json::{Value, json};
 use super::accounting::Quality;
 use super::event::{SpanFamily, TimelineEvent};
 
-const PID: u64 = 1;
+const RUN_PID: u64 = 1;
 const PHASE_TID: u64 = 1;
-const SPAN_TID: u64 = 2;
+const LOOSE_TID: u64 = 2;
 
 /// One resource counter series (e.g. GPU power): a track name, its unit (`mW`, `bytes`,
 /// `jiffies`, `%`…), and `(elapsed_ns, value)` points on the run's clock.
@@ -57,6 +60,17 @@ pub struct TraceMeta {
     pub dropped_count: Option<u64>,
 }
 
+/// Which thread each trajectory is drawn on, and each request's first token.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceTracks {
+    /// Jobs in report order: `(job id, its trajectory ids in order)`; a job's process
+    /// holds one thread per trajectory.
+    pub jobs: Vec<(String, Vec<String>)>,
+    /// `request_id` → `(send_ns, ttft_ns)` of the request's record: its send and the
+    /// arrival of its first token (TTFT is the difference).
+    pub ttft: HashMap<String, (u64, u64)>,
+}
+
 fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
@@ -68,6 +82,18 @@ fn cat(f: SpanFamily) -> &'static str {
         SpanFamily::Fixture => "fixture",
         SpanFamily::Harness => "harness",
     }
+}
+
+/// One end of an async slice: `ph` `b` at the span's start or `e` at `end` (its end
+/// event), with that event's args.
+fn async_event(ph: &str, start: &TimelineEvent, end: &TimelineEvent, track: Track) -> Value {
+    let (at, args) = if ph == "b" {
+        (start, start_args(start))
+    } else {
+        (end, end_args(end))
+    };
+    json!({"ph": ph, "name": start.name, "cat": cat(start.kind.family()), "pid": track.pid,
+           "tid": track.tid, "id": start.span_id, "ts": us(at.elapsed_ns), "args": args})
 }
 
 fn start_args(e: &TimelineEvent) -> Value {
@@ -94,21 +120,85 @@ fn end_args(e: &TimelineEvent) -> Value {
     })
 }
 
+/// The trajectory a case id belongs to: its part before the first `/`
+/// (`suite::job#3/s128r0` → `suite::job#3`).
+pub fn trajectory_of(case_id: &str) -> &str {
+    case_id.split('/').next().unwrap_or(case_id)
+}
+
+/// Where one timed event goes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Track {
+    pid: u64,
+    tid: u64,
+}
+
+const LOOSE: Track = Track {
+    pid: RUN_PID,
+    tid: LOOSE_TID,
+};
+
+fn meta_event(name: &str, pid: u64, tid: u64, args: Value) -> Value {
+    json!({"ph": "M", "name": name, "pid": pid, "tid": tid, "args": args})
+}
+
 /// Builds the trace (see the module doc). `events` in `seq` order, as the reader returns
 /// them.
 pub fn perfetto_trace(
     events: &[TimelineEvent],
     counters: &[CounterTrack],
     meta: &TraceMeta,
+    tracks: &TraceTracks,
 ) -> Value {
     let mut out: Vec<Value> = vec![
-        json!({"ph": "M", "name": "process_name", "pid": PID, "tid": 0,
-               "args": {"name": meta.process_name}}),
-        json!({"ph": "M", "name": "thread_name", "pid": PID, "tid": PHASE_TID,
-               "args": {"name": "phases"}}),
-        json!({"ph": "M", "name": "thread_name", "pid": PID, "tid": SPAN_TID,
-               "args": {"name": "requests and tools"}}),
+        meta_event(
+            "process_name",
+            RUN_PID,
+            0,
+            json!({"name": meta.process_name}),
+        ),
+        meta_event("process_sort_index", RUN_PID, 0, json!({"sort_index": 0})),
+        meta_event("thread_name", RUN_PID, PHASE_TID, json!({"name": "phases"})),
+        meta_event(
+            "thread_name",
+            RUN_PID,
+            LOOSE_TID,
+            json!({"name": "spans of no known trajectory"}),
+        ),
     ];
+    let mut thread_of: HashMap<&str, Track> = HashMap::new();
+    for (j, (job, trajectories)) in tracks.jobs.iter().enumerate() {
+        let pid = RUN_PID + 1 + j as u64;
+        out.push(meta_event(
+            "process_name",
+            pid,
+            0,
+            json!({"name": format!("job {job}")}),
+        ));
+        out.push(meta_event(
+            "process_sort_index",
+            pid,
+            0,
+            json!({"sort_index": j + 1}),
+        ));
+        for (i, t) in trajectories.iter().enumerate() {
+            let tid = 1 + i as u64;
+            out.push(meta_event("thread_name", pid, tid, json!({"name": t})));
+            out.push(meta_event(
+                "thread_sort_index",
+                pid,
+                tid,
+                json!({"sort_index": i}),
+            ));
+            thread_of.entry(t.as_str()).or_insert(Track { pid, tid });
+        }
+    }
+    let track_of = |e: &TimelineEvent| -> Track {
+        e.case_id
+            .as_deref()
+            .and_then(|c| thread_of.get(trajectory_of(c)).copied())
+            .unwrap_or(LOOSE)
+    };
     // Index of each span's start and end within `events`.
     let mut starts: HashMap<u64, usize> = HashMap::new();
     let mut ends: HashMap<u64, usize> = HashMap::new();
@@ -121,6 +211,8 @@ pub fn perfetto_trace(
         map.entry(e.span_id).or_insert(i);
     }
     let mut timed: Vec<(u64, Value)> = Vec::new();
+    // Closed spans of trajectory threads, placed after the overlap check.
+    let mut closed: Vec<(Track, &TimelineEvent, &TimelineEvent)> = Vec::new();
     for e in events {
         let family = e.kind.family();
         let matched_end = starts
@@ -128,44 +220,87 @@ pub fn perfetto_trace(
             .and_then(|_| ends.get(&e.span_id))
             .map(|&j| &events[j]);
         if e.kind.is_start() {
-            match (family, matched_end) {
-                (SpanFamily::Phase, Some(end)) => timed.push((
+            let track = if family == SpanFamily::Phase {
+                Track {
+                    pid: RUN_PID,
+                    tid: PHASE_TID,
+                }
+            } else {
+                track_of(e)
+            };
+            match matched_end {
+                Some(end) if family == SpanFamily::Phase || track != LOOSE => {
+                    closed.push((track, e, end));
+                }
+                Some(end) => {
+                    timed.push((e.elapsed_ns, async_event("b", e, end, track)));
+                    timed.push((end.elapsed_ns, async_event("e", e, end, track)));
+                }
+                None => timed.push((
                     e.elapsed_ns,
-                    json!({"ph": "X", "name": e.name, "cat": cat(family), "pid": PID,
-                           "tid": PHASE_TID, "ts": us(e.elapsed_ns),
-                           "dur": us(end.elapsed_ns.saturating_sub(e.elapsed_ns)),
-                           "args": {"start": start_args(e), "end": end_args(end)}}),
-                )),
-                (_, Some(_)) => timed.push((
-                    e.elapsed_ns,
-                    json!({"ph": "b", "name": e.name, "cat": cat(family), "pid": PID,
-                           "tid": SPAN_TID, "id": e.span_id, "ts": us(e.elapsed_ns),
-                           "args": start_args(e)}),
-                )),
-                (_, None) => timed.push((
-                    e.elapsed_ns,
-                    json!({"ph": "i", "s": "p", "name": format!("{} (unknown end)", e.name),
-                           "cat": cat(family), "pid": PID,
-                           "tid": if family == SpanFamily::Phase { PHASE_TID } else { SPAN_TID },
+                    json!({"ph": "i", "s": "t", "name": format!("{} (unknown end)", e.name),
+                           "cat": cat(family), "pid": track.pid, "tid": track.tid,
                            "ts": us(e.elapsed_ns), "args": start_args(e)}),
                 )),
             }
         } else if !starts.contains_key(&e.span_id) {
+            let track = if family == SpanFamily::Phase {
+                Track {
+                    pid: RUN_PID,
+                    tid: PHASE_TID,
+                }
+            } else {
+                LOOSE
+            };
             timed.push((
                 e.elapsed_ns,
-                json!({"ph": "i", "s": "p", "name": format!("{} (start missing)", e.name),
-                       "cat": cat(family), "pid": PID,
-                       "tid": if family == SpanFamily::Phase { PHASE_TID } else { SPAN_TID },
+                json!({"ph": "i", "s": "t", "name": format!("{} (start missing)", e.name),
+                       "cat": cat(family), "pid": track.pid, "tid": track.tid,
                        "ts": us(e.elapsed_ns), "args": end_args(e)}),
             ));
-        } else if family != SpanFamily::Phase
-            && ends.get(&e.span_id).map(|&j| &events[j]) == Some(e)
+        }
+    }
+    // Complete events nest on their thread only when no two overlap partially: a span
+    // that starts inside the previous one and ends after it is an async slice instead.
+    closed.sort_by_key(|(t, s, end)| (*t, s.elapsed_ns, std::cmp::Reverse(end.elapsed_ns)));
+    let mut open: Vec<(Track, u64)> = Vec::new();
+    for (track, s, end) in closed {
+        open.retain(|(t, until)| *t == track && *until > s.elapsed_ns);
+        let crosses = open
+            .last()
+            .is_some_and(|(_, until)| end.elapsed_ns > *until);
+        if crosses {
+            timed.push((s.elapsed_ns, async_event("b", s, end, track)));
+            timed.push((end.elapsed_ns, async_event("e", s, end, track)));
+            continue;
+        }
+        open.push((track, end.elapsed_ns));
+        let family = s.kind.family();
+        timed.push((
+            s.elapsed_ns,
+            json!({"ph": "X", "name": s.name, "cat": cat(family), "pid": track.pid,
+                   "tid": track.tid, "ts": us(s.elapsed_ns),
+                   "dur": us(end.elapsed_ns.saturating_sub(s.elapsed_ns)),
+                   "args": {"start": start_args(s), "end": end_args(end)}}),
+        ));
+        // TTFT: from the request's send to its first token, inside the request's slice.
+        let ttft = s
+            .request_id
+            .as_deref()
+            .and_then(|r| tracks.ttft.get(r))
+            .copied()
+            .filter(|&(send, first)| {
+                send >= s.elapsed_ns && send <= first && first <= end.elapsed_ns
+            });
+        if family == SpanFamily::Request
+            && let Some((send, first)) = ttft
         {
             timed.push((
-                e.elapsed_ns,
-                json!({"ph": "e", "name": e.name, "cat": cat(family), "pid": PID,
-                       "tid": SPAN_TID, "id": e.span_id, "ts": us(e.elapsed_ns),
-                       "args": end_args(e)}),
+                send,
+                json!({"ph": "X", "name": "ttft", "cat": "ttft", "pid": track.pid,
+                       "tid": track.tid, "ts": us(send), "dur": us(first - send),
+                       "args": {"ttft_ms": (first - send) as f64 / 1e6,
+                                "request_id": s.request_id}}),
             ));
         }
     }
@@ -175,7 +310,7 @@ pub fn perfetto_trace(
             if v.is_finite() {
                 timed.push((
                     t,
-                    json!({"ph": "C", "name": name, "pid": PID, "ts": us(t),
+                    json!({"ph": "C", "name": name, "pid": RUN_PID, "ts": us(t),
                            "args": {"value": v}}),
                 ));
             }

@@ -158,6 +158,7 @@ const OBSERVE: &str = r#"(() => {
     gaps: [...document.querySelectorAll('#gap-list li')].map(li => ({kind: li.dataset.gap, text: li.innerText.trim(), visible: vis(li)})),
     lanes: [...document.querySelectorAll('#timeline .lane')].map(l => ({
       kind: l.dataset.laneKind, id: l.dataset.lane || l.dataset.trajectory || null, visible: vis(l),
+      hidden: l.closest('[hidden]') !== null,
       trackWidth: l.querySelector('.track').getBoundingClientRect().width,
       spans: [...l.querySelectorAll('.span')].map(s => ({id: s.dataset.spanId, family: s.dataset.family, status: s.dataset.status, visible: vis(s), label: s.getAttribute('aria-label')})),
       markers: [...l.querySelectorAll('.gap-marker')].map(m => ({kind: m.dataset.gap, text: m.innerText.trim(), visible: vis(m)})),
@@ -446,6 +447,13 @@ fn dashboard_shows_the_five_fixture_states() {
             "{f}: horizontal overflow at 1280"
         );
         signatures.push(signature(&o));
+        let g: Value =
+            serde_json::from_str(b.eval(&s, &glyph_check("")).as_str().unwrap()).unwrap();
+        assert_eq!(
+            g["missing"],
+            serde_json::json!([]),
+            "{f}: glyphs without a font: {g}"
+        );
         let dom = b.eval(&s, "document.documentElement.outerHTML");
         std::fs::write(out.join(format!("{f}.dom.html")), dom.as_str().unwrap()).unwrap();
         let png = b.screenshot(&s, true);
@@ -489,6 +497,9 @@ fn dashboard_shows_the_five_fixture_states() {
         );
         assert!(n["qualityVisible"].as_bool().unwrap());
         for l in n["lanes"].as_array().unwrap() {
+            if l["hidden"] == true {
+                continue; // a folded group's lanes, or an open group's overview
+            }
             assert!(
                 l["visible"] == true && l["trackWidth"].as_f64().unwrap() > 300.0,
                 "{f}: narrow lane {l}"
@@ -623,13 +634,266 @@ fn not_run_jobs_are_shown_as_not_run_without_the_failure_mark() {
     let jobs = o["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 5, "{o}");
     // The fixture's job was cut short by the signal: cancelled, without the failure mark.
-    assert_eq!(jobs[0], serde_json::json!(["cancelled", "⏹ cancelled"]));
+    assert_eq!(jobs[0], serde_json::json!(["cancelled", "⊘ cancelled"]));
     for j in &jobs[1..] {
-        assert_eq!(j, &serde_json::json!(["not_run", "⏹ not run"]));
+        assert_eq!(j, &serde_json::json!(["not_run", "○ not run"]));
     }
+    // Issue 18: a job that did not run has no duration ("—", never 0.000), and its glyphs
+    // render with Debian's fonts.
+    let d = b.eval(
+        &s,
+        "JSON.stringify([...document.querySelectorAll('#jobs tbody tr')].map(tr => tr.cells[3].innerText.trim()))",
+    );
+    let d: Vec<String> = serde_json::from_str(d.as_str().unwrap()).unwrap();
+    assert!(d[1..].iter().all(|x| x == "—"), "{d:?}");
+    assert_ne!(d[0], "—");
+    let g: Value = serde_json::from_str(b.eval(&s, &glyph_check("")).as_str().unwrap()).unwrap();
+    assert_eq!(g["missing"], serde_json::json!([]), "{g}");
     assert!(
         b.exceptions.is_empty(),
         "page exceptions: {:?}",
         b.exceptions
     );
+}
+
+/// Whether each character renders with the page's fonts (pure browser script): every
+/// non-ASCII character of the page's text (and of `extra`) is drawn on a canvas in the
+/// body's font and compared with a code point no font has (U+10FFFD, drawn as the
+/// font's missing-glyph box). Returns `{missing: [...], checked: n}`.
+fn glyph_check(extra: &str) -> String {
+    format!(
+        r#"(() => {{
+  const font = getComputedStyle(document.body).fontSize + " " + getComputedStyle(document.body).fontFamily;
+  const draw = (ch) => {{
+    const c = document.createElement("canvas"); c.width = 48; c.height = 48;
+    const g = c.getContext("2d"); g.font = font; g.textBaseline = "top"; g.fillText(ch, 4, 4);
+    return Array.from(g.getImageData(0, 0, 48, 48).data).join(",");
+  }};
+  const none = draw(String.fromCodePoint(0x10FFFD));
+  const chars = new Set([...(document.body.innerText + {extra:?})].filter(ch => ch.codePointAt(0) > 0x7e && !/\s/.test(ch)));
+  const missing = [...chars].filter(ch => draw(ch) === none).map(ch => ch + " U+" + ch.codePointAt(0).toString(16).toUpperCase());
+  return JSON.stringify({{missing, checked: chars.size}});
+}})()"#
+    )
+}
+
+/// What the load-run checks read from the page.
+const LOAD_OBSERVE: &str = r#"(() => {
+  const vis = (e) => { if (!e) return false; const r = e.getBoundingClientRect(); const cs = getComputedStyle(e);
+    return r.width > 0 && r.height > 0 && cs.visibility !== 'hidden' && cs.display !== 'none'; };
+  const lanes = [...document.querySelectorAll('#timeline .lane')];
+  const visible = (kind) => lanes.filter(l => l.dataset.laneKind === kind && vis(l));
+  const res = visible('resource');
+  const polylines = [...document.querySelectorAll('#timeline .lane[data-lane-kind=resource] polyline')].map(p =>
+    p.getAttribute('points').trim().split(/\s+/).map(xy => xy.split(',').map(Number)));
+  return JSON.stringify({
+    groups: [...document.querySelectorAll('.lane-group')].map(g => ({kind: g.dataset.groupKind, job: g.dataset.job || null,
+      point: g.dataset.point || null, expanded: g.querySelector(':scope > .group-toggle').getAttribute('aria-expanded'),
+      toggleVisible: vis(g.querySelector(':scope > .group-toggle'))})),
+    trajectoryLanes: visible('trajectory').length,
+    overviewLanes: visible('overview').map(l => ({marks: l.querySelectorAll('.mark').length, ttft: l.querySelectorAll('.ttft-mark').length})),
+    resourceLanes: res.map(l => l.dataset.lane),
+    resourceTop: res.length ? res[0].getBoundingClientRect().top + window.scrollY : null,
+    seriesOf: Object.fromEntries(res.map(l => [l.dataset.lane, l.dataset.series])),
+    polylines,
+    visibleSpans: [...document.querySelectorAll('#timeline .lane[data-lane-kind=trajectory] .span')].filter(vis).map(s => ({
+      family: s.dataset.family, ttft: s.querySelectorAll('.ttft-mark').length})),
+    ticks: [...document.querySelectorAll('#timeline .axis .tick')].map(t => t.innerText.trim()),
+    readout: document.getElementById('zoom-readout').innerText,
+    jobs: [...document.querySelectorAll('#jobs tbody tr')].map(tr => [...tr.cells].map(c => c.innerText.trim())),
+    telemetry: document.getElementById('telemetry-state').innerText,
+    tableOpen: document.getElementById('span-details').open,
+    docHeight: document.documentElement.scrollHeight,
+    scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth
+  });
+})()"#;
+
+fn load_observe(b: &mut Browser, s: &str) -> Value {
+    serde_json::from_str(b.eval(s, LOAD_OBSERVE).as_str().unwrap()).unwrap()
+}
+
+/// Issue 18: the dashboard on a load run (suites/load.toml: 88 trajectories) at 1400 and
+/// 420 px. Lanes are grouped by job and sweep point and start collapsed to one overview
+/// lane each, the resource lanes sit above them (on the first screen at 1400 px), gauges are
+/// drawn as steps (no ramp between samples), requests carry their TTFT mark, the time axis
+/// zooms, every glyph renders with Debian's fonts, figures are rounded and the clock
+/// domain is the report's. Screenshots: `target/browser-artifacts/load-{1400,420,1400-point-open,1400-zoomed}.png`.
+#[test]
+fn a_load_run_is_grouped_zoomable_and_fits_the_screen() {
+    let Some(mut b) = browser_or_skip("a_load_run_is_grouped_zoomable_and_fits_the_screen") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("load");
+    let report = support::captured_run("suites/load.toml", &run);
+    let out = artifacts();
+    let file = out.join("load-report.html");
+    report_html(&run, &file);
+    let s = b.new_page();
+    for width in [1400u32, 420] {
+        b.viewport(&s, width, 900);
+        open(&mut b, &s, &format!("file://{}", file.display()));
+        let o = load_observe(&mut b, &s);
+        // Grouped: two jobs, fanout's three points and arrivals' one, each point folded to
+        // its overview lane; no trajectory lane shown until a group is opened.
+        let groups = o["groups"].as_array().unwrap();
+        let points: Vec<&Value> = groups.iter().filter(|g| g["kind"] == "point").collect();
+        assert_eq!(groups.len() - points.len(), 2, "{width}: {groups:?}");
+        assert_eq!(points.len(), 4, "{width}: {groups:?}");
+        assert!(
+            points
+                .iter()
+                .all(|g| g["expanded"] == "false" && g["toggleVisible"] == true)
+        );
+        assert_eq!(o["trajectoryLanes"], 0, "{width}");
+        let overview = o["overviewLanes"].as_array().unwrap();
+        assert_eq!(overview.len(), 4, "{width}: {overview:?}");
+        for l in overview {
+            assert!(l["marks"].as_u64().unwrap() >= 16, "{width}: {l}");
+            assert!(l["ttft"].as_u64().unwrap() >= 16, "{width}: TTFT marks {l}");
+        }
+        // Resources: every lane of the view, above the trajectories.
+        let lanes: Vec<&str> = o["resourceLanes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap())
+            .collect();
+        for want in [
+            "power:0",
+            "metrics:requests_running",
+            "metrics:kv_cache_usage",
+            "metrics:prefix_cache_hits",
+        ] {
+            assert!(lanes.contains(&want), "{width}: {lanes:?}");
+        }
+        if width == 1400 {
+            assert!(
+                o["resourceTop"].as_f64().unwrap() < 900.0,
+                "the resource lanes are on the first screen: {}",
+                o["resourceTop"]
+            );
+            assert!(
+                o["docHeight"].as_u64().unwrap() < 4000,
+                "the page stays short: {}",
+                o["docHeight"]
+            );
+        }
+        assert_eq!(
+            o["tableOpen"], false,
+            "{width}: the long span table starts folded"
+        );
+        // Steps, never ramps: each polyline moves horizontally or vertically only.
+        let polylines = o["polylines"].as_array().unwrap();
+        assert!(!polylines.is_empty());
+        for p in polylines {
+            let pts = p.as_array().unwrap();
+            for w in pts.windows(2) {
+                let (a, z) = (&w[0], &w[1]);
+                let dx = (a[0].as_f64().unwrap() - z[0].as_f64().unwrap()).abs();
+                let dy = (a[1].as_f64().unwrap() - z[1].as_f64().unwrap()).abs();
+                assert!(dx < 1e-6 || dy < 1e-6, "{width}: a ramp from {a} to {z}");
+            }
+        }
+        assert!(
+            o["scrollWidth"].as_u64() <= o["innerWidth"].as_u64(),
+            "{width}: horizontal overflow {}",
+            o["scrollWidth"]
+        );
+        // Rounded gate rows; no job without a duration shows 0.
+        for row in o["jobs"].as_array().unwrap() {
+            let gates = row[4].as_str().unwrap();
+            let long = regex_lite_decimals(gates);
+            assert!(
+                long.is_empty(),
+                "{width}: unrounded figures {long:?} in {gates}"
+            );
+        }
+        // One clock-domain id: the report's.
+        let domain = report["clock_domain_id"].as_str().unwrap();
+        assert!(
+            o["telemetry"].as_str().unwrap().contains(domain),
+            "{width}: {} vs {domain}",
+            o["telemetry"]
+        );
+        // Every glyph on the page renders with the installed (Debian) fonts; the check
+        // itself sees a glyph no installed font has.
+        let g: Value =
+            serde_json::from_str(b.eval(&s, &glyph_check("⏹")).as_str().unwrap()).unwrap();
+        assert_eq!(
+            g["missing"],
+            serde_json::json!(["⏹ U+23F9"]),
+            "{width}: glyphs without a font: {g}"
+        );
+        std::fs::write(
+            out.join(format!("load-{width}.png")),
+            b.screenshot(&s, true),
+        )
+        .unwrap();
+    }
+
+    // Open one point: its 16 trajectories, every request with its TTFT mark.
+    b.viewport(&s, 1400, 900);
+    open(&mut b, &s, &format!("file://{}", file.display()));
+    b.eval(
+        &s,
+        "document.querySelector('.lane-group[data-point=\"concurrency 4\"] > .group-toggle').click()",
+    );
+    let o = load_observe(&mut b, &s);
+    assert_eq!(o["trajectoryLanes"], 16, "{}", o["groups"]);
+    let spans = o["visibleSpans"].as_array().unwrap();
+    let requests: Vec<&Value> = spans.iter().filter(|s| s["family"] == "request").collect();
+    assert_eq!(requests.len(), 32, "two requests per trajectory");
+    assert!(requests.iter().all(|s| s["ttft"] == 1), "{requests:?}");
+    assert_eq!(
+        spans.iter().filter(|s| s["family"] == "fixture").count(),
+        16
+    );
+    std::fs::write(out.join("load-1400-point-open.png"), b.screenshot(&s, true)).unwrap();
+
+    // Zoom in twice, then back to the whole run: the axis and the readout follow.
+    let whole = o["ticks"].clone();
+    for _ in 0..2 {
+        b.eval(&s, "document.querySelector('[data-zoom=in]').click()");
+    }
+    let z = load_observe(&mut b, &s);
+    assert_ne!(z["ticks"], whole);
+    assert!(
+        z["readout"].as_str().unwrap().contains("zoomed"),
+        "{}",
+        z["readout"]
+    );
+    assert_eq!(z["trajectoryLanes"], 16, "the open group stays open");
+    std::fs::write(out.join("load-1400-zoomed.png"), b.screenshot(&s, true)).unwrap();
+    b.eval(&s, "document.querySelector('[data-zoom=reset]').click()");
+    let r = load_observe(&mut b, &s);
+    assert_eq!(r["ticks"], whole);
+    assert!(
+        b.exceptions.is_empty(),
+        "page exceptions: {:?}",
+        b.exceptions
+    );
+}
+
+/// Numbers with more than three decimals in `text` (an unrounded float).
+fn regex_lite_decimals(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'.' && i > 0 && b[i - 1].is_ascii_digit() {
+            let start = i;
+            let mut j = i + 1;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j - i - 1 > 3 {
+                out.push(text[start..j].to_string());
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out
 }

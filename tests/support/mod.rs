@@ -114,6 +114,23 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// Runs the repository's `suite` (`suites/load.toml`) on the simulator with the timeline
+/// captured into `out`; asserts exit 0 and returns its `report.json`.
+pub fn captured_run(suite: &str, out: &Path) -> Value {
+    let o = run(
+        &repo(),
+        &[
+            "run",
+            suite,
+            "--capture-timeline",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    report(out)
+}
+
 /// Reads `run_dir/report.json`.
 pub fn report(run_dir: &Path) -> Value {
     let p = run_dir.join("report.json");
@@ -803,4 +820,62 @@ pub fn console(report: &inferscope_bench::model::RunReport) -> String {
     )
     .unwrap();
     String::from_utf8(out).unwrap()
+}
+
+/// The cached Python environment `.ci/run` installs the independent validators into
+/// (PyPI, pinned): `opentelemetry-proto` (the official OTLP protobuf definitions) with
+/// `protobuf`, and `xmlschema`; and the Jenkins `junit-10.xsd` taken from pytest's sdist.
+pub const PY_VALIDATORS_VENV: &str = ".cache/inferscope-bench/venv-py-validators-1";
+/// Where `.ci/run` keeps `junit-10.xsd` (from `pytest==9.2.0`'s sdist).
+pub const JUNIT_XSD: &str = ".cache/inferscope-bench/junit-10.xsd";
+
+/// The validators' Python and the XSD: `INFERSCOPE_PY_VALIDATORS` (a python executable)
+/// and `INFERSCOPE_JUNIT_XSD`, else the paths `.ci/run` installs under `$HOME`. `None`
+/// (the caller skips, saying so) only when they are absent and
+/// `INFERSCOPE_REQUIRE_PY_VALIDATORS` is unset; with it (`.ci/run` sets it) a missing one
+/// fails the test.
+pub fn py_validators(test: &str) -> Option<(PathBuf, PathBuf)> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let python = std::env::var_os("INFERSCOPE_PY_VALIDATORS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            home.as_ref()
+                .map(|h| h.join(PY_VALIDATORS_VENV).join("bin/python"))
+        })
+        .filter(|p| p.is_file());
+    let xsd = std::env::var_os("INFERSCOPE_JUNIT_XSD")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(JUNIT_XSD)))
+        .filter(|p| p.is_file());
+    match (python, xsd) {
+        (Some(p), Some(x)) => Some((p, x)),
+        _ => {
+            assert!(
+                std::env::var("INFERSCOPE_REQUIRE_PY_VALIDATORS").as_deref() != Ok("1"),
+                "{test}: INFERSCOPE_REQUIRE_PY_VALIDATORS=1 but the Python validators are not \
+                 installed (.ci/run installs them into ~/{PY_VALIDATORS_VENV} and \
+                 ~/{JUNIT_XSD})"
+            );
+            eprintln!(
+                "SKIP: {test}: the Python validators are not installed (run .ci/run, or set \
+                 INFERSCOPE_PY_VALIDATORS and INFERSCOPE_JUNIT_XSD)"
+            );
+            None
+        }
+    }
+}
+
+/// Runs `python -c SCRIPT ARGS...`; returns (exit code, stdout, stderr).
+pub fn python(python: &Path, script: &str, args: &[&Path]) -> (i32, String, String) {
+    let o = std::process::Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }

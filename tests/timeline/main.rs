@@ -4,3 +4,5 @@ mod controls;
 mod perfetto;
 mod secrets;
 mod sink;
+#[path = "../support/mod.rs"]
+mod support;

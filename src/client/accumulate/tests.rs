@@ -776,6 +776,54 @@ fn non_streamed_body_is_parsed() {
     assert_eq!(r.error.as_deref(), Some("nope"));
 }
 
+/// Issue 18: the response's `model` is recorded (the first one named; OTLP's
+/// `gen_ai.response.model`), and an implausible one (control characters, too long) is left
+/// out rather than kept.
+#[test]
+fn the_response_model_is_the_first_one_named() {
+    let r = run(&[
+        (
+            5,
+            r#"{"id":"t1","model":"served-7b","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#,
+        ),
+        (
+            9,
+            r#"{"id":"t1","model":"other","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ),
+        (10, "[DONE]"),
+    ]);
+    assert_eq!(r.response_model.as_deref(), Some("served-7b"));
+    let long = "m".repeat(300);
+    let bad = run(&[
+        (
+            5,
+            &format!(
+                r#"{{"model":"{long}","choices":[{{"index":0,"delta":{{"content":"Hi"}},"finish_reason":"stop"}}]}}"#
+            ),
+        ),
+        (6, "[DONE]"),
+    ]);
+    assert_eq!(bad.response_model, None);
+    let none = run(&[
+        (
+            5,
+            r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#,
+        ),
+        (6, "[DONE]"),
+    ]);
+    assert_eq!(none.response_model, None);
+    // Not a string: the lenient reading leaves it out and the response still counts.
+    let odd = run(&[
+        (
+            5,
+            r#"{"model":5,"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#,
+        ),
+        (6, "[DONE]"),
+    ]);
+    assert_eq!(odd.response_model, None);
+    assert_eq!(odd.failure_code, None);
+}
+
 // ---- Several choices (issue 13 item 5) ----------------------------------------------------
 
 fn head_n(n: u32) -> RequestHead {

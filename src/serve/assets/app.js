@@ -6,9 +6,10 @@
   "use strict";
 
   var MAX_PAGES = 50;
+  var MAX_OPEN_TABLE_ROWS = 60;
   var app = document.getElementById("app");
   var statusEl = document.getElementById("status");
-  var state = { token: null, bundle: null, spans: [], selected: null };
+  var state = { token: null, bundle: null, spans: [], selected: null, zoom: null, groupOpen: {}, setWindow: null };
 
   // ---------- small DOM helpers ----------
   function el(tag, cls, text) {
@@ -25,6 +26,21 @@
   }
   function ms(ns) {
     return ns === null || ns === undefined ? "—" : (ns / 1e6).toFixed(3);
+  }
+  // A figure for people: up to 3 decimals with trailing zeros trimmed (812.4, 500,
+  // 16.667); scientific notation below 0.0005 or from 1e15 on (the console's rule).
+  function num(v) {
+    if (v === null || v === undefined) return "—";
+    if (!isFinite(v)) return String(v);
+    var a = Math.abs(v);
+    if ((a !== 0 && a < 0.0005) || a >= 1e15) return v.toExponential(3);
+    var t = v.toFixed(3).replace(/0+$/, "").replace(/\.$/, "");
+    return t === "-0" ? "0" : t;
+  }
+  // The trajectory of a timeline case id: its part before the first "/" (a context
+  // sweep's `suite::job#0/s128r0` belongs to `suite::job#0`).
+  function trajectoryOf(caseId) {
+    return caseId ? String(caseId).split("/")[0] : null;
   }
   // Observed completion tokens, else the client's estimate marked "~" (no server usage;
   // docs/measurement.md), else null.
@@ -187,7 +203,7 @@
     events.forEach(function (e) {
       if (/_start$/.test(e.kind)) {
         var s = { id: e.span_id, family: familyOf(e.kind), name: e.name, start: e.elapsed_ns,
-          end: null, status: "unknown_end", caseId: e.case_id, requestId: e.request_id,
+          end: null, status: "unknown_end", caseId: e.case_id, traj: trajectoryOf(e.case_id), requestId: e.request_id,
           parent: e.parent_span_id, seq: e.seq, prompt: null, completion: null, failure: null,
           attempt: e.attempt, startKnown: true };
         byId.set(e.span_id, s);
@@ -203,7 +219,7 @@
           if (!t.requestId && e.request_id) t.requestId = e.request_id;
         } else {
           orphans.push({ id: e.span_id, family: familyOf(e.kind), name: e.name, start: null,
-            end: e.elapsed_ns, status: e.status, caseId: null, requestId: e.request_id,
+            end: e.elapsed_ns, status: e.status, caseId: null, traj: null, requestId: e.request_id,
             parent: e.parent_span_id, seq: e.seq, prompt: e.prompt_tokens,
             completion: completionOf(e), failure: e.failure_code, startKnown: false });
         }
@@ -214,8 +230,9 @@
     return list;
   }
 
-  // Energy per span from the report's steps, joined by identity only: the same trajectory
-  // (case_id) and the same order and kind of steps. Any mismatch leaves energy unjoined.
+  // Energy (and TTFT) per span from the report's steps, joined by identity only: the same
+  // trajectory (the case id's trajectory) and the same order and kind of steps. Any
+  // mismatch leaves them unjoined.
   function joinEnergy(spans, detail) {
     var steps = {};
     (detail.report.jobs || []).forEach(function (j) {
@@ -223,13 +240,13 @@
     });
     var lanes = {};
     spans.forEach(function (s) {
-      if ((s.family === "request" || s.family === "fixture") && s.caseId && s.startKnown) {
-        (lanes[s.caseId] = lanes[s.caseId] || []).push(s);
+      if ((s.family === "request" || s.family === "fixture") && s.traj && s.startKnown) {
+        (lanes[s.traj] = lanes[s.traj] || []).push(s);
       }
     });
-    Object.keys(lanes).forEach(function (caseId) {
-      var ss = lanes[caseId].slice().sort(function (a, b) { return a.seq - b.seq; });
-      var st = steps[caseId];
+    Object.keys(lanes).forEach(function (traj) {
+      var ss = lanes[traj].slice().sort(function (a, b) { return a.seq - b.seq; });
+      var st = steps[traj];
       var ok = st && st.length === ss.length && ss.every(function (s, i) {
         var p = st[i];
         return s.family === "request" ? p.kind === "llm_call" : (p.kind === "tool" && p.name === s.name);
@@ -239,6 +256,7 @@
         if (ok) {
           s.energy = st[i].energy.value; s.energyBasis = st[i].energy.basis;
           s.energyReason = st[i].energy.reason; s.stepId = st[i].step_id;
+          s.stepNumber = i + 1; s.ttftMs = st[i].ttft_ms;
         }
       });
     });
@@ -264,8 +282,9 @@
 
   function spanTitle(s) {
     var who = s.family === "phase" ? "phase" : (s.caseId || "no case id");
-    return s.name + " · " + who + " · start " + ms(s.start) + " ms · " +
+    return s.name + " · " + who + (s.stepNumber ? " · step " + s.stepNumber : "") + " · start " + ms(s.start) + " ms · " +
       (s.end !== null && s.start !== null ? "duration " + ms(s.end - s.start) + " ms" : "duration unknown") +
+      (s.ttftMs !== null && s.ttftMs !== undefined ? " · TTFT " + num(s.ttftMs) + " ms" : "") +
       " · " + statusText(s);
   }
 
@@ -277,6 +296,8 @@
     joinEnergy(spans, d);
     state.spans = spans;
     state.selected = null;
+    if (state.runId !== b.run_id) { state.zoom = null; state.groupOpen = {}; }
+    state.runId = b.run_id;
     renderRunSelect(b);
     renderSummary(d);
     renderGaps(d, b);
@@ -390,7 +411,8 @@
   function renderLegend() {
     var lg = document.getElementById("legend");
     clear(lg);
-    [["family-phase", "phase span"], ["family-request", "model request"], ["family-fixture", "fixture tool"],
+    [["family-phase", "phase span"], ["family-request", "model request"], ["ttft", "TTFT (first token) inside a request"],
+      ["family-fixture", "fixture tool (its boundaries marked)"],
       ["status-failed", "failed (cross-hatched, ✕)"], ["status-cancelled", "cancelled (dashed, ⊘)"],
       ["status-unknown_end", "end unknown (dotted edge, …?)"]].forEach(function (x) {
       var s = el("span");
@@ -419,12 +441,14 @@
     return { lo: lo, hi: hi };
   }
 
+  // Places `node` over [a, z] of the visible window; hides it when it lies outside.
   function place(node, range, a, z) {
     var w = range.hi - range.lo;
     var left = Math.max(0, (a - range.lo) / w * 100);
     var right = Math.min(100, (z - range.lo) / w * 100);
     node.style.left = left + "%";
     node.style.width = Math.max(0, right - left) + "%";
+    node.hidden = z < range.lo || a > range.hi;
   }
 
   function laneRow(kind, labelText, meta, attrs) {
@@ -450,7 +474,39 @@
     return m;
   }
 
-  function renderAxis(root, range) {
+  // The zoom toolbar: narrower, wider, earlier, later, the whole run; and a readout of the
+  // window. Dragging across the axis zooms to the dragged interval.
+  function renderZoom(b, spans, full, range) {
+    var bar = document.getElementById("zoom");
+    clear(bar);
+    function button(label, act, key) {
+      var btn = el("button", "zoom-button", label);
+      btn.type = "button";
+      btn.setAttribute("data-zoom", key);
+      btn.addEventListener("click", function () { act(); renderTimeline(b, spans); });
+      bar.appendChild(btn);
+    }
+    function setWindow(lo, hi) {
+      var w = Math.max(hi - lo, (full.hi - full.lo) / 1000);
+      lo = Math.max(full.lo, Math.min(lo, full.hi - w));
+      state.zoom = { lo: lo, hi: Math.min(full.hi, lo + w) };
+      if (state.zoom.lo <= full.lo && state.zoom.hi >= full.hi) state.zoom = null;
+    }
+    var mid = (range.lo + range.hi) / 2, half = (range.hi - range.lo) / 2;
+    button("Zoom in", function () { setWindow(mid - half / 2, mid + half / 2); }, "in");
+    button("Zoom out", function () { setWindow(mid - half * 2, mid + half * 2); }, "out");
+    button("← Earlier", function () { setWindow(range.lo - half, range.hi - half); }, "earlier");
+    button("Later →", function () { setWindow(range.lo + half, range.hi + half); }, "later");
+    button("Whole run", function () { state.zoom = null; }, "reset");
+    var readout = el("span", "zoom-readout", "Showing " + ms(range.lo) + "–" + ms(range.hi) + " ms of " +
+      ms(full.lo) + "–" + ms(full.hi) + " ms" + (state.zoom ? " (zoomed: drag across the axis to zoom further)" : " (drag across the axis to zoom)"));
+    readout.id = "zoom-readout";
+    readout.setAttribute("aria-live", "polite");
+    bar.appendChild(readout);
+    state.setWindow = setWindow;
+  }
+
+  function renderAxis(root, range, b, spans) {
     var axis = el("div", "axis");
     axis.appendChild(el("div", "label-spacer", "ms"));
     var ticks = el("div", "ticks");
@@ -459,6 +515,30 @@
       t.style.left = (i * 25) + "%";
       ticks.appendChild(t);
     }
+    var sel = el("div", "axis-selection");
+    sel.hidden = true;
+    ticks.appendChild(sel);
+    var from = null;
+    function at(ev) {
+      var r = ticks.getBoundingClientRect();
+      return Math.max(0, Math.min(1, (ev.clientX - r.left) / r.width));
+    }
+    ticks.addEventListener("pointerdown", function (ev) { from = at(ev); sel.hidden = false; place(sel, { lo: 0, hi: 1 }, from, from); });
+    ticks.addEventListener("pointermove", function (ev) {
+      if (from === null) return;
+      var x = at(ev);
+      place(sel, { lo: 0, hi: 1 }, Math.min(from, x), Math.max(from, x));
+    });
+    ticks.addEventListener("pointerup", function (ev) {
+      if (from === null) return;
+      var x = at(ev), a = Math.min(from, x), z = Math.max(from, x);
+      from = null;
+      sel.hidden = true;
+      if (z - a < 0.01) return;
+      var w = range.hi - range.lo;
+      state.setWindow(range.lo + a * w, range.lo + z * w);
+      renderTimeline(b, spans);
+    });
     axis.appendChild(ticks);
     root.appendChild(axis);
   }
@@ -474,9 +554,18 @@
     btn.title = spanTitle(s);
     var prefix = s.status === "failed" ? "✕ " : s.status === "cancelled" ? "⊘ " : "";
     var suffix = s.end === null ? " …?" : "";
-    btn.appendChild(el("span", null, prefix + s.name + suffix));
+    btn.appendChild(el("span", "span-text", prefix + s.name + suffix));
     var end = s.end !== null ? s.end : captureEnd;
     place(btn, range, s.start, Math.max(end, s.start));
+    // TTFT inside a request: a mark at the first token (from the report's step).
+    if (s.family === "request" && s.ttftMs !== null && s.ttftMs !== undefined && end > s.start) {
+      var f = Math.max(0, Math.min(1, s.ttftMs * 1e6 / (end - s.start)));
+      var m = el("span", "ttft-mark");
+      m.setAttribute("data-ttft-ms", num(s.ttftMs));
+      m.setAttribute("aria-hidden", "true");
+      m.style.left = (f * 100) + "%";
+      btn.appendChild(m);
+    }
     btn.addEventListener("click", function () { select(s); });
     s.button = btn;
     return btn;
@@ -502,12 +591,13 @@
         var t = trajById[id];
         if (!t) return;
         var row = laneRow("trajectory", id, t.steps.length + " step(s) · shard " + g.k, { "data-trajectory": id, "data-shard": String(g.k) });
-        t.steps.forEach(function (st) {
+        t.steps.forEach(function (st, i) {
           var s = { id: st.step_id, family: st.kind === "llm_call" ? "request" : "fixture", name: st.name,
-            start: st.start_ns, end: st.end_ns, status: st.status || "unknown", caseId: id, requestId: null,
+            start: st.start_ns, end: st.end_ns, status: st.status || "unknown", caseId: id, traj: id, requestId: null,
             parent: null, seq: st.step_id, prompt: st.prompt_tokens, completion: st.completion_tokens,
             failure: st.failure_code, startKnown: true, energyJoin: "joined", energy: st.energy.value,
-            energyBasis: st.energy.basis, energyReason: st.energy.reason, stepId: st.step_id };
+            energyBasis: st.energy.basis, energyReason: st.energy.reason, stepId: st.step_id,
+            stepNumber: i + 1, ttftMs: st.ttft_ms };
           row.track.appendChild(spanButton(s, range, range.hi));
         });
         root.appendChild(row.lane);
@@ -515,13 +605,79 @@
     });
   }
 
+  // Lane groups collapse when they hold more than this many trajectories (a load run's
+  // points): the group then shows one overview lane with every span of its trajectories.
+  var OPEN_GROUP_MAX = 8;
+
+  // One overview lane: every span of `list` as a thin mark (requests, tool boundaries and
+  // TTFT marks), for a collapsed group.
+  function overviewLane(title, list, range, captureEnd, attrs) {
+    var row = laneRow("overview", title, null, attrs);
+    var requests = 0, tools = 0;
+    list.forEach(function (s) {
+      if (!s.startKnown) return;
+      var m = el("div", "mark");
+      m.setAttribute("data-family", s.family);
+      m.setAttribute("aria-hidden", "true");
+      place(m, range, s.start, Math.max(s.end !== null ? s.end : captureEnd, s.start));
+      if (s.family === "request") {
+        requests++;
+        if (s.ttftMs !== null && s.ttftMs !== undefined && s.end !== null && s.end > s.start) {
+          var t = el("span", "ttft-mark");
+          t.style.left = Math.max(0, Math.min(100, s.ttftMs * 1e6 / (s.end - s.start) * 100)) + "%";
+          m.appendChild(t);
+        }
+      } else if (s.family === "fixture") tools++;
+      row.track.appendChild(m);
+    });
+    row.track.setAttribute("aria-label", title + ": " + requests + " model request(s) and " + tools +
+      " tool call(s) overlaid; expand the group to select them");
+    return row;
+  }
+
+  // A collapsible group of lanes: a toggle (with the group's title), its overview lane
+  // (shown while collapsed) and its body.
+  function laneGroup(root, kind, title, count, open, overview) {
+    var g = el("section", "lane-group");
+    g.setAttribute("data-group-kind", kind);
+    var toggle = el("button", "group-toggle");
+    toggle.type = "button";
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    var glyph = el("span", "glyph", open ? "▼" : "▶");
+    glyph.setAttribute("aria-hidden", "true");
+    toggle.appendChild(glyph);
+    toggle.appendChild(el("span", null, title + " · " + count));
+    var body = el("div", "group-body");
+    body.hidden = !open;
+    g.appendChild(toggle);
+    if (overview) {
+      overview.lane.hidden = open;
+      g.appendChild(overview.lane);
+    }
+    g.appendChild(body);
+    toggle.addEventListener("click", function () {
+      var now = toggle.getAttribute("aria-expanded") !== "true";
+      toggle.setAttribute("aria-expanded", now ? "true" : "false");
+      glyph.textContent = now ? "▼" : "▶";
+      body.hidden = !now;
+      if (overview) overview.lane.hidden = now;
+      state.groupOpen[title] = now;
+    });
+    root.appendChild(g);
+    return body;
+  }
+
+  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
+
   function renderTimeline(b, spans) {
     var root = document.getElementById("timeline");
     clear(root);
     var d = b.detail;
-    var range = timeRange(b, spans);
-    var captureEnd = d.timeline.end_elapsed_ns !== null && d.timeline.end_elapsed_ns !== undefined ? d.timeline.end_elapsed_ns : range.hi;
-    renderAxis(root, range);
+    var full = timeRange(b, spans);
+    var range = state.zoom || full;
+    var captureEnd = d.timeline.end_elapsed_ns !== null && d.timeline.end_elapsed_ns !== undefined ? d.timeline.end_elapsed_ns : full.hi;
+    renderZoom(b, spans, full, range);
+    renderAxis(root, range, b, spans);
 
     root.appendChild(el("div", "group-title", "Phases"));
     var phases = laneRow("phase", "Run phases", "preparation → finalization", { "data-lane": "phases" });
@@ -538,72 +694,162 @@
       lanesForKeys.push(ph.filter(function (s) { return s.startKnown; }));
     }
 
+    // Resources next to the phases, above the (possibly many) trajectory lanes.
+    root.appendChild(el("div", "group-title", "Resources, per host and device (never summed)"));
+    renderResources(root, b, range);
+
     var shardGroups = d.report.shards || [];
     if (shardGroups.length) {
       renderShardGroups(root, d, shardGroups, range);
-    } else {
-      root.appendChild(el("div", "group-title", "Trajectories: model requests and fixture tools"));
-      if (d.timeline.state === "ok") {
-        var byCase = new Map();
-        spans.forEach(function (s) {
-          if (s.family === "phase") return;
-          var key = s.caseId || "(no case id)";
-          if (!byCase.has(key)) byCase.set(key, []);
-          byCase.get(key).push(s);
-        });
-        if (!byCase.size) {
-          var none = laneRow("trajectory", "No request or tool spans", null, { "data-lane": "none" });
-          none.track.appendChild(gapMarker("capture_partial", "No request or fixture span in the capture", null));
-          root.appendChild(none.lane);
-        }
-        byCase.forEach(function (list, key) {
-          var row = laneRow("trajectory", key, list.length + " span(s)", { "data-trajectory": key });
-          var keyed = [];
-          list.forEach(function (s) {
-            if (s.startKnown) {
-              row.track.appendChild(spanButton(s, range, captureEnd));
-              keyed.push(s);
-              if (s.end === null) {
-                row.track.appendChild(gapMarker("unknown_end", "end unknown", range, s.start, captureEnd));
-              }
-            } else {
-              row.track.appendChild(gapMarker("missing_start", "start unknown", range, Math.max(range.lo, s.end - (range.hi - range.lo) * 0.01), s.end));
-            }
-          });
-          lanesForKeys.push(keyed);
-          root.appendChild(row.lane);
-        });
-        d.gaps.forEach(function (g) {
-          if (g.kind === "seq_gap" && g.start_ns !== null && g.end_ns !== null) {
-            var row = laneRow("gap", "Lost events", g.label, { "data-lane": "lost-events" });
-            row.track.appendChild(gapMarker("seq_gap", g.label, range, g.start_ns, g.end_ns));
-            root.appendChild(row.lane);
-          }
-        });
-        if (d.timeline.dropped_count > 0) {
-          var dr = laneRow("gap", "Dropped events", d.timeline.dropped_count + " not recorded", { "data-lane": "dropped" });
-          var lastKept = spans.reduce(function (m, s) { return Math.max(m, s.end !== null ? s.end : s.start || 0); }, range.lo);
-          dr.track.appendChild(gapMarker("dropped_events", d.timeline.dropped_count + " events dropped after the capture filled; what happened here is not recorded", range, lastKept, captureEnd));
-          root.appendChild(dr.lane);
-        }
-      } else {
-        var empty = laneRow("trajectory", "Trajectories", null, { "data-lane": "trajectories" });
-        empty.track.appendChild(gapMarker(d.timeline.state === "unavailable" ? "capture_unavailable" : "integrity_error",
-          d.timeline.state === "unavailable" ? "No spans: timeline unavailable (the table lists report steps instead)" : "No spans: timeline failed verification", null));
-        root.appendChild(empty.lane);
-      }
-
+      wireKeys(lanesForKeys);
+      return;
     }
-    root.appendChild(el("div", "group-title", "Resources, per host and device (never summed)"));
-    renderResources(root, b, range);
+    root.appendChild(el("div", "group-title", "Trajectories, by job and sweep point: model requests (TTFT marked) and fixture tools"));
+    if (d.timeline.state !== "ok") {
+      var empty = laneRow("trajectory", "Trajectories", null, { "data-lane": "trajectories" });
+      empty.track.appendChild(gapMarker(d.timeline.state === "unavailable" ? "capture_unavailable" : "integrity_error",
+        d.timeline.state === "unavailable" ? "No spans: timeline unavailable (the table lists report steps instead)" : "No spans: timeline failed verification", null));
+      root.appendChild(empty.lane);
+      wireKeys(lanesForKeys);
+      return;
+    }
+    var byTraj = new Map();
+    spans.forEach(function (s) {
+      if (s.family === "phase") return;
+      var key = s.traj || "(no case id)";
+      if (!byTraj.has(key)) byTraj.set(key, []);
+      byTraj.get(key).push(s);
+    });
+    if (!byTraj.size) {
+      var none = laneRow("trajectory", "No request or tool spans", null, { "data-lane": "none" });
+      none.track.appendChild(gapMarker("capture_partial", "No request or fixture span in the capture", null));
+      root.appendChild(none.lane);
+    }
+    function trajectoryLane(parent, key) {
+      var list = byTraj.get(key);
+      if (!list) return;
+      byTraj.delete(key);
+      var row = laneRow("trajectory", key, plural(list.length, "span", "spans"), { "data-trajectory": key });
+      var keyed = [];
+      list.forEach(function (s) {
+        if (s.startKnown) {
+          row.track.appendChild(spanButton(s, range, captureEnd));
+          keyed.push(s);
+          if (s.end === null) {
+            row.track.appendChild(gapMarker("unknown_end", "end unknown", range, s.start, captureEnd));
+          }
+        } else {
+          row.track.appendChild(gapMarker("missing_start", "start unknown", range, Math.max(range.lo, s.end - (range.hi - range.lo) * 0.01), s.end));
+        }
+      });
+      lanesForKeys.push(keyed);
+      parent.appendChild(row.lane);
+    }
+    function spansOf(ids) {
+      var out = [];
+      ids.forEach(function (id) { (byTraj.get(id) || []).forEach(function (s) { out.push(s); }); });
+      return out;
+    }
+    function isOpen(title, n) {
+      return state.groupOpen[title] !== undefined ? state.groupOpen[title] : n <= OPEN_GROUP_MAX;
+    }
+    (d.report.jobs || []).forEach(function (j) {
+      var ids = j.trajectories.map(function (t) { return t.id; }).filter(function (id) { return byTraj.has(id); });
+      if (!ids.length) return;
+      var points = (j.points || []).filter(function (p) { return p.trajectories.some(function (id) { return byTraj.has(id); }); });
+      var title = "Job " + j.id;
+      var count = plural(ids.length, "trajectory", "trajectories") + (points.length ? " in " + plural(points.length, "sweep point", "sweep points") : "");
+      var open = points.length ? true : isOpen(title, ids.length);
+      var overview = points.length ? null : overviewLane(title + " (all " + ids.length + " overlaid)", spansOf(ids), range, captureEnd, { "data-group": j.id });
+      var body = laneGroup(root, "job", title, count, points.length ? isOpen(title, points.length) : open, overview);
+      body.parentNode.setAttribute("data-job", j.id);
+      if (points.length) {
+        points.forEach(function (p) {
+          var pids = p.trajectories.filter(function (id) { return byTraj.has(id); });
+          var ptitle = j.id + " · " + p.label;
+          var pover = overviewLane(ptitle + " (all " + pids.length + " overlaid)", spansOf(pids), range, captureEnd, { "data-group": ptitle });
+          var pbody = laneGroup(body, "point", ptitle, plural(pids.length, "trajectory", "trajectories"), isOpen(ptitle, pids.length), pover);
+          pbody.parentNode.setAttribute("data-point", p.label);
+          pids.forEach(function (id) { trajectoryLane(pbody, id); });
+        });
+      }
+      ids.forEach(function (id) { trajectoryLane(body, id); });
+    });
+    // Spans of no trajectory of the report (or of a report that could not be read).
+    if (byTraj.size) {
+      var rest = Array.from(byTraj.keys());
+      var obody = laneGroup(root, "other", "Spans of no job in the report", plural(rest.length, "lane", "lanes"),
+        isOpen("Spans of no job in the report", rest.length),
+        overviewLane("Other spans (overlaid)", spansOf(rest), range, captureEnd, { "data-group": "other" }));
+      rest.forEach(function (id) { trajectoryLane(obody, id); });
+    }
+    d.gaps.forEach(function (g) {
+      if (g.kind === "seq_gap" && g.start_ns !== null && g.end_ns !== null) {
+        var row = laneRow("gap", "Lost events", g.label, { "data-lane": "lost-events" });
+        row.track.appendChild(gapMarker("seq_gap", g.label, range, g.start_ns, g.end_ns));
+        root.appendChild(row.lane);
+      }
+    });
+    if (d.timeline.dropped_count > 0) {
+      var dr = laneRow("gap", "Dropped events", d.timeline.dropped_count + " not recorded", { "data-lane": "dropped" });
+      var lastKept = spans.reduce(function (m, s) { return Math.max(m, s.end !== null ? s.end : s.start || 0); }, full.lo);
+      dr.track.appendChild(gapMarker("dropped_events", d.timeline.dropped_count + " events dropped after the capture filled; what happened here is not recorded", range, lastKept, captureEnd));
+      root.appendChild(dr.lane);
+    }
     wireKeys(lanesForKeys);
   }
 
-  function sampleValue(lane, s) {
-    if (lane.source === "power") return s.device === lane.device ? s.power_mw : undefined;
-    if (lane.source === "proc") return s.rss_bytes;
-    if (lane.source === "metrics") return s.gauges ? s.gauges[lane.quantity] : null;
-    return null;
+  // The value a lane draws from one sample (undefined: not this lane's sample; null: no
+  // value here, the curve breaks). The CPU lane is derived from consecutive samples, as the
+  // Perfetto counter is: Δ(utime + stime) / CLK_TCK / Δt, % of one core.
+  function laneValues(lane, samples) {
+    var out = [];
+    if (lane.series === "rate") {
+      var tck = lane.clk_tck;
+      for (var i = 1; i < samples.length; i++) {
+        var a = samples[i - 1], z = samples[i];
+        var dt = z.elapsed_ns - a.elapsed_ns;
+        var ok = tck > 0 && dt > 0 && a.process_count === z.process_count &&
+          [a.utime_jiffies, a.stime_jiffies, z.utime_jiffies, z.stime_jiffies].every(function (v) { return v !== null && v !== undefined; });
+        var dj = ok ? (z.utime_jiffies + z.stime_jiffies) - (a.utime_jiffies + a.stime_jiffies) : -1;
+        out.push([z.elapsed_ns, dj >= 0 ? dj / tck / (dt / 1e9) * 100 : null, a.elapsed_ns]);
+      }
+      return out;
+    }
+    samples.forEach(function (s) {
+      var v;
+      if (lane.source === "power") v = s.device === lane.device ? s.power_mw : undefined;
+      else if (lane.source === "proc") v = s.rss_bytes;
+      else if (lane.series === "counter") v = s.resets && s.resets[lane.quantity] ? null : (s.counters ? s.counters[lane.quantity] : null);
+      else v = s.gauges ? s.gauges[lane.quantity] : null;
+      if (v !== undefined) out.push([s.elapsed_ns, v === undefined ? null : v]);
+    });
+    return out;
+  }
+
+  // A sampled quantity as steps: a level or counter holds from its sample to the next; a
+  // rate covers the interval before its sample. Never a ramp between samples.
+  function stepPoints(pts, lane, range, max) {
+    var segs = [], seg = [], w = range.hi - range.lo;
+    function x(t) { return Math.max(0, Math.min(1000, (t - range.lo) / w * 1000)).toFixed(2); }
+    function y(v) { return (96 - (max > 0 ? v / max * 90 : 0)).toFixed(2); }
+    function flush() { if (seg.length) segs.push(seg); seg = []; }
+    pts.forEach(function (p, i) {
+      if (p[1] === null || p[1] === undefined) { flush(); return; }
+      if (lane.series === "rate") {
+        if (p[0] < range.lo || p[2] > range.hi) return;
+        if (seg.length && seg[seg.length - 1][0] !== x(p[2])) flush();
+        seg.push([x(p[2]), y(p[1])], [x(p[0]), y(p[1])]);
+        return;
+      }
+      var next = pts[i + 1];
+      var until = next && next[1] !== null && next[1] !== undefined ? next[0] : p[0];
+      if (until < range.lo || p[0] > range.hi) return;
+      seg.push([x(p[0]), y(p[1])], [x(until), y(p[1])]);
+      if (!next || next[1] === null || next[1] === undefined) flush();
+    });
+    flush();
+    return segs;
   }
 
   function renderResources(root, b, range) {
@@ -617,7 +863,8 @@
     t.lanes.forEach(function (lane) {
       var meta = lane.host + " · " + lane.unit + (lane.basis ? " · basis " + lane.basis : "") + " · " + lane.time_uncertainty;
       var row = laneRow("resource", lane.label, meta, { "data-lane": lane.lane_id, "data-host": lane.host,
-        "data-device": lane.device === null ? "" : String(lane.device), "data-source": lane.source });
+        "data-device": lane.device === null || lane.device === undefined ? "" : String(lane.device), "data-source": lane.source,
+        "data-series": lane.series });
       root.appendChild(row.lane);
       if (t.aligned === false) {
         row.track.appendChild(gapMarker("clock_domain_mismatch",
@@ -627,49 +874,23 @@
       if (lane.status !== "ok") {
         row.track.appendChild(gapMarker("source_unavailable", lane.label + ": " + lane.status + (lane.reason ? " — " + lane.reason : ""), null));
       }
-      var samples = b.samples[lane.source] || [];
-      var pts = [];
-      var max = 0;
-      samples.forEach(function (s) {
-        var v = sampleValue(lane, s);
-        if (v === undefined) return;
-        pts.push([s.elapsed_ns, v]);
-        if (v !== null && v > max) max = v;
-      });
-      if (pts.length) {
+      var pts = laneValues(lane, b.samples[lane.source] || []);
+      var max = 0, n = 0;
+      pts.forEach(function (p) { if (p[1] !== null) { n++; if (p[1] > max) max = p[1]; } });
+      if (n) {
         var svg = svgEl("svg");
         svg.setAttribute("class", "curve");
         svg.setAttribute("viewBox", "0 0 1000 100");
         svg.setAttribute("preserveAspectRatio", "none");
         svg.setAttribute("aria-hidden", "true");
-        var w = range.hi - range.lo;
-        var seg = [];
-        function flush() {
-          if (seg.length > 1) {
-            var pl = svgEl("polyline");
-            pl.setAttribute("points", seg.join(" "));
-            svg.appendChild(pl);
-          } else if (seg.length === 1) {
-            var xy = seg[0].split(",");
-            var c = svgEl("rect");
-            c.setAttribute("class", "point");
-            c.setAttribute("x", String(Number(xy[0]) - 1)); c.setAttribute("y", String(Number(xy[1]) - 1));
-            c.setAttribute("width", "2"); c.setAttribute("height", "2");
-            svg.appendChild(c);
-          }
-          seg = [];
-        }
-        pts.forEach(function (p) {
-          if (p[0] < range.lo || p[0] > range.hi) return;
-          if (p[1] === null) { flush(); return; }
-          var x = (p[0] - range.lo) / w * 1000;
-          var y = 96 - (max > 0 ? p[1] / max * 90 : 0);
-          seg.push(x.toFixed(2) + "," + y.toFixed(2));
+        stepPoints(pts, lane, range, max).forEach(function (seg) {
+          var pl = svgEl("polyline");
+          pl.setAttribute("points", seg.map(function (q) { return q[0] + "," + q[1]; }).join(" "));
+          svg.appendChild(pl);
         });
-        flush();
         row.track.appendChild(svg);
-        var scale = el("span", "scale", "max " + (lane.unit === "fraction" ? max.toFixed(4) : Math.round(max)) + " " + lane.unit + " · " + pts.length + " samples");
-        row.track.appendChild(scale);
+        var top = lane.unit === "fraction" ? num(max) : lane.series === "rate" ? num(Math.round(max * 10) / 10) : String(Math.round(max));
+        row.track.appendChild(el("span", "scale", "max " + top + " " + lane.unit + " · " + plural(n, "sample", "samples")));
       }
       lane.gaps.forEach(function (g) {
         row.track.appendChild(gapMarker("missing_samples", "no samples", range, g.start_ns, g.end_ns));
@@ -681,7 +902,7 @@
       if (t.stopped_elapsed_ns !== null && t.stopped_elapsed_ns < range.hi) {
         row.track.appendChild(gapMarker("not_sampled", "not sampled", range, t.stopped_elapsed_ns, range.hi));
       }
-      if (!pts.length && !lane.gaps.length) {
+      if (!n && !lane.gaps.length) {
         row.track.appendChild(gapMarker("missing_samples", "no samples in this lane", null));
       }
     });
@@ -701,7 +922,7 @@
           else if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
             var step = ev.key === "ArrowDown" ? 1 : -1;
             for (var k = li + step; k >= 0 && k < lanes.length; k += step) {
-              if (lanes[k].length) {
+              if (lanes[k].length && lanes[k][0].button && lanes[k][0].button.offsetParent !== null) {
                 target = lanes[k].reduce(function (best, c) {
                   return Math.abs(c.start - s.start) < Math.abs(best.start - s.start) ? c : best;
                 }, lanes[k][0]);
@@ -746,6 +967,7 @@
     var cap = document.getElementById("span-caption");
     clear(tbody);
     var d = b.detail;
+    var rows = 0;
     if (d.timeline.state === "ok") {
       cap.textContent = spans.length + " span(s) from the verified timeline; start and duration in ms from the run's reference instant; energy joined from report steps by trajectory and step order only.";
       spans.slice().sort(function (a, b) {
@@ -766,6 +988,7 @@
         tr.addEventListener("click", function () { select(s); });
         s.row = tr;
         tbody.appendChild(tr);
+        rows++;
       });
     } else {
       var steps = [];
@@ -783,19 +1006,37 @@
         tr.appendChild(el("td", "num", st.kind === "tool" ? "—" : dash(st.prompt_tokens) + " / " + stepTokens(st)));
         tr.appendChild(el("td", null, st.energy.value === null ? "— unavailable (" + st.energy.basis + (st.energy.reason ? ": " + st.energy.reason : "") + ")" : st.energy.value + " mJ (" + st.energy.basis + ")"));
         tbody.appendChild(tr);
+        rows++;
       });
     }
+    // A long table (a load run) starts folded; its summary says how long it is.
+    document.getElementById("span-details").open = rows <= MAX_OPEN_TABLE_ROWS;
+    document.getElementById("span-summary").textContent = "Every span as a table row (" + plural(rows, "row", "rows") +
+      (rows > MAX_OPEN_TABLE_ROWS ? "; open to list them)" : ")");
   }
+
 
   // A job not run (the run was cancelled before it started) is neither a pass nor a
   // failure: no failure mark. A job cut short by Ctrl-C is cancelled (never a pass); a job
   // whose endpoint failed the preflight is a setup error.
   function jobStatusText(status) {
     if (status === "pass") return "✓ pass";
-    if (status === "not_run") return "⏹ not run";
-    if (status === "cancelled") return "⏹ cancelled";
+    if (status === "not_run") return "○ not run";
+    if (status === "cancelled") return "⊘ cancelled";
     if (status === "setup_error") return "⚠ setup error";
     return "✕ " + status;
+  }
+
+  // A job's duration: "—" for a job that did not run (no duration, never 0).
+  function jobDuration(j) {
+    return j.status === "not_run" || j.status === "setup_error" ? "—" : ms(j.duration_ns);
+  }
+
+  // One gate row: the figure rounded as the console rounds it.
+  function verdictText(v) {
+    var value = v.value === null || v.value === undefined ? "unavailable" : num(v.value);
+    return v.gate + " " + v.outcome + " (" + value + " " + v.comparison + " " + num(v.bound) + (v.unit ? " " + v.unit : "") +
+      "; " + v.basis + (v.tokens === "client_estimate" ? ", tokens client-estimated" : "") + ")";
   }
 
   // A report step's output tokens: the server's count, or the client's estimate marked
@@ -821,10 +1062,8 @@
       tr.appendChild(el("td", null, j.kind));
       tr.setAttribute("data-job-status", j.status);
       tr.appendChild(el("td", null, jobStatusText(j.status)));
-      tr.appendChild(el("td", "num", ms(j.duration_ns)));
-      tr.appendChild(el("td", null, j.verdicts.map(function (v) {
-        return v.gate + " " + v.outcome + " (" + (v.value === null ? "unavailable" : v.value) + " " + v.comparison + " " + v.bound + (v.unit ? " " + v.unit : "") + "; " + v.basis + (v.tokens === "client_estimate" ? ", tokens client-estimated" : "") + ")";
-      }).join("; ")));
+      tr.appendChild(el("td", "num", jobDuration(j)));
+      tr.appendChild(el("td", null, j.verdicts.map(verdictText).join("; ")));
       tb.appendChild(tr);
     });
     table.appendChild(tb);

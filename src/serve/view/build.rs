@@ -26,7 +26,7 @@ pub fn shard_views(r: &RunReport) -> Vec<ShardView> {
         .map(|s| ShardView {
             k: s.k,
             n: m.n,
-            clock_domain: clock_domain_fingerprint(&s.clock_domain_id),
+            clock_domain: clock_domain_label(&s.clock_domain_id),
             offset_ns: s.offset_ns,
             alignment: code_or_other(&m.alignment.basis),
             uncertainty_ns: m.alignment.uncertainty_ns,
@@ -117,6 +117,21 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
                     steps: t.steps.iter().map(step_view).collect(),
                 })
                 .collect(),
+            points: j
+                .sweep
+                .iter()
+                .flat_map(|s| &s.points)
+                .map(|p| PointView {
+                    label: bounded_text(&p.facts.label, 96),
+                    trajectories: p
+                        .facts
+                        .trajectories
+                        .iter()
+                        .filter(|t| is_valid_case_id(t))
+                        .cloned()
+                        .collect(),
+                })
+                .collect(),
         })
         .collect()
 }
@@ -142,7 +157,7 @@ fn report_head_ok(r: &RunReport) -> ReportView {
         started_utc: Some(bounded_text(&r.started_utc, 40)),
         tool: Some(bounded_text(&r.tool, 64)),
         cancelled: Some(r.cancelled),
-        clock_domain: Some(clock_domain_fingerprint(&r.clock_domain_id)),
+        clock_domain: Some(clock_domain_label(&r.clock_domain_id)),
         endpoint: r.endpoint.as_ref().map(|e| EndpointView {
             suite: bounded_text(&e.suite, 64),
             model: bounded_text(&e.model, 128),
@@ -196,7 +211,7 @@ pub fn timeline_view(state: &TimelineState) -> TimelineView {
                 dropped: Some(m.dropped),
                 rejected_count: Some(m.rejected_count),
                 unclosed_span_count: Some(m.unclosed_span_count),
-                clock_domain: Some(clock_domain_fingerprint(&m.clock_domain_id)),
+                clock_domain: Some(clock_domain_label(&m.clock_domain_id)),
                 start_elapsed_ns: Some(m.start_elapsed_ns),
                 end_elapsed_ns: Some(m.end_elapsed_ns),
                 telemetry_session_id: m.telemetry_session_id.clone(),

@@ -8,8 +8,9 @@
 //!
 //! Nothing here copies free text from an artifact into the view except texts written by
 //! this product itself (source status reasons, truncated); names and ids pass their
-//! syntax or are replaced. Clock-domain ids (which embed a host name) are shown only as a
-//! fingerprint ([`clock_domain_fingerprint`]); metrics URLs and GPU UUIDs are left out.
+//! syntax or are replaced. A clock-domain id is shown as `report.json` has it (one id on
+//! the page, in the API and in every export: [`clock_domain_label`]), or as its
+//! fingerprint when it fails its syntax; metrics URLs and GPU UUIDs are left out.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -24,7 +25,10 @@ mod telemetry;
 
 pub use build::{report_head, report_view, shard_views, timeline_view};
 pub use gaps::gap_markers;
-pub use telemetry::{LaneTimes, METRICS_GAUGES, sample_gaps, telemetry_view};
+pub use telemetry::{
+    LaneQuantity, LaneSamples, LaneTimes, METRICS_COUNTERS, METRICS_GAUGES, lane_label,
+    lane_points, lane_quantities, sample_gaps, telemetry_view,
+};
 
 /// Schema id of [`RunDetail`].
 pub const DETAIL_SCHEMA: &str = "inferscope-bench.serve.run/v1";
@@ -35,10 +39,27 @@ pub const MAX_LANE_GAPS: usize = 200;
 pub const GAP_PERIODS: u64 = 3;
 
 /// `cd-` and the first 12 hex digits of the SHA-256 of a clock-domain id (pure): equal
-/// ids give equal fingerprints; the host name inside the id is not disclosed.
+/// ids give equal fingerprints; nothing of the id is disclosed.
 pub fn clock_domain_fingerprint(id: &str) -> String {
     let h = hex::encode(Sha256::digest(id.as_bytes()));
     format!("cd-{}", &h[..12])
+}
+
+/// A clock-domain id as the page and the API show it (pure): the id itself, as
+/// `report.json` and every other output have it (`mono:<host>:<pid>:<anchor>`,
+/// `merged:<digest>`), when it passes its syntax (at most 300 characters of
+/// `[A-Za-z0-9._:-]`); else its [`clock_domain_fingerprint`]. One id everywhere.
+pub fn clock_domain_label(id: &str) -> String {
+    let ok = !id.is_empty()
+        && id.len() <= 300
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'));
+    if ok {
+        id.to_string()
+    } else {
+        clock_domain_fingerprint(id)
+    }
 }
 
 /// Keeps at most `max` characters of a product-written text, control characters removed.
@@ -189,6 +210,19 @@ pub struct JobView {
     pub failure_codes: Vec<crate::model::FailureCount>,
     /// Trajectories.
     pub trajectories: Vec<TrajectoryView>,
+    /// A load job's points in run order, each with its trajectories (the page's lane
+    /// groups); absent for a sequential job.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<PointView>,
+}
+
+/// One point of a load job's sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointView {
+    /// `concurrency 4`, `rate 20/s poisson, concurrency <= 8`.
+    pub label: String,
+    /// Its trajectories (ids in `trajectories`), in order.
+    pub trajectories: Vec<String>,
 }
 
 /// One gate verdict.
@@ -310,7 +344,7 @@ pub struct TelemetryView {
 /// One resource lane.
 #[derive(Clone, Debug, Serialize)]
 pub struct ResourceLane {
-    /// `power:<device>`, `proc`, `metrics:<gauge>`.
+    /// `power:<device>`, `proc` (RSS), `proc:cpu`, `metrics:<gauge or counter>`.
     pub lane_id: String,
     /// `power`, `proc` or `metrics` (the samples route's `source`).
     pub source: &'static str,
@@ -322,8 +356,16 @@ pub struct ResourceLane {
     pub label: String,
     /// The sample field drawn: `power_mw`, `rss_bytes`, or a gauge name.
     pub quantity: String,
-    /// Unit of `quantity`: `mW`, `bytes`, `requests`, `fraction`.
+    /// Unit of `quantity`: `mW`, `bytes`, `% of one core`, `requests`, `fraction`,
+    /// `tokens`.
     pub unit: &'static str,
+    /// `level` (a reading held until the next: drawn as steps), `counter` (cumulative,
+    /// steps) or `rate` (derived over the interval before each sample): [`LaneQuantity`].
+    pub series: &'static str,
+    /// For the CPU lane: the sampling host's `CLK_TCK` (jiffies per second) the page
+    /// derives the rate with; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clk_tck: Option<u64>,
     /// Power basis (`instant`, `averaged_1s`, `simulated`) when known.
     pub basis: Option<String>,
     /// How exact each sample's time is, in words.
@@ -460,6 +502,19 @@ mod tests {
             }]
         );
         assert_eq!(sample_gaps(&[], p, (5, 5)), vec![]);
+    }
+
+    #[test]
+    fn a_clock_domain_is_shown_as_the_report_has_it() {
+        let id = "mono:gpu-node-17.corp:42:1796140338577069405";
+        assert_eq!(clock_domain_label(id), id);
+        assert_eq!(
+            clock_domain_label("merged:0123456789abcdef"),
+            "merged:0123456789abcdef"
+        );
+        let odd = "mono:<b>:1:2";
+        assert_eq!(clock_domain_label(odd), clock_domain_fingerprint(odd));
+        assert!(clock_domain_label(&"x".repeat(301)).starts_with("cd-"));
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! The resource lanes: one per host, source, device and quantity, never summed (docs/artifacts.md
 //! R011), with their intervals without samples (pure).
 
-use crate::telemetry::{PowerBasis, PowerDeviceKind, SourceStatus};
+use crate::telemetry::{
+    CounterId, MetricsSample, MetricsTimeline, PowerBasis, PowerDeviceKind, PowerSample,
+    PowerTimeline, ProcSample, ProcTimeline, SourceStatus,
+};
 
 use super::super::runs::{ArtifactFault, SamplesSources, SamplesState};
 use super::*;
@@ -47,17 +50,240 @@ pub fn sample_gaps(times: &[u64], period_ns: u64, window: (u64, u64)) -> Vec<Sam
     out
 }
 
-/// Sample times of the lanes, as read from the sample files.
+/// Sample times of the lanes, as read from the sample files: for each lane id, the times
+/// of the samples where its quantity has a value.
 #[derive(Clone, Debug, Default)]
 pub struct LaneTimes {
-    /// `(device, elapsed_ns)` of every power sample with a power reading.
-    pub power: Vec<(u32, u64)>,
-    /// `elapsed_ns` of every proc sample.
-    pub proc: Vec<u64>,
-    /// `(gauge, elapsed_ns)` of every metrics sample where the gauge is present.
-    pub metrics: Vec<(String, u64)>,
+    /// `lane_id` → ascending `elapsed_ns` of its values.
+    pub by_lane: std::collections::BTreeMap<String, Vec<u64>>,
     /// A sample file that could not be read (its fault).
     pub fault: Option<ArtifactFault>,
+}
+
+impl LaneTimes {
+    /// The times of every lane of `quantities` in `samples`.
+    pub fn of(quantities: &[LaneQuantity], samples: &LaneSamples) -> Self {
+        Self {
+            by_lane: quantities
+                .iter()
+                .map(|q| {
+                    (
+                        q.lane_id(),
+                        lane_points(*q, samples).iter().map(|p| p.0).collect(),
+                    )
+                })
+                .collect(),
+            fault: None,
+        }
+    }
+
+    fn times(&self, lane_id: &str) -> Vec<u64> {
+        self.by_lane.get(lane_id).cloned().unwrap_or_default()
+    }
+}
+
+/// The samples a run's lanes are drawn from.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LaneSamples<'a> {
+    /// `samples/gpu.jsonl`.
+    pub power: &'a [PowerSample],
+    /// `samples/proc.jsonl`.
+    pub proc: &'a [ProcSample],
+    /// `sysconf(_SC_CLK_TCK)` of the `/proc` sampling host, when recorded.
+    pub clk_tck: Option<u64>,
+    /// `samples/metrics.jsonl`.
+    pub metrics: &'a [MetricsSample],
+}
+
+/// One resource quantity: a lane of the dashboard and a counter track of the Perfetto
+/// export (one definition for both). Never summed across devices, hosts or sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneQuantity {
+    /// Board power of one device (`samples/gpu.jsonl` `power_mw`), mW.
+    Power(u32),
+    /// Resident set size of the engine's processes (`/proc`), bytes.
+    Rss,
+    /// CPU of the engine's processes: `Δ(utime + stime) / CLK_TCK / Δt`, % of one core,
+    /// between consecutive `/proc` samples (at the later one); none across a change in
+    /// the process count (a descendant's exit takes its CPU time out of the sum).
+    Cpu,
+    /// An engine `/metrics` gauge ([`METRICS_GAUGES`]), as sampled.
+    Gauge(&'static str, &'static str),
+    /// An engine `/metrics` counter ([`METRICS_COUNTERS`]), cumulative since the engine
+    /// started; none at a scrape that saw a reset.
+    Counter(CounterId, &'static str),
+}
+
+impl LaneQuantity {
+    /// `power:<device>`, `proc`, `proc:cpu`, `metrics:<name>`.
+    pub fn lane_id(self) -> String {
+        match self {
+            LaneQuantity::Power(d) => format!("power:{d}"),
+            LaneQuantity::Rss => "proc".into(),
+            LaneQuantity::Cpu => "proc:cpu".into(),
+            LaneQuantity::Gauge(g, _) => format!("metrics:{g}"),
+            LaneQuantity::Counter(c, _) => format!("metrics:{}", c.name()),
+        }
+    }
+
+    /// The samples route's `source`: `power`, `proc` or `metrics`.
+    pub fn source(self) -> &'static str {
+        match self {
+            LaneQuantity::Power(_) => "power",
+            LaneQuantity::Rss | LaneQuantity::Cpu => "proc",
+            LaneQuantity::Gauge(..) | LaneQuantity::Counter(..) => "metrics",
+        }
+    }
+
+    /// The sample field drawn (or derived): `power_mw`, `rss_bytes`, `cpu_pct`, a gauge
+    /// or counter name.
+    pub fn quantity(self) -> &'static str {
+        match self {
+            LaneQuantity::Power(_) => "power_mw",
+            LaneQuantity::Rss => "rss_bytes",
+            LaneQuantity::Cpu => "cpu_pct",
+            LaneQuantity::Gauge(g, _) => g,
+            LaneQuantity::Counter(c, _) => c.name(),
+        }
+    }
+
+    /// Unit of the values.
+    pub fn unit(self) -> &'static str {
+        match self {
+            LaneQuantity::Power(_) => "mW",
+            LaneQuantity::Rss => "bytes",
+            LaneQuantity::Cpu => "% of one core",
+            LaneQuantity::Gauge(_, u) | LaneQuantity::Counter(_, u) => u,
+        }
+    }
+
+    /// How the values behave: `level` (a reading that holds until the next one: drawn as
+    /// steps), `counter` (cumulative, steps), `rate` (derived over the interval before
+    /// each sample).
+    pub fn series(self) -> &'static str {
+        match self {
+            LaneQuantity::Power(_) | LaneQuantity::Rss | LaneQuantity::Gauge(..) => "level",
+            LaneQuantity::Counter(..) => "counter",
+            LaneQuantity::Cpu => "rate",
+        }
+    }
+}
+
+/// Gauges drawn from `/metrics`, with their units.
+pub const METRICS_GAUGES: [(&str, &str); 3] = [
+    ("requests_running", "requests"),
+    ("requests_waiting", "requests"),
+    ("kv_cache_usage", "fraction"),
+];
+
+/// Counters drawn from `/metrics`, with their units (cumulative).
+pub const METRICS_COUNTERS: [(CounterId, &str); 1] = [(CounterId::PrefixCacheHits, "tokens")];
+
+/// The lanes of a run's sources, in display order: power per device, `/proc` RSS and CPU,
+/// then the `/metrics` gauges and counters.
+pub fn lane_quantities(
+    power: Option<&PowerTimeline>,
+    proc: Option<&ProcTimeline>,
+    metrics: Option<&MetricsTimeline>,
+) -> Vec<LaneQuantity> {
+    let mut out: Vec<LaneQuantity> = power
+        .map(|p| {
+            p.devices
+                .iter()
+                .map(|d| LaneQuantity::Power(d.device))
+                .collect()
+        })
+        .unwrap_or_default();
+    if proc.is_some() {
+        out.extend([LaneQuantity::Rss, LaneQuantity::Cpu]);
+    }
+    if metrics.is_some() {
+        out.extend(METRICS_GAUGES.map(|(g, u)| LaneQuantity::Gauge(g, u)));
+        out.extend(METRICS_COUNTERS.map(|(c, u)| LaneQuantity::Counter(c, u)));
+    }
+    out
+}
+
+/// The label of a lane (sanitized: device names bounded): `GPU 0 · NVIDIA H200`,
+/// `probe · simulated`, `engine process RSS (/proc)`, `engine /metrics · kv_cache_usage`.
+/// `power` names the devices of power lanes.
+pub fn lane_label(q: LaneQuantity, power: Option<&PowerTimeline>) -> String {
+    match q {
+        LaneQuantity::Power(device) => {
+            match power.and_then(|p| p.devices.iter().find(|d| d.device == device)) {
+                Some(d) => match d.kind {
+                    PowerDeviceKind::Nvml => match (&d.index, &d.name) {
+                        (Some(i), Some(n)) => format!("GPU {i} · {}", bounded_text(n, 48)),
+                        (Some(i), None) => format!("GPU {i}"),
+                        _ => format!("GPU device {}", d.device),
+                    },
+                    PowerDeviceKind::Probe => format!("probe · {}", bounded_text(&d.label, 48)),
+                },
+                None => format!("GPU device {device}"),
+            }
+        }
+        LaneQuantity::Rss => "engine process RSS (/proc)".into(),
+        LaneQuantity::Cpu => "engine process CPU (/proc)".into(),
+        LaneQuantity::Gauge(..) | LaneQuantity::Counter(..) => {
+            format!("engine /metrics · {}", q.quantity())
+        }
+    }
+}
+
+/// The `(elapsed_ns, value)` points of one lane (pure; only finite values, in sample
+/// order). What the dashboard draws and the Perfetto counter track holds.
+pub fn lane_points(q: LaneQuantity, s: &LaneSamples) -> Vec<(u64, f64)> {
+    let finite = |v: f64| v.is_finite().then_some(v);
+    match q {
+        LaneQuantity::Power(d) => s
+            .power
+            .iter()
+            .filter(|p| p.device == d)
+            .filter_map(|p| p.power_mw.map(|v| (p.elapsed_ns, v as f64)))
+            .collect(),
+        LaneQuantity::Rss => s
+            .proc
+            .iter()
+            .filter_map(|p| p.rss_bytes.map(|v| (p.elapsed_ns, v as f64)))
+            .collect(),
+        LaneQuantity::Cpu => {
+            let Some(tck) = s.clk_tck.filter(|&t| t > 0) else {
+                return Vec::new();
+            };
+            let cpu = |p: &ProcSample| Some(p.utime_jiffies? + p.stime_jiffies?);
+            s.proc
+                .windows(2)
+                .filter_map(|w| {
+                    let (a, b) = (&w[0], &w[1]);
+                    let dt = b.elapsed_ns.checked_sub(a.elapsed_ns).filter(|&d| d > 0)?;
+                    if a.process_count != b.process_count {
+                        return None;
+                    }
+                    let dj = cpu(b)?.checked_sub(cpu(a)?)?;
+                    finite(dj as f64 / tck as f64 / (dt as f64 / 1e9) * 100.0)
+                        .map(|v| (b.elapsed_ns, v))
+                })
+                .collect()
+        }
+        LaneQuantity::Gauge(g, _) => s
+            .metrics
+            .iter()
+            .filter_map(|m| {
+                m.gauges
+                    .get(g)
+                    .copied()
+                    .flatten()
+                    .and_then(finite)
+                    .map(|v| (m.elapsed_ns, v))
+            })
+            .collect(),
+        LaneQuantity::Counter(c, _) => s
+            .metrics
+            .iter()
+            .filter(|m| !m.resets.get(c))
+            .filter_map(|m| m.counters.get(c).map(|v| (m.elapsed_ns, v as f64)))
+            .collect(),
+    }
 }
 
 fn status_parts(s: &SourceStatus) -> (&'static str, Option<String>) {
@@ -69,12 +295,6 @@ fn status_parts(s: &SourceStatus) -> (&'static str, Option<String>) {
     }
 }
 
-/// Gauges drawn from `/metrics`, with their units.
-pub const METRICS_GAUGES: [(&str, &str); 2] = [
-    ("requests_running", "requests"),
-    ("kv_cache_usage", "fraction"),
-];
-
 /// A source's sampling period (ns) and window (`[started, stopped]`, ns).
 #[derive(Clone, Copy)]
 struct Sampling {
@@ -82,15 +302,11 @@ struct Sampling {
     window: (u64, u64),
 }
 
-/// What a lane's caller knows of it besides its samples: identity, wording, and its
+/// What a lane's caller knows of it besides its quantity and samples: wording, and its
 /// source's status and dropped count.
 struct LaneSpec<'a> {
-    lane_id: String,
-    source: &'static str,
     host: &'static str,
     label: String,
-    quantity: &'a str,
-    unit: &'static str,
     time_uncertainty: String,
     status: &'a SourceStatus,
     dropped: u64,
@@ -104,7 +320,7 @@ fn at_timestamp(period_ns: u64) -> String {
     )
 }
 
-fn lane(spec: LaneSpec, sampling: Sampling, times: &mut [u64]) -> ResourceLane {
+fn lane(q: LaneQuantity, spec: LaneSpec, sampling: Sampling, times: &mut [u64]) -> ResourceLane {
     let Sampling { period_ns, window } = sampling;
     times.sort_unstable();
     let mut gaps = sample_gaps(times, period_ns, window);
@@ -112,13 +328,15 @@ fn lane(spec: LaneSpec, sampling: Sampling, times: &mut [u64]) -> ResourceLane {
     gaps.truncate(MAX_LANE_GAPS);
     let (status, reason) = status_parts(spec.status);
     ResourceLane {
-        lane_id: spec.lane_id,
-        source: spec.source,
+        lane_id: q.lane_id(),
+        source: q.source(),
         host: spec.host,
         device: None,
         label: spec.label,
-        quantity: spec.quantity.to_string(),
-        unit: spec.unit,
+        quantity: q.quantity().to_string(),
+        unit: q.unit(),
+        series: q.series(),
+        clk_tck: None,
         basis: None,
         time_uncertainty: spec.time_uncertainty,
         period_ns,
@@ -161,101 +379,78 @@ pub fn telemetry_view(
     };
     let window = (s.started_elapsed_ns, s.stopped_elapsed_ns);
     let mut lanes = Vec::new();
-    if let Some(p) = &s.power {
-        for d in &p.devices {
-            let mut t: Vec<u64> = times
+    for q in lane_quantities(s.power.as_ref(), s.proc.as_ref(), s.metrics.as_ref()) {
+        let mut t = times.times(&q.lane_id());
+        let (spec, period_ns) = match q {
+            LaneQuantity::Power(device) => {
+                let p = s.power.as_ref().expect("a power lane has a power source");
+                let Some(d) = p.devices.iter().find(|d| d.device == device) else {
+                    continue;
+                };
+                let label = lane_label(q, s.power.as_ref());
+                let time_uncertainty = match d.power_basis {
+                    Some(PowerBasis::Averaged1s) => {
+                        "each reading averages the second before its timestamp".to_string()
+                    }
+                    _ => at_timestamp(p.period_ns),
+                };
+                (
+                    LaneSpec {
+                        host: "runner host",
+                        label,
+                        time_uncertainty,
+                        status: &d.status,
+                        dropped: p.dropped,
+                    },
+                    p.period_ns,
+                )
+            }
+            LaneQuantity::Rss | LaneQuantity::Cpu => {
+                let p = s.proc.as_ref().expect("a proc lane has a proc source");
+                (
+                    LaneSpec {
+                        host: "runner host",
+                        label: lane_label(q, None),
+                        time_uncertainty: at_timestamp(p.period_ns),
+                        status: &p.status,
+                        dropped: p.dropped,
+                    },
+                    p.period_ns,
+                )
+            }
+            LaneQuantity::Gauge(..) | LaneQuantity::Counter(..) => {
+                let m = s
+                    .metrics
+                    .as_ref()
+                    .expect("a metrics lane has a metrics source");
+                (
+                    LaneSpec {
+                        host: "engine endpoint",
+                        label: lane_label(q, None),
+                        time_uncertainty: "the engine's snapshot lies between the scrape's \
+                                           send and receive times"
+                            .into(),
+                        status: &m.status,
+                        dropped: m.dropped,
+                    },
+                    m.period_ns,
+                )
+            }
+        };
+        let mut l = lane(q, spec, Sampling { period_ns, window }, &mut t);
+        if let LaneQuantity::Power(device) = q {
+            l.device = Some(device);
+            l.basis = s
                 .power
-                .iter()
-                .filter(|(dev, _)| *dev == d.device)
-                .map(|(_, t)| *t)
-                .collect();
-            let label = match d.kind {
-                PowerDeviceKind::Nvml => match (&d.index, &d.name) {
-                    (Some(i), Some(n)) => format!("GPU {i} · {}", bounded_text(n, 48)),
-                    (Some(i), None) => format!("GPU {i}"),
-                    _ => format!("GPU device {}", d.device),
-                },
-                PowerDeviceKind::Probe => format!("probe · {}", bounded_text(&d.label, 48)),
-            };
-            let time_uncertainty = match d.power_basis {
-                Some(PowerBasis::Averaged1s) => {
-                    "each reading averages the second before its timestamp".to_string()
-                }
-                _ => at_timestamp(p.period_ns),
-            };
-            let mut l = lane(
-                LaneSpec {
-                    lane_id: format!("power:{}", d.device),
-                    source: "power",
-                    host: "runner host",
-                    label,
-                    quantity: "power_mw",
-                    unit: "mW",
-                    time_uncertainty,
-                    status: &d.status,
-                    dropped: p.dropped,
-                },
-                Sampling {
-                    period_ns: p.period_ns,
-                    window,
-                },
-                &mut t,
-            );
-            l.device = Some(d.device);
-            l.basis = d.power_basis.map(|b| b.name().to_string());
-            lanes.push(l);
+                .as_ref()
+                .and_then(|p| p.devices.iter().find(|d| d.device == device))
+                .and_then(|d| d.power_basis)
+                .map(|b| b.name().to_string());
         }
-    }
-    if let Some(p) = &s.proc {
-        let mut t = times.proc.clone();
-        lanes.push(lane(
-            LaneSpec {
-                lane_id: "proc".into(),
-                source: "proc",
-                host: "runner host",
-                label: "engine process (/proc)".into(),
-                quantity: "rss_bytes",
-                unit: "bytes",
-                time_uncertainty: at_timestamp(p.period_ns),
-                status: &p.status,
-                dropped: p.dropped,
-            },
-            Sampling {
-                period_ns: p.period_ns,
-                window,
-            },
-            &mut t,
-        ));
-    }
-    if let Some(m) = &s.metrics {
-        for (gauge, unit) in METRICS_GAUGES {
-            let mut t: Vec<u64> = times
-                .metrics
-                .iter()
-                .filter(|(g, _)| g == gauge)
-                .map(|(_, t)| *t)
-                .collect();
-            lanes.push(lane(
-                LaneSpec {
-                    lane_id: format!("metrics:{gauge}"),
-                    source: "metrics",
-                    host: "engine endpoint",
-                    label: format!("engine /metrics · {gauge}"),
-                    quantity: gauge,
-                    unit,
-                    time_uncertainty: "the engine's snapshot lies between the scrape's send \
-                                       and receive times"
-                        .into(),
-                    status: &m.status,
-                    dropped: m.dropped,
-                },
-                Sampling {
-                    period_ns: m.period_ns,
-                    window,
-                },
-                &mut t,
-            ));
+        if q == LaneQuantity::Cpu {
+            l.clk_tck = s.proc.as_ref().and_then(|p| p.clk_tck);
         }
+        lanes.push(l);
     }
     let aligned = run_domain.map(|d| d == s.clock_domain_id);
     let (state, reason) = if lanes.is_empty() {
@@ -271,7 +466,7 @@ pub fn telemetry_view(
     TelemetryView {
         state,
         reason,
-        clock_domain: Some(clock_domain_fingerprint(&s.clock_domain_id)),
+        clock_domain: Some(clock_domain_label(&s.clock_domain_id)),
         aligned,
         started_elapsed_ns: Some(s.started_elapsed_ns),
         stopped_elapsed_ns: Some(s.stopped_elapsed_ns),
