@@ -167,10 +167,9 @@ impl Reporter for Junit {
         let RunEvent::RunFinished { report, .. } = event else {
             return;
         };
-        let written =
-            render::junit_xml(report)
-                .map_err(|e| e.to_string())
-                .and_then(|xml| std::fs::write(&self.path, xml).map_err(|e| e.to_string()));
+        let written = render::junit_xml(report)
+            .map_err(|e| e.to_string())
+            .and_then(|xml| std::fs::write(&self.path, xml).map_err(|e| e.to_string()));
         if let Err(e) = written {
             *self
                 .error
