@@ -185,9 +185,7 @@ mod tests {
     //! line variant (PASS, FAIL, CANCELLED, NOT RUN, SETUP ERROR), the start line, a
     //! shard line, and the end of the run. Snapshots under `src/snapshots/`.
     use super::*;
-    use crate::model::{
-        CaptureReport, JobStatus, PowerReport, SetupCause, SetupError, SummaryReport,
-    };
+    use crate::model::{JobStatus, SetupCause, SetupError};
     use crate::render::EndpointLabel;
     use crate::render::fixtures::{failing_job, passing_job};
 
@@ -222,31 +220,7 @@ mod tests {
     }
 
     fn report(jobs: Vec<JobReport>) -> RunReport {
-        RunReport {
-            schema: crate::model::REPORT_SCHEMA.into(),
-            run_id: "20261201T000000Z-000000".into(),
-            tool: "inferscope-bench test".into(),
-            started_utc: "2026-12-01T00:00:00Z".into(),
-            reference_instant_unix_ns: 0,
-            clock_domain_id: "test".into(),
-            percentile_method: crate::model::stats::PERCENTILE_METHOD.into(),
-            cancelled: true,
-            endpoint: None,
-            endpoints: vec![],
-            capture: CaptureReport::default(),
-            power: PowerReport {
-                source: None,
-                reason: Some("no GPU".into()),
-                devices: 0,
-                not_attributable: vec![],
-            },
-            telemetry: None,
-            attribution: None,
-            summary: SummaryReport::of(&jobs, 2_500_000_000, true),
-            jobs,
-            shard: None,
-            merge: None,
-        }
+        crate::render::fixtures::run_report(jobs, 2_500_000_000, true)
     }
 
     /// Feeds `events` to a human reporter over an in-memory writer.

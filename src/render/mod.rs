@@ -44,6 +44,41 @@ pub(crate) mod fixtures {
         }
     }
 
+    /// A run report around `jobs` (anchor 2026-12-01T16:00:00Z, host `ci-7`), cancelled
+    /// or not.
+    pub fn run_report(
+        jobs: Vec<JobReport>,
+        duration_ns: u64,
+        cancelled: bool,
+    ) -> crate::model::RunReport {
+        let summary = crate::model::SummaryReport::of(&jobs, duration_ns, cancelled);
+        crate::model::RunReport {
+            schema: crate::model::REPORT_SCHEMA.into(),
+            run_id: "20261201T160000Z-abc123".into(),
+            tool: "inferscope-bench 0.1.0".into(),
+            started_utc: "2026-12-01T16:00:00Z".into(),
+            reference_instant_unix_ns: 1_796_140_800_000_000_000,
+            clock_domain_id: "mono:ci-7:42:1796140800000000000".into(),
+            percentile_method: "nearest_rank".into(),
+            cancelled,
+            endpoint: None,
+            endpoints: vec![],
+            capture: crate::model::CaptureReport::default(),
+            power: crate::model::PowerReport {
+                source: None,
+                reason: Some("no GPU".into()),
+                devices: 0,
+                not_attributable: vec![],
+            },
+            telemetry: None,
+            attribution: None,
+            jobs,
+            summary,
+            shard: None,
+            merge: None,
+        }
+    }
+
     /// A job with no requests, verdicts or notes.
     pub fn job(id: &str, kind: JobKind, status: JobStatus, duration_ns: u64) -> JobReport {
         JobReport {
