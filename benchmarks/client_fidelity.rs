@@ -1,7 +1,7 @@
 //! Client timing fidelity and cost (issue 2 "Speed"): how far the product's streaming
 //! client ([`inferscope_bench::client::Client::chat`]) is from server-stamped truth, at
 //! concurrency 1 and 128, against a loopback SSE server with a 50 ms TTFT and a 10 ms
-//! inter-token interval, 64 output tokens. Method of `ref/client-anchor-figures.md`.
+//! inter-token interval, 64 output tokens. Method of docs/measurement.md.
 //!
 //! Run with `cargo bench --bench client_fidelity` (release). Environment:
 //! `FIDELITY_CONCURRENCY` (default `1,128`), `FIDELITY_REQUESTS_C1` (requests at

@@ -1,4 +1,4 @@
-//! The per-read work of the anchor's bare reference client (`ref/client-anchor-figures.md`),
+//! The per-read work of the anchor's bare reference client (docs/measurement.md),
 //! shared by `client_fidelity` (over the network) and `client_parse` (replayed reads): the
 //! read is appended to a buffer, every complete event (`\n\n`) is cut off, and an event is
 //! a content token when a byte search finds a non-empty `"content":"…"` member. No SSE

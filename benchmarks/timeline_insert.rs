@@ -1,5 +1,5 @@
 //! Micro-benchmark of timeline insertion (issue 4 "Done when": insertion p99 under 1 µs
-//! and zero allocations per insert; PRD R006). Not a timed test.
+//! and zero allocations per insert; docs/artifacts.md). Not a timed test.
 //!
 //! Run: `cargo bench --bench timeline_insert` (add `-- --sample-count 200` etc. for divan).
 //!

@@ -1,6 +1,6 @@
 //! The run's one monotonic clock and its wall-clock anchor.
 //!
-//! Source: ADR-003 ("Temporal correlation: shared reference instant") and ADR-013
+//! Source: docs/samples.md ("Temporal correlation: shared reference instant") and docs/measurement.md
 //! ("Prerequisite: absolute anchor on the Report"). At run start one monotonic
 //! [`Instant`] and one `SystemTime` reading are taken in the same statement sequence;
 //! every timestamp in the product is then `elapsed_ns: u64` from that instant, and a
@@ -93,7 +93,7 @@ impl RunClock {
         u64::try_from(t.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// Unix-epoch nanoseconds of the reference instant (the ADR-013 anchor).
+    /// Unix-epoch nanoseconds of the reference instant (the step-attribution anchor (docs/measurement.md)).
     pub fn reference_instant_unix_ns(&self) -> u64 {
         self.reference_instant_unix_ns
     }

@@ -3,7 +3,6 @@
 //! the endpoint failed the preflight —, 2 bad input, 1 integrity error, 3 inconclusive).
 //! Console output goes to stdout; diagnostics to stderr.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Command, MessageFormat, ReportFormat, RunArgs, TimelineCommand};
@@ -11,7 +10,7 @@ use crate::gate::EXIT_BAD_INPUT;
 use crate::model::RunReport;
 use crate::render::{self, Style};
 use crate::runner::{self, RunOptions};
-use crate::suite::{self, ResolvedSuite, RunOverrides, SuiteError};
+use crate::suite::{self, ResolvedSuite, RunOverrides};
 
 /// Runs one parsed command.
 pub async fn dispatch(cmd: Command) -> i32 {
@@ -30,7 +29,7 @@ pub async fn dispatch(cmd: Command) -> i32 {
         Command::K8s(args) => crate::shard::k8s::command(args),
         Command::Run { args, after } => run(args, after).await,
         Command::Serve(args) => crate::serve::run(args).await,
-        Command::Sim(args) => match crate::sim::serve(args).await {
+        Command::Sim(args) => match crate::sim::serve(args.to_config(), args.socket_addr()).await {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("error: simulator: {e}");
@@ -109,37 +108,9 @@ pub async fn dispatch(cmd: Command) -> i32 {
             };
             crate::offline::command(&src, &steps, out.as_deref())
         }
-        Command::Overhead(args) => crate::overhead::command(args).await,
+        Command::Overhead(args) => crate::overhead::command(args.into_request()).await,
         Command::Snapshot { run_dir, into } => crate::harness::snapshot_command(&run_dir, &into),
     }
-}
-
-/// Prints a suite error: the one-line `file:line:col: message` form, then the
-/// source-located diagnostic.
-pub fn print_suite_error(e: &SuiteError) {
-    eprintln!("error: {e}");
-    let report = miette::Report::new(e.clone());
-    eprintln!("{report:?}");
-}
-
-/// Loads every suite or returns the first error (already printed), including job ids
-/// shared across files ([`suite::check_distinct_job_ids`]).
-pub fn load_all(paths: &[PathBuf]) -> Result<Vec<suite::Suite>, i32> {
-    let mut out = Vec::new();
-    for p in paths {
-        match suite::load(p) {
-            Ok(s) => out.push(s),
-            Err(e) => {
-                print_suite_error(&e);
-                return Err(EXIT_BAD_INPUT);
-            }
-        }
-    }
-    if let Err(e) = suite::check_distinct_job_ids(&out) {
-        print_suite_error(&e);
-        return Err(EXIT_BAD_INPUT);
-    }
-    Ok(out)
 }
 
 fn check(paths: &[PathBuf]) -> i32 {
@@ -190,19 +161,8 @@ fn list(
     }
 }
 
-/// Prints `error: no job selected[ by --filter "PATTERN"]` and returns exit 2 (bad input),
-/// for `run` and `list` alike.
-fn no_job_selected(filter: Option<&str>) -> i32 {
-    eprintln!(
-        "error: no job selected{}",
-        filter
-            .map(|f| format!(" by --filter {f:?}"))
-            .unwrap_or_default()
-    );
-    EXIT_BAD_INPUT
-}
-
-/// Loads and resolves suites for `run` (exit 2 on any problem, before any request).
+/// Loads and resolves suites for `run` (exit 2 on any problem, before any request): the
+/// flags as plain overrides, then [`crate::suite::diagnose::resolve_for_run`].
 pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
     let overrides = RunOverrides {
         endpoint: args.endpoint.clone(),
@@ -210,25 +170,7 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
         capture_timeline: args.capture_timeline,
         filter: args.filter.clone(),
     };
-    if let Err(e) = overrides.validate() {
-        eprintln!("error: {e}");
-        return Err(EXIT_BAD_INPUT);
-    }
-    let suites = load_all(&args.suites)?;
-    let resolved: Vec<ResolvedSuite> = suites
-        .iter()
-        .map(|s| suite::resolve(s, &overrides))
-        .collect();
-    for r in &resolved {
-        if let Err(e) = r.check_endpoint_settings() {
-            print_suite_error(&e);
-            return Err(EXIT_BAD_INPUT);
-        }
-    }
-    if resolved.iter().all(|r| r.jobs.is_empty()) {
-        return Err(no_job_selected(args.filter.as_deref()));
-    }
-    Ok(resolved)
+    crate::suite::diagnose::resolve_for_run(&args.suites, &overrides)
 }
 
 async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
@@ -303,23 +245,18 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
         eprintln!("error: --out {}: {e}", dir.display());
         return EXIT_BAD_INPUT;
     }
-    let jobs: usize = resolved.iter().map(|r| r.jobs.len()).sum();
-    let simulated = resolved
-        .iter()
-        .any(|r| matches!(r.endpoint.value, suite::EndpointSetting::Simulated));
-    let label = match resolved.first().map(|r| &r.endpoint.value) {
-        Some(suite::EndpointSetting::Url(u)) if !simulated => render::EndpointLabel::Url(u.clone()),
-        _ => render::EndpointLabel::Simulated,
-    };
-    if args.message_format == MessageFormat::Human {
-        println!(
-            "{}",
-            render::start_line(jobs, resolved.len(), &label, Style::PLAIN)
-        );
-        if let Some(s) = &shard {
-            println!("{}", crate::shard::describe_run(s));
+    // The reporters: the console or JSON lines on stdout, and the JUnit file.
+    let mut reporters: Vec<Box<dyn runner::events::Reporter>> = vec![match args.message_format {
+        MessageFormat::Human => {
+            Box::new(crate::reporter::Human::new(std::io::stdout(), Style::PLAIN))
         }
-    }
+        MessageFormat::Json => Box::new(crate::reporter::Json::new(std::io::stdout())),
+    }];
+    let junit_error = args.junit.as_ref().map(|path| {
+        let (r, error) = crate::reporter::Junit::new(path.clone());
+        reporters.push(Box::new(r));
+        (path, error)
+    });
     let cancelled = runner::install_signal_flag();
     let outcome = runner::run_with(
         RunOptions {
@@ -330,57 +267,22 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             quiet: false,
         },
         cancelled,
-        runner::RunExtras { baseline, shard },
+        runner::RunExtras {
+            baseline,
+            shard,
+            events: runner::events::EventSink::new(reporters),
+        },
     )
     .await;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match args.message_format {
-        MessageFormat::Human => {
-            let (body, tail) = outcome
-                .console
-                .split_at(outcome.console.len().saturating_sub(2));
-            for l in body {
-                let _ = writeln!(out, "{l}");
-            }
-            for t in runner::report::trajectory_tables(&outcome.report) {
-                let _ = writeln!(out, "{t}");
-            }
-            if let Some(d) = &outcome.report.capture.diagnostic {
-                let _ = writeln!(out, "warning: timeline capture: {d}");
-            }
-            for l in tail {
-                let _ = writeln!(out, "{l}");
-            }
-        }
-        MessageFormat::Json => {
-            for j in &outcome.report.jobs {
-                let _ = writeln!(out, "{}", render::job_message(j));
-            }
-            let _ = writeln!(
-                out,
-                "{}",
-                render::summary_message(
-                    &outcome.report.summary,
-                    &runner::report::endpoint_label(&outcome.report)
-                )
-            );
-        }
-    }
     let mut exit_status = outcome.exit_status;
-    if let Some(path) = &args.junit
-        && let Err(e) = write_junit(&outcome.report, path)
+    if let Some((path, error)) = junit_error
+        && let Some(e) = error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     {
         eprintln!("error: --junit {}: {e}", path.display());
         exit_status = EXIT_BAD_INPUT;
-    }
-    match args.message_format {
-        MessageFormat::Human => {
-            let _ = writeln!(out, "run directory: {}", outcome.run_dir.display());
-        }
-        MessageFormat::Json => {
-            let _ = writeln!(out, "{}", render::json::artifacts_message(&outcome.run_dir));
-        }
     }
     if let Some(url) = &after.otlp_endpoint {
         // Delivery problems are reported and never change the run's result.
@@ -420,82 +322,9 @@ fn check_output_paths(args: &RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `--out DIR` of `run` and `merge`: a new path or an empty directory (a directory holding
-/// files, e.g. a previous run, is refused: its old `timeline/` or `samples/` would sit
-/// next to the new `report.json` and be read as this run's). Errors name the flag.
-pub fn check_new_or_empty_dir(dir: &Path) -> Result<(), String> {
-    match std::fs::read_dir(dir) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                return Err(format!(
-                    "--out {}: the directory is not empty (a previous run?); a run \
-                     directory must be new or empty, so no earlier artifact is read as \
-                     this run's",
-                    dir.display()
-                ));
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(_) if dir.exists() && !dir.is_dir() => Err(format!(
-            "--out {}: exists and is not a directory",
-            dir.display()
-        )),
-        Err(e) => Err(format!("--out {}: {e}", dir.display())),
-    }
-}
-
-fn write_junit(report: &RunReport, path: &Path) -> Result<(), String> {
-    let xml = render::junit_xml(report).map_err(|e| e.to_string())?;
-    std::fs::write(path, xml).map_err(|e| e.to_string())
-}
-
-/// Reads a run's `report.json` through the bounded reader ([`crate::fsio`]: no symlink
-/// below `run_dir`, no FIFO or device, at most [`crate::fsio::limits::REPORT_BYTES`]) and
-/// the typed model: schema `inferscope-bench.report/v3` only (a v1 or v2 report is refused as an
-/// unsupported schema, naming it). A run without it is incomplete (the report is the
-/// artifact a run writes last).
-pub fn read_report(run_dir: &Path) -> Result<RunReport, String> {
-    let p = run_dir.join("report.json");
-    let bytes = crate::fsio::Root::open(run_dir, true)
-        .and_then(|r| r.read(&["report.json"], crate::fsio::limits::REPORT_BYTES))
-        .map_err(|e| match e {
-            crate::fsio::ReadError::NotFound => format!(
-                "{}: not found: an incomplete run (report.json is written last) or not a \
-                 run directory",
-                p.display()
-            ),
-            e => format!("{}: {e}", p.display()),
-        })?;
-    RunReport::from_json(&bytes).map_err(|e| format!("{}: {e}", p.display()))
-}
-
-/// [`read_report`] with every job's `requests` filled from the run's `requests.jsonl`
-/// ([`crate::records::read_into`]: bounded, line by line, length, count and SHA-256
-/// checked against `report.json`). For the commands that need per-request figures
-/// (`baseline save`, `compare`, `snapshot`, `merge`); the others read summaries only.
-pub fn read_report_with_requests(run_dir: &Path) -> Result<RunReport, String> {
-    let mut rep = read_report(run_dir)?;
-    crate::records::read_into(run_dir, &mut rep)?;
-    Ok(rep)
-}
-
-/// [`read_report_with_requests`] for a command (see [`load_report`]).
-pub fn load_report_with_requests(run_dir: &Path) -> Result<RunReport, i32> {
-    read_report_with_requests(run_dir).map_err(|e| {
-        eprintln!("error: {e}");
-        EXIT_BAD_INPUT
-    })
-}
-
-/// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
-/// returns the exit status [`EXIT_BAD_INPUT`] (2) as the error.
-pub fn load_report(run_dir: &Path) -> Result<RunReport, i32> {
-    read_report(run_dir).map_err(|e| {
-        eprintln!("error: {e}");
-        EXIT_BAD_INPUT
-    })
-}
+pub use crate::run_dir::{check_new_or_empty_dir, load_report, read_report};
+pub use crate::run_dir::{load_report_with_requests, read_report_with_requests};
+pub use crate::suite::diagnose::{load_all, no_job_selected, print_suite_error};
 
 /// `report RUN_DIR [--format F] [--output FILE] [--otlp-endpoint URL [--otlp-protocol P]]`:
 /// reads the run once, renders it, then (when the render succeeded and a URL is given)

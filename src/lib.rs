@@ -6,7 +6,7 @@
 //! ([`client`]) and fixture tools ([`tools`]), records phase, request and tool spans on one
 //! monotonic clock ([`clock`], [`timeline`]), samples GPU power, the engine's `/proc` and
 //! its `/metrics` ([`telemetry`]), attributes energy and prefix-cache behaviour to each step
-//! of each trajectory ([`attribution`], ADR-013), and turns the results into pass/fail gates
+//! of each trajectory ([`attribution`], docs/measurement.md), and turns the results into pass/fail gates
 //! ([`gate`]) with nextest-style output ([`render`]). Jobs can run under load —
 //! trajectories in flight, seeded arrival rates, sweeps ([`load`]) — be compared with saved
 //! baselines ([`baseline`]), be exported as OTLP trace spans ([`otlp`]), and be divided
@@ -34,6 +34,8 @@ pub mod overhead;
 pub mod records;
 pub mod redact;
 pub mod render;
+pub mod reporter;
+pub mod run_dir;
 pub mod runner;
 pub mod serve;
 pub mod shard;

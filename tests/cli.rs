@@ -118,7 +118,7 @@ fn agentic_suite_on_the_simulator_passes_and_writes_exactly_into_out() {
         assert_eq!(j["status"], "pass", "{}", j["id"]);
         assert!(j["stats"]["succeeded"].as_u64().unwrap() > 0);
     }
-    // steps.jsonl: the ADR-013 marker fields on every line, ids unique.
+    // steps.jsonl: the marker (docs/artifacts.md) fields on every line, ids unique.
     let steps = std::fs::read_to_string(out.join("steps.jsonl")).unwrap();
     let mut ids = std::collections::BTreeSet::new();
     for l in steps.lines() {
@@ -279,6 +279,77 @@ fn typo_in_a_suite_exits_2_with_location_and_did_you_mean() {
     }
     assert!(bad.is_file());
     assert_eq!(tree(cwd.path()), vec!["bad.toml"], "nothing was written");
+}
+
+/// A suite with three problems of three kinds (a key the table does not accept, a value
+/// of the wrong type, an invalid value): `check` and `run` print all three in one pass,
+/// in file order, each once (one `error:` line with file:line:col, the hint kept, one
+/// source snippet; no bare diagnostic-code line), then exit 2 before any request.
+#[test]
+fn check_and_run_print_every_error_of_a_suite_once() {
+    let wire = Tripwire::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let body = format!(
+        "name = \"three\"\nendpoint = \"{}\"\nmodel = \"m\"\nrequest_timeout_s = -1.0\n\
+         \n[[jobs]]\nname = \"a\"\nkind = \"agentic\"\nmode = \"model\"\ntask = \"hi\"\n\
+         max_stpes = 3\n\
+         \n[[jobs]]\nname = \"b\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = \"four\"\n",
+        wire.base_url()
+    );
+    write(cwd.path(), "three.toml", &body);
+    let want = [
+        "error: three.toml:4:21: ",
+        "error: three.toml:11:1: unknown field `max_stpes` in `jobs[0]`; did you mean `max_steps`?",
+        "error: three.toml:17:14: wrong type for `jobs[1].max_tokens`",
+    ];
+    for cmd in ["check", "run"] {
+        let o = run(cwd.path(), &[cmd, "three.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", describe(&o));
+        let (stdout, stderr) = text(&o);
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect();
+        assert_eq!(
+            errors.len(),
+            4,
+            "{cmd}: three errors and the count:\n{stderr}"
+        );
+        for (line, want) in errors.iter().zip(want) {
+            assert!(
+                line.starts_with(want),
+                "{cmd}: want `{want}`, got `{line}`:\n{stderr}"
+            );
+        }
+        assert_eq!(
+            errors[3], "error: 3 errors in three.toml",
+            "{cmd}:\n{stderr}"
+        );
+        // Each error's text once: the message is not repeated in a box, and no line is a
+        // bare `suite::KIND` code.
+        assert_eq!(
+            stderr.matches("max_stpes` in").count(),
+            1,
+            "{cmd}:\n{stderr}"
+        );
+        assert_eq!(
+            stderr.matches("did you mean").count(),
+            1,
+            "{cmd}:\n{stderr}"
+        );
+        assert!(!stderr.contains("suite::"), "{cmd}:\n{stderr}");
+        assert!(!stderr.contains('×'), "{cmd}:\n{stderr}");
+        // One snippet per error, each framing its location.
+        for at in ["three.toml:4:21]", "three.toml:11:1]", "three.toml:17:14]"] {
+            assert_eq!(
+                stderr.matches(at).count(),
+                1,
+                "{cmd}: snippet {at}:\n{stderr}"
+            );
+        }
+        assert!(!stdout.contains("run directory"), "{stdout}");
+    }
+    assert_eq!(wire.accepted(), 0, "a bad suite reached the endpoint");
 }
 
 /// Every kind of bad input is refused with exit 2 before any request: the suite names a
@@ -810,7 +881,7 @@ fn a_script_step_that_no_tool_response_matches_exits_2() {
     assert_eq!(wire.accepted(), 0, "a bad suite reached the endpoint");
 }
 
-/// ADR-013 concurrency statement: a context job with `concurrency = 4` and the default
+/// step-attribution concurrency (docs/measurement.md) statement: a context job with `concurrency = 4` and the default
 /// `count = 1` can never have had four trajectories in flight; the run says one (declared
 /// is capped to the units started), labels the simulator's energy `simulated`, and never
 /// claims trajectories in flight that were not. With `count = 8` on the simulator they do

@@ -13,7 +13,7 @@ async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let o = run_suite(&repo().join("suites/load.toml"), Some("load::fanout"), &out).await;
-    let console = o.console.join("\n");
+    let console = support::console(&o.report);
     assert_eq!(o.exit_status, 0, "{console}");
 
     // The curve, printed: one row per point.
@@ -172,7 +172,7 @@ async fn c24_poisson_faster_than_service_latency_from_schedule_grows() {
     let out = tmp.path().join("run");
     let o = run_suite(&suite_path, None, &out).await;
     sim.shutdown().await;
-    assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
+    assert_eq!(o.exit_status, 0, "{}", support::console(&o.report));
     let r = report(&out);
     let job = &r["jobs"][0];
 
@@ -247,7 +247,7 @@ async fn open_loop_schedule_is_seeded_from_the_suite_seed() {
     for i in 0..2 {
         let out = tmp.path().join(format!("run{i}"));
         let o = run_suite(&suite_path, None, &out).await;
-        assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
+        assert_eq!(o.exit_status, 0, "{}", support::console(&o.report));
         let r = report(&out);
         let mut sched: Vec<u64> = r["jobs"][0]["requests"]
             .as_array()

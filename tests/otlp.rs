@@ -25,7 +25,7 @@ use support::{Hostile, Reply, repo, report, run_async, run_suite};
 
 async fn run_fixture_suite(out: &Path) {
     let o = run_suite(&repo().join("suites/agentic.toml"), None, out).await;
-    assert_eq!(o.exit_status, 0, "{}", o.console.join("\n"));
+    assert_eq!(o.exit_status, 0, "{}", support::console(&o.report));
 }
 
 fn text(o: &Output) -> String {

@@ -1,6 +1,6 @@
 //! `inferscope-bench overhead`: each negative control turns the verdict to fail (exit
 //! 100) on the gate it violates, and the real sink is pass or inconclusive (exit 0 or 3)
-//! — issue 6 item 2, PRD T005. Runs the binary on `suites/agentic.toml` against the
+//! — issue 6 item 2, docs/artifacts.md. Runs the binary on `suites/agentic.toml` against the
 //! built-in simulator with 2–3 pairs (each run takes about a second). nextest runs these
 //! tests one at a time (`.config/nextest.toml`, group `overhead-measurements`).
 //!

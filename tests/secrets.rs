@@ -1,4 +1,4 @@
-//! Secret markers never reach a run's artifacts (issue 4 "Done when"; PRD R005, T001): a
+//! Secret markers never reach a run's artifacts (issue 4 "Done when"; docs/artifacts.md): a
 //! distinct `SECRET-MARKER-…` string is planted in the system prompt, the task, every kind
 //! of fixture-tool response (file, read root, table row, inline default), scripted and
 //! model-chosen tool arguments, the model's responses and the error messages of a hostile

@@ -303,7 +303,7 @@ fn many_jobs_run(root: &Path, name: &str, jobs: usize, steps_per_job: Option<usi
     let mut job = r["jobs"][0].clone();
     if let Some(n) = steps_per_job {
         let mut step = job["trajectories"][0]["steps"][0].clone();
-        // Without its ADR-013 breakdown, so 40,000 copies stay under the report read limit.
+        // Without its step-attribution breakdown (docs/measurement.md), so 40,000 copies stay under the report read limit.
         step["attribution"] = serde_json::Value::Null;
         job["trajectories"][0]["steps"] = serde_json::Value::Array(vec![step; n]);
     }
@@ -324,7 +324,7 @@ fn many_jobs_run(root: &Path, name: &str, jobs: usize, steps_per_job: Option<usi
 fn run_detail_is_paged_within_1_mib() {
     let tmp = tempfile::tempdir().unwrap();
     many_jobs_run(tmp.path(), "big", 1200, None);
-    // Each job ~13 MB (a v2 step without its ADR-013 breakdown is ~515 bytes): far over a
+    // Each job ~13 MB (a v2 step without its step-attribution breakdown (docs/measurement.md) is ~515 bytes): far over a
     // page, and both under the 32 MiB report read limit.
     many_jobs_run(tmp.path(), "huge-job", 2, Some(25_000));
     let srv = Server::start(tmp.path(), ServeLimits::default());

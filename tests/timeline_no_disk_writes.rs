@@ -1,5 +1,5 @@
 // Capture during the measured window writes nothing: /proc/self/io's write counters do
-// not move across 10,000 inserts (PRD R006; issue 4 "no bytes written to disk by the
+// not move across 10,000 inserts (docs/artifacts.md; issue 4 "no bytes written to disk by the
 // capture during the measured window"). The only test in its binary, so no other test
 // thread writes meanwhile.
 

@@ -1,4 +1,4 @@
-//! The ADR-013 join: step windows from the anchor, drop rules, per-step slicing of every
+//! The step-attribution join (docs/measurement.md): step windows from the anchor, drop rules, per-step slicing of every
 //! series, reconciliation and withholding.
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,7 +16,7 @@ use super::metrics::{
 };
 use crate::stats::total_if_complete;
 
-/// The statement printed next to measured figures (ADR-013 "The wall").
+/// The statement printed next to measured figures (docs/measurement.md "The wall").
 pub const CONTROLLED_CONCURRENCY_STATEMENT: &str = "Controlled concurrency: one trajectory in \
 flight. Per-step energy is a measurement only under this condition (ADR-013): no co-tenant \
 load on the device, tool steps that do not overlap LLM calls, and driver and profiler clocks \
@@ -31,7 +31,7 @@ on the same device, so per-step energy is apportioned, not measured (ADR-013 wal
 Each trajectory still reconciles its steps plus unattributed energy to the whole-run \
 integral, but windows of different trajectories may overlap: never sum trajectories.";
 
-/// The concurrency condition (ADR-013) for `declared` trajectories in flight and the
+/// The concurrency condition (docs/measurement.md) for `declared` trajectories in flight and the
 /// `observed` overlap of the markers (`None` when not observed): the condition applied is
 /// the larger of the two, `apportioned` above one whatever the `source`, else `simulated`
 /// on the simulator's power model or `measured` ([`EnergyBasis::of`]; `null` without a
@@ -601,7 +601,7 @@ fn classify<'m>(
     }
 }
 
-/// Attributes the given markers as one trajectory (ADR-013).
+/// Attributes the given markers as one trajectory (docs/measurement.md).
 ///
 /// `steps`: `None` when no step file was supplied. `usage`: exact per-response usage by
 /// `step_id`. Returns [`TrajectoryOutcome::Withheld`] with every reason when the anchor is

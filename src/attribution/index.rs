@@ -1,5 +1,5 @@
 //! Prepared series: validation and prefix sums built once per run, then every window
-//! query is two binary searches over `elapsed_ns` (ADR-013: "every existing timeline is
+//! query is two binary searches over `elapsed_ns` (docs/measurement.md: "every existing timeline is
 //! sliced by binary search over elapsed_ns"). Building is O(samples); a query is
 //! O(log samples); memory is one prefix array per series (linear in the input).
 
@@ -12,7 +12,7 @@ use super::metrics::{SeriesProblem, SourceKind, WithholdReason};
 /// Doubled mW·ns per mJ: 1 mJ = 10⁹ mW·ns, doubled by the trapezoid's missing ½.
 pub(crate) const DOUBLED_MW_NS_PER_MJ: u128 = 2_000_000_000;
 
-/// Floors a doubled mW·ns sum to mJ (the one flooring of ADR-013). The power bound
+/// Floors a doubled mW·ns sum to mJ (the one flooring of docs/measurement.md). The power bound
 /// [`MAX_POWER_MW`] keeps the result within `u64`.
 pub(crate) fn doubled_to_mj(doubled: u128) -> u64 {
     u64::try_from(doubled / DOUBLED_MW_NS_PER_MJ).unwrap_or(u64::MAX)
@@ -88,7 +88,7 @@ impl Slice {
         (last > self.first_in).then_some((self.first_in, last))
     }
 
-    /// The counter bracket (ADR-013 baseline rule): baseline = last sample at or before
+    /// The counter bracket (step-attribution baseline (docs/measurement.md) rule): baseline = last sample at or before
     /// the window start, falling back to the first sample inside the window only when the
     /// window opens before any sample; end = last sample at or before the window end.
     /// `None` unless the end comes strictly after the baseline (no interval resolved).
@@ -289,7 +289,7 @@ impl<'a> EnergyCounterIndex<'a> {
         }
     }
 
-    /// Counter-basis energy over `[start, end]` by the ADR-013 bracket; `hint` as for
+    /// Counter-basis energy over `[start, end]` by the step-attribution bracket (docs/measurement.md); `hint` as for
     /// [`PowerIndex::window`].
     pub(crate) fn window(&self, start: u64, end: u64, hint: &mut usize) -> CounterEnergyWindow {
         let s = Slice::of(self.samples, |x| x.elapsed_ns, start, end, hint);

@@ -1,8 +1,8 @@
-//! Inputs of the ADR-013 join: the run anchor and window, power and energy-counter
+//! Inputs of the step-attribution join (docs/measurement.md): the run anchor and window, power and energy-counter
 //! series per device, canonical engine counter series, per-step usage and the
 //! concurrency condition.
 //!
-//! Every time is `elapsed_ns` (u64 nanoseconds from the run's reference instant, ADR-003);
+//! Every time is `elapsed_ns` (u64 nanoseconds from the run's reference instant, docs/samples.md);
 //! every raw value is an integer (mW, mJ, tokens). Series must be sorted by `elapsed_ns`
 //! (non-decreasing); an unsorted series withholds the trajectory
 //! ([`super::WithholdReason::InvalidSeries`]).
@@ -20,13 +20,13 @@ pub use crate::model::basis::PowerBasis;
 pub const MAX_POWER_MW: u64 = 1_000_000_000;
 
 /// Trailing window of an averaged power reading, ns (NVML `power_usage()` on Ampere
-/// except GA100 and newer averages over 1 s; energy-and-engine-metrics.md §1.2, field case
+/// except GA100 and newer averages over 1 s; docs/measurement.md, field case
 /// C20). A step shorter than this window on an `averaged_1s` series is `low_confidence`.
 pub const AVERAGED_POWER_WINDOW_NS: u64 = 1_000_000_000;
 
 /// One power reading of one device: `elapsed_ns` from the reference instant and power in
 /// mW (integer). A sampler drops 0 mW / `NotSupported` readings as missing before they get
-/// here (energy-and-engine-metrics.md §1.3); attribution takes every sample as given and
+/// here (docs/measurement.md); attribution takes every sample as given and
 /// never deduplicates equal readings (§1.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PowerSample {
@@ -36,7 +36,7 @@ pub struct PowerSample {
     pub power_mw: u64,
 }
 
-/// The power timeline of one device (ADR-010 / ADR-013 integration basis).
+/// The power timeline of one device (docs/measurement.md / step-attribution integration (docs/measurement.md) basis).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PowerSeries {
     /// Device key (e.g. `gpu0` or a UUID); matches [`EnergyCounterSeries::device`].
@@ -78,7 +78,7 @@ pub struct CounterPoint {
     /// `true` when the scraper saw this point start a new epoch (a decrease, a `_created`
     /// change, an engine restart). The increase over the interval ending here is then
     /// `value` (the counter restarted from 0). A decrease without this flag is a
-    /// regression and withholds the trajectory (ADR-013 withholding rule).
+    /// regression and withholds the trajectory (step-attribution withholding (docs/measurement.md) rule).
     pub reset: bool,
 }
 
@@ -92,7 +92,7 @@ pub struct CounterSeries {
     pub samples: Vec<CounterPoint>,
 }
 
-/// The concurrency condition of the run (ADR-013 "The wall: controlled concurrency only").
+/// The concurrency condition of the run (docs/measurement.md "The wall: controlled concurrency only").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Concurrency {
     /// Most trajectories that can be in flight at once, as declared by the caller (the
@@ -106,7 +106,7 @@ pub struct Concurrency {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttributionInput {
     /// Unix-epoch ns of the reference instant (`RunClock::reference_instant_unix_ns`);
-    /// `None` (a pre-ADR-013 report) withholds the trajectory.
+    /// `None` (a pre-step-attribution report (docs/measurement.md)) withholds the trajectory.
     pub reference_instant_unix_ns: Option<u64>,
     /// The run's measured window.
     pub run_window: RunWindow,

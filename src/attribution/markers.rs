@@ -1,9 +1,9 @@
-//! ADR-013 step markers: the JSONL format, an integer-exact reader and a writer.
+//! step markers (docs/artifacts.md): the JSONL format, an integer-exact reader and a writer.
 //!
 //! One object per line:
 //! `{"step_id": 3, "kind": "llm_call", "t_start_unix_ns": …, "t_end_unix_ns": …}` with
 //! `kind` one of `llm_call | tool` and times in UTC unix-epoch nanoseconds read from the
-//! driver's wall clock (ADR-013 "Driver-side step markers"). The runner adds `trajectory`
+//! driver's wall clock (docs/measurement.md "Driver-side step markers"). The runner adds `trajectory`
 //! and `name`; external files may omit them. Unknown extra fields are ignored so that any
 //! framework that writes the four fields interoperates.
 //!
@@ -17,10 +17,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-/// Kind of a step (ADR-013 marker field `kind`): the report model's.
+/// Kind of a step (marker (docs/artifacts.md) field `kind`): the report model's.
 pub use crate::model::StepKind;
 
-/// One ADR-013 step marker as written in `steps.jsonl`.
+/// One step marker (docs/artifacts.md) as written in `steps.jsonl`.
 ///
 /// Times are unix-epoch ns from the driver's wall clock; the join maps them onto the run's
 /// timeline as `t − reference_instant_unix_ns`. Serialized with every field present
@@ -169,7 +169,7 @@ fn line_message(e: &serde_json::Error) -> String {
     crate::redact::excerpt(&e.to_string())
 }
 
-/// Reads ADR-013 marker JSONL bytes leniently (pure): every valid line is kept; a last
+/// Reads marker (docs/artifacts.md) JSONL bytes leniently (pure): every valid line is kept; a last
 /// line without its newline that does not parse is a truncated tail; other bad lines
 /// (invalid JSON, fields, UTF-8) are rejected with their line numbers.
 ///
@@ -217,7 +217,7 @@ pub fn parse_marker_file(bytes: &[u8]) -> MarkerFile {
     f
 }
 
-/// Parses ADR-013 marker JSONL text strictly (pure): the markers of
+/// Parses marker (docs/artifacts.md) JSONL text strictly (pure): the markers of
 /// [`parse_marker_file`] when no line was rejected and none was cut off.
 ///
 /// Errors: [`MarkerFileError`] listing every bad line (1-based) up to

@@ -1,4 +1,4 @@
-//! Output of the ADR-013 join: the report model's attribution types
+//! Output of the step-attribution join (docs/measurement.md): the report model's attribution types
 //! ([`crate::model::attribution`]), re-exported where the join fills them in.
 
 pub use crate::model::attribution::{

@@ -1,11 +1,11 @@
-//! Trajectory-level energy and prefix-cache attribution (ADR-013, with the corrections of
-//! issue 5 and energy-and-engine-metrics.md §1.5 / §4.6). Pure logic: the only I/O is
+//! Trajectory-level energy and prefix-cache attribution (docs/measurement.md, with the corrections of
+//! issue 5 and docs/measurement.md). Pure logic: the only I/O is
 //! [`read_step_markers`]. Its output types are the report model's
 //! ([`crate::model::attribution`]).
 //!
 //! # The join
-//! A driver writes ADR-013 step markers (unix-epoch ns, [`StepMarker`]); each window maps
-//! onto the run's timeline as `t − reference_instant_unix_ns` (`elapsed_ns`, ADR-003). Every
+//! A driver writes step markers (docs/artifacts.md) (unix-epoch ns, [`StepMarker`]); each window maps
+//! onto the run's timeline as `t − reference_instant_unix_ns` (`elapsed_ns`, docs/samples.md). Every
 //! series is then sliced by binary search over prefix sums built once per run
 //! ([`Attributor`]):
 //!

@@ -1,7 +1,7 @@
 //! Plain-text per-step table of a trajectory (pure; returns a `String`).
 //!
 //! Token, hit-rate and tokens-per-joule columns show both bases as `usage/counter`
-//! (per-response usage, then the counter delta; ADR-013 + energy-and-engine-metrics.md §4.6:
+//! (per-response usage, then the counter delta; docs/measurement.md:
 //! both shown, neither replaces the other). Absent values (`null`) print as `—`.
 
 use std::fmt::Write as _;

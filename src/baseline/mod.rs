@@ -334,7 +334,7 @@ pub fn save_command(run_dir: &Path, name: &str) -> i32 {
         eprintln!("error: {e}");
         return crate::gate::EXIT_BAD_INPUT;
     }
-    let report = match crate::commands::load_report_with_requests(run_dir) {
+    let report = match crate::run_dir::load_report_with_requests(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -381,7 +381,7 @@ pub fn compare_command(
         eprintln!("error: --noise-pct and --regression-pct must be finite numbers >= 0");
         return crate::gate::EXIT_BAD_INPUT;
     }
-    let report = match crate::commands::load_report_with_requests(run_dir) {
+    let report = match crate::run_dir::load_report_with_requests(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };

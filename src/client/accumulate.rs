@@ -2,7 +2,7 @@
 //!
 //! Fed the dispatched SSE events of one response in order, each with the arrival time of
 //! the network read that completed it, it applies the field cases' reference semantics
-//! (cases README §0; C01, C02, C07, C08, C09, C11, C12, C30):
+//! (docs/measurement.md; C01, C02, C07, C08, C09, C11, C12, C30):
 //!
 //! - a **token event** is a JSON data event where some choice has non-empty
 //!   `delta.content`, `delta.reasoning_content` / `delta.reasoning`, a non-empty
@@ -105,7 +105,7 @@ impl Usage {
     }
 }
 
-/// llama.cpp's per-response `timings` counters (ref/energy-and-engine-metrics.md §4.3):
+/// llama.cpp's per-response `timings` counters (docs/measurement.md):
 /// `cache_n` = prompt tokens served from the cache, `prompt_n` = prompt tokens newly
 /// processed; the whole prompt is `prompt_n + cache_n`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! OpenAI-compatible streaming HTTP client (DESIGN §3 `client`, issue 2 item 3).
+//! OpenAI-compatible streaming HTTP client (docs/architecture.md `client`, issue 2 item 3).
 //!
 //! - [`accumulate`]: the pure stream accumulator (typed chunk view, token events,
 //!   TTFT/TTFO/ITL per choice, usage, in-band errors, tool-call assembly) — field cases C01,

@@ -1,4 +1,4 @@
-//! [`evaluate`]: a job's [`FigureSet`] against its merged [`GateSpec`] (DESIGN §7,
+//! [`evaluate`]: a job's [`FigureSet`] against its merged [`GateSpec`] (docs/measurement.md,
 //! issue 6 item 1), and [`validate_spec`] for `check` / bad-input detection.
 
 use super::figures::{Figure, FigureSet, LatencyFigures};

@@ -1,5 +1,5 @@
 //! Gate and overhead-budget declarations as written in a suite's `[gates]` and
-//! `[overhead]` tables (DESIGN §7–8, PRD T005). Pure data: evaluation lives in
+//! `[overhead]` tables (docs/measurement.md–8, docs/artifacts.md). Pure data: evaluation lives in
 //! [`crate::gate`].
 //!
 //! Every field is optional; an absent bound is not evaluated. Unknown keys are rejected
@@ -113,8 +113,8 @@ impl GateSpec {
     }
 }
 
-/// The `[overhead]` table: budgets for `inferscope-bench overhead` (DESIGN §8, PRD T005).
-/// Defaults follow the PRD: ≤ 1 % workload effect, zero capture disk bytes, zero GPU bytes.
+/// The `[overhead]` table: budgets for `inferscope-bench overhead` (README.md (overhead), docs/artifacts.md).
+/// Defaults follow the docs/artifacts.md: ≤ 1 % workload effect, zero capture disk bytes, zero GPU bytes.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OverheadSpec {

@@ -1,4 +1,4 @@
-//! Verdicts, job outcomes and exit statuses (DESIGN §7, issue 2 item 8, issue 6 item 1).
+//! Verdicts, job outcomes and exit statuses (docs/measurement.md, issue 2 item 8, issue 6 item 1).
 //! The verdict type is the report model's ([`crate::model::Verdict`]); [`judge`] makes one.
 
 use super::figures::Figure;
@@ -105,7 +105,7 @@ pub enum JobOutcome {
 }
 
 impl JobOutcome {
-    /// `Pass` iff every verdict is `pass`/`skipped` and `grading_passed` (DESIGN §7: a
+    /// `Pass` iff every verdict is `pass`/`skipped` and `grading_passed` (docs/measurement.md: a
     /// grading failure is a job failure). Include the built-in `successful_requests`
     /// verdict from [`super::evaluate`] so zero successes fail.
     pub fn from_verdicts(verdicts: &[Verdict], grading_passed: bool) -> JobOutcome {

@@ -5,7 +5,7 @@
 //! fixed seed): it keeps the structure, step kinds and names, step statuses and failure
 //! codes, token counts from each response's own usage (prompt, cached, completion),
 //! finish and stop reasons, grading results, gate outcomes, bounds and bases, the power
-//! source, and the ADR-013 attribution status and bases; it redacts what varies from run
+//! source, and the step-attribution attribution (docs/measurement.md) status and bases; it redacts what varies from run
 //! to run:
 //!
 //! | field | snapshot | why |
@@ -447,7 +447,7 @@ pub fn write_pending(report: &RunReport, into: &Path) -> std::io::Result<Vec<Sna
 /// matches its accepted `.snap`, 100 when any is new or changed (a `.snap.new` was
 /// written: review with `cargo insta review`), 2 bad input.
 pub fn snapshot_command(run_dir: &Path, into: &Path) -> i32 {
-    let report = match crate::commands::load_report_with_requests(run_dir) {
+    let report = match crate::run_dir::load_report_with_requests(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };

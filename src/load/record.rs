@@ -33,7 +33,7 @@ impl PointRecord {
         self.end_ns.saturating_sub(self.start_ns)
     }
 
-    /// The concurrency to declare to the ADR-013 join for this point: the most units that
+    /// The concurrency to declare to the step-attribution join (docs/measurement.md) for this point: the most units that
     /// could have been in flight, i.e. the configured cap limited to the units started (a
     /// point that started one unit never had four in flight, whatever its `concurrency`),
     /// or the measured maximum for an uncapped open loop; never below the measured one,
@@ -143,7 +143,7 @@ mod tests {
     }
 
     /// At most min(concurrency, units started) can be in flight: `concurrency = 4` with
-    /// `count = 1` declares one, not four (ADR-013 statement stays true).
+    /// `count = 1` declares one, not four (step-attribution statement (docs/measurement.md) stays true).
     #[test]
     fn declared_concurrency_is_capped_by_units_started() {
         assert_eq!(point(Some(4), 1, 1).declared_concurrency(), 1);

@@ -4,7 +4,7 @@
 //! `warmup`, `sweep`) runs under the load executor ([`super::exec`]) instead of the
 //! sequential drivers. The unit of load is one *trajectory* for agentic jobs and one
 //! *request* for context jobs (each context request is then a one-step trajectory, so the
-//! ADR-013 join sees every unit in flight).
+//! step-attribution join (docs/measurement.md) sees every unit in flight).
 //!
 //! - closed loop: `concurrency = N` units in flight; a unit starts when one ends;
 //! - open loop: `rate = R` units per second with `arrival = "poisson" | "constant"`

@@ -1,4 +1,4 @@
-//! The ADR-013 attribution as reported (moved here from `attribution::metrics`, which the
+//! The step-attribution attribution (docs/measurement.md) as reported (moved here from `attribution::metrics`, which the
 //! join fills in): per-step figures ([`StepAttribution`], inside each
 //! [`super::StepReport`]), per-trajectory totals and reconciliation
 //! ([`TrajectoryAttribution`]), the typed outcome ([`AttributionOutcome`]: attributed or
@@ -17,7 +17,7 @@ use super::basis::{EnergyBasis, PowerBasis, PowerBasisLabel};
 use super::step::StepKind;
 
 /// Canonical engine counters (issue 5 item 2; engine profiles map vLLM / SGLang / llama.cpp
-/// families onto these names, energy-and-engine-metrics.md §4).
+/// families onto these names, docs/measurement.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CounterName {
@@ -43,7 +43,7 @@ impl CounterName {
     }
 }
 
-/// Exact token counts from one LLM step's own response `usage` (energy-and-engine-metrics.md
+/// Exact token counts from one LLM step's own response `usage` (docs/measurement.md
 /// §4.6: per-response usage is exact per request; counters advance asynchronously). Each is
 /// `null` when the server did not report it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,7 +101,7 @@ impl SourceKind {
 }
 
 /// How many samples of one source fall inside a step window `[start, end]` (closed): the
-/// grid resolution, declared per step and per source (ADR-013).
+/// grid resolution, declared per step and per source (docs/measurement.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceSamples {
     /// Kind of source.
@@ -140,13 +140,13 @@ pub struct StepDeviceEnergy {
     pub counter_epoch_resets: Option<u64>,
 }
 
-/// The ADR-013 figures of one step, beside its identity (issue 5's corrections: `Option`
+/// The step-attribution figures (docs/measurement.md) of one step, beside its identity (issue 5's corrections: `Option`
 /// deltas, per-source samples, exact usage beside the counter deltas, counter-basis energy).
 /// The step's trapezoid energy and its basis are the step's [`super::StepReport::energy`]
 /// figure (and [`StepMetrics::energy_mj`] in the join's own rows).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepAttribution {
-    /// Power samples with `start ≤ elapsed_ns ≤ end` (ADR-013 `samples_in_window`, the
+    /// Power samples with `start ≤ elapsed_ns ≤ end` (docs/measurement.md `samples_in_window`, the
     /// grid resolution), count. With several devices it is the **minimum over devices
     /// that have a power series** (the worst-resolved device), not any one device's nor
     /// the sum; each device's own count is in `devices[].samples_in_window` and
@@ -155,7 +155,7 @@ pub struct StepAttribution {
     /// Samples inside the window per source.
     pub samples_by_source: Vec<SourceSamples>,
     /// Share of the window covered by segments fully inside it (`covered_ns / duration_ns`,
-    /// the fewest over devices, energy-and-engine-metrics.md §1.5); `null` for a
+    /// the fewest over devices, docs/measurement.md); `null` for a
     /// zero-length step or without power.
     pub coverage: Option<f64>,
     /// Power source behind the energy; `null` without power.
@@ -167,7 +167,7 @@ pub struct StepAttribution {
     /// figure). `null` when no device has a counter figure for this window, and `null`
     /// when any device that has energy in the window on either basis (a power trapezoid)
     /// or an energy-counter series lacks a counter figure: a sum over only the devices
-    /// with counters is partial and is not shown as the step's (ADR-013 "absence and zero
+    /// with counters is partial and is not shown as the step's (docs/measurement.md "absence and zero
     /// are distinct"; C19 device 0, counter NotSupported). The per-device figures stay in
     /// `devices[].counter_energy_mj`. Never reconciled with the trapezoid (separate bases).
     pub counter_energy_mj: Option<u64>,
@@ -224,7 +224,7 @@ pub struct StepMetrics {
     /// The trajectory's [`EnergyBasis`]: `apportioned` above one trajectory in flight,
     /// `simulated` on the simulator's power model, else `measured`; `null` without power.
     pub energy_basis: Option<EnergyBasis>,
-    /// The rest of the step's ADR-013 figures.
+    /// The rest of the step's step-attribution figures (docs/measurement.md).
     #[serde(flatten)]
     pub attribution: StepAttribution,
 }
@@ -242,7 +242,7 @@ impl DerefMut for StepMetrics {
     }
 }
 
-/// Why a step was left out of attribution (ADR-013 `dropped_steps`; field case C22).
+/// Why a step was left out of attribution (docs/measurement.md `dropped_steps`; field case C22).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
@@ -307,7 +307,7 @@ pub enum MarkerIssue {
     GoesBackwards,
 }
 
-/// The concurrency condition, stated next to the numbers (ADR-013).
+/// The concurrency condition, stated next to the numbers (docs/measurement.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConcurrencyCondition {
     /// The condition applied: the larger of the declared and the observed figure.
@@ -379,12 +379,12 @@ pub struct DeviceRunEnergy {
     /// Epoch resets in the run's counter bracket; `null` without a counter figure.
     pub counter_epoch_resets: Option<u64>,
     /// `counter_energy_mj / whole_run_energy_mj`, a data-quality indicator (≈ 1 when the
-    /// bases agree; energy-and-engine-metrics.md §1.5, zeus #181); `null` when either is
+    /// bases agree; docs/measurement.md, zeus #181); `null` when either is
     /// absent or the trapezoid is 0.
     pub counter_to_trapezoid_ratio: Option<f64>,
 }
 
-/// Per-trajectory totals, reconciliation and condition (ADR-013 `TrajectoryMetrics` less
+/// Per-trajectory totals, reconciliation and condition (docs/measurement.md `TrajectoryMetrics` less
 /// its steps, with issue 5's corrections).
 ///
 /// Reconciliation (asserted in tests): `whole_run_energy_mj ==
@@ -499,7 +499,7 @@ impl SeriesProblem {
     }
 }
 
-/// Why a trajectory's metrics are withheld (ADR-013 withholding rules, plus input checks).
+/// Why a trajectory's metrics are withheld (step-attribution withholding (docs/measurement.md) rules, plus input checks).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum WithholdReason {

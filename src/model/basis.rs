@@ -28,7 +28,7 @@ pub enum Basis {
     Harness,
     /// Device energy at controlled concurrency (one trajectory in flight).
     Measured,
-    /// Energy split between trajectories in flight together (ADR-013's wall).
+    /// Energy split between trajectories in flight together (docs/measurement.md's wall).
     Apportioned,
     /// The built-in simulator's power model: no device measured anything.
     Simulated,
@@ -80,7 +80,7 @@ impl std::fmt::Display for Basis {
     }
 }
 
-/// Where a token count came from (DESIGN §5, field cases C11, C12).
+/// Where a token count came from (docs/measurement.md, field cases C11, C12).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
@@ -159,7 +159,7 @@ pub struct TokenEstimate {
     pub method: EstimateMethod,
 }
 
-/// What an energy figure is (ADR-013 "The wall: controlled concurrency only", and DESIGN §9:
+/// What an energy figure is (docs/measurement.md "The wall: controlled concurrency only", and docs/architecture.md:
 /// the simulator never stands in for a measurement). One rule, [`EnergyBasis::of`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -245,7 +245,7 @@ impl PowerSource {
     }
 }
 
-/// What one power reading means (field case C20; energy-and-engine-metrics.md §1.2).
+/// What one power reading means (field case C20; docs/measurement.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PowerBasis {

@@ -13,7 +13,7 @@
 //!   [`PowerSource`], and [`Figure`] — a value with its basis, side by side.
 //! - [`gate`]: [`Verdict`] (with the basis of its figure).
 //! - [`stats`]: percentiles and [`JobStats`].
-//! - [`attribution`]: the ADR-013 figures.
+//! - [`attribution`]: the step-attribution figures (docs/measurement.md).
 //! - [`load`], [`baseline`], [`telemetry`]: the curve, comparisons, sampler summaries.
 //! - [`shard`]: a shard's identity and a merged run's per-shard sections (issue 17).
 //!

@@ -2,7 +2,7 @@
 //! `client::record`, which re-exports them).
 //!
 //! Every timestamp is an ABSOLUTE `elapsed_ns` on the run's clock
-//! (DESIGN §5, ADR-003 "shared reference instant"); the `*_ms` helpers turn them into
+//! (docs/measurement.md, docs/samples.md "shared reference instant"); the `*_ms` helpers turn them into
 //! durations relative to [`RequestRecord::send_ns`]. Missing is `None` / JSON `null`, never 0.
 //! Response content (visible text, reasoning, tool calls) lives in
 //! [`RequestRecord::output`], which is `#[serde(skip)]` so it never reaches an artifact.
@@ -27,7 +27,7 @@ pub enum RequestStatus {
 /// runner's steps and the timeline's end events (serialized in snake_case; `as_str` gives
 /// the same text).
 ///
-/// Source: issue 2 item 3 ("typed failure code"), field cases C03, C07, C30; the PRD's
+/// Source: issue 2 item 3 ("typed failure code"), field cases C03, C07, C30; the docs/artifacts.md's
 /// "optional code from a closed mapping, never exception text".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -372,7 +372,7 @@ fn cut(s: &str, max: usize) -> String {
 /// (every `Option` as `null`); [`RequestRecord::output`] is never serialized.
 ///
 /// Times are ABSOLUTE `elapsed_ns` on the run clock. Definitions follow the field cases'
-/// reference semantics (cases README §0): TTFT = arrival of the read completing the first
+/// reference semantics (docs/measurement.md): TTFT = arrival of the read completing the first
 /// token event (content, reasoning or tool-call delta), TTFO = first non-empty visible
 /// content, ITL = one sample per gap between consecutive token events, E2E = arrival of
 /// `data: [DONE]` (or clean EOF after a finish_reason). Durations are measured from
@@ -565,7 +565,7 @@ impl RequestRecord {
         self.itl_ns.iter().map(|&g| ns_to_ms(g)).collect()
     }
 
-    /// TPOT in ms: `(last_token − ttft) / (output_tokens − 1)` (cases README §0), with the
+    /// TPOT in ms: `(last_token − ttft) / (output_tokens − 1)` (docs/measurement.md), with the
     /// source of the token count (a TPOT from an estimate is labelled `client_estimate`);
     /// `None` when either time is missing or `output_tokens ≤ 1`.
     pub fn tpot(&self) -> Option<(f64, TokenSource)> {

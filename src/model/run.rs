@@ -9,7 +9,7 @@ use super::shard::{MergeReport, ShardIdentity};
 use super::telemetry::TelemetrySummary;
 
 /// Schema id of `report.json`. v2 (issue 13) is the typed model: every figure with its
-/// basis, statuses as closed enums, the ADR-013 attribution inside each trajectory and
+/// basis, statuses as closed enums, the step-attribution attribution (docs/measurement.md) inside each trajectory and
 /// step. v1 files are not read: readers refuse them with [`ReportError::UnsupportedSchema`].
 pub const REPORT_SCHEMA: &str = "inferscope-bench.report/v3";
 
@@ -207,7 +207,7 @@ pub struct RunReport {
     pub tool: String,
     /// Run start, RFC 3339 UTC (display only).
     pub started_utc: String,
-    /// ADR-013 anchor: unix ns of the reference instant.
+    /// step-attribution anchor (docs/measurement.md): unix ns of the reference instant.
     pub reference_instant_unix_ns: u64,
     /// Clock domain of every `*_ns` value.
     pub clock_domain_id: String,
@@ -225,7 +225,7 @@ pub struct RunReport {
     pub power: PowerReport,
     /// What the samplers did; `null` when no sampler ran (e.g. a setup error).
     pub telemetry: Option<TelemetrySummary>,
-    /// The run's ADR-013 condition and joins; `null` without telemetry.
+    /// The run's step-attribution condition (docs/measurement.md) and joins; `null` without telemetry.
     pub attribution: Option<RunAttributionSummary>,
     /// Jobs.
     pub jobs: Vec<JobReport>,

@@ -236,7 +236,7 @@ pub struct ShardSection {
     pub start_at: Option<StartAt>,
     /// What supplied its power (its own devices).
     pub power: PowerReport,
-    /// Its ADR-013 condition and joins (per-step energy stays per shard).
+    /// Its step-attribution condition (docs/measurement.md) and joins (per-step energy stays per shard).
     pub attribution: Option<RunAttributionSummary>,
     /// Its timeline capture.
     pub capture: CaptureReport,

@@ -1,5 +1,5 @@
 //! Steps and trajectories as reported: ONE step shape ([`StepReport`]) for `report.json`,
-//! the console tables, the JSON messages, the dashboard, the snapshots and OTLP. The ADR-013
+//! the console tables, the JSON messages, the dashboard, the snapshots and OTLP. The docs/measurement.md
 //! figures of a step sit inside it ([`StepReport::attribution`]), never in a parallel list.
 
 use serde::{Deserialize, Serialize};
@@ -9,7 +9,7 @@ use super::basis::{TokenEstimate, TokenSource};
 use super::figure::Figure;
 use super::request::FailureCode;
 
-/// Kind of a step (ADR-013 marker kinds).
+/// Kind of a step (marker (docs/artifacts.md) kinds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
@@ -131,7 +131,7 @@ impl StopReason {
 /// One step of a trajectory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepReport {
-    /// Run-unique step id (also the ADR-013 marker `step_id`).
+    /// Run-unique step id (also the marker (docs/artifacts.md) `step_id`).
     pub step_id: u64,
     /// `llm_call` or `tool`.
     pub kind: StepKind,
@@ -147,7 +147,7 @@ pub struct StepReport {
     /// before it, ns (`start_ns` is then 0, the real start `reference_instant_unix_ns −`
     /// this); `null` otherwise.
     pub start_before_anchor_ns: Option<u64>,
-    /// How the step ended; `null` when the step is known only from an ADR-013 marker (an
+    /// How the step ended; `null` when the step is known only from an marker (docs/artifacts.md) (an
     /// SWE harness's own markers say when a step ran, not how it ended).
     pub status: Option<StepStatus>,
     /// Failure code, `null` on success.
@@ -183,14 +183,14 @@ pub struct StepReport {
     /// `call_<k>` in a scripted trajectory); `null` otherwise.
     #[serde(default)]
     pub tool_call_id: Option<String>,
-    /// Step energy, mJ (ADR-013 trapezoid, summed over devices; withheld, with the reason,
+    /// Step energy, mJ (step-attribution trapezoid (docs/measurement.md), summed over devices; withheld, with the reason,
     /// when some device with a power series had no sample segment inside the window).
     pub energy: Figure<u64>,
     /// Output tokens per joule of this step (server count, else the estimate, labelled).
     pub tokens_per_joule: Figure<f64>,
     /// A warm-up request of a load point: recorded, excluded from statistics.
     pub warmup: bool,
-    /// The ADR-013 figures of this step (samples, coverage, per-device energy, counter
+    /// The step-attribution figures (docs/measurement.md) of this step (samples, coverage, per-device energy, counter
     /// deltas); `null` when the trajectory's attribution was withheld or not computed.
     pub attribution: Option<StepAttribution>,
 }
@@ -237,14 +237,14 @@ pub struct TrajectoryReport {
     /// Output tokens over its LLM steps: missing when any LLM step lacks a count (never a
     /// sum with 0); `client_estimate` when any count is estimated.
     pub completion_tokens: Figure<u64>,
-    /// Energy of its steps, mJ (ADR-013: the sum over devices of the step windows; the
+    /// Energy of its steps, mJ (docs/measurement.md: the sum over devices of the step windows; the
     /// energy between and across step boundaries is in `attribution.unattributed_energy_mj`).
     pub energy: Figure<u64>,
     /// `completion_tokens / energy`: missing when either is.
     pub tokens_per_joule: Figure<f64>,
     /// Steps, in order.
     pub steps: Vec<StepReport>,
-    /// The trajectory's ADR-013 attribution: totals, reconciliation, drops, condition; or
+    /// The trajectory's step-attribution attribution (docs/measurement.md): totals, reconciliation, drops, condition; or
     /// why it was withheld. `null` without telemetry. In a merged run it stays in its
     /// shard's clock domain (joined against that shard's samples).
     pub attribution: Option<AttributionOutcome<TrajectoryAttribution>>,

@@ -106,7 +106,7 @@ pub struct TelemetrySummary {
     pub metrics: Option<MetricsSummary>,
     /// The same counters and gauges read from a Prometheus server after the run
     /// (`[telemetry] prometheus`), with how they were read (`prometheus`); `null` when not
-    /// configured. The ADR-013 join reads its counters when present.
+    /// configured. The step-attribution join (docs/measurement.md) reads its counters when present.
     pub prometheus: Option<MetricsSummary>,
 }
 

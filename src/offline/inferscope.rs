@@ -1,11 +1,11 @@
-//! The public inferscope project's report JSON as offline input to the ADR-013 join
+//! The public inferscope project's report JSON as offline input to the step-attribution join (docs/measurement.md)
 //! (issue 16 item 3).
 //!
 //! inferscope (`is-report`'s `Report`, and the `ResourceReport` of its sample-only mode)
 //! writes its raw timelines beside the derived figures. The join reads, and needs, only:
 //!
 //! - `reference_instant_unix_ns` (u64, optional): the unix-ns anchor of the reports'
-//!   `elapsed_ns` clock. Absent (a report written before its ADR-013) → every trajectory is
+//!   `elapsed_ns` clock. Absent (a report written before its docs/measurement.md) → every trajectory is
 //!   withheld (`no_anchor`), never joined against a guessed anchor;
 //! - `gpu_timeline.samples[]`: `{elapsed_ns, device_index, power_draw_milliwatts, …}` —
 //!   NVML `power_usage()` readings, so basis `averaged_1s` (a 1 s trailing average on

@@ -1,4 +1,4 @@
-//! Evidence from elsewhere as input to the offline ADR-013 join (`inferscope-bench
+//! Evidence from elsewhere as input to the offline step-attribution join (docs/measurement.md) (`inferscope-bench
 //! trajectory`, issue 16): a run's `samples/` directory (or any tool's, written to
 //! `docs/samples.md`), saved Prometheus `query_range` answers
 //! ([`crate::telemetry::prometheus::timeline_from_saved`]), or the public inferscope
@@ -88,7 +88,7 @@ pub fn load(src: &OfflineSource) -> Result<(TelemetryRun, Option<u64>, Vec<Strin
     }
 }
 
-/// The ADR-013 join of `markers` with a source's timelines (one trajectory in flight).
+/// The step-attribution join (docs/measurement.md) of `markers` with a source's timelines (one trajectory in flight).
 pub fn join(
     t: &TelemetryRun,
     anchor: Option<u64>,
@@ -137,7 +137,7 @@ pub fn command(src: &OfflineSource, steps: &Path, out: Option<&Path>) -> i32 {
     for o in &run.trajectories {
         println!("{}", attr::render_outcome(o).trim_end());
     }
-    // Each marker the ADR-013 rules dropped, by its line in the file.
+    // Each marker the step-attribution rules (docs/measurement.md) dropped, by its line in the file.
     for o in &run.trajectories {
         let dropped = match o {
             attr::TrajectoryOutcome::Attributed(t) => &t.dropped_steps,

@@ -33,7 +33,7 @@
 //! null), never written as 0.
 //!
 //! Times are unix nanoseconds **anchored at the run's recorded reference instant**
-//! (`reference_instant_unix_ns + elapsed_ns`, ADR-013; never the export time). Ids are
+//! (`reference_instant_unix_ns + elapsed_ns`, docs/measurement.md; never the export time). Ids are
 //! deterministic: SHA-256 of the run id and trajectory id (trace, 16 bytes) and of those
 //! plus the step id (span, 8 bytes), so exporting a run twice gives the same trace.
 
@@ -236,7 +236,7 @@ fn llm_attrs(cx: &JobContext, st: &StepReport, attrs: &mut Vec<KeyValue>) {
     if let Some(v) = st.prompt_tokens {
         attrs.push(kv("gen_ai.usage.input_tokens", int(v)));
     }
-    // `gen_ai.usage.*` is server usage: a client estimate (DESIGN §5) is not passed off
+    // `gen_ai.usage.*` is server usage: a client estimate (docs/measurement.md) is not passed off
     // as one.
     if let Some(v) = st.completion_tokens {
         attrs.push(kv("gen_ai.usage.output_tokens", int(v)));

@@ -1,5 +1,5 @@
 //! Pure evaluation of the overhead measurements against the `[overhead]` budgets
-//! (DESIGN §8, PRD T005: "noisy/insufficient evidence is inconclusive"). No I/O.
+//! (README.md (overhead), docs/artifacts.md: "noisy/insufficient evidence is inconclusive"). No I/O.
 //!
 //! # Workload effect estimator
 //!

@@ -1,5 +1,5 @@
 //! `inferscope-bench overhead SUITE [--pairs N] [--negative-control blocking-sink|disk-write-sink]`:
-//! the measured overhead gate of timeline capture (DESIGN §8, PRD T005, issue 6 item 2).
+//! the measured overhead gate of timeline capture (README.md (overhead), docs/artifacts.md, issue 6 item 2).
 //!
 //! The suite runs `1 + 2·N` times in this process: one discarded capture-off warm-up run
 //! (first-run costs: page faults, lazy statics, connection pools), then N interleaved
@@ -21,7 +21,7 @@
 //! cover the whole runner, including the in-process simulator when the suite is
 //! simulated.
 //!
-//! Budgets: the suite's `[overhead]` table ([`crate::gate::spec::OverheadSpec`], PRD
+//! Budgets: the suite's `[overhead]` table ([`crate::gate::spec::OverheadSpec`], docs/artifacts.md
 //! defaults: ≤ 1 % workload effect, 0 capture disk bytes, 0 GPU bytes, CPU ≤ 50 % of a
 //! core, peak RSS ≤ 512 MiB, 5 pairs). The estimator and decision rule are documented in
 //! [`analysis`]. Exit status: 0 pass, 100 fail, 3 inconclusive, 2 bad input.
@@ -37,7 +37,6 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{MessageFormat, RunArgs};
 use crate::gate::EXIT_BAD_INPUT;
 use crate::gate::spec::OverheadSpec;
 use crate::runner::{self, RunOptions, execute::SinkChoice};
@@ -46,9 +45,9 @@ use crate::suite::{EndpointSetting, ResolvedSuite, Setting, SettingSource};
 pub use analysis::{Evaluation, GateResult, GpuReading, OverheadOutcome, RunMeasure};
 pub use render::render_text;
 
-/// The negative controls of `--negative-control` (PRD T005: "A deliberately blocking or
+/// The negative controls of `--negative-control` (docs/artifacts.md: "A deliberately blocking or
 /// disk-writing sink fails an independent negative control").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NegativeControl {
     /// Capture-on runs use [`crate::timeline::BlockingSink`] (2 ms stall per insert).
@@ -67,30 +66,23 @@ impl NegativeControl {
     }
 }
 
-/// Arguments of `overhead`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct OverheadArgs {
+/// What the `overhead` command was asked (the flags of `crate::cli::OverheadArgs`, as
+/// plain values).
+#[derive(Debug, Clone)]
+pub struct OverheadRequest {
     /// The suite file whose jobs are the workload.
     pub suite: PathBuf,
-    /// Number of capture-off/capture-on pairs (default: the suite's `[overhead] pairs`, 5).
-    #[arg(long)]
+    /// Number of capture-off/capture-on pairs (default: the suite's `[overhead] pairs`).
     pub pairs: Option<u32>,
-    /// Replace the capture sink of the capture-on runs by a deliberately bad one; the
-    /// verdict must then be `fail` (exit 100).
-    #[arg(long, value_enum)]
+    /// A deliberately bad capture sink for the capture-on runs.
     pub negative_control: Option<NegativeControl>,
     /// Endpoint base URL; overrides the suite's.
-    #[arg(long)]
     pub endpoint: Option<String>,
     /// Model name; overrides the suite's.
-    #[arg(long)]
     pub model: Option<String>,
     /// Only jobs whose id contains this text (or matches this `*` glob).
-    #[arg(long)]
     pub filter: Option<String>,
-    /// Keep every run directory and write `overhead.json` here (default: a temporary
-    /// directory under `target/inferscope/overhead/`, removed at the end).
-    #[arg(long, value_name = "DIR")]
+    /// Keep every run directory and write `overhead.json` here.
     pub out: Option<PathBuf>,
 }
 
@@ -308,26 +300,21 @@ fn work_dir(out: Option<&Path>) -> std::io::Result<(PathBuf, Option<tempfile::Te
 }
 
 /// The `overhead` command: exit 0 pass, 100 fail, 3 inconclusive, 2 bad input.
-pub async fn command(args: OverheadArgs) -> i32 {
+pub async fn command(args: OverheadRequest) -> i32 {
     if args.pairs == Some(0) {
         eprintln!("error: --pairs: at least 1 pair");
         return EXIT_BAD_INPUT;
     }
-    let run_args = RunArgs {
-        suites: vec![args.suite.clone()],
+    let overrides = crate::suite::RunOverrides {
         endpoint: args.endpoint.clone(),
         model: args.model.clone(),
         capture_timeline: false,
-        dry_run: false,
-        out: None,
         filter: args.filter.clone(),
-        junit: None,
-        message_format: MessageFormat::Human,
-        partition: None,
-        shard: None,
-        start_at: None,
     };
-    let suites = match crate::commands::resolve_run(&run_args) {
+    let suites = match crate::suite::diagnose::resolve_for_run(
+        std::slice::from_ref(&args.suite),
+        &overrides,
+    ) {
         Ok(s) => s,
         Err(code) => return code,
     };

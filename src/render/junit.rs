@@ -1,5 +1,5 @@
 //! JUnit XML (`--junit FILE`, `report --format junit`; issue 6 item 5, issue 18) written
-//! with quick-junit 0.8, as nextest does (`ref/rust-conventions.md` §2.6), and valid
+//! with quick-junit 0.8, as nextest does (docs/architecture.md), and valid
 //! against the Jenkins `junit-10.xsd` (pytest's copy; `tests/junit_schema.rs` validates
 //! with `xmlschema`).
 //!
@@ -300,7 +300,7 @@ fn system_out(job: &JobReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CaptureReport, PowerReport, RequestRecord, SummaryReport};
+    use crate::model::RequestRecord;
     use crate::render::fixtures::{failing_job, passing_job};
 
     fn jobs() -> Vec<JobReport> {
@@ -311,33 +311,7 @@ mod tests {
 
     /// A run report around `jobs` (anchor 2026-12-01T16:00:00Z, host `ci-7`).
     fn run(jobs: Vec<JobReport>, duration_ns: u64) -> RunReport {
-        let summary = SummaryReport::of(&jobs, duration_ns, false);
-        RunReport {
-            schema: crate::model::REPORT_SCHEMA.into(),
-            run_id: "20261201T160000Z-abc123".into(),
-            tool: "inferscope-bench 0.1.0".into(),
-            started_utc: "2026-12-01T16:00:00Z".into(),
-            reference_instant_unix_ns: 1_796_140_800_000_000_000,
-            clock_domain_id: "mono:ci-7:42:1796140800000000000".into(),
-            percentile_method: "nearest_rank".into(),
-            cancelled: false,
-            endpoint: None,
-            endpoints: vec![],
-            capture: CaptureReport::default(),
-            power: PowerReport {
-                source: None,
-                reason: Some("no GPU".into()),
-                devices: 0,
-                not_attributable: vec![],
-            },
-            telemetry: None,
-            attribution: None,
-            jobs,
-            summary,
-            shard: None,
-            merge: None,
-            requests_file: None,
-        }
+        crate::render::fixtures::run_report(jobs, duration_ns, false)
     }
 
     fn render(jobs: Vec<JobReport>) -> String {

@@ -1,5 +1,5 @@
 //! Renderers of a run's job results (pure: every function returns a `String`; the caller
-//! writes it). Issue 2 item 8, issue 6 item 5, DESIGN §7, `ref/rust-conventions.md` §2.
+//! writes it). Issue 2 item 8, issue 6 item 5, docs/measurement.md, docs/architecture.md
 //!
 //! - [`view`]: [`EndpointLabel`]. Every renderer reads the report model itself
 //!   ([`crate::model::JobReport`], [`crate::model::SummaryReport`]); the reason lines they
@@ -41,6 +41,42 @@ pub(crate) mod fixtures {
             energy_j: f(),
             tokens_per_joule: f(),
             energy_per_trajectory_j: f(),
+        }
+    }
+
+    /// A run report around `jobs` (anchor 2026-12-01T16:00:00Z, host `ci-7`), cancelled
+    /// or not.
+    pub fn run_report(
+        jobs: Vec<JobReport>,
+        duration_ns: u64,
+        cancelled: bool,
+    ) -> crate::model::RunReport {
+        let summary = crate::model::SummaryReport::of(&jobs, duration_ns, cancelled);
+        crate::model::RunReport {
+            schema: crate::model::REPORT_SCHEMA.into(),
+            run_id: "20261201T160000Z-abc123".into(),
+            tool: "inferscope-bench 0.1.0".into(),
+            started_utc: "2026-12-01T16:00:00Z".into(),
+            reference_instant_unix_ns: 1_796_140_800_000_000_000,
+            clock_domain_id: "mono:ci-7:42:1796140800000000000".into(),
+            percentile_method: "nearest_rank".into(),
+            cancelled,
+            endpoint: None,
+            endpoints: vec![],
+            capture: crate::model::CaptureReport::default(),
+            power: crate::model::PowerReport {
+                source: None,
+                reason: Some("no GPU".into()),
+                devices: 0,
+                not_attributable: vec![],
+            },
+            telemetry: None,
+            attribution: None,
+            jobs,
+            summary,
+            shard: None,
+            merge: None,
+            requests_file: None,
         }
     }
 

@@ -1,4 +1,4 @@
-//! Agentic driver: the model-driven tool loop and the scripted replay (DESIGN §4).
+//! Agentic driver: the model-driven tool loop and the scripted replay (docs/suite.md).
 //!
 //! Generic over an [`LlmExecutor`] and a [`ToolExec`] so the loop logic is tested with
 //! mocks (the hyperfine executor pattern): no network in the unit tests.
@@ -88,7 +88,7 @@ pub struct AgenticPlan {
 /// Shared run state the drivers need: step ids, cancellation, capture.
 #[derive(Clone)]
 pub struct DriverCtx {
-    /// Run-wide step id counter (ADR-013 `step_id`s are unique in `steps.jsonl`).
+    /// Run-wide step id counter (docs/measurement.md `step_id`s are unique in `steps.jsonl`).
     pub next_step_id: Arc<AtomicU64>,
     /// Set by Ctrl-C: no new work starts.
     pub cancelled: Arc<AtomicBool>,
@@ -130,7 +130,7 @@ pub async fn llm_step<E: LlmExecutor>(
     let rec = exec.chat(req).await;
     let end_ns = rec.end_ns.unwrap_or_else(|| exec.now_ns()).max(start_ns);
     let ok = rec.is_success();
-    // A request cut short by Ctrl-C ends `cancelled`, not `failed` (PRD lifecycle).
+    // A request cut short by Ctrl-C ends `cancelled`, not `failed` (docs/artifacts.md lifecycle).
     let cancelled = rec.failure_code == Some(FailureCode::Cancelled);
     if cancelled {
         ctx.capture.request_cancelled(span);

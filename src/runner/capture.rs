@@ -1,5 +1,5 @@
 //! The drivers' view of timeline capture: phase, request, fixture and harness spans
-//! (DESIGN §6, PRD R001–R005). With capture off every method is a no-op; with it on,
+//! (docs/artifacts.md). With capture off every method is a no-op; with it on,
 //! each call is one non-blocking, allocation-free insertion into the bounded sink
 //! ([`crate::timeline::TimelineSink`]). Only validated ids and closed names are passed:
 //! prompts, responses and tool payloads cannot reach the sink through this API.
@@ -110,7 +110,7 @@ impl Capture {
 
     /// The request span ends with the record's status, tokens and failure code. A
     /// completion count the client estimated (the record's `completion_tokens_estimate`, no
-    /// server usage — DESIGN §5) goes to the event's `completion_tokens_estimate`, never
+    /// server usage — docs/measurement.md) goes to the event's `completion_tokens_estimate`, never
     /// `completion_tokens`.
     pub fn request_end(&self, span: Option<SpanId>, rec: &RequestRecord) {
         let end = if rec.is_success() {

@@ -1,5 +1,5 @@
 //! Context driver: deterministic long prompts of given sizes, optionally repeated with a
-//! shared prefix, to measure TTFT against context length and prefix reuse (DESIGN §4).
+//! shared prefix, to measure TTFT against context length and prefix reuse (docs/suite.md).
 //!
 //! Filler is seeded: the same `(seed, size)` gives the same prompt every run. Sizes are in
 //! approximate tokens of 4 bytes (the simulator's tokenizer; real engines differ, and the

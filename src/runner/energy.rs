@@ -1,4 +1,4 @@
-//! Glue between the samplers ([`crate::telemetry`]) and the ADR-013 join
+//! Glue between the samplers ([`crate::telemetry`]) and the step-attribution join (docs/measurement.md)
 //! ([`crate::attribution`]), and every energy figure of a run: which sources a run starts,
 //! what actually supplied power ([`power_report`]: from the samples, never from the
 //! configuration), the joins (one for the sequential jobs at one trajectory in flight, one
@@ -192,7 +192,7 @@ pub fn not_attributable_devices(t: &TelemetryRun) -> Vec<String> {
         .collect()
 }
 
-/// Converts sampled timelines into the ADR-013 join's input (one trajectory in flight:
+/// Converts sampled timelines into the step-attribution join (docs/measurement.md)'s input (one trajectory in flight:
 /// the runner executes trajectories sequentially).
 pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInput {
     let mut power = Vec::new();
@@ -294,7 +294,7 @@ pub fn attribution_input(t: &TelemetryRun, max_in_flight: u32) -> AttributionInp
     }
 }
 
-/// The ADR-013 markers of `trajectories`' steps (unix ns = `anchor` + `elapsed_ns`) and
+/// The markers (docs/artifacts.md) of `trajectories`' steps (unix ns = `anchor` + `elapsed_ns`) and
 /// each LLM step's exact usage from its own response, keyed for [`attr::attribute_run`].
 pub fn markers_and_usage<'a>(
     trajectories: impl IntoIterator<Item = &'a TrajectoryRecord>,
@@ -339,7 +339,7 @@ pub struct RunEnergy {
     devices: Vec<(String, Vec<EnergyPoint>)>,
 }
 
-/// The ADR-013 join of `trajectories` at `declared` trajectories in flight.
+/// The step-attribution join (docs/measurement.md) of `trajectories` at `declared` trajectories in flight.
 fn join(
     t: &TelemetryRun,
     trajectories: &[&TrajectoryRecord],
@@ -589,7 +589,7 @@ impl RunEnergy {
     }
 }
 
-/// `inferscope-bench trajectory --samples DIR --steps FILE`: the offline ADR-013 join of
+/// `inferscope-bench trajectory --samples DIR --steps FILE`: the offline step-attribution join (docs/measurement.md) of
 /// an external driver's step markers with a run's sampled timelines (the other sources:
 /// [`crate::offline`]). Exit 0 on success, 2 on unreadable input.
 pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {

@@ -476,13 +476,27 @@ impl Session {
     }
 
     /// Runs every selected job, one trajectory at a time.
-    pub async fn execute_jobs(&self, opts: &RunOptions, ctx: &DriverCtx) -> Vec<ExecutedJob> {
+    pub async fn execute_jobs(
+        &self,
+        opts: &RunOptions,
+        ctx: &DriverCtx,
+        events: &super::events::EventSink,
+    ) -> Vec<ExecutedJob> {
+        use super::events::RunEvent;
         let total: usize = self.suites.iter().map(|s| s.resolved.jobs.len()).sum();
         let bar = progress_bar(total as u64, opts.progress && !opts.quiet);
         let mut out = Vec::new();
+        let mut cancelling = false;
         for (si, s) in self.suites.iter().enumerate() {
             for job in &s.resolved.jobs {
                 bar.set_message(job.job.id.clone());
+                if ctx.is_cancelled() && !cancelling {
+                    cancelling = true;
+                    events.emit(RunEvent::RunCancelling);
+                }
+                events.emit(RunEvent::JobStarted {
+                    id: job.job.id.clone(),
+                });
                 let start_ns = self.clock.elapsed_ns();
                 let executed = if ctx.is_cancelled() {
                     ExecutedJob {
@@ -510,9 +524,22 @@ impl Session {
                         .extend(crate::client::choice_count_note(job.job.n, records));
                     ex
                 };
+                for t in &executed.trajectories {
+                    for st in &t.steps {
+                        events.emit(RunEvent::StepFinished {
+                            job: job.job.id.clone(),
+                            step_id: st.step_id,
+                            kind: st.kind,
+                            name: st.name.clone(),
+                        });
+                    }
+                }
                 out.push(executed);
                 bar.inc(1);
             }
+        }
+        if ctx.is_cancelled() && !cancelling {
+            events.emit(RunEvent::RunCancelling);
         }
         bar.finish_and_clear();
         out
@@ -731,7 +758,7 @@ impl Session {
                     prov.rejected_count = file.rejected_count;
                     for m in file.markers {
                         // Harness step ids are renumbered run-unique; times map onto the
-                        // run clock through the anchor (ADR-013 join). A start before the
+                        // run clock through the anchor (step-attribution join (docs/measurement.md)). A start before the
                         // anchor keeps its real time (never rewritten to the anchor) and
                         // is flagged; the join drops it by its `outside_run` rule.
                         let step_id = ctx.step_id();

@@ -1,11 +1,11 @@
 //! The `run` command: drives resolved suites against an endpoint (or the built-in
-//! simulator), then grades, attributes and gates (DESIGN §3 `driver`, §4–§7).
+//! simulator), then grades, attributes and gates (docs/architecture.md `driver`, §4–§7).
 //!
 //! Phases, in order, each a span when capture is on: `preparation` (simulator, clients,
 //! tools), `preflight` (endpoint reachable, `/models` answering, model listed; then the
 //! samplers start — a preflight failure is a setup error: no sampler, no measured window,
 //! exit 96), `request_execution`
-//! (the jobs, one trajectory in flight at a time: the ADR-013 controlled-concurrency
+//! (the jobs, one trajectory in flight at a time: the step-attribution controlled (docs/measurement.md)-concurrency
 //! condition — except jobs with load keys, which run their units concurrently per
 //! [`crate::load`] and are labelled `apportioned` above one in flight), `grading`, `finalization` (statistics, attribution, gates, artifacts).
 //! Artifacts are written only after the measured window.
@@ -14,13 +14,14 @@ pub mod agentic;
 pub mod capture;
 pub mod context;
 pub mod energy;
+pub mod events;
 pub mod execute;
 pub mod report;
 pub mod steps;
 pub mod swe;
 pub mod table;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -55,6 +56,9 @@ pub struct RunExtras {
     pub baseline: Option<crate::baseline::Baseline>,
     /// `--partition`, `--shard`, `--start-at` (issue 17): this run as one shard of several.
     pub shard: Option<crate::shard::ShardRun>,
+    /// Where the run's events go ([`events`]): the console, JSON-lines and JUnit
+    /// reporters; none by default.
+    pub events: events::EventSink,
 }
 
 /// What a run produced.
@@ -68,8 +72,6 @@ pub struct RunOutcome {
     pub run_dir: PathBuf,
     /// The report (also written as `report.json`).
     pub report: crate::model::RunReport,
-    /// Human lines per job, the summary and the plain line, in print order.
-    pub console: Vec<String>,
 }
 
 /// A run id: `YYYYMMDDTHHMMSSZ-xxxxxx` (UTC start + 6 random hex digits).
@@ -82,13 +84,7 @@ pub fn new_run_id(clock: &RunClock) -> String {
     format!("{stamp}-{:06x}", r & 0x00ff_ffff)
 }
 
-/// The default run directory for `run_id` under the current directory.
-pub fn default_run_dir(run_id: &str) -> PathBuf {
-    Path::new("target")
-        .join("inferscope")
-        .join("runs")
-        .join(run_id)
-}
+pub use crate::run_dir::default_run_dir;
 
 /// Runs every selected job of `opts.suites`, writes the artifacts, and returns the
 /// outcome. Cancellation (Ctrl-C / SIGTERM) is observed through `cancelled`: no new step
@@ -133,6 +129,22 @@ pub async fn run_with(
         cancelled: cancelled.clone(),
         capture: capture.clone(),
     };
+    let events = extras.events.clone();
+    let simulated = opts
+        .suites
+        .iter()
+        .any(|r| matches!(r.endpoint.value, crate::suite::EndpointSetting::Simulated));
+    events.emit(events::RunEvent::RunStarted {
+        jobs: opts.suites.iter().map(|r| r.jobs.len()).sum(),
+        suites: opts.suites.len(),
+        endpoint: match opts.suites.first().map(|r| &r.endpoint.value) {
+            Some(crate::suite::EndpointSetting::Url(u)) if !simulated => {
+                crate::render::EndpointLabel::Url(u.clone())
+            }
+            _ => crate::render::EndpointLabel::Simulated,
+        },
+        shard: extras.shard.as_ref().map(crate::shard::describe_run),
+    });
     let io_before = crate::timeline::proc_self_io();
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
     session.shard = extras.shard.as_ref().and_then(|s| s.spec);
@@ -155,7 +167,7 @@ pub async fn run_with(
         }
         capture.phase(Phase::RequestExecution);
     }
-    let executed = session.execute_jobs(&opts, &ctx).await;
+    let executed = session.execute_jobs(&opts, &ctx, &events).await;
     if ctx.cancelled.load(Ordering::Relaxed) {
         capture.cancel_open_spans();
     }
@@ -200,8 +212,6 @@ pub async fn run_with(
         io_after,
         ctx.cancelled.load(Ordering::Relaxed),
     );
-    // After the artifacts: the capture's outcome (events dropped) is known only then.
-    let console = report::console_lines(&report);
     let exit_status = match writes {
         Ok(_) => report.summary.exit_status,
         Err(e) => {
@@ -210,11 +220,19 @@ pub async fn run_with(
         }
     };
     session.shutdown().await;
+    // The reporters hear of the jobs after the artifacts are written: the capture's
+    // outcome (events dropped, the `capture partial` line) is known only then.
+    for j in &report.jobs {
+        events.emit(events::RunEvent::JobFinished(Box::new(j.clone())));
+    }
+    events.emit(events::RunEvent::RunFinished {
+        report: Box::new(report.clone()),
+        run_dir: run_dir.clone(),
+    });
     RunOutcome {
         exit_status,
         run_dir,
         report,
-        console,
     }
 }
 

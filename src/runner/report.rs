@@ -1,4 +1,4 @@
-//! `report.json`, `steps.jsonl` and the console lines of a run (DESIGN §7, §10).
+//! `report.json`, `steps.jsonl` and the console lines of a run (docs/measurement.md, §10).
 //!
 //! The report is the typed model of [`crate::model`] (schema
 //! [`crate::model::REPORT_SCHEMA`], `inferscope-bench.report/v3`); this module assembles it
@@ -6,7 +6,7 @@
 //! tokens (server usage, or the client's estimate beside it) and failure code; per job its
 //! status (`pass`, `fail`, `cancelled`, `not_run`, `setup_error`), statistics, gate
 //! verdicts with their bases, energy figures; per trajectory its steps, each with its
-//! ADR-013 figures inside; for load jobs the settings under `load` and the curve under
+//! step-attribution figures (docs/measurement.md) inside; for load jobs the settings under `load` and the curve under
 //! `sweep`; with `--baseline`, the per-figure comparison under `baseline`. Missing values are
 //! `null` with a reason, never 0. No prompt, response or tool payload is written; a server's
 //! error text is kept bounded and redacted (never in the timeline).
@@ -31,7 +31,7 @@ use crate::model::{
     RunReport, StepAttribution, StepKind, StepReport, SummaryReport, TokenSource,
     TrajectoryOutcome, TrajectoryReport, tokens_per_joule,
 };
-use crate::render::{self, EndpointLabel, Style};
+use crate::render::EndpointLabel;
 use crate::runner::capture::Capture;
 use crate::runner::energy::{self, RunEnergy};
 use crate::runner::execute::{ExecutedJob, GradedJob, Session};
@@ -101,8 +101,8 @@ fn missing_energy_reason(a: &StepAttribution) -> String {
     }
 }
 
-/// A step's energy figure and its ADR-013 figures from its trajectory's join outcome. The
-/// ADR-013 figures (samples, counter deltas, usage) are kept whatever the power source;
+/// A step's energy figure and its step-attribution figures (docs/measurement.md) from its trajectory's join outcome. The
+/// step-attribution figures (docs/measurement.md) (samples, counter deltas, usage) are kept whatever the power source;
 /// the energy is `null` with basis `unavailable` without one.
 fn step_energy(
     outcome: Option<&TrajectoryOutcome>,
@@ -738,37 +738,6 @@ pub fn endpoint_label(report: &RunReport) -> EndpointLabel {
     }
 }
 
-/// nextest-style lines: one block per job, the summary line, the plain line.
-pub fn console_lines(report: &RunReport) -> Vec<String> {
-    let style = Style::PLAIN;
-    let mut out = Vec::new();
-    for j in &report.jobs {
-        let mut block = render::job_block(j, style)
-            .trim_end_matches('\n')
-            .to_string();
-        // Load jobs: the curve; `--baseline`: the per-figure comparison.
-        if let Some(sw) = &j.sweep {
-            block.push('\n');
-            block.push_str(&crate::load::render_curve(
-                &j.id,
-                sw.variable.as_deref(),
-                &sw.points,
-            ));
-        }
-        if let Some(c) = &j.baseline {
-            block.push('\n');
-            block.push_str(&crate::baseline::render_job(c));
-        }
-        out.push(block);
-    }
-    if let Some(line) = report.capture.partial_line() {
-        out.push(line);
-    }
-    out.push(render::summary_line(&report.summary, style));
-    out.push(render::plain_line(&report.summary));
-    out
-}
-
 /// Per-step tables of every trajectory (printed after the job lines): see
 /// [`super::table::step_tables`].
 pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
@@ -833,7 +802,7 @@ fn write_atomic_with(
     Ok(())
 }
 
-/// The ADR-013 markers of every step of every trajectory (unix ns from the anchor).
+/// The markers (docs/artifacts.md) of every step of every trajectory (unix ns from the anchor).
 pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
     let anchor = report.reference_instant_unix_ns;
     report

@@ -1,6 +1,6 @@
 //! The runner's record of what one job did: steps, trajectories and job results.
 //!
-//! Every LLM call and every tool call is a step (ADR-013 `llm_call` / `tool`); an SWE
+//! Every LLM call and every tool call is a step (docs/measurement.md `llm_call` / `tool`); an SWE
 //! harness run is one `harness` span and contributes only the steps its own marker file
 //! declares. Times are `elapsed_ns` on the run's clock.
 
@@ -10,7 +10,7 @@ pub use crate::model::{FailureCode, StepKind, StepStatus, StopReason, ToolErrorC
 /// One executed step of a trajectory.
 #[derive(Debug, Clone)]
 pub struct StepRecord {
-    /// Run-unique step id (also the ADR-013 marker `step_id`).
+    /// Run-unique step id (also the marker (docs/artifacts.md) `step_id`).
     pub step_id: u64,
     /// `llm_call` or `tool`.
     pub kind: StepKind,
@@ -32,7 +32,7 @@ pub struct StepRecord {
     pub max_tokens: Option<u32>,
     /// For a tool step: the id of the tool call it executed; `None` otherwise.
     pub tool_call_id: Option<String>,
-    /// `false` for a step known only from an ADR-013 marker (an SWE harness's own file):
+    /// `false` for a step known only from an marker (docs/artifacts.md) (an SWE harness's own file):
     /// its status is then not known.
     pub status_known: bool,
     /// For an external marker that starts before the run's reference instant: how long

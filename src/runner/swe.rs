@@ -1,9 +1,9 @@
-//! SWE driver: an opaque external harness command with a timeout (DESIGN §4).
+//! SWE driver: an opaque external harness command with a timeout (docs/suite.md).
 //!
 //! The harness gets a `harness` span and never invented per-turn timings. It runs in its
 //! own process group; on timeout the whole group is killed (SIGKILL to `-pgid`). The
 //! environment carries `INFERSCOPE_ENDPOINT`, `INFERSCOPE_MODEL` and
-//! `INFERSCOPE_STEPS_FILE`; step markers the harness writes there (ADR-013 JSONL) are read
+//! `INFERSCOPE_STEPS_FILE`; step markers the harness writes there (docs/measurement.md JSONL) are read
 //! back with integer-nanosecond parsing and joined like the runner's own steps.
 
 use std::collections::BTreeMap;

@@ -1,13 +1,13 @@
 //! The per-step console table of each trajectory: latency (TTFT, duration), exact usage
 //! (prompt, cached, generated tokens from each response's own `usage`), the prefix-cache
-//! hit rate, and the ADR-013 energy columns (samples in window — the fewest over devices —,
+//! hit rate, and the step-attribution energy (docs/measurement.md) columns (samples in window — the fewest over devices —,
 //! energy mJ with its basis, tokens per joule). Pure: renders from the typed
 //! [`RunReport`].
 //!
 //! Steps are numbered 1..n within their trajectory (the run-unique step id is in
 //! `report.json` and `steps.jsonl`). Absent values print as `—` (never 0). A
 //! generated-token count the client estimated because the server sent no usage
-//! (`completion_tokens_estimate`, DESIGN §5), and the tokens per joule derived from it,
+//! (`completion_tokens_estimate`, docs/measurement.md), and the tokens per joule derived from it,
 //! print with a leading `~`. The header of each table names the power source from what was
 //! sampled (`power nvml`, `power simulated`, `power unavailable`), the energy basis (`—`
 //! without a power source) and the trajectories declared and observed in flight; under it
@@ -16,7 +16,7 @@
 //! After the tables, once per run: the run's energy line — `all steps + unattributed =
 //! whole run` when at most one trajectory was in flight (step windows never overlap, so
 //! their sum is meaningful), else the whole run with the reason the steps are not summed —
-//! and one concurrency statement (ADR-013): the controlled-concurrency statement, the
+//! and one concurrency statement (docs/measurement.md): the controlled-concurrency statement, the
 //! apportioned one when more than one trajectory was in flight, or, without a power source,
 //! one short line. A load point's table is its first trajectory's (every trajectory is in
 //! `report.json`).

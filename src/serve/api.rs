@@ -1,4 +1,4 @@
-//! Response bodies of the API and their bounds (issue 7 item 2; PRD "The new API is
+//! Response bodies of the API and their bounds (issue 7 item 2; docs/artifacts.md "The new API is
 //! proposed as GET /v1/benchmark-timeline?run_id=<id>&after_seq=0&limit=500. Allow at most
 //! 1,000 events and 1 MiB per response, returning a next sequence cursor when needed").
 //! Pure: pages are cut from data already read and verified.
@@ -13,11 +13,11 @@ use crate::timeline::{Quality, TimelineEvent, VerifiedTimeline};
 use super::runs::{IntegrityItem, ReportState};
 use super::view::{JobView, RunDetail, clock_domain_label};
 
-/// Events per timeline page at most (PRD).
+/// Events per timeline page at most (docs/artifacts.md).
 pub const MAX_PAGE_EVENTS: u64 = 1000;
 /// Events per timeline page by default.
 pub const DEFAULT_PAGE_EVENTS: u64 = 500;
-/// Bytes of one response body at most (PRD: 1 MiB).
+/// Bytes of one response body at most (docs/artifacts.md: 1 MiB).
 pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
 /// Bytes kept free for the page envelope within [`MAX_RESPONSE_BYTES`].
 pub const ENVELOPE_RESERVE: usize = 4096;

@@ -1,4 +1,4 @@
-//! Strict query-string parsing for the API (PRD R009, T003: "Unknown/duplicate query keys
+//! Strict query-string parsing for the API (docs/artifacts.md: "Unknown/duplicate query keys
 //! and invalid limits are errors"; issue 7 item 2). Pure: no I/O.
 //!
 //! Rules: the raw query is at most [`MAX_QUERY_BYTES`] bytes; pairs are separated by `&`

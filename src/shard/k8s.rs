@@ -345,7 +345,7 @@ pub fn command(args: K8sArgs) -> i32 {
     {
         return bad(format!("--endpoint: {m}"));
     }
-    let suite = match crate::commands::load_all(std::slice::from_ref(&args.suite)) {
+    let suite = match crate::suite::diagnose::load_all(std::slice::from_ref(&args.suite)) {
         Ok(mut s) => s.remove(0),
         Err(code) => return code,
     };

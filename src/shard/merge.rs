@@ -152,7 +152,7 @@ fn validate(inputs: &[ShardInput]) -> Result<Vec<&ShardInput>, String> {
 }
 
 /// Shifts every absolute time of `j` (run clock of its shard) by `off` ns onto the merged
-/// axis and tags its trajectories with the shard. Durations are unchanged; the ADR-013
+/// axis and tags its trajectories with the shard. Durations are unchanged; the docs/measurement.md
 /// objects inside trajectories stay in the shard's clock domain.
 fn shift_job(j: &mut JobReport, off: u64, k: u32) {
     j.start_ns += off;
@@ -988,7 +988,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 /// Whether `run_dir` is a merged run (its report has a `merge` section); the shards' run
 /// directories are then `run_dir/shards/K`.
 pub fn shard_dirs(run_dir: &Path) -> Option<Vec<(u32, PathBuf)>> {
-    let r = crate::commands::read_report(run_dir).ok()?;
+    let r = crate::run_dir::read_report(run_dir).ok()?;
     let m = r.merge?;
     Some(
         m.shards
@@ -1007,7 +1007,7 @@ pub fn perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
     let mut events = Vec::new();
     for s in &m.shards {
         let dir = run_dir.join(&s.dir);
-        let shard = crate::commands::read_report_with_requests(&dir)?;
+        let shard = crate::run_dir::read_report_with_requests(&dir)?;
         let text = crate::runner::energy::perfetto(&dir, &shard)
             .map_err(|e| format!("shard {}: {e}", s.k))?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
@@ -1059,12 +1059,12 @@ pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
             "--host-clock-offset-ms {host_offset_ms}: must be a non-negative number of ms"
         ));
     }
-    if let Err(e) = crate::commands::check_new_or_empty_dir(out) {
+    if let Err(e) = crate::run_dir::check_new_or_empty_dir(out) {
         return fail(e);
     }
     let mut inputs = Vec::new();
     for d in dirs {
-        match crate::commands::read_report_with_requests(d) {
+        match crate::run_dir::read_report_with_requests(d) {
             Ok(report) => inputs.push(ShardInput {
                 dir: d.clone(),
                 report,
@@ -1098,9 +1098,11 @@ pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
     if let Err(e) = written {
         return fail(e);
     }
-    for l in crate::runner::report::console_lines(&merged) {
-        println!("{l}");
-    }
+    let _ = crate::reporter::write_report(
+        &mut std::io::stdout().lock(),
+        &merged,
+        crate::render::Style::PLAIN,
+    );
     if let Some(m) = &merged.merge {
         println!(
             "merged {} shards ({}) · {}",

@@ -1,5 +1,5 @@
 //! The built-in OpenAI-compatible simulator: the embedded default endpoint and the
-//! project's test double (issue 2 item 6; DESIGN.md §9). It never stands in for a
+//! project's test double (issue 2 item 6; docs/architecture.md). It never stands in for a
 //! measurement of a real engine: every consumer labels its figures `simulated`.
 //!
 //! What it does:
@@ -43,7 +43,7 @@ use axum::serve::ListenerExt;
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
 
-pub use config::{FaultConfig, SimArgs, SimConfig};
+pub use config::{FaultConfig, SimConfig};
 pub use fault::{FAULT_HEADER, Faults};
 pub use metrics::MetricsSnapshot;
 pub use power::PowerModel;
@@ -260,8 +260,8 @@ pub async fn spawn(cfg: SimConfig, bind: SocketAddr) -> std::io::Result<SimHandl
 
 /// `inferscope-bench sim`: serves until Ctrl-C, after printing the listening URL.
 /// Errors: bind failure or a failure to listen for Ctrl-C.
-pub async fn serve(args: SimArgs) -> std::io::Result<()> {
-    let handle = spawn(args.to_config(), args.socket_addr()).await?;
+pub async fn serve(config: SimConfig, addr: std::net::SocketAddr) -> std::io::Result<()> {
+    let handle = spawn(config, addr).await?;
     println!(
         "inferscope-bench sim: simulated endpoint listening on {} (model {}, metrics {})",
         handle.base_url(),

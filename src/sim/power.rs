@@ -12,7 +12,7 @@
 //! rounding error accumulates. Reads are lock-free (a sequence lock over atomics) and
 //! extrapolate from the last change at the current power, so the counter advances
 //! continuously and is monotonic. Units follow NVML (`nvmlDeviceGetTotalEnergyConsumption`
-//! is mJ, `nvmlDeviceGetPowerUsage` is mW; `ref/energy-and-engine-metrics.md` §1).
+//! is mJ, `nvmlDeviceGetPowerUsage` is mW; docs/measurement.md).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};

@@ -296,6 +296,48 @@ impl SuiteError {
         }
         out
     }
+
+    /// The source snippet of a located error alone: the `╭─[file:line:col]` frame with the
+    /// labelled span, no headline, no code and no help (`None` without source text: an
+    /// I/O error, a secret, an overlong line). What `check` prints under the one-line
+    /// `error: file:line:col: message; hint` form, so each error's text appears once.
+    pub fn snippet(&self, color: bool) -> Option<String> {
+        self.inner.source.as_ref()?;
+        let theme = if color {
+            miette::GraphicalTheme::unicode()
+        } else {
+            miette::GraphicalTheme::unicode_nocolor()
+        };
+        let mut out = String::new();
+        miette::GraphicalReportHandler::new_themed(theme)
+            .render_report(&mut out, &SnippetOnly(self))
+            .ok()?;
+        // miette always writes a headline (empty here) before the frame.
+        let start = out.find('\n').map_or(0, |i| i + 1);
+        let frame = out[start..].trim_end();
+        (!frame.is_empty()).then(|| format!("{frame}\n"))
+    }
+}
+
+/// A [`SuiteError`] seen as its source snippet only (see [`SuiteError::snippet`]).
+#[derive(Debug)]
+struct SnippetOnly<'a>(&'a SuiteError);
+
+impl fmt::Display for SnippetOnly<'_> {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Ok(())
+    }
+}
+
+impl std::error::Error for SnippetOnly<'_> {}
+
+impl Diagnostic for SnippetOnly<'_> {
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.0.source_code()
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        self.0.labels()
+    }
 }
 
 /// [`SuiteError`] whose `Display` is the bare message when a snippet shows the location.

@@ -17,8 +17,9 @@ use super::raw::{
 use crate::gate::spec::{GateSpec, OverheadSpec, PercentileBounds};
 use crate::grade::RawCheck;
 
-/// Runs every structural check; returns the first problem in file order.
-pub(crate) fn check(root: &DeTable<'_>, ctx: &Ctx) -> Result<(), SuiteError> {
+/// Runs every structural check; returns every problem in file order (secrets alone when
+/// there is a literal secret: the other checks run on a file without one).
+pub(crate) fn check(root: &DeTable<'_>, ctx: &Ctx) -> Vec<SuiteError> {
     let mut w = Walker {
         ctx,
         errors: Vec::new(),
@@ -27,14 +28,9 @@ pub(crate) fn check(root: &DeTable<'_>, ctx: &Ctx) -> Result<(), SuiteError> {
     if w.errors.is_empty() {
         w.suite(root);
     }
-    match w
-        .errors
-        .into_iter()
-        .min_by_key(|e| e.location().map(|l| l.offset))
-    {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    let mut errors = w.errors;
+    errors.sort_by_key(|e| e.location().map(|l| l.offset));
+    errors
 }
 
 struct Walker<'c> {

@@ -1,11 +1,16 @@
 //! The load pipeline: TOML with spans → secret scan → unknown-key walk → serde types →
-//! semantic validation. Each stage reports the first problem in file order.
+//! semantic validation. Every problem of a file is reported in one pass: the key walk
+//! reports every unknown or misplaced key; serde runs on the document without them, and
+//! again without each value it refused, until it succeeds or a required key is missing;
+//! semantic validation then reports one problem per top-level key, tool and job. A TOML
+//! syntax error or a literal secret stops the pipeline at that stage.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use toml::de::DeTable;
+use serde::Deserialize;
+use toml::de::{DeTable, DeValue};
 
 use super::doc::{DocIndex, parent_of};
 use super::error::{SuiteError, SuiteErrorKind};
@@ -70,8 +75,13 @@ impl Ctx {
     }
 }
 
-/// Parses and validates `text` as the suite file `origin`; see [`super::parse`].
-pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
+/// Most serde passes over one file (each removes the value the previous one refused).
+const MAX_SERDE_PASSES: usize = 64;
+
+/// Parses and validates `text` as the suite file `origin`; see [`super::parse`]. Every
+/// problem found, in pipeline order (the first is what the staged pipeline reported
+/// first); never an empty `Err`.
+pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, Vec<SuiteError>> {
     let file = origin.to_path_buf();
     let shared: Arc<str> = Arc::from(text);
     let doc = match DeTable::parse(text) {
@@ -80,14 +90,14 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
             // toml gives no span for its recursion limit on deep dotted keys: point at the
             // most deeply nested line instead of 1:1.
             let span = e.span().unwrap_or_else(|| deepest_line(text));
-            return Err(SuiteError::located(
+            return Err(vec![SuiteError::located(
                 file,
                 &shared,
                 span,
                 SuiteErrorKind::Syntax,
                 None,
                 format!("invalid TOML: {}", e.message().trim()),
-            ));
+            )]);
         }
     };
     let ctx = Ctx {
@@ -95,9 +105,74 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
         text: shared,
         index: DocIndex::build(doc.get_ref()),
     };
-    keys::check(doc.get_ref(), &ctx)?;
-    let raw: RawSuite = toml::from_str(text).map_err(|e| serde_error(&e, &ctx))?;
-    validate::validate(raw, &ctx, origin)
+    let mut errors = keys::check(doc.get_ref(), &ctx);
+    if errors.iter().any(|e| e.kind() == SuiteErrorKind::Secret) {
+        return Err(errors);
+    }
+    let mut pruned = doc;
+    for e in &errors {
+        if let Some(l) = e.location() {
+            prune(pruned.get_mut(), l.offset);
+        }
+    }
+    let mut raw = None;
+    for _ in 0..MAX_SERDE_PASSES {
+        match RawSuite::deserialize(toml::de::Deserializer::from(pruned.clone())) {
+            Ok(r) => {
+                raw = Some(r);
+                break;
+            }
+            Err(e) => {
+                let se = serde_error(&e, &ctx);
+                let at = se.location().map(|l| l.offset);
+                let missing = se.kind() == SuiteErrorKind::MissingField;
+                // The key walk names unknown keys itself: serde's view of one is not repeated.
+                if !errors.iter().any(|x| x.location().map(|l| l.offset) == at) {
+                    errors.push(se);
+                }
+                let removed = e.span().is_some_and(|s| prune(pruned.get_mut(), s.start));
+                if missing || !removed {
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(raw) = raw {
+        match validate::validate(raw, &ctx, origin) {
+            Ok(suite) if errors.is_empty() => return Ok(suite),
+            Ok(_) => {}
+            Err(more) => errors.extend(more),
+        }
+    }
+    Err(errors)
+}
+
+/// Removes from `t` the innermost table entry whose key or value holds byte `at` (an
+/// array's element cannot be removed alone: the array's entry goes); whether one went.
+/// Every nested table is searched: an array of tables' own span need not cover its
+/// elements.
+fn prune(t: &mut DeTable<'_>, at: usize) -> bool {
+    let holds = |s: Range<usize>| s.start <= at && at < s.end.max(s.start + 1);
+    let mut hit = None;
+    for (k, v) in t.iter_mut() {
+        let here = holds(k.span()) || holds(v.span());
+        let inner = match v.get_mut() {
+            DeValue::Table(c) => prune(c, at),
+            DeValue::Array(a) => a.iter_mut().any(|e| match e.get_mut() {
+                DeValue::Table(c) => prune(c, at),
+                _ => false,
+            }),
+            _ => false,
+        };
+        if inner {
+            return true;
+        }
+        if here {
+            hit = Some(k.clone());
+            break;
+        }
+    }
+    hit.is_some_and(|k| t.remove(&k).is_some())
 }
 
 /// The start of the first line with the most nesting (dots, brackets and braces outside

@@ -1,6 +1,6 @@
 //! Suite files: TOML schema, validation with located errors, resolution of run settings.
 //!
-//! The contract is `SUITE_SCHEMA.md` (DESIGN §4; issue 2 item 2). Loading is strict:
+//! The contract is docs/suite.md (issue 2 item 2). Loading is strict:
 //! every table rejects unknown keys with file:line:col and a did-you-mean hint, keys of
 //! another job kind are errors, wrong types and the schema's semantic rules (duplicate
 //! names, unknown tools, missing operands, invalid regexes and JSON paths, missing
@@ -16,6 +16,7 @@
 //! (`keys`) → serde structs with `deny_unknown_fields` (`raw`) → semantic validation and
 //! defaults (`validate`) → [`Suite`]; [`resolve`] then applies CLI flags.
 
+pub mod diagnose;
 mod doc;
 mod dry_run;
 mod error;
@@ -46,6 +47,11 @@ pub use validate::normalize_endpoint;
 /// device, at most [`crate::fsio::limits::SUITE_BYTES`]); a file that is not UTF-8 is an
 /// error at the line:col of its first invalid byte.
 pub fn load(path: &Path) -> Result<Suite, SuiteError> {
+    parse(&read(path)?, path)
+}
+
+/// The suite file's text, through the bounded reader.
+fn read(path: &Path) -> Result<String, SuiteError> {
     let bytes = crate::fsio::read(path, crate::fsio::limits::SUITE_BYTES).map_err(|e| {
         SuiteError::plain(
             path.to_path_buf(),
@@ -53,7 +59,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
             format!("cannot read the suite: {e}"),
         )
     })?;
-    let text = crate::fsio::utf8(bytes).map_err(|(line, col)| {
+    crate::fsio::utf8(bytes).map_err(|(line, col)| {
         SuiteError::at_position(
             path.to_path_buf(),
             SuiteErrorKind::Syntax,
@@ -61,8 +67,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
             col,
             "invalid UTF-8: a suite file must be UTF-8 text".into(),
         )
-    })?;
-    parse(&text, path)
+    })
 }
 
 /// Validates `text` as the suite file `origin` (used for error messages, the default
@@ -72,14 +77,33 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
 /// Errors: the first problem in file order, located ([`SuiteError::location`]) and with
 /// its dotted path.
 pub fn parse(text: &str, origin: &Path) -> Result<Suite, SuiteError> {
-    load::parse(text, origin)
+    load::parse(text, origin).map_err(|mut all| all.swap_remove(0))
+}
+
+/// Validates `text` as [`parse`] does, but returns every problem found in one pass
+/// (never an empty list), in file order: what `check` prints.
+pub fn parse_all(text: &str, origin: &Path) -> Result<Suite, Vec<SuiteError>> {
+    load::parse(text, origin).map_err(in_file_order)
+}
+
+/// Reads and validates the suite file at `path` as [`load`] does, returning every
+/// problem found in one pass (never an empty list), in file order.
+pub fn load_all(path: &Path) -> Result<Suite, Vec<SuiteError>> {
+    let text = read(path).map_err(|e| vec![e])?;
+    parse_all(&text, path)
+}
+
+/// Errors sorted by position (unlocated ones first: they concern the whole file).
+fn in_file_order(mut all: Vec<SuiteError>) -> Vec<SuiteError> {
+    all.sort_by_key(|e| e.location().map(|l| l.offset));
+    all
 }
 
 /// Checks that the suites of one run (or `check`/`list` call) give every job a distinct id.
 /// Job ids are `suite::job` and a file already refuses two jobs with one name, so two ids
 /// collide only when two files share a suite name (the same file given twice, or two files
 /// with the same `name`, or the same stem without one); the report, the steps file and the
-/// ADR-013 join key trajectories by job id, so a collision would merge two jobs' runs.
+/// step-attribution join (docs/measurement.md) key trajectories by job id, so a collision would merge two jobs' runs.
 ///
 /// Errors: [`SuiteErrorKind::Duplicate`] on the later file, naming the earlier one and the
 /// shared suite name (no position: the name may come from the file stem).

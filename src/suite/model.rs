@@ -20,7 +20,7 @@ pub const DEFAULT_REQUEST_TIMEOUT_S: f64 = 120.0;
 pub const DEFAULT_IDLE_TIMEOUT_S: f64 = 30.0;
 /// Default largest accepted SSE event, bytes (`max_event_bytes`, field case C30: 16 MiB).
 pub const DEFAULT_MAX_EVENT_BYTES: u64 = 16 * 1024 * 1024;
-/// Default /proc and GPU sampling period, ms (ADR-003).
+/// Default /proc and GPU sampling period, ms (docs/samples.md).
 pub const DEFAULT_SAMPLE_PERIOD_MS: u64 = 50;
 /// Default `/metrics` scrape period, ms.
 pub const DEFAULT_METRICS_PERIOD_MS: u64 = 200;
@@ -73,7 +73,7 @@ pub const RESERVED_SWE_ENV: [&str; 3] = [
 ];
 
 /// Metric profile of the endpoint (`engine`): which `/metrics` names and usage fields to
-/// read (DESIGN §9).
+/// read (docs/architecture.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineProfile {
@@ -381,7 +381,7 @@ pub struct SweJob {
     pub env: BTreeMap<String, String>,
 }
 
-/// A loaded, validated suite (`SUITE_SCHEMA.md`) with defaults applied.
+/// A loaded, validated suite (docs/suite.md) with defaults applied.
 #[derive(Debug, Clone)]
 pub struct Suite {
     /// `name`, default the file stem.
@@ -417,7 +417,7 @@ pub struct Suite {
     pub telemetry: Telemetry,
     /// Suite-wide `[gates]` (empty when absent); passes [`crate::gate::validate_spec`].
     pub gates: GateSpec,
-    /// `[overhead]` budgets (PRD defaults when absent); passes
+    /// `[overhead]` budgets (docs/artifacts.md defaults when absent); passes
     /// [`crate::gate::validate_overhead`].
     pub overhead: OverheadSpec,
     /// Fixture tools.

@@ -1,4 +1,4 @@
-//! The suite file as written: serde structs mirroring `SUITE_SCHEMA.md`, every table
+//! The suite file as written: serde structs mirroring docs/suite.md, every table
 //! with `deny_unknown_fields`. Defaults are applied and cross-references checked in
 //! `validate`, which turns these into the public [`super::Suite`].
 

@@ -1,6 +1,6 @@
 //! Run-time resolution: suite values, CLI flags and defaults → every effective setting
 //! with its source (issue 2 item 2: `run --dry-run` previews every resolved setting,
-//! `capture_timeline` included; DESIGN §4).
+//! `capture_timeline` included; docs/suite.md).
 
 use std::ffi::OsString;
 
@@ -12,7 +12,7 @@ use crate::gate::spec::GateSpec;
 /// Where an effective setting came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettingSource {
-    /// Built-in default (SUITE_SCHEMA.md).
+    /// Built-in default (docs/suite.md).
     Default,
     /// Written in the suite file.
     Suite,
@@ -214,7 +214,7 @@ pub fn filter_matches(pattern: &str, id: &str) -> bool {
 }
 
 /// The default `/metrics` URL of an endpoint: a trailing `/v1` replaced by `/metrics`,
-/// else `/metrics` appended (SUITE_SCHEMA.md `telemetry.metrics_url`).
+/// else `/metrics` appended (docs/suite.md `telemetry.metrics_url`).
 pub fn metrics_url_for(base_url: &str) -> String {
     let b = base_url.trim_end_matches('/');
     match b.strip_suffix("/v1") {

@@ -1501,3 +1501,131 @@ fn a_suite_named_after_a_too_long_file_is_refused() {
     assert_eq!(e.path(), Some("name"));
     assert!(e.message().contains("too long"), "{}", e.message());
 }
+
+// ---------------------------------------------------------------- every error in one pass
+
+#[test]
+fn parse_all_reports_a_key_a_type_and_a_semantic_error_in_one_pass() {
+    let p = Project::new();
+    let text = with_tools(&format!(
+        "endpoint = \"ftp://nope\"\n{AGENTIC}max_stpes = 4\n\
+         [[jobs]]\nname = \"b\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = \"four\"\n"
+    ));
+    // `endpoint` after the tools' tables would belong to a table: put it first.
+    let text = format!(
+        "endpoint = \"ftp://nope\"\n{}",
+        text.replacen("endpoint = \"ftp://nope\"\n", "", 1)
+    );
+    let errs = parse_all(&text, &p.origin()).expect_err("three errors");
+    let got: Vec<(SuiteErrorKind, Option<&str>)> =
+        errs.iter().map(|e| (e.kind(), e.path())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (SuiteErrorKind::InvalidValue, Some("endpoint")),
+            (SuiteErrorKind::UnknownField, Some("jobs[0].max_stpes")),
+            (SuiteErrorKind::WrongType, Some("jobs[1].max_tokens")),
+        ],
+        "{errs:#?}"
+    );
+    assert_at(
+        &errs[1],
+        SuiteErrorKind::UnknownField,
+        &text,
+        "max_stpes",
+        "jobs[0].max_stpes",
+    );
+    assert_eq!(errs[1].hint(), Some("did you mean `max_steps`?"));
+    // `parse` keeps the staged pipeline's first problem: the key walk's.
+    assert_eq!(p.err(&text).path(), Some("jobs[0].max_stpes"));
+}
+
+#[test]
+fn parse_all_reports_each_failing_job_and_tool_once() {
+    let p = Project::new();
+    // Two jobs with a semantic problem each and a tool with one: three errors, and the
+    // job naming the broken tool is not reported again for it.
+    let tool = "[[tools]]\nname = \"weather\"\nparameters = { type = \"object\" }\n\
+                response_file = \"tools/missing.json\"\n";
+    let text = &format!(
+        "{tool}{AGENTIC}{}",
+        r#"
+[[jobs]]
+name = "b"
+kind = "agentic"
+mode = "model"
+task = "t"
+max_steps = 0
+
+[[jobs]]
+name = "b"
+kind = "context"
+sizes = [16]
+"#
+    );
+    let errs = parse_all(text, &p.origin()).expect_err("errors");
+    let got: Vec<(SuiteErrorKind, Option<&str>)> =
+        errs.iter().map(|e| (e.kind(), e.path())).collect();
+    assert_eq!(got.len(), 3, "{errs:#?}");
+    assert_eq!(got[0].0, SuiteErrorKind::Fixture, "{errs:#?}");
+    assert!(
+        got[1].1.is_some_and(|p| p.starts_with("jobs[1]")),
+        "{errs:#?}"
+    );
+    assert_eq!(
+        got[2],
+        (SuiteErrorKind::Duplicate, Some("jobs[2].name")),
+        "{errs:#?}"
+    );
+}
+
+#[test]
+fn a_suite_with_one_error_has_exactly_that_error_in_parse_all() {
+    let p = Project::new();
+    let text = with_tools(&format!("{AGENTIC}max_stpes = 4\n"));
+    let errs = parse_all(&text, &p.origin()).expect_err("one error");
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    // The snippet frames the location once and repeats neither message nor hint.
+    let snippet = errs[0].snippet(false).expect("a snippet");
+    assert!(snippet.trim_start().starts_with("╭─["), "{snippet}");
+    assert!(!snippet.contains("did you mean"), "{snippet}");
+    assert!(!snippet.contains("suite::"), "{snippet}");
+    assert!(snippet.contains("max_stpes = *"), "{snippet}");
+}
+
+// ---------------------------------------------------------------- the reference page
+
+/// `docs/suite.md` names every key of every table the schema accepts (a key added to
+/// `raw.rs` without documentation fails here).
+#[test]
+fn the_suite_reference_names_every_key() {
+    use super::fields::struct_fields;
+    use super::raw::*;
+    let doc =
+        std::fs::read_to_string(testdata().join("../../../docs/suite.md")).expect("docs/suite.md");
+    let tables: [(&str, &[&str]); 11] = [
+        ("top level", struct_fields::<RawSuite>()),
+        ("telemetry", struct_fields::<RawTelemetry>()),
+        ("prometheus", struct_fields::<RawPrometheus>()),
+        ("tools", struct_fields::<RawTool>()),
+        ("tools.responses", struct_fields::<RawResponse>()),
+        ("jobs", struct_fields::<RawJob>()),
+        ("jobs.script", struct_fields::<RawScriptStep>()),
+        ("sweep", struct_fields::<RawSweep>()),
+        ("gates", struct_fields::<crate::gate::spec::GateSpec>()),
+        (
+            "overhead",
+            struct_fields::<crate::gate::spec::OverheadSpec>(),
+        ),
+        ("checks", struct_fields::<crate::grade::RawCheck>()),
+    ];
+    for (table, keys) in tables {
+        assert!(!keys.is_empty(), "{table}: no keys probed");
+        for k in keys {
+            assert!(
+                doc.contains(&format!("`{k}`")) || doc.contains(&format!("[{k}]")),
+                "docs/suite.md does not name `{k}` of {table}"
+            );
+        }
+    }
+}

@@ -12,7 +12,7 @@
 //! The trapezoid part is accumulated in `u128` mW·ns (×2) and floored to mJ once; the counter
 //! part is exact integer mJ. A device with neither power nor counter anywhere gets
 //! `energy_mj: None` with reason `not_supported` — never 0. Source: reference
-//! `energy-and-engine-metrics.md` §1.1, §3.3, §7 pitfalls 1, 3–5.
+//! docs/measurement.md pitfalls 1, 3–5.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! Resource telemetry: samplers on their own threads, into bounded memory, stamped with
-//! `elapsed_ns` from the run's shared [`RunClock`](crate::clock::RunClock) (ADR-003; issue 5 item 2; DESIGN §3).
+//! `elapsed_ns` from the run's shared [`RunClock`](crate::clock::RunClock) (docs/samples.md; issue 5 item 2; docs/architecture.md).
 //!
 //! Sources:
 //! - **proc** — `/proc/<pid>` of the engine, optionally with its descendants: RSS bytes,
@@ -21,7 +21,7 @@
 //! Lifecycle: [`start`] spawns one thread per configured source and returns once every source
 //! has taken its first sample (or failed to start), so the first samples precede the measured
 //! window; [`TelemetryHandle::stop`] signals the threads, each takes one final sample, and the
-//! joined result is a [`TelemetryRun`]. Periods default to 50 ms (proc, power; ADR-003) and
+//! joined result is a [`TelemetryRun`]. Periods default to 50 ms (proc, power; docs/samples.md) and
 //! 200 ms (metrics). Each source keeps at most `max_samples_per_source` samples (power: per
 //! device); later samples are dropped and counted (`dropped`), never blocking.
 //!
@@ -91,7 +91,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Default sampling period of proc and power sources: 50 ms (ADR-003).
+/// Default sampling period of proc and power sources: 50 ms (docs/samples.md).
 pub const DEFAULT_PERIOD: Duration = Duration::from_millis(50);
 /// Default metrics scrape period: 200 ms.
 pub const DEFAULT_METRICS_PERIOD: Duration = Duration::from_millis(200);
@@ -371,7 +371,7 @@ pub struct TelemetryRun {
 }
 
 impl TelemetryRun {
-    /// The timeline the ADR-013 join reads engine counters from: the Prometheus one when
+    /// The timeline the step-attribution join (docs/measurement.md) reads engine counters from: the Prometheus one when
     /// the run configured a Prometheus source, else the direct `/metrics` scrape.
     pub fn counter_timeline(&self) -> Option<&MetricsTimeline> {
         self.prometheus.as_ref().or(self.metrics.as_ref())

@@ -1,4 +1,4 @@
-//! `/proc/<pid>` sampling of the engine process (ADR-003), optionally over its descendants
+//! `/proc/<pid>` sampling of the engine process (docs/samples.md), optionally over its descendants
 //! (reference §4.1 and §7 pitfall 16: vLLM V1 runs API server, EngineCore and workers as
 //! separate processes).
 //!
@@ -105,7 +105,7 @@ pub fn parse_status(text: &str) -> StatusFields {
 }
 
 /// `sysconf(_SC_CLK_TCK)`: jiffies per second for converting `utime`/`stime` at the report
-/// edge (ADR-003). `None` if the call fails.
+/// edge (docs/samples.md). `None` if the call fails.
 pub fn clk_tck() -> Option<u64> {
     // SAFETY: sysconf has no preconditions and only reads a configuration value.
     let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };

@@ -4,7 +4,7 @@
 //! Canonical counters (tokens, monotonic, integer): `prompt_tokens`, `generation_tokens`,
 //! `prefix_cache_queries`, `prefix_cache_hits`. Canonical gauges (floats): `requests_running`,
 //! `requests_waiting`, `kv_cache_usage` (fraction 0–1). Source: reference
-//! `energy-and-engine-metrics.md` §4.1–4.3, §5 and §7 (pitfalls 10–13); field case C13.
+//! docs/measurement.md–4.3, §5 and §7 (pitfalls 10–13); field case C13.
 //!
 //! | canonical | vllm / sim | sglang | llamacpp |
 //! |---|---|---|---|

@@ -2,7 +2,7 @@
 //!
 //! Families are built from `# TYPE` lines; the type is never inferred from a suffix
 //! (`vllm:iteration_tokens_total` is a histogram). Source: reference
-//! `energy-and-engine-metrics.md` §4 and §7 (pitfalls 9, 11, 12, 13), field cases C13 and C17.
+//! docs/measurement.md (pitfalls 9, 11, 12, 13), field cases C13 and C17.
 //!
 //! What the parser accepts:
 //! - a counter declared as `x` (OpenMetrics: samples `x_total`, `x_created`) or as `x_total`

@@ -23,7 +23,7 @@
 //!   decrease is a reset).
 //!
 //! The timeline goes to `samples/prometheus.jsonl` (same line format as `metrics.jsonl`)
-//! and `sources.json` → `prometheus`, and the ADR-013 join reads its counters
+//! and `sources.json` → `prometheus`, and the step-attribution join (docs/measurement.md) reads its counters
 //! ([`super::TelemetryRun::counter_timeline`]).
 //!
 //! Prometheus stamps a scrape when it starts it, in whole milliseconds of its own wall

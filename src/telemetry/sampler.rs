@@ -143,7 +143,7 @@ struct Configured {
 
 /// Starts the configured samplers and returns once each has taken its first sample (or
 /// failed to start); the threads stamp samples with `clock`. Never fails: a source that cannot
-/// run reports it in its status. Source: issue 5 item 2, ADR-003.
+/// run reports it in its status. Source: issue 5 item 2, docs/samples.md.
 pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
     let stop = Arc::new(StopSignal::default());
     let started_elapsed_ns = clock.elapsed_ns();

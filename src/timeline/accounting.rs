@@ -1,11 +1,11 @@
 //! Capture accounting: why events were rejected or dropped, the counts by reason, and
-//! the resulting capture quality (PRD R006, R007; manifest `dropped`, `rejected`,
+//! the resulting capture quality (docs/artifacts.md; manifest `dropped`, `rejected`,
 //! `quality`, `quality_reasons`).
 
 use serde::{Deserialize, Serialize};
 
 /// Why an offered event was rejected as invalid (counted per reason; manifest
-/// `rejected`). Source: PRD T001 "Validate records before retaining them".
+/// `rejected`). Source: docs/artifacts.md "Validate records before retaining them".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RejectReason {
     /// A fixture name that is not a registered tool name.
@@ -40,7 +40,7 @@ impl RejectReason {
     ];
 }
 
-/// Why a valid event was not kept (counted per reason; manifest `dropped`). Source: PRD
+/// Why a valid event was not kept (counted per reason; manifest `dropped`). Source: docs/artifacts.md
 /// R006 "Overflow drops new events, increments a counter, and marks capture partial".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DropReason {

@@ -1,5 +1,5 @@
-//! The event contract: one JSON line of `timeline/events.jsonl` (PRD "Event fields",
-//! DESIGN §6). Every name is from a closed set or a validated id; no field can hold free
+//! The event contract: one JSON line of `timeline/events.jsonl` (docs/artifacts.md,
+//! docs/artifacts.md). Every name is from a closed set or a validated id; no field can hold free
 //! text.
 
 use serde::{Deserialize, Serialize};
@@ -8,10 +8,10 @@ use super::ids::{is_valid_case_id, is_valid_id, is_valid_tool_name};
 
 /// Request span name (the one OpenAI-compatible call the client makes).
 pub const REQUEST_SPAN_NAME: &str = "chat_completion";
-/// Harness span name (an opaque SWE harness gets one enclosing span, PRD R004).
+/// Harness span name (an opaque SWE harness gets one enclosing span, docs/artifacts.md).
 pub const HARNESS_SPAN_NAME: &str = "swe_harness";
 
-/// One persisted timeline event (PRD event table). Field order is the serialized order.
+/// One persisted timeline event (docs/artifacts.md event table). Field order is the serialized order.
 ///
 /// - `seq`: positive, strictly increasing within a timeline; gaps only after losses.
 /// - `span_id`: opaque positive id (the `seq` of the span's start event);
@@ -24,7 +24,7 @@ pub const HARNESS_SPAN_NAME: &str = "swe_harness";
 ///   never inferred.
 /// - `completion_tokens_estimate`: the client's output-token estimate (count,
 ///   `ceil(bytes / 4)` of the whole output, [`crate::client::estimate_tokens`]) when the
-///   server sent no usage (DESIGN §5 "marked estimated", field case C11/C12), else `null`.
+///   server sent no usage (docs/measurement.md "marked estimated", field case C11/C12), else `null`.
 ///   At most one of `completion_tokens` and `completion_tokens_estimate` is set.
 ///
 /// Deserialization rejects unknown fields, negative numbers and non-integers.
@@ -116,7 +116,7 @@ impl From<TimelineEventV1> for TimelineEvent {
     }
 }
 
-/// The closed set of event kinds (PRD event table; harness kinds for SWE jobs, issue 4).
+/// The closed set of event kinds (docs/artifacts.md event table; harness kinds for SWE jobs, issue 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
@@ -203,7 +203,7 @@ impl EventKind {
     }
 }
 
-/// The closed set of run phases (PRD goal: "preparation, preflight, request execution,
+/// The closed set of run phases (docs/artifacts.md goal: "preparation, preflight, request execution,
 /// grading, and finalization").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -247,7 +247,7 @@ impl Phase {
     }
 }
 
-/// The status of an end event (PRD: "completed, failed, or cancelled for end").
+/// The status of an end event (docs/artifacts.md: "completed, failed, or cancelled for end").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndStatus {
@@ -270,7 +270,7 @@ impl EndStatus {
     }
 }
 
-/// The closed mapping of failure codes an end event may carry (PRD: "optional code from a
+/// The closed mapping of failure codes an end event may carry (docs/artifacts.md: "optional code from a
 /// closed mapping, never exception text"): the report model's one [`FailureCode`] set, the
 /// same for the client's records, the runner's steps and the timeline.
 pub use crate::model::FailureCode;
@@ -308,7 +308,7 @@ impl std::fmt::Display for EventFault {
     }
 }
 
-/// Checks one event against the per-event contract (pure). Source: PRD event table.
+/// Checks one event against the per-event contract (pure). Source: docs/artifacts.md event table.
 pub fn validate_event(e: &TimelineEvent) -> Result<(), EventFault> {
     if e.seq == 0 || e.span_id == 0 {
         return Err(EventFault::ZeroId);

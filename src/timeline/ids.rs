@@ -1,4 +1,4 @@
-//! Syntax of the identifiers a timeline accepts (PRD R005: "Optional usage counts and
+//! Syntax of the identifiers a timeline accepts (docs/artifacts.md: "Optional usage counts and
 //! request IDs are retained only when observed and validated"; event contract: names are
 //! "closed stage names or validated synthetic case IDs, not arbitrary tool text").
 //!

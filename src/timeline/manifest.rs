@@ -1,8 +1,8 @@
-//! The manifest contract, `timeline/manifest.json` (PRD "Proposed data contract": "A
+//! The manifest contract, `timeline/manifest.json` (docs/artifacts.md: "A
 //! closed manifest contains schema, run/timeline IDs, optional telemetry session ID,
 //! start UTC, clock-domain ID, event count, dropped count, capture quality, bounded
 //! reason codes, and the event file's relative path, byte length, and SHA-256"), plus the
-//! capture bounds and the measured window's `/proc/self/io` evidence (PRD R006, issue 4
+//! capture bounds and the measured window's `/proc/self/io` evidence (docs/artifacts.md, issue 4
 //! "Done when").
 
 use serde::{Deserialize, Serialize};
@@ -59,9 +59,9 @@ pub struct TimelineManifest {
     pub run_id: String,
     /// This timeline's id; every event line is bound to it by being listed (hash) here.
     pub timeline_id: String,
-    /// Optional explicit join to a telemetry session (PRD R002; never guessed).
+    /// Optional explicit join to a telemetry session (docs/artifacts.md; never guessed).
     pub telemetry_session_id: Option<String>,
-    /// Unix ns of the run's reference instant (ADR-013 anchor).
+    /// Unix ns of the run's reference instant (step-attribution anchor (docs/measurement.md)).
     pub reference_instant_unix_ns: u64,
     /// The clock domain of every event's `elapsed_ns`.
     pub clock_domain_id: String,

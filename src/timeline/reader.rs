@@ -1,10 +1,10 @@
-//! The validating reader (issue 4 §5; PRD T003 checks reused by the API): manifest
+//! The validating reader (issue 4 §5; docs/artifacts.md checks reused by the API): manifest
 //! presence, schema, byte length and SHA-256 of the events file, strict JSON of every
 //! line (unknown fields, negative and non-integer numbers rejected), line size, sequence
 //! order and duplicates, clock order, clock domain and wall-time binding to the manifest
 //! anchor, parent references and span matching.
 //!
-//! Span rules (PRD "Proposed data contract"): a parent must be a span started earlier in
+//! Span rules (docs/artifacts.md): a parent must be a span started earlier in
 //! the same file (it may have ended by then: the sink checks "parent still open" when a
 //! child starts, but a parent ended concurrently can precede the child's start); an
 //! unmatched start is a span with unknown

@@ -1,5 +1,5 @@
-//! The bounded, non-blocking, allocation-free in-memory event sink (PRD R006, T001;
-//! DESIGN §6).
+//! The bounded, non-blocking, allocation-free in-memory event sink (docs/artifacts.md;
+//! docs/artifacts.md).
 //!
 //! # Design (why it never blocks)
 //!
@@ -49,7 +49,7 @@ pub struct SinkConfig {
     /// The fixture tool names declared by the suite (`[a-z][a-z0-9_]{0,63}`, unique, at
     /// most [`MAX_TOOLS`]); a fixture span may only carry one of these names.
     pub tool_names: Vec<String>,
-    /// Capture bounds (default: the PRD bounds).
+    /// Capture bounds (default: the docs/artifacts.md bounds).
     pub bounds: Bounds,
 }
 
@@ -511,7 +511,7 @@ impl TimelineSink {
     /// Stops the sink (every later offer is rejected at once as `sink_stopped`), waits
     /// briefly for inserts that had already claimed a slot, and returns the summary.
     /// With `cancelled = true` the capture is `partial` (reason `cancelled`). Open spans
-    /// are NOT closed: they stay spans with unknown end (PRD: "never invent the missing
+    /// are NOT closed: they stay spans with unknown end (docs/artifacts.md: "never invent the missing
     /// boundary"). Idempotent; a later `cancelled = true` still marks the cancel.
     ///
     /// Call it after the measured window; it may sleep up to 200 ms in the (never

@@ -21,7 +21,7 @@ impl SpanId {
 }
 
 /// The name of a span to start; it also fixes the event kind (phase, request, fixture,
-/// harness). Source: PRD event table, DESIGN §6.
+/// harness). Source: docs/artifacts.md event table, docs/artifacts.md.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpanName<'a> {
     /// A run phase (`phase_start`/`phase_end`).
@@ -35,7 +35,7 @@ pub enum SpanName<'a> {
     SweHarness,
 }
 
-/// Optional correlation fields of a start event (PRD R005). Each id is validated; an
+/// Optional correlation fields of a start event (docs/artifacts.md). Each id is validated; an
 /// invalid one rejects the event (counted), it is never truncated or kept as text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SpanContext<'a> {
@@ -56,7 +56,7 @@ pub struct SpanEnd<'a> {
     pub(crate) failure: Option<FailureCode>,
     pub(crate) prompt_tokens: Option<u64>,
     pub(crate) completion_tokens: Option<u64>,
-    /// `completion_tokens` is the client's estimate (DESIGN §5), not server usage.
+    /// `completion_tokens` is the client's estimate (docs/measurement.md), not server usage.
     pub(crate) completion_estimated: bool,
     pub(crate) request_id: Option<&'a str>,
 }
@@ -92,7 +92,7 @@ impl<'a> SpanEnd<'a> {
         self
     }
     /// Observed prompt tokens and a client-estimated completion count (count of
-    /// [`crate::client::estimate_tokens`], used when the server sent no usage — DESIGN §5).
+    /// [`crate::client::estimate_tokens`], used when the server sent no usage — docs/measurement.md).
     /// The event carries it as `completion_tokens_estimate` with `completion_tokens` `null`.
     pub fn with_estimated_completion(mut self, prompt: Option<u64>, estimate: Option<u64>) -> Self {
         self.prompt_tokens = prompt;

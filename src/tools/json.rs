@@ -5,7 +5,7 @@ use serde_json::Value;
 /// Parsed-JSON equality: objects compare regardless of key order, arrays element-wise,
 /// numbers by numeric value (`1`, `1.0` and `1e0` are equal; integers beyond 2^53 compare
 /// exactly as integers). Used for response tables (`when`), repeated-call detection
-/// (`max_repeated_tool_calls`) and `json_path` checks (SUITE_SCHEMA.md).
+/// (`max_repeated_tool_calls`) and `json_path` checks (docs/suite.md).
 pub fn json_values_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Null, Value::Null) => true,
@@ -39,7 +39,7 @@ fn numbers_equal(x: &serde_json::Number, y: &serde_json::Number) -> bool {
 
 /// Whether two tool-call argument strings are equal as parsed JSON (an empty string is
 /// `{}`); when either does not parse, the raw strings are compared. For the agentic
-/// driver's `max_repeated_tool_calls` (SUITE_SCHEMA.md).
+/// driver's `max_repeated_tool_calls` (docs/suite.md).
 pub fn arguments_equal(a: &str, b: &str) -> bool {
     match (parse_arguments(a), parse_arguments(b)) {
         (Ok(x), Ok(y)) => json_values_equal(&x, &y),

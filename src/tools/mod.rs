@@ -1,5 +1,5 @@
-//! Deterministic fixture tools declared in a suite's `[[tools]]` (SUITE_SCHEMA.md;
-//! DESIGN §3 `tools`; issue 2 item 4).
+//! Deterministic fixture tools declared in a suite's `[[tools]]` (docs/suite.md;
+//! docs/architecture.md `tools`; issue 2 item 4).
 //!
 //! A [`ToolRegistry`] is built once per run from a loaded [`Suite`]: fixed responses
 //! and response-table files are read into memory then, so [`ToolRegistry::execute`] does

@@ -1,4 +1,4 @@
-//! Confinement of file-reading tools to `fixtures/<read_root>` (SUITE_SCHEMA.md
+//! Confinement of file-reading tools to `fixtures/<read_root>` (docs/suite.md
 //! `read_root`; issue 2 item 4): `..` components, absolute paths and symlinks whose
 //! target leaves the root are tool errors, never panics and never reads.
 

@@ -519,7 +519,7 @@ fn withheld_on_counter_regression_without_reset() {
     let mut c = gen_grid();
     c.samples[3].value = 25; // 30 → 25 at 300 ms, no reset flag
     inp.counters = vec![c];
-    // The regression lies outside the step window: it still withholds (ADR-013: any
+    // The regression lies outside the step window: it still withholds (docs/measurement.md: any
     // counter regressing within the run).
     let o = attribute(&inp, Some(&[llm(1, 0, 150)]), &no_usage());
     assert_eq!(

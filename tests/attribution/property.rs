@@ -1,6 +1,6 @@
 // Property test: over random sample grids and step layouts (overlaps, out-of-run,
 // reversed, duplicate ids, zero-length steps, steps between samples, windows on samples),
-// the attribution agrees with a brute-force re-derivation of ADR-013, and
+// the attribution agrees with a brute-force re-derivation of docs/measurement.md, and
 // Σ steps + unattributed == whole-run integral holds exactly, per device and in total.
 
 use std::collections::{BTreeMap, HashMap};
@@ -182,7 +182,7 @@ fn brute_window(p: &PowerSeries, s: u64, e: u64) -> (u128, u64) {
     (doubled, first.zip(last).map_or(0, |(a, b)| b - a))
 }
 
-/// The ADR-013 counter delta by a literal linear scan.
+/// The step-attribution counter (docs/measurement.md) delta by a literal linear scan.
 fn brute_delta(c: &CounterSeries, s: u64, e: u64) -> Option<u64> {
     let at_or_before = c.samples.iter().rposition(|x| x.elapsed_ns <= s);
     let base = match at_or_before {

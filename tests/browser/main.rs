@@ -1,4 +1,4 @@
-//! Browser tests of the dashboard page in headless Chromium (issue 7 "Done when"; PRD
+//! Browser tests of the dashboard page in headless Chromium (issue 7 "Done when"; docs/artifacts.md
 //! T004): the five fixture runs (complete, cancelled, overflowed, no telemetry,
 //! clock-misaligned) served by the real `inferscope-bench serve`, inspected after the
 //! page's script ran — what a person sees: lanes, gap markers, the quality label, table

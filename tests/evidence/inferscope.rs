@@ -21,7 +21,7 @@ fn variant(dir: &std::path::Path, name: &str, edit: impl FnOnce(&mut Value)) -> 
     p.to_str().unwrap().to_string()
 }
 
-/// Hand computation (ADR-013 corrected baseline: last sample at or before the window
+/// Hand computation (step-attribution corrected (docs/measurement.md) baseline: last sample at or before the window
 /// start, up to the last sample at or before its end; counters at 0, 200, …, 1000 ms):
 ///
 /// | step | window ms  | baseline→end | prompt | generated | hits | queries | energy mJ |
@@ -115,7 +115,7 @@ fn inferscope_report_reproduces_hand_computed_step_deltas() {
     );
 }
 
-/// A report written before inferscope's ADR-013 has no anchor: withheld, never joined.
+/// A report written before inferscope's step-attribution has (docs/measurement.md) no anchor: withheld, never joined.
 #[test]
 fn inferscope_report_without_anchor_is_withheld() {
     let dir = tempfile::tempdir().unwrap();

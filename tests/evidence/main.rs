@@ -57,7 +57,7 @@ pub fn steps_of(v: &serde_json::Value) -> Vec<serde_json::Value> {
         .clone()
 }
 
-/// Writes an ADR-013 step file: `(step_id, kind, t_start_unix_ns, t_end_unix_ns)` per line.
+/// Writes an step-attribution step (docs/measurement.md) file: `(step_id, kind, t_start_unix_ns, t_end_unix_ns)` per line.
 pub fn write_steps(path: &Path, steps: &[(u64, &str, u64, u64)]) {
     let text: String = steps
         .iter()

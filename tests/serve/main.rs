@@ -1,4 +1,4 @@
-//! API tests of `inferscope-bench serve` (issue 7 "Done when"; PRD T003; field case C29):
+//! API tests of `inferscope-bench serve` (issue 7 "Done when"; docs/artifacts.md; field case C29):
 //! raw request targets over TCP (no client normalisation), authentication before any
 //! filesystem access, strict query keys, bounded stable pagination, ownership between
 //! runs, typed unavailable / not-found / integrity answers, and no payload ever served.

@@ -825,6 +825,20 @@ pub fn spawn_sim(cwd: &Path, extra: &[&str]) -> (std::process::Child, String) {
     (sim, url)
 }
 
+/// The console text of a finished run (job blocks, tables, summary), as the human
+/// reporter writes it.
+#[allow(dead_code)]
+pub fn console(report: &inferscope_bench::model::RunReport) -> String {
+    let mut out = Vec::new();
+    inferscope_bench::reporter::write_report(
+        &mut out,
+        report,
+        inferscope_bench::render::Style::PLAIN,
+    )
+    .unwrap();
+    String::from_utf8(out).unwrap()
+}
+
 /// The cached Python environment `.ci/run` installs the independent validators into
 /// (PyPI, pinned): `opentelemetry-proto` (the official OTLP protobuf definitions) with
 /// `protobuf`, and `xmlschema`; and the Jenkins `junit-10.xsd` taken from pytest's sdist.

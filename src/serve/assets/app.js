@@ -43,7 +43,7 @@
     return caseId ? String(caseId).split("/")[0] : null;
   }
   // Observed completion tokens, else the client's estimate marked "~" (no server usage;
-  // DESIGN §5), else null.
+  // docs/measurement.md), else null.
   function completionOf(e) {
     if (e.completion_tokens != null) return e.completion_tokens;
     if (e.completion_tokens_estimate != null) return "~" + e.completion_tokens_estimate;

@@ -137,7 +137,7 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
 }
 
 /// A report step as the page shows it: the step itself, its name passed through its syntax
-/// (a tool name, `chat`, or `other`), reasons bounded, the ADR-013 breakdown left out.
+/// (a tool name, `chat`, or `other`), reasons bounded, the step-attribution breakdown (docs/measurement.md) left out.
 fn step_view(s: &crate::model::StepReport) -> crate::model::StepReport {
     let bound = |f: &mut Option<String>| *f = f.as_deref().map(|r| bounded_text(r, 240));
     let mut v = s.clone();

@@ -1,4 +1,4 @@
-//! Every gap and missing association of a run, as text markers (pure; PRD R010 "Show
+//! Every gap and missing association of a run, as text markers (pure; docs/artifacts.md "Show
 //! capture quality, dropped-event count, gaps, and unavailable associations prominently").
 
 use crate::timeline::verify_report::Gap;

@@ -1,5 +1,5 @@
 //! What the API and the page show of one run (pure: built from what [`super::runs`] read).
-//! Sources: PRD R010 ("phase lanes, native request/fixture spans, and existing resource
+//! Sources: docs/artifacts.md ("phase lanes, native request/fixture spans, and existing resource
 //! curves on a shared elapsed-time view with textual alternatives. Show capture quality,
 //! dropped-event count, gaps, and unavailable associations prominently"), R011 ("Keep
 //! resource lanes separate by host/device identity … Host labels in public exports must
@@ -277,7 +277,7 @@ pub struct TrajectoryView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
     /// Steps in order: the report's own step shape ([`crate::model::StepReport`]), with
-    /// its name passed through its syntax and its ADR-013 breakdown left out (the page shows
+    /// its name passed through its syntax and its step-attribution breakdown (docs/measurement.md) left out (the page shows
     /// each step's energy figure with its basis, and its token counts with their source).
     pub steps: Vec<crate::model::StepReport>,
 }

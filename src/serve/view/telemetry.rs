@@ -1,4 +1,4 @@
-//! The resource lanes: one per host, source, device and quantity, never summed (PRD
+//! The resource lanes: one per host, source, device and quantity, never summed (docs/artifacts.md
 //! R011), with their intervals without samples (pure).
 
 use crate::telemetry::{

@@ -20,7 +20,7 @@ pub(super) enum Want {
 
 impl Fixtures {
     /// `fixtures_dir` (relative to the suite file's directory), else `<dir>/fixtures`,
-    /// else `<dir>/../fixtures` when only that exists (SUITE_SCHEMA.md).
+    /// else `<dir>/../fixtures` when only that exists (docs/suite.md).
     pub(super) fn locate(ctx: &Ctx, origin: &Path, fixtures_dir: Option<&str>) -> R<Fixtures> {
         let abs = std::path::absolute(origin).map_err(|e| {
             SuiteError::plain(

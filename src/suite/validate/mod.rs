@@ -20,13 +20,19 @@ use fixtures::Fixtures;
 type R<T> = Result<T, SuiteError>;
 use SuiteErrorKind as K;
 
-/// Turns the deserialized file into a [`Suite`].
-pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> R<Suite> {
+/// Turns the deserialized file into a [`Suite`], or every problem found: one per
+/// top-level key, per tool and per job (a job or tool reports its first problem; a job's
+/// reference to a tool that itself failed validation is not reported again).
+pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite, Vec<SuiteError>> {
+    let mut errs: Vec<SuiteError> = Vec::new();
     let name = match &raw.name {
         Some(n) => {
-            check_name(n)
-                .and_then(|()| check_suite_name_len(n))
-                .map_err(|m| ctx.at_value("name", K::InvalidValue, m))?;
+            keep(
+                &mut errs,
+                check_name(n)
+                    .and_then(|()| check_suite_name_len(n))
+                    .map_err(|m| ctx.at_value("name", K::InvalidValue, m)),
+            );
             n.clone()
         }
         None => {
@@ -34,37 +40,44 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> R<Suite> {
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            check_name(&stem)
-                .and_then(|()| check_suite_name_len(&stem))
-                .map_err(|m| {
-                    ctx.err(
-                        0..0,
-                        K::InvalidValue,
-                        Some("name".into()),
-                        format!("the suite is named after its file, and {m}"),
-                    )
-                    .with_hint(Some("set `name = \"...\"` at the top of the suite".into()))
-                })?;
+            keep(
+                &mut errs,
+                check_name(&stem)
+                    .and_then(|()| check_suite_name_len(&stem))
+                    .map_err(|m| {
+                        ctx.err(
+                            0..0,
+                            K::InvalidValue,
+                            Some("name".into()),
+                            format!("the suite is named after its file, and {m}"),
+                        )
+                        .with_hint(Some("set `name = \"...\"` at the top of the suite".into()))
+                    }),
+            );
             stem
         }
     };
     let endpoint = match &raw.endpoint {
         None => None,
-        Some(e) => {
-            Some(normalize_endpoint(e).map_err(|m| ctx.at_value("endpoint", K::InvalidValue, m))?)
-        }
+        Some(e) => match normalize_endpoint(e) {
+            Ok(e) => Some(e),
+            Err(m) => {
+                errs.push(ctx.at_value("endpoint", K::InvalidValue, m));
+                None
+            }
+        },
     };
     if let Some(m) = &raw.model
         && m.trim().is_empty()
     {
-        return Err(ctx.at_value("model", K::InvalidValue, "`model` is empty".into()));
+        errs.push(ctx.at_value("model", K::InvalidValue, "`model` is empty".into()));
     }
     if let Some(var) = &raw.api_key_env
         && !is_env_name(var)
     {
         // Never echo the value: it may be the key itself.
-        return Err(ctx
-            .at_value(
+        errs.push(
+            ctx.at_value(
                 "api_key_env",
                 K::InvalidValue,
                 "`api_key_env` must be the NAME of an environment variable \
@@ -73,73 +86,116 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> R<Suite> {
             )
             .with_hint(Some(
                 "for example `api_key_env = \"OPENAI_API_KEY\"`".into(),
-            )));
+            )),
+        );
     }
-    let request_timeout = seconds(
-        ctx,
-        "request_timeout_s",
-        raw.request_timeout_s,
-        DEFAULT_REQUEST_TIMEOUT_S,
-    )?;
-    let idle_timeout = seconds(
-        ctx,
-        "idle_timeout_s",
-        raw.idle_timeout_s,
-        DEFAULT_IDLE_TIMEOUT_S,
-    )?;
+    let request_timeout = keep(
+        &mut errs,
+        seconds(
+            ctx,
+            "request_timeout_s",
+            raw.request_timeout_s,
+            DEFAULT_REQUEST_TIMEOUT_S,
+        ),
+    );
+    let idle_timeout = keep(
+        &mut errs,
+        seconds(
+            ctx,
+            "idle_timeout_s",
+            raw.idle_timeout_s,
+            DEFAULT_IDLE_TIMEOUT_S,
+        ),
+    );
     let max_event_bytes = raw.max_event_bytes.unwrap_or(DEFAULT_MAX_EVENT_BYTES);
     if max_event_bytes == 0 {
-        return Err(ctx.at_value(
+        errs.push(ctx.at_value(
             "max_event_bytes",
             K::InvalidValue,
             "`max_event_bytes` must be at least 1".into(),
         ));
     }
-    let fx = Fixtures::locate(ctx, origin, raw.fixtures_dir.as_deref())?;
-    let telemetry = telemetry(ctx, raw.telemetry.unwrap_or_default())?;
+    // Tools and jobs resolve fixture paths: without a fixtures root they are not checked.
+    let fx = keep(
+        &mut errs,
+        Fixtures::locate(ctx, origin, raw.fixtures_dir.as_deref()),
+    );
+    let telemetry = keep(&mut errs, telemetry(ctx, raw.telemetry.unwrap_or_default()));
     let gates = raw.gates.unwrap_or_default();
-    gate_spec(ctx, "gates", "the suite's `[gates]`", &gates)?;
+    keep(
+        &mut errs,
+        gate_spec(ctx, "gates", "the suite's `[gates]`", &gates),
+    );
     let overhead = raw.overhead.unwrap_or_default();
     if let Err(problems) = crate::gate::validate_overhead(&overhead) {
-        return Err(first_problem(ctx, "overhead", "`[overhead]`", problems));
+        errs.push(first_problem(ctx, "overhead", "`[overhead]`", problems));
     }
+    let Some(fx) = fx else {
+        return Err(errs);
+    };
 
+    // Duplicate names are found over every entry, valid or not.
     let mut tools = Vec::new();
+    let mut tool_names: Vec<String> = Vec::new();
+    let mut failed_tools = false;
     for (i, t) in raw.tools.into_iter().enumerate() {
-        let spec = tool::tool(ctx, &fx, i, t)?;
-        if let Some(first) = tools.iter().position(|o: &ToolSpec| o.name == spec.name) {
-            return Err(duplicate(
+        let first = tool_names.iter().position(|n| *n == t.name);
+        tool_names.push(t.name.clone());
+        if let Some(first) = first {
+            errs.push(duplicate(
                 ctx,
                 "tool",
-                &spec.name,
+                &t.name,
                 &format!("tools[{i}].name"),
                 &format!("tools[{first}].name"),
             ));
+            continue;
         }
-        tools.push(spec);
+        match tool::tool(ctx, &fx, i, t) {
+            Ok(spec) => tools.push(spec),
+            Err(e) => {
+                errs.push(e);
+                failed_tools = true;
+            }
+        }
     }
 
     let mut jobs: Vec<Job> = Vec::new();
+    let mut job_names: Vec<String> = Vec::new();
+    let mut any_job = false;
     for (i, j) in raw.jobs.into_iter().enumerate() {
-        let job = job::job(ctx, &fx, &tools, &name, i, j)?;
-        if let Some(first) = jobs.iter().position(|o| o.name == job.name) {
-            return Err(duplicate(
+        any_job = true;
+        let first = job_names.iter().position(|n| *n == j.name);
+        job_names.push(j.name.clone());
+        if let Some(first) = first {
+            errs.push(duplicate(
                 ctx,
                 "job",
-                &job.name,
+                &j.name,
                 &format!("jobs[{i}].name"),
                 &format!("jobs[{first}].name"),
             ));
+            continue;
         }
-        jobs.push(job);
+        match job::job(ctx, &fx, &tools, &name, i, j) {
+            Ok(job) => jobs.push(job),
+            // A tool that failed is already reported; naming it again is noise.
+            Err(e) if failed_tools && e.kind() == K::UnknownReference => {}
+            Err(e) => errs.push(e),
+        }
     }
-    if jobs.is_empty() {
-        return Err(ctx.at_key(
+    if !any_job {
+        errs.push(ctx.at_key(
             "jobs",
             K::MissingField,
             "a suite needs at least one `[[jobs]]` table".into(),
         ));
     }
+    let (Some(request_timeout), Some(idle_timeout), Some(telemetry), true) =
+        (request_timeout, idle_timeout, telemetry, errs.is_empty())
+    else {
+        return Err(errs);
+    };
 
     Ok(Suite {
         name,
@@ -169,6 +225,11 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> R<Suite> {
         text: ctx.text.clone(),
         api_key_env_span: ctx.index.value_span("api_key_env"),
     })
+}
+
+/// `r`'s value, or `None` with its error kept in `errs`.
+fn keep<T>(errs: &mut Vec<SuiteError>, r: R<T>) -> Option<T> {
+    r.map_err(|e| errs.push(e)).ok()
 }
 
 /// Checks one `[gates]` table as written at `table` (`gates` or `jobs[i].gates`) with

@@ -5,6 +5,11 @@
 
 use std::path::PathBuf;
 
+mod overhead;
+mod sim;
+pub use overhead::{NegativeControlArg, OverheadArgs};
+pub use sim::SimArgs;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// inferscope-bench: benchmark OpenAI-compatible LLM endpoints per step, in ms, joules
@@ -49,7 +54,7 @@ pub enum Command {
         after: RunAfterArgs,
     },
     /// Serve the built-in OpenAI-compatible simulator until Ctrl-C.
-    Sim(crate::sim::SimArgs),
+    Sim(SimArgs),
     /// Serve the read-only, authenticated timeline API and dashboard page over retained
     /// run directories until Ctrl-C.
     Serve(crate::serve::ServeArgs),
@@ -101,7 +106,7 @@ pub enum Command {
     },
     /// Measure the overhead of timeline capture: interleaved capture-off/on runs of a
     /// suite against the `[overhead]` budgets. Exit 0 pass, 100 fail, 3 inconclusive.
-    Overhead(crate::overhead::OverheadArgs),
+    Overhead(OverheadArgs),
     /// Write each job's redacted trajectory report of a finished run as an insta
     /// `.snap.new` file (review with `cargo insta review`). Exit 0 when every snapshot
     /// matches, 100 when any is new or changed, 2 bad input. The `suites` test harness
@@ -138,7 +143,7 @@ pub enum Command {
     /// Print Kubernetes manifests that run a suite as N shards (an Indexed Job) and merge
     /// them (a Job that waits for the Indexed Job's completion condition).
     K8s(crate::shard::k8s::K8sArgs),
-    /// Offline ADR-013 join of an external driver's step markers with sampled timelines:
+    /// Offline step-attribution join (docs/measurement.md) of an external driver's step markers with sampled timelines:
     /// a samples directory, saved Prometheus query_range answers, or an inferscope report.
     Trajectory {
         /// A `samples/` directory written by a run or by any tool (docs/samples.md).

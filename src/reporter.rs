@@ -1,0 +1,341 @@
+//! The run's reporters ([`crate::runner::events::Reporter`]): the human console
+//! ([`Human`]), `--message-format json` lines ([`Json`]) and the JUnit file ([`Junit`]).
+//! Each turns the driver's events into output on its own writer; the renderers they call
+//! are in [`crate::render`].
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::model::{JobReport, RunReport};
+use crate::render::{self, Style};
+use crate::runner::events::{Reporter, RunEvent};
+
+/// nextest-style console lines: `Starting …` when the run starts, a job's status block as
+/// its `JobFinished` arrives (with a load job's curve and a `--baseline` comparison), and
+/// at the end the per-step trajectory tables, a timeline-capture warning, the `Summary`
+/// line, the plain `N passed, N failed` line and the run directory.
+pub struct Human<W: Write + Send> {
+    out: W,
+    style: Style,
+}
+
+impl<W: Write + Send> Human<W> {
+    /// A console reporter writing to `out` in `style`.
+    pub fn new(out: W, style: Style) -> Self {
+        Self { out, style }
+    }
+
+    /// The writer (tests read what was written).
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// A job's console block: status line, reasons and notes, then a load job's curve and the
+/// baseline comparison (pure).
+pub fn job_block(j: &JobReport, style: Style) -> String {
+    let mut block = render::job_block(j, style)
+        .trim_end_matches('\n')
+        .to_string();
+    if let Some(sw) = &j.sweep {
+        block.push('\n');
+        block.push_str(&crate::load::render_curve(
+            &j.id,
+            sw.variable.as_deref(),
+            &sw.points,
+        ));
+    }
+    if let Some(c) = &j.baseline {
+        block.push('\n');
+        block.push_str(&crate::baseline::render_job(c));
+    }
+    block
+}
+
+impl<W: Write + Send> Reporter for Human<W> {
+    fn on_event(&mut self, event: &RunEvent) {
+        let o = &mut self.out;
+        let _ = match event {
+            RunEvent::RunStarted {
+                jobs,
+                suites,
+                endpoint,
+                shard,
+            } => writeln!(
+                o,
+                "{}",
+                render::start_line(*jobs, *suites, endpoint, self.style)
+            )
+            .and_then(|()| match shard {
+                Some(s) => writeln!(o, "{s}"),
+                None => Ok(()),
+            }),
+            RunEvent::JobFinished(j) => writeln!(o, "{}", job_block(j, self.style)),
+            RunEvent::RunFinished { report, run_dir } => finish(o, report, self.style)
+                .and_then(|()| writeln!(o, "run directory: {}", run_dir.display())),
+            RunEvent::JobStarted { .. }
+            | RunEvent::StepFinished { .. }
+            | RunEvent::RunCancelling => Ok(()),
+        };
+        let _ = o.flush();
+    }
+}
+
+/// The end of a console run: tables, capture warning, summary and plain line.
+fn finish(o: &mut impl Write, report: &RunReport, style: Style) -> std::io::Result<()> {
+    for t in crate::runner::report::trajectory_tables(report) {
+        writeln!(o, "{t}")?;
+    }
+    if let Some(d) = &report.capture.diagnostic {
+        writeln!(o, "warning: timeline capture: {d}")?;
+    }
+    if let Some(line) = report.capture.partial_line() {
+        writeln!(o, "{line}")?;
+    }
+    writeln!(o, "{}", render::summary_line(&report.summary, style))?;
+    writeln!(o, "{}", render::plain_line(&report.summary))
+}
+
+/// Writes a finished report as the console does for a live run, without the start and
+/// run-directory lines (`merge` prints a merged run this way).
+pub fn write_report(o: &mut impl Write, report: &RunReport, style: Style) -> std::io::Result<()> {
+    for j in &report.jobs {
+        writeln!(o, "{}", job_block(j, style))?;
+    }
+    finish(o, report, style)
+}
+
+/// `--message-format json`: one object per job as it finishes, then the summary object
+/// and the artifacts object.
+pub struct Json<W: Write + Send> {
+    out: W,
+}
+
+impl<W: Write + Send> Json<W> {
+    /// A JSON-lines reporter writing to `out`.
+    pub fn new(out: W) -> Self {
+        Self { out }
+    }
+
+    /// The writer.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+impl<W: Write + Send> Reporter for Json<W> {
+    fn on_event(&mut self, event: &RunEvent) {
+        let o = &mut self.out;
+        let _ = match event {
+            RunEvent::JobFinished(j) => writeln!(o, "{}", render::job_message(j)),
+            RunEvent::RunFinished { report, run_dir } => writeln!(
+                o,
+                "{}",
+                render::summary_message(
+                    &report.summary,
+                    &crate::runner::report::endpoint_label(report)
+                )
+            )
+            .and_then(|()| writeln!(o, "{}", render::json::artifacts_message(run_dir))),
+            _ => Ok(()),
+        };
+        let _ = o.flush();
+    }
+}
+
+/// `--junit FILE`: the JUnit XML of the finished run, written when the run finishes; a
+/// write error is kept in [`Junit::error`] (the caller turns it into exit 2).
+pub struct Junit {
+    path: PathBuf,
+    error: Arc<Mutex<Option<String>>>,
+}
+
+impl Junit {
+    /// A reporter writing `path`; the returned handle holds the write error, if any.
+    pub fn new(path: PathBuf) -> (Self, Arc<Mutex<Option<String>>>) {
+        let error = Arc::new(Mutex::new(None));
+        (
+            Self {
+                path,
+                error: error.clone(),
+            },
+            error,
+        )
+    }
+}
+
+impl Reporter for Junit {
+    fn on_event(&mut self, event: &RunEvent) {
+        let RunEvent::RunFinished { report, .. } = event else {
+            return;
+        };
+        let written = render::junit_xml(report)
+            .map_err(|e| e.to_string())
+            .and_then(|xml| std::fs::write(&self.path, xml).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            *self
+                .error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The human console from synthetic events through an in-memory writer: every status
+    //! line variant (PASS, FAIL, CANCELLED, NOT RUN, SETUP ERROR), the start line, a
+    //! shard line, and the end of the run. Snapshots under `src/snapshots/`.
+    use super::*;
+    use crate::model::{JobStatus, SetupCause, SetupError};
+    use crate::render::EndpointLabel;
+    use crate::render::fixtures::{failing_job, passing_job};
+
+    fn jobs() -> Vec<JobReport> {
+        let pass = passing_job();
+        let fail = failing_job();
+        let mut cut = passing_job();
+        cut.id = "agentic::cut".into();
+        cut.status = JobStatus::Cancelled;
+        cut.notes =
+            vec!["cancelled (Ctrl-C / SIGTERM): 0 of 1 trajectories ran to their end".into()];
+        let mut later = passing_job();
+        later.id = "agentic::later".into();
+        later.status = JobStatus::NotRun;
+        later.duration_ns = 0;
+        later.verdicts.clear();
+        later.notes = vec!["not run: cancelled before start".into()];
+        let mut setup = failing_job();
+        setup.id = "context::down".into();
+        setup.status = JobStatus::SetupError;
+        setup.verdicts.clear();
+        setup.notes.clear();
+        setup.setup_error = Some(SetupError {
+            cause: SetupCause::Unreachable,
+            message: "nothing answers at http://127.0.0.1:9/v1".into(),
+            url: None,
+            http_status: None,
+            body_excerpt: None,
+            listed_models: vec![],
+        });
+        vec![pass, fail, cut, later, setup]
+    }
+
+    fn report(jobs: Vec<JobReport>) -> RunReport {
+        crate::render::fixtures::run_report(jobs, 2_500_000_000, true)
+    }
+
+    /// Feeds `events` to a human reporter over an in-memory writer.
+    fn console(events: &[RunEvent]) -> String {
+        let mut h = Human::new(Vec::new(), Style::PLAIN);
+        for e in events {
+            h.on_event(e);
+        }
+        String::from_utf8(h.into_inner()).unwrap()
+    }
+
+    fn run_events(shard: Option<String>) -> Vec<RunEvent> {
+        let jobs = jobs();
+        let mut ev = vec![RunEvent::RunStarted {
+            jobs: jobs.len(),
+            suites: 2,
+            endpoint: EndpointLabel::Simulated,
+            shard,
+        }];
+        for j in &jobs {
+            ev.push(RunEvent::JobStarted { id: j.id.clone() });
+            ev.push(RunEvent::StepFinished {
+                job: j.id.clone(),
+                step_id: 1,
+                kind: crate::model::StepKind::LlmCall,
+                name: "chat".into(),
+            });
+        }
+        ev.push(RunEvent::RunCancelling);
+        for j in &jobs {
+            ev.push(RunEvent::JobFinished(Box::new(j.clone())));
+        }
+        ev.push(RunEvent::RunFinished {
+            report: Box::new(report(jobs)),
+            run_dir: "target/inferscope/runs/20261201T000000Z-000000".into(),
+        });
+        ev
+    }
+
+    #[test]
+    fn human_console_every_status_line() {
+        insta::assert_snapshot!("human_every_status", console(&run_events(None)));
+    }
+
+    #[test]
+    fn human_console_names_the_shard_under_the_start_line() {
+        let out = console(&run_events(Some(
+            "shard 2 of 3 (partition hash:2/3)".into(),
+        )));
+        let mut lines = out.lines();
+        assert!(
+            lines
+                .next()
+                .unwrap()
+                .contains("Starting 5 jobs across 2 suites"),
+            "{out}"
+        );
+        assert_eq!(
+            lines.next(),
+            Some("shard 2 of 3 (partition hash:2/3)"),
+            "{out}"
+        );
+    }
+
+    /// A job's block is written when its `JobFinished` arrives, before any later event.
+    #[test]
+    fn a_job_block_is_written_when_the_job_finishes() {
+        let mut h = Human::new(Vec::new(), Style::PLAIN);
+        h.on_event(&RunEvent::JobFinished(Box::new(passing_job())));
+        let out = String::from_utf8(h.into_inner()).unwrap();
+        assert!(out.trim_start().starts_with("PASS ["), "{out}");
+        assert!(!out.contains("Summary"), "{out}");
+    }
+
+    #[test]
+    fn json_lines_one_per_job_then_summary_and_artifacts() {
+        let mut j = Json::new(Vec::new());
+        for e in run_events(None) {
+            j.on_event(&e);
+        }
+        let out = String::from_utf8(j.into_inner()).unwrap();
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 5 + 2, "{out}");
+        let statuses: Vec<&str> = lines[..5]
+            .iter()
+            .map(|l| l["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            statuses,
+            ["pass", "fail", "cancelled", "not_run", "setup_error"],
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn junit_is_written_when_the_run_finishes_and_a_write_error_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("junit.xml");
+        let (mut r, err) = Junit::new(path.clone());
+        for e in run_events(None) {
+            r.on_event(&e);
+        }
+        let xml = std::fs::read_to_string(&path).unwrap();
+        assert!(xml.contains("<testcase"), "{xml}");
+        assert!(err.lock().unwrap().is_none());
+        let (mut bad, err) = Junit::new(dir.path().join("missing/junit.xml"));
+        for e in run_events(None) {
+            bad.on_event(&e);
+        }
+        assert!(err.lock().unwrap().is_some());
+    }
+}
