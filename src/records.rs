@@ -113,11 +113,17 @@ pub fn write_report_records(run_dir: &Path, report: &mut RunReport) -> std::io::
 
 /// Fills every job's `requests` of `report` (read from `run_dir`) from its
 /// `requests.jsonl`, checked against `report.requests_file`. A report without a
-/// `requests_file` has no records to read (its jobs keep none). Errors name the file
+/// `requests_file` is refused (every run names its records file). Errors name the file
 /// (and the line and field of a bad line).
 pub fn read_into(run_dir: &Path, report: &mut RunReport) -> Result<(), String> {
     let Some(meta) = report.requests_file.clone() else {
-        return Ok(());
+        // Every run writes its records file and names it here: a v3 report without the
+        // entry was damaged or edited, and its per-request figures cannot be read.
+        return Err(format!(
+            "{}: `requests_file` is missing or null: a run's report names its \
+             per-request records file ({REQUESTS_FILE}), so the records cannot be read",
+            run_dir.join("report.json").display()
+        ));
     };
     let shown = run_dir.join(REQUESTS_FILE);
     let shown = shown.display();

@@ -327,3 +327,39 @@ async fn resaving_renamed_jobs_and_unbounded_intervals_are_reported() {
     );
     assert!(!cwd.join("r2").exists(), "nothing was run");
 }
+
+/// A run whose every request failed has no figure: `baseline save` refuses it (exit 2,
+/// nothing written) instead of saving an empty baseline, and `compare` of such a run with
+/// a good baseline says the jobs are shared but hold no figure — not "shares no job".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_without_figures_is_neither_saved_nor_compared_as_unshared() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    std::fs::write(cwd.join("suite.toml"), SUITE).unwrap();
+    let good = sim(5).await;
+    let o = run_against(cwd, &good, "ok", None).await;
+    good.shutdown().await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = run_async(cwd, &["baseline", "save", "ok", "--name", "good"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    let mut cfg = SimConfig::default();
+    cfg.faults.disconnect_every = 1;
+    let bad = spawn(cfg, "127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let o = run_against(cwd, &bad, "failed", None).await;
+    bad.shutdown().await;
+    assert_eq!(o.status.code(), Some(100), "{}", text(&o));
+
+    let o = run_async(cwd, &["baseline", "save", "failed", "--name", "empty"]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("has no figure to keep"), "{err}");
+    assert!(err.contains("cmp::ctx fail"), "{err}");
+    assert!(!cwd.join(".inferscope/baselines/empty.json").exists());
+
+    let o = run_async(cwd, &["compare", "failed", "--baseline", "good"]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("share 1 jobs ([cmp::ctx])"), "{err}");
+    assert!(!err.contains("shares no job"), "{err}");
+}

@@ -225,6 +225,20 @@ fn a_truncated_longer_or_corrupt_records_file_is_refused_with_its_location() {
         &["report", out.to_str().unwrap(), "--format", "markdown"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    // A report whose `requests_file` was removed (edited or damaged) is refused where the
+    // records are needed, not read as a run without requests (an empty baseline).
+    std::fs::write(&p, &good).unwrap();
+    let rp = out.join("report.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&rp).unwrap()).unwrap();
+    v["requests_file"] = serde_json::Value::Null;
+    std::fs::write(&rp, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let err = save(cwd.path());
+    assert!(err.contains("`requests_file` is missing or null"), "{err}");
+    let o = run(
+        cwd.path(),
+        &["report", out.to_str().unwrap(), "--format", "junit"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
 }
 
 #[test]

@@ -339,6 +339,24 @@ pub fn save_command(run_dir: &Path, name: &str) -> i32 {
         Err(code) => return code,
     };
     let b = Baseline::from_report(&report, name);
+    let figures: usize = b.jobs.iter().map(|j| j.figures.len()).sum();
+    if figures == 0 {
+        // A baseline with no figure compares with nothing: refuse it rather than write a
+        // file every later `compare` would fail on.
+        let statuses: Vec<String> = report
+            .jobs
+            .iter()
+            .map(|j| format!("{} {}", j.id, j.status.as_str()))
+            .collect();
+        eprintln!(
+            "error: run {} has no figure to keep as baseline `{name}`: none of its {} jobs \
+             has latency figures from successful requests ({}); nothing was written",
+            report.run_id,
+            report.jobs.len(),
+            statuses.join(", ")
+        );
+        return crate::gate::EXIT_BAD_INPUT;
+    }
     // Read what is replaced before the write (CI flows re-save a name on purpose; say so).
     let replaced = path_for(Path::new("."), name)
         .ok()
@@ -348,7 +366,6 @@ pub fn save_command(run_dir: &Path, name: &str) -> i32 {
             if let Some(note) = replaced {
                 eprintln!("{note}");
             }
-            let figures: usize = b.jobs.iter().map(|j| j.figures.len()).sum();
             println!(
                 "saved baseline {name}: run {}, {} jobs, {figures} figures -> {}",
                 b.run_id,
@@ -398,6 +415,25 @@ pub fn compare_command(
         JobCoverage::None => {
             let base_jobs: Vec<&str> = baseline.jobs.iter().map(|j| j.id.as_str()).collect();
             let run_jobs: Vec<&str> = jobs.iter().map(|(id, _)| id.as_str()).collect();
+            let shared: Vec<&str> = run_jobs
+                .iter()
+                .copied()
+                .filter(|id| base_jobs.contains(id))
+                .collect();
+            if !shared.is_empty() {
+                // The jobs are there, their figures are not (a run, or a baseline, without
+                // successful requests): say that, not that no job is shared.
+                eprintln!(
+                    "error: baseline `{name}` (saved from run {}) and run {} share {} jobs \
+                     ([{}]) but no figure of them is in both: a job without successful \
+                     requests has no latency figures; nothing to compare",
+                    baseline.run_id,
+                    report.run_id,
+                    shared.len(),
+                    shared.join(", ")
+                );
+                return crate::gate::EXIT_BAD_INPUT;
+            }
             eprintln!(
                 "error: baseline `{name}` (saved from run {}) shares no job with run {}: \
                  the baseline has [{}], the run has [{}]; nothing to compare (re-save the \

@@ -162,9 +162,16 @@ fn off(t: Option<u64>, base: u64) -> Option<i64> {
 fn at(d: Option<i64>, base: u64) -> Result<Option<u64>, String> {
     match d {
         None => Ok(None),
-        Some(d) => u64::try_from(base as i128 + d as i128)
-            .map(Some)
-            .map_err(|_| format!("offset {d} lies before the reference instant")),
+        Some(d) => {
+            let t = base as i128 + d as i128;
+            u64::try_from(t).map(Some).map_err(|_| {
+                if t < 0 {
+                    format!("offset {d} lies before the reference instant")
+                } else {
+                    format!("offset {d} lies past the end of the run clock (u64 ns)")
+                }
+            })
+        }
     }
 }
 
@@ -223,13 +230,31 @@ pub fn encode_line(job: usize, job_id: &str, r: &RequestRecord) -> Vec<u8> {
     serde_json::to_vec(&line).expect("a compact line always serializes")
 }
 
+/// Parses one line into its compact shape. Errors give the column and the field's path
+/// (`column 215: field `ok`: invalid type: …`), never the content.
+fn parse_line(line: &[u8]) -> Result<CompactLine, String> {
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let describe = |e: serde_json::Error, path: Option<String>| {
+        let text = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let msg = text.strip_suffix(&suffix).unwrap_or(&text);
+        match path.filter(|p| p != ".") {
+            Some(p) => format!("column {}: field `{p}`: {msg}", e.column()),
+            None => format!("column {}: {msg}", e.column()),
+        }
+    };
+    let c: CompactLine = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        describe(e.into_inner(), Some(path))
+    })?;
+    de.end().map_err(|e| describe(e, None))?;
+    Ok(c)
+}
+
 /// Decodes one line (without its line end) against the header's job ids: the job index
 /// and the record. Errors name the field (serde's message) and never quote the line.
 pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord), String> {
-    let c: CompactLine = serde_json::from_slice(line).map_err(|e| {
-        // serde_json's message names the field and column, never the content.
-        e.to_string()
-    })?;
+    let c: CompactLine = parse_line(line)?;
     let job_id = jobs.get(c.j).ok_or_else(|| {
         format!(
             "field `j`: job index {} is out of range (the header lists {} jobs)",
@@ -249,7 +274,13 @@ pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord
         |name: &str, r: Result<Option<u64>, String>| r.map_err(|e| format!("field `{name}`: {e}"));
     let scheduled_ns = match c.q {
         None => s,
-        Some(q) => field("q", at(Some(-q), s))?.expect("some"),
+        // `q` is send minus scheduled; i64::MIN has no negation (a damaged line).
+        Some(q) => {
+            let back = q
+                .checked_neg()
+                .ok_or_else(|| format!("field `q`: offset {q} is out of range"))?;
+            field("q", at(Some(back), s))?.expect("some")
+        }
     };
     let mut choices = Vec::with_capacity(c.choices.len());
     for ch in c.choices {
@@ -376,5 +407,22 @@ mod tests {
         assert!(e.contains("`ok`"), "{e}");
         let e = decode_line(br#"{"j":0,"id":"+x","s":1,"ok":true,"zz":1}"#, &jobs).unwrap_err();
         assert!(e.contains("zz"), "{e}");
+        // A wrong type names the field and its column on the line, not "line 1".
+        let e = decode_line(br#"{"j":0,"id":"+x","s":1,"ok":"y"}"#, &jobs).unwrap_err();
+        assert!(e.contains("field `ok`") && e.starts_with("column "), "{e}");
+        assert!(!e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn offsets_out_of_range_are_errors_not_panics() {
+        let jobs = vec!["s::j".to_string()];
+        let min = i64::MIN;
+        let line = format!(r#"{{"j":0,"id":"+x","s":1,"q":{min},"ok":true}}"#);
+        let e = decode_line(line.as_bytes(), &jobs).unwrap_err();
+        assert!(e.contains("field `q`"), "{e}");
+        let max = u64::MAX;
+        let line = format!(r#"{{"j":0,"id":"+x","s":{max},"h":5,"ok":true}}"#);
+        let e = decode_line(line.as_bytes(), &jobs).unwrap_err();
+        assert!(e.contains("field `h`") && e.contains("past the end"), "{e}");
     }
 }
