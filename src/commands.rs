@@ -232,6 +232,10 @@ async fn run(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
+    if let Err(e) = crate::runner::execute::capture_max_events_from_env() {
+        eprintln!("error: {e}");
+        return EXIT_BAD_INPUT;
+    }
     if args.dry_run {
         for r in &resolved {
             println!("{}", r.dry_run_text());

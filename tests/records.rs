@@ -285,3 +285,32 @@ fn a_capture_that_dropped_events_says_capture_partial_on_the_console_and_in_juni
     let _ = child.kill();
     assert!(!stdout.contains("capture partial"), "{stdout}");
 }
+
+#[test]
+fn a_bad_capture_event_bound_in_the_environment_is_bad_input_before_any_request() {
+    // Break-it review: a bad INFERSCOPE_CAPTURE_MAX_EVENTS only warned, the capture went
+    // off and the run passed with no reason recorded anywhere.
+    let cwd = tempfile::tempdir().unwrap();
+    let trip = support::Tripwire::new();
+    let suite = load_suite(cwd.path(), 5);
+    for bad in ["0", "10001", "abc", "-1"] {
+        let o = support::command(cwd.path())
+            .args([
+                "run",
+                suite.to_str().unwrap(),
+                "--endpoint",
+                &trip.base_url(),
+            ])
+            .args(["--model", "inferscope-sim", "--capture-timeline"])
+            .env("INFERSCOPE_CAPTURE_MAX_EVENTS", bad)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", describe(&o));
+        assert!(
+            text(&o).1.contains("INFERSCOPE_CAPTURE_MAX_EVENTS"),
+            "{}",
+            describe(&o)
+        );
+    }
+    assert_eq!(trip.accepted(), 0, "no request before the refusal");
+}

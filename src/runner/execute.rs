@@ -40,6 +40,26 @@ pub enum SinkChoice {
     DiskWrite(PathBuf),
 }
 
+/// `INFERSCOPE_CAPTURE_MAX_EVENTS` (a diagnostic knob: a tighter event bound, 1 to the
+/// PRD's 10,000): `None` when unset; an error naming the variable when it is not a number
+/// in range (`run` refuses it as bad input before any request).
+pub fn capture_max_events_from_env() -> Result<Option<u32>, String> {
+    let Ok(v) = std::env::var("INFERSCOPE_CAPTURE_MAX_EVENTS") else {
+        return Ok(None);
+    };
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=crate::timeline::bounds::MAX_EVENTS).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "INFERSCOPE_CAPTURE_MAX_EVENTS={v:?}: expected a whole number from 1 to {}",
+                crate::timeline::bounds::MAX_EVENTS
+            )
+        })
+}
+
 /// Makes the run's capture sink.
 pub fn make_sink(
     clock: &RunClock,
@@ -51,17 +71,8 @@ pub fn make_sink(
     cfg.tool_names = tool_names.to_vec();
     // A diagnostic knob: a tighter event bound (never looser than the PRD's), to see how a
     // run reports a capture that dropped events.
-    if let Ok(v) = std::env::var("INFERSCOPE_CAPTURE_MAX_EVENTS") {
-        cfg.bounds.max_events = v
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=crate::timeline::bounds::MAX_EVENTS).contains(n))
-            .ok_or_else(|| {
-                format!(
-                    "INFERSCOPE_CAPTURE_MAX_EVENTS: expected 1 to {}",
-                    crate::timeline::bounds::MAX_EVENTS
-                )
-            })?;
+    if let Some(n) = capture_max_events_from_env()? {
+        cfg.bounds.max_events = n;
     }
     let sink = TimelineSink::with_run_clock(clock, cfg).map_err(|e| e.to_string())?;
     Ok(match choice {

@@ -116,6 +116,9 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, Vec<SuiteError>>
         }
     }
     let mut raw = None;
+    // Paths of the values a pass removed after reporting them: their absence is not
+    // reported again (a refused `kind` is not also a missing `kind`).
+    let mut removed_paths: Vec<String> = Vec::new();
     for _ in 0..MAX_SERDE_PASSES {
         match RawSuite::deserialize(toml::de::Deserializer::from(pruned.clone())) {
             Ok(r) => {
@@ -126,11 +129,16 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, Vec<SuiteError>>
                 let se = serde_error(&e, &ctx);
                 let at = se.location().map(|l| l.offset);
                 let missing = se.kind() == SuiteErrorKind::MissingField;
+                let path = se.path().map(str::to_string);
+                let echo = missing && path.as_ref().is_some_and(|p| removed_paths.contains(p));
                 // The key walk names unknown keys itself: serde's view of one is not repeated.
-                if !errors.iter().any(|x| x.location().map(|l| l.offset) == at) {
+                if !echo && !errors.iter().any(|x| x.location().map(|l| l.offset) == at) {
                     errors.push(se);
                 }
                 let removed = e.span().is_some_and(|s| prune(pruned.get_mut(), s.start));
+                if removed && let Some(p) = path {
+                    removed_paths.push(p);
+                }
                 if missing || !removed {
                     break;
                 }
@@ -141,10 +149,26 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, Vec<SuiteError>>
         match validate::validate(raw, &ctx, origin) {
             Ok(suite) if errors.is_empty() => return Ok(suite),
             Ok(_) => {}
-            Err(more) => errors.extend(more),
+            Err(more) => errors.extend(
+                more.into_iter()
+                    .filter(|e| !echoes_removed(e.path(), &removed_paths)),
+            ),
         }
     }
     Err(errors)
+}
+
+/// Whether a validation error at `path` only repeats a value already reported and
+/// removed: the same path, or the table that directly held it (`jobs[1]` for a refused
+/// `jobs[1].mode`, `gates.ttft_ms` for a refused `gates.ttft_ms.p99`) (pure).
+fn echoes_removed(path: Option<&str>, removed: &[String]) -> bool {
+    let Some(p) = path else { return false };
+    removed.iter().any(|r| {
+        r == p
+            || r.strip_prefix(p)
+                .and_then(|rest| rest.strip_prefix('.'))
+                .is_some_and(|leaf| !leaf.contains(['.', '[']))
+    })
 }
 
 /// Removes from `t` the innermost table entry whose key or value holds byte `at` (an

@@ -1629,3 +1629,36 @@ fn the_suite_reference_names_every_key() {
         }
     }
 }
+
+#[test]
+fn a_refused_value_is_not_also_reported_missing() {
+    // Break-it review: a bad `kind`, `mode` or gate threshold was reported twice — as
+    // invalid, then as missing (`missing required key kind`, `has no mode`, `sets no
+    // threshold`) once the refused value had been removed for the next pass.
+    let p = Project::new();
+    let cases = [
+        (
+            with_tools(&AGENTIC.replace("kind = \"agentic\"", "kind = \"agentc\"")),
+            "jobs[0].kind",
+        ),
+        (
+            with_tools(&AGENTIC.replace("mode = \"model\"", "mode = \"scrpted\"")),
+            "jobs[0].mode",
+        ),
+        (
+            format!(
+                "[gates]\nttft_ms = {{ p99 = \"2000\" }}\n{}",
+                with_tools(AGENTIC)
+            ),
+            "gates.ttft_ms.p99",
+        ),
+    ];
+    for (text, path) in cases {
+        let errs = parse_all(&text, &p.origin()).expect_err("one error");
+        let got: Vec<(SuiteErrorKind, Option<&str>)> =
+            errs.iter().map(|e| (e.kind(), e.path())).collect();
+        assert_eq!(got.len(), 1, "{path}: {errs:#?}");
+        assert_eq!(got[0].1, Some(path), "{errs:#?}");
+        assert_ne!(got[0].0, SuiteErrorKind::MissingField, "{errs:#?}");
+    }
+}
