@@ -1291,6 +1291,27 @@ fn console_numbers_steps_per_trajectory_and_states_energy_and_concurrency_once()
         1,
         "{console}"
     );
+    // Each statement on its own line, naming the groups it covers (break-it review: the
+    // two ran together and read as one contradicting statement).
+    let line_of = |needle: &str| {
+        console
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} line:\n{console}"))
+            .to_string()
+    };
+    let controlled = line_of("Controlled concurrency");
+    assert!(
+        controlled.starts_with("[load::fanout · concurrency 1] Controlled"),
+        "{controlled}"
+    );
+    assert!(!controlled.contains("mix concurrent work"), "{controlled}");
+    let apportioned = line_of("a step window may mix concurrent work");
+    assert!(
+        apportioned.starts_with('[') && apportioned.contains("load::fanout · concurrency 16"),
+        "{apportioned}"
+    );
+    assert!(!apportioned.contains("concurrency 1;"), "{apportioned}");
 
     // No power source: one short line, not the controlled-concurrency paragraph.
     let server = support::Hostile::start("m", |_: &support::Received| {

@@ -211,7 +211,19 @@ fn concurrency_statement(report: &RunReport) -> Option<String> {
     let apportioned =
         (a.concurrency.max_trajectories_in_flight > 1).then(|| a.concurrency.statement.clone());
     match (controlled, apportioned) {
-        (Some(c), Some(p)) => Some(format!("{c} {p}")),
+        // Both conditions in one run (a load sweep from one trajectory in flight up): each
+        // statement on its own line, naming the groups it covers.
+        (Some(c), Some(p)) => {
+            let covered = |one: bool| {
+                a.groups
+                    .iter()
+                    .filter(|g| (g.concurrency.max_trajectories_in_flight <= 1) == one)
+                    .map(|g| g.group.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            Some(format!("[{}] {c}\n[{}] {p}", covered(true), covered(false)))
+        }
         (c, p) => c.or(p),
     }
 }
