@@ -61,6 +61,22 @@ pub fn is_secret_key(key: &str) -> bool {
     if k.ends_with("_env") {
         return false;
     }
+    // Token counts (`max_tokens`, `prompt_tokens`, …) and `tokenizer` name no secret.
+    let mut k = k;
+    for count in [
+        "max_tokens",
+        "min_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "cached_tokens",
+        "reasoning_tokens",
+        "output_tokens",
+        "input_tokens",
+        "tokenizer",
+    ] {
+        k = k.replace(count, "");
+    }
     [
         "api_key",
         "apikey",
@@ -218,7 +234,19 @@ mod tests {
         ] {
             assert!(is_secret_key(k), "{k}");
         }
-        for k in ["api_key_env", "model", "engine", "name"] {
+        // Token counts are not secrets (break-it review: `check` masked `max_tokens = **`);
+        // a secret word beside one still is.
+        assert!(is_secret_key("max_tokens_token"));
+        for k in [
+            "api_key_env",
+            "model",
+            "engine",
+            "name",
+            "max_tokens",
+            "jobs[0].max_tokens",
+            "prompt_tokens",
+            "tokenizer",
+        ] {
             assert!(!is_secret_key(k), "{k}");
         }
     }
