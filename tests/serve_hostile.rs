@@ -12,13 +12,15 @@
 //!   too large for a page is served summarised, the raw events file is paged, and a page
 //!   whose first item is oversized still advances its cursor.
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use inferscope_bench::serve::ServeLimits;
 use inferscope_bench::serve::api::{self, MAX_RESPONSE_BYTES};
-use inferscope_bench::serve::{BoundServer, ServeLimits, Token};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
@@ -26,58 +28,11 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-struct Server {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
+/// `serve` with the given limits, on its own runtime thread; stopped on drop.
+type Server = support::ServeThread;
 
-impl Server {
-    fn start(root: &Path, limits: ServeLimits) -> Self {
-        let root = root.to_path_buf();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let srv = BoundServer::bind_with(
-                    root,
-                    Token::new(TOKEN).unwrap(),
-                    "127.0.0.1:0".parse().unwrap(),
-                    limits,
-                )
-                .await
-                .unwrap();
-                tx.send(srv.local_addr().unwrap()).unwrap();
-                srv.serve(async {
-                    let _ = stop_rx.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        let addr = rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        Self {
-            addr,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+fn start(root: &Path, limits: ServeLimits) -> Server {
+    Server::start(root, TOKEN, limits)
 }
 
 struct Resp {
@@ -194,7 +149,7 @@ fn runs_listing_answers_within_1s_under_fifo_and_slow_header_clients() {
     copy_run(&root.join("fifo"));
     std::fs::remove_file(root.join("fifo/report.json")).unwrap();
     mkfifo(&root.join("fifo/report.json"));
-    let srv = Server::start(&root, ServeLimits::default());
+    let srv = start(&root, ServeLimits::default());
 
     let targets = [
         "/v1/runs/fifo",
@@ -250,7 +205,7 @@ fn runs_listing_answers_within_1s_under_fifo_and_slow_header_clients() {
 #[test]
 fn slow_header_connection_is_closed_at_the_timeout() {
     let tmp = tempfile::tempdir().unwrap();
-    let srv = Server::start(
+    let srv = start(
         tmp.path(),
         ServeLimits {
             header_read_timeout: Duration::from_millis(300),
@@ -275,7 +230,7 @@ fn slow_header_connection_is_closed_at_the_timeout() {
 #[test]
 fn connections_over_the_cap_are_closed() {
     let tmp = tempfile::tempdir().unwrap();
-    let srv = Server::start(
+    let srv = start(
         tmp.path(),
         ServeLimits {
             max_connections: 4,
@@ -327,7 +282,7 @@ fn run_detail_is_paged_within_1_mib() {
     // Each job ~13 MB (a v2 step without its step-attribution breakdown (docs/measurement.md) is ~515 bytes): far over a
     // page, and both under the 32 MiB report read limit.
     many_jobs_run(tmp.path(), "huge-job", 2, Some(25_000));
-    let srv = Server::start(tmp.path(), ServeLimits::default());
+    let srv = start(tmp.path(), ServeLimits::default());
     let mut ids = Vec::new();
     let mut after = 0u64;
     for page in 0..100 {
@@ -371,7 +326,7 @@ fn run_detail_is_paged_within_1_mib() {
 fn raw_timeline_is_paged() {
     let tmp = tempfile::tempdir().unwrap();
     copy_run(&tmp.path().join("r1"));
-    let srv = Server::start(tmp.path(), ServeLimits::default());
+    let srv = start(tmp.path(), ServeLimits::default());
     let whole = std::fs::read(tmp.path().join("r1/timeline/events.jsonl")).unwrap();
     let mut got = Vec::new();
     let mut after = 0u64;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fixtures::copy_dir;
-use inferscope_bench::serve::{BoundServer, RunStore, Token};
+use inferscope_bench::serve::{RunStore, ServeLimits};
 use sha2::{Digest, Sha256};
 use support::{cancelled_with_not_run, report_html};
 
@@ -32,43 +32,16 @@ fn fixture(name: &str) -> PathBuf {
 struct TestServer {
     addr: SocketAddr,
     store: RunStore,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _serve: support::ServeThread,
 }
 
 impl TestServer {
     fn start(root: &Path) -> Self {
-        let root = root.to_path_buf();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let srv = BoundServer::bind(
-                    root,
-                    Token::new(TOKEN).unwrap(),
-                    "127.0.0.1:0".parse().unwrap(),
-                )
-                .await
-                .unwrap();
-                tx.send((srv.local_addr().unwrap(), srv.store())).unwrap();
-                srv.serve(async {
-                    let _ = stop_rx.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        let (addr, store) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        let serve = support::ServeThread::start(root, TOKEN, ServeLimits::default());
         Self {
-            addr,
-            store,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            addr: serve.addr,
+            store: serve.store.clone(),
+            _serve: serve,
         }
     }
 
@@ -90,17 +63,6 @@ impl TestServer {
             )
         });
         (r.status, v)
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

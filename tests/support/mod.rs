@@ -896,3 +896,62 @@ pub fn python(python: &Path, script: &str, args: &[&Path]) -> (i32, String, Stri
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
 }
+
+/// `serve` on a loopback port with `limits`, on its own runtime thread (two workers);
+/// stopped and joined on drop. `store` is the server's run store.
+pub struct ServeThread {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// The server's run store (what it indexed).
+    pub store: inferscope_bench::serve::RunStore,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServeThread {
+    /// Serves `root` with bearer token `token`.
+    pub fn start(root: &Path, token: &str, limits: inferscope_bench::serve::ServeLimits) -> Self {
+        use inferscope_bench::serve::{BoundServer, Token};
+        let root = root.to_path_buf();
+        let token = Token::new(token).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let srv =
+                    BoundServer::bind_with(root, token, "127.0.0.1:0".parse().unwrap(), limits)
+                        .await
+                        .unwrap();
+                tx.send((srv.local_addr().unwrap(), srv.store())).unwrap();
+                srv.serve(async {
+                    let _ = stop_rx.await;
+                })
+                .await
+                .unwrap();
+            });
+        });
+        let (addr, store) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        Self {
+            addr,
+            store,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ServeThread {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
