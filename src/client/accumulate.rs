@@ -27,9 +27,14 @@
 //! fewer choices come back than were asked for, the record carries
 //! [`RecordWarning::ChoiceCountMismatch`].
 //!
-//! **Parsing** (issue 19). A data event is deserialized into a typed view of exactly the
-//! fields read here ([`ChunkView`]), borrowing every string that has no escapes: no
-//! `serde_json::Value` tree, no map. The typed view is strict (a field of an unexpected
+//! **Parsing** (issue 19). A data event is read into a typed view of exactly the fields
+//! read here ([`ChunkView`]), borrowing every string that has no escapes: no
+//! `serde_json::Value` tree, no map. The common chunk shapes are read by a one-pass
+//! scanner (`scan`: skips every other member without building it, decodes escapes only
+//! where present); whatever it does not read itself (usage, timings, tool-call entries, an
+//! error, an unexpected type, input that is not JSON) it leaves to serde_json's typed
+//! deserialization of the same view, and property tests hold it to serde's answer wherever
+//! it gives one. The typed view is strict (a field of an unexpected
 //! type, a duplicate key, an array where an object belongs fails it); then, and for error
 //! payloads, the event is parsed once more as a `Value` and read leniently (a field of the
 //! wrong type counts as absent), giving the same view. Both decoders feed one
@@ -407,7 +412,7 @@ impl StreamAccumulator {
         // array); anything it refuses goes through a Value.
         if typed
             && data.as_bytes()[0] == b'{'
-            && let Some(chunk) = ChunkView::parse(data)
+            && let Some(chunk) = scan::scan_chunk(data).or_else(|| ChunkView::parse(data))
         {
             if chunk.error.is_some() || chunk.object.as_ref().is_some_and(|o| o.0 == "error") {
                 return self.on_event_value(data, arrival_ns);
@@ -803,7 +808,7 @@ impl<'a> JStr<'a> {
 
 /// A JSON object read into `T` (serde would also fill a struct from an array; this
 /// refuses one, so the strict view never reads a shape the lenient one ignores).
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct Obj<T>(T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
@@ -824,7 +829,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
 
 /// One streamed chunk (or a non-streamed body's top level), as far as it is read. The
 /// strict view is filled in place ([`Fill`]); the lenient one built from a `Value`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct ChunkView<'a> {
     choices: Option<Choices<'a>>,
     // Boxed: present once per response at most.
@@ -888,7 +893,7 @@ impl<'a> ChunkView<'a> {
 }
 
 /// The `choices` array; the first entry inline (no allocation for one choice).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct Choices<'a> {
     first: Option<ChoiceView<'a>>,
     rest: Vec<ChoiceView<'a>>,
@@ -948,7 +953,7 @@ impl<'de> FillIn<'de> for Choices<'de> {
 }
 
 /// One entry of `choices`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct ChoiceView<'a> {
     index: Option<u64>,
     finish_reason: Option<JStr<'a>>,
@@ -997,7 +1002,7 @@ impl<'a> ChoiceView<'a> {
 }
 
 /// A choice's `delta`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct DeltaView<'a> {
     content: Option<JStr<'a>>,
     reasoning_content: Option<JStr<'a>>,
@@ -1112,7 +1117,7 @@ impl<'de, T: FillIn<'de>> Visitor<'de> for FillOpt<'_, T> {
 
 /// A `delta.tool_calls` array: its length (a non-empty array is a token event) and the
 /// entries that are objects (others are ignored).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct ToolDeltas<'a> {
     len: usize,
     entries: Vec<ToolDeltaView<'a>>,
@@ -1129,7 +1134,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for ToolDeltas<'a> {
 }
 
 /// One `tool_calls` entry (streamed delta or complete call).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct ToolDeltaView<'a> {
     index: Option<u64>,
     #[serde(borrow)]
@@ -1139,7 +1144,7 @@ struct ToolDeltaView<'a> {
 }
 
 /// A tool call's `function`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct FunctionView<'a> {
     #[serde(borrow)]
     name: Option<JStr<'a>>,
@@ -1183,7 +1188,7 @@ impl<'a> ToolDeltaView<'a> {
 }
 
 /// `usage`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct UsageView {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
@@ -1192,12 +1197,12 @@ struct UsageView {
     completion_tokens_details: Option<Obj<ReasoningView>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct CachedView {
     cached_tokens: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct ReasoningView {
     reasoning_tokens: Option<u64>,
 }
@@ -1236,11 +1241,13 @@ impl UsageView {
 }
 
 /// llama.cpp `timings`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 struct TimingsView {
     cache_n: Option<u64>,
     prompt_n: Option<u64>,
 }
+
+mod scan;
 
 #[cfg(test)]
 mod tests;

@@ -1186,7 +1186,7 @@ mod typed_vs_lenient {
             )
     }
 
-    fn chunk() -> impl Strategy<Value = String> {
+    pub(super) fn chunk() -> impl Strategy<Value = String> {
         (
             proptest::collection::vec(choice(), 0..3),
             number(),
@@ -1244,5 +1244,258 @@ mod typed_vs_lenient {
             typed * 4 >= total,
             "only {typed} of {total} chunks pass the typed view"
         );
+    }
+}
+
+/// The one-pass reader ([`scan::scan_chunk`]) is a fast path of the serde reading
+/// ([`ChunkView::parse`]): wherever it gives a view, it is the serde reading's view.
+mod scan_vs_serde {
+    use super::scan::scan_chunk;
+    use super::typed_vs_lenient::chunk;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The scanner's answer, checked against serde's; true when the scanner read it.
+    fn agree(data: &str) -> bool {
+        let fast = scan_chunk(data);
+        let read = fast.is_some();
+        if let Some(view) = fast {
+            assert_eq!(Some(view), ChunkView::parse(data), "on {data:?}");
+        }
+        read
+    }
+
+    /// vLLM's, SGLang's, llama.cpp's and OpenAI's common chunk shapes: all read by the
+    /// scanner (the fast path is taken), and read as serde reads them.
+    #[test]
+    fn common_shapes_take_the_fast_path() {
+        let shapes = [
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1733000000,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"t5 "},"logprobs":null,"finish_reason":null}]}"#,
+            r#"{"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length","stop_reason":null}]}"#,
+            // SGLang: nulls for every absent member.
+            r#"{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":null,"content":"Hi","reasoning_content":null,"tool_calls":null},"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}"#,
+            // llama.cpp
+            r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":" there"}}],"created":1,"id":"chatcmpl-x","model":"gpt-3.5-turbo","system_fingerprint":"b1-abc","object":"chat.completion.chunk"}"#,
+            // Escapes in content, decoded: newline, quote, backslash, BMP and astral.
+            r#"{"choices":[{"index":0,"delta":{"content":"a\n\"b\\ \u00e9 \ud83d\ude00 \/"}}]}"#,
+            // Reasoning under both names, whitespace everywhere, an error member that is null.
+            " { \"error\" : null , \"choices\" : [ { \"index\" : 0 , \"delta\" : { \"reasoning_content\" : \"r\" , \"reasoning\" : \"r\" } } ] } ",
+            // Logprobs (skipped): nested arrays of objects with `content` keys, floats.
+            r#"{"choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"content":[{"token":"x","logprob":-1.25e-05,"bytes":[120],"top_logprobs":[{"token":"\n","logprob":-0.5,"bytes":[10]}]}]},"finish_reason":null}]}"#,
+            // n > 1, completions text, empty tool_calls, no index.
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"content":"b","tool_calls":[]}},{"text":"c"}]}"#,
+            r#"{"choices":[]}"#,
+            r#"{}"#,
+        ];
+        for s in shapes {
+            assert!(agree(s), "not read by the scanner: {s}");
+        }
+        let view = scan_chunk(shapes[5]).unwrap();
+        let content = &view.choices.unwrap().first.unwrap().delta.unwrap().content;
+        assert_eq!(content.as_ref().unwrap().0, "a\n\"b\\ é 😀 /");
+        // Borrowed when there is no escape.
+        let view = scan_chunk(shapes[1]).unwrap();
+        let delta = view.choices.unwrap().first.unwrap().delta.unwrap();
+        assert!(matches!(delta.content.unwrap().0, Cow::Borrowed("t5 ")));
+    }
+
+    /// Shapes the scanner leaves to serde (and cases where serde refuses the typed view):
+    /// never a different answer.
+    #[test]
+    fn adversarial_chunks_agree_or_fall_back() {
+        let fall_back = [
+            // Read by serde only: usage, timings, an error, tool calls.
+            r#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#,
+            r#"{"choices":[],"timings":{"cache_n":1,"prompt_n":2}}"#,
+            r#"{"error":{"message":"boom"}}"#,
+            r#"{"error":"boom"}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\"a\""}}]}}]}"#,
+            // An escaped key (could name a read member).
+            r#"{"choices":[{"index":0,"delta":{"cont\u0065nt":"x"}}]}"#,
+            // Duplicates of read members.
+            r#"{"choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}"#,
+            r#"{"model":"a","model":"b"}"#,
+            r#"{"usage":null,"usage":null}"#,
+            // Unexpected types.
+            r#"{"choices":[{"index":-1,"delta":{"content":"x"}}]}"#,
+            r#"{"choices":[{"index":-0,"delta":{"content":"x"}}]}"#,
+            r#"{"choices":[{"index":1.0,"delta":{"content":"x"}}]}"#,
+            r#"{"choices":[{"index":1e0,"delta":{"content":"x"}}]}"#,
+            r#"{"choices":[{"index":18446744073709551616}]}"#,
+            r#"{"choices":[{"index":01}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":5}}]}"#,
+            r#"{"choices":[{"index":0,"delta":[]}]}"#,
+            r#"{"choices":[null]}"#,
+            r#"{"choices":{}}"#,
+            r#"{"model":true}"#,
+            // Escapes serde refuses or that need care.
+            r#"{"choices":[{"delta":{"content":"\ud800"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\udc00"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\ud800\u0041"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\x"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"\u12"}}]}"#,
+            r#"{"id":"\ud800","choices":[]}"#,
+            "{\"choices\":[{\"delta\":{\"content\":\"a\tb\"}}]}",
+            // Not JSON, or more than one value.
+            r#"{"choices":[],}"#,
+            r#"{"choices":[1,]}"#,
+            r#"{"choices":[]} x"#,
+            r#"{"choices":[]}{}"#,
+            r#"{"a":nul}"#,
+            r#"{"a":-}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":.5}"#,
+            r#"{"a":+1}"#,
+            r#"{"a":1e}"#,
+            r#"{"a" 1}"#,
+            r#"{a:1}"#,
+            r#"{"choices":["#,
+            r#"{"#,
+        ];
+        for s in fall_back {
+            assert!(!agree(s), "the scanner should leave {s} to serde");
+        }
+        // Nesting: within the scanner's depth it reads; past it, serde decides.
+        let nested = |d: usize| {
+            format!(
+                "{{\"x\":{}{},\"choices\":[]}}",
+                "[".repeat(d),
+                "]".repeat(d)
+            )
+        };
+        assert!(agree(&nested(10)));
+        assert!(!agree(&nested(200)));
+        // Skipped values of every kind, serde's numbers included.
+        assert!(agree(
+            r#"{"a":[true,false,null,-0,0.5,1E+9,-2.5e-3,123456789012345678901234567890,1e999,"\"\\\/\b\f\n\r\t\u0000\ud83d\ude00",{"k":{}}],"choices":[]}"#
+        ));
+    }
+
+    /// One byte of a chunk changed, dropped or doubled (from JSON's structural characters,
+    /// escapes, digits and letters): a corrupt chunk is never read differently.
+    fn mutated() -> impl Strategy<Value = String> {
+        let pieces = prop_oneof![
+            Just("{"),
+            Just("}"),
+            Just("["),
+            Just("]"),
+            Just("\""),
+            Just(","),
+            Just(":"),
+            Just("\\"),
+            Just("\\u"),
+            Just("\\ud83d"),
+            Just("\\ude00"),
+            Just("\\ud800"),
+            Just("0"),
+            Just("-"),
+            Just("."),
+            Just("e"),
+            Just(" "),
+            Just("\t"),
+            Just("\u{1}"),
+            Just("n"),
+            Just("null"),
+            Just("é"),
+            Just("content"),
+            Just("index"),
+            Just(""),
+        ];
+        (
+            chunk(),
+            proptest::collection::vec((any::<prop::sample::Index>(), pieces, 0u8..3), 1..4),
+        )
+            .prop_map(|(mut c, edits)| {
+                for (at, piece, kind) in edits {
+                    let mut pos = at.index(c.len() + 1);
+                    while !c.is_char_boundary(pos) {
+                        pos -= 1;
+                    }
+                    match kind {
+                        0 => c.insert_str(pos, piece),
+                        1 => {
+                            let end = c[pos..]
+                                .chars()
+                                .next()
+                                .map_or(pos, |ch| pos + ch.len_utf8());
+                            c.replace_range(pos..end, piece);
+                        }
+                        _ => {
+                            let end = c[pos..]
+                                .chars()
+                                .next()
+                                .map_or(pos, |ch| pos + ch.len_utf8());
+                            c.replace_range(pos..end, "");
+                        }
+                    }
+                }
+                c
+            })
+    }
+
+    /// Raw JSON text of any value, with escapes serde reads and ones it refuses.
+    fn raw_value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("-0.5e-7".to_string()),
+            Just("42".to_string()),
+            Just(r#""plain""#.to_string()),
+            Just(r#""\n\"\\\u00e9""#.to_string()),
+            Just(r#""\ud83d\ude00""#.to_string()),
+            Just(r#""\ud83d""#.to_string()),
+            Just(r#""\q""#.to_string()),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec(("[a-z]{1,3}|content|index|delta", inner), 0..4)
+                    .prop_map(|v| {
+                        let m: Vec<String> =
+                            v.into_iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                        format!("{{{}}}", m.join(","))
+                    }),
+            ]
+        })
+    }
+
+    /// The generated chunks are a fair test of the scanner only if it reads many of them.
+    #[test]
+    fn many_generated_chunks_are_read_by_the_scanner() {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = chunk();
+        let total = 400;
+        let read = (0..total)
+            .filter(|_| scan_chunk(&strategy.new_tree(&mut runner).unwrap().current()).is_some())
+            .count();
+        assert!(
+            read * 10 >= total,
+            "only {read} of {total} chunks read by the scanner"
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(600))]
+        #[test]
+        fn scanner_agrees_on_generated_chunks(c in chunk()) {
+            agree(&c);
+        }
+
+        #[test]
+        fn scanner_agrees_on_corrupted_chunks(c in mutated()) {
+            agree(&c);
+        }
+
+        /// Unknown members of any shape, at the top, in a choice and in a delta, and
+        /// values of any shape in the members read.
+        #[test]
+        fn scanner_agrees_with_any_values(a in raw_value(), b in raw_value(), c in raw_value(), d in raw_value()) {
+            agree(&format!(r#"{{"x":{a},"choices":[{{"index":0,"y":{b},"delta":{{"content":"t","z":{c}}}}}]}}"#));
+            agree(&format!(r#"{{"model":{a},"choices":[{{"index":{b},"finish_reason":{c},"delta":{{"content":{d}}}}}]}}"#));
+            agree(&format!(r#"{{"choices":{a},"object":{b}}}"#));
+        }
     }
 }

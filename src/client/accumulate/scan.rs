@@ -1,0 +1,471 @@
+//! A one-pass reader of the common chunk shapes into the typed [`ChunkView`] (issue 19).
+//!
+//! [`scan_chunk`] walks one data event's bytes once, reading the members the accumulator
+//! uses and skipping every other value without building anything; strings are borrowed
+//! from the event and their escapes decoded only when present. It is a fast path in front
+//! of the serde reading ([`ChunkView::parse`]), not a second definition of it:
+//!
+//! - it returns `Some(view)` only where [`ChunkView::parse`] returns `Some` of the same
+//!   view (the property tests in `accumulate/tests.rs` hold the two to that on random and
+//!   adversarial chunks);
+//! - anything it does not read itself gives `None` and the caller runs the serde reading:
+//!   a non-null `usage`, `timings`, `error` or `delta.tool_calls` (at most a few events per
+//!   response), an escaped key, a field of an unexpected type, a duplicate member, a lone
+//!   surrogate escape, nesting deeper than [`MAX_DEPTH`], and any input that is not JSON.
+//!
+//! Its grammar is JSON's (RFC 8259) as serde_json reads it: whitespace is space, tab, LF
+//! and CR; numbers `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`; strings without raw
+//! control characters; nothing after the top-level object but whitespace.
+
+use std::borrow::Cow;
+
+use super::{ChoiceView, Choices, ChunkView, DeltaView, JStr, ToolDeltas};
+
+/// Deepest nesting read here (serde_json's own limit is 128); deeper input goes to serde.
+const MAX_DEPTH: u32 = 64;
+
+/// The typed view of one data event, when it has one of the shapes read here (see the
+/// module docs); `None` otherwise, and then [`ChunkView::parse`] decides.
+pub(super) fn scan_chunk(data: &str) -> Option<ChunkView<'_>> {
+    let mut p = Scanner {
+        s: data,
+        b: data.as_bytes(),
+        i: 0,
+    };
+    let view = p.chunk()?;
+    p.ws();
+    (p.i == p.b.len()).then_some(view)
+}
+
+struct Scanner<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+/// Object members read into a view, by bit: a second one fails the serde reading (a
+/// duplicate field), so it ends this one.
+struct Seen(u8);
+
+impl Seen {
+    #[inline]
+    fn first(&mut self, bit: u8) -> Option<()> {
+        if self.0 & bit != 0 {
+            return None;
+        }
+        self.0 |= bit;
+        Some(())
+    }
+}
+
+impl<'a> Scanner<'a> {
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    /// The next byte after whitespace (not consumed).
+    #[inline]
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+
+    #[inline]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        if self.peek()? == c {
+            self.i += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn literal(&mut self, lit: &[u8]) -> Option<()> {
+        if self.b.get(self.i..self.i + lit.len())? == lit {
+            self.i += lit.len();
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// `null` next: consumed, `true`.
+    #[inline]
+    fn null(&mut self) -> Option<bool> {
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    /// The members of an object: `member(self, key)` reads each value. Keys with escapes
+    /// are not read here.
+    #[inline]
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let key = match self.string()? {
+                Cow::Borrowed(k) => k,
+                Cow::Owned(_) => return None,
+            };
+            self.eat(b':')?;
+            self.ws();
+            member(self, key)?;
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A JSON string (the cursor on its opening quote): borrowed when it has no escape.
+    #[inline]
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.i += 1;
+        let start = self.i;
+        loop {
+            match *self.b.get(self.i)? {
+                b'"' => {
+                    let s = self.s.get(start..self.i)?;
+                    self.i += 1;
+                    return Some(Cow::Borrowed(s));
+                }
+                b'\\' => break,
+                c if c < 0x20 => return None,
+                _ => self.i += 1,
+            }
+        }
+        let mut out = String::with_capacity(self.i - start + 8);
+        out.push_str(self.s.get(start..self.i)?);
+        self.escaped(Some(&mut out))?;
+        Some(Cow::Owned(out))
+    }
+
+    /// The rest of a string from its first backslash to past its closing quote, decoded
+    /// into `out` (or only checked).
+    #[cold]
+    fn escaped(&mut self, mut out: Option<&mut String>) -> Option<()> {
+        loop {
+            let run = self.i;
+            while let Some(&c) = self.b.get(self.i) {
+                if c == b'"' || c == b'\\' || c < 0x20 {
+                    break;
+                }
+                self.i += 1;
+            }
+            if let Some(o) = out.as_deref_mut() {
+                o.push_str(self.s.get(run..self.i)?);
+            }
+            match *self.b.get(self.i)? {
+                b'"' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                b'\\' => {}
+                _ => return None,
+            }
+            let c = match *self.b.get(self.i + 1)? {
+                b'"' => '"',
+                b'\\' => '\\',
+                b'/' => '/',
+                b'b' => '\u{8}',
+                b'f' => '\u{c}',
+                b'n' => '\n',
+                b'r' => '\r',
+                b't' => '\t',
+                b'u' => {
+                    self.i += 2;
+                    let hi = self.hex4()?;
+                    let code = match hi {
+                        0xD800..=0xDBFF => {
+                            self.literal(b"\\u")?;
+                            let lo = self.hex4()?;
+                            if !(0xDC00..=0xDFFF).contains(&lo) {
+                                return None;
+                            }
+                            0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                        }
+                        0xDC00..=0xDFFF => return None,
+                        _ => hi,
+                    };
+                    if let Some(o) = out.as_deref_mut() {
+                        o.push(char::from_u32(code)?);
+                    }
+                    continue;
+                }
+                _ => return None,
+            };
+            self.i += 2;
+            if let Some(o) = out.as_deref_mut() {
+                o.push(c);
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = self.b.get(self.i..self.i + 4)?;
+        let mut v = 0u32;
+        for &d in digits {
+            v = v * 16 + char::from(d).to_digit(16)?;
+        }
+        self.i += 4;
+        Some(v)
+    }
+
+    /// A string, or `null` (`None`); any other type is not read here.
+    #[inline]
+    fn opt_str(&mut self) -> Option<Option<JStr<'a>>> {
+        match *self.b.get(self.i)? {
+            b'"' => Some(Some(JStr(self.string()?))),
+            b'n' => self.literal(b"null").map(|()| None),
+            _ => None,
+        }
+    }
+
+    /// An unsigned integer that fits in u64, or `null`.
+    #[inline]
+    fn opt_u64(&mut self) -> Option<Option<u64>> {
+        if self.null()? {
+            return Some(None);
+        }
+        let start = self.i;
+        let mut v: u64 = 0;
+        while let Some(&d @ b'0'..=b'9') = self.b.get(self.i) {
+            v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+            self.i += 1;
+        }
+        let n = self.i - start;
+        // No digits, a leading zero, or a fraction / exponent (a float is not a u64).
+        if n == 0 || (n > 1 && self.b[start] == b'0') {
+            return None;
+        }
+        if let Some(b'.' | b'e' | b'E') = self.b.get(self.i) {
+            return None;
+        }
+        Some(Some(v))
+    }
+
+    /// Skips one value of any type, checking its syntax.
+    fn skip(&mut self, depth: u32) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match self.peek()? {
+            b'"' => {
+                self.i += 1;
+                loop {
+                    match *self.b.get(self.i)? {
+                        b'"' => {
+                            self.i += 1;
+                            return Some(());
+                        }
+                        b'\\' => return self.escaped(None),
+                        c if c < 0x20 => return None,
+                        _ => self.i += 1,
+                    }
+                }
+            }
+            b'n' => self.literal(b"null"),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'{' => self.object(|p, _| p.skip(depth + 1)),
+            b'[' => {
+                self.i += 1;
+                if self.peek()? == b']' {
+                    self.i += 1;
+                    return Some(());
+                }
+                loop {
+                    self.skip(depth + 1)?;
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b']' => {
+                            self.i += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            _ => self.number(),
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while let Some(b'0'..=b'9') = self.b.get(self.i) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+    fn number(&mut self) -> Option<()> {
+        if self.b.get(self.i) == Some(&b'-') {
+            self.i += 1;
+        }
+        match *self.b.get(self.i)? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => {
+                self.digits();
+            }
+            _ => return None,
+        }
+        if self.b.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = self.b.get(self.i) {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.b.get(self.i) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    /// A member that is read elsewhere when present: only `null` is read here.
+    #[inline]
+    fn only_null(&mut self) -> Option<()> {
+        self.null()?.then_some(())
+    }
+
+    fn chunk(&mut self) -> Option<ChunkView<'a>> {
+        let mut view = ChunkView::default();
+        let mut seen = Seen(0);
+        self.object(|p, key| match key {
+            "choices" => {
+                seen.first(1)?;
+                view.choices = p.choices()?;
+                Some(())
+            }
+            "object" => {
+                seen.first(2)?;
+                view.object = p.opt_str()?;
+                Some(())
+            }
+            "model" => {
+                seen.first(4)?;
+                view.model = p.opt_str()?;
+                Some(())
+            }
+            "usage" => seen.first(8).and_then(|()| p.only_null()),
+            "timings" => seen.first(16).and_then(|()| p.only_null()),
+            "error" => seen.first(32).and_then(|()| p.only_null()),
+            _ => p.skip(1),
+        })?;
+        Some(view)
+    }
+
+    fn choices(&mut self) -> Option<Option<Choices<'a>>> {
+        if self.null()? {
+            return Some(None);
+        }
+        self.eat(b'[')?;
+        let mut out = Choices::default();
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(Some(out));
+        }
+        loop {
+            let c = self.choice()?;
+            if out.first.is_none() {
+                out.first = Some(c);
+            } else {
+                out.rest.push(c);
+            }
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(Some(out));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn choice(&mut self) -> Option<ChoiceView<'a>> {
+        let mut c = ChoiceView::default();
+        let mut seen = Seen(0);
+        self.object(|p, key| match key {
+            "index" => {
+                seen.first(1)?;
+                c.index = p.opt_u64()?;
+                Some(())
+            }
+            "finish_reason" => {
+                seen.first(2)?;
+                c.finish_reason = p.opt_str()?;
+                Some(())
+            }
+            "delta" => {
+                seen.first(4)?;
+                c.delta = if p.null()? { None } else { Some(p.delta()?) };
+                Some(())
+            }
+            "text" => {
+                seen.first(8)?;
+                c.text = p.opt_str()?;
+                Some(())
+            }
+            _ => p.skip(3),
+        })?;
+        Some(c)
+    }
+
+    fn delta(&mut self) -> Option<DeltaView<'a>> {
+        let mut d = DeltaView::default();
+        let mut seen = Seen(0);
+        self.object(|p, key| match key {
+            "content" => {
+                seen.first(1)?;
+                d.content = p.opt_str()?;
+                Some(())
+            }
+            "reasoning_content" => {
+                seen.first(2)?;
+                d.reasoning_content = p.opt_str()?;
+                Some(())
+            }
+            "reasoning" => {
+                seen.first(4)?;
+                d.reasoning = p.opt_str()?;
+                Some(())
+            }
+            "tool_calls" => {
+                seen.first(8)?;
+                // `null` and `[]` here; entries go to serde.
+                if !p.null()? {
+                    p.eat(b'[')?;
+                    p.eat(b']')?;
+                    d.tool_calls = Some(ToolDeltas::default());
+                }
+                Some(())
+            }
+            _ => p.skip(4),
+        })?;
+        Some(d)
+    }
+}
