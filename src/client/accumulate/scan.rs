@@ -238,6 +238,14 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// A string-or-null member read into `field`, the first time it is seen.
+    #[inline]
+    fn str_member(&mut self, seen: &mut Seen, bit: u8, field: &mut Option<JStr<'a>>) -> Option<()> {
+        seen.first(bit)?;
+        *field = self.opt_str()?;
+        Some(())
+    }
+
     /// An unsigned integer that fits in u64, or `null`.
     #[inline]
     fn opt_u64(&mut self) -> Option<Option<u64>> {
@@ -360,16 +368,8 @@ impl<'a> Scanner<'a> {
                 view.choices = p.choices()?;
                 Some(())
             }
-            "object" => {
-                seen.first(2)?;
-                view.object = p.opt_str()?;
-                Some(())
-            }
-            "model" => {
-                seen.first(4)?;
-                view.model = p.opt_str()?;
-                Some(())
-            }
+            "object" => p.str_member(&mut seen, 2, &mut view.object),
+            "model" => p.str_member(&mut seen, 4, &mut view.model),
             "usage" => seen.first(8).and_then(|()| p.only_null()),
             "timings" => seen.first(16).and_then(|()| p.only_null()),
             "error" => seen.first(32).and_then(|()| p.only_null()),
@@ -415,21 +415,13 @@ impl<'a> Scanner<'a> {
                 c.index = p.opt_u64()?;
                 Some(())
             }
-            "finish_reason" => {
-                seen.first(2)?;
-                c.finish_reason = p.opt_str()?;
-                Some(())
-            }
+            "finish_reason" => p.str_member(&mut seen, 2, &mut c.finish_reason),
             "delta" => {
                 seen.first(4)?;
                 c.delta = if p.null()? { None } else { Some(p.delta()?) };
                 Some(())
             }
-            "text" => {
-                seen.first(8)?;
-                c.text = p.opt_str()?;
-                Some(())
-            }
+            "text" => p.str_member(&mut seen, 8, &mut c.text),
             _ => p.skip(3),
         })?;
         Some(c)
@@ -439,21 +431,9 @@ impl<'a> Scanner<'a> {
         let mut d = DeltaView::default();
         let mut seen = Seen(0);
         self.object(|p, key| match key {
-            "content" => {
-                seen.first(1)?;
-                d.content = p.opt_str()?;
-                Some(())
-            }
-            "reasoning_content" => {
-                seen.first(2)?;
-                d.reasoning_content = p.opt_str()?;
-                Some(())
-            }
-            "reasoning" => {
-                seen.first(4)?;
-                d.reasoning = p.opt_str()?;
-                Some(())
-            }
+            "content" => p.str_member(&mut seen, 1, &mut d.content),
+            "reasoning_content" => p.str_member(&mut seen, 2, &mut d.reasoning_content),
+            "reasoning" => p.str_member(&mut seen, 4, &mut d.reasoning),
             "tool_calls" => {
                 seen.first(8)?;
                 // `null` and `[]` here; entries go to serde.
