@@ -27,7 +27,6 @@ pub mod gate;
 pub mod grade;
 pub mod harness;
 pub mod load;
-pub mod model;
 pub mod offline;
 pub mod otlp;
 pub mod overhead;
@@ -45,3 +44,7 @@ pub mod suite;
 pub mod telemetry;
 pub mod timeline;
 pub mod tools;
+
+// The workspace crates (crates/*), under the paths the rest of the library and its users
+// name them by.
+pub use inferscope_model as model;
