@@ -39,7 +39,6 @@ pub mod runner;
 pub mod serve;
 pub mod shard;
 pub mod sim;
-pub mod stats;
 pub mod suite;
 pub mod telemetry;
 pub mod timeline;
@@ -48,3 +47,4 @@ pub mod tools;
 // The workspace crates (crates/*), under the paths the rest of the library and its users
 // name them by.
 pub use inferscope_model as model;
+pub use inferscope_stats as stats;
