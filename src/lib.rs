@@ -31,7 +31,6 @@ pub mod offline;
 pub mod otlp;
 pub mod overhead;
 pub mod records;
-pub mod redact;
 pub mod render;
 pub mod reporter;
 pub mod run_dir;
@@ -48,3 +47,4 @@ pub mod tools;
 // name them by.
 pub use inferscope_model as model;
 pub use inferscope_stats as stats;
+pub use inferscope_redact as redact;
