@@ -16,7 +16,6 @@
 //! Pure logic (parsing, statistics, attribution, gates) does no I/O; I/O lives at the edges
 //! (`client`, `telemetry`, `timeline` persistence, `sim`, `runner`).
 
-pub mod attribution;
 pub mod baseline;
 pub mod cli;
 pub mod client;
@@ -48,3 +47,4 @@ pub use inferscope_redact as redact;
 pub use inferscope_clock as clock;
 pub use inferscope_fsio as fsio;
 pub use inferscope_gate as gate;
+pub use inferscope_attribution as attribution;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::attribution::read_step_markers;
+use crate::run_dir::read_step_markers;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
 use crate::grade::{CheckResult, GradeSubject, evaluate};
