@@ -41,10 +41,10 @@ pub mod tools;
 
 // The workspace crates (crates/*), under the paths the rest of the library and its users
 // name them by.
-pub use inferscope_model as model;
-pub use inferscope_stats as stats;
-pub use inferscope_redact as redact;
+pub use inferscope_attribution as attribution;
 pub use inferscope_clock as clock;
 pub use inferscope_fsio as fsio;
 pub use inferscope_gate as gate;
-pub use inferscope_attribution as attribution;
+pub use inferscope_model as model;
+pub use inferscope_redact as redact;
+pub use inferscope_stats as stats;

@@ -128,4 +128,3 @@ pub fn read_step_markers(path: &Path) -> Result<MarkerFile, MarkerReadError> {
     })?;
     Ok(parse_marker_file(&bytes))
 }
-

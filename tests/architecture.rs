@@ -181,7 +181,11 @@ fn no_import_cycle_inside_any_workspace_crate() {
             found.push(format!("{}: {a} → {b}", src.display()));
         }
     }
-    assert!(seen >= 6, "expected the workspace crates under {}", crates.display());
+    assert!(
+        seen >= 6,
+        "expected the workspace crates under {}",
+        crates.display()
+    );
     assert!(
         found.is_empty(),
         "import edges that close a cycle inside a crate:\n{}",

@@ -127,7 +127,10 @@ impl Graph {
 /// no other platform's dependency has to be downloaded (the read is offline).
 fn host_triple() -> String {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
-    let out = Command::new(rustc).arg("-vV").output().expect("run rustc -vV");
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("run rustc -vV");
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("host: "))
@@ -139,7 +142,13 @@ fn host_triple() -> String {
 fn metadata() -> Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--filter-platform",
+        ])
         .arg(host_triple())
         .arg("--manifest-path")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
@@ -195,7 +204,10 @@ fn the_dependency_check_follows_normal_chains_only() {
     let g = Graph::from_metadata(&meta);
     assert_eq!(
         g.violations("pure-a", &["pure-a"]),
-        vec!["pure-a → impure-b".to_string(), "pure-a → mid → tokio".to_string()]
+        vec![
+            "pure-a → impure-b".to_string(),
+            "pure-a → mid → tokio".to_string()
+        ]
     );
     assert!(g.violations("mid", &["pure-a", "mid"]) == vec!["mid → tokio".to_string()]);
 }

@@ -61,9 +61,8 @@ pub use input::{
     PowerSeries, RunWindow, StepUsage,
 };
 pub use markers::{
-    MAX_MARKER_ERRORS, MarkerFile, MarkerFileError, MarkerLineError, StepKind,
-    StepMarker, parse_marker_file, parse_step_markers, step_markers_to_jsonl,
-    write_step_markers,
+    MAX_MARKER_ERRORS, MarkerFile, MarkerFileError, MarkerLineError, StepKind, StepMarker,
+    parse_marker_file, parse_step_markers, step_markers_to_jsonl, write_step_markers,
 };
 pub use metrics::{
     AttributionOutcome, ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep,

@@ -332,9 +332,7 @@ pub fn validate_overhead(spec: &OverheadSpec) -> Result<(), Vec<SpecProblem>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::{
-        EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, JobOutcome, Outcome, exit_status,
-    };
+    use crate::verdict::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, JobOutcome, Outcome, exit_status};
     use inferscope_stats::{AggregateParams, JobStats, RequestFigures};
 
     fn spec(toml_src: &str) -> GateSpec {
@@ -651,7 +649,10 @@ mod tests {
         let figs = FigureSet::from_job_stats(&JobStats::aggregate(&[r], AggregateParams::new(1)));
         let v = evaluate(&spec("tpot_ms = { p50 = 1.0 }"), &figs);
         let t = by(&v, "tpot_ms.p50");
-        assert_eq!(t.tokens, Some(inferscope_model::TokenSource::ClientEstimate));
+        assert_eq!(
+            t.tokens,
+            Some(inferscope_model::TokenSource::ClientEstimate)
+        );
         assert_eq!(
             t.message,
             "tpot_ms.p50 = 5 ms > bound 1 ms (client timing; tokens client-estimated)"
