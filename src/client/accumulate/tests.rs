@@ -1227,19 +1227,21 @@ mod typed_vs_lenient {
         }
     }
 
-    /// The generator is a fair test of the typed view only if most of its chunks pass it.
-    #[test]
-    fn most_generated_chunks_pass_the_typed_view() {
+    /// How many of `total` chunks from [`chunk`] (a fixed seed) `pass`.
+    pub(super) fn generated_passing(total: usize, pass: impl Fn(&str) -> bool) -> usize {
         use proptest::strategy::ValueTree;
         let mut runner = proptest::test_runner::TestRunner::deterministic();
         let strategy = chunk();
+        (0..total)
+            .filter(|_| pass(&strategy.new_tree(&mut runner).unwrap().current()))
+            .count()
+    }
+
+    /// The generator is a fair test of the typed view only if most of its chunks pass it.
+    #[test]
+    fn most_generated_chunks_pass_the_typed_view() {
         let total = 400;
-        let typed = (0..total)
-            .filter(|_| {
-                let c = strategy.new_tree(&mut runner).unwrap().current();
-                ChunkView::parse(&c).is_some()
-            })
-            .count();
+        let typed = generated_passing(total, |c| ChunkView::parse(c).is_some());
         assert!(
             typed * 4 >= total,
             "only {typed} of {total} chunks pass the typed view"
@@ -1251,7 +1253,7 @@ mod typed_vs_lenient {
 /// ([`ChunkView::parse`]): wherever it gives a view, it is the serde reading's view.
 mod scan_vs_serde {
     use super::scan::scan_chunk;
-    use super::typed_vs_lenient::chunk;
+    use super::typed_vs_lenient::{chunk, generated_passing};
     use super::*;
     use proptest::prelude::*;
 
@@ -1464,13 +1466,8 @@ mod scan_vs_serde {
     /// The generated chunks are a fair test of the scanner only if it reads many of them.
     #[test]
     fn many_generated_chunks_are_read_by_the_scanner() {
-        use proptest::strategy::ValueTree;
-        let mut runner = proptest::test_runner::TestRunner::deterministic();
-        let strategy = chunk();
         let total = 400;
-        let read = (0..total)
-            .filter(|_| scan_chunk(&strategy.new_tree(&mut runner).unwrap().current()).is_some())
-            .count();
+        let read = generated_passing(total, |c| scan_chunk(c).is_some());
         assert!(
             read * 10 >= total,
             "only {read} of {total} chunks read by the scanner"
