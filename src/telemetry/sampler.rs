@@ -311,15 +311,15 @@ impl TelemetryHandle {
     /// at or after `at_least_ns` (run clock) or `max_wait` has passed; the sources still
     /// short of it are listed in [`TelemetrySnapshot::uncovered`] (their tail is never
     /// invented). Sampling goes on; each device's whole-run energy is over the samples so
-    /// far. Blocks the calling thread (call it from `spawn_blocking` in async code).
-    pub fn snapshot(&self, at_least_ns: u64, max_wait: Duration) -> TelemetrySnapshot {
+    /// far. The wait polls every 5 ms on the async runtime's timer.
+    pub async fn snapshot(&self, at_least_ns: u64, max_wait: Duration) -> TelemetrySnapshot {
         let deadline = Instant::now() + max_wait;
         loop {
             let uncovered = self.uncovered(at_least_ns);
             if uncovered.is_empty() || Instant::now() >= deadline || self.threads_done() {
                 return self.snapshot_now(uncovered);
             }
-            std::thread::sleep(SNAPSHOT_POLL.min(deadline - Instant::now()));
+            tokio::time::sleep(SNAPSHOT_POLL.min(deadline - Instant::now())).await;
         }
     }
 
