@@ -6,8 +6,8 @@ use super::proc::{ProcOutcome, ProcReader, ProcSample, clk_tck};
 use super::profile::map_exposition;
 use super::prom::{ExpositionFormat, format_from_content_type, parse_exposition};
 use super::{
-    GpuConfig, MetricsConfig, MetricsTimeline, PowerTimeline, ProcConfig,
-    ProcTimeline, ScrapeGap, SourceStatus, TelemetryConfig, TelemetryRun,
+    GpuConfig, MetricsConfig, MetricsTimeline, PowerTimeline, ProcConfig, ProcTimeline, ScrapeGap,
+    SourceStatus, TelemetryConfig, TelemetryRun,
 };
 use crate::clock::RunClock;
 use std::sync::mpsc;
@@ -91,7 +91,8 @@ struct Live {
 type SharedLive = Arc<Mutex<Live>>;
 
 fn lock_live(live: &SharedLive) -> std::sync::MutexGuard<'_, Live> {
-    live.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    live.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Appends `v` to `items` unless `cap` are kept; a sample past the cap is counted in

@@ -575,7 +575,10 @@ async fn snapshot_waits_for_a_covering_sample_and_names_a_source_short_of_it() {
         ..Default::default()
     };
     let h = start(cfg, &clock);
-    assert!(h.streams(), "no Prometheus source: jobs can be finalized as they end");
+    assert!(
+        h.streams(),
+        "no Prometheus source: jobs can be finalized as they end"
+    );
     assert!(h.snapshot_wait() >= Duration::from_millis(30));
 
     // An instant no sample can have reached yet, without waiting: both sources short of it.
@@ -585,7 +588,10 @@ async fn snapshot_waits_for_a_covering_sample_and_names_a_source_short_of_it() {
     assert_eq!(names, ["sim", "metrics"], "{:?}", s.uncovered);
     let power = s.run.power.as_ref().unwrap();
     let newest = power.samples.iter().map(|p| p.elapsed_ns).max();
-    assert_eq!(s.uncovered[0].1, newest, "the newest sample's time is named");
+    assert_eq!(
+        s.uncovered[0].1, newest,
+        "the newest sample's time is named"
+    );
     assert!(s.run.proc.is_none());
 
     // The instant now: the snapshot comes once both sources have sampled at or after it
@@ -611,5 +617,8 @@ async fn snapshot_waits_for_a_covering_sample_and_names_a_source_short_of_it() {
     assert!(fin.samples.len() >= power.samples.len());
     assert_eq!(&fin.samples[..power.samples.len()], &power.samples[..]);
     let fin_m = run.metrics.unwrap();
-    assert_eq!(&fin_m.samples[..metrics.samples.len()], &metrics.samples[..]);
+    assert_eq!(
+        &fin_m.samples[..metrics.samples.len()],
+        &metrics.samples[..]
+    );
 }
