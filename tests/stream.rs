@@ -40,11 +40,11 @@ impl Latch {
     }
 }
 
-fn two_job_suite(dir: &Path, url: &str) -> String {
+fn two_job_suite(dir: &Path, url: &str, telemetry: &str) -> String {
     // Job 2's requests are told apart by their max_tokens (17).
     let s = format!(
         "name = \"s\"\nendpoint = \"{url}\"\nmodel = \"m\"\n\
-         [telemetry]\nmetrics = false\ngpu = \"off\"\n\
+         [telemetry]\nmetrics = false\ngpu = \"off\"\n{telemetry}\n\
          [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [8]\nmax_tokens = 16\n\
          [[jobs]]\nname = \"two\"\nkind = \"context\"\nsizes = [8]\nmax_tokens = 17\n"
     );
@@ -72,7 +72,7 @@ fn a_job_line_is_written_before_the_next_job_reaches_the_server() {
         Reply::Ok("a short answer".into())
     });
     let cwd = tempfile::tempdir().unwrap();
-    let suite = two_job_suite(cwd.path(), &server.base_url());
+    let suite = two_job_suite(cwd.path(), &server.base_url(), "");
     let out = cwd.path().join("run");
     let mut child = command(cwd.path())
         .args(["run", &suite, "--out", out.to_str().unwrap()])
@@ -111,6 +111,56 @@ fn a_job_line_is_written_before_the_next_job_reaches_the_server() {
     assert!(at("s::one") < at("s::two"), "{console}");
     assert!(at("s::two") < at("Summary"), "{console}");
     assert_eq!(job2_arrivals.load(Ordering::SeqCst), 1, "{console}");
+}
+
+/// The one run that is not streamed: engine counters from a Prometheus server are read
+/// only after the measured window, so no job's figures are final when it ends. Job 2's
+/// first request is held until the test reads job 1's line (or 3 s pass): a streamed line
+/// would release it, so job 1's line must come only after that request was answered.
+#[test]
+fn with_a_prometheus_counter_source_job_lines_wait_for_the_run_end() {
+    let line_read = Arc::new(Latch::default());
+    let job2_answered = Arc::new(AtomicBool::new(false));
+    let (read, answered) = (line_read.clone(), job2_answered.clone());
+    let server = Hostile::start("m", move |r: &Received| {
+        if r.body.contains("\"max_tokens\":17") {
+            read.wait(Duration::from_secs(3));
+            answered.store(true, Ordering::SeqCst);
+        }
+        Reply::Ok("a short answer".into())
+    });
+    let cwd = tempfile::tempdir().unwrap();
+    let suite = two_job_suite(
+        cwd.path(),
+        &server.base_url(),
+        "prometheus = { url = \"http://127.0.0.1:9\", selector = '{job=\"x\"}', wait_s = 0 }",
+    );
+    let out = cwd.path().join("run");
+    let mut child = command(cwd.path())
+        .args(["run", &suite, "--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    let mut answered_when_line_read = None;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line.contains("s::one") && answered_when_line_read.is_none() {
+            answered_when_line_read = Some(job2_answered.load(Ordering::SeqCst));
+            line_read.set();
+        }
+        lines.push(line);
+    }
+    let status = child.wait().unwrap();
+    let console = lines.join("\n");
+    assert_eq!(status.code(), Some(0), "{console}");
+    assert_eq!(
+        answered_when_line_read,
+        Some(true),
+        "job 1's line was printed before job 2 had its answer\n{console}"
+    );
+    assert_eq!(report(&out)["jobs"][0]["status"], "pass", "{console}");
 }
 
 /// The streamed job objects of `--message-format json` are exactly `report.json`'s jobs
