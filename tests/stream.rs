@@ -51,6 +51,29 @@ fn two_job_suite(dir: &Path, url: &str, telemetry: &str) -> String {
     write(dir, "s.toml", &s).display().to_string()
 }
 
+/// Runs `suite` with stdout piped (no TTY), calling `on_line` with each line as the child
+/// writes it; the exit code and every line.
+fn run_reading_lines(
+    cwd: &Path,
+    suite: &str,
+    out: &Path,
+    mut on_line: impl FnMut(&str),
+) -> (Option<i32>, Vec<String>) {
+    let mut child = command(cwd)
+        .args(["run", suite, "--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        on_line(&line);
+        lines.push(line);
+    }
+    (child.wait().unwrap().code(), lines)
+}
+
 /// Piped stdout (no TTY): job 1's `PASS` line is on the child's stdout while job 2's first
 /// request is held unanswered at the server — the server holds it until the test has read
 /// that line, so under the old behaviour (every line after the run) it would wait out
@@ -74,26 +97,16 @@ fn a_job_line_is_written_before_the_next_job_reaches_the_server() {
     let cwd = tempfile::tempdir().unwrap();
     let suite = two_job_suite(cwd.path(), &server.base_url(), "");
     let out = cwd.path().join("run");
-    let mut child = command(cwd.path())
-        .args(["run", &suite, "--out", out.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = Vec::new();
     let mut arrivals_when_line_read = None;
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
+    let (code, lines) = run_reading_lines(cwd.path(), &suite, &out, |line| {
         if line.contains("PASS") && line.contains("s::one") && arrivals_when_line_read.is_none() {
             // Job 2 may have sent its first request by now (it is then held), never more.
             arrivals_when_line_read = Some(job2_arrivals.load(Ordering::SeqCst));
             line_read.set();
         }
-        lines.push(line);
-    }
-    let status = child.wait().unwrap();
+    });
     let console = lines.join("\n");
-    assert_eq!(status.code(), Some(0), "{console}");
+    assert_eq!(code, Some(0), "{console}");
     assert!(
         arrivals_when_line_read.is_some_and(|n| n <= 1),
         "job 1's line was read: {arrivals_when_line_read:?}\n{console}"
@@ -136,25 +149,15 @@ fn with_a_prometheus_counter_source_job_lines_wait_for_the_run_end() {
         "prometheus = { url = \"http://127.0.0.1:9\", selector = '{job=\"x\"}', wait_s = 0 }",
     );
     let out = cwd.path().join("run");
-    let mut child = command(cwd.path())
-        .args(["run", &suite, "--out", out.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = Vec::new();
     let mut answered_when_line_read = None;
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
+    let (code, lines) = run_reading_lines(cwd.path(), &suite, &out, |line| {
         if line.contains("s::one") && answered_when_line_read.is_none() {
             answered_when_line_read = Some(job2_answered.load(Ordering::SeqCst));
             line_read.set();
         }
-        lines.push(line);
-    }
-    let status = child.wait().unwrap();
+    });
     let console = lines.join("\n");
-    assert_eq!(status.code(), Some(0), "{console}");
+    assert_eq!(code, Some(0), "{console}");
     assert_eq!(
         answered_when_line_read,
         Some(true),
