@@ -26,6 +26,7 @@ pub mod fsio;
 pub mod gate;
 pub mod grade;
 pub mod harness;
+pub mod json;
 pub mod load;
 pub mod model;
 pub mod offline;
