@@ -1,29 +1,9 @@
 //! The module graph (issue 14): which top-level modules of the library import which,
 //! read from the sources (`crate::X` paths outside comments, `use crate::{X, Y}` groups
-//! included). Every edge that lies on an import cycle must be in [`KNOWN_CYCLE_EDGES`],
-//! the debt still to remove, and every edge listed there must still close a cycle: a new
-//! cycle fails, and so does a removed one left on the list (the list only shrinks).
+//! included). The graph is one-way: any edge that lies on an import cycle fails.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// Edges `from → to` on an import cycle today (issue 14's remaining debt: `runner` ↔
-/// `shard`/`offline`/`load`, and `reporter`, which `shard::merge` uses, on the `runner` ↔
-/// `shard` circle). Remove an entry when its edge
-/// goes; never add one.
-const KNOWN_CYCLE_EDGES: &[(&str, &str)] = &[
-    ("load", "runner"),
-    ("load", "shard"),
-    ("offline", "runner"),
-    ("reporter", "load"),
-    ("reporter", "runner"),
-    ("runner", "load"),
-    ("runner", "offline"),
-    ("runner", "shard"),
-    ("shard", "load"),
-    ("shard", "reporter"),
-    ("shard", "runner"),
-];
 
 /// The top-level module a source file belongs to (`src/x.rs` and `src/x/**` → `x`);
 /// `None` for the crate roots.
@@ -126,31 +106,17 @@ fn cycle_edges(g: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<(String, Stri
 }
 
 #[test]
-fn no_new_import_cycle_between_top_level_modules() {
+fn no_import_cycle_between_top_level_modules() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let g = graph(&src);
-    let found = cycle_edges(&g);
-    let known: BTreeSet<(String, String)> = KNOWN_CYCLE_EDGES
+    let found: Vec<String> = cycle_edges(&g)
         .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-    let new: Vec<String> = found
-        .difference(&known)
-        .map(|(a, b)| format!("(\"{a}\", \"{b}\"),"))
-        .collect();
-    let gone: Vec<String> = known
-        .difference(&found)
-        .map(|(a, b)| format!("(\"{a}\", \"{b}\"),"))
+        .map(|(a, b)| format!("{a} → {b}"))
         .collect();
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "import edges that close a cycle (the direction must be one-way):\n{}",
-        new.join("\n")
-    );
-    assert!(
-        gone.is_empty(),
-        "no longer on a cycle — remove from KNOWN_CYCLE_EDGES:\n{}",
-        gone.join("\n")
+        found.join("\n")
     );
 }
 

@@ -137,7 +137,7 @@ pub enum Command {
         /// other hosts are aligned by their unix anchors, whose clocks differ by their
         /// sync error (not measured). Shards of one host share one wall clock and use the
         /// anchors' measured read brackets instead.
-        #[arg(long, value_name = "MS", default_value_t = crate::shard::merge::DEFAULT_HOST_OFFSET_MS)]
+        #[arg(long, value_name = "MS", default_value_t = crate::shard::DEFAULT_HOST_OFFSET_MS)]
         host_clock_offset_ms: f64,
     },
     /// Print Kubernetes manifests that run a suite as N shards (an Indexed Job) and merge

@@ -16,13 +16,13 @@ use crate::attribution::{
     StepUsage, TrajectoryOutcome,
 };
 use crate::clock::RunClock;
-use crate::load::curve::{EnergyPoint, window_energy_mj};
 use crate::model::load::{WindowEnergy, WindowMethod};
 use crate::model::{
     AttributionGroup, Basis, EnergyBasis, Figure, JobEnergy, PowerReport, PowerSource,
     RunAttributionSummary, RunReport, TokenSource, tokens_per_joule,
 };
 use crate::runner::execute::{GradedJob, SuiteRuntime};
+use crate::runner::load::curve::{EnergyPoint, window_energy_mj};
 use crate::runner::steps::TrajectoryRecord;
 use crate::sim::SimHandle;
 use crate::stats::saturating_total;
@@ -587,17 +587,6 @@ impl RunEnergy {
             },
         }
     }
-}
-
-/// `inferscope-bench trajectory --samples DIR --steps FILE`: the offline step-attribution join (docs/measurement.md) of
-/// an external driver's step markers with a run's sampled timelines (the other sources:
-/// [`crate::offline`]). Exit 0 on success, 2 on unreadable input.
-pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
-    crate::offline::command(
-        &crate::offline::OfflineSource::Samples(samples.to_path_buf()),
-        steps,
-        out,
-    )
 }
 
 /// The counter tracks of a run's samples: one per resource lane the dashboard draws

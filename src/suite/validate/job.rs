@@ -92,7 +92,7 @@ pub(super) fn job(
     })
 }
 
-/// The load keys of a job (issue 8; see `crate::load`, the driver that runs them): `None` when none is set.
+/// The load keys of a job (issue 8; see `crate::runner::load`, the driver that runs them): `None` when none is set.
 ///
 /// Rules: `concurrency` ≥ 1; `rate` finite > 0; `arrival` needs a rate (or a rate sweep);
 /// one of `count` (≥ 1) or `duration_s` (> 0), and `count` not with `repeat`; a sweep sets

@@ -3,6 +3,8 @@
 //! the endpoint failed the preflight —, 2 bad input, 1 integrity error, 3 inconclusive).
 //! Console output goes to stdout; diagnostics to stderr.
 
+pub mod merge;
+
 use std::path::{Path, PathBuf};
 
 use crate::cli::{Command, MessageFormat, ReportFormat, RunArgs, TimelineCommand};
@@ -25,7 +27,7 @@ pub async fn dispatch(cmd: Command) -> i32 {
             run_dirs,
             out,
             host_clock_offset_ms,
-        } => crate::shard::merge::command(&run_dirs, &out, host_clock_offset_ms),
+        } => merge::command(&run_dirs, &out, host_clock_offset_ms),
         Command::K8s(args) => crate::shard::k8s::command(args),
         Command::Run { args, after } => run(args, after).await,
         Command::Serve(args) => crate::serve::run(args).await,
@@ -38,7 +40,7 @@ pub async fn dispatch(cmd: Command) -> i32 {
         },
         Command::Timeline {
             command: TimelineCommand::Verify { run_dir },
-        } => match crate::shard::merge::shard_dirs(&run_dir) {
+        } => match merge::shard_dirs(&run_dir) {
             // A merged run keeps each shard's timeline verbatim under shards/K: each is
             // verified against its own report (1 when any fails, else 2 when any is
             // unavailable, else 0).
@@ -394,15 +396,13 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             }
             page
         }
-        ReportFormat::Perfetto if rep.merge.is_some() => {
-            match crate::shard::merge::perfetto(run_dir, rep) {
-                Ok(v) => v,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return EXIT_BAD_INPUT;
-                }
+        ReportFormat::Perfetto if rep.merge.is_some() => match merge::perfetto(run_dir, rep) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_BAD_INPUT;
             }
-        }
+        },
         ReportFormat::Perfetto => match runner::energy::perfetto(run_dir, rep) {
             Ok(v) => v,
             Err(e) => {
