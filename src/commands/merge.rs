@@ -1006,8 +1006,8 @@ pub fn perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
     for s in &m.shards {
         let dir = run_dir.join(&s.dir);
         let shard = crate::run_dir::read_report_with_requests(&dir)?;
-        let text = crate::runner::energy::perfetto(&dir, &shard)
-            .map_err(|e| format!("shard {}: {e}", s.k))?;
+        let text =
+            super::report::perfetto(&dir, &shard).map_err(|e| format!("shard {}: {e}", s.k))?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
         let off_us = s.offset_ns as f64 / 1000.0;
         for mut e in v["traceEvents"].as_array().cloned().unwrap_or_default() {

@@ -11,8 +11,6 @@
 //!
 //! Pure logic here; `commands` and the runner do the I/O.
 
-pub mod k8s;
-
 use std::str::FromStr;
 
 use sha2::{Digest, Sha256};
