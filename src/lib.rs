@@ -18,7 +18,6 @@
 
 pub mod baseline;
 pub mod cli;
-pub mod client;
 pub mod commands;
 pub mod grade;
 pub mod harness;
@@ -42,6 +41,7 @@ pub mod tools;
 // The workspace crates (crates/*), under the paths the rest of the library and its users
 // name them by.
 pub use inferscope_attribution as attribution;
+pub use inferscope_client as client;
 pub use inferscope_clock as clock;
 pub use inferscope_fsio as fsio;
 pub use inferscope_gate as gate;

@@ -22,7 +22,7 @@ use super::accumulate::{Flow, RequestHead, StreamAccumulator};
 use super::in_flight::InFlight;
 use super::record::{FailureCode, RecordWarning, RequestRecord, sanitize_error};
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, ReadStamps, SseError, SseFramer, feed};
-use crate::clock::RunClock;
+use inferscope_clock::RunClock;
 
 /// Client settings.
 #[derive(Clone)]

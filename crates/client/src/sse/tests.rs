@@ -2,7 +2,7 @@
 //! eventsource-stream (the field parser it replaced) on arbitrary streams and read splits.
 
 use super::*;
-use crate::client::record::{RequestStatus, TokenSource};
+use crate::record::{RequestStatus, TokenSource};
 
 const MS: u64 = 1_000_000;
 

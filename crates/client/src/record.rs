@@ -1,9 +1,9 @@
 //! The per-request measurement record and its closed vocabularies. They are part of the
-//! report model and live in [`crate::model::request`] (with [`TokenSource`] in
-//! [`crate::model::basis`]); re-exported here, where the client fills them in.
+//! report model and live in [`inferscope_model::request`] (with [`TokenSource`] in
+//! [`inferscope_model::basis`]); re-exported here, where the client fills them in.
 
-pub use crate::model::basis::{EstimateMethod, TokenEstimate, TokenSource};
-pub use crate::model::request::{
+pub use inferscope_model::basis::{EstimateMethod, TokenEstimate, TokenSource};
+pub use inferscope_model::request::{
     AssistantOutput, ChoiceRecord, FailureCode, MAX_ERROR_BYTES, RecordWarning, RequestRecord,
     RequestStatus, ToolCall, estimate, estimate_all, estimate_tokens, estimate_tokens_all,
     sanitize_error,

@@ -2,7 +2,7 @@
 //! Times are given in ms after `send_ns = 0`, as in the cases.
 
 use super::*;
-use crate::client::record::{RecordWarning, RequestStatus, TokenSource};
+use crate::record::{RecordWarning, RequestStatus, TokenSource};
 
 const MS: u64 = 1_000_000;
 

@@ -7,7 +7,7 @@
 //!   parsing, the `max_event_bytes` cap) — C03, C04, C05, C30.
 //! - [`http`]: the reqwest edge ([`Client::chat`], [`Client::list_models`]).
 //! - [`record`]: [`RequestRecord`] and the closed vocabularies ([`FailureCode`], ...),
-//!   re-exported from the report model ([`crate::model::request`]).
+//!   re-exported from the report model ([`inferscope_model::request`]).
 //! - [`tool_calls`]: tool-call delta assembly by index and id — C09.
 //!
 //! Semantics follow the field cases' reference definitions (`cases/README.md` §0): times are
