@@ -35,7 +35,6 @@ pub mod shard;
 pub mod sim;
 pub mod suite;
 pub mod telemetry;
-pub mod timeline;
 pub mod tools;
 
 // The workspace crates (crates/*), under the paths the rest of the library and its users
@@ -48,3 +47,4 @@ pub use inferscope_gate as gate;
 pub use inferscope_model as model;
 pub use inferscope_redact as redact;
 pub use inferscope_stats as stats;
+pub use inferscope_timeline as timeline;

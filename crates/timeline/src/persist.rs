@@ -123,7 +123,7 @@ impl TimelineSink {
         let anchor = inner.clock.reference_instant_unix_ns();
         let mut events = Vec::with_capacity(summary.serialized_bytes as usize);
         for rec in &records {
-            let wall = crate::clock::unix_ns_to_rfc3339(anchor.saturating_add(rec.elapsed_ns));
+            let wall = inferscope_clock::unix_ns_to_rfc3339(anchor.saturating_add(rec.elapsed_ns));
             if wall.len() != WALL_TIME_LEN {
                 return Err(PersistError::BoundBroken("wall_time_utc length"));
             }
@@ -156,7 +156,7 @@ impl TimelineSink {
             telemetry_session_id: info.telemetry_session_id.clone(),
             reference_instant_unix_ns: anchor,
             clock_domain_id: inner.domain.to_string(),
-            start_utc: crate::clock::unix_ns_to_rfc3339(
+            start_utc: inferscope_clock::unix_ns_to_rfc3339(
                 anchor.saturating_add(inner.start_elapsed_ns),
             ),
             start_elapsed_ns: inner.start_elapsed_ns,

@@ -155,7 +155,7 @@ impl DroppedCounts {
 
 /// Capture quality: the report model's [`Quality`] (`complete`, `partial`,
 /// `unavailable`), shared by the manifest and `report.json`.
-pub use crate::model::Quality;
+pub use inferscope_model::Quality;
 
 /// The bounded set of reason codes behind a `partial` quality (manifest
 /// `quality_reasons`, in this order).

@@ -23,7 +23,7 @@ pub const HARNESS_SPAN_NAME: &str = "swe_harness";
 /// - `prompt_tokens`, `completion_tokens`: observed counts (server `usage`) or `null`,
 ///   never inferred.
 /// - `completion_tokens_estimate`: the client's output-token estimate (count,
-///   `ceil(bytes / 4)` of the whole output, [`crate::client::estimate_tokens`]) when the
+///   `ceil(bytes / 4)` of the whole output, [`inferscope_client::estimate_tokens`]) when the
 ///   server sent no usage (docs/measurement.md "marked estimated", field case C11/C12), else `null`.
 ///   At most one of `completion_tokens` and `completion_tokens_estimate` is set.
 ///
@@ -273,7 +273,7 @@ impl EndStatus {
 /// The closed mapping of failure codes an end event may carry (docs/artifacts.md: "optional code from a
 /// closed mapping, never exception text"): the report model's one [`FailureCode`] set, the
 /// same for the client's records, the runner's steps and the timeline.
-pub use crate::model::FailureCode;
+pub use inferscope_model::FailureCode;
 
 /// Why one event breaks the per-event contract (structure only; sequence, clock and span
 /// checks need the whole file and live in the reader).

@@ -294,7 +294,7 @@ mod tests {
         #[test]
         fn emitted_line_equals_serde_and_count(r in record_strategy(), unix in any::<u64>()) {
             let tools = tools();
-            let wall = crate::clock::unix_ns_to_rfc3339(unix);
+            let wall = inferscope_clock::unix_ns_to_rfc3339(unix);
             prop_assert_eq!(wall.len(), WALL_TIME_LEN);
             let domain = "mono:host-1:42:1726000000000000000";
             let mut line = Vec::new();

@@ -39,7 +39,7 @@ use super::ids::{InlineId, is_valid_case_id, is_valid_id, is_valid_tool_name};
 use super::record::{NameCode, Record, digits, emit, line_len};
 use super::span::{SpanContext, SpanEnd, SpanId, SpanName};
 use super::time::TimeSource;
-use crate::clock::RunClock;
+use inferscope_clock::RunClock;
 
 /// What a sink is made with.
 #[derive(Clone, Debug)]
@@ -668,7 +668,7 @@ impl TimelineSink {
     /// The JSON line of a kept record, newline included (allocates).
     pub(crate) fn render_line(&self, rec: &Record) -> Vec<u8> {
         let inner = &*self.inner;
-        let wall = crate::clock::unix_ns_to_rfc3339(
+        let wall = inferscope_clock::unix_ns_to_rfc3339(
             inner
                 .clock
                 .reference_instant_unix_ns()

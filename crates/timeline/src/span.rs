@@ -92,7 +92,7 @@ impl<'a> SpanEnd<'a> {
         self
     }
     /// Observed prompt tokens and a client-estimated completion count (count of
-    /// [`crate::client::estimate_tokens`], used when the server sent no usage — docs/measurement.md).
+    /// [`inferscope_client::estimate_tokens`], used when the server sent no usage — docs/measurement.md).
     /// The event carries it as `completion_tokens_estimate` with `completion_tokens` `null`.
     pub fn with_estimated_completion(mut self, prompt: Option<u64>, estimate: Option<u64>) -> Self {
         self.prompt_tokens = prompt;

@@ -20,8 +20,8 @@ pub const MAX_TOTAL_BYTES: u32 = 8 * 1024 * 1024;
 pub const MAX_MANIFEST_BYTES: u32 = 16 * 1024;
 
 // The reader's limits (one table in `fsio::limits`) are these capture bounds.
-const _: () = assert!(MAX_MANIFEST_BYTES as u64 == crate::fsio::limits::MANIFEST_BYTES);
-const _: () = assert!(MAX_TOTAL_BYTES as u64 == crate::fsio::limits::EVENTS_BYTES);
+const _: () = assert!(MAX_MANIFEST_BYTES as u64 == inferscope_fsio::limits::MANIFEST_BYTES);
+const _: () = assert!(MAX_TOTAL_BYTES as u64 == inferscope_fsio::limits::EVENTS_BYTES);
 
 /// Capture bounds of one sink, recorded in the manifest.
 ///

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::clock::RunClock;
+use inferscope_clock::RunClock;
 
 /// A monotonic time source for a sink: `elapsed_ns` from the run's reference instant,
 /// plus the anchor and clock domain written into the artifact (docs/samples.md shared reference

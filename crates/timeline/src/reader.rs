@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::fsio;
+use inferscope_fsio as fsio;
 
 use sha2::{Digest, Sha256};
 
@@ -323,7 +323,7 @@ pub fn check_manifest(m: &TimelineManifest) -> Vec<ErrorKind> {
     );
     bad(
         m.start_utc
-            != crate::clock::unix_ns_to_rfc3339(
+            != inferscope_clock::unix_ns_to_rfc3339(
                 m.reference_instant_unix_ns
                     .saturating_add(m.start_elapsed_ns),
             ),
@@ -478,7 +478,7 @@ pub(crate) fn check_events(manifest: &TimelineManifest, bytes: &[u8], report: &m
         if e.clock_domain_id != manifest.clock_domain_id {
             report.error(ln, seq, ErrorKind::ClockDomainMismatch);
         }
-        let wall = crate::clock::unix_ns_to_rfc3339(
+        let wall = inferscope_clock::unix_ns_to_rfc3339(
             manifest
                 .reference_instant_unix_ns
                 .saturating_add(e.elapsed_ns),
