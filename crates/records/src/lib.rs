@@ -1,6 +1,6 @@
 //! `requests.jsonl`: the run's per-request records beside `report.json` (issue 19).
 //!
-//! [`RecordsWriter`] streams compact lines ([`crate::model::records`]) to disk through a
+//! [`RecordsWriter`] streams compact lines ([`inferscope_model::records`]) to disk through a
 //! bounded buffer, hashing as it writes; [`RecordsWriter::finish`] gives the
 //! [`RequestsFile`] reference that `report.json` (written last) carries. [`read_into`]
 //! reads the file back line by line through the bounded, no-follow reader
@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::fsio::{self, limits};
-use crate::model::records::{
+use inferscope_fsio::{self, limits};
+use inferscope_model::records::{
     REQUESTS_FILE, REQUESTS_SCHEMA, RequestsHeader, decode_line, encode_line,
 };
-use crate::model::{JobReport, RequestRecord, RequestsFile, RunReport};
+use inferscope_model::{JobReport, RequestRecord, RequestsFile, RunReport};
 
 /// Bytes buffered before a write to disk.
 const WRITE_BUFFER_BYTES: usize = 256 << 10;
@@ -268,7 +268,7 @@ fn read_file(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RequestStatus;
+    use inferscope_model::RequestStatus;
 
     fn rec(id: &str, send: u64) -> RequestRecord {
         let mut r = RequestRecord::new(id, send, send, true);
