@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use inferscope_fsio::{self, limits};
+use inferscope_fsio::{self as fsio, limits};
 use inferscope_model::records::{
     REQUESTS_FILE, REQUESTS_SCHEMA, RequestsHeader, decode_line, encode_line,
 };

@@ -31,7 +31,7 @@
 //! `N passed, N failed` that CI tooling parses: never coloured, nothing else on it.
 
 use super::view::EndpointLabel;
-use crate::model::{JobReport, JobStatus, SummaryReport};
+use inferscope_model::{JobReport, JobStatus, SummaryReport};
 
 const GREEN_BOLD: &str = "\x1b[32;1m";
 const RED_BOLD: &str = "\x1b[31;1m";
@@ -188,7 +188,7 @@ pub fn plain_line(totals: &SummaryReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::fixtures::{failing_job, passing_job};
+    use crate::fixtures::{failing_job, passing_job};
 
     fn totals(jobs: &[JobReport], duration_ns: u64) -> SummaryReport {
         SummaryReport::of(jobs, duration_ns, false)
@@ -304,8 +304,8 @@ mod tests {
         setup.status = JobStatus::SetupError;
         setup.verdicts.clear();
         setup.notes.clear();
-        setup.setup_error = Some(crate::model::SetupError {
-            cause: crate::model::SetupCause::Unreachable,
+        setup.setup_error = Some(inferscope_model::SetupError {
+            cause: inferscope_model::SetupCause::Unreachable,
             message: "nothing answers at http://127.0.0.1:9/v1".into(),
             url: None,
             http_status: None,

@@ -24,8 +24,8 @@
 //! `<testsuites>` element carries `tests`, `failures`, `errors` and `time` only (the
 //! schema has no `skipped` there; quick-junit's is removed).
 
-use crate::gate::format_number;
-use crate::model::{FailureCode, JobReport, JobStatus, RunReport, Summary};
+use inferscope_gate::format_number;
+use inferscope_model::{FailureCode, JobReport, JobStatus, RunReport, Summary};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
 
@@ -41,7 +41,7 @@ fn utc(unix_ns: u64) -> chrono::DateTime<chrono::FixedOffset> {
 fn run_properties(report: &RunReport) -> Vec<Property> {
     let endpoint = match &report.endpoint {
         Some(e) if e.simulated => format!("simulated (built-in) · model {}", e.model),
-        Some(e) => format!("{} · model {}", crate::redact::urls(&e.base_url), e.model),
+        Some(e) => format!("{} · model {}", inferscope_redact::urls(&e.base_url), e.model),
         None => "none".to_string(),
     };
     vec![
@@ -63,7 +63,7 @@ fn run_properties(report: &RunReport) -> Vec<Property> {
 
 /// The JUnit report of a run (see the module docs).
 pub fn junit_report(report: &RunReport) -> Report {
-    let host = crate::clock::domain_host(&report.clock_domain_id);
+    let host = inferscope_clock::domain_host(&report.clock_domain_id);
     let mut suites: Vec<TestSuite> = Vec::new();
     for job in &report.jobs {
         let idx = match suites.iter().position(|s| s.name.as_str() == job.suite()) {
@@ -300,8 +300,8 @@ fn system_out(job: &JobReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RequestRecord;
-    use crate::render::fixtures::{failing_job, passing_job};
+    use inferscope_model::RequestRecord;
+    use crate::fixtures::{failing_job, passing_job};
 
     fn jobs() -> Vec<JobReport> {
         let mut second = passing_job();
@@ -311,7 +311,7 @@ mod tests {
 
     /// A run report around `jobs` (anchor 2026-12-01T16:00:00Z, host `ci-7`).
     fn run(jobs: Vec<JobReport>, duration_ns: u64) -> RunReport {
-        crate::render::fixtures::run_report(jobs, duration_ns, false)
+        crate::fixtures::run_report(jobs, duration_ns, false)
     }
 
     fn render(jobs: Vec<JobReport>) -> String {
@@ -413,10 +413,10 @@ mod tests {
             r#"<a/><testsuites tests="1" errors="0"><x skipped="2"/>"#
         );
         assert_eq!(
-            crate::clock::domain_host("mono:gpu-7.corp:1:2"),
+            inferscope_clock::domain_host("mono:gpu-7.corp:1:2"),
             Some("gpu-7.corp")
         );
-        assert_eq!(crate::clock::domain_host("merged:abc"), None);
+        assert_eq!(inferscope_clock::domain_host("merged:abc"), None);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! `<`, `>` and `&` everywhere, newlines folded to spaces.
 
 use super::view::EndpointLabel;
-use crate::gate::{Outcome, format_number};
-use crate::model::{Figure, JobReport, JobStatus, Summary, SummaryReport, TokenSource};
+use inferscope_gate::{Outcome, format_number};
+use inferscope_model::{Figure, JobReport, JobStatus, Summary, SummaryReport, TokenSource};
 
 const MISSING: &str = "—";
 
@@ -159,7 +159,7 @@ pub fn markdown_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::fixtures::{failing_job, passing_job};
+    use crate::fixtures::{failing_job, passing_job};
 
     #[test]
     fn exact_table() {

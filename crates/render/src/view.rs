@@ -1,5 +1,5 @@
 //! The endpoint label every renderer shows; the renderers read the report model
-//! ([`crate::model::JobReport`], [`crate::model::SummaryReport`]) directly.
+//! ([`inferscope_model::JobReport`], [`inferscope_model::SummaryReport`]) directly.
 
 /// Where the requests went: the built-in simulator or a URL (every output says which).
 #[derive(Debug, Clone, PartialEq, Eq)]

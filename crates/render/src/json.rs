@@ -6,9 +6,9 @@
 //! (`"pass"`/`"fail"`/`"cancelled"`/`"not_run"`/`"setup_error"`), `duration_s` (float
 //! seconds), `duration_ns` (integer), `setup_error` (cause, message, URL, HTTP status,
 //! redacted body excerpt; `null` when the job could start), `verdicts` (every
-//! [`crate::model::Verdict`], with its basis), `grading` (`[{check, passed, detail}]`),
-//! `failure_codes` (`[{code, count}]`), `stats` ([`crate::model::JobStats`] or `null`),
-//! `energy` ([`crate::model::JobEnergy`]: each figure with its basis), `notes`.
+//! [`inferscope_model::Verdict`], with its basis), `grading` (`[{check, passed, detail}]`),
+//! `failure_codes` (`[{code, count}]`), `stats` ([`inferscope_model::JobStats`] or `null`),
+//! `energy` ([`inferscope_model::JobEnergy`]: each figure with its basis), `notes`.
 //!
 //! Summary object keys: `type` (`"summary"`), `status` (`"pass"` only when jobs ran and
 //! every one passed), `jobs` (jobs run: `passed + failed + cancelled`), `passed`, `failed`,
@@ -18,7 +18,7 @@
 use serde::Serialize;
 
 use super::view::EndpointLabel;
-use crate::model::{
+use inferscope_model::{
     FailureCount, GradingCheck, JobEnergy, JobKind, JobReport, JobStats, JobStatus, SetupError,
     SummaryReport, Verdict,
 };
@@ -143,7 +143,7 @@ pub fn artifacts_message(run_dir: &std::path::Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::fixtures::{failing_job, passing_job};
+    use crate::fixtures::{failing_job, passing_job};
     use serde_json::Value;
 
     #[test]

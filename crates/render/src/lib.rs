@@ -2,8 +2,8 @@
 //! writes it). Issue 2 item 8, issue 6 item 5, docs/measurement.md, docs/architecture.md
 //!
 //! - [`view`]: [`EndpointLabel`]. Every renderer reads the report model itself
-//!   ([`crate::model::JobReport`], [`crate::model::SummaryReport`]); the reason lines they
-//!   share are [`crate::model::JobReport::reason_lines`].
+//!   ([`inferscope_model::JobReport`], [`inferscope_model::SummaryReport`]); the reason lines they
+//!   share are [`inferscope_model::JobReport::reason_lines`].
 //! - [`human`]: nextest-style terminal lines (`Starting`, `PASS`/`FAIL`, `Summary`, and the
 //!   plain `N passed, N failed` line CI tooling parses); colour only when asked, never in
 //!   non-TTY/CI ([`human::color_enabled`]).
@@ -28,12 +28,12 @@ pub use view::EndpointLabel;
 #[cfg(test)]
 pub(crate) mod fixtures {
     //! Shared report fixtures for the renderer tests.
-    use crate::gate::spec::GateSpec;
-    use crate::gate::{Figure, FigureSet, evaluate};
-    use crate::model::{
+    use inferscope_gate::spec::GateSpec;
+    use inferscope_gate::{Figure, FigureSet, evaluate};
+    use inferscope_model::{
         Basis, FailureCode, FailureCount, GradingCheck, JobEnergy, JobKind, JobReport, JobStatus,
     };
-    use crate::stats::{AggregateParams, JobStats, RequestFigures};
+    use inferscope_stats::{AggregateParams, JobStats, RequestFigures};
 
     fn energy_unavailable() -> JobEnergy {
         let f = || Figure::missing(Basis::Unavailable, "no power source: no GPU");
@@ -50,10 +50,10 @@ pub(crate) mod fixtures {
         jobs: Vec<JobReport>,
         duration_ns: u64,
         cancelled: bool,
-    ) -> crate::model::RunReport {
-        let summary = crate::model::SummaryReport::of(&jobs, duration_ns, cancelled);
-        crate::model::RunReport {
-            schema: crate::model::REPORT_SCHEMA.into(),
+    ) -> inferscope_model::RunReport {
+        let summary = inferscope_model::SummaryReport::of(&jobs, duration_ns, cancelled);
+        inferscope_model::RunReport {
+            schema: inferscope_model::REPORT_SCHEMA.into(),
             run_id: "20261201T160000Z-abc123".into(),
             tool: "inferscope-bench 0.1.0".into(),
             started_utc: "2026-12-01T16:00:00Z".into(),
@@ -63,8 +63,8 @@ pub(crate) mod fixtures {
             cancelled,
             endpoint: None,
             endpoints: vec![],
-            capture: crate::model::CaptureReport::default(),
-            power: crate::model::PowerReport {
+            capture: inferscope_model::CaptureReport::default(),
+            power: inferscope_model::PowerReport {
                 source: None,
                 reason: Some("no GPU".into()),
                 devices: 0,
