@@ -85,7 +85,7 @@ pub async fn send(
         return Err(format!("invalid OTLP endpoint {url:?}: not http(s)"));
     }
     // Messages name the URL without its userinfo (issue 15 item 5).
-    let shown = crate::redact::urls(&url).into_owned();
+    let shown = inferscope_redact::urls(&url).into_owned();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -124,7 +124,7 @@ pub async fn send(
         return Err(format!(
             "POST {shown}: HTTP {}: {}",
             status.as_u16(),
-            crate::redact::excerpt(&t)
+            inferscope_redact::excerpt(&t)
         ));
     }
     let (rejected_spans, message) = partial_success(content_type.as_deref(), &bytes);
@@ -145,7 +145,7 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// (stdout) or the problem (stderr, `warning:`). Returns whether the collector accepted
 /// them.
 pub async fn send_report(
-    report: &crate::model::RunReport,
+    report: &inferscope_model::RunReport,
     endpoint: &str,
     encoding: Encoding,
 ) -> bool {
@@ -155,7 +155,7 @@ pub async fn send_report(
             println!(
                 "otlp: sent {} spans to {} ({}, {} bytes, HTTP {}){}",
                 o.spans,
-                crate::redact::urls(&o.url),
+                inferscope_redact::urls(&o.url),
                 encoding.as_str(),
                 o.body_bytes,
                 o.status,
@@ -169,7 +169,7 @@ pub async fn send_report(
             o.rejected_spans.is_none()
         }
         Err(e) => {
-            eprintln!("warning: otlp: {}", crate::redact::urls(&e));
+            eprintln!("warning: otlp: {}", inferscope_redact::urls(&e));
             false
         }
     }

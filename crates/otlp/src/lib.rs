@@ -50,7 +50,7 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
 use sha2::{Digest, Sha256};
 
-use crate::model::{
+use inferscope_model::{
     EndpointReport, Figure, JobReport, RunReport, StepKind, StepReport, StepStatus,
     TrajectoryReport,
 };
@@ -174,8 +174,8 @@ pub fn error_type(st: &StepReport) -> Option<String> {
         return None;
     }
     Some(match (st.failure_code, st.http_status, st.tool_error) {
-        (Some(crate::model::FailureCode::HttpStatus), Some(code), _) => code.to_string(),
-        (Some(crate::model::FailureCode::ToolError), _, Some(t)) => t.as_str().to_string(),
+        (Some(inferscope_model::FailureCode::HttpStatus), Some(code), _) => code.to_string(),
+        (Some(inferscope_model::FailureCode::ToolError), _, Some(t)) => t.as_str().to_string(),
         (Some(c), _, _) => c.as_str().to_string(),
         (None, _, _) => st.status.map_or("_OTHER", StepStatus::as_str).to_string(),
     })
@@ -463,7 +463,7 @@ pub fn encode(export: &ExportTraceServiceRequest, encoding: Encoding) -> Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Basis, FailureCode, TokenEstimate, ToolErrorCode};
+    use inferscope_model::{Basis, FailureCode, TokenEstimate, ToolErrorCode};
 
     #[test]
     fn ids_are_deterministic_and_of_the_right_length() {
@@ -499,7 +499,7 @@ mod tests {
             completion_tokens: None,
             completion_tokens_estimate: Some(TokenEstimate {
                 tokens: 3,
-                method: crate::model::EstimateMethod::Utf8BytesDiv4,
+                method: inferscope_model::EstimateMethod::Utf8BytesDiv4,
             }),
             ttft_ms: Some(25.0),
             max_tokens: Some(64),
@@ -571,7 +571,7 @@ mod tests {
         let t = TrajectoryReport {
             id: "s::j#0".into(),
             index: 0,
-            stop_reason: crate::model::StopReason::FinalAnswer,
+            stop_reason: inferscope_model::StopReason::FinalAnswer,
             start_ns: 0,
             end_ns: 30,
             graded_pass: None,
