@@ -31,7 +31,6 @@ pub mod serve;
 pub mod shard;
 pub mod sim;
 pub mod suite;
-pub mod telemetry;
 pub mod tools;
 
 // The workspace crates (crates/*), under the paths the rest of the library and its users
@@ -47,4 +46,5 @@ pub use inferscope_records as records;
 pub use inferscope_redact as redact;
 pub use inferscope_render as render;
 pub use inferscope_stats as stats;
+pub use inferscope_telemetry as telemetry;
 pub use inferscope_timeline as timeline;

@@ -33,7 +33,7 @@ pub struct EnergyPoint {
 }
 
 /// How a whole-run energy figure was obtained: the report model's.
-pub use crate::model::telemetry::EnergyMethod;
+pub use inferscope_model::telemetry::EnergyMethod;
 
 /// Whole-run energy of one device. Serialized into `samples/sources.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -55,7 +55,7 @@ struct SourcesOut<'a> {
 }
 
 /// `samples/sources.json` as read back (schema [`SCHEMA`]; format in the module docs of
-/// [`crate::telemetry`]). The timelines carry no samples here: those are in the JSONL files,
+/// [`crate`]). The timelines carry no samples here: those are in the JSONL files,
 /// read separately.
 #[derive(Clone, Debug, Deserialize)]
 pub struct SamplesSources {
@@ -124,14 +124,14 @@ fn write_jsonl<T: Serialize>(path: &Path, items: &[T]) -> Result<(), SamplesErro
 /// Reads `path` through the bounded reader ([`crate::fsio`]: no symlink, no FIFO or
 /// device such as `/dev/zero`, at most `limit` bytes checked before reading).
 fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, SamplesError> {
-    crate::fsio::read_optional(path, limit).map_err(|e| SamplesError::Io {
+    inferscope_fsio::read_optional(path, limit).map_err(|e| SamplesError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(e.to_string()),
     })
 }
 
 fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, SamplesError> {
-    let Some(bytes) = read_bounded(path, crate::fsio::limits::SAMPLES_FILE_BYTES)? else {
+    let Some(bytes) = read_bounded(path, inferscope_fsio::limits::SAMPLES_FILE_BYTES)? else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
@@ -153,7 +153,7 @@ fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>, Sampl
 impl TelemetryRun {
     /// Writes `<dir>/samples/{proc,gpu,metrics,prometheus}.jsonl` and `<dir>/samples/sources.json`
     /// (creating `samples/`), each file atomically. Formats: module docs of
-    /// [`crate::telemetry`]. Returns the `samples/` path.
+    /// [`crate`]. Returns the `samples/` path.
     pub fn write_samples(&self, dir: &Path) -> Result<PathBuf, SamplesError> {
         let sdir = dir.join("samples");
         std::fs::create_dir_all(&sdir).map_err(io_err(&sdir))?;
@@ -221,7 +221,7 @@ impl TelemetryRun {
             dir.join("samples")
         };
         let sources = sdir.join("sources.json");
-        let text = read_bounded(&sources, crate::fsio::limits::SAMPLES_SOURCES_BYTES)?
+        let text = read_bounded(&sources, inferscope_fsio::limits::SAMPLES_SOURCES_BYTES)?
             .ok_or_else(|| io_err(&sources)(std::io::Error::from(std::io::ErrorKind::NotFound)))?;
         let s: SamplesSources =
             serde_json::from_slice(&text).map_err(|source| SamplesError::Json {

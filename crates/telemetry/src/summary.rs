@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::telemetry::{
+use inferscope_model::telemetry::{
     EngineGauge, GaugeSummary, MetricsSummary, PowerDeviceSummary, PowerSummary, ProcSummary,
     TelemetrySummary,
 };
@@ -128,7 +128,7 @@ pub fn gauge_summaries(samples: &[MetricsSample]) -> BTreeMap<String, GaugeSumma
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::{CounterValues, ResetFlags};
+    use crate::{CounterValues, ResetFlags};
 
     fn sample(gauges: &[(&str, Option<f64>)], engines: &[(&str, &[(&str, f64)])]) -> MetricsSample {
         MetricsSample {

@@ -53,7 +53,7 @@ impl CounterTracker {
 
 /// The increase of a counter over a series of samples, reset-aware (C15): the report
 /// model's.
-pub use crate::model::telemetry::CounterIncrease;
+pub use inferscope_model::telemetry::CounterIncrease;
 
 /// Reset-aware increase over `(value, reset_flag)` samples in time order. A sample's reset
 /// flag (as produced by [`CounterTracker::observe`]) marks the interval ending at it as a

@@ -71,7 +71,7 @@ pub struct PrometheusConfig {
     pub timeout: Duration,
 }
 
-pub use crate::model::telemetry::{PrometheusInfo, SeriesInfo, TimestampBasis};
+pub use inferscope_model::telemetry::{PrometheusInfo, SeriesInfo, TimestampBasis};
 
 /// One series as read: stored samples `(unix ms, value)` in time order.
 #[derive(Clone, Debug, PartialEq)]

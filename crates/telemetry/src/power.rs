@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What a power figure means: the report model's (`instant`, `averaged_1s`, `simulated`).
-pub use crate::model::basis::PowerBasis;
+pub use inferscope_model::basis::PowerBasis;
 
 /// One reading of a [`PowerProbe`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -97,7 +97,7 @@ pub struct PowerSample {
 }
 
 /// Whether a power device is an NVML GPU or a probe: the report model's.
-pub use crate::model::telemetry::PowerDeviceKind;
+pub use inferscope_model::telemetry::PowerDeviceKind;
 
 /// Errors of one field of one device.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use super::{
     GpuConfig, MetricsConfig, MetricsSample, MetricsTimeline, PowerTimeline, ProcConfig,
     ProcTimeline, ScrapeGap, SourceStatus, TelemetryConfig, TelemetryRun,
 };
-use crate::clock::RunClock;
+use inferscope_clock::RunClock;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;

@@ -16,7 +16,7 @@
 //! for the physical GPU only, shared by every MIG instance on it, so no per-step figure of
 //! one instance can be measured. Such a device carries the reason in
 //! [`super::PowerDevice::not_attributable`], naming the parent GPU and the instances, and
-//! the join leaves it out ([`crate::runner::energy::attribution_input`]): its steps' energy
+//! the join leaves it out ((the root package's `runner::energy::attribution_input`)): its steps' energy
 //! is `null`, never a measured figure.
 
 use super::power::{GpuDevice, GpuIdentity};

@@ -1,5 +1,5 @@
 //! Resource telemetry: samplers on their own threads, into bounded memory, stamped with
-//! `elapsed_ns` from the run's shared [`RunClock`](crate::clock::RunClock) (docs/samples.md; issue 5 item 2; docs/architecture.md).
+//! `elapsed_ns` from the run's shared [`RunClock`](inferscope_clock::RunClock) (docs/samples.md; issue 5 item 2; docs/architecture.md).
 //!
 //! Sources:
 //! - **proc** — `/proc/<pid>` of the engine, optionally with its descendants: RSS bytes,
@@ -101,7 +101,7 @@ pub const DEFAULT_METRICS_TIMEOUT: Duration = Duration::from_secs(1);
 pub const DEFAULT_MAX_SAMPLES: usize = 200_000;
 
 /// The state of one source (or power device) at the end of the run: the report model's.
-pub use crate::model::telemetry::SourceStatus;
+pub use inferscope_model::telemetry::SourceStatus;
 
 /// `/proc` source settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
