@@ -665,6 +665,13 @@ impl TimelineSink {
         self.inner.slots.len() * std::mem::size_of::<Slot>()
     }
 
+    /// The JSON lines of the kept records, in `seq` order, each with its newline (allocates):
+    /// the events as `events.jsonl` would hold them, for a caller that reads a capture
+    /// without writing it (the runner's capture tests).
+    pub fn event_lines(&self) -> Vec<Vec<u8>> {
+        self.records().iter().map(|r| self.render_line(r)).collect()
+    }
+
     /// The JSON line of a kept record, newline included (allocates).
     pub(crate) fn render_line(&self, rec: &Record) -> Vec<u8> {
         let inner = &*self.inner;
