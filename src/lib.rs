@@ -29,7 +29,6 @@ pub mod run_dir;
 pub mod runner;
 pub mod serve;
 pub mod shard;
-pub mod sim;
 pub mod suite;
 pub mod tools;
 
@@ -45,6 +44,7 @@ pub use inferscope_otlp as otlp;
 pub use inferscope_records as records;
 pub use inferscope_redact as redact;
 pub use inferscope_render as render;
+pub use inferscope_sim as sim;
 pub use inferscope_stats as stats;
 pub use inferscope_telemetry as telemetry;
 pub use inferscope_timeline as timeline;

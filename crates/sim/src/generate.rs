@@ -381,7 +381,7 @@ pub fn ttft_us(cfg: &SimConfig, prompt_tokens: usize, cached_tokens: usize) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::prompt::render_prompt;
+    use crate::prompt::render_prompt;
     use serde_json::json;
 
     fn req(v: Value) -> ChatRequest {
