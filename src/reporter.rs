@@ -192,10 +192,10 @@ mod tests {
     //! The human console from synthetic events through an in-memory writer: every status
     //! line variant (PASS, FAIL, CANCELLED, NOT RUN, SETUP ERROR), the start line, a
     //! shard line, and the end of the run. Snapshots under `src/snapshots/`.
+    use super::render_fixtures::{failing_job, passing_job};
     use super::*;
     use crate::model::{JobStatus, SetupCause, SetupError};
     use crate::render::EndpointLabel;
-    use super::render_fixtures::{failing_job, passing_job};
 
     fn jobs() -> Vec<JobReport> {
         let pass = passing_job();

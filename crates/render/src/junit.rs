@@ -41,7 +41,11 @@ fn utc(unix_ns: u64) -> chrono::DateTime<chrono::FixedOffset> {
 fn run_properties(report: &RunReport) -> Vec<Property> {
     let endpoint = match &report.endpoint {
         Some(e) if e.simulated => format!("simulated (built-in) · model {}", e.model),
-        Some(e) => format!("{} · model {}", inferscope_redact::urls(&e.base_url), e.model),
+        Some(e) => format!(
+            "{} · model {}",
+            inferscope_redact::urls(&e.base_url),
+            e.model
+        ),
         None => "none".to_string(),
     };
     vec![
@@ -300,8 +304,8 @@ fn system_out(job: &JobReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inferscope_model::RequestRecord;
     use crate::fixtures::{failing_job, passing_job};
+    use inferscope_model::RequestRecord;
 
     fn jobs() -> Vec<JobReport> {
         let mut second = passing_job();
