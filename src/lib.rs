@@ -18,33 +18,33 @@
 
 pub mod baseline;
 pub mod cli;
-pub mod client;
 pub mod commands;
 pub mod grade;
 pub mod harness;
 pub mod json;
 pub mod offline;
-pub mod otlp;
 pub mod overhead;
-pub mod records;
-pub mod render;
 pub mod reporter;
 pub mod run_dir;
 pub mod runner;
 pub mod serve;
 pub mod shard;
-pub mod sim;
 pub mod suite;
-pub mod telemetry;
-pub mod timeline;
 pub mod tools;
 
 // The workspace crates (crates/*), under the paths the rest of the library and its users
 // name them by.
 pub use inferscope_attribution as attribution;
+pub use inferscope_client as client;
 pub use inferscope_clock as clock;
 pub use inferscope_fsio as fsio;
 pub use inferscope_gate as gate;
 pub use inferscope_model as model;
+pub use inferscope_otlp as otlp;
+pub use inferscope_records as records;
 pub use inferscope_redact as redact;
+pub use inferscope_render as render;
+pub use inferscope_sim as sim;
 pub use inferscope_stats as stats;
+pub use inferscope_telemetry as telemetry;
+pub use inferscope_timeline as timeline;

@@ -182,15 +182,20 @@ impl Reporter for Junit {
     }
 }
 
+// The renderer crate's report fixtures (test code, not part of its library).
+#[cfg(test)]
+#[path = "../crates/render/src/fixtures.rs"]
+mod render_fixtures;
+
 #[cfg(test)]
 mod tests {
     //! The human console from synthetic events through an in-memory writer: every status
     //! line variant (PASS, FAIL, CANCELLED, NOT RUN, SETUP ERROR), the start line, a
     //! shard line, and the end of the run. Snapshots under `src/snapshots/`.
+    use super::render_fixtures::{failing_job, passing_job};
     use super::*;
     use crate::model::{JobStatus, SetupCause, SetupError};
     use crate::render::EndpointLabel;
-    use crate::render::fixtures::{failing_job, passing_job};
 
     fn jobs() -> Vec<JobReport> {
         let pass = passing_job();
@@ -225,7 +230,7 @@ mod tests {
     }
 
     fn report(jobs: Vec<JobReport>) -> RunReport {
-        crate::render::fixtures::run_report(jobs, 2_500_000_000, true)
+        super::render_fixtures::run_report(jobs, 2_500_000_000, true)
     }
 
     /// Feeds `events` to a human reporter over an in-memory writer.

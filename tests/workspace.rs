@@ -13,12 +13,19 @@ use serde_json::Value;
 const MEMBERS: &[&str] = &[
     "inferscope-attribution",
     "inferscope-bench",
+    "inferscope-client",
     "inferscope-clock",
     "inferscope-fsio",
     "inferscope-gate",
     "inferscope-model",
+    "inferscope-otlp",
+    "inferscope-records",
     "inferscope-redact",
+    "inferscope-render",
+    "inferscope-sim",
     "inferscope-stats",
+    "inferscope-telemetry",
+    "inferscope-timeline",
 ];
 
 /// The pure crates: no network, no threads, no terminal, no file I/O of their own.
@@ -28,6 +35,7 @@ const PURE: &[&str] = &[
     "inferscope-gate",
     "inferscope-model",
     "inferscope-redact",
+    "inferscope-render",
     "inferscope-stats",
 ];
 

@@ -207,13 +207,12 @@ mod tests {
         }
         rec.status = crate::client::RequestStatus::Success;
         cap.request_end(span, &rec);
-        let end = sink
-            .records()
-            .into_iter()
-            .find(|r| r.kind() == crate::timeline::EventKind::RequestEnd)
+        let e: TimelineEvent = sink
+            .event_lines()
+            .iter()
+            .map(|line| serde_json::from_slice::<TimelineEvent>(line).unwrap())
+            .find(|e| e.kind == crate::timeline::EventKind::RequestEnd)
             .expect("request_end kept");
-        let line = sink.render_line(&end);
-        let e: TimelineEvent = serde_json::from_slice(&line).unwrap();
         assert_eq!(validate_event(&e), Ok(()));
         e
     }

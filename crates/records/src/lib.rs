@@ -1,0 +1,296 @@
+//! `requests.jsonl`: the run's per-request records beside `report.json` (issue 19).
+//!
+//! [`RecordsWriter`] streams compact lines ([`inferscope_model::records`]) to disk through a
+//! bounded buffer, hashing as it writes; [`RecordsWriter::finish`] gives the
+//! [`RequestsFile`] reference that `report.json` (written last) carries. [`read_into`]
+//! reads the file back line by line through the bounded, no-follow reader
+//! ([`crate::fsio`]): its length must be the one `report.json` states before a byte is
+//! parsed, each line is bounded ([`limits::REQUESTS_LINE_BYTES`]), and the record count
+//! and SHA-256 must match at the end. Every error names the file and, for a line, its
+//! number and field.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use inferscope_fsio::{self as fsio, limits};
+use inferscope_model::records::{
+    REQUESTS_FILE, REQUESTS_SCHEMA, RequestsHeader, decode_line, encode_line,
+};
+use inferscope_model::{JobReport, RequestRecord, RequestsFile, RunReport};
+
+/// Bytes buffered before a write to disk.
+const WRITE_BUFFER_BYTES: usize = 256 << 10;
+
+/// Streams `requests.jsonl`: a header line, then one compact line per record.
+pub struct RecordsWriter {
+    out: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+    jobs: Vec<String>,
+    hasher: Sha256,
+    bytes: u64,
+    records: u64,
+}
+
+impl RecordsWriter {
+    /// Creates (truncates) `run_dir/requests.jsonl` and writes the header of a run with
+    /// these job ids (in `report.json` order).
+    pub fn create(run_dir: &Path, run_id: &str, jobs: Vec<String>) -> std::io::Result<Self> {
+        let path = run_dir.join(REQUESTS_FILE);
+        // Owner-only, like report.json (records carry redacted server error text).
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)?;
+        let mut w = Self {
+            out: std::io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, file),
+            path,
+            jobs: Vec::new(),
+            hasher: Sha256::new(),
+            bytes: 0,
+            records: 0,
+        };
+        let header = RequestsHeader::new(run_id, jobs);
+        let line = serde_json::to_vec(&header).expect("the header always serializes");
+        w.jobs = header.jobs;
+        w.put(&line)?;
+        Ok(w)
+    }
+
+    fn put(&mut self, line: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(line)?;
+        self.out.write_all(b"\n")?;
+        self.hasher.update(line);
+        self.hasher.update(b"\n");
+        self.bytes += line.len() as u64 + 1;
+        Ok(())
+    }
+
+    /// Appends the record of a request of job `job` (an index into the header's jobs).
+    pub fn append(&mut self, job: usize, r: &RequestRecord) -> std::io::Result<()> {
+        let job_id = self.jobs.get(job).map_or("", String::as_str);
+        let line = encode_line(job, job_id, r);
+        self.records += 1;
+        self.put(&line)
+    }
+
+    /// Flushes and syncs the file; the reference `report.json` carries.
+    pub fn finish(mut self) -> std::io::Result<RequestsFile> {
+        self.out.flush()?;
+        self.out.get_ref().sync_all()?;
+        Ok(RequestsFile {
+            path: REQUESTS_FILE.into(),
+            schema: REQUESTS_SCHEMA.into(),
+            bytes: self.bytes,
+            records: self.records,
+            sha256: hex::encode(self.hasher.finalize()),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Writes every job's `requests` of `report` to `run_dir/requests.jsonl` and sets
+/// `report.requests_file`.
+pub fn write_report_records(run_dir: &Path, report: &mut RunReport) -> std::io::Result<()> {
+    let jobs = report.jobs.iter().map(|j| j.id.clone()).collect();
+    let mut w = RecordsWriter::create(run_dir, &report.run_id, jobs)?;
+    for (i, j) in report.jobs.iter().enumerate() {
+        for r in &j.requests {
+            w.append(i, r)?;
+        }
+    }
+    report.requests_file = Some(w.finish()?);
+    Ok(())
+}
+
+/// Fills every job's `requests` of `report` (read from `run_dir`) from its
+/// `requests.jsonl`, checked against `report.requests_file`. A report without a
+/// `requests_file` is refused (every run names its records file). Errors name the file
+/// (and the line and field of a bad line).
+pub fn read_into(run_dir: &Path, report: &mut RunReport) -> Result<(), String> {
+    let Some(meta) = report.requests_file.clone() else {
+        // Every run writes its records file and names it here: a v3 report without the
+        // entry was damaged or edited, and its per-request figures cannot be read.
+        return Err(format!(
+            "{}: `requests_file` is missing or null: a run's report names its \
+             per-request records file ({REQUESTS_FILE}), so the records cannot be read",
+            run_dir.join("report.json").display()
+        ));
+    };
+    let shown = run_dir.join(REQUESTS_FILE);
+    let shown = shown.display();
+    let jobs = &mut report.jobs;
+    let run_id = report.run_id.as_str();
+    read_file(run_dir, &meta, run_id, jobs).map_err(|e| format!("{shown}: {e}"))
+}
+
+fn read_file(
+    run_dir: &Path,
+    meta: &RequestsFile,
+    run_id: &str,
+    jobs: &mut [JobReport],
+) -> Result<(), String> {
+    if meta.path != REQUESTS_FILE {
+        return Err(format!(
+            "report.json names the records file {:?}; only {REQUESTS_FILE:?} is read",
+            meta.path
+        ));
+    }
+    if meta.schema != REQUESTS_SCHEMA {
+        return Err(format!(
+            "unknown schema {:?} (this version reads {REQUESTS_SCHEMA:?})",
+            meta.schema
+        ));
+    }
+    if meta.bytes > limits::REQUESTS_BYTES {
+        return Err(format!(
+            "report.json says {} bytes, above the limit of {}",
+            meta.bytes,
+            fsio::human_bytes(limits::REQUESTS_BYTES)
+        ));
+    }
+    let opened = fsio::Root::open(run_dir, true)
+        .and_then(|r| r.open_file(&[REQUESTS_FILE]))
+        .map_err(|e| match e {
+            fsio::ReadError::NotFound => {
+                "not found: report.json lists per-request records in it".to_string()
+            }
+            e => e.to_string(),
+        })?;
+    let len = opened.meta.len();
+    if len != meta.bytes {
+        let what = if len < meta.bytes {
+            "truncated"
+        } else {
+            "longer than recorded"
+        };
+        return Err(format!(
+            "{what}: {len} bytes, report.json says {} bytes",
+            meta.bytes
+        ));
+    }
+    for j in jobs.iter_mut() {
+        j.requests.clear();
+    }
+    let mut reader = BufReader::new(opened.file.take(meta.bytes.saturating_add(1)));
+    let mut hasher = Sha256::new();
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    let mut records = 0u64;
+    let mut header: Option<RequestsHeader> = None;
+    loop {
+        buf.clear();
+        let n = (&mut reader)
+            .take(limits::REQUESTS_LINE_BYTES + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("unreadable ({})", e.kind()))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if buf.last() != Some(&b'\n') {
+            if n as u64 > limits::REQUESTS_LINE_BYTES {
+                return Err(format!(
+                    "line {line_no}: longer than the limit of {}",
+                    fsio::human_bytes(limits::REQUESTS_LINE_BYTES)
+                ));
+            }
+            return Err(format!("line {line_no}: truncated (no line end)"));
+        }
+        hasher.update(&buf);
+        let line = &buf[..buf.len() - 1];
+        match &header {
+            None => {
+                let h: RequestsHeader = serde_json::from_slice(line)
+                    .map_err(|e| format!("line {line_no}: not a requests header: {e}"))?;
+                if h.schema != REQUESTS_SCHEMA {
+                    return Err(format!(
+                        "line {line_no}: field `schema`: unknown schema {:?} (this version \
+                         reads {REQUESTS_SCHEMA:?})",
+                        h.schema
+                    ));
+                }
+                if h.run_id != run_id {
+                    return Err(format!(
+                        "line {line_no}: field `run_id`: {:?} is not this run's ({run_id:?})",
+                        h.run_id
+                    ));
+                }
+                let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+                if h.jobs != ids {
+                    return Err(format!(
+                        "line {line_no}: field `jobs`: does not list report.json's jobs"
+                    ));
+                }
+                header = Some(h);
+            }
+            Some(h) => {
+                let (j, r) =
+                    decode_line(line, &h.jobs).map_err(|e| format!("line {line_no}: {e}"))?;
+                records += 1;
+                if records > meta.records {
+                    return Err(format!(
+                        "line {line_no}: more records than the {} report.json states",
+                        meta.records
+                    ));
+                }
+                jobs[j].requests.push(r);
+            }
+        }
+    }
+    if header.is_none() {
+        return Err("empty: no header line".into());
+    }
+    if records != meta.records {
+        return Err(format!(
+            "{records} records, report.json says {}",
+            meta.records
+        ));
+    }
+    let sha = hex::encode(hasher.finalize());
+    if sha != meta.sha256 {
+        return Err(format!(
+            "SHA-256 {sha} does not match report.json's {}",
+            meta.sha256
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferscope_model::RequestStatus;
+
+    fn rec(id: &str, send: u64) -> RequestRecord {
+        let mut r = RequestRecord::new(id, send, send, true);
+        r.status = RequestStatus::Success;
+        r.ttft_ns = Some(send + 1_000);
+        r.itl_ns = vec![10, 20];
+        r
+    }
+
+    #[test]
+    fn written_records_read_back_and_their_reference_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let jobs = vec!["s::a".to_string(), "s::b".to_string()];
+        let mut w = RecordsWriter::create(dir.path(), "run1", jobs).unwrap();
+        w.append(0, &rec("s::a#0", 5)).unwrap();
+        w.append(1, &rec("elsewhere", 7)).unwrap();
+        w.append(0, &rec("s::a#1", 9)).unwrap();
+        let meta = w.finish().unwrap();
+        let bytes = std::fs::read(dir.path().join(REQUESTS_FILE)).unwrap();
+        assert_eq!(meta.bytes, bytes.len() as u64);
+        assert_eq!(meta.records, 3);
+        assert_eq!(meta.sha256, hex::encode(Sha256::digest(&bytes)));
+        assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 4);
+    }
+}
