@@ -17,7 +17,8 @@ use sha2::{Digest, Sha256};
 
 use crate::fsio::{self, limits};
 use crate::model::records::{
-    REQUESTS_FILE, REQUESTS_SCHEMA, RequestsHeader, decode_line, encode_line,
+    REQUESTS_FILE, REQUESTS_SCHEMA, RequestsHeader, UNIT_LINE_PREFIX, UnitRecord, decode_line,
+    decode_unit_line, encode_line, encode_unit_line, is_readable_schema,
 };
 use crate::model::{JobReport, RequestRecord, RequestsFile, RunReport};
 
@@ -32,6 +33,7 @@ pub struct RecordsWriter {
     hasher: Sha256,
     bytes: u64,
     records: u64,
+    units: u64,
 }
 
 impl RecordsWriter {
@@ -53,6 +55,7 @@ impl RecordsWriter {
             hasher: Sha256::new(),
             bytes: 0,
             records: 0,
+            units: 0,
         };
         let header = RequestsHeader::new(run_id, jobs);
         let line = serde_json::to_vec(&header).expect("the header always serializes");
@@ -78,6 +81,14 @@ impl RecordsWriter {
         self.put(&line)
     }
 
+    /// Appends the unit line of a unit of load job `job` (an index into the header's jobs).
+    pub fn append_unit(&mut self, job: usize, u: &UnitRecord) -> std::io::Result<()> {
+        let job_id = self.jobs.get(job).map_or("", String::as_str);
+        let line = encode_unit_line(job, job_id, u);
+        self.units += 1;
+        self.put(&line)
+    }
+
     /// Flushes and syncs the file; the reference `report.json` carries.
     pub fn finish(mut self) -> std::io::Result<RequestsFile> {
         self.out.flush()?;
@@ -87,6 +98,7 @@ impl RecordsWriter {
             schema: REQUESTS_SCHEMA.into(),
             bytes: self.bytes,
             records: self.records,
+            units: self.units,
             sha256: hex::encode(self.hasher.finalize()),
         })
     }
@@ -105,6 +117,9 @@ pub fn write_report_records(run_dir: &Path, report: &mut RunReport) -> std::io::
     for (i, j) in report.jobs.iter().enumerate() {
         for r in &j.requests {
             w.append(i, r)?;
+        }
+        for u in &j.units {
+            w.append_unit(i, u)?;
         }
     }
     report.requests_file = Some(w.finish()?);
@@ -144,9 +159,9 @@ fn read_file(
             meta.path
         ));
     }
-    if meta.schema != REQUESTS_SCHEMA {
+    if !is_readable_schema(&meta.schema) {
         return Err(format!(
-            "unknown schema {:?} (this version reads {REQUESTS_SCHEMA:?})",
+            "unknown schema {:?} (this version reads {REQUESTS_SCHEMA:?} and v1)",
             meta.schema
         ));
     }
@@ -179,12 +194,14 @@ fn read_file(
     }
     for j in jobs.iter_mut() {
         j.requests.clear();
+        j.units.clear();
     }
     let mut reader = BufReader::new(opened.file.take(meta.bytes.saturating_add(1)));
     let mut hasher = Sha256::new();
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut records = 0u64;
+    let mut units = 0u64;
     let mut header: Option<RequestsHeader> = None;
     loop {
         buf.clear();
@@ -211,11 +228,11 @@ fn read_file(
             None => {
                 let h: RequestsHeader = serde_json::from_slice(line)
                     .map_err(|e| format!("line {line_no}: not a requests header: {e}"))?;
-                if h.schema != REQUESTS_SCHEMA {
+                if h.schema != meta.schema {
                     return Err(format!(
-                        "line {line_no}: field `schema`: unknown schema {:?} (this version \
-                         reads {REQUESTS_SCHEMA:?})",
-                        h.schema
+                        "line {line_no}: field `schema`: {:?} is not the schema report.json \
+                         states ({:?})",
+                        h.schema, meta.schema
                     ));
                 }
                 if h.run_id != run_id {
@@ -231,6 +248,20 @@ fn read_file(
                     ));
                 }
                 header = Some(h);
+            }
+            Some(h) if h.schema != crate::model::records::REQUESTS_SCHEMA_V1
+                && line.starts_with(UNIT_LINE_PREFIX) =>
+            {
+                let (j, u) =
+                    decode_unit_line(line, &h.jobs).map_err(|e| format!("line {line_no}: {e}"))?;
+                units += 1;
+                if units > meta.units {
+                    return Err(format!(
+                        "line {line_no}: more unit lines than the {} report.json states",
+                        meta.units
+                    ));
+                }
+                jobs[j].units.push(u);
             }
             Some(h) => {
                 let (j, r) =
@@ -254,6 +285,9 @@ fn read_file(
             "{records} records, report.json says {}",
             meta.records
         ));
+    }
+    if units != meta.units {
+        return Err(format!("{units} unit lines, report.json says {}", meta.units));
     }
     let sha = hex::encode(hasher.finalize());
     if sha != meta.sha256 {

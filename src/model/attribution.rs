@@ -659,8 +659,13 @@ pub struct AttributionGroup {
     pub observed_max_trajectories_in_flight: u32,
     /// The group's condition and statement.
     pub concurrency: ConcurrencyCondition,
-    /// The trajectories joined, in order (ids of `jobs[].trajectories[]`).
+    /// The trajectories joined that `report.json` keeps, in order (ids of
+    /// `jobs[].trajectories[]`): every one for the sequential jobs, the first for a load
+    /// point (its other units are unit lines of `requests.jsonl`).
     pub trajectories: Vec<String>,
+    /// How many trajectories the join took.
+    #[serde(default)]
+    pub trajectories_joined: u64,
 }
 
 /// `report.json` → `attribution`: the run's condition (the largest of its groups) and each

@@ -254,6 +254,9 @@ pub struct RequestsFile {
     pub bytes: u64,
     /// Request records (lines after the header line).
     pub records: u64,
+    /// Unit lines of load jobs (schema v2; 0 in a v1 file).
+    #[serde(default)]
+    pub units: u64,
     /// SHA-256 of the whole file, lower-case hex.
     pub sha256: String,
 }

@@ -102,6 +102,7 @@ pub(crate) mod fixtures {
             sweep: None,
             baseline: None,
             trajectories: vec![],
+            units: vec![],
             requests: vec![],
         }
     }

@@ -352,7 +352,8 @@ fn curve(
                 units: p.units_started,
                 units_not_started: p.not_started,
                 window_ns: p.window_ns(),
-                trajectories: trajs.iter().map(|t| t.id.clone()).collect(),
+                // The point's trajectory kept in report.json (its first unit).
+                trajectories: trajs.first().map(|t| t.id.clone()).into_iter().collect(),
             };
             summarize_point(facts, &reqs, criteria.as_ref(), *window)
         })
@@ -572,7 +573,12 @@ fn job_report(
         .filter(|t| !t.stop_reason.finished())
         .map(|t| format!("{} stopped: {}", t.id, t.stop_reason.as_str()))
         .collect();
-    notes.extend(unfinished.iter().cloned());
+    match &e.load {
+        // A load job's notes stay bounded: one line per stop reason, with a count and the
+        // first unit (every unit's stop reason is a unit line of requests.jsonl).
+        Some(_) => notes.extend(unfinished_summary(&e.trajectories)),
+        None => notes.extend(unfinished.iter().cloned()),
+    }
     if e.interrupted {
         notes.push(e.interruption_note());
     }
@@ -594,19 +600,39 @@ fn job_report(
             .unwrap_or(crate::model::FailureCode::Cancelled);
         *failure_codes.entry(code).or_default() += 1;
     }
-    let trajectories = e
-        .trajectories
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let graded_pass = g
-                .checks
-                .get(i)
-                .filter(|c| !c.is_empty())
-                .map(|c| c.iter().all(|r| r.passed));
-            trajectory_report(t, graded_pass, run, &warm)
-        })
-        .collect();
+    let report_of = |i: usize, t: &TrajectoryRecord| {
+        let graded_pass = g
+            .checks
+            .get(i)
+            .filter(|c| !c.is_empty())
+            .map(|c| c.iter().all(|r| r.passed));
+        trajectory_report(t, graded_pass, run, &warm)
+    };
+    // A load job keeps one trajectory report per point (its first unit) and one unit line
+    // per unit in requests.jsonl: report.json's size does not grow with the units.
+    let (trajectories, units) = match &e.load {
+        Some(l) => (
+            l.points
+                .iter()
+                .filter_map(|p| {
+                    let i = p.trajectories.start;
+                    e.trajectories
+                        .get(i)
+                        .filter(|_| !p.trajectories.is_empty())
+                        .map(|t| report_of(i, t))
+                })
+                .collect(),
+            unit_records(e, l, g),
+        ),
+        None => (
+            e.trajectories
+                .iter()
+                .enumerate()
+                .map(|(i, t)| report_of(i, t))
+                .collect(),
+            Vec::new(),
+        ),
+    };
     JobReport {
         id: e.job.job.id.clone(),
         kind: job_kind(e),
@@ -635,8 +661,61 @@ fn job_report(
         sweep,
         baseline: comparison,
         trajectories,
+        units,
         requests,
     }
+}
+
+/// The unit lines of a load job: every unit of every point, in point then unit order.
+fn unit_records(
+    e: &ExecutedJob,
+    l: &LoadRun,
+    g: &GradedJob,
+) -> Vec<crate::model::records::UnitRecord> {
+    l.points
+        .iter()
+        .flat_map(|p| {
+            let first = p.trajectories.start;
+            e.trajectories[p.trajectories.clone()]
+                .iter()
+                .enumerate()
+                .map(move |(k, t)| crate::model::records::UnitRecord {
+                    id: t.id.clone(),
+                    index: t.index,
+                    point: p.point.index,
+                    start_ns: t.start_ns,
+                    end_ns: t.end_ns,
+                    stop_reason: t.stop_reason,
+                    graded_pass: g
+                        .checks
+                        .get(first + k)
+                        .filter(|c| !c.is_empty())
+                        .map(|c| c.iter().all(|r| r.passed)),
+                    shard: None,
+                })
+        })
+        .collect()
+}
+
+/// One note per stop reason of the units that did not finish: `N of M trajectories
+/// stopped: REASON (first: ID)`, in reason order.
+fn unfinished_summary(trajectories: &[TrajectoryRecord]) -> Vec<String> {
+    let mut by_reason: BTreeMap<&'static str, (u64, &str)> = BTreeMap::new();
+    for t in trajectories.iter().filter(|t| !t.stop_reason.finished()) {
+        by_reason
+            .entry(t.stop_reason.as_str())
+            .or_insert((0, t.id.as_str()))
+            .0 += 1;
+    }
+    by_reason
+        .into_iter()
+        .map(|(reason, (n, first))| {
+            format!(
+                "{n} of {} units stopped: {reason} (first: {first}; every unit in requests.jsonl)",
+                trajectories.len()
+            )
+        })
+        .collect()
 }
 
 /// A job's verdicts: its gates against its figures ([`gate::evaluate`]). Without a
