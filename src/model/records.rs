@@ -504,6 +504,30 @@ mod tests {
     }
 
     #[test]
+    fn a_unit_line_round_trips_and_a_bad_one_names_its_field() {
+        let jobs = vec!["s::j".to_string()];
+        let u = UnitRecord {
+            id: "s::j#p1.7".into(),
+            index: 7,
+            point: 1,
+            start_ns: 1_000,
+            end_ns: 5_500,
+            stop_reason: StopReason::Completed,
+            graded_pass: Some(false),
+            shard: Some(2),
+        };
+        let line = encode_unit_line(0, "s::j", &u);
+        assert!(line.starts_with(UNIT_LINE_PREFIX));
+        assert_eq!(decode_unit_line(&line, &jobs).unwrap(), (0, u));
+        let bad = br#"{"u":1,"j":0,"id":"+#1","p":0,"s":1,"d":2,"sr":"nope"}"#;
+        let e = decode_unit_line(bad, &jobs).unwrap_err();
+        assert!(e.contains("field `sr`"), "{e}");
+        let past = br#"{"u":1,"j":0,"id":"+#1","p":0,"s":18446744073709551615,"d":2,"sr":"completed"}"#;
+        let e = decode_unit_line(past, &jobs).unwrap_err();
+        assert!(e.contains("field `d`"), "{e}");
+    }
+
+    #[test]
     fn a_bad_line_names_its_field() {
         let jobs = vec!["s::j".to_string()];
         let e = decode_line(br#"{"j":3,"id":"+x","s":1,"ok":true}"#, &jobs).unwrap_err();
