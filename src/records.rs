@@ -131,6 +131,38 @@ pub fn write_report_records(run_dir: &Path, report: &mut RunReport) -> std::io::
 /// `requests_file` is refused (every run names its records file). Errors name the file
 /// (and the line and field of a bad line).
 pub fn read_into(run_dir: &Path, report: &mut RunReport) -> Result<(), String> {
+    let mut requests: Vec<Vec<RequestRecord>> = vec![Vec::new(); report.jobs.len()];
+    let mut units: Vec<Vec<UnitRecord>> = vec![Vec::new(); report.jobs.len()];
+    visit(run_dir, report, |j, line| match line {
+        Line::Request(r) => requests[j].push(r),
+        Line::Unit(u) => units[j].push(u),
+    })?;
+    for ((j, r), u) in report.jobs.iter_mut().zip(requests).zip(units) {
+        j.requests = r;
+        j.units = u;
+    }
+    Ok(())
+}
+
+/// One line of `requests.jsonl` after its header.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    /// A request's record.
+    Request(RequestRecord),
+    /// A load unit's line.
+    Unit(UnitRecord),
+}
+
+/// Streams the lines of `run_dir/requests.jsonl` to `f` with their job index, one at a
+/// time (nothing is held but the line being read), checked as [`read_into`] checks them:
+/// a caller that keeps only what it needs reads a run of any size in bounded memory. The
+/// length is checked before the first line; the count and SHA-256 only at the end, so `f`
+/// may have seen lines of a file that is then refused (the error says so).
+pub fn visit(
+    run_dir: &Path,
+    report: &RunReport,
+    f: impl FnMut(usize, Line),
+) -> Result<(), String> {
     let Some(meta) = report.requests_file.clone() else {
         // Every run writes its records file and names it here: a v3 report without the
         // entry was damaged or edited, and its per-request figures cannot be read.
@@ -142,16 +174,16 @@ pub fn read_into(run_dir: &Path, report: &mut RunReport) -> Result<(), String> {
     };
     let shown = run_dir.join(REQUESTS_FILE);
     let shown = shown.display();
-    let jobs = &mut report.jobs;
     let run_id = report.run_id.as_str();
-    read_file(run_dir, &meta, run_id, jobs).map_err(|e| format!("{shown}: {e}"))
+    read_file(run_dir, &meta, run_id, &report.jobs, f).map_err(|e| format!("{shown}: {e}"))
 }
 
 fn read_file(
     run_dir: &Path,
     meta: &RequestsFile,
     run_id: &str,
-    jobs: &mut [JobReport],
+    jobs: &[JobReport],
+    mut f: impl FnMut(usize, Line),
 ) -> Result<(), String> {
     if meta.path != REQUESTS_FILE {
         return Err(format!(
@@ -191,10 +223,6 @@ fn read_file(
             "{what}: {len} bytes, report.json says {} bytes",
             meta.bytes
         ));
-    }
-    for j in jobs.iter_mut() {
-        j.requests.clear();
-        j.units.clear();
     }
     let mut reader = BufReader::new(opened.file.take(meta.bytes.saturating_add(1)));
     let mut hasher = Sha256::new();
@@ -261,7 +289,7 @@ fn read_file(
                         meta.units
                     ));
                 }
-                jobs[j].units.push(u);
+                f(j, Line::Unit(u));
             }
             Some(h) => {
                 let (j, r) =
@@ -273,7 +301,7 @@ fn read_file(
                         meta.records
                     ));
                 }
-                jobs[j].requests.push(r);
+                f(j, Line::Request(r));
             }
         }
     }

@@ -174,13 +174,13 @@ pub async fn run_with(
     let telemetry = session.stop_telemetry();
     let io_after = crate::timeline::proc_self_io();
     capture.phase(Phase::Grading);
-    let graded = execute::grade_all(executed);
+    let mut graded = execute::grade_all(executed);
     capture.phase(Phase::Finalization);
     let mut report = report::build(
         &run_id,
         &clock,
         &session,
-        &graded,
+        &mut graded,
         telemetry.as_ref(),
         ctx.cancelled.load(Ordering::Relaxed),
         extras.baseline.as_ref(),

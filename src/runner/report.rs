@@ -293,14 +293,16 @@ fn trajectory_report(
 }
 
 /// Request ids of the warm-up requests of every point of a load job (the first `warmup`
-/// of each point by scheduled, then actual send time).
-fn warmup_ids(e: &ExecutedJob, l: &LoadRun) -> Vec<String> {
+/// of each point by scheduled, then actual send time); `point_requests[i]` is point i's
+/// range of `requests`.
+fn warmup_ids(
+    l: &LoadRun,
+    requests: &[RequestRecord],
+    point_requests: &[std::ops::Range<usize>],
+) -> Vec<String> {
     let mut out = Vec::new();
-    for p in &l.points {
-        let reqs: Vec<&RequestRecord> = e.trajectories[p.trajectories.clone()]
-            .iter()
-            .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
-            .collect();
+    for (p, range) in l.points.iter().zip(point_requests) {
+        let reqs: Vec<&RequestRecord> = requests[range.clone()].iter().collect();
         let keys: Vec<(u64, u64)> = reqs.iter().map(|r| (r.scheduled_ns, r.send_ns)).collect();
         for (r, w) in reqs
             .iter()
@@ -319,6 +321,7 @@ fn warmup_ids(e: &ExecutedJob, l: &LoadRun) -> Vec<String> {
 fn curve(
     e: &ExecutedJob,
     l: &LoadRun,
+    (requests, point_requests): (&[RequestRecord], &[std::ops::Range<usize>]),
     warm: &HashSet<&str>,
     windows: &[Option<WindowEnergy>],
 ) -> Vec<crate::load::PointSummary> {
@@ -331,11 +334,11 @@ fn curve(
     l.points
         .iter()
         .zip(windows)
-        .map(|(p, window)| {
+        .zip(point_requests)
+        .map(|((p, window), range)| {
             let trajs = &e.trajectories[p.trajectories.clone()];
-            let reqs: Vec<PointRequest> = trajs
+            let reqs: Vec<PointRequest> = requests[range.clone()]
                 .iter()
-                .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
                 .map(|r| PointRequest {
                     figures: figures(r),
                     warmup: warm.contains(r.request_id.as_str()),
@@ -391,33 +394,66 @@ fn harness_exit_figure(h: &crate::runner::swe::SweOutcome) -> Figure<f64> {
     }
 }
 
+/// The records of every request of `e`, error text redacted, and (for a load job) each
+/// point's range of them. A load job's records move out of its trajectories (only each
+/// point's first trajectory, the one report.json keeps, keeps its own): they are held once,
+/// not twice, until requests.jsonl is written (issue 19).
+fn take_requests(
+    e: &mut ExecutedJob,
+    secrets: &[&str],
+) -> (Vec<RequestRecord>, Vec<std::ops::Range<usize>>) {
+    // Server error text is kept for the report only: bounded, with the API key and any
+    // credential value redacted (it never enters the timeline).
+    let redact = |mut r: RequestRecord| {
+        r.error = r.error.map(|t| redact_secrets(&t, secrets));
+        r
+    };
+    let mut requests = Vec::new();
+    let Some(l) = &e.load else {
+        requests.extend(
+            e.trajectories
+                .iter()
+                .flat_map(|t| t.steps.iter().filter_map(|s| s.request.clone()))
+                .map(redact),
+        );
+        return (requests, Vec::new());
+    };
+    let mut ranges = Vec::with_capacity(l.points.len());
+    for p in &l.points {
+        let start = requests.len();
+        for (k, t) in e.trajectories[p.trajectories.clone()].iter_mut().enumerate() {
+            for s in &mut t.steps {
+                let r = if k == 0 {
+                    s.request.clone()
+                } else {
+                    s.request.take()
+                };
+                requests.extend(r.map(redact));
+            }
+        }
+        ranges.push(start..requests.len());
+    }
+    (requests, ranges)
+}
+
 fn job_report(
-    g: &GradedJob,
+    g: &mut GradedJob,
     session: &Session,
     run: &RunEnergy,
     baseline: Option<&Baseline>,
 ) -> JobReport {
-    let e = &g.executed;
-    let suite = &session.suites[e.suite_index];
+    let suite = &session.suites[g.executed.suite_index];
     let secrets = suite.secrets();
-    let requests: Vec<RequestRecord> = e
-        .trajectories
-        .iter()
-        .flat_map(|t| t.steps.iter().filter_map(|s| s.request.clone()))
-        .map(|mut r| {
-            // Server error text is kept for the report only: bounded, with the API key and
-            // any credential value redacted (it never enters the timeline).
-            r.error = r.error.map(|t| redact_secrets(&t, &secrets));
-            r
-        })
-        .collect();
+    let (requests, point_requests) = take_requests(&mut g.executed, &secrets);
+    let g = &*g;
+    let e = &g.executed;
     let duration_ns = e.end_ns.saturating_sub(e.start_ns);
     // Load jobs: warm-up requests stay recorded but leave every statistic, and rates are
     // over the points' windows (not the gaps between points).
     let warm_ids: Vec<String> = e
         .load
         .as_ref()
-        .map(|l| warmup_ids(e, l))
+        .map(|l| warmup_ids(l, &requests, &point_requests))
         .unwrap_or_default();
     let warm: HashSet<&str> = warm_ids.iter().map(String::as_str).collect();
     let window_ns = e.load.as_ref().map_or(duration_ns, |l| {
@@ -496,7 +532,10 @@ fn job_report(
                 .collect();
             (
                 Some(load_report(l, warm_ids.clone())),
-                Some(sweep_report(&l.spec, curve(e, l, &warm, &windows))),
+                Some(sweep_report(
+                    &l.spec,
+                    curve(e, l, (&requests, &point_requests), &warm, &windows),
+                )),
             )
         }
         None => (None, None),
@@ -757,7 +796,7 @@ pub fn build(
     run_id: &str,
     clock: &RunClock,
     session: &Session,
-    graded: &[GradedJob],
+    graded: &mut [GradedJob],
     telemetry: Option<&TelemetryRun>,
     cancelled: bool,
     baseline: Option<&Baseline>,
@@ -770,7 +809,7 @@ pub fn build(
     let power = energy::power_report(telemetry, gpu_off);
     let run = RunEnergy::attribute(graded, telemetry, power);
     let jobs: Vec<JobReport> = graded
-        .iter()
+        .iter_mut()
         .map(|g| job_report(g, session, &run, baseline))
         .collect();
     let endpoints: Vec<EndpointReport> = session
