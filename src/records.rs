@@ -134,7 +134,7 @@ pub fn read_into(run_dir: &Path, report: &mut RunReport) -> Result<(), String> {
     let mut requests: Vec<Vec<RequestRecord>> = vec![Vec::new(); report.jobs.len()];
     let mut units: Vec<Vec<UnitRecord>> = vec![Vec::new(); report.jobs.len()];
     visit(run_dir, report, |j, line| match line {
-        Line::Request(r) => requests[j].push(r),
+        Line::Request(r) => requests[j].push(*r),
         Line::Unit(u) => units[j].push(u),
     })?;
     for ((j, r), u) in report.jobs.iter_mut().zip(requests).zip(units) {
@@ -147,8 +147,8 @@ pub fn read_into(run_dir: &Path, report: &mut RunReport) -> Result<(), String> {
 /// One line of `requests.jsonl` after its header.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Line {
-    /// A request's record.
-    Request(RequestRecord),
+    /// A request's record (boxed: a line is handed over one at a time).
+    Request(Box<RequestRecord>),
     /// A load unit's line.
     Unit(UnitRecord),
 }
@@ -158,11 +158,7 @@ pub enum Line {
 /// a caller that keeps only what it needs reads a run of any size in bounded memory. The
 /// length is checked before the first line; the count and SHA-256 only at the end, so `f`
 /// may have seen lines of a file that is then refused (the error says so).
-pub fn visit(
-    run_dir: &Path,
-    report: &RunReport,
-    f: impl FnMut(usize, Line),
-) -> Result<(), String> {
+pub fn visit(run_dir: &Path, report: &RunReport, f: impl FnMut(usize, Line)) -> Result<(), String> {
     let Some(meta) = report.requests_file.clone() else {
         // Every run writes its records file and names it here: a v3 report without the
         // entry was damaged or edited, and its per-request figures cannot be read.
@@ -277,8 +273,9 @@ fn read_file(
                 }
                 header = Some(h);
             }
-            Some(h) if h.schema != crate::model::records::REQUESTS_SCHEMA_V1
-                && line.starts_with(UNIT_LINE_PREFIX) =>
+            Some(h)
+                if h.schema != crate::model::records::REQUESTS_SCHEMA_V1
+                    && line.starts_with(UNIT_LINE_PREFIX) =>
             {
                 let (j, u) =
                     decode_unit_line(line, &h.jobs).map_err(|e| format!("line {line_no}: {e}"))?;
@@ -301,7 +298,7 @@ fn read_file(
                         meta.records
                     ));
                 }
-                f(j, Line::Request(r));
+                f(j, Line::Request(Box::new(r)));
             }
         }
     }
@@ -315,7 +312,10 @@ fn read_file(
         ));
     }
     if units != meta.units {
-        return Err(format!("{units} unit lines, report.json says {}", meta.units));
+        return Err(format!(
+            "{units} unit lines, report.json says {}",
+            meta.units
+        ));
     }
     let sha = hex::encode(hasher.finalize());
     if sha != meta.sha256 {

@@ -187,7 +187,11 @@ fn a_load_reports_size_does_not_grow_with_its_units_and_a_big_run_opens() {
         serde_json::from_slice(&std::fs::read(big.join("report.json")).unwrap()).unwrap();
     let job = &rep["jobs"][0];
     assert_eq!(job["stats"]["requests"], 2000);
-    assert_eq!(job["trajectories"].as_array().unwrap().len(), 1, "one per point");
+    assert_eq!(
+        job["trajectories"].as_array().unwrap().len(),
+        1,
+        "one per point"
+    );
     assert_eq!(job["sweep"]["points"][0]["units"], 2000);
     assert_eq!(rep["requests_file"]["units"], 2000);
     let groups = rep["attribution"]["groups"].as_array().map_or(0, Vec::len);

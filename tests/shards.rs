@@ -430,11 +430,18 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
             .iter()
             .map(|r| r.jobs.iter().find(|j| j.id == job).unwrap().units.len())
             .sum();
-        assert_eq!(mj.units.len(), shard_unit_count, "{job}: the union of units");
+        assert_eq!(
+            mj.units.len(),
+            shard_unit_count,
+            "{job}: the union of units"
+        );
         assert!(mj.units.iter().all(|t| t.shard.is_some()));
         assert!(mj.trajectories.iter().all(|t| t.shard.is_some()));
         let points = mj.sweep.as_ref().unwrap().points.len();
-        assert!(mj.trajectories.len() <= points * shards.len(), "{job}: a sample");
+        assert!(
+            mj.trajectories.len() <= points * shards.len(),
+            "{job}: a sample"
+        );
 
         // Per point: the union's percentiles, and the load is the sum of the shards'.
         let sw = mj.sweep.as_ref().unwrap();

@@ -88,10 +88,12 @@ pub fn encode_unit_line(job: usize, job_id: &str, u: &UnitRecord) -> Vec<u8> {
 pub fn decode_unit_line(line: &[u8], jobs: &[String]) -> Result<(usize, UnitRecord), String> {
     let c: CompactUnit = parse_json(line)?;
     let job_id = job_of(c.j, jobs)?;
-    let end_ns = c
-        .s
-        .checked_add(c.d)
-        .ok_or_else(|| format!("field `d`: duration {} runs past the end of the run clock", c.d))?;
+    let end_ns = c.s.checked_add(c.d).ok_or_else(|| {
+        format!(
+            "field `d`: duration {} runs past the end of the run clock",
+            c.d
+        )
+    })?;
     Ok((
         c.j,
         UnitRecord {
@@ -522,7 +524,8 @@ mod tests {
         let bad = br#"{"u":1,"j":0,"id":"+#1","p":0,"s":1,"d":2,"sr":"nope"}"#;
         let e = decode_unit_line(bad, &jobs).unwrap_err();
         assert!(e.contains("field `sr`"), "{e}");
-        let past = br#"{"u":1,"j":0,"id":"+#1","p":0,"s":18446744073709551615,"d":2,"sr":"completed"}"#;
+        let past =
+            br#"{"u":1,"j":0,"id":"+#1","p":0,"s":18446744073709551615,"d":2,"sr":"completed"}"#;
         let e = decode_unit_line(past, &jobs).unwrap_err();
         assert!(e.contains("field `d`"), "{e}");
     }

@@ -421,7 +421,10 @@ fn take_requests(
     let mut ranges = Vec::with_capacity(l.points.len());
     for p in &l.points {
         let start = requests.len();
-        for (k, t) in e.trajectories[p.trajectories.clone()].iter_mut().enumerate() {
+        for (k, t) in e.trajectories[p.trajectories.clone()]
+            .iter_mut()
+            .enumerate()
+        {
             for s in &mut t.steps {
                 let r = if k == 0 {
                     s.request.clone()

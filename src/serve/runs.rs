@@ -537,7 +537,7 @@ impl RunDir {
                 && load[j]
                 && ids.contains(r.request_id.as_str())
             {
-                kept[j].push(r);
+                kept[j].push(*r);
             }
         })?;
         for (j, k) in report.jobs.iter_mut().zip(kept) {

@@ -348,8 +348,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         .flat_map(|p| p.job.units.iter().cloned())
         .collect();
     units.sort_by_key(|u| (u.point, u.index));
-    let point_of: HashMap<String, usize> =
-        units.iter().map(|u| (u.id.clone(), u.point)).collect();
+    let point_of: HashMap<String, usize> = units.iter().map(|u| (u.id.clone(), u.point)).collect();
     let sample_point: HashMap<String, usize> = parts
         .iter()
         .flat_map(|p| p.job.sweep.iter().flat_map(|s| &s.points))
@@ -843,14 +842,7 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
     let trajs = trajs.iter();
     let max_all = max_overlap(trajs.clone().map(|t| (t.0, t.1)));
     let max_one = (1..=base.n)
-        .map(|k| {
-            max_overlap(
-                trajs
-                    .clone()
-                    .filter(|t| t.2 == Some(k))
-                    .map(|t| (t.0, t.1)),
-            )
-        })
+        .map(|k| max_overlap(trajs.clone().filter(|t| t.2 == Some(k)).map(|t| (t.0, t.1))))
         .max()
         .unwrap_or(0);
     let concurrency = MergedConcurrency {
