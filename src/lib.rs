@@ -16,23 +16,17 @@
 //! Pure logic (parsing, statistics, attribution, gates) does no I/O; I/O lives at the edges
 //! (`client`, `telemetry`, `timeline` persistence, `sim`, `runner`).
 
-pub mod attribution;
 pub mod baseline;
 pub mod cli;
 pub mod client;
-pub mod clock;
 pub mod commands;
-pub mod fsio;
-pub mod gate;
 pub mod grade;
 pub mod harness;
 pub mod load;
-pub mod model;
 pub mod offline;
 pub mod otlp;
 pub mod overhead;
 pub mod records;
-pub mod redact;
 pub mod render;
 pub mod reporter;
 pub mod run_dir;
@@ -40,8 +34,17 @@ pub mod runner;
 pub mod serve;
 pub mod shard;
 pub mod sim;
-pub mod stats;
 pub mod suite;
 pub mod telemetry;
 pub mod timeline;
 pub mod tools;
+
+// The workspace crates (crates/*), under the paths the rest of the library and its users
+// name them by.
+pub use inferscope_attribution as attribution;
+pub use inferscope_clock as clock;
+pub use inferscope_fsio as fsio;
+pub use inferscope_gate as gate;
+pub use inferscope_model as model;
+pub use inferscope_redact as redact;
+pub use inferscope_stats as stats;

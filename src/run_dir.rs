@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::attribution::{MarkerFile, parse_marker_file};
 use crate::gate::EXIT_BAD_INPUT;
 use crate::model::RunReport;
 
@@ -97,4 +98,33 @@ pub fn load_report(run_dir: &Path) -> Result<RunReport, i32> {
         eprintln!("error: {e}");
         EXIT_BAD_INPUT
     })
+}
+
+/// Error reading a marker file from disk: I/O, or its contents.
+#[derive(Debug, thiserror::Error)]
+pub enum MarkerReadError {
+    /// The file could not be read.
+    #[error("cannot read step markers {path}: {source}")]
+    Io {
+        /// The path given.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Reads a marker file (e.g. the file an SWE harness wrote to
+/// `INFERSCOPE_STEPS_FILE`) through the bounded reader ([`crate::fsio`]: no symlink, no
+/// FIFO or device, at most [`crate::fsio::limits::STEPS_FILE_BYTES`]), leniently
+/// ([`crate::attribution::parse_marker_file`]).
+///
+/// Errors: [`MarkerReadError::Io`] when the file cannot be read.
+pub fn read_step_markers(path: &Path) -> Result<MarkerFile, MarkerReadError> {
+    let bytes = crate::fsio::read(path, crate::fsio::limits::STEPS_FILE_BYTES).map_err(|e| {
+        MarkerReadError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        }
+    })?;
+    Ok(parse_marker_file(&bytes))
 }

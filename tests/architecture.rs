@@ -1,4 +1,5 @@
-//! The module graph (issue 14): which top-level modules of the library import which,
+//! The module graph (issue 14): which top-level modules of the library — and of each
+//! workspace crate under crates/ — import which,
 //! read from the sources (`crate::X` paths outside comments, `use crate::{X, Y}` groups
 //! included). Every edge that lies on an import cycle must be in [`KNOWN_CYCLE_EDGES`],
 //! the debt still to remove, and every edge listed there must still close a cycle: a new
@@ -160,6 +161,35 @@ fn no_new_import_cycle_between_top_level_modules() {
         gone.is_empty(),
         "no longer on a cycle — remove from KNOWN_CYCLE_EDGES:\n{}",
         gone.join("\n")
+    );
+}
+
+/// Inside every workspace crate (crates/*/src) no import cycle at all between its
+/// top-level modules: the crates were cut along one-way edges and stay so.
+#[test]
+fn no_import_cycle_inside_any_workspace_crate() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates");
+    let mut seen = 0;
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(&crates).unwrap() {
+        let src = e.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        seen += 1;
+        for (a, b) in cycle_edges(&graph(&src)) {
+            found.push(format!("{}: {a} → {b}", src.display()));
+        }
+    }
+    assert!(
+        seen >= 6,
+        "expected the workspace crates under {}",
+        crates.display()
+    );
+    assert!(
+        found.is_empty(),
+        "import edges that close a cycle inside a crate:\n{}",
+        found.join("\n")
     );
 }
 

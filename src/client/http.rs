@@ -581,7 +581,9 @@ impl Client {
             };
             let send_ns = clock.elapsed_ns();
             let head = head_for(prepared, scheduled_ns, send_ns);
-            let deadline = clock.tokio_at(send_ns.saturating_add(ns(self.config.request_timeout)));
+            let deadline = tokio::time::Instant::from_std(
+                clock.instant_at(send_ns.saturating_add(ns(self.config.request_timeout))),
+            );
             match tokio::time::timeout_at(deadline, self.http.execute(request)).await {
                 Err(_) => {
                     let now = clock.elapsed_ns();
@@ -689,7 +691,10 @@ impl Client {
         let idle_ns = ns(self.config.idle_timeout);
         // One timer for both deadlines: the idle one (moved as reads arrive) and the
         // request's.
-        let idle_at = |last: u64| clock.tokio_at(last.saturating_add(idle_ns)).min(deadline);
+        let idle_at = |last: u64| {
+            tokio::time::Instant::from_std(clock.instant_at(last.saturating_add(idle_ns)))
+                .min(deadline)
+        };
         let timer = tokio::time::sleep_until(idle_at(headers_ns));
         tokio::pin!(timer);
 

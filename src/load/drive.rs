@@ -81,7 +81,7 @@ impl Timer for ClockTimer<'_> {
         self.clock.elapsed_ns()
     }
     fn sleep_until(&self, t_ns: u64) -> impl std::future::Future<Output = ()> + Send {
-        let deadline = self.clock.tokio_at(t_ns);
+        let deadline = tokio::time::Instant::from_std(self.clock.instant_at(t_ns));
         let cancelled = self.cancelled;
         async move {
             tokio::select! {

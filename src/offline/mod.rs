@@ -103,7 +103,7 @@ pub fn join(
 /// --inferscope-report FILE) --steps FILE [--out FILE]`: exit 0 on success, 2 on unreadable
 /// input.
 pub fn command(src: &OfflineSource, steps: &Path, out: Option<&Path>) -> i32 {
-    let file = match attr::read_step_markers(steps) {
+    let file = match crate::run_dir::read_step_markers(steps) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {}: {e}", steps.display());

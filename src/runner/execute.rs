@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::attribution::read_step_markers;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
 use crate::grade::{CheckResult, GradeSubject, evaluate};
@@ -16,6 +15,7 @@ use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
 use crate::model::request::redact_secrets;
 use crate::model::{SetupCause, SetupError};
+use crate::run_dir::read_step_markers;
 use crate::runner::RunOptions;
 use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory,

@@ -160,7 +160,7 @@ pub async fn run_with(
             // run clock (the anchor maps the wall-clock instant onto it).
             let target = t.saturating_sub(clock.reference_instant_unix_ns());
             tokio::select! {
-                _ = tokio::time::sleep_until(clock.tokio_at(target)) => {}
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(clock.instant_at(target))) => {}
                 _ = execute::wait_flag(&ctx.cancelled) => {}
             }
             released_ns = Some(clock.elapsed_ns());

@@ -1,7 +1,8 @@
 use inferscope_bench::attribution::{
-    MAX_MARKER_ERRORS, MarkerReadError, StepKind, StepMarker, parse_step_markers,
-    read_step_markers, step_markers_to_jsonl, write_step_markers,
+    MAX_MARKER_ERRORS, StepKind, StepMarker, parse_step_markers, step_markers_to_jsonl,
+    write_step_markers,
 };
+use inferscope_bench::run_dir::{MarkerReadError, read_step_markers};
 
 const GOOD: &str = r#"{"step_id":7,"kind":"llm_call","t_start_unix_ns":1726000010000000000,"t_end_unix_ns":1726000010200000000}"#;
 

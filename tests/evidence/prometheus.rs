@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use inferscope_bench::attribution::{StepMarker, TrajectoryMetrics, read_step_markers};
+use inferscope_bench::attribution::{StepMarker, TrajectoryMetrics};
+use inferscope_bench::run_dir::read_step_markers;
 use inferscope_bench::telemetry::{CounterId, MetricsSample, TelemetryRun};
 
 use super::{bin, repo, text};

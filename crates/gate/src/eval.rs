@@ -4,7 +4,7 @@
 use super::figures::{Figure, FigureSet, LatencyFigures};
 use super::spec::{GateSpec, OverheadSpec, PercentileBounds, WhenUnavailable};
 use super::verdict::{Comparison, Verdict, judge};
-use crate::model::Basis;
+use inferscope_model::Basis;
 
 /// The built-in gate's key: a job with zero successful requests always fails.
 pub const SUCCESSFUL_REQUESTS_GATE: &str = "successful_requests";
@@ -332,10 +332,8 @@ pub fn validate_overhead(spec: &OverheadSpec) -> Result<(), Vec<SpecProblem>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::verdict::{
-        EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, JobOutcome, Outcome, exit_status,
-    };
-    use crate::stats::{AggregateParams, JobStats, RequestFigures};
+    use crate::verdict::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, JobOutcome, Outcome, exit_status};
+    use inferscope_stats::{AggregateParams, JobStats, RequestFigures};
 
     fn spec(toml_src: &str) -> GateSpec {
         toml::from_str(toml_src).unwrap()
@@ -651,7 +649,10 @@ mod tests {
         let figs = FigureSet::from_job_stats(&JobStats::aggregate(&[r], AggregateParams::new(1)));
         let v = evaluate(&spec("tpot_ms = { p50 = 1.0 }"), &figs);
         let t = by(&v, "tpot_ms.p50");
-        assert_eq!(t.tokens, Some(crate::model::TokenSource::ClientEstimate));
+        assert_eq!(
+            t.tokens,
+            Some(inferscope_model::TokenSource::ClientEstimate)
+        );
         assert_eq!(
             t.message,
             "tpot_ms.p50 = 5 ms > bound 1 ms (client timing; tokens client-estimated)"
@@ -728,7 +729,7 @@ mod tests {
 
     #[test]
     fn number_formatting() {
-        use crate::gate::format_number as f;
+        use crate::format_number as f;
         assert_eq!(f(812.4), "812.4");
         assert_eq!(f(500.0), "500");
         assert_eq!(f(200.0 / 12.0), "16.667");

@@ -9,8 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::model::attribution::{CounterName, RunWindow, StepUsage};
-pub use crate::model::basis::PowerBasis;
+pub use inferscope_model::attribution::{CounterName, RunWindow, StepUsage};
+pub use inferscope_model::basis::PowerBasis;
 
 /// Largest accepted power reading, mW (1 MW per device).
 ///

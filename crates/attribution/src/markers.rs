@@ -1,4 +1,6 @@
-//! step markers (docs/artifacts.md): the JSONL format, an integer-exact reader and a writer.
+//! step markers (docs/artifacts.md): the JSONL format, an integer-exact parser and a writer
+//! (to any `Write`). Reading a marker file from disk is the main crate's
+//! (`run_dir::read_step_markers`): this crate does no I/O.
 //!
 //! One object per line:
 //! `{"step_id": 3, "kind": "llm_call", "t_start_unix_ns": …, "t_end_unix_ns": …}` with
@@ -13,12 +15,11 @@
 //! go backwards or fall outside the run are flagged by the attribution (field case C22).
 
 use std::io::Write;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 /// Kind of a step (marker (docs/artifacts.md) field `kind`): the report model's.
-pub use crate::model::StepKind;
+pub use inferscope_model::StepKind;
 
 /// One step marker (docs/artifacts.md) as written in `steps.jsonl`.
 ///
@@ -66,7 +67,7 @@ impl StepMarker {
 }
 
 /// One line of a marker file that could not be read: the report model's.
-pub use crate::model::attribution::MarkerLineError;
+pub use inferscope_model::attribution::MarkerLineError;
 
 /// Most line errors one [`MarkerFileError`] lists; further bad lines are counted only.
 pub const MAX_MARKER_ERRORS: usize = 20;
@@ -91,19 +92,6 @@ fn format_errors(errors: &[MarkerLineError], bad_lines: usize) -> String {
         out.push_str(&format!("\n  … {} more", bad_lines - errors.len()));
     }
     out
-}
-
-/// Error reading a marker file from disk: I/O, or its contents.
-#[derive(Debug, thiserror::Error)]
-pub enum MarkerReadError {
-    /// The file could not be read.
-    #[error("cannot read step markers {path}: {source}")]
-    Io {
-        /// The path given.
-        path: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
 }
 
 /// A marker file as read: every valid marker (with its line), every rejected line, and
@@ -166,7 +154,7 @@ impl MarkerFile {
 
 /// One line's message, bounded and never quoting the line.
 fn line_message(e: &serde_json::Error) -> String {
-    crate::redact::excerpt(&e.to_string())
+    inferscope_redact::excerpt(&e.to_string())
 }
 
 /// Reads marker (docs/artifacts.md) JSONL bytes leniently (pure): every valid line is kept; a last
@@ -242,22 +230,6 @@ pub fn parse_step_markers(text: &str) -> Result<Vec<StepMarker>, MarkerFileError
         }
     }
     Err(MarkerFileError { errors, bad_lines })
-}
-
-/// Reads a marker file (the module's only I/O; e.g. the file an SWE harness wrote to
-/// `INFERSCOPE_STEPS_FILE`) through the bounded reader ([`crate::fsio`]: no symlink, no
-/// FIFO or device, at most [`crate::fsio::limits::STEPS_FILE_BYTES`]), leniently
-/// ([`parse_marker_file`]).
-///
-/// Errors: [`MarkerReadError::Io`] when the file cannot be read.
-pub fn read_step_markers(path: &Path) -> Result<MarkerFile, MarkerReadError> {
-    let bytes = crate::fsio::read(path, crate::fsio::limits::STEPS_FILE_BYTES).map_err(|e| {
-        MarkerReadError::Io {
-            path: path.display().to_string(),
-            source: std::io::Error::other(e.to_string()),
-        }
-    })?;
-    Ok(parse_marker_file(&bytes))
 }
 
 /// Renders markers as JSONL, one object per line, each ending in `\n`, in the given order,

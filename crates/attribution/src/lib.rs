@@ -1,7 +1,7 @@
 //! Trajectory-level energy and prefix-cache attribution (docs/measurement.md, with the corrections of
-//! issue 5 and docs/measurement.md). Pure logic: the only I/O is
-//! [`read_step_markers`]. Its output types are the report model's
-//! ([`crate::model::attribution`]).
+//! issue 5 and docs/measurement.md). Pure logic, no I/O (a marker file is read from disk
+//! by the main crate's `run_dir::read_step_markers`). Its output types are the report model's
+//! ([`inferscope_model::attribution`]).
 //!
 //! # The join
 //! A driver writes step markers (docs/artifacts.md) (unix-epoch ns, [`StepMarker`]); each window maps
@@ -61,9 +61,8 @@ pub use input::{
     PowerSeries, RunWindow, StepUsage,
 };
 pub use markers::{
-    MAX_MARKER_ERRORS, MarkerFile, MarkerFileError, MarkerLineError, MarkerReadError, StepKind,
-    StepMarker, parse_marker_file, parse_step_markers, read_step_markers, step_markers_to_jsonl,
-    write_step_markers,
+    MAX_MARKER_ERRORS, MarkerFile, MarkerFileError, MarkerLineError, StepKind, StepMarker,
+    parse_marker_file, parse_step_markers, step_markers_to_jsonl, write_step_markers,
 };
 pub use metrics::{
     AttributionOutcome, ConcurrencyCondition, DeviceRunEnergy, DropReason, DroppedStep,
@@ -72,5 +71,4 @@ pub use metrics::{
     TrajectoryAttribution, TrajectoryMetrics, TrajectoryOutcome, WithheldTrajectory,
     WithholdReason, in_flight_phrase,
 };
-pub(crate) use table::align_rows;
-pub use table::{ABSENT, render_outcome, render_step_table, render_withheld};
+pub use table::{ABSENT, align_rows, render_outcome, render_step_table, render_withheld};

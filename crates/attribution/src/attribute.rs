@@ -14,7 +14,7 @@ use super::metrics::{
     StepAttribution, StepDeviceEnergy, StepMetrics, TrajectoryAttribution, TrajectoryMetrics,
     TrajectoryOutcome, WithheldTrajectory, WithholdReason, in_flight_phrase,
 };
-use crate::stats::total_if_complete;
+use inferscope_stats::total_if_complete;
 
 /// The statement printed next to measured figures (docs/measurement.md "The wall").
 pub const CONTROLLED_CONCURRENCY_STATEMENT: &str = "Controlled concurrency: one trajectory in \
@@ -463,7 +463,7 @@ fn sum_some(it: impl Iterator<Item = Option<u64>>) -> Option<u64> {
 
 /// Tokens per joule: `tokens / (mj / 1000)`; `None` unless both are present and non-zero.
 fn per_joule(tokens: Option<u64>, mj: Option<u64>) -> Option<f64> {
-    crate::model::tokens_per_joule(tokens, mj)
+    inferscope_model::tokens_per_joule(tokens, mj)
 }
 
 /// `num / den`; `None` unless both are present and `den > 0`.

@@ -1,6 +1,6 @@
 //! Gate and overhead-budget declarations as written in a suite's `[gates]` and
 //! `[overhead]` tables (docs/measurement.md–8, docs/artifacts.md). Pure data: evaluation lives in
-//! [`crate::gate`].
+//! [`crate`].
 //!
 //! Every field is optional; an absent bound is not evaluated. Unknown keys are rejected
 //! (`deny_unknown_fields`) so a typo never silently disables a gate (field case C31).

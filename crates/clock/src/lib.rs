@@ -74,10 +74,11 @@ impl RunClock {
         self.origin
     }
 
-    /// The tokio instant `elapsed_ns` nanoseconds after the reference instant: a
-    /// deadline on the run clock for `tokio::time::sleep_until` / `timeout_at`.
-    pub fn tokio_at(&self, elapsed_ns: u64) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(self.origin + Duration::from_nanos(elapsed_ns))
+    /// The monotonic instant `elapsed_ns` nanoseconds after the reference instant: a
+    /// deadline on the run clock (`tokio::time::Instant::from_std` of it for
+    /// `tokio::time::sleep_until` / `timeout_at`; this crate stays free of tokio).
+    pub fn instant_at(&self, elapsed_ns: u64) -> Instant {
+        self.origin + Duration::from_nanos(elapsed_ns)
     }
 
     /// Nanoseconds since the reference instant, now (monotonic).

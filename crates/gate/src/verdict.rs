@@ -1,5 +1,5 @@
 //! Verdicts, job outcomes and exit statuses (docs/measurement.md, issue 2 item 8, issue 6 item 1).
-//! The verdict type is the report model's ([`crate::model::Verdict`]); [`judge`] makes one.
+//! The verdict type is the report model's ([`inferscope_model::Verdict`]); [`judge`] makes one.
 
 use super::figures::Figure;
 use super::spec::WhenUnavailable;
@@ -20,7 +20,7 @@ pub const EXIT_SETUP_ERROR: i32 = 96;
 /// never a pass on noisy evidence.
 pub const EXIT_INCONCLUSIVE: i32 = 3;
 
-pub use crate::model::{Comparison, Outcome, Verdict};
+pub use inferscope_model::{Comparison, Outcome, Verdict};
 
 /// Judges `figure` against `bound`; an unavailable figure gives `Unavailable` or, with
 /// `when == Skip`, `Skipped`. A non-finite bound fails with a message saying so. The

@@ -1,16 +1,16 @@
 //! The measured figures gates read, each with its basis or the reason it is unavailable.
 //!
-//! A [`Figure`] is the report model's value-with-basis ([`crate::model::Figure`]): `value`
+//! A [`Figure`] is the report model's value-with-basis ([`inferscope_model::Figure`]): `value`
 //! plus `basis` (`client_timing`, `server_reported`, `client_estimate`, energy `simulated` /
 //! `measured` / `apportioned`, …), `tokens` for a figure derived from token counts, and,
 //! when the value is missing, a `reason` (no power source, no usage, no successful request).
 //! Missing is `None`, never 0.
 
-use crate::model::{Basis, TokenSource};
-use crate::stats::{JobStats, Summary};
+use inferscope_model::{Basis, TokenSource};
+use inferscope_stats::{JobStats, Summary};
 
 /// A gated figure: the report model's [`Figure`] of an `f64` in the unit of its bound.
-pub type Figure = crate::model::Figure<f64>;
+pub type Figure = inferscope_model::Figure<f64>;
 
 /// The five gated statistics of one latency population (ms).
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +52,7 @@ impl LatencyFigures {
     }
 }
 
-/// Every figure a [`crate::gate::spec::GateSpec`] can gate, for one job.
+/// Every figure a [`crate::spec::GateSpec`] can gate, for one job.
 ///
 /// Build it with [`FigureSet::from_job_stats`] and set the figures the stats do not carry
 /// (grade pass rate, tokens per joule, energy per trajectory, regression) from their sources.

@@ -442,7 +442,7 @@ pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::basis::EstimateMethod;
+    use crate::basis::EstimateMethod;
 
     fn full() -> RequestRecord {
         let mut r = RequestRecord::new("s::j#3/s128r0", 1_000, 1_250, true);

@@ -62,7 +62,7 @@ pub fn percentile(samples: &[f64], q: f64) -> Option<f64> {
 }
 
 /// The finite samples, sorted ascending by [`f64::total_cmp`] (NaN and ±∞ dropped).
-pub(crate) fn sorted_finite(samples: &[f64]) -> Vec<f64> {
+pub fn sorted_finite(samples: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
     v.sort_by(f64::total_cmp);
     v

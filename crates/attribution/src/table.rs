@@ -21,7 +21,7 @@ pub const ABSENT: &str = "—";
 /// (left-aligned) and on the left otherwise (right-aligned); cells are joined with two
 /// spaces, each line starts with `indent`, and trailing whitespace is trimmed. A header
 /// row, if any, is just the first row: it takes part in the width measurement.
-pub(crate) fn align_rows<const N: usize>(
+pub fn align_rows<const N: usize>(
     rows: &[[String; N]],
     left: impl Fn(usize) -> bool,
     indent: &str,
