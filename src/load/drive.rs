@@ -139,17 +139,10 @@ struct Units<T: ToolExec + Send + 'static> {
 }
 
 fn trajectory_id(job_id: &str, sweep: bool, point: usize, k: u64) -> String {
-    format!("{}{k}", unit_id_prefix(job_id, sweep, point))
-}
-
-/// What every unit id of point `point` of load job `job_id` starts with: `suite::job#pP.`
-/// in a sweep, `suite::job#` otherwise (the unit's number follows).
-pub fn unit_id_prefix(job_id: &str, sweep: bool, point: usize) -> String {
-    if sweep {
-        format!("{job_id}#p{point}.")
-    } else {
-        format!("{job_id}#")
-    }
+    format!(
+        "{}{k}",
+        crate::model::records::unit_id_prefix(job_id, sweep, point)
+    )
 }
 
 async fn run_unit<T: ToolExec + Send + 'static>(

@@ -47,6 +47,16 @@ pub struct UnitRecord {
     pub shard: Option<u32>,
 }
 
+/// What every unit id of point `point` of load job `job_id` starts with: `suite::job#pP.`
+/// in a sweep, `suite::job#` otherwise (the unit's number follows).
+pub fn unit_id_prefix(job_id: &str, sweep: bool, point: usize) -> String {
+    if sweep {
+        format!("{job_id}#p{point}.")
+    } else {
+        format!("{job_id}#")
+    }
+}
+
 /// A unit line: `u` (its index) first, so a reader tells it from a request line by its
 /// first key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

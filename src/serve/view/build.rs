@@ -123,7 +123,7 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
                 .flat_map(|s| &s.points)
                 .map(|p| PointView {
                     label: bounded_text(&p.facts.label, 96),
-                    unit_prefix: crate::load::drive::unit_id_prefix(
+                    unit_prefix: crate::model::records::unit_id_prefix(
                         &j.id,
                         j.sweep.as_ref().is_some_and(|s| s.variable.is_some()),
                         p.facts.index,
