@@ -219,7 +219,9 @@ mod tests {
             body_excerpt: None,
             listed_models: vec![],
         });
-        vec![pass, fail, cut, later, setup]
+        // In run order: a setup error is known when its job is reached; after Ctrl-C the
+        // running job ends cancelled and every later one is not run.
+        vec![pass, fail, setup, cut, later]
     }
 
     fn report(jobs: Vec<JobReport>) -> RunReport {
@@ -235,6 +237,10 @@ mod tests {
         String::from_utf8(h.into_inner()).unwrap()
     }
 
+    /// A run's events in the order the driver emits them: per job `JobStarted`, its
+    /// `StepFinished` events and its `JobFinished` before the next job starts;
+    /// `RunCancelling` when the job after the interrupted one is reached; `RunFinished`
+    /// last.
     fn run_events(shard: Option<String>) -> Vec<RunEvent> {
         let jobs = jobs();
         let mut ev = vec![RunEvent::RunStarted {
@@ -244,16 +250,21 @@ mod tests {
             shard,
         }];
         for j in &jobs {
+            if j.status == JobStatus::NotRun {
+                ev.push(RunEvent::RunCancelling);
+            }
             ev.push(RunEvent::JobStarted { id: j.id.clone() });
-            ev.push(RunEvent::StepFinished {
-                job: j.id.clone(),
-                step_id: 1,
-                kind: crate::model::StepKind::LlmCall,
-                name: "chat".into(),
-            });
-        }
-        ev.push(RunEvent::RunCancelling);
-        for j in &jobs {
+            if matches!(
+                j.status,
+                JobStatus::Pass | JobStatus::Fail | JobStatus::Cancelled
+            ) {
+                ev.push(RunEvent::StepFinished {
+                    job: j.id.clone(),
+                    step_id: 1,
+                    kind: crate::model::StepKind::LlmCall,
+                    name: "chat".into(),
+                });
+            }
             ev.push(RunEvent::JobFinished(Box::new(j.clone())));
         }
         ev.push(RunEvent::RunFinished {
@@ -288,6 +299,57 @@ mod tests {
         );
     }
 
+    /// Streamed order: after each `JobFinished` the console holds exactly the blocks of
+    /// the jobs finished so far — that job's block last, every status variant once — and
+    /// nothing of the run's end; the later jobs' events add only their own blocks.
+    #[test]
+    fn each_job_block_is_written_as_its_job_finishes_in_streamed_order() {
+        let mut h = Human::new(Vec::new(), Style::PLAIN);
+        let mut finished: Vec<JobReport> = Vec::new();
+        for e in run_events(None) {
+            let before = h.out.len();
+            h.on_event(&e);
+            let added = String::from_utf8(h.out[before..].to_vec()).unwrap();
+            match &e {
+                RunEvent::JobFinished(j) => {
+                    assert_eq!(added, format!("{}\n", job_block(j, Style::PLAIN)));
+                    finished.push((**j).clone());
+                    let so_far = String::from_utf8(h.out.clone()).unwrap();
+                    let expected: String = finished
+                        .iter()
+                        .map(|j| format!("{}\n", job_block(j, Style::PLAIN)))
+                        .collect();
+                    assert!(so_far.ends_with(&expected), "{so_far}");
+                    assert!(!so_far.contains("Summary"), "{so_far}");
+                }
+                RunEvent::RunStarted { .. } | RunEvent::RunFinished { .. } => {}
+                other => assert_eq!(added, "", "{other:?} writes nothing"),
+            }
+        }
+        let labels: Vec<&str> = finished
+            .iter()
+            .map(|j| match j.status {
+                JobStatus::Pass => "PASS",
+                JobStatus::Fail => "FAIL",
+                JobStatus::Cancelled => "CANCELLED",
+                JobStatus::NotRun => "NOT RUN",
+                JobStatus::SetupError => "SETUP ERROR",
+            })
+            .collect();
+        assert_eq!(
+            labels,
+            ["PASS", "FAIL", "SETUP ERROR", "CANCELLED", "NOT RUN"]
+        );
+        for (j, label) in finished.iter().zip(labels) {
+            let line = job_block(j, Style::PLAIN);
+            let first = line.lines().next().unwrap();
+            assert!(
+                first.trim_start().starts_with(label) && first.ends_with(&j.id),
+                "{first}"
+            );
+        }
+    }
+
     /// A job's block is written when its `JobFinished` arrives, before any later event.
     #[test]
     fn a_job_block_is_written_when_the_job_finishes() {
@@ -316,7 +378,7 @@ mod tests {
             .collect();
         assert_eq!(
             statuses,
-            ["pass", "fail", "cancelled", "not_run", "setup_error"],
+            ["pass", "fail", "setup_error", "cancelled", "not_run"],
             "{out}"
         );
     }

@@ -107,6 +107,12 @@ fn offline_join_reproduces_the_runs_step_energy() {
     );
     let offline: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(step_energies(&offline), online);
+    // The offline join covers the whole saved window: its whole-run energy is the run's
+    // (report.json `attribution.whole_run_energy_mj`), and each trajectory's unattributed
+    // energy is that minus its steps. The job's own join, made when the job ended, covers
+    // the run up to that instant and reconciles its steps with that window.
+    let whole = &report["attribution"]["whole_run_energy_mj"];
+    assert!(whole.is_u64(), "{}", report["attribution"]);
     for (a, b) in offline["trajectories"]
         .as_array()
         .unwrap()
@@ -114,8 +120,17 @@ fn offline_join_reproduces_the_runs_step_energy() {
         .zip(report["jobs"][0]["trajectories"].as_array().unwrap())
     {
         let b = &b["attribution"];
-        assert_eq!(a["unattributed_energy_mj"], b["unattributed_energy_mj"]);
-        assert_eq!(a["whole_run_energy_mj"], b["whole_run_energy_mj"]);
+        assert_eq!(&a["whole_run_energy_mj"], whole);
+        assert_eq!(a["total_energy_mj"], b["total_energy_mj"]);
+        assert_eq!(
+            a["unattributed_energy_mj"].as_u64().unwrap(),
+            whole.as_u64().unwrap() - b["total_energy_mj"].as_u64().unwrap()
+        );
+        assert_eq!(
+            b["whole_run_energy_mj"].as_u64().unwrap(),
+            b["total_energy_mj"].as_u64().unwrap() + b["unattributed_energy_mj"].as_u64().unwrap()
+        );
+        assert!(b["whole_run_energy_mj"].as_u64() <= whole.as_u64());
     }
 }
 

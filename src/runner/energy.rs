@@ -482,6 +482,11 @@ impl RunEnergy {
             observed_max_trajectories_in_flight: observed,
             concurrency: attr::concurrency_condition(declared, Some(observed), self.power.source),
             groups: self.groups.clone(),
+            // Every join of one run shares its run window: the same whole-run integral.
+            whole_run_energy_mj: self
+                .outcomes
+                .values()
+                .find_map(|o| o.metrics().and_then(|m| m.whole_run_energy_mj)),
         })
     }
 

@@ -3,12 +3,15 @@
 //! console, `--message-format json` and JUnit are reporters
 //! ([`crate::render::reporter`]); none of them reads the run any other way.
 //!
-//! Order: `RunStarted`, then per job `JobStarted` and its `StepFinished` events (one per
-//! step, in step order, when the job's execution ends), `RunCancelling` once when a
-//! signal stops the run, a `JobFinished` per job, and `RunFinished` last.
-//! `JobFinished` carries the job's final report, which rests on the whole run's telemetry
-//! join (energy figures and energy gates): it is delivered after the measured window
-//! closes, in job order.
+//! Order: `RunStarted`; then per job `JobStarted`, its `StepFinished` events (one per
+//! step, in step order, when the job's execution ends) and its `JobFinished`, delivered
+//! before the next job's `JobStarted`; `RunCancelling` once, when the first job after a
+//! signal is reached; `RunFinished` last, after the artifacts are written.
+//! `JobFinished` carries the job's final report — `report.json` holds exactly it: the job
+//! is graded, joined with the samples taken up to its end and gated as it ends
+//! ([`crate::runner::report::finalize_job`]). Only a run whose engine counters come from a
+//! Prometheus server (read after the measured window) delivers every `JobFinished` after
+//! the artifacts, in job order. What is final when: docs/architecture.md, "Events".
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -48,7 +51,7 @@ pub enum RunEvent {
     },
     /// Ctrl-C / SIGTERM was observed: no new work starts.
     RunCancelling,
-    /// A job's final report.
+    /// A job's final report (the one `report.json` holds), as the job ends.
     JobFinished(Box<JobReport>),
     /// The run ended and its artifacts are written.
     RunFinished {

@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::baseline::Baseline;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
 use crate::grade::{CheckResult, GradeSubject, evaluate};
 use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
 use crate::model::request::redact_secrets;
-use crate::model::{SetupCause, SetupError};
+use crate::model::{JobReport, SetupCause, SetupError};
 use crate::run_dir::read_step_markers;
 use crate::runner::RunOptions;
 use crate::runner::agentic::{
@@ -255,49 +256,53 @@ impl GradedJob {
     }
 }
 
-/// Grades every job's trajectories with its checks.
-pub fn grade_all(executed: Vec<ExecutedJob>) -> Vec<GradedJob> {
-    executed
-        .into_iter()
-        .map(|e| {
-            let checks = e
-                .trajectories
+/// Grades a job's trajectories with its checks.
+pub fn grade(e: ExecutedJob) -> GradedJob {
+    let checks = e
+        .trajectories
+        .iter()
+        .map(|t| {
+            // A call counts as valid unless its arguments failed the tool's schema
+            // (or it named no declared tool).
+            let valid: Vec<String> = t
+                .steps
                 .iter()
-                .map(|t| {
-                    // A call counts as valid unless its arguments failed the tool's schema
-                    // (or it named no declared tool).
-                    let valid: Vec<String> = t
-                        .steps
-                        .iter()
-                        .filter(|s| {
-                            s.kind == crate::runner::steps::StepKind::Tool
-                                && !matches!(
-                                    s.tool_error,
-                                    Some(
-                                        crate::model::ToolErrorCode::BadArguments
-                                            | crate::model::ToolErrorCode::UnknownTool
-                                    )
-                                )
-                        })
-                        .map(|s| s.name.clone())
-                        .collect();
-                    evaluate(
-                        &e.job.job.checks,
-                        &GradeSubject {
-                            final_answer: t.final_answer.as_deref(),
-                            stdout: t.stdout.as_deref(),
-                            tool_calls: &t.tools_called,
-                            valid_tool_calls: &valid,
-                        },
-                    )
+                .filter(|s| {
+                    s.kind == crate::runner::steps::StepKind::Tool
+                        && !matches!(
+                            s.tool_error,
+                            Some(
+                                crate::model::ToolErrorCode::BadArguments
+                                    | crate::model::ToolErrorCode::UnknownTool
+                            )
+                        )
                 })
+                .map(|s| s.name.clone())
                 .collect();
-            GradedJob {
-                executed: e,
-                checks,
-            }
+            evaluate(
+                &e.job.job.checks,
+                &GradeSubject {
+                    final_answer: t.final_answer.as_deref(),
+                    stdout: t.stdout.as_deref(),
+                    tool_calls: &t.tools_called,
+                    valid_tool_calls: &valid,
+                },
+            )
         })
-        .collect()
+        .collect();
+    GradedJob {
+        executed: e,
+        checks,
+    }
+}
+
+/// A job once it ended: graded, and — when the run streams ([`Session::streams`]) — its
+/// final report, built and already delivered as `JobFinished`.
+pub struct FinishedJob {
+    /// The graded job (kept for the run-level join and a shard's identity).
+    pub graded: GradedJob,
+    /// The job's final report; `None` when it is finalized at the run's end instead.
+    pub report: Option<JobReport>,
 }
 
 struct NetExec<'a> {
@@ -486,13 +491,38 @@ impl Session {
         }
     }
 
-    /// Runs every selected job, one trajectory at a time.
+    /// Whether each job is finalized when it ends (graded, joined with the samples taken
+    /// so far, gated, and its `JobFinished` delivered before the next job starts): always,
+    /// except when a Prometheus server supplies the engine counters, which are read only
+    /// after the measured window — then every job is finalized at the run's end.
+    pub fn streams(&self) -> bool {
+        self.telemetry.as_ref().is_none_or(TelemetryHandle::streams)
+    }
+
+    /// A job's final report as it ends: its grading, its figures over the samples taken so
+    /// far — after waiting, bounded by [`TelemetryHandle::snapshot_wait`], for a sample at or
+    /// after the job's end — and its gates ([`super::report::finalize_job`]).
+    pub async fn finalize(&self, g: &GradedJob, baseline: Option<&Baseline>) -> JobReport {
+        let e = &g.executed;
+        let snapshot = match &self.telemetry {
+            // A job that never started has no window to cover.
+            Some(t) if e.status_ran() => Some(t.snapshot(e.end_ns, t.snapshot_wait()).await),
+            Some(t) => Some(t.snapshot(0, Duration::ZERO).await),
+            None => None,
+        };
+        super::report::finalize_job(g, self, snapshot.as_ref(), baseline)
+    }
+
+    /// Runs every selected job, one trajectory at a time; each job is graded as it ends
+    /// and, when the run streams ([`Session::streams`]), finalized and reported
+    /// (`JobFinished`) before the next job starts.
     pub async fn execute_jobs(
         &self,
         opts: &RunOptions,
         ctx: &DriverCtx,
         events: &super::events::EventSink,
-    ) -> Vec<ExecutedJob> {
+        baseline: Option<&Baseline>,
+    ) -> Vec<FinishedJob> {
         use super::events::RunEvent;
         let total: usize = self.suites.iter().map(|s| s.resolved.jobs.len()).sum();
         let bar = progress_bar(total as u64, opts.progress && !opts.quiet);
@@ -545,7 +575,16 @@ impl Session {
                         });
                     }
                 }
-                out.push(executed);
+                let graded = grade(executed);
+                let report = if self.streams() {
+                    let r = self.finalize(&graded, baseline).await;
+                    // Printed above the progress bar, which is redrawn under it.
+                    bar.suspend(|| events.emit(RunEvent::JobFinished(Box::new(r.clone()))));
+                    Some(r)
+                } else {
+                    None
+                };
+                out.push(FinishedJob { graded, report });
                 bar.inc(1);
             }
         }

@@ -7,8 +7,12 @@
 //! exit 96), `request_execution`
 //! (the jobs, one trajectory in flight at a time: the step-attribution controlled (docs/measurement.md)-concurrency
 //! condition — except jobs with load keys, which run their units concurrently per
-//! [`crate::load`] and are labelled `apportioned` above one in flight), `grading`, `finalization` (statistics, attribution, gates, artifacts).
-//! Artifacts are written only after the measured window.
+//! [`crate::load`] and are labelled `apportioned` above one in flight; each job is
+//! graded as it ends — and, unless its figures need the run's end, joined with the
+//! samples taken so far, gated and reported then), `finalization` (the run-level figures,
+//! the jobs deferred to the run's end, the artifacts). No `grading` phase is recorded:
+//! grading happens per job inside `request_execution`. Artifacts are written only after
+//! the measured window.
 
 pub mod agentic;
 pub mod capture;
@@ -167,20 +171,28 @@ pub async fn run_with(
         }
         capture.phase(Phase::RequestExecution);
     }
-    let executed = session.execute_jobs(&opts, &ctx, &events).await;
+    // Each job is graded and, when the run streams, finalized and reported as it ends
+    // (docs/architecture.md, "Events").
+    let finished = session
+        .execute_jobs(&opts, &ctx, &events, extras.baseline.as_ref())
+        .await;
     if ctx.cancelled.load(Ordering::Relaxed) {
         capture.cancel_open_spans();
     }
     let telemetry = session.stop_telemetry();
     let io_after = crate::timeline::proc_self_io();
-    capture.phase(Phase::Grading);
-    let mut graded = execute::grade_all(executed);
+    let (graded, reports): (Vec<_>, Vec<_>) =
+        finished.into_iter().map(|f| (f.graded, f.report)).unzip();
+    // The jobs not finalized as they ended (their figures need the run's end) are reported
+    // after the artifacts are written, in job order.
+    let deferred: Vec<bool> = reports.iter().map(Option::is_none).collect();
     capture.phase(Phase::Finalization);
     let mut report = report::build(
         &run_id,
         &clock,
         &session,
-        &mut graded,
+        &graded,
+        reports,
         telemetry.as_ref(),
         ctx.cancelled.load(Ordering::Relaxed),
         extras.baseline.as_ref(),
@@ -220,9 +232,7 @@ pub async fn run_with(
         }
     };
     session.shutdown().await;
-    // The reporters hear of the jobs after the artifacts are written: the capture's
-    // outcome (events dropped, the `capture partial` line) is known only then.
-    for j in &report.jobs {
+    for (j, _) in report.jobs.iter().zip(&deferred).filter(|(_, d)| **d) {
         events.emit(events::RunEvent::JobFinished(Box::new(j.clone())));
     }
     events.emit(events::RunEvent::RunFinished {

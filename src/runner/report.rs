@@ -38,7 +38,7 @@ use crate::runner::execute::{ExecutedJob, GradedJob, Session};
 use crate::runner::steps::{StepRecord, TrajectoryRecord};
 use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
 use crate::suite::GpuMode;
-use crate::telemetry::TelemetryRun;
+use crate::telemetry::{TelemetryRun, TelemetrySnapshot};
 use crate::timeline::{IoCounters, ManifestInfo};
 
 pub use crate::model::REPORT_SCHEMA as SCHEMA;
@@ -395,11 +395,9 @@ fn harness_exit_figure(h: &crate::runner::swe::SweOutcome) -> Figure<f64> {
 }
 
 /// The records of every request of `e`, error text redacted, and (for a load job) each
-/// point's range of them. A load job's records move out of its trajectories (only each
-/// point's first trajectory, the one report.json keeps, keeps its own): they are held once,
-/// not twice, until requests.jsonl is written (issue 19).
-fn take_requests(
-    e: &mut ExecutedJob,
+/// point's range of them.
+fn job_requests(
+    e: &ExecutedJob,
     secrets: &[&str],
 ) -> (Vec<RequestRecord>, Vec<std::ops::Range<usize>>) {
     // Server error text is kept for the report only: bounded, with the API key and any
@@ -408,48 +406,37 @@ fn take_requests(
         r.error = r.error.map(|t| redact_secrets(&t, secrets));
         r
     };
+    let of = |t: &TrajectoryRecord| {
+        t.steps
+            .iter()
+            .filter_map(|s| s.request.clone())
+            .map(redact)
+            .collect::<Vec<_>>()
+    };
     let mut requests = Vec::new();
     let Some(l) = &e.load else {
-        requests.extend(
-            e.trajectories
-                .iter()
-                .flat_map(|t| t.steps.iter().filter_map(|s| s.request.clone()))
-                .map(redact),
-        );
+        requests.extend(e.trajectories.iter().flat_map(of));
         return (requests, Vec::new());
     };
     let mut ranges = Vec::with_capacity(l.points.len());
     for p in &l.points {
         let start = requests.len();
-        for (k, t) in e.trajectories[p.trajectories.clone()]
-            .iter_mut()
-            .enumerate()
-        {
-            for s in &mut t.steps {
-                let r = if k == 0 {
-                    s.request.clone()
-                } else {
-                    s.request.take()
-                };
-                requests.extend(r.map(redact));
-            }
-        }
+        requests.extend(e.trajectories[p.trajectories.clone()].iter().flat_map(of));
         ranges.push(start..requests.len());
     }
     (requests, ranges)
 }
 
 fn job_report(
-    g: &mut GradedJob,
+    g: &GradedJob,
     session: &Session,
     run: &RunEnergy,
     baseline: Option<&Baseline>,
 ) -> JobReport {
-    let suite = &session.suites[g.executed.suite_index];
-    let secrets = suite.secrets();
-    let (requests, point_requests) = take_requests(&mut g.executed, &secrets);
-    let g = &*g;
     let e = &g.executed;
+    let suite = &session.suites[e.suite_index];
+    let secrets = suite.secrets();
+    let (requests, point_requests) = job_requests(e, &secrets);
     let duration_ns = e.end_ns.saturating_sub(e.start_ns);
     // Load jobs: warm-up requests stay recorded but leave every statistic, and rates are
     // over the points' windows (not the gaps between points).
@@ -794,26 +781,68 @@ fn job_kind(e: &ExecutedJob) -> JobKind {
     }
 }
 
-/// Builds the report: statistics, attribution, energy, gates, statuses.
+/// Whether the first suite turned GPU sampling off (`[telemetry] gpu = "off"`).
+fn gpu_off(session: &Session) -> bool {
+    session
+        .suites
+        .first()
+        .is_some_and(|s| s.resolved.suite.telemetry.gpu == GpuMode::Off)
+}
+
+/// A job's final report when it ends: statistics, its own step-attribution join over the
+/// samples taken so far (`snapshot`; `None` without telemetry), energy, gates and status —
+/// exactly what `report.json` will hold for it. A running source whose newest sample is
+/// still before the job's end after the bounded wait is named in the job's notes: the
+/// window's tail is not covered, and no figure is extended over it.
+pub fn finalize_job(
+    g: &GradedJob,
+    session: &Session,
+    snapshot: Option<&TelemetrySnapshot>,
+    baseline: Option<&Baseline>,
+) -> JobReport {
+    let telemetry = snapshot.map(|s| &s.run);
+    let power = energy::power_report(telemetry, gpu_off(session));
+    let run = RunEnergy::attribute(std::slice::from_ref(g), telemetry, power);
+    let mut job = job_report(g, session, &run, baseline);
+    if g.executed.status_ran() {
+        let end_ms = g.executed.end_ns as f64 / 1e6;
+        for (source, newest) in snapshot.iter().flat_map(|s| &s.uncovered) {
+            let newest = newest.map_or_else(
+                || "it has no sample yet".to_string(),
+                |t| format!("its newest is at {:.1} ms", t as f64 / 1e6),
+            );
+            job.notes.push(format!(
+                "telemetry: {source} had no sample at or after the job's end ({end_ms:.1} ms) \
+                 when the job was finalized ({newest}): the window's tail is not covered, so \
+                 a figure that needs it is missing or covers the window only up to that sample"
+            ));
+        }
+    }
+    job
+}
+
+/// Builds the report at the run's end: the jobs' reports (`reports[i]`, the one finalized
+/// when job `i` ended, else built now from the whole run's join), and the run-level
+/// figures over the whole measured window — the power report, the attribution summary
+/// with the whole-run energy, the telemetry summary and the job totals.
+#[allow(clippy::too_many_arguments)]
 pub fn build(
     run_id: &str,
     clock: &RunClock,
     session: &Session,
-    graded: &mut [GradedJob],
+    graded: &[GradedJob],
+    reports: Vec<Option<JobReport>>,
     telemetry: Option<&TelemetryRun>,
     cancelled: bool,
     baseline: Option<&Baseline>,
 ) -> RunReport {
     let end_ns = clock.elapsed_ns();
-    let gpu_off = session
-        .suites
-        .first()
-        .is_some_and(|s| s.resolved.suite.telemetry.gpu == GpuMode::Off);
-    let power = energy::power_report(telemetry, gpu_off);
+    let power = energy::power_report(telemetry, gpu_off(session));
     let run = RunEnergy::attribute(graded, telemetry, power);
     let jobs: Vec<JobReport> = graded
-        .iter_mut()
-        .map(|g| job_report(g, session, &run, baseline))
+        .iter()
+        .zip(reports)
+        .map(|(g, r)| r.unwrap_or_else(|| job_report(g, session, &run, baseline)))
         .collect();
     let endpoints: Vec<EndpointReport> = session
         .suites

@@ -165,15 +165,23 @@ fn run_energy_line(report: &RunReport) -> Option<String> {
             _ => None,
         })
         .collect();
-    let whole = attributed.first()?.whole_run_energy_mj?;
-    let source = report.power.source.map_or(ABSENT, |s| s.label());
-    // One run window for every trajectory: the same whole-run integral.
-    if attributed
-        .iter()
-        .any(|m| m.whole_run_energy_mj != Some(whole))
+    let whole = match report
+        .attribution
+        .as_ref()
+        .and_then(|a| a.whole_run_energy_mj)
     {
-        return None;
-    }
+        Some(w) if !attributed.is_empty() => w,
+        // A report from before the run-level figure: every trajectory then shared one run
+        // window, so one whole-run integral (else there is no run line).
+        _ => {
+            let w = attributed.first()?.whole_run_energy_mj?;
+            if attributed.iter().any(|m| m.whole_run_energy_mj != Some(w)) {
+                return None;
+            }
+            w
+        }
+    };
+    let source = report.power.source.map_or(ABSENT, |s| s.label());
     let in_flight = report
         .attribution
         .as_ref()

@@ -84,7 +84,7 @@ pub use prom::{
     parse_exposition,
 };
 pub use prometheus::{PrometheusConfig, PrometheusInfo};
-pub use sampler::{TelemetryHandle, start};
+pub use sampler::{TelemetryHandle, TelemetrySnapshot, start};
 pub use store::{SCHEMA as SAMPLES_SCHEMA, SamplesError, SamplesSources};
 
 use serde::{Deserialize, Serialize};

@@ -1,13 +1,13 @@
 //! Sampler threads: one per source, a deadline-based loop, a shared stop signal.
 
 use super::metrics::{MetricsTracker, build_client, scrape};
-use super::power::{GpuDevice, GpuSampler, PowerSample, ProbeSampler, nvml};
+use super::power::{GpuDevice, GpuSampler, ProbeSampler, nvml};
 use super::proc::{ProcOutcome, ProcReader, ProcSample, clk_tck};
 use super::profile::map_exposition;
 use super::prom::{ExpositionFormat, format_from_content_type, parse_exposition};
 use super::{
-    GpuConfig, MetricsConfig, MetricsSample, MetricsTimeline, PowerTimeline, ProcConfig,
-    ProcTimeline, ScrapeGap, SourceStatus, TelemetryConfig, TelemetryRun,
+    GpuConfig, MetricsConfig, MetricsTimeline, PowerTimeline, ProcConfig, ProcTimeline, ScrapeGap,
+    SourceStatus, TelemetryConfig, TelemetryRun,
 };
 use crate::clock::RunClock;
 use std::sync::mpsc;
@@ -78,6 +78,50 @@ impl<T> Bounded<T> {
     }
 }
 
+/// What the power and metrics threads have sampled so far: each thread keeps its timeline
+/// here (samples appended under the lock every tick, header fields kept current), so a
+/// [`TelemetryHandle::snapshot`] can read it while sampling goes on; at stop the thread
+/// takes its timeline out and finishes it.
+#[derive(Default)]
+struct Live {
+    power: Option<PowerTimeline>,
+    metrics: Option<MetricsTimeline>,
+}
+
+type SharedLive = Arc<Mutex<Live>>;
+
+fn lock_live(live: &SharedLive) -> std::sync::MutexGuard<'_, Live> {
+    live.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Appends `v` to `items` unless `cap` are kept; a sample past the cap is counted in
+/// `dropped`, never blocking.
+fn push_capped<T>(items: &mut Vec<T>, dropped: &mut u64, cap: usize, v: T) {
+    if items.len() < cap {
+        items.push(v);
+    } else {
+        *dropped += 1;
+    }
+}
+
+/// Whether `newest` (a source's latest sample time) reaches `end_ns`.
+fn covers(newest: Option<u64>, end_ns: u64) -> bool {
+    newest.is_some_and(|t| t >= end_ns)
+}
+
+/// A view of the run's samples while sampling goes on ([`TelemetryHandle::snapshot`]).
+#[derive(Debug, Clone)]
+pub struct TelemetrySnapshot {
+    /// The power and metrics timelines sampled so far (`proc` is not carried: no job figure
+    /// reads it), with `stopped_elapsed_ns` = the snapshot instant.
+    pub run: TelemetryRun,
+    /// The sources (a power device's label, or `metrics`) whose newest sample is still
+    /// before the instant asked for after the bounded wait, each with that sample's time
+    /// (`None`: no sample at all). Empty when every running source covers it.
+    pub uncovered: Vec<(String, Option<u64>)>,
+}
+
 enum Tick {
     Continue,
     Finish,
@@ -132,6 +176,7 @@ pub struct TelemetryHandle {
     started_elapsed_ns: u64,
     configured: Configured,
     prometheus: Option<super::PrometheusConfig>,
+    live: SharedLive,
 }
 
 #[derive(Clone)]
@@ -151,6 +196,7 @@ pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
     let period = config.period;
     let mut threads = Vec::new();
     let mut failed = Vec::new();
+    let live = SharedLive::default();
     let (ready_tx, ready_rx) = mpsc::sync_channel::<()>(8);
     let mut expected = 0usize;
     let configured = Configured {
@@ -189,18 +235,24 @@ pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
         let gpu = config.gpu.clone();
         let probes = config.probes;
         let opener = config.gpu_opener;
+        let l = live.clone();
         spawn(
             "power",
             Box::new(move || {
-                SourceResult::Power(power_thread(gpu, opener, probes, period, cap, &s, &c, r))
+                SourceResult::Power(power_thread(
+                    gpu, opener, probes, period, cap, &s, &c, r, &l,
+                ))
             }),
         );
     }
     if let Some(mc) = config.metrics.clone() {
         let (s, c, r) = (stop.clone(), clock.clone(), ready_tx.clone());
+        let l = live.clone();
         spawn(
             "metrics",
-            Box::new(move || SourceResult::Metrics(Box::new(metrics_thread(mc, cap, &s, &c, r)))),
+            Box::new(move || {
+                SourceResult::Metrics(Box::new(metrics_thread(mc, cap, &s, &c, r, &l)))
+            }),
         );
     }
     drop(ready_tx);
@@ -226,10 +278,103 @@ pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
         started_elapsed_ns,
         configured,
         prometheus,
+        live,
     }
 }
 
+/// Polling step of [`TelemetryHandle::snapshot`]'s wait.
+const SNAPSHOT_POLL: Duration = Duration::from_millis(5);
+
 impl TelemetryHandle {
+    /// Whether a job's figures can be final before the run ends: `false` when a Prometheus
+    /// server supplies the engine counters, which are read only after the measured window
+    /// (`[telemetry] prometheus`).
+    pub fn streams(&self) -> bool {
+        self.prometheus.is_none()
+    }
+
+    /// The longest a [`TelemetryHandle::snapshot`] waits for a sample at or after its
+    /// instant: the longest sampling period of the power and metrics sources plus a 250 ms
+    /// margin (a scrape's own time, a loaded machine).
+    pub fn snapshot_wait(&self) -> Duration {
+        let period_ns = [
+            self.configured.power.map(|p| p.1),
+            self.configured.metrics.as_ref().map(|m| m.1),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(0);
+        Duration::from_nanos(period_ns) + Duration::from_millis(250)
+    }
+
+    /// The power and metrics samples taken so far, once every running source has a sample
+    /// at or after `at_least_ns` (run clock) or `max_wait` has passed; the sources still
+    /// short of it are listed in [`TelemetrySnapshot::uncovered`] (their tail is never
+    /// invented). Sampling goes on; each device's whole-run energy is over the samples so
+    /// far. The wait polls every 5 ms on the async runtime's timer.
+    pub async fn snapshot(&self, at_least_ns: u64, max_wait: Duration) -> TelemetrySnapshot {
+        let deadline = Instant::now() + max_wait;
+        loop {
+            let uncovered = self.uncovered(at_least_ns);
+            if uncovered.is_empty() || Instant::now() >= deadline || self.threads_done() {
+                return self.snapshot_now(uncovered);
+            }
+            tokio::time::sleep(SNAPSHOT_POLL.min(deadline - Instant::now())).await;
+        }
+    }
+
+    fn threads_done(&self) -> bool {
+        self.threads.iter().all(|(_, h)| h.is_finished())
+    }
+
+    /// The running sources whose newest sample is before `end_ns`: each power device still
+    /// sampled (status `ok`) and the metrics scrape while it is not failing for good.
+    fn uncovered(&self, end_ns: u64) -> Vec<(String, Option<u64>)> {
+        let live = lock_live(&self.live);
+        let mut out = Vec::new();
+        if let Some(p) = &live.power {
+            for d in p.devices.iter().filter(|d| d.status == SourceStatus::Ok) {
+                let newest = p.device_samples(d.device).map(|s| s.elapsed_ns).max();
+                if !covers(newest, end_ns) {
+                    out.push((d.label.clone(), newest));
+                }
+            }
+        }
+        if let Some(m) = &live.metrics {
+            let newest = m.samples.last().map(|s| s.elapsed_ns);
+            if !covers(newest, end_ns) {
+                out.push(("metrics".to_string(), newest));
+            }
+        }
+        out
+    }
+
+    fn snapshot_now(&self, uncovered: Vec<(String, Option<u64>)>) -> TelemetrySnapshot {
+        let (power, metrics) = {
+            let live = lock_live(&self.live);
+            (live.power.clone(), live.metrics.clone())
+        };
+        let power = power.map(|mut p| {
+            settle_gpu_status(&mut p);
+            p.compute_energy();
+            p
+        });
+        TelemetrySnapshot {
+            run: TelemetryRun {
+                clock_domain_id: self.clock.clock_domain_id().to_string(),
+                reference_instant_unix_ns: self.clock.reference_instant_unix_ns(),
+                started_elapsed_ns: self.started_elapsed_ns,
+                stopped_elapsed_ns: self.clock.elapsed_ns(),
+                proc: None,
+                power,
+                metrics,
+                prometheus: None,
+            },
+            uncovered,
+        }
+    }
+
     /// Stops every sampler (each takes one final sample), joins the threads and returns all
     /// timelines with per-source status and whole-run energy per power device. A thread that
     /// panicked yields its source with status `failed`.
@@ -389,6 +534,7 @@ fn power_thread(
     stop: &StopSignal,
     clock: &RunClock,
     ready: mpsc::SyncSender<()>,
+    live: &SharedLive,
 ) -> PowerTimeline {
     let mut gpu_status = None;
     let mut gpu_notes = Vec::new();
@@ -422,29 +568,63 @@ fn power_thread(
         .map(|(i, p)| ProbeSampler::new(p, n_gpus + i as u32))
         .collect();
     let n_dev = (gpus.len() + probes.len()).max(1);
-    let mut buf: Bounded<PowerSample> = Bounded::new(cap.saturating_mul(n_dev));
+    let cap = cap.saturating_mul(n_dev);
+    let describe = |gpus: &[GpuSampler<Box<dyn GpuDevice>>], probes: &[ProbeSampler]| {
+        let mut d: Vec<_> = gpus.iter().map(|g| g.describe()).collect();
+        d.extend(probes.iter().map(|p| p.describe()));
+        d
+    };
+    lock_live(live).power = Some(PowerTimeline {
+        gpu_status,
+        period_ns: period.as_nanos() as u64,
+        devices: describe(&gpus, &probes),
+        sample_count: 0,
+        dropped: 0,
+        gpu_notes,
+        samples: Vec::new(),
+    });
     if !gpus.is_empty() || !probes.is_empty() {
+        let mut tick_samples = Vec::with_capacity(n_dev);
         run_loop(stop, period, ready, || {
             for g in gpus.iter_mut().filter(|g| !g.is_lost()) {
-                let s = g.sample(clock.elapsed_ns());
-                buf.push(s);
+                tick_samples.push(g.sample(clock.elapsed_ns()));
             }
             for p in probes.iter_mut() {
-                let s = p.sample(clock.elapsed_ns());
-                buf.push(s);
+                tick_samples.push(p.sample(clock.elapsed_ns()));
+            }
+            let mut l = lock_live(live);
+            if let Some(t) = l.power.as_mut() {
+                for s in tick_samples.drain(..) {
+                    push_capped(&mut t.samples, &mut t.dropped, cap, s);
+                }
+                t.sample_count = t.samples.len() as u64;
+                t.devices = describe(&gpus, &probes);
             }
             Tick::Continue
         });
     } else {
         let _ = ready.send(());
     }
-    let mut devices: Vec<_> = gpus.iter().map(|g| g.describe()).collect();
-    if !gpus.is_empty()
-        && devices
-            .iter()
-            .all(|d| !matches!(d.status, SourceStatus::Ok))
-    {
-        let reasons: Vec<String> = devices
+    let mut t = lock_live(live)
+        .power
+        .take()
+        .expect("the power thread's timeline is published before its loop");
+    t.devices = describe(&gpus, &probes);
+    settle_gpu_status(&mut t);
+    t.compute_energy();
+    t
+}
+
+/// When GPUs were opened but none of them is `ok` any more, the GPU source is
+/// `unavailable` with each device's reason.
+fn settle_gpu_status(t: &mut PowerTimeline) {
+    let gpus: Vec<&super::PowerDevice> = t
+        .devices
+        .iter()
+        .filter(|d| d.kind == super::PowerDeviceKind::Nvml)
+        .collect();
+    if !gpus.is_empty() && gpus.iter().all(|d| !matches!(d.status, SourceStatus::Ok)) {
+        let reasons: Vec<String> = gpus
             .iter()
             .map(|d| match &d.status {
                 SourceStatus::Unavailable { reason }
@@ -453,22 +633,10 @@ fn power_thread(
                 SourceStatus::Ok => String::new(),
             })
             .collect();
-        gpu_status = Some(SourceStatus::Unavailable {
+        t.gpu_status = Some(SourceStatus::Unavailable {
             reason: reasons.join("; "),
         });
     }
-    devices.extend(probes.iter().map(|p| p.describe()));
-    let mut t = PowerTimeline {
-        gpu_status,
-        period_ns: period.as_nanos() as u64,
-        devices,
-        sample_count: buf.items.len() as u64,
-        dropped: buf.dropped,
-        gpu_notes,
-        samples: buf.items,
-    };
-    t.compute_energy();
-    t
 }
 
 fn empty_metrics(mc: &MetricsConfig, period_ns: u64) -> MetricsTimeline {
@@ -500,6 +668,7 @@ fn metrics_thread(
     stop: &StopSignal,
     clock: &RunClock,
     ready: mpsc::SyncSender<()>,
+    live: &SharedLive,
 ) -> MetricsTimeline {
     let mut t = empty_metrics(&mc, mc.period.as_nanos() as u64);
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -524,12 +693,16 @@ fn metrics_thread(
         }
     };
     let mut tracker = MetricsTracker::new();
-    let mut buf: Bounded<MetricsSample> = Bounded::new(cap);
     let mut last_error: Option<String> = None;
+    lock_live(live).metrics = Some(t);
     run_loop(stop, mc.period, ready, || {
         let sent = clock.elapsed_ns();
         let res = rt.block_on(scrape(&client, &mc.url));
         let done = clock.elapsed_ns();
+        let mut l = lock_live(live);
+        let Some(t) = l.metrics.as_mut() else {
+            return Tick::Finish;
+        };
         match res {
             Ok((body, ct)) => {
                 t.scrapes_ok += 1;
@@ -553,7 +726,10 @@ fn metrics_thread(
                         t.notes.push(n.clone());
                     }
                 }
-                buf.push(tracker.ingest(sent, done, &snap));
+                let sample = tracker.ingest(sent, done, &snap);
+                push_capped(&mut t.samples, &mut t.dropped, cap, sample);
+                t.sample_count = t.samples.len() as u64;
+                t.counter_resets = tracker.resets();
             }
             Err(reason) => {
                 t.scrapes_failed += 1;
@@ -568,14 +744,16 @@ fn metrics_thread(
         }
         Tick::Continue
     });
+    let mut t = lock_live(live)
+        .metrics
+        .take()
+        .expect("the metrics thread's timeline is published before its loop");
     if t.scrapes_ok == 0 {
         t.status = SourceStatus::Unavailable {
             reason: last_error.unwrap_or_else(|| "no scrape succeeded".into()),
         };
     }
     t.counter_resets = tracker.resets();
-    t.sample_count = buf.items.len() as u64;
-    t.dropped = buf.dropped;
-    t.samples = buf.items;
+    t.sample_count = t.samples.len() as u64;
     t
 }

@@ -550,3 +550,75 @@ fn power_basis_name_is_the_serde_name() {
         assert_eq!(serde_json::to_value(b).unwrap(), b.name());
     }
 }
+
+/// `snapshot` while sampling goes on (issue 14 item 1: a job is finalized when it ends):
+/// it waits, bounded, for a sample at or after the instant asked for on every running
+/// source; a source still short of it is listed with its newest sample's time (nothing is
+/// extended over the gap); the snapshot is a prefix of what `stop` returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_waits_for_a_covering_sample_and_names_a_source_short_of_it() {
+    let (url, _) = serve(
+        vec![fixture("sim_scrape_0.prom"), fixture("sim_scrape_1.prom")],
+        "text/plain; version=0.0.4; charset=utf-8",
+    );
+    let probe = probe_fn("sim", PowerBasis::Simulated, || ProbeReading {
+        power_mw: Some(100_000),
+        energy_mj: None,
+    });
+    let clock = RunClock::start();
+    let mut mc = MetricsConfig::new(url, EngineProfile::Sim, Some("sim-model".into()));
+    mc.period = Duration::from_millis(30);
+    let cfg = TelemetryConfig {
+        period: Duration::from_millis(10),
+        probes: vec![probe],
+        metrics: Some(mc),
+        ..Default::default()
+    };
+    let h = start(cfg, &clock);
+    assert!(
+        h.streams(),
+        "no Prometheus source: jobs can be finalized as they end"
+    );
+    assert!(h.snapshot_wait() >= Duration::from_millis(30));
+
+    // An instant no sample can have reached yet, without waiting: both sources short of it.
+    let far = clock.elapsed_ns() + 3_600_000_000_000;
+    let s = h.snapshot(far, Duration::ZERO).await;
+    let names: Vec<&str> = s.uncovered.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["sim", "metrics"], "{:?}", s.uncovered);
+    let power = s.run.power.as_ref().unwrap();
+    let newest = power.samples.iter().map(|p| p.elapsed_ns).max();
+    assert_eq!(
+        s.uncovered[0].1, newest,
+        "the newest sample's time is named"
+    );
+    assert!(s.run.proc.is_none());
+
+    // The instant now: the snapshot comes once both sources have sampled at or after it
+    // (the bound is a liveness limit, not a timing claim).
+    let now = clock.elapsed_ns();
+    let s = h.snapshot(now, Duration::from_secs(30)).await;
+    assert!(s.uncovered.is_empty(), "{:?}", s.uncovered);
+    let power = s.run.power.clone().unwrap();
+    assert!(power.samples.iter().any(|p| p.elapsed_ns >= now));
+    let metrics = s.run.metrics.clone().unwrap();
+    assert!(metrics.samples.iter().any(|m| m.elapsed_ns >= now));
+    assert_eq!(power.sample_count, power.samples.len() as u64);
+    assert!(s.run.stopped_elapsed_ns >= now);
+    let sim = power.devices.iter().find(|d| d.label == "sim").unwrap();
+    assert!(
+        sim.energy.is_some(),
+        "energy over the samples so far is computed"
+    );
+
+    // Sampling went on: what stop returns begins with what the snapshot held.
+    let run = h.stop();
+    let fin = run.power.unwrap();
+    assert!(fin.samples.len() >= power.samples.len());
+    assert_eq!(&fin.samples[..power.samples.len()], &power.samples[..]);
+    let fin_m = run.metrics.unwrap();
+    assert_eq!(
+        &fin_m.samples[..metrics.samples.len()],
+        &metrics.samples[..]
+    );
+}

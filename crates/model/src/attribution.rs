@@ -685,6 +685,13 @@ pub struct RunAttributionSummary {
     pub concurrency: ConcurrencyCondition,
     /// Each join, in run order.
     pub groups: Vec<AttributionGroup>,
+    /// The whole measured window's energy, mJ, by the join's integral (the run's energy
+    /// line: all steps + unattributed = whole run). Each job's trajectories are joined
+    /// when the job ends, so their own `whole_run_energy_mj` covers the run only up to
+    /// that instant; this figure is the run's. `null` without one (and in reports written
+    /// before it existed).
+    #[serde(default)]
+    pub whole_run_energy_mj: Option<u64>,
 }
 
 #[cfg(test)]
