@@ -8,7 +8,7 @@
 //! its `/metrics` ([`telemetry`]), attributes energy and prefix-cache behaviour to each step
 //! of each trajectory ([`attribution`], docs/measurement.md), and turns the results into pass/fail gates
 //! ([`gate`]) with nextest-style output ([`render`]). Jobs can run under load —
-//! trajectories in flight, seeded arrival rates, sweeps ([`load`]) — be compared with saved
+//! trajectories in flight, seeded arrival rates, sweeps ([`runner::load`]) — be compared with saved
 //! baselines ([`baseline`]), be exported as OTLP trace spans ([`otlp`]), and be divided
 //! among shards on several machines and merged back ([`shard`]). Everything a
 //! run reports is one typed model ([`model`]): every figure with its basis.
@@ -22,7 +22,7 @@ pub mod client;
 pub mod commands;
 pub mod grade;
 pub mod harness;
-pub mod load;
+pub mod json;
 pub mod offline;
 pub mod otlp;
 pub mod overhead;

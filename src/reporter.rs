@@ -40,7 +40,7 @@ pub fn job_block(j: &JobReport, style: Style) -> String {
         .to_string();
     if let Some(sw) = &j.sweep {
         block.push('\n');
-        block.push_str(&crate::load::render_curve(
+        block.push_str(&crate::runner::load::render_curve(
             &j.id,
             sw.variable.as_deref(),
             &sw.points,

@@ -5,9 +5,13 @@
 
 use std::path::PathBuf;
 
+mod k8s;
 mod overhead;
+mod serve;
 mod sim;
+pub use k8s::{K8sArgs, PartitionMode};
 pub use overhead::{NegativeControlArg, OverheadArgs};
+pub use serve::ServeArgs;
 pub use sim::SimArgs;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -20,6 +24,16 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Parses `argv` (program name first) as the binary does, exiting on bad flags as clap
+/// does: the parsed command.
+pub fn parse_from<I, T>(argv: I) -> Command
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    Cli::parse_from(argv).command
 }
 
 /// Subcommands.
@@ -57,7 +71,7 @@ pub enum Command {
     Sim(SimArgs),
     /// Serve the read-only, authenticated timeline API and dashboard page over retained
     /// run directories until Ctrl-C.
-    Serve(crate::serve::ServeArgs),
+    Serve(ServeArgs),
     /// Timeline artifact tools.
     Timeline {
         /// Timeline subcommand.
@@ -137,12 +151,12 @@ pub enum Command {
         /// other hosts are aligned by their unix anchors, whose clocks differ by their
         /// sync error (not measured). Shards of one host share one wall clock and use the
         /// anchors' measured read brackets instead.
-        #[arg(long, value_name = "MS", default_value_t = crate::shard::merge::DEFAULT_HOST_OFFSET_MS)]
+        #[arg(long, value_name = "MS", default_value_t = crate::shard::DEFAULT_HOST_OFFSET_MS)]
         host_clock_offset_ms: f64,
     },
     /// Print Kubernetes manifests that run a suite as N shards (an Indexed Job) and merge
     /// them (a Job that waits for the Indexed Job's completion condition).
-    K8s(crate::shard::k8s::K8sArgs),
+    K8s(K8sArgs),
     /// Offline step-attribution join (docs/measurement.md) of an external driver's step markers with sampled timelines:
     /// a samples directory, saved Prometheus query_range answers, or an inferscope report.
     Trajectory {

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::check::{Check, CheckTarget};
-use crate::tools::json_values_equal;
+use crate::json::json_values_equal;
 
 /// What a job produced, as grading sees it.
 #[derive(Debug, Clone, Copy, Default)]

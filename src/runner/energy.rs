@@ -4,10 +4,9 @@
 //! configuration), the joins (one for the sequential jobs at one trajectory in flight, one
 //! per load point at its declared concurrency), device energy over windows, the jobs'
 //! energy figures ([`RunEnergy::job_energy`], one definition for sequential and load jobs),
-//! the offline `trajectory` command, and the Perfetto export with counter tracks.
+//! and the offline `trajectory` command.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 use std::time::Duration;
 
 use crate::attribution::{
@@ -16,13 +15,13 @@ use crate::attribution::{
     StepUsage, TrajectoryOutcome,
 };
 use crate::clock::RunClock;
-use crate::load::curve::{EnergyPoint, window_energy_mj};
 use crate::model::load::{WindowEnergy, WindowMethod};
 use crate::model::{
     AttributionGroup, Basis, EnergyBasis, Figure, JobEnergy, PowerReport, PowerSource,
-    RunAttributionSummary, RunReport, TokenSource, tokens_per_joule,
+    RunAttributionSummary, TokenSource, tokens_per_joule,
 };
 use crate::runner::execute::{GradedJob, SuiteRuntime};
+use crate::runner::load::curve::{EnergyPoint, window_energy_mj};
 use crate::runner::steps::TrajectoryRecord;
 use crate::sim::SimHandle;
 use crate::stats::saturating_total;
@@ -31,7 +30,6 @@ use crate::telemetry::{
     self, EngineProfile, GpuConfig, MetricsConfig, PowerBasis, PowerDeviceKind, ProbeReading,
     ProcConfig, TelemetryConfig, TelemetryHandle, TelemetryRun,
 };
-use crate::timeline::{CounterTrack, TraceMeta};
 
 fn profile(p: SuiteProfile, simulated: bool) -> EngineProfile {
     match p {
@@ -600,85 +598,6 @@ impl RunEnergy {
             },
         }
     }
-}
-
-/// `inferscope-bench trajectory --samples DIR --steps FILE`: the offline step-attribution join (docs/measurement.md) of
-/// an external driver's step markers with a run's sampled timelines (the other sources:
-/// [`crate::offline`]). Exit 0 on success, 2 on unreadable input.
-pub fn offline_join(samples: &Path, steps: &Path, out: Option<&Path>) -> i32 {
-    crate::offline::command(
-        &crate::offline::OfflineSource::Samples(samples.to_path_buf()),
-        steps,
-        out,
-    )
-}
-
-/// The counter tracks of a run's samples: one per resource lane the dashboard draws
-/// (the same [`crate::serve::view::lane_quantities`] and points), named `LABEL (UNIT)` as
-/// the lane is; never summed across devices or sources.
-pub fn counter_tracks(t: &TelemetryRun) -> Vec<CounterTrack> {
-    use crate::serve::view::{LaneSamples, lane_label, lane_points, lane_quantities};
-    let samples = LaneSamples {
-        power: t.power.as_ref().map_or(&[][..], |p| &p.samples[..]),
-        proc: t.proc.as_ref().map_or(&[][..], |p| &p.samples[..]),
-        clk_tck: t.proc.as_ref().and_then(|p| p.clk_tck),
-        metrics: t.metrics.as_ref().map_or(&[][..], |m| &m.samples[..]),
-    };
-    lane_quantities(t.power.as_ref(), t.proc.as_ref(), t.metrics.as_ref())
-        .into_iter()
-        .map(|q| CounterTrack {
-            name: lane_label(q, t.power.as_ref()),
-            unit: q.unit().to_string(),
-            points: lane_points(q, &samples),
-        })
-        .collect()
-}
-
-/// The trajectory threads of a report's trace: its jobs in order with their
-/// trajectories, and each request's first-token time.
-pub fn trace_tracks(report: &RunReport) -> crate::timeline::TraceTracks {
-    crate::timeline::TraceTracks {
-        jobs: report
-            .jobs
-            .iter()
-            .filter(|j| !j.trajectories.is_empty() || !j.units.is_empty())
-            .map(|j| {
-                // A load job's every unit (requests.jsonl's unit lines), else the
-                // trajectories report.json holds.
-                let ids = if j.units.is_empty() {
-                    j.trajectories.iter().map(|t| t.id.clone()).collect()
-                } else {
-                    j.units.iter().map(|u| u.id.clone()).collect()
-                };
-                (j.id.clone(), ids)
-            })
-            .collect(),
-        ttft: report
-            .jobs
-            .iter()
-            .flat_map(|j| &j.requests)
-            .filter_map(|r| Some((r.request_id.clone(), (r.send_ns, r.ttft_ns?))))
-            .collect(),
-    }
-}
-
-/// Perfetto/Chrome trace JSON of a run: its captured timeline (when present and valid),
-/// one thread per trajectory grouped by job, and one counter track per resource lane.
-pub fn perfetto(run_dir: &Path, report: &RunReport) -> Result<String, String> {
-    let tl = crate::timeline::read_timeline(run_dir).map_err(|r| r.summary())?;
-    let counters = TelemetryRun::read_samples(run_dir)
-        .map(|t| counter_tracks(&t))
-        .unwrap_or_default();
-    let meta = TraceMeta {
-        process_name: format!("inferscope-bench run {}", report.run_id),
-        run_id: Some(report.run_id.clone()),
-        clock_domain_id: Some(report.clock_domain_id.clone()),
-        reference_instant_unix_ns: Some(report.reference_instant_unix_ns),
-        quality: Some(tl.manifest.quality),
-        dropped_count: Some(tl.manifest.dropped_count),
-    };
-    let v = crate::timeline::perfetto_trace(&tl.events, &counters, &meta, &trace_tracks(report));
-    serde_json::to_string(&v).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

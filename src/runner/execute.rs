@@ -12,8 +12,6 @@ use crate::baseline::Baseline;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
 use crate::grade::{CheckResult, GradeSubject, evaluate};
-use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
-use crate::load::{LoadSpec, PointRecord};
 use crate::model::request::redact_secrets;
 use crate::model::{JobReport, SetupCause, SetupError};
 use crate::run_dir::read_step_markers;
@@ -22,6 +20,8 @@ use crate::runner::agentic::{
     AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory,
 };
 use crate::runner::context::{ContextPlan, run_context};
+use crate::runner::load::drive::{LoadEnv, UnitTemplate, run_load};
+use crate::runner::load::{LoadSpec, PointRecord};
 use crate::runner::steps::{StepRecord, StepStatus, StopReason, TrajectoryRecord};
 use crate::runner::swe::{StepsFileReport, SweOutcome, SwePlan, resolve_arg, run_harness};
 use crate::sim::{SimConfig, SimHandle};
@@ -165,7 +165,7 @@ pub struct ExecutedJob {
     pub units: (u64, u64),
     /// The executed load points when the job ran under load (issue 8); `None` for the
     /// sequential drivers.
-    pub load: Option<crate::load::LoadRun>,
+    pub load: Option<crate::runner::load::LoadRun>,
 }
 
 impl ExecutedJob {

@@ -7,7 +7,7 @@
 //! exit 96), `request_execution`
 //! (the jobs, one trajectory in flight at a time: the step-attribution controlled (docs/measurement.md)-concurrency
 //! condition — except jobs with load keys, which run their units concurrently per
-//! [`crate::load`] and are labelled `apportioned` above one in flight; each job is
+//! [`crate::runner::load`] and are labelled `apportioned` above one in flight; each job is
 //! graded as it ends — and, unless its figures need the run's end, joined with the
 //! samples taken so far, gated and reported then), `finalization` (the run-level figures,
 //! the jobs deferred to the run's end, the artifacts). No `grading` phase is recorded:
@@ -20,6 +20,7 @@ pub mod context;
 pub mod energy;
 pub mod events;
 pub mod execute;
+pub mod load;
 pub mod report;
 pub mod steps;
 pub mod swe;
@@ -198,13 +199,7 @@ pub async fn run_with(
         extras.baseline.as_ref(),
     );
     if let Some(s) = &extras.shard {
-        report.shard = Some(crate::shard::identity_of(
-            s,
-            &graded,
-            &report,
-            &clock,
-            released_ns,
-        ));
+        report.shard = Some(shard_identity(s, &graded, &report, &clock, released_ns));
         if report.jobs.is_empty() && !report.cancelled {
             // A partition may hold no job: that shard has nothing to do, which is not bad
             // input (every K must still leave its run directory for `merge`).
@@ -280,4 +275,44 @@ pub async fn sleep_unless_cancelled(d: Duration, cancelled: &AtomicBool) {
         tokio::time::sleep(s).await;
         left -= s;
     }
+}
+
+/// The identity `report.json` records for a shard run: `run`'s plan with the start-at
+/// lag (release and first request against the target), the anchor's read bracket and each
+/// load job's shares and effective gates.
+fn shard_identity(
+    r: &crate::shard::ShardRun,
+    graded: &[execute::GradedJob],
+    report: &crate::model::RunReport,
+    clock: &crate::clock::RunClock,
+    released_ns: Option<u64>,
+) -> crate::model::shard::ShardIdentity {
+    let mut id = r.identity.clone();
+    id.anchor_read_ns = clock.anchor_read_ns();
+    if let (Some(t), Some(rel)) = (r.start_at_unix_ns, released_ns) {
+        let first = report
+            .jobs
+            .iter()
+            .flat_map(|j| j.requests.iter().map(|q| q.send_ns))
+            .min();
+        id.start_at = Some(crate::shard::start_at_record(
+            t,
+            report.reference_instant_unix_ns,
+            clock.anchor_read_ns(),
+            rel,
+            first,
+        ));
+    }
+    id.load = graded
+        .iter()
+        .filter_map(|g| {
+            let l = g.executed.load.as_ref()?;
+            (!l.shares.is_empty()).then(|| crate::model::shard::JobShare {
+                job: g.executed.job.job.id.clone(),
+                gates: serde_json::to_value(&g.executed.job.gates).unwrap_or_default(),
+                points: l.shares.clone(),
+            })
+        })
+        .collect();
+    id
 }

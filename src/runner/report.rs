@@ -21,8 +21,6 @@ use crate::client::RequestRecord;
 use crate::clock::{RunClock, unix_ns_to_rfc3339};
 use crate::gate::{self, FigureSet, JobOutcome};
 use crate::grade::CheckResult;
-use crate::load::curve::{PointFacts, PointRequest};
-use crate::load::{LoadRun, goodput_criteria, load_report, summarize_point, sweep_report};
 use crate::model::load::WindowEnergy;
 use crate::model::request::redact_secrets;
 use crate::model::{
@@ -35,6 +33,8 @@ use crate::render::EndpointLabel;
 use crate::runner::capture::Capture;
 use crate::runner::energy::{self, RunEnergy};
 use crate::runner::execute::{ExecutedJob, GradedJob, Session};
+use crate::runner::load::curve::{PointFacts, PointRequest};
+use crate::runner::load::{LoadRun, goodput_criteria, load_report, summarize_point, sweep_report};
 use crate::runner::steps::{StepRecord, TrajectoryRecord};
 use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
 use crate::suite::GpuMode;
@@ -306,7 +306,7 @@ fn warmup_ids(
         let keys: Vec<(u64, u64)> = reqs.iter().map(|r| (r.scheduled_ns, r.send_ns)).collect();
         for (r, w) in reqs
             .iter()
-            .zip(crate::load::warmup_flags(&keys, p.point.warmup))
+            .zip(crate::runner::load::warmup_flags(&keys, p.point.warmup))
         {
             if w {
                 out.push(r.request_id.clone());
@@ -316,7 +316,7 @@ fn warmup_ids(
     out
 }
 
-/// The curve of a load job: one summary per point that ran ([`crate::load::curve`]);
+/// The curve of a load job: one summary per point that ran ([`crate::runner::load::curve`]);
 /// `windows[i]` is point i's window energy.
 fn curve(
     e: &ExecutedJob,
@@ -324,13 +324,13 @@ fn curve(
     (requests, point_requests): (&[RequestRecord], &[std::ops::Range<usize>]),
     warm: &HashSet<&str>,
     windows: &[Option<WindowEnergy>],
-) -> Vec<crate::load::PointSummary> {
+) -> Vec<crate::runner::load::PointSummary> {
     let criteria = goodput_criteria(&e.job.gates);
     let values = l
         .spec
         .sweep
         .as_ref()
-        .map_or_else(Vec::new, crate::load::Sweep::values);
+        .map_or_else(Vec::new, crate::runner::load::Sweep::values);
     l.points
         .iter()
         .zip(windows)

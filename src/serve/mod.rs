@@ -56,25 +56,21 @@ pub use runs::{RunDir, RunStore, is_valid_run_id};
 /// The default `--bind`: loopback only.
 pub const DEFAULT_BIND: &str = "127.0.0.1:8787";
 
-/// Arguments of `serve`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ServeArgs {
-    /// The runs root: each direct subdirectory is one run, addressed by its name
-    /// (default layout: `target/inferscope/runs`).
-    #[arg(long, value_name = "DIR")]
+/// What `serve` serves, and where (the flags: `cli::ServeArgs`).
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The runs root: each direct subdirectory is one run, addressed by its name.
     pub runs: PathBuf,
-    /// Address to listen on (loopback by default; port 0 picks a free port).
-    #[arg(long, default_value = DEFAULT_BIND)]
+    /// Address to listen on.
     pub bind: SocketAddr,
-    /// File holding the API token (default: the INFERSCOPE_TOKEN environment variable).
-    #[arg(long, value_name = "FILE")]
+    /// File holding the API token (`None`: the INFERSCOPE_TOKEN environment variable).
     pub token_file: Option<PathBuf>,
 }
 
 /// Runs `serve` until Ctrl-C or SIGTERM. Prints `listening on http://ADDR/` first (tests
 /// read it). Exit status: 0 after a clean stop, 2 for a bad token or an address that
 /// cannot be bound.
-pub async fn run(args: ServeArgs) -> i32 {
+pub async fn run(args: ServeConfig) -> i32 {
     let env = std::env::var(TOKEN_ENV).ok();
     let token = match Token::load(args.token_file.as_deref(), env.as_deref()) {
         Ok(t) => t,

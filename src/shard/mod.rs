@@ -11,19 +11,21 @@
 //!
 //! Pure logic here; `commands` and the runner do the I/O.
 
-pub mod k8s;
-pub mod merge;
-
 use std::str::FromStr;
 
 use sha2::{Digest, Sha256};
 
-use crate::load::{LoadPoint, Stop};
 use crate::model::shard::{
-    JobShare, PartitionKind, PointShare, ShardIdentity, ShardMode, StartAt, SuiteSeed,
+    PartitionKind, PointShare, ShardIdentity, ShardMode, StartAt, SuiteSeed,
 };
 use crate::sim::cache::mix64;
+use crate::suite::load_spec::{LoadPoint, Stop};
 use crate::suite::{EndpointSetting, ResolvedSuite};
+
+/// Default assumed bound of the wall-clock offset between two hosts, ms (NTP-synced
+/// hosts on one network usually agree to a few ms; `merge --host-clock-offset-ms`
+/// changes it).
+pub const DEFAULT_HOST_OFFSET_MS: f64 = 10.0;
 
 /// `K/N` with `1 ≤ K ≤ N`, parsed from `flag`'s value (`--partition`'s after the kind).
 fn parse_k_of_n(flag: &str, text: &str, kn: &str, example: &str) -> Result<(u32, u32), String> {
@@ -454,46 +456,6 @@ pub fn describe_run(r: &ShardRun) -> String {
     line
 }
 
-/// The identity `report.json` records for a shard run: `run`'s plan with the start-at
-/// lag (release and first request against the target), the anchor's read bracket and each
-/// load job's shares and effective gates.
-pub fn identity_of(
-    r: &ShardRun,
-    graded: &[crate::runner::execute::GradedJob],
-    report: &crate::model::RunReport,
-    clock: &crate::clock::RunClock,
-    released_ns: Option<u64>,
-) -> ShardIdentity {
-    let mut id = r.identity.clone();
-    id.anchor_read_ns = clock.anchor_read_ns();
-    if let (Some(t), Some(rel)) = (r.start_at_unix_ns, released_ns) {
-        let first = report
-            .jobs
-            .iter()
-            .flat_map(|j| j.requests.iter().map(|q| q.send_ns))
-            .min();
-        id.start_at = Some(start_at_record(
-            t,
-            report.reference_instant_unix_ns,
-            clock.anchor_read_ns(),
-            rel,
-            first,
-        ));
-    }
-    id.load = graded
-        .iter()
-        .filter_map(|g| {
-            let l = g.executed.load.as_ref()?;
-            (!l.shares.is_empty()).then(|| JobShare {
-                job: g.executed.job.job.id.clone(),
-                gates: serde_json::to_value(&g.executed.job.gates).unwrap_or_default(),
-                points: l.shares.clone(),
-            })
-        })
-        .collect();
-    id
-}
-
 /// The `--start-at` record of a run anchored at `anchor` that was released at
 /// `released_ns` (run clock) and sent its first request at `first_send_ns`.
 pub fn start_at_record(
@@ -526,7 +488,7 @@ pub fn start_at_record(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::Arrival;
+    use crate::suite::load_spec::Arrival;
 
     #[test]
     fn partition_parses_nextest_syntax_and_refuses_the_rest() {

@@ -273,14 +273,14 @@ impl ResolvedSuite {
                 },
             );
             match l.stop {
-                crate::load::Stop::Count(n) => r.file("count", n),
-                crate::load::Stop::Duration(ns) => r.file("duration_s", ns as f64 / 1e9),
+                super::load_spec::Stop::Count(n) => r.file("count", n),
+                super::load_spec::Stop::Duration(ns) => r.file("duration_s", ns as f64 / 1e9),
             }
             r.file("warmup", l.warmup);
             let sweep = match &l.sweep {
                 None => "none".to_string(),
-                Some(crate::load::Sweep::Concurrency(v)) => format!("concurrency {v:?}"),
-                Some(crate::load::Sweep::Rate(v)) => format!("rate {v:?}"),
+                Some(super::load_spec::Sweep::Concurrency(v)) => format!("concurrency {v:?}"),
+                Some(super::load_spec::Sweep::Rate(v)) => format!("rate {v:?}"),
             };
             r.file("sweep", sweep);
             r.fact("load", l.describe());

@@ -23,6 +23,7 @@ mod error;
 mod fields;
 mod keys;
 mod load;
+pub mod load_spec;
 mod model;
 mod raw;
 mod resolve;

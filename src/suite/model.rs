@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::load_spec::LoadSpec;
 use crate::gate::spec::{GateSpec, OverheadSpec};
 use crate::grade::Check;
-use crate::load::LoadSpec;
 
 /// Default model name when the built-in simulator is the endpoint.
 pub const SIM_MODEL: &str = "inferscope-sim";
@@ -298,7 +298,7 @@ pub struct Job {
     pub kind: JobKind,
     /// Load settings (`concurrency`, `rate`, `arrival`, `duration_s`, `count`, `warmup`,
     /// `sweep`; agentic and context jobs); `None` = the sequential drivers, one trajectory
-    /// in flight (see [`crate::load`]).
+    /// in flight (see `load`).
     pub load: Option<LoadSpec>,
 }
 

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::load_spec::Arrival;
 use super::model::{AgenticMode, EngineProfile, GpuMode, JobKindName};
 use crate::gate::spec::{GateSpec, OverheadSpec};
 use crate::grade::RawCheck;
-use crate::load::Arrival;
 
 /// Top level of a suite file.
 #[derive(Debug, Deserialize)]

@@ -1240,7 +1240,7 @@ fn metrics_url_default_replaces_v1() {
 
 #[test]
 fn load_keys_parse_into_a_load_spec() {
-    use crate::load::{Arrival, LoadSpec, Stop, Sweep};
+    use crate::suite::load_spec::{Arrival, LoadSpec, Stop, Sweep};
     let p = Project::new();
     let text = with_tools(&format!(
         "{AGENTIC}count = 8\nwarmup = 2\nsweep = {{ concurrency = [1, 4, 16] }}\n"

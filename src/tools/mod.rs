@@ -10,9 +10,7 @@
 //! Tool failures are results ([`ToolStatus::Error`] with a closed [`ToolErrorCode`]),
 //! never panics: the model sees the error text and the run goes on.
 
-pub(crate) mod json;
 mod sandbox;
-pub(crate) mod schema;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,9 +20,9 @@ use serde_json::Value;
 
 use crate::suite::{ResponseBody, Suite, ToolSource, ToolSpec};
 
-pub use json::{arguments_equal, json_values_equal, table_to_json, toml_to_json};
+pub use crate::json::schema::validate_arguments;
+pub use crate::json::{arguments_equal, json_values_equal, table_to_json, toml_to_json};
 pub use sandbox::MAX_READ_BYTES;
-pub use schema::validate_arguments;
 
 /// Outcome class of one tool execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -199,7 +197,7 @@ impl ToolRegistry {
             );
         };
         let latency = tool.spec.latency;
-        let args = match json::parse_arguments(arguments_json) {
+        let args = match crate::json::parse_arguments(arguments_json) {
             Ok(v) => v,
             Err(e) => {
                 return failure(

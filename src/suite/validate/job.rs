@@ -12,9 +12,9 @@ use super::super::raw::{RawJob, RawScriptStep};
 use super::fixtures::{Fixtures, Want};
 use super::{K, R, check_job_id, check_name, gate_spec, is_env_name, seconds, unknown_tool};
 use crate::grade::{Check, CheckProblem, CheckTarget};
-use crate::load::{LoadSpec, Stop, Sweep};
-use crate::tools::json::{json_values_equal, table_to_json};
-use crate::tools::schema::validate_arguments;
+use crate::json::schema::validate_arguments;
+use crate::json::{json_values_equal, table_to_json};
+use crate::suite::load_spec::{LoadSpec, Stop, Sweep};
 
 /// Validates job `i` of suite `suite` against the declared `tools`.
 pub(super) fn job(
@@ -92,7 +92,7 @@ pub(super) fn job(
     })
 }
 
-/// The load keys of a job (issue 8; see [`crate::load`]): `None` when none is set.
+/// The load keys of a job (issue 8; see `crate::runner::load`, the driver that runs them): `None` when none is set.
 ///
 /// Rules: `concurrency` ≥ 1; `rate` finite > 0; `arrival` needs a rate (or a rate sweep);
 /// one of `count` (≥ 1) or `duration_s` (> 0), and `count` not with `repeat`; a sweep sets

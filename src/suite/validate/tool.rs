@@ -9,8 +9,8 @@ use super::super::model::{ResponseBody, ToolResponse, ToolSource, ToolSpec};
 use super::super::raw::RawTool;
 use super::fixtures::{Fixtures, Want};
 use super::{K, R};
-use crate::tools::json::table_to_json;
-use crate::tools::schema::{check_parameters_shape, validate_arguments};
+use crate::json::schema::{check_parameters_shape, validate_arguments};
+use crate::json::table_to_json;
 
 pub(super) fn tool(ctx: &Ctx, fx: &Fixtures, i: usize, t: RawTool) -> R<ToolSpec> {
     let p = format!("tools[{i}]");

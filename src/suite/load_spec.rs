@@ -1,7 +1,7 @@
 //! Load settings of one job, as validated from the suite (pure data; issue 8 item 1).
 //!
 //! A job with any load key (`concurrency`, `rate`, `arrival`, `duration_s`, `count`,
-//! `warmup`, `sweep`) runs under the load executor ([`super::exec`]) instead of the
+//! `warmup`, `sweep`) runs under the load executor (`load::exec`) instead of the
 //! sequential drivers. The unit of load is one *trajectory* for agentic jobs and one
 //! *request* for context jobs (each context request is then a one-step trajectory, so the
 //! step-attribution join (docs/measurement.md) sees every unit in flight).

@@ -18,80 +18,10 @@
 //! unwritten artifacts (exit 2) fail it. Pod failure policies fail each Job at once on a
 //! container's non-zero exit, and ignore node disruptions.
 
-use std::path::PathBuf;
-
-use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
+pub use crate::cli::{K8sArgs, PartitionMode};
 use crate::gate::EXIT_BAD_INPUT;
-
-/// How the Indexed Job divides the suite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PartitionMode {
-    /// `run --partition hash:K/N`: whole jobs by XXH64 of their ids.
-    Hash,
-    /// `run --partition count:K/N`: whole jobs round-robin over the sorted ids.
-    Count,
-    /// `run --shard K/N`: a share of every load job's load.
-    Shard,
-}
-
-/// Arguments of `k8s`.
-#[derive(Debug, Clone, Args)]
-pub struct K8sArgs {
-    /// The suite file, as its path inside the image (relative to the image's working
-    /// directory).
-    pub suite: PathBuf,
-    /// Shards (pods of the Indexed Job).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub shards: u32,
-    /// The container image holding `inferscope-bench` and the suite (see `Containerfile`).
-    #[arg(long)]
-    pub image: String,
-    /// Endpoint base URL for every shard (`run --endpoint`); default: the suite's.
-    #[arg(long)]
-    pub endpoint: Option<String>,
-    /// Model name for every shard (`run --model`); default: the suite's.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Every shard captures its timeline (`run --capture-timeline`).
-    #[arg(long)]
-    pub capture_timeline: bool,
-    /// The PersistentVolumeClaim shared by every shard and the merge (ReadWriteMany when
-    /// the shards land on several nodes), mounted at `/runs`.
-    #[arg(long, value_name = "CLAIM", default_value = "inferscope-runs")]
-    pub runs_volume: String,
-    /// How the shards divide the suite.
-    #[arg(long, value_enum, default_value_t = PartitionMode::Hash)]
-    pub partition_mode: PartitionMode,
-    /// Name prefix of every object (a DNS label: lower-case letters, digits, `-`).
-    #[arg(long, default_value = "inferscope-bench")]
-    pub name: String,
-    /// The Secret holding the API key (key `api-key`), exposed as the suite's
-    /// `api_key_env`.
-    #[arg(long, value_name = "SECRET", default_value = "inferscope-api-key")]
-    pub api_key_secret: String,
-    /// Seconds from printing to the shards' common `--start-at` instant.
-    #[arg(long, value_name = "S", default_value_t = 120)]
-    pub start_delay_s: u64,
-    /// The shards' common first-request instant (seconds since the epoch), instead of
-    /// now + `--start-delay-s`.
-    #[arg(long, value_name = "UNIX_TS")]
-    pub start_at: Option<String>,
-    /// CPU of each shard pod (request = limit).
-    #[arg(long, default_value = "2")]
-    pub cpu: String,
-    /// Memory of each shard pod (request = limit).
-    #[arg(long, default_value = "2Gi")]
-    pub memory: String,
-    /// Image with `kubectl` for the merge Job's wait.
-    #[arg(long, default_value = "registry.k8s.io/kubectl:v1.37.0")]
-    pub kubectl_image: String,
-    /// How long the merge Job waits for the shards' Job to complete (`kubectl wait
-    /// --timeout`).
-    #[arg(long, default_value = "6h")]
-    pub wait_timeout: String,
-}
 
 /// Where the shared volume is mounted in every pod.
 pub const RUNS_MOUNT: &str = "/runs";
@@ -361,7 +291,7 @@ pub fn command(args: K8sArgs) -> i32 {
         .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
         .unwrap_or(0);
     let start_at = match &args.start_at {
-        Some(t) => match super::parse_start_at(t, now) {
+        Some(t) => match crate::shard::parse_start_at(t, now) {
             Ok(_) => t.trim().to_string(),
             Err(e) => return bad(e),
         },
@@ -389,18 +319,23 @@ pub fn command(args: K8sArgs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: K8sArgs,
-    }
-
+    /// `k8s` flags as the CLI parses them.
     fn args(extra: &[&str]) -> K8sArgs {
-        let mut v = vec!["t", "suites/load.toml", "--shards", "8", "--image", "img:1"];
+        let mut v = vec![
+            "inferscope-bench",
+            "k8s",
+            "suites/load.toml",
+            "--shards",
+            "8",
+            "--image",
+            "img:1",
+        ];
         v.extend_from_slice(extra);
-        T::parse_from(v).a
+        match crate::cli::parse_from(v) {
+            crate::cli::Command::K8s(a) => a,
+            _ => unreachable!("k8s parses as k8s"),
+        }
     }
 
     #[test]

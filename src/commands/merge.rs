@@ -31,8 +31,6 @@ use sha2::{Digest, Sha256};
 
 use crate::baseline::compare::regression_figure;
 use crate::gate::{EXIT_BAD_INPUT, FigureSet, JobOutcome};
-use crate::load::curve::{PointFacts, PointRequest};
-use crate::load::{LoadPoint, Stop, goodput_criteria, summarize_point};
 use crate::model::figure::Figure;
 use crate::model::load::{Goodput, GoodputCriteria, LoadReport, PointSummary, SweepReport};
 use crate::model::records::UnitRecord;
@@ -44,11 +42,11 @@ use crate::model::{
     Basis, CaptureReport, FailureCount, JobEnergy, JobReport, JobStatus, PowerReport, Quality,
     REPORT_SCHEMA, RequestRecord, RunReport, SummaryReport, TrajectoryReport,
 };
+use crate::runner::load::curve::{PointFacts, PointRequest};
+use crate::runner::load::{LoadPoint, Stop, goodput_criteria, summarize_point};
 use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
 
-/// Default assumed bound of the wall-clock offset between two hosts, ms (NTP-synced
-/// hosts on one network usually agree to a few ms; `--host-clock-offset-ms` changes it).
-pub const DEFAULT_HOST_OFFSET_MS: f64 = 10.0;
+pub use crate::shard::DEFAULT_HOST_OFFSET_MS;
 
 /// One shard's run, read.
 #[derive(Debug, Clone)]
@@ -322,7 +320,7 @@ fn window_rates(
     if let Some(g) = goodput {
         let good = inside
             .iter()
-            .filter(|(_, f, _)| crate::load::curve::meets(&g.criteria, f))
+            .filter(|(_, f, _)| crate::runner::load::curve::meets(&g.criteria, f))
             .count();
         g.rps = Some(good as f64 / secs);
     }
@@ -385,8 +383,8 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     let criteria: Option<GoodputCriteria> = goodput_criteria(&gates);
     let base_load = base.load.clone();
     let arrival = match base_load.as_ref().and_then(|l| l.arrival.as_deref()) {
-        Some("constant") => crate::load::Arrival::Constant,
-        _ => crate::load::Arrival::Poisson,
+        Some("constant") => crate::runner::load::Arrival::Constant,
+        _ => crate::runner::load::Arrival::Poisson,
     };
     let stop = base_load.as_ref().map_or(Stop::Count(0), |l| l.stop);
     let warmup = base_load.as_ref().map_or(0, |l| l.warmup);
@@ -1011,8 +1009,8 @@ pub fn perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
     for s in &m.shards {
         let dir = run_dir.join(&s.dir);
         let shard = crate::run_dir::read_report_with_requests(&dir)?;
-        let text = crate::runner::energy::perfetto(&dir, &shard)
-            .map_err(|e| format!("shard {}: {e}", s.k))?;
+        let text =
+            super::report::perfetto(&dir, &shard).map_err(|e| format!("shard {}: {e}", s.k))?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
         let off_us = s.offset_ns as f64 / 1000.0;
         for mut e in v["traceEvents"].as_array().cloned().unwrap_or_default() {

@@ -22,8 +22,9 @@ pub mod curve;
 pub mod drive;
 pub mod exec;
 pub mod record;
-pub mod spec;
 
+/// The load settings are the suite schema's ([`crate::suite::load_spec`]); the driver reads them.
+pub use crate::suite::load_spec as spec;
 pub use curve::{
     GoodputCriteria, PointSummary, goodput_criteria, render_curve, summarize_point, warmup_flags,
 };

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::json::json_values_equal;
+use super::json_values_equal;
 
 /// Checks `args` against `schema`; the error names the first offending argument by its
 /// JSON pointer-like path (`city`, `filters.limit`, `paths[2]`) and never includes the

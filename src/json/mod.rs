@@ -1,4 +1,8 @@
-//! Parsed-JSON equality and TOML → JSON conversion.
+//! JSON helpers shared by the suite schema, the fixture tools and grading: parsed-JSON
+//! equality, TOML → JSON conversion and ([`schema`]) the minimal JSON-schema check of
+//! tool arguments. A leaf: pure, no I/O, no imports from the rest of the crate.
+
+pub mod schema;
 
 use serde_json::Value;
 

@@ -1,0 +1,90 @@
+//! The subcommands behind the CLI: each takes parsed arguments and returns the process
+//! exit status (0 ok, 100 a job/gate failed or the run was cancelled, 96 a setup error —
+//! the endpoint failed the preflight —, 2 bad input, 1 integrity error, 3 inconclusive).
+//! Console output goes to stdout; diagnostics to stderr.
+
+pub mod check;
+pub mod k8s;
+pub mod list;
+pub mod merge;
+pub mod report;
+pub mod run;
+pub mod sim;
+pub mod timeline;
+pub mod trajectory;
+
+use crate::cli::{Command, TimelineCommand};
+
+/// Runs one parsed command.
+pub async fn dispatch(cmd: Command) -> i32 {
+    match cmd {
+        Command::Check { suites } => check::command(&suites),
+        Command::List {
+            suites,
+            filter,
+            partition,
+        } => list::command(&suites, filter.as_deref(), partition),
+        Command::Merge {
+            run_dirs,
+            out,
+            host_clock_offset_ms,
+        } => merge::command(&run_dirs, &out, host_clock_offset_ms),
+        Command::K8s(args) => k8s::command(args),
+        Command::Run { args, after } => run::command(args, after).await,
+        Command::Serve(args) => crate::serve::run(args.into_config()).await,
+        Command::Sim(args) => sim::command(args).await,
+        Command::Timeline {
+            command: TimelineCommand::Verify { run_dir },
+        } => timeline::verify(&run_dir),
+        Command::Report {
+            run_dir,
+            format,
+            output,
+            otlp_endpoint,
+            otlp_protocol,
+        } => {
+            report::command(
+                &run_dir,
+                format,
+                output.as_deref(),
+                otlp_endpoint
+                    .as_deref()
+                    .map(|u| (u, otlp_protocol.encoding())),
+            )
+            .await
+        }
+        Command::Baseline {
+            command: crate::cli::BaselineCommand::Save { run_dir, name },
+        } => crate::baseline::save_command(&run_dir, &name),
+        Command::Compare {
+            run_dir,
+            baseline,
+            noise_pct,
+            regression_pct,
+        } => crate::baseline::compare_command(&run_dir, &baseline, noise_pct, regression_pct),
+        Command::Trajectory {
+            samples,
+            prometheus_range,
+            engine,
+            model,
+            inferscope_report,
+            steps,
+            out,
+        } => trajectory::command(
+            samples,
+            prometheus_range,
+            &engine,
+            model,
+            inferscope_report,
+            &steps,
+            out.as_deref(),
+        ),
+        Command::Overhead(args) => crate::overhead::command(args.into_request()).await,
+        Command::Snapshot { run_dir, into } => crate::harness::snapshot_command(&run_dir, &into),
+    }
+}
+
+pub use crate::run_dir::{check_new_or_empty_dir, load_report, read_report};
+pub use crate::run_dir::{load_report_with_requests, read_report_with_requests};
+pub use crate::suite::diagnose::{load_all, no_job_selected, print_suite_error};
+pub use run::resolve_run;
