@@ -96,9 +96,10 @@ fn a_thousand_requests_are_compact_records_that_report_serve_and_compare_open() 
     let file = std::fs::read(out.join("requests.jsonl")).unwrap();
     let f = &r["requests_file"];
     assert_eq!(f["path"], "requests.jsonl");
-    assert_eq!(f["schema"], "inferscope-bench.requests/v1");
+    assert_eq!(f["schema"], "inferscope-bench.requests/v2");
     assert_eq!(f["bytes"], file.len() as u64);
     assert_eq!(f["records"], 1000);
+    assert_eq!(f["units"], 1000, "one unit line per load unit");
     assert_eq!(f["sha256"], hex::encode(Sha256::digest(&file)));
 
     // One line per request after the header, each under 1 KB for 64 output tokens.
@@ -109,6 +110,10 @@ fn a_thousand_requests_are_compact_records_that_report_serve_and_compare_open() 
     let mut n = 0;
     for l in lines {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        if v.get("u").is_some() {
+            assert!(l.len() < 128, "a unit line is small: {l}");
+            continue;
+        }
         assert_eq!(v["ct"], 64, "{l}");
         assert_eq!(v["itl"].as_array().unwrap().len(), 63, "{l}");
         assert!(l.len() < 1024, "{} bytes: {l}", l.len());
@@ -160,6 +165,62 @@ fn a_thousand_requests_are_compact_records_that_report_serve_and_compare_open() 
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// Issue 19 step 1: a load job's report.json holds its summaries, not a trajectory report
+/// per unit, so its size does not grow with the units; every unit is a unit line of
+/// requests.jsonl, and a 2,000-request run opens in report, compare and serve.
+#[test]
+fn a_load_reports_size_does_not_grow_with_its_units_and_a_big_run_opens() {
+    let cwd = tempfile::tempdir().unwrap();
+    let (mut child, url) = sim(cwd.path());
+    let (small, _) = run_load(cwd.path(), &url, 200, &[]);
+    let (big, _) = run_load(cwd.path(), &url, 2000, &[]);
+    let _ = child.kill();
+    let size = |d: &Path| std::fs::metadata(d.join("report.json")).unwrap().len();
+    let (s, b) = (size(&small), size(&big));
+    assert!(
+        b * 4 < s * 5,
+        "report.json of 2,000 requests ({b} B) is not the same order as of 200 ({s} B)"
+    );
+    let rep: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(big.join("report.json")).unwrap()).unwrap();
+    let job = &rep["jobs"][0];
+    assert_eq!(job["stats"]["requests"], 2000);
+    assert_eq!(
+        job["trajectories"].as_array().unwrap().len(),
+        1,
+        "one per point"
+    );
+    assert_eq!(job["sweep"]["points"][0]["units"], 2000);
+    assert_eq!(rep["requests_file"]["units"], 2000);
+    let groups = rep["attribution"]["groups"].as_array().map_or(0, Vec::len);
+    assert!(groups <= 1);
+    // The records read back: one unit line per unit with its point and stop reason.
+    let read = inferscope_bench::run_dir::read_report_with_requests(&big).unwrap();
+    let units = &read.jobs[0].units;
+    assert_eq!(units.len(), 2000);
+    assert_eq!(read.jobs[0].requests.len(), 2000);
+    let ids: std::collections::BTreeSet<&str> = units.iter().map(|u| u.id.as_str()).collect();
+    assert_eq!(ids.len(), 2000);
+    assert!(units.iter().all(|u| u.point == 0 && u.end_ns >= u.start_ns));
+    assert!(
+        units
+            .iter()
+            .all(|u| u.stop_reason == inferscope_bench::model::StopReason::Completed)
+    );
+    let b = big.to_str().unwrap();
+    for fmt in ["markdown", "junit", "json"] {
+        let o = run(cwd.path(), &["report", b, "--format", fmt]);
+        assert_eq!(o.status.code(), Some(0), "{fmt}: {}", describe(&o));
+    }
+    let o = run(cwd.path(), &["baseline", "save", b, "--name", "big"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let o = run(cwd.path(), &["compare", b, "--baseline", "big"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let html = cwd.path().join("big.html");
+    support::report_html(&big, &html);
+    assert!(std::fs::read_to_string(&html).unwrap().contains("big::ctx"));
 }
 
 fn text_of(o: &std::process::Output) -> String {

@@ -422,13 +422,26 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
         summary_eq(&format!("{job} e2e"), st.e2e_ms.as_ref(), &e2e);
         summary_eq(&format!("{job} itl"), st.itl_ms.as_ref(), &itl);
         summary_eq(&format!("{job} lag"), st.schedule_lag_ms.as_ref(), &lag);
-        let ids: BTreeSet<&str> = mj.trajectories.iter().map(|t| t.id.as_str()).collect();
+        // Every unit of every shard is a unit line of the merged requests.jsonl; report.json
+        // keeps each shard's first trajectory of each point.
+        let ids: BTreeSet<&str> = mj.units.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids.len(), mj.units.len(), "{job}: unit ids unique");
+        let shard_unit_count: usize = shards
+            .iter()
+            .map(|r| r.jobs.iter().find(|j| j.id == job).unwrap().units.len())
+            .sum();
         assert_eq!(
-            ids.len(),
-            mj.trajectories.len(),
-            "{job}: trajectory ids unique"
+            mj.units.len(),
+            shard_unit_count,
+            "{job}: the union of units"
         );
+        assert!(mj.units.iter().all(|t| t.shard.is_some()));
         assert!(mj.trajectories.iter().all(|t| t.shard.is_some()));
+        let points = mj.sweep.as_ref().unwrap().points.len();
+        assert!(
+            mj.trajectories.len() <= points * shards.len(),
+            "{job}: a sample"
+        );
 
         // Per point: the union's percentiles, and the load is the sum of the shards'.
         let sw = mj.sweep.as_ref().unwrap();
@@ -462,10 +475,11 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
                 })
                 .sum();
             assert_eq!(shard_units, p.units);
-            let in_point: BTreeSet<String> = p
-                .trajectories
+            let in_point: BTreeSet<String> = mj
+                .units
                 .iter()
-                .map(|t| t.replacen('#', ".t", 1) + ".")
+                .filter(|u| u.point == p.index)
+                .map(|u| u.id.replacen('#', ".t", 1) + ".")
                 .collect();
             let preqs: Vec<_> = union
                 .iter()
@@ -497,9 +511,9 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
             }
         }
     }
-    // The fanout's union has the trajectory ids of one unsharded run.
+    // The fanout's union of units has the trajectory ids of one unsharded run.
     let fan = m.jobs.iter().find(|j| j.id == "load::fanout").unwrap();
-    let ids: BTreeSet<String> = fan.trajectories.iter().map(|t| t.id.clone()).collect();
+    let ids: BTreeSet<String> = fan.units.iter().map(|t| t.id.clone()).collect();
     let want: BTreeSet<String> = (0..3)
         .flat_map(|p| (0..16).map(move |k| format!("load::fanout#p{p}.{k}")))
         .collect();

@@ -33,6 +33,7 @@ use crate::baseline::compare::regression_figure;
 use crate::gate::{EXIT_BAD_INPUT, FigureSet, JobOutcome};
 use crate::model::figure::Figure;
 use crate::model::load::{Goodput, GoodputCriteria, LoadReport, PointSummary, SweepReport};
+use crate::model::records::UnitRecord;
 use crate::model::shard::{
     AlignedWindow, Alignment, JobShare, MergeReport, MergedConcurrency, ShardJobSection, ShardMode,
     ShardSection,
@@ -164,6 +165,11 @@ fn shift_job(j: &mut JobReport, off: u64, k: u32) {
             s.end_ns += off;
         }
     }
+    for u in &mut j.units {
+        u.start_ns += off;
+        u.end_ns += off;
+        u.shard = Some(k);
+    }
     for r in &mut j.requests {
         shift_request(r, off);
     }
@@ -236,32 +242,28 @@ struct Part<'a> {
     share: &'a JobShare,
 }
 
-/// The point (index) of each trajectory of `job`.
-fn point_of_trajectories(job: &JobReport) -> HashMap<String, usize> {
-    let mut traj_point: HashMap<&str, usize> = HashMap::new();
-    if let Some(sw) = &job.sweep {
-        for p in &sw.points {
-            for t in &p.trajectories {
-                traj_point.insert(t.as_str(), p.index);
-            }
-        }
+/// Every trajectory window of `job` with its shard: its units (a load job, from
+/// requests.jsonl's unit lines) or else its trajectories (a sequential job, all in
+/// report.json).
+fn unit_windows(job: &JobReport) -> Vec<(u64, u64, Option<u32>)> {
+    if !job.units.is_empty() {
+        job.units
+            .iter()
+            .map(|u| (u.start_ns, u.end_ns, u.shard))
+            .collect()
+    } else {
+        job.trajectories
+            .iter()
+            .map(|t| (t.start_ns, t.end_ns, t.shard))
+            .collect()
     }
-    let mut out = HashMap::new();
-    for t in &job.trajectories {
-        let p = traj_point.get(t.id.as_str()).copied().unwrap_or(0);
-        out.insert(t.id.clone(), p);
-    }
-    out
 }
 
 /// The trajectory of each request: request ids are the trajectory id with `#` written
 /// `.t`, then `.` and the step's part (`load::fanout#p1.3` → `load::fanout.tp1.3.llm0`,
 /// `load::arrivals#1` → `load::arrivals.t1.s512.r0`); matched on every `.` boundary.
-fn request_trajectories(
-    requests: &[RequestRecord],
-    trajectories: &[TrajectoryReport],
-) -> Vec<Option<String>> {
-    let prefixes: HashMap<String, &str> = trajectories
+fn request_trajectories(requests: &[RequestRecord], units: &[UnitRecord]) -> Vec<Option<String>> {
+    let prefixes: HashMap<String, &str> = units
         .iter()
         .map(|t| (format!("{}.", t.id.replacen('#', ".t", 1)), t.id.as_str()))
         .collect();
@@ -337,15 +339,24 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         })
         .collect();
     // Trajectories and requests: the union, each trajectory in its point, by unit index.
-    let mut point_of: HashMap<String, usize> = HashMap::new();
-    for p in parts {
-        point_of.extend(point_of_trajectories(&p.job));
-    }
+    // Units (requests.jsonl's unit lines) carry their point; report.json keeps each
+    // shard's sample trajectory of each point.
+    let mut units: Vec<UnitRecord> = parts
+        .iter()
+        .flat_map(|p| p.job.units.iter().cloned())
+        .collect();
+    units.sort_by_key(|u| (u.point, u.index));
+    let point_of: HashMap<String, usize> = units.iter().map(|u| (u.id.clone(), u.point)).collect();
+    let sample_point: HashMap<String, usize> = parts
+        .iter()
+        .flat_map(|p| p.job.sweep.iter().flat_map(|s| &s.points))
+        .flat_map(|p| p.trajectories.iter().map(move |t| (t.clone(), p.index)))
+        .collect();
     let mut trajectories: Vec<TrajectoryReport> = parts
         .iter()
         .flat_map(|p| p.job.trajectories.iter().cloned())
         .collect();
-    trajectories.sort_by_key(|t| (point_of.get(&t.id).copied().unwrap_or(0), t.index));
+    trajectories.sort_by_key(|t| (sample_point.get(&t.id).copied().unwrap_or(0), t.index));
     let mut requests: Vec<RequestRecord> = parts
         .iter()
         .flat_map(|p| p.job.requests.iter().cloned())
@@ -361,7 +372,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             )
         })
         .collect();
-    let req_point: Vec<Option<usize>> = request_trajectories(&requests, &trajectories)
+    let req_point: Vec<Option<usize>> = request_trajectories(&requests, &units)
         .into_iter()
         .map(|t| t.and_then(|t| point_of.get(&t).copied()))
         .collect();
@@ -397,10 +408,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             },
             warmup,
         };
-        let in_point: Vec<&TrajectoryReport> = trajectories
-            .iter()
-            .filter(|t| point_of.get(&t.id).copied().unwrap_or(0) == share.index)
-            .collect();
+        let in_point: Vec<&UnitRecord> = units.iter().filter(|u| u.point == share.index).collect();
         let reqs: Vec<(&RequestRecord, RequestFigures, bool)> = figs
             .iter()
             .zip(&req_point)
@@ -458,7 +466,11 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             units,
             units_not_started: not_started,
             window_ns: window.map_or(0, |w| w.duration_ns),
-            trajectories: in_point.iter().map(|t| t.id.clone()).collect(),
+            trajectories: trajectories
+                .iter()
+                .filter(|t| sample_point.get(&t.id) == Some(&share.index))
+                .map(|t| t.id.clone())
+                .collect(),
         };
         let preqs: Vec<PointRequest> = reqs
             .iter()
@@ -500,7 +512,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     }
 
     // Gates on the merged figures, with the job's own bounds.
-    let graded: Vec<bool> = trajectories.iter().filter_map(|t| t.graded_pass).collect();
+    let graded: Vec<bool> = units.iter().filter_map(|u| u.graded_pass).collect();
     let grade_pass_rate = (!graded.is_empty())
         .then(|| graded.iter().filter(|&&g| g).count() as f64 / graded.len() as f64);
     let energy_basis = base.energy.energy_j.basis;
@@ -536,7 +548,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         })
         .collect();
     let grading_passed = grading.iter().all(|g| g.passed);
-    let unfinished = trajectories.iter().any(|t| !t.stop_reason.finished());
+    let unfinished = units.iter().any(|u| !u.stop_reason.finished());
     let statuses: Vec<JobStatus> = parts.iter().map(|p| p.job.status).collect();
     let status = if statuses.iter().all(|s| *s == JobStatus::NotRun) {
         JobStatus::NotRun
@@ -619,6 +631,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         sweep,
         baseline: None,
         trajectories,
+        units,
         requests,
     }
 }
@@ -787,7 +800,7 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
                     duration_ns: j.duration_ns,
                     aligned: aligned(j.start_ns + off, j.end_ns + off),
                     requests: j.requests.len() as u64,
-                    trajectories: j.trajectories.len() as u64,
+                    trajectories: unit_windows(j).len() as u64,
                     energy: j.energy.clone(),
                 })
                 .collect(),
@@ -797,11 +810,7 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
     for j in &jobs {
         if let Some(sw) = &j.sweep {
             let win = |p: &PointSummary| {
-                let ts: Vec<&TrajectoryReport> = j
-                    .trajectories
-                    .iter()
-                    .filter(|t| p.trajectories.contains(&t.id))
-                    .collect();
+                let ts: Vec<&UnitRecord> = j.units.iter().filter(|u| u.point == p.index).collect();
                 Some((
                     ts.iter().map(|t| t.start_ns).min()?,
                     ts.iter().map(|t| t.end_ns).max()?,
@@ -827,17 +836,11 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
             }
         }
     }
-    let trajs = jobs.iter().flat_map(|j| j.trajectories.iter());
-    let max_all = max_overlap(trajs.clone().map(|t| (t.start_ns, t.end_ns)));
+    let trajs: Vec<(u64, u64, Option<u32>)> = jobs.iter().flat_map(unit_windows).collect();
+    let trajs = trajs.iter();
+    let max_all = max_overlap(trajs.clone().map(|t| (t.0, t.1)));
     let max_one = (1..=base.n)
-        .map(|k| {
-            max_overlap(
-                trajs
-                    .clone()
-                    .filter(|t| t.shard == Some(k))
-                    .map(|t| (t.start_ns, t.end_ns)),
-            )
-        })
+        .map(|k| max_overlap(trajs.clone().filter(|t| t.2 == Some(k)).map(|t| (t.0, t.1))))
         .max()
         .unwrap_or(0);
     let concurrency = MergedConcurrency {

@@ -154,12 +154,16 @@ pub fn trace_tracks(report: &RunReport) -> crate::timeline::TraceTracks {
         jobs: report
             .jobs
             .iter()
-            .filter(|j| !j.trajectories.is_empty())
+            .filter(|j| !j.trajectories.is_empty() || !j.units.is_empty())
             .map(|j| {
-                (
-                    j.id.clone(),
-                    j.trajectories.iter().map(|t| t.id.clone()).collect(),
-                )
+                // A load job's every unit (requests.jsonl's unit lines), else the
+                // trajectories report.json holds.
+                let ids = if j.units.is_empty() {
+                    j.trajectories.iter().map(|t| t.id.clone()).collect()
+                } else {
+                    j.units.iter().map(|u| u.id.clone()).collect()
+                };
+                (j.id.clone(), ids)
             })
             .collect(),
         ttft: report

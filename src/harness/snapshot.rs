@@ -288,6 +288,19 @@ struct Snapshot<'a> {
     harness: Option<SnapHarness<'a>>,
     notes: Vec<String>,
     trajectories: Vec<SnapTrajectory<'a>>,
+    /// A load job's units (requests.jsonl's unit lines: report.json keeps one trajectory
+    /// per point): point, index and stop reason of each; absent for a sequential job.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    units: Vec<SnapUnit>,
+}
+
+/// One unit of a load job in a snapshot (its times are left out: they vary run to run).
+#[derive(Serialize)]
+struct SnapUnit {
+    point: usize,
+    index: u32,
+    stop_reason: crate::model::StopReason,
+    graded_pass: Option<bool>,
 }
 
 /// The redacted report of job `job_id` of `report` (see the module docs) as JSON, or
@@ -335,6 +348,20 @@ fn snapshot<'a>(report: &'a RunReport, job: &'a JobReport) -> Snapshot<'a> {
         }),
         notes: job.notes.iter().map(|n| redact_urls(n)).collect(),
         trajectories: job.trajectories.iter().map(trajectory).collect(),
+        units: {
+            let mut u: Vec<SnapUnit> = job
+                .units
+                .iter()
+                .map(|u| SnapUnit {
+                    point: u.point,
+                    index: u.index,
+                    stop_reason: u.stop_reason,
+                    graded_pass: u.graded_pass,
+                })
+                .collect();
+            u.sort_by_key(|u| (u.point, u.index));
+            u
+        },
     }
 }
 

@@ -420,11 +420,18 @@ impl RunEnergy {
                 }
             }
         }
-        for (label, r) in joins {
+        for (i, (label, r)) in joins.into_iter().enumerate() {
+            // A load point's group names its first trajectory only (the one report.json
+            // keeps, issue 19); the sequential jobs' group names every one.
+            let keep_all = i == 0 && label == "sequential jobs";
             let mut ids = Vec::new();
+            let mut joined = 0u64;
             for o in r.trajectories {
                 if let Some(id) = o.trajectory().cloned() {
-                    ids.push(id.clone());
+                    joined += 1;
+                    if keep_all || ids.is_empty() {
+                        ids.push(id.clone());
+                    }
                     out.outcomes.insert(id, o);
                 }
             }
@@ -434,6 +441,7 @@ impl RunEnergy {
                 observed_max_trajectories_in_flight: r.observed_max_trajectories_in_flight,
                 concurrency: r.concurrency,
                 trajectories: ids,
+                trajectories_joined: joined,
             });
         }
         out

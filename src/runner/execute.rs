@@ -739,6 +739,7 @@ impl Session {
             },
             client_max_connections: client.config().max_connections,
             shard: self.shard,
+            keep_answers: !ex.job.job.checks.is_empty(),
         };
         let (trajectories, run) = run_load(env, spec, template).await;
         ex.notes

@@ -293,14 +293,16 @@ fn trajectory_report(
 }
 
 /// Request ids of the warm-up requests of every point of a load job (the first `warmup`
-/// of each point by scheduled, then actual send time).
-fn warmup_ids(e: &ExecutedJob, l: &LoadRun) -> Vec<String> {
+/// of each point by scheduled, then actual send time); `point_requests[i]` is point i's
+/// range of `requests`.
+fn warmup_ids(
+    l: &LoadRun,
+    requests: &[RequestRecord],
+    point_requests: &[std::ops::Range<usize>],
+) -> Vec<String> {
     let mut out = Vec::new();
-    for p in &l.points {
-        let reqs: Vec<&RequestRecord> = e.trajectories[p.trajectories.clone()]
-            .iter()
-            .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
-            .collect();
+    for (p, range) in l.points.iter().zip(point_requests) {
+        let reqs: Vec<&RequestRecord> = requests[range.clone()].iter().collect();
         let keys: Vec<(u64, u64)> = reqs.iter().map(|r| (r.scheduled_ns, r.send_ns)).collect();
         for (r, w) in reqs
             .iter()
@@ -319,6 +321,7 @@ fn warmup_ids(e: &ExecutedJob, l: &LoadRun) -> Vec<String> {
 fn curve(
     e: &ExecutedJob,
     l: &LoadRun,
+    (requests, point_requests): (&[RequestRecord], &[std::ops::Range<usize>]),
     warm: &HashSet<&str>,
     windows: &[Option<WindowEnergy>],
 ) -> Vec<crate::runner::load::PointSummary> {
@@ -331,11 +334,11 @@ fn curve(
     l.points
         .iter()
         .zip(windows)
-        .map(|(p, window)| {
+        .zip(point_requests)
+        .map(|((p, window), range)| {
             let trajs = &e.trajectories[p.trajectories.clone()];
-            let reqs: Vec<PointRequest> = trajs
+            let reqs: Vec<PointRequest> = requests[range.clone()]
                 .iter()
-                .flat_map(|t| t.steps.iter().filter_map(|s| s.request.as_ref()))
                 .map(|r| PointRequest {
                     figures: figures(r),
                     warmup: warm.contains(r.request_id.as_str()),
@@ -352,7 +355,8 @@ fn curve(
                 units: p.units_started,
                 units_not_started: p.not_started,
                 window_ns: p.window_ns(),
-                trajectories: trajs.iter().map(|t| t.id.clone()).collect(),
+                // The point's trajectory kept in report.json (its first unit).
+                trajectories: trajs.first().map(|t| t.id.clone()).into_iter().collect(),
             };
             summarize_point(facts, &reqs, criteria.as_ref(), *window)
         })
@@ -390,6 +394,39 @@ fn harness_exit_figure(h: &crate::runner::swe::SweOutcome) -> Figure<f64> {
     }
 }
 
+/// The records of every request of `e`, error text redacted, and (for a load job) each
+/// point's range of them.
+fn job_requests(
+    e: &ExecutedJob,
+    secrets: &[&str],
+) -> (Vec<RequestRecord>, Vec<std::ops::Range<usize>>) {
+    // Server error text is kept for the report only: bounded, with the API key and any
+    // credential value redacted (it never enters the timeline).
+    let redact = |mut r: RequestRecord| {
+        r.error = r.error.map(|t| redact_secrets(&t, secrets));
+        r
+    };
+    let of = |t: &TrajectoryRecord| {
+        t.steps
+            .iter()
+            .filter_map(|s| s.request.clone())
+            .map(redact)
+            .collect::<Vec<_>>()
+    };
+    let mut requests = Vec::new();
+    let Some(l) = &e.load else {
+        requests.extend(e.trajectories.iter().flat_map(of));
+        return (requests, Vec::new());
+    };
+    let mut ranges = Vec::with_capacity(l.points.len());
+    for p in &l.points {
+        let start = requests.len();
+        requests.extend(e.trajectories[p.trajectories.clone()].iter().flat_map(of));
+        ranges.push(start..requests.len());
+    }
+    (requests, ranges)
+}
+
 fn job_report(
     g: &GradedJob,
     session: &Session,
@@ -399,24 +436,14 @@ fn job_report(
     let e = &g.executed;
     let suite = &session.suites[e.suite_index];
     let secrets = suite.secrets();
-    let requests: Vec<RequestRecord> = e
-        .trajectories
-        .iter()
-        .flat_map(|t| t.steps.iter().filter_map(|s| s.request.clone()))
-        .map(|mut r| {
-            // Server error text is kept for the report only: bounded, with the API key and
-            // any credential value redacted (it never enters the timeline).
-            r.error = r.error.map(|t| redact_secrets(&t, &secrets));
-            r
-        })
-        .collect();
+    let (requests, point_requests) = job_requests(e, &secrets);
     let duration_ns = e.end_ns.saturating_sub(e.start_ns);
     // Load jobs: warm-up requests stay recorded but leave every statistic, and rates are
     // over the points' windows (not the gaps between points).
     let warm_ids: Vec<String> = e
         .load
         .as_ref()
-        .map(|l| warmup_ids(e, l))
+        .map(|l| warmup_ids(l, &requests, &point_requests))
         .unwrap_or_default();
     let warm: HashSet<&str> = warm_ids.iter().map(String::as_str).collect();
     let window_ns = e.load.as_ref().map_or(duration_ns, |l| {
@@ -495,7 +522,10 @@ fn job_report(
                 .collect();
             (
                 Some(load_report(l, warm_ids.clone())),
-                Some(sweep_report(&l.spec, curve(e, l, &warm, &windows))),
+                Some(sweep_report(
+                    &l.spec,
+                    curve(e, l, (&requests, &point_requests), &warm, &windows),
+                )),
             )
         }
         None => (None, None),
@@ -572,7 +602,12 @@ fn job_report(
         .filter(|t| !t.stop_reason.finished())
         .map(|t| format!("{} stopped: {}", t.id, t.stop_reason.as_str()))
         .collect();
-    notes.extend(unfinished.iter().cloned());
+    match &e.load {
+        // A load job's notes stay bounded: one line per stop reason, with a count and the
+        // first unit (every unit's stop reason is a unit line of requests.jsonl).
+        Some(_) => notes.extend(unfinished_summary(&e.trajectories)),
+        None => notes.extend(unfinished.iter().cloned()),
+    }
     if e.interrupted {
         notes.push(e.interruption_note());
     }
@@ -594,19 +629,39 @@ fn job_report(
             .unwrap_or(crate::model::FailureCode::Cancelled);
         *failure_codes.entry(code).or_default() += 1;
     }
-    let trajectories = e
-        .trajectories
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let graded_pass = g
-                .checks
-                .get(i)
-                .filter(|c| !c.is_empty())
-                .map(|c| c.iter().all(|r| r.passed));
-            trajectory_report(t, graded_pass, run, &warm)
-        })
-        .collect();
+    let report_of = |i: usize, t: &TrajectoryRecord| {
+        let graded_pass = g
+            .checks
+            .get(i)
+            .filter(|c| !c.is_empty())
+            .map(|c| c.iter().all(|r| r.passed));
+        trajectory_report(t, graded_pass, run, &warm)
+    };
+    // A load job keeps one trajectory report per point (its first unit) and one unit line
+    // per unit in requests.jsonl: report.json's size does not grow with the units.
+    let (trajectories, units) = match &e.load {
+        Some(l) => (
+            l.points
+                .iter()
+                .filter_map(|p| {
+                    let i = p.trajectories.start;
+                    e.trajectories
+                        .get(i)
+                        .filter(|_| !p.trajectories.is_empty())
+                        .map(|t| report_of(i, t))
+                })
+                .collect(),
+            unit_records(e, l, g),
+        ),
+        None => (
+            e.trajectories
+                .iter()
+                .enumerate()
+                .map(|(i, t)| report_of(i, t))
+                .collect(),
+            Vec::new(),
+        ),
+    };
     JobReport {
         id: e.job.job.id.clone(),
         kind: job_kind(e),
@@ -635,8 +690,61 @@ fn job_report(
         sweep,
         baseline: comparison,
         trajectories,
+        units,
         requests,
     }
+}
+
+/// The unit lines of a load job: every unit of every point, in point then unit order.
+fn unit_records(
+    e: &ExecutedJob,
+    l: &LoadRun,
+    g: &GradedJob,
+) -> Vec<crate::model::records::UnitRecord> {
+    l.points
+        .iter()
+        .flat_map(|p| {
+            let first = p.trajectories.start;
+            e.trajectories[p.trajectories.clone()]
+                .iter()
+                .enumerate()
+                .map(move |(k, t)| crate::model::records::UnitRecord {
+                    id: t.id.clone(),
+                    index: t.index,
+                    point: p.point.index,
+                    start_ns: t.start_ns,
+                    end_ns: t.end_ns,
+                    stop_reason: t.stop_reason,
+                    graded_pass: g
+                        .checks
+                        .get(first + k)
+                        .filter(|c| !c.is_empty())
+                        .map(|c| c.iter().all(|r| r.passed)),
+                    shard: None,
+                })
+        })
+        .collect()
+}
+
+/// One note per stop reason of the units that did not finish: `N of M trajectories
+/// stopped: REASON (first: ID)`, in reason order.
+fn unfinished_summary(trajectories: &[TrajectoryRecord]) -> Vec<String> {
+    let mut by_reason: BTreeMap<&'static str, (u64, &str)> = BTreeMap::new();
+    for t in trajectories.iter().filter(|t| !t.stop_reason.finished()) {
+        by_reason
+            .entry(t.stop_reason.as_str())
+            .or_insert((0, t.id.as_str()))
+            .0 += 1;
+    }
+    by_reason
+        .into_iter()
+        .map(|(reason, (n, first))| {
+            format!(
+                "{n} of {} units stopped: {reason} (first: {first}; every unit in requests.jsonl)",
+                trajectories.len()
+            )
+        })
+        .collect()
 }
 
 /// A job's verdicts: its gates against its figures ([`gate::evaluate`]). Without a

@@ -262,16 +262,16 @@ pub fn step_tables(report: &RunReport) -> Vec<String> {
         let Some(first) = g.trajectories.first().and_then(|id| trajectory(report, id)) else {
             continue;
         };
+        let joined = g.trajectories_joined.max(g.trajectories.len() as u64);
         let mut t = format!(
-            "{} (first trajectory of {})\n{}",
+            "{} (first trajectory of {joined})\n{}",
             g.group,
-            g.trajectories.len(),
             rendered(report, first),
         );
-        if g.trajectories.len() > 1 {
+        if joined > 1 {
             t.push_str(&format!(
-                "\n… {} more trajectories of this point in report.json",
-                g.trajectories.len() - 1
+                "\n… {} more trajectories of this point in requests.jsonl",
+                joined - 1
             ));
         }
         out.push(t);

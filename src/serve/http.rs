@@ -374,7 +374,20 @@ impl DetailInputs {
     /// Reads the report, the verified timeline, the sample sources and their lane times
     /// (blocking I/O).
     pub(crate) fn load(dir: &RunDir) -> Self {
-        let (report, timeline) = report_and_timeline(dir);
+        let (mut report, timeline) = report_and_timeline(dir);
+        // A load job's captured requests: their records (TTFT marks) from requests.jsonl.
+        if let (ReportState::Ok(r), TimelineState::Ok(t)) = (&mut report, &timeline)
+            && r.jobs.iter().any(|j| j.load.is_some())
+        {
+            let ids: std::collections::HashSet<&str> = t
+                .events
+                .iter()
+                .filter_map(|e| e.request_id.as_deref())
+                .collect();
+            if !ids.is_empty() {
+                let _ = dir.load_requests_in(r, &ids);
+            }
+        }
         let samples = dir.samples_sources();
         let times = match &samples {
             SamplesState::Ok(s) => super::runs::read_lane_times(dir, s),

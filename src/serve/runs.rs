@@ -518,6 +518,36 @@ impl RunDir {
     /// Verifies the timeline and its ownership. `owner_run_id` is the `run_id` of this
     /// run's `report.json`; `None` (no readable report) makes ownership unverifiable,
     /// an integrity error.
+    /// Fills the `requests` of `report`'s load jobs with the records of the requests in
+    /// `ids` only (the ones the captured timeline drew), streamed from `requests.jsonl`
+    /// ([`crate::records::visit`]): the page marks their TTFT although report.json keeps
+    /// one trajectory per load point. Memory is bounded by `ids` (the capture's bound),
+    /// whatever the run's size. A records file that is refused leaves them empty (the
+    /// error is returned; the page then draws those lanes without TTFT marks).
+    pub fn load_requests_in(
+        &self,
+        report: &mut RunReport,
+        ids: &std::collections::HashSet<&str>,
+    ) -> Result<(), String> {
+        self.touch();
+        let load: Vec<bool> = report.jobs.iter().map(|j| j.load.is_some()).collect();
+        let mut kept: Vec<Vec<crate::model::RequestRecord>> = vec![Vec::new(); load.len()];
+        crate::records::visit(&self.path, report, |j, line| {
+            if let crate::records::Line::Request(r) = line
+                && load[j]
+                && ids.contains(r.request_id.as_str())
+            {
+                kept[j].push(*r);
+            }
+        })?;
+        for (j, k) in report.jobs.iter_mut().zip(kept) {
+            if j.load.is_some() {
+                j.requests = k;
+            }
+        }
+        Ok(())
+    }
+
     pub fn timeline(&self, owner_run_id: Option<&str>) -> TimelineState {
         self.touch();
         match self.entry(&[TIMELINE_DIR], "timeline", true) {

@@ -412,10 +412,27 @@ fn a_load_run_has_a_thread_per_trajectory_and_a_counter_per_lane() {
             }
         }
     }
-    assert_eq!(
-        trajectories, 88,
-        "the load suite's 16 × 3 + 40 trajectories"
-    );
+    // report.json keeps each load point's first trajectory (checked step by step above);
+    // every unit (requests.jsonl's unit lines) has its thread in its job's process.
+    assert_eq!(trajectories, 4, "one kept trajectory per load point");
+    let full = inferscope_bench::run_dir::read_report_with_requests(&run).unwrap();
+    let mut units = 0;
+    for job in &full.jobs {
+        let pid = *processes
+            .iter()
+            .find(|(_, n)| *n == &format!("job {}", job.id))
+            .unwrap()
+            .0;
+        for u in &job.units {
+            units += 1;
+            assert!(
+                threads.iter().any(|((p, _), n)| *p == pid && *n == u.id),
+                "no thread for unit {}",
+                u.id
+            );
+        }
+    }
+    assert_eq!(units, 88, "the load suite's 16 × 3 + 40 trajectories");
 
     // The dashboard's resource lanes of the same run (its inlined view).
     let html = tmp.path().join("run.html");

@@ -659,8 +659,18 @@ pub struct AttributionGroup {
     pub observed_max_trajectories_in_flight: u32,
     /// The group's condition and statement.
     pub concurrency: ConcurrencyCondition,
-    /// The trajectories joined, in order (ids of `jobs[].trajectories[]`).
+    /// The trajectories joined that `report.json` keeps, in order (ids of
+    /// `jobs[].trajectories[]`): every one for the sequential jobs, the first for a load
+    /// point (its other units are unit lines of `requests.jsonl`).
     pub trajectories: Vec<String>,
+    /// How many trajectories the join took (absent in reports written before it was
+    /// added: `trajectories` then names every one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trajectories_joined: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `report.json` → `attribution`: the run's condition (the largest of its groups) and each

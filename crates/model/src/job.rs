@@ -253,8 +253,16 @@ pub struct JobReport {
     /// Comparison with `--baseline NAME` (`null` without one, or when the baseline lacks
     /// this job).
     pub baseline: Option<JobComparison>,
-    /// Trajectories.
+    /// Trajectories. For a load job only the first trajectory of each point (a sample
+    /// the step tables, the dashboard and OTLP show; bounded whatever the run's size):
+    /// every unit is in [`JobReport::units`] and every request in `requests`, both lines
+    /// of `requests.jsonl` (issue 19).
     pub trajectories: Vec<TrajectoryReport>,
+    /// Every unit of a load job (empty for a sequential job, whose trajectories are all in
+    /// `trajectories`). Not in `report.json`: unit lines of `requests.jsonl`, filled like
+    /// `requests` when a reader asks for the records.
+    #[serde(skip)]
+    pub units: Vec<super::records::UnitRecord>,
     /// Every request of the job (no content; error text bounded and redacted). Not in
     /// `report.json` (schema v3): the records are lines of the run's `requests.jsonl`,
     /// and a reader fills this from it only when it asks for the records

@@ -159,7 +159,8 @@ pub struct PointFacts {
     pub units_not_started: u64,
     /// Point window, ns (first start to last end).
     pub window_ns: u64,
-    /// The point's trajectories (ids in `jobs[].trajectories[]`), in order.
+    /// The point's trajectory kept in `jobs[].trajectories[]` (its first unit; none when
+    /// no unit started). Every unit of the point is a unit line of `requests.jsonl`.
     pub trajectories: Vec<String>,
 }
 

@@ -21,9 +21,145 @@ use serde::{Deserialize, Serialize};
 
 use super::basis::TokenEstimate;
 use super::request::{ChoiceRecord, FailureCode, RecordWarning, RequestRecord, RequestStatus};
+use super::step::StopReason;
 
-/// Schema id of `requests.jsonl` (its header line's `schema`).
-pub const REQUESTS_SCHEMA: &str = "inferscope-bench.requests/v1";
+/// One unit (trajectory or request) of a load job, as `requests.jsonl` keeps it: what a
+/// user needs per unit once `report.json` holds the job's summaries only (issue 19). Its
+/// requests are the job's request lines whose id starts with the unit's id (`#` written
+/// `.t`, see `docs/artifacts.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitRecord {
+    /// `suite::job#k` or `suite::job#pP.k`.
+    pub id: String,
+    /// The unit's number in its point.
+    pub index: u32,
+    /// Its point (index into `jobs[].sweep.points`).
+    pub point: usize,
+    /// Start, ns from the reference instant.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+    /// Whether its grading checks passed (`None` without checks).
+    pub graded_pass: Option<bool>,
+    /// The shard that ran it (merged runs).
+    pub shard: Option<u32>,
+}
+
+/// What every unit id of point `point` of load job `job_id` starts with: `suite::job#pP.`
+/// in a sweep, `suite::job#` otherwise (the unit's number follows).
+pub fn unit_id_prefix(job_id: &str, sweep: bool, point: usize) -> String {
+    if sweep {
+        format!("{job_id}#p{point}.")
+    } else {
+        format!("{job_id}#")
+    }
+}
+
+/// A unit line: `u` (its index) first, so a reader tells it from a request line by its
+/// first key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompactUnit {
+    u: u32,
+    j: usize,
+    id: String,
+    p: usize,
+    s: u64,
+    d: u64,
+    sr: StopReason,
+    #[serde(rename = "g", default, skip_serializing_if = "Option::is_none")]
+    graded_pass: Option<bool>,
+    #[serde(rename = "sh", default, skip_serializing_if = "Option::is_none")]
+    shard: Option<u32>,
+}
+
+/// The first bytes of a unit line.
+pub const UNIT_LINE_PREFIX: &[u8] = b"{\"u\":";
+
+/// The unit line (no line end) of `u`, a unit of job `job` whose id is `job_id`.
+pub fn encode_unit_line(job: usize, job_id: &str, u: &UnitRecord) -> Vec<u8> {
+    let line = CompactUnit {
+        u: u.index,
+        j: job,
+        id: intern(job_id, &u.id),
+        p: u.point,
+        s: u.start_ns,
+        d: u.end_ns.saturating_sub(u.start_ns),
+        sr: u.stop_reason,
+        graded_pass: u.graded_pass,
+        shard: u.shard,
+    };
+    serde_json::to_vec(&line).expect("a unit line always serializes")
+}
+
+/// Decodes a unit line against the header's job ids: the job index and the unit.
+pub fn decode_unit_line(line: &[u8], jobs: &[String]) -> Result<(usize, UnitRecord), String> {
+    let c: CompactUnit = parse_json(line)?;
+    let job_id = job_of(c.j, jobs)?;
+    let end_ns = c.s.checked_add(c.d).ok_or_else(|| {
+        format!(
+            "field `d`: duration {} runs past the end of the run clock",
+            c.d
+        )
+    })?;
+    Ok((
+        c.j,
+        UnitRecord {
+            id: unintern(job_id, &c.id)?,
+            index: c.u,
+            point: c.p,
+            start_ns: c.s,
+            end_ns,
+            stop_reason: c.sr,
+            graded_pass: c.graded_pass,
+            shard: c.shard,
+        },
+    ))
+}
+
+/// `+rest` for an id that starts with its job's id, else `=id`.
+fn intern(job_id: &str, id: &str) -> String {
+    match id.strip_prefix(job_id) {
+        Some(rest) if !job_id.is_empty() => format!("+{rest}"),
+        _ => format!("={id}"),
+    }
+}
+
+/// The id [`intern`] stored.
+fn unintern(job_id: &str, id: &str) -> Result<String, String> {
+    if let Some(rest) = id.strip_prefix('+') {
+        Ok(format!("{job_id}{rest}"))
+    } else if let Some(whole) = id.strip_prefix('=') {
+        Ok(whole.to_string())
+    } else {
+        Err("field `id`: must start with `+` (job id interned) or `=`".into())
+    }
+}
+
+/// The job id of index `j` of the header.
+fn job_of(j: usize, jobs: &[String]) -> Result<&str, String> {
+    jobs.get(j).map(String::as_str).ok_or_else(|| {
+        format!(
+            "field `j`: job index {j} is out of range (the header lists {} jobs)",
+            jobs.len()
+        )
+    })
+}
+
+/// Schema id of `requests.jsonl` (its header line's `schema`). v2 adds the unit lines of
+/// load jobs ([`UnitRecord`], lines that start with `{"u":`); a v1 file (no unit lines) is
+/// still read.
+pub const REQUESTS_SCHEMA: &str = "inferscope-bench.requests/v2";
+
+/// The earlier schema, read (never written): request lines only.
+pub const REQUESTS_SCHEMA_V1: &str = "inferscope-bench.requests/v1";
+
+/// Whether a reader of this version reads a file of `schema`.
+pub fn is_readable_schema(schema: &str) -> bool {
+    schema == REQUESTS_SCHEMA || schema == REQUESTS_SCHEMA_V1
+}
 
 /// The file name of the companion file in a run directory (the only name a reader opens,
 /// whatever `report.json` says).
@@ -179,10 +315,7 @@ fn at(d: Option<i64>, base: u64) -> Result<Option<u64>, String> {
 /// `jobs`) whose id is `job_id`.
 pub fn encode_line(job: usize, job_id: &str, r: &RequestRecord) -> Vec<u8> {
     let s = r.send_ns;
-    let id = match r.request_id.strip_prefix(job_id) {
-        Some(rest) if !job_id.is_empty() => format!("+{rest}"),
-        _ => format!("={}", r.request_id),
-    };
+    let id = intern(job_id, &r.request_id);
     let line = CompactLine {
         j: job,
         id,
@@ -232,7 +365,7 @@ pub fn encode_line(job: usize, job_id: &str, r: &RequestRecord) -> Vec<u8> {
 
 /// Parses one line into its compact shape. Errors give the column and the field's path
 /// (`column 215: field `ok`: invalid type: …`), never the content.
-fn parse_line(line: &[u8]) -> Result<CompactLine, String> {
+fn parse_json<T: serde::de::DeserializeOwned>(line: &[u8]) -> Result<T, String> {
     let mut de = serde_json::Deserializer::from_slice(line);
     let describe = |e: serde_json::Error, path: Option<String>| {
         let text = e.to_string();
@@ -243,7 +376,7 @@ fn parse_line(line: &[u8]) -> Result<CompactLine, String> {
             None => format!("column {}: {msg}", e.column()),
         }
     };
-    let c: CompactLine = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let c: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         describe(e.into_inner(), Some(path))
     })?;
@@ -254,21 +387,9 @@ fn parse_line(line: &[u8]) -> Result<CompactLine, String> {
 /// Decodes one line (without its line end) against the header's job ids: the job index
 /// and the record. Errors name the field (serde's message) and never quote the line.
 pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord), String> {
-    let c: CompactLine = parse_line(line)?;
-    let job_id = jobs.get(c.j).ok_or_else(|| {
-        format!(
-            "field `j`: job index {} is out of range (the header lists {} jobs)",
-            c.j,
-            jobs.len()
-        )
-    })?;
-    let request_id = if let Some(rest) = c.id.strip_prefix('+') {
-        format!("{job_id}{rest}")
-    } else if let Some(whole) = c.id.strip_prefix('=') {
-        whole.to_string()
-    } else {
-        return Err("field `id`: must start with `+` (job id interned) or `=`".into());
-    };
+    let c: CompactLine = parse_json(line)?;
+    let job_id = job_of(c.j, jobs)?;
+    let request_id = unintern(job_id, &c.id)?;
     let s = c.s;
     let field =
         |name: &str, r: Result<Option<u64>, String>| r.map_err(|e| format!("field `{name}`: {e}"));
@@ -392,6 +513,31 @@ mod tests {
         // Missing stays absent (null), a real 0 stays 0.
         assert!(line.contains("\"cached\":0"), "{line}");
         assert!(!line.contains("\"ct\""), "{line}");
+    }
+
+    #[test]
+    fn a_unit_line_round_trips_and_a_bad_one_names_its_field() {
+        let jobs = vec!["s::j".to_string()];
+        let u = UnitRecord {
+            id: "s::j#p1.7".into(),
+            index: 7,
+            point: 1,
+            start_ns: 1_000,
+            end_ns: 5_500,
+            stop_reason: StopReason::Completed,
+            graded_pass: Some(false),
+            shard: Some(2),
+        };
+        let line = encode_unit_line(0, "s::j", &u);
+        assert!(line.starts_with(UNIT_LINE_PREFIX));
+        assert_eq!(decode_unit_line(&line, &jobs).unwrap(), (0, u));
+        let bad = br#"{"u":1,"j":0,"id":"+#1","p":0,"s":1,"d":2,"sr":"nope"}"#;
+        let e = decode_unit_line(bad, &jobs).unwrap_err();
+        assert!(e.contains("field `sr`"), "{e}");
+        let past =
+            br#"{"u":1,"j":0,"id":"+#1","p":0,"s":18446744073709551615,"d":2,"sr":"completed"}"#;
+        let e = decode_unit_line(past, &jobs).unwrap_err();
+        assert!(e.contains("field `d`"), "{e}");
     }
 
     #[test]

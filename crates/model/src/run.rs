@@ -254,8 +254,16 @@ pub struct RequestsFile {
     pub bytes: u64,
     /// Request records (lines after the header line).
     pub records: u64,
+    /// Unit lines of load jobs (schema v2; absent, i.e. 0, in a v1 file or a run without
+    /// a load job).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub units: u64,
     /// SHA-256 of the whole file, lower-case hex.
     pub sha256: String,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 impl RunReport {

@@ -4,7 +4,7 @@
 //! bounded buffer, hashing as it writes; [`RecordsWriter::finish`] gives the
 //! [`RequestsFile`] reference that `report.json` (written last) carries. [`read_into`]
 //! reads the file back line by line through the bounded, no-follow reader
-//! ([`crate::fsio`]): its length must be the one `report.json` states before a byte is
+//! ([`inferscope_fsio`]): its length must be the one `report.json` states before a byte is
 //! parsed, each line is bounded ([`limits::REQUESTS_LINE_BYTES`]), and the record count
 //! and SHA-256 must match at the end. Every error names the file and, for a line, its
 //! number and field.
@@ -17,7 +17,8 @@ use sha2::{Digest, Sha256};
 
 use inferscope_fsio::{self as fsio, limits};
 use inferscope_model::records::{
-    REQUESTS_FILE, REQUESTS_SCHEMA, RequestsHeader, decode_line, encode_line,
+    REQUESTS_FILE, REQUESTS_SCHEMA, RequestsHeader, UNIT_LINE_PREFIX, UnitRecord, decode_line,
+    decode_unit_line, encode_line, encode_unit_line, is_readable_schema,
 };
 use inferscope_model::{JobReport, RequestRecord, RequestsFile, RunReport};
 
@@ -32,6 +33,7 @@ pub struct RecordsWriter {
     hasher: Sha256,
     bytes: u64,
     records: u64,
+    units: u64,
 }
 
 impl RecordsWriter {
@@ -53,6 +55,7 @@ impl RecordsWriter {
             hasher: Sha256::new(),
             bytes: 0,
             records: 0,
+            units: 0,
         };
         let header = RequestsHeader::new(run_id, jobs);
         let line = serde_json::to_vec(&header).expect("the header always serializes");
@@ -78,6 +81,14 @@ impl RecordsWriter {
         self.put(&line)
     }
 
+    /// Appends the unit line of a unit of load job `job` (an index into the header's jobs).
+    pub fn append_unit(&mut self, job: usize, u: &UnitRecord) -> std::io::Result<()> {
+        let job_id = self.jobs.get(job).map_or("", String::as_str);
+        let line = encode_unit_line(job, job_id, u);
+        self.units += 1;
+        self.put(&line)
+    }
+
     /// Flushes and syncs the file; the reference `report.json` carries.
     pub fn finish(mut self) -> std::io::Result<RequestsFile> {
         self.out.flush()?;
@@ -87,6 +98,7 @@ impl RecordsWriter {
             schema: REQUESTS_SCHEMA.into(),
             bytes: self.bytes,
             records: self.records,
+            units: self.units,
             sha256: hex::encode(self.hasher.finalize()),
         })
     }
@@ -106,6 +118,9 @@ pub fn write_report_records(run_dir: &Path, report: &mut RunReport) -> std::io::
         for r in &j.requests {
             w.append(i, r)?;
         }
+        for u in &j.units {
+            w.append_unit(i, u)?;
+        }
     }
     report.requests_file = Some(w.finish()?);
     Ok(())
@@ -116,6 +131,34 @@ pub fn write_report_records(run_dir: &Path, report: &mut RunReport) -> std::io::
 /// `requests_file` is refused (every run names its records file). Errors name the file
 /// (and the line and field of a bad line).
 pub fn read_into(run_dir: &Path, report: &mut RunReport) -> Result<(), String> {
+    let mut requests: Vec<Vec<RequestRecord>> = vec![Vec::new(); report.jobs.len()];
+    let mut units: Vec<Vec<UnitRecord>> = vec![Vec::new(); report.jobs.len()];
+    visit(run_dir, report, |j, line| match line {
+        Line::Request(r) => requests[j].push(*r),
+        Line::Unit(u) => units[j].push(u),
+    })?;
+    for ((j, r), u) in report.jobs.iter_mut().zip(requests).zip(units) {
+        j.requests = r;
+        j.units = u;
+    }
+    Ok(())
+}
+
+/// One line of `requests.jsonl` after its header.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    /// A request's record (boxed: a line is handed over one at a time).
+    Request(Box<RequestRecord>),
+    /// A load unit's line.
+    Unit(UnitRecord),
+}
+
+/// Streams the lines of `run_dir/requests.jsonl` to `f` with their job index, one at a
+/// time (nothing is held but the line being read), checked as [`read_into`] checks them:
+/// a caller that keeps only what it needs reads a run of any size in bounded memory. The
+/// length is checked before the first line; the count and SHA-256 only at the end, so `f`
+/// may have seen lines of a file that is then refused (the error says so).
+pub fn visit(run_dir: &Path, report: &RunReport, f: impl FnMut(usize, Line)) -> Result<(), String> {
     let Some(meta) = report.requests_file.clone() else {
         // Every run writes its records file and names it here: a v3 report without the
         // entry was damaged or edited, and its per-request figures cannot be read.
@@ -127,16 +170,16 @@ pub fn read_into(run_dir: &Path, report: &mut RunReport) -> Result<(), String> {
     };
     let shown = run_dir.join(REQUESTS_FILE);
     let shown = shown.display();
-    let jobs = &mut report.jobs;
     let run_id = report.run_id.as_str();
-    read_file(run_dir, &meta, run_id, jobs).map_err(|e| format!("{shown}: {e}"))
+    read_file(run_dir, &meta, run_id, &report.jobs, f).map_err(|e| format!("{shown}: {e}"))
 }
 
 fn read_file(
     run_dir: &Path,
     meta: &RequestsFile,
     run_id: &str,
-    jobs: &mut [JobReport],
+    jobs: &[JobReport],
+    mut f: impl FnMut(usize, Line),
 ) -> Result<(), String> {
     if meta.path != REQUESTS_FILE {
         return Err(format!(
@@ -144,9 +187,9 @@ fn read_file(
             meta.path
         ));
     }
-    if meta.schema != REQUESTS_SCHEMA {
+    if !is_readable_schema(&meta.schema) {
         return Err(format!(
-            "unknown schema {:?} (this version reads {REQUESTS_SCHEMA:?})",
+            "unknown schema {:?} (this version reads {REQUESTS_SCHEMA:?} and v1)",
             meta.schema
         ));
     }
@@ -177,14 +220,12 @@ fn read_file(
             meta.bytes
         ));
     }
-    for j in jobs.iter_mut() {
-        j.requests.clear();
-    }
     let mut reader = BufReader::new(opened.file.take(meta.bytes.saturating_add(1)));
     let mut hasher = Sha256::new();
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut records = 0u64;
+    let mut units = 0u64;
     let mut header: Option<RequestsHeader> = None;
     loop {
         buf.clear();
@@ -211,11 +252,11 @@ fn read_file(
             None => {
                 let h: RequestsHeader = serde_json::from_slice(line)
                     .map_err(|e| format!("line {line_no}: not a requests header: {e}"))?;
-                if h.schema != REQUESTS_SCHEMA {
+                if h.schema != meta.schema {
                     return Err(format!(
-                        "line {line_no}: field `schema`: unknown schema {:?} (this version \
-                         reads {REQUESTS_SCHEMA:?})",
-                        h.schema
+                        "line {line_no}: field `schema`: {:?} is not the schema report.json \
+                         states ({:?})",
+                        h.schema, meta.schema
                     ));
                 }
                 if h.run_id != run_id {
@@ -232,6 +273,21 @@ fn read_file(
                 }
                 header = Some(h);
             }
+            Some(h)
+                if h.schema != inferscope_model::records::REQUESTS_SCHEMA_V1
+                    && line.starts_with(UNIT_LINE_PREFIX) =>
+            {
+                let (j, u) =
+                    decode_unit_line(line, &h.jobs).map_err(|e| format!("line {line_no}: {e}"))?;
+                units += 1;
+                if units > meta.units {
+                    return Err(format!(
+                        "line {line_no}: more unit lines than the {} report.json states",
+                        meta.units
+                    ));
+                }
+                f(j, Line::Unit(u));
+            }
             Some(h) => {
                 let (j, r) =
                     decode_line(line, &h.jobs).map_err(|e| format!("line {line_no}: {e}"))?;
@@ -242,7 +298,7 @@ fn read_file(
                         meta.records
                     ));
                 }
-                jobs[j].requests.push(r);
+                f(j, Line::Request(Box::new(r)));
             }
         }
     }
@@ -253,6 +309,12 @@ fn read_file(
         return Err(format!(
             "{records} records, report.json says {}",
             meta.records
+        ));
+    }
+    if units != meta.units {
+        return Err(format!(
+            "{units} unit lines, report.json says {}",
+            meta.units
         ));
     }
     let sha = hex::encode(hasher.finalize());

@@ -75,6 +75,7 @@ pub fn job(id: &str, kind: JobKind, status: JobStatus, duration_ns: u64) -> JobR
         sweep: None,
         baseline: None,
         trajectories: vec![],
+        units: vec![],
         requests: vec![],
     }
 }

@@ -65,6 +65,9 @@ pub struct LoadEnv<T: ToolExec + Send + 'static> {
     /// `--shard K/N`: run this shard's share of each point ([`crate::shard::split_point`]);
     /// `suite_seed` is then the shard's derived seed.
     pub shard: Option<crate::shard::ShardSpec>,
+    /// The job grades its trajectories (keep each unit's final answer and stdout for the
+    /// checks); without checks they are dropped as each unit ends.
+    pub keep_answers: bool,
 }
 
 /// The run clock as the executor's [`Timer`]; a sleep ends early on cancellation.
@@ -136,11 +139,10 @@ struct Units<T: ToolExec + Send + 'static> {
 }
 
 fn trajectory_id(job_id: &str, sweep: bool, point: usize, k: u64) -> String {
-    if sweep {
-        format!("{job_id}#p{point}.{k}")
-    } else {
-        format!("{job_id}#{k}")
-    }
+    format!(
+        "{}{k}",
+        crate::model::records::unit_id_prefix(job_id, sweep, point)
+    )
 }
 
 async fn run_unit<T: ToolExec + Send + 'static>(
@@ -179,7 +181,11 @@ impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
             ..t
         };
         let id = trajectory_id(&env.job_id, self.sweep, self.point, t.index);
-        let task = tokio::spawn(async move { run_unit(&env, &template, &in_flight, id, t).await });
+        let task = tokio::spawn(async move {
+            let mut rec = run_unit(&env, &template, &in_flight, id, t).await;
+            compact_unit(&mut rec, env.keep_answers);
+            rec
+        });
         async move {
             match task.await {
                 Ok(r) => r,
@@ -188,6 +194,27 @@ impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
             }
         }
     }
+}
+
+/// What a finished unit keeps until the report is built (issue 19): no response text,
+/// reasoning or tool-call arguments in its records (no artifact holds them), no final
+/// answer or stdout unless the job's checks read them, vectors at their length.
+fn compact_unit(rec: &mut TrajectoryRecord, keep_answers: bool) {
+    if !keep_answers {
+        rec.final_answer = None;
+        rec.stdout = None;
+    }
+    for s in &mut rec.steps {
+        if let Some(r) = &mut s.request {
+            r.output = Default::default();
+            r.itl_ns.shrink_to_fit();
+            for c in &mut r.choices {
+                c.output = Default::default();
+                c.itl_ns.shrink_to_fit();
+            }
+        }
+    }
+    rec.steps.shrink_to_fit();
 }
 
 /// `(size, repeat index)` of context unit `k` (see [`UnitTemplate::Context`]).
@@ -228,9 +255,12 @@ async fn context_unit<E: LlmExecutor>(
         return rec;
     }
     let req = plan.request(&id, size, r);
-    let step = llm_step(exec, ctx, &format!("{id}/s{size}r{r}"), &req).await;
+    let mut step = llm_step(exec, ctx, &format!("{id}/s{size}r{r}"), &req).await;
     if step.status == StepStatus::Completed {
-        rec.final_answer = step.request.as_ref().map(|r| r.output.text.clone());
+        rec.final_answer = step
+            .request
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.output.text));
     } else if step.status == StepStatus::Cancelled {
         rec.stop_reason = StopReason::Cancelled;
     }

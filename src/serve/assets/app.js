@@ -235,8 +235,11 @@
   // mismatch leaves them unjoined.
   function joinEnergy(spans, detail) {
     var steps = {};
+    var reqTtft = {};
     (detail.report.jobs || []).forEach(function (j) {
       j.trajectories.forEach(function (t) { steps[t.id] = t.steps; });
+      var m = j.request_ttft_ms || {};
+      Object.keys(m).forEach(function (id) { reqTtft[id] = m[id]; });
     });
     var lanes = {};
     spans.forEach(function (s) {
@@ -257,6 +260,9 @@
           s.energy = st[i].energy.value; s.energyBasis = st[i].energy.basis;
           s.energyReason = st[i].energy.reason; s.stepId = st[i].step_id;
           s.stepNumber = i + 1; s.ttftMs = st[i].ttft_ms;
+        } else if (s.family === "request" && s.requestId && reqTtft[s.requestId] !== undefined) {
+          // A load unit report.json does not keep: its record's TTFT (requests.jsonl).
+          s.ttftMs = reqTtft[s.requestId];
         }
       });
     });
@@ -753,10 +759,27 @@
     function isOpen(title, n) {
       return state.groupOpen[title] !== undefined ? state.groupOpen[title] : n <= OPEN_GROUP_MAX;
     }
+    // A load job's report keeps one trajectory per point; every captured lane whose id
+    // starts with a point's unit prefix belongs to that point (in unit order).
+    function unitsOf(p) {
+      var pre = p.unit_prefix;
+      var out = p.trajectories.filter(function (id) { return byTraj.has(id); });
+      if (pre) {
+        var seen = new Set(out);
+        byTraj.forEach(function (_, id) {
+          if (!seen.has(id) && id.lastIndexOf(pre, 0) === 0 && /^\d+$/.test(id.slice(pre.length))) { out.push(id); }
+        });
+        out.sort(function (a, b) { return Number(a.slice(pre.length)) - Number(b.slice(pre.length)); });
+      }
+      return out;
+    }
     (d.report.jobs || []).forEach(function (j) {
+      var pointUnits = (j.points || []).map(unitsOf);
       var ids = j.trajectories.map(function (t) { return t.id; }).filter(function (id) { return byTraj.has(id); });
+      var inJob = new Set(ids);
+      pointUnits.forEach(function (u) { u.forEach(function (id) { if (!inJob.has(id)) { inJob.add(id); ids.push(id); } }); });
       if (!ids.length) return;
-      var points = (j.points || []).filter(function (p) { return p.trajectories.some(function (id) { return byTraj.has(id); }); });
+      var points = (j.points || []).filter(function (p, i) { return pointUnits[i].length > 0; });
       var title = "Job " + j.id;
       var count = plural(ids.length, "trajectory", "trajectories") + (points.length ? " in " + plural(points.length, "sweep point", "sweep points") : "");
       var open = points.length ? true : isOpen(title, ids.length);
@@ -765,7 +788,7 @@
       body.parentNode.setAttribute("data-job", j.id);
       if (points.length) {
         points.forEach(function (p) {
-          var pids = p.trajectories.filter(function (id) { return byTraj.has(id); });
+          var pids = unitsOf(p);
           var ptitle = j.id + " · " + p.label;
           var pover = overviewLane(ptitle + " (all " + pids.length + " overlaid)", spansOf(pids), range, captureEnd, { "data-group": ptitle });
           var pbody = laneGroup(body, "point", ptitle, plural(pids.length, "trajectory", "trajectories"), isOpen(ptitle, pids.length), pover);

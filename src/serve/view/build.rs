@@ -123,6 +123,11 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
                 .flat_map(|s| &s.points)
                 .map(|p| PointView {
                     label: bounded_text(&p.facts.label, 96),
+                    unit_prefix: crate::model::records::unit_id_prefix(
+                        &j.id,
+                        j.sweep.as_ref().is_some_and(|s| s.variable.is_some()),
+                        p.facts.index,
+                    ),
                     trajectories: p
                         .facts
                         .trajectories
@@ -131,6 +136,13 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
                         .cloned()
                         .collect(),
                 })
+                .collect(),
+            request_ttft_ms: j
+                .requests
+                .iter()
+                .filter(|_| j.load.is_some())
+                .filter(|r| is_valid_case_id(&r.request_id))
+                .filter_map(|r| Some((r.request_id.clone(), r.ttft_ms()?)))
                 .collect(),
         })
         .collect()

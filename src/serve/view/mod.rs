@@ -214,6 +214,11 @@ pub struct JobView {
     /// groups); absent for a sequential job.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<PointView>,
+    /// A load job's TTFT per request id, ms, for the requests the captured timeline drew
+    /// (read from requests.jsonl: report.json keeps one trajectory per point); absent for
+    /// a sequential job, whose steps carry theirs.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub request_ttft_ms: std::collections::BTreeMap<String, f64>,
 }
 
 /// One point of a load job's sweep.
@@ -221,8 +226,12 @@ pub struct JobView {
 pub struct PointView {
     /// `concurrency 4`, `rate 20/s poisson, concurrency <= 8`.
     pub label: String,
-    /// Its trajectories (ids in `trajectories`), in order.
+    /// Its trajectories in `trajectories` (the first unit: report.json keeps one per
+    /// point).
     pub trajectories: Vec<String>,
+    /// What the id of every unit of the point starts with (`suite::job#p1.`): the page puts
+    /// every captured lane whose id has it in this point's group.
+    pub unit_prefix: String,
 }
 
 /// One gate verdict.
