@@ -622,3 +622,34 @@ async fn snapshot_waits_for_a_covering_sample_and_names_a_source_short_of_it() {
         &metrics.samples[..]
     );
 }
+
+/// A GPU source that cannot open (no NVML on the host) ends its thread at once; a job
+/// finalized later must still read the GPU source's reason from its snapshot, not a
+/// missing source ("no power source was configured").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_after_the_gpu_source_failed_to_open_keeps_its_reason() {
+    let clock = RunClock::start();
+    let cfg = TelemetryConfig {
+        period: Duration::from_millis(10),
+        gpu: Some(GpuConfig::default()),
+        gpu_opener: Some(Box::new(|| Err("libnvidia-ml.so.1: not found".to_string()))),
+        ..Default::default()
+    };
+    let h = start(cfg, &clock);
+    // The power thread has nothing to sample and ends; wait until it has.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let s = h.snapshot(clock.elapsed_ns(), Duration::ZERO).await;
+    let power = s
+        .run
+        .power
+        .as_ref()
+        .expect("the GPU source is in the snapshot");
+    match &power.gpu_status {
+        Some(SourceStatus::Unavailable { reason }) => {
+            assert!(reason.contains("libnvidia-ml.so.1"), "{reason}")
+        }
+        other => panic!("GPU status {other:?}"),
+    }
+    let run = h.stop();
+    assert_eq!(run.power.unwrap().gpu_status, power.gpu_status);
+}

@@ -605,10 +605,21 @@ fn power_thread(
     } else {
         let _ = ready.send(());
     }
-    let mut t = lock_live(live)
-        .power
-        .take()
-        .expect("the power thread's timeline is published before its loop");
+    // The published timeline stays in place (only its samples move out): a thread with
+    // nothing to sample (NVML did not open) ends at once, and the snapshots of jobs that
+    // end later must still see its GPU status and reason, not a missing source.
+    let mut t = {
+        let mut l = lock_live(live);
+        let p = l
+            .power
+            .as_mut()
+            .expect("the power thread's timeline is published before its loop");
+        let samples = std::mem::take(&mut p.samples);
+        PowerTimeline {
+            samples,
+            ..p.clone()
+        }
+    };
     t.devices = describe(&gpus, &probes);
     settle_gpu_status(&mut t);
     t.compute_energy();
