@@ -157,6 +157,24 @@ pub struct RequestHead {
     pub choices_requested: Option<u32>,
 }
 
+impl RequestHead {
+    /// A record holding what the head knows (ids, send and response-head times, status,
+    /// stream, `n`); the body's figures are filled in by whoever read it.
+    pub fn record(&self) -> RequestRecord {
+        let mut rec = RequestRecord::new(
+            &self.request_id,
+            self.scheduled_ns,
+            self.send_ns,
+            self.stream,
+        );
+        rec.headers_ns = self.headers_ns;
+        rec.first_byte_ns = self.first_byte_ns;
+        rec.http_status = self.http_status;
+        rec.choices_requested = self.choices_requested;
+        rec
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Failure {
     code: FailureCode,
@@ -606,16 +624,7 @@ impl StreamAccumulator {
     /// holds every choice's gaps; `choices` lists each choice when more than one came back
     /// or more than one was asked for.
     pub fn finish(mut self, head: RequestHead, end_ns: u64, eof_clean: bool) -> RequestRecord {
-        let mut rec = RequestRecord::new(
-            &head.request_id,
-            head.scheduled_ns,
-            head.send_ns,
-            head.stream,
-        );
-        rec.headers_ns = head.headers_ns;
-        rec.first_byte_ns = head.first_byte_ns;
-        rec.http_status = head.http_status;
-        rec.choices_requested = head.choices_requested;
+        let mut rec = head.record();
 
         let (status, end, failure) = match (self.failure.take(), self.done_ns) {
             (Some(f), _) => (RequestStatus::Failed, f.at_ns.unwrap_or(end_ns), Some(f)),

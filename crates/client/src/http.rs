@@ -843,16 +843,7 @@ fn head_for(req: &PreparedRequest, scheduled_ns: u64, send_ns: u64) -> RequestHe
 
 /// A failed record for a request that produced no response body to read.
 fn failed(head: RequestHead, code: FailureCode, message: &str, end_ns: u64) -> RequestRecord {
-    let mut rec = RequestRecord::new(
-        &head.request_id,
-        head.scheduled_ns,
-        head.send_ns,
-        head.stream,
-    );
-    rec.headers_ns = head.headers_ns;
-    rec.first_byte_ns = head.first_byte_ns;
-    rec.http_status = head.http_status;
-    rec.choices_requested = head.choices_requested;
+    let mut rec = head.record();
     rec.end_ns = Some(end_ns);
     rec.failure_code = Some(code);
     rec.error = Some(sanitize_error(message));
