@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::model::shard::{
     PartitionKind, PointShare, ShardIdentity, ShardMode, StartAt, SuiteSeed,
 };
-use crate::sim::cache::mix64;
+use crate::stats::mix64;
 use crate::suite::load_spec::{LoadPoint, Stop};
 use crate::suite::{EndpointSetting, ResolvedSuite};
 

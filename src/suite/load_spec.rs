@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sim::cache::mix64;
+use crate::stats::mix64;
 
 /// How open-loop arrivals are spaced.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -22,12 +22,8 @@ pub const ROOT_HASH: u64 = 0x6966_7363_6f70_6573; // "ifscopes"
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
-/// splitmix64 finalizer: a bijective 64-bit mixer.
-pub fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+/// splitmix64 finalizer (a bijective 64-bit mixer), shared with the load and shard seeds.
+pub use inferscope_stats::mix64;
 
 #[inline]
 fn fnv_bytes(mut h: u64, bytes: &[u8]) -> u64 {
