@@ -19,9 +19,7 @@
 pub mod baseline;
 pub mod cli;
 pub mod commands;
-pub mod grade;
 pub mod harness;
-pub mod json;
 pub mod offline;
 pub mod overhead;
 pub mod reporter;
@@ -29,7 +27,6 @@ pub mod run_dir;
 pub mod runner;
 pub mod serve;
 pub mod shard;
-pub mod suite;
 pub mod tools;
 
 // The workspace crates (crates/*), under the paths the rest of the library and its users
@@ -46,5 +43,7 @@ pub use inferscope_redact as redact;
 pub use inferscope_render as render;
 pub use inferscope_sim as sim;
 pub use inferscope_stats as stats;
+pub use inferscope_suite as suite;
+pub use inferscope_suite::{grade, json};
 pub use inferscope_telemetry as telemetry;
 pub use inferscope_timeline as timeline;

@@ -24,6 +24,7 @@ const MEMBERS: &[&str] = &[
     "inferscope-render",
     "inferscope-sim",
     "inferscope-stats",
+    "inferscope-suite",
     "inferscope-telemetry",
     "inferscope-timeline",
 ];

@@ -267,7 +267,7 @@ pub fn split_point(point: &LoadPoint, s: ShardSpec) -> (LoadPoint, PointShare) {
 pub fn fingerprint(suites: &[ResolvedSuite]) -> String {
     let mut h = Sha256::new();
     for s in suites {
-        let text = hex::encode(Sha256::digest(s.suite.text.as_bytes()));
+        let text = hex::encode(Sha256::digest(s.suite.text().as_bytes()));
         let endpoint = match &s.endpoint.value {
             EndpointSetting::Simulated => "simulated".to_string(),
             EndpointSetting::Url(u) => u.clone(),

@@ -42,7 +42,7 @@ impl Arrival {
 }
 
 /// When a load point stops starting new units: the report model's.
-pub use crate::model::load::Stop;
+pub use inferscope_model::load::Stop;
 
 /// The variable a sweep varies, with its values in run order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use super::{K, R, check_job_id, check_name, gate_spec, is_env_name, seconds, unk
 use crate::grade::{Check, CheckProblem, CheckTarget};
 use crate::json::schema::validate_arguments;
 use crate::json::{json_values_equal, table_to_json};
-use crate::suite::load_spec::{LoadSpec, Stop, Sweep};
+use crate::load_spec::{LoadSpec, Stop, Sweep};
 
 /// Validates job `i` of suite `suite` against the declared `tools`.
 pub(super) fn job(
@@ -678,6 +678,6 @@ fn tool_choice(
 }
 
 fn did_you_mean_choice(s: Option<&str>) -> Option<String> {
-    crate::suite::fields::did_you_mean(s?, ["auto", "none", "required"])
+    crate::fields::did_you_mean(s?, ["auto", "none", "required"])
         .map(|c| format!("did you mean `{c}`?"))
 }

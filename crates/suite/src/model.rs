@@ -446,4 +446,10 @@ impl Suite {
     pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)
     }
+
+    /// The suite file's text as loaded (a shard manifest records its SHA-256, so shards
+    /// prove they ran the same suite).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
 }

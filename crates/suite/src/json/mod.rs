@@ -53,7 +53,7 @@ pub fn arguments_equal(a: &str, b: &str) -> bool {
 
 /// Parses tool-call arguments; empty or whitespace-only text is `{}` (models send `""`
 /// for tools without parameters).
-pub(crate) fn parse_arguments(s: &str) -> Result<Value, serde_json::Error> {
+pub fn parse_arguments(s: &str) -> Result<Value, serde_json::Error> {
     if s.trim().is_empty() {
         Ok(Value::Object(serde_json::Map::new()))
     } else {

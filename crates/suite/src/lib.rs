@@ -17,10 +17,14 @@
 //! defaults (`validate`) → [`Suite`]; [`resolve`] then applies CLI flags.
 
 pub mod diagnose;
+// The JSON helpers (leaf) and the checks' grading live with the schema that parses them
+// (`[[jobs.checks]]`, tool `arguments_schema`); see docs/architecture.md.
 mod doc;
 mod dry_run;
 mod error;
 mod fields;
+pub mod grade;
+pub mod json;
 mod keys;
 mod load;
 pub mod load_spec;
@@ -30,6 +34,14 @@ mod resolve;
 mod validate;
 
 use std::path::Path;
+
+// The workspace crates the schema reads, under the names its modules use.
+use inferscope_fsio as fsio;
+use inferscope_gate as gate;
+use inferscope_redact as redact;
+use inferscope_stats as stats;
+use inferscope_telemetry as telemetry;
+use inferscope_timeline as timeline;
 
 pub use dry_run::ResolvedSetting;
 pub use error::{Location, SuiteError, SuiteErrorKind};

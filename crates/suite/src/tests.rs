@@ -4,16 +4,10 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 
-/// `fixtures/testdata/suite` of the product tree. `file!()` is relative to the package
-/// root in the product crate (tests run there) and absolute when a scratch crate
-/// includes this file by path.
+/// `fixtures/testdata/suite` of the workspace (this crate is crates/suite; tests run in
+/// its directory).
 fn testdata() -> PathBuf {
-    let here = Path::new(file!());
-    let src = here
-        .ancestors()
-        .find(|a| a.ends_with("src"))
-        .expect("tests live under src/");
-    src.parent().unwrap().join("fixtures/testdata/suite")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/testdata/suite")
 }
 
 fn full() -> Suite {
@@ -1240,7 +1234,7 @@ fn metrics_url_default_replaces_v1() {
 
 #[test]
 fn load_keys_parse_into_a_load_spec() {
-    use crate::suite::load_spec::{Arrival, LoadSpec, Stop, Sweep};
+    use crate::load_spec::{Arrival, LoadSpec, Stop, Sweep};
     let p = Project::new();
     let text = with_tools(&format!(
         "{AGENTIC}count = 8\nwarmup = 2\nsweep = {{ concurrency = [1, 4, 16] }}\n"
