@@ -16,24 +16,21 @@
 //! Pure logic (parsing, statistics, attribution, gates) does no I/O; I/O lives at the edges
 //! (`client`, `telemetry`, `timeline` persistence, `sim`, `runner`).
 
-pub mod baseline;
 pub mod cli;
 pub mod commands;
 pub mod harness;
 pub mod offline;
 pub mod overhead;
 pub mod reporter;
-pub mod run_dir;
-pub mod runner;
 pub mod serve;
-pub mod shard;
-pub mod tools;
 
 // The workspace crates (crates/*), under the paths the rest of the library and its users
 // name them by.
 pub use inferscope_attribution as attribution;
 pub use inferscope_client as client;
 pub use inferscope_clock as clock;
+pub use inferscope_driver as runner;
+pub use inferscope_driver::{baseline, run_dir, shard, tools};
 pub use inferscope_fsio as fsio;
 pub use inferscope_gate as gate;
 pub use inferscope_model as model;

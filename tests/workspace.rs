@@ -15,6 +15,7 @@ const MEMBERS: &[&str] = &[
     "inferscope-bench",
     "inferscope-client",
     "inferscope-clock",
+    "inferscope-driver",
     "inferscope-fsio",
     "inferscope-gate",
     "inferscope-model",

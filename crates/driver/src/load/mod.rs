@@ -10,7 +10,7 @@
 //! - [`drive`]: the I/O edge that runs agentic and context units against the endpoint.
 //!
 //! The joins per load point and the window energy live with the run's other energy
-//! figures in [`crate::runner::energy`]; the report types in [`crate::model::load`].
+//! figures in [`crate::energy`]; the report types in [`crate::model::load`].
 //!
 //! With more than one trajectory in flight, per-step energy is an apportionment (docs/measurement.md's
 //! wall): the runner declares each point's concurrency to the step-attribution join (docs/measurement.md), which then

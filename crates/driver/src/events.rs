@@ -9,7 +9,7 @@
 //! signal is reached; `RunFinished` last, after the artifacts are written.
 //! `JobFinished` carries the job's final report — `report.json` holds exactly it: the job
 //! is graded, joined with the samples taken up to its end and gated as it ends
-//! ([`crate::runner::report::finalize_job`]). Only a run whose engine counters come from a
+//! ([`crate::report::finalize_job`]). Only a run whose engine counters come from a
 //! Prometheus server (read after the measured window) delivers every `JobFinished` after
 //! the artifacts, in job order. What is final when: docs/architecture.md, "Events".
 

@@ -14,14 +14,12 @@ use super::arrival::arrival_offsets_ns;
 use super::exec::{InFlight, PointPlan, Timer, UnitRunner, UnitTicket, run_point};
 use super::record::{LoadRun, PointRecord};
 use super::spec::{LoadSpec, point_seed};
+use crate::agentic::{AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, run_trajectory};
 use crate::client::{ChatRequest, Client, RequestRecord};
 use crate::clock::RunClock;
-use crate::runner::agentic::{
-    AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, run_trajectory,
-};
-use crate::runner::context::ContextPlan;
-use crate::runner::execute::wait_flag;
-use crate::runner::steps::{StepStatus, StopReason, TrajectoryRecord};
+use crate::context::ContextPlan;
+use crate::steps::{StepStatus, StopReason, TrajectoryRecord};
+use crate::wait_flag;
 
 /// What one unit of a load job is.
 #[derive(Debug, Clone)]

@@ -208,8 +208,8 @@ pub use crate::client::{InFlight, InFlightGuard};
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::load::arrival::arrival_offsets_ns;
-    use crate::runner::load::spec::Arrival;
+    use crate::load::arrival::arrival_offsets_ns;
+    use crate::load::spec::Arrival;
     use crate::stats::{AggregateParams, JobStats, RequestFigures};
     use std::time::Duration;
     use tokio::time::Instant;

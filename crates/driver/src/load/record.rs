@@ -120,7 +120,7 @@ impl LoadRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::load::spec::{Arrival, Stop};
+    use crate::load::spec::{Arrival, Stop};
 
     fn point(concurrency: Option<u32>, units_started: u64, achieved: u32) -> PointRecord {
         PointRecord {

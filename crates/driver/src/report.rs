@@ -17,10 +17,15 @@ use std::path::Path;
 
 use crate::attribution::{StepMarker, step_markers_to_jsonl};
 use crate::baseline::{self, Baseline};
+use crate::capture::Capture;
 use crate::client::RequestRecord;
 use crate::clock::{RunClock, unix_ns_to_rfc3339};
+use crate::energy::{self, RunEnergy};
+use crate::execute::{ExecutedJob, GradedJob, Session};
 use crate::gate::{self, FigureSet, JobOutcome};
 use crate::grade::CheckResult;
+use crate::load::curve::{PointFacts, PointRequest};
+use crate::load::{LoadRun, goodput_criteria, load_report, summarize_point, sweep_report};
 use crate::model::load::WindowEnergy;
 use crate::model::request::redact_secrets;
 use crate::model::{
@@ -30,13 +35,8 @@ use crate::model::{
     TrajectoryOutcome, TrajectoryReport, tokens_per_joule,
 };
 use crate::render::EndpointLabel;
-use crate::runner::capture::Capture;
-use crate::runner::energy::{self, RunEnergy};
-use crate::runner::execute::{ExecutedJob, GradedJob, Session};
-use crate::runner::load::curve::{PointFacts, PointRequest};
-use crate::runner::load::{LoadRun, goodput_criteria, load_report, summarize_point, sweep_report};
-use crate::runner::steps::{StepRecord, TrajectoryRecord};
 use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
+use crate::steps::{StepRecord, TrajectoryRecord};
 use crate::suite::GpuMode;
 use crate::telemetry::{TelemetryRun, TelemetrySnapshot};
 use crate::timeline::{IoCounters, ManifestInfo};
@@ -306,7 +306,7 @@ fn warmup_ids(
         let keys: Vec<(u64, u64)> = reqs.iter().map(|r| (r.scheduled_ns, r.send_ns)).collect();
         for (r, w) in reqs
             .iter()
-            .zip(crate::runner::load::warmup_flags(&keys, p.point.warmup))
+            .zip(crate::load::warmup_flags(&keys, p.point.warmup))
         {
             if w {
                 out.push(r.request_id.clone());
@@ -316,7 +316,7 @@ fn warmup_ids(
     out
 }
 
-/// The curve of a load job: one summary per point that ran ([`crate::runner::load::curve`]);
+/// The curve of a load job: one summary per point that ran ([`crate::load::curve`]);
 /// `windows[i]` is point i's window energy.
 fn curve(
     e: &ExecutedJob,
@@ -324,13 +324,13 @@ fn curve(
     (requests, point_requests): (&[RequestRecord], &[std::ops::Range<usize>]),
     warm: &HashSet<&str>,
     windows: &[Option<WindowEnergy>],
-) -> Vec<crate::runner::load::PointSummary> {
+) -> Vec<crate::load::PointSummary> {
     let criteria = goodput_criteria(&e.job.gates);
     let values = l
         .spec
         .sweep
         .as_ref()
-        .map_or_else(Vec::new, crate::runner::load::Sweep::values);
+        .map_or_else(Vec::new, crate::load::Sweep::values);
     l.points
         .iter()
         .zip(windows)
@@ -385,7 +385,7 @@ fn grading_rows(g: &GradedJob) -> Vec<GradingCheck> {
 }
 
 /// The harness's exit code as the built-in `harness_exit` figure (basis `harness`).
-fn harness_exit_figure(h: &crate::runner::swe::SweOutcome) -> Figure<f64> {
+fn harness_exit_figure(h: &crate::swe::SweOutcome) -> Figure<f64> {
     match (h.exit_code, h.timed_out, &h.spawn_error) {
         (_, true, _) => Figure::missing(Basis::Harness, "timed out; its process group was killed"),
         (_, _, Some(e)) => Figure::missing(Basis::Harness, format!("could not start: {e}")),
@@ -1039,7 +1039,7 @@ pub fn write_artifacts(
 mod tests {
     use super::*;
     use crate::model::{StepStatus, StopReason};
-    use crate::runner::steps::StepRecord;
+    use crate::steps::StepRecord;
 
     fn llm(step_id: u64, completion: Option<u64>) -> StepRecord {
         let mut r = RequestRecord::new(&format!("r{step_id}"), 0, 0, true);

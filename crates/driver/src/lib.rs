@@ -7,7 +7,7 @@
 //! exit 96), `request_execution`
 //! (the jobs, one trajectory in flight at a time: the step-attribution controlled (docs/measurement.md)-concurrency
 //! condition — except jobs with load keys, which run their units concurrently per
-//! [`crate::runner::load`] and are labelled `apportioned` above one in flight; each job is
+//! [`crate::load`] and are labelled `apportioned` above one in flight; each job is
 //! graded as it ends — and, unless its figures need the run's end, joined with the
 //! samples taken so far, gated and reported then), `finalization` (the run-level figures,
 //! the jobs deferred to the run's end, the artifacts). No `grading` phase is recorded:
@@ -15,6 +15,7 @@
 //! the measured window.
 
 pub mod agentic;
+pub mod baseline;
 pub mod capture;
 pub mod context;
 pub mod energy;
@@ -22,9 +23,27 @@ pub mod events;
 pub mod execute;
 pub mod load;
 pub mod report;
+pub mod run_dir;
+pub mod shard;
 pub mod steps;
 pub mod swe;
 pub mod table;
+pub mod tools;
+
+// The workspace crates the driver reads, under the names its modules use.
+use inferscope_attribution as attribution;
+use inferscope_client as client;
+use inferscope_clock as clock;
+use inferscope_fsio as fsio;
+use inferscope_gate as gate;
+use inferscope_model as model;
+use inferscope_records as records;
+use inferscope_render as render;
+use inferscope_sim as sim;
+use inferscope_stats as stats;
+use inferscope_suite::{self as suite, grade, json};
+use inferscope_telemetry as telemetry;
+use inferscope_timeline as timeline;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -166,7 +185,7 @@ pub async fn run_with(
             let target = t.saturating_sub(clock.reference_instant_unix_ns());
             tokio::select! {
                 _ = tokio::time::sleep_until(tokio::time::Instant::from_std(clock.instant_at(target))) => {}
-                _ = execute::wait_flag(&ctx.cancelled) => {}
+                _ = wait_flag(&ctx.cancelled) => {}
             }
             released_ns = Some(clock.elapsed_ns());
         }
@@ -315,4 +334,13 @@ fn shard_identity(
         })
         .collect();
     id
+}
+
+/// Resolves once `flag` is set (the run's cancellation flag), polling every 25 ms;
+/// raced against a request or a sleep so that cancellation ends it early (the sequential
+/// path and the load executor both race it).
+pub(crate) async fn wait_flag(flag: &AtomicBool) {
+    while !flag.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }

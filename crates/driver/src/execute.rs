@@ -3,32 +3,30 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::agentic::{AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory};
 use crate::baseline::Baseline;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
+use crate::context::{ContextPlan, run_context};
 use crate::grade::{CheckResult, GradeSubject, evaluate};
+use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
+use crate::load::{LoadSpec, PointRecord};
 use crate::model::request::redact_secrets;
 use crate::model::{JobReport, SetupCause, SetupError};
 use crate::run_dir::read_step_markers;
-use crate::runner::RunOptions;
-use crate::runner::agentic::{
-    AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory,
-};
-use crate::runner::context::{ContextPlan, run_context};
-use crate::runner::load::drive::{LoadEnv, UnitTemplate, run_load};
-use crate::runner::load::{LoadSpec, PointRecord};
-use crate::runner::steps::{StepRecord, StepStatus, StopReason, TrajectoryRecord};
-use crate::runner::swe::{StepsFileReport, SweOutcome, SwePlan, resolve_arg, run_harness};
 use crate::sim::{SimConfig, SimHandle};
+use crate::steps::{StepRecord, StepStatus, StopReason, TrajectoryRecord};
 use crate::suite::{AgenticMode, EndpointSetting, JobKind, ResolvedJob, ResolvedSuite, SIM_MODEL};
+use crate::swe::{StepsFileReport, SweOutcome, SwePlan, resolve_arg, run_harness};
 use crate::telemetry::{TelemetryHandle, TelemetryRun};
 use crate::timeline::{BlockingSink, DiskWriteSink, Phase, Sink, SinkConfig, TimelineSink};
 use crate::tools::{ToolRegistry, ToolStatus};
+use crate::{RunOptions, wait_flag};
 
 /// Which capture sink a run uses: the real one, or a negative control (overhead command).
 #[derive(Debug, Clone)]
@@ -165,7 +163,7 @@ pub struct ExecutedJob {
     pub units: (u64, u64),
     /// The executed load points when the job ran under load (issue 8); `None` for the
     /// sequential drivers.
-    pub load: Option<crate::runner::load::LoadRun>,
+    pub load: Option<crate::load::LoadRun>,
 }
 
 impl ExecutedJob {
@@ -268,7 +266,7 @@ pub fn grade(e: ExecutedJob) -> GradedJob {
                 .steps
                 .iter()
                 .filter(|s| {
-                    s.kind == crate::runner::steps::StepKind::Tool
+                    s.kind == crate::steps::StepKind::Tool
                         && !matches!(
                             s.tool_error,
                             Some(
@@ -309,14 +307,6 @@ struct NetExec<'a> {
     client: &'a Client,
     clock: &'a RunClock,
     cancelled: &'a AtomicBool,
-}
-
-/// Resolves once `flag` is set (the run's cancellation flag), polling every 25 ms;
-/// raced against a request or a sleep so that cancellation ends it early.
-pub(crate) async fn wait_flag(flag: &AtomicBool) {
-    while !flag.load(Ordering::Relaxed) {
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 impl LlmExecutor for NetExec<'_> {

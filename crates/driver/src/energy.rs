@@ -15,16 +15,16 @@ use crate::attribution::{
     StepUsage, TrajectoryOutcome,
 };
 use crate::clock::RunClock;
+use crate::execute::{GradedJob, SuiteRuntime};
+use crate::load::curve::{EnergyPoint, window_energy_mj};
 use crate::model::load::{WindowEnergy, WindowMethod};
 use crate::model::{
     AttributionGroup, Basis, EnergyBasis, Figure, JobEnergy, PowerReport, PowerSource,
     RunAttributionSummary, TokenSource, tokens_per_joule,
 };
-use crate::runner::execute::{GradedJob, SuiteRuntime};
-use crate::runner::load::curve::{EnergyPoint, window_energy_mj};
-use crate::runner::steps::TrajectoryRecord;
 use crate::sim::SimHandle;
 use crate::stats::saturating_total;
+use crate::steps::TrajectoryRecord;
 use crate::suite::{EngineProfile as SuiteProfile, GpuMode};
 use crate::telemetry::{
     self, EngineProfile, GpuConfig, MetricsConfig, PowerBasis, PowerDeviceKind, ProbeReading,

@@ -10,9 +10,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
+use crate::agentic::{DriverCtx, LlmExecutor, llm_step};
 use crate::client::ChatRequest;
-use crate::runner::agentic::{DriverCtx, LlmExecutor, llm_step};
-use crate::runner::steps::{StepStatus, StopReason, TrajectoryRecord};
+use crate::steps::{StepStatus, StopReason, TrajectoryRecord};
 
 /// Built-in filler vocabulary used when a job names no filler file.
 const WORDS: &[&str] = &[

@@ -9,13 +9,10 @@ use serde_json::json;
 use super::*;
 use crate::suite;
 
+/// `fixtures/testdata/suite` of the workspace (this crate is crates/driver; tests run in
+/// its directory).
 fn testdata() -> PathBuf {
-    let here = Path::new(file!());
-    let src = here
-        .ancestors()
-        .find(|a| a.ends_with("src"))
-        .expect("tests live under src/");
-    src.parent().unwrap().join("fixtures/testdata/suite")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/testdata/suite")
 }
 
 fn registry() -> ToolRegistry {

@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::capture::Capture;
 use crate::client::{ChatRequest, RequestRecord};
-use crate::runner::capture::Capture;
-use crate::runner::steps::{
+use crate::steps::{
     FailureCode, StepKind, StepRecord, StepStatus, StopReason, ToolErrorCode, TrajectoryRecord,
 };
 
