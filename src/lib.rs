@@ -18,7 +18,6 @@
 
 pub mod cli;
 pub mod commands;
-pub mod harness;
 pub mod offline;
 pub mod overhead;
 pub mod reporter;
@@ -33,6 +32,7 @@ pub use inferscope_driver as runner;
 pub use inferscope_driver::{baseline, run_dir, shard, tools};
 pub use inferscope_fsio as fsio;
 pub use inferscope_gate as gate;
+pub use inferscope_harness as harness;
 pub use inferscope_model as model;
 pub use inferscope_otlp as otlp;
 pub use inferscope_records as records;

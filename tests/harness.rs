@@ -185,7 +185,7 @@ fn cli_snapshot_matches_the_harness_snapshot_and_writes_insta_pending_files() {
     let pending = fresh.join("agentic__repo_tour.snap.new");
     let snap = insta::Snapshot::from_file(&pending).expect("insta reads the pending file");
     assert_eq!(snap.metadata().expression(), Some("body"));
-    assert_eq!(snap.metadata().source(), Some("src/harness/mod.rs"));
+    assert_eq!(snap.metadata().source(), Some("crates/harness/src/lib.rs"));
     // Stable header: the pending file is the harness's accepted file byte for byte (no
     // run id), so accepting it changes nothing.
     assert_eq!(

@@ -18,6 +18,7 @@ const MEMBERS: &[&str] = &[
     "inferscope-driver",
     "inferscope-fsio",
     "inferscope-gate",
+    "inferscope-harness",
     "inferscope-model",
     "inferscope-otlp",
     "inferscope-records",

@@ -406,7 +406,7 @@ pub fn snap_file_text(source: &str, description: &str, expression: &str, body: &
 /// snapshot from either path gives the same file.
 pub fn snap_header(job_id: &str) -> (&'static str, String, &'static str) {
     (
-        "src/harness/mod.rs",
+        "crates/harness/src/lib.rs",
         format!("redacted trajectory report of {job_id}"),
         "body",
     )
@@ -526,7 +526,7 @@ mod tests {
         let (source, description, expression) = snap_header("agentic::lookup");
         assert_eq!(
             snap_file_text(source, &description, expression, "{}"),
-            "---\nsource: src/harness/mod.rs\ndescription: \"redacted trajectory report of \
+            "---\nsource: crates/harness/src/lib.rs\ndescription: \"redacted trajectory report of \
              agentic::lookup\"\nexpression: body\n---\n{}\n",
             "insta's own header of a harness snapshot"
         );

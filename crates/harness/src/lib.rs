@@ -1,7 +1,7 @@
 //! The nextest harness: every job of `suites/*.toml` as a libtest-mimic trial named
 //! `suite::job` (issue 6 items 3–4; rust-conventions §1, §3).
 //!
-//! A trial runs its one job through [`crate::runner::run`] (own tokio runtime, quiet,
+//! A trial runs its one job through [`runner::run`] (own tokio runtime, quiet,
 //! artifacts in a temporary directory kept on failure) and passes when the job passes:
 //! every gate verdict passes or is skipped, grading passes, at least one request
 //! succeeded. A failure's message lists the failing verdicts, each naming figure, value,
@@ -36,10 +36,13 @@
 //!
 //! # Use from your own repository
 //!
+//! This crate depends on the driver and the suite schema only: not on the CLI (clap),
+//! the dashboard (serve) or the `inferscope-bench` package.
+//!
 //! ```toml
 //! # Cargo.toml
 //! [dev-dependencies]
-//! inferscope-bench = "0.1"
+//! inferscope-harness = "0.1"
 //!
 //! [[test]]
 //! name = "suites"
@@ -50,7 +53,7 @@
 //! ```no_run
 //! // benchmarks/suites.rs: suites in ./suites, snapshots in ./snapshots
 //! fn main() -> std::process::ExitCode {
-//!     inferscope_bench::harness::main_for_suites(env!("CARGO_MANIFEST_DIR"))
+//!     inferscope_harness::main_for_suites(env!("CARGO_MANIFEST_DIR"))
 //! }
 //! ```
 //!
@@ -66,8 +69,14 @@ use std::sync::atomic::AtomicBool;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
-use crate::runner::{self, RunOptions};
-use crate::suite::{self, EndpointSetting, EngineProfile, RunOverrides, Suite};
+// The workspace crates the harness drives, under the names its modules use.
+use inferscope_driver::{self as runner, run_dir};
+use inferscope_gate as gate;
+use inferscope_model as model;
+use inferscope_suite as suite;
+
+use runner::RunOptions;
+use suite::{EndpointSetting, EngineProfile, RunOverrides, Suite};
 
 pub use snapshot::{
     SnapshotWrite, redacted_job_report, snap_file_text, snap_header, snapshot_body,
