@@ -24,7 +24,9 @@ pub mod reporter;
 pub mod serve;
 
 // The workspace crates (crates/*), under the paths the rest of the library and its users
-// name them by.
+// name them by: the driver (`inferscope-driver`) is `runner`, with its `tools`, `shard`,
+// `baseline` and `run_dir`; the suite schema (`inferscope-suite`) is `suite`, with `grade`
+// and `json`; the nextest harness (`inferscope-harness`) is `harness`.
 pub use inferscope_attribution as attribution;
 pub use inferscope_client as client;
 pub use inferscope_clock as clock;
