@@ -3,6 +3,9 @@
 //! reaches — directly or through any chain of normal dependencies — an I/O or UI crate
 //! (tokio, reqwest, hyper, axum, clap, nvml-wrapper, insta, indicatif) or a member of this
 //! workspace that is not pure. A pure crate that gains such a dependency fails this test.
+//! The harness crate (what a user's repository adds for `harness = false` trials) reaches
+//! neither axum, the dashboard crate, clap nor the `inferscope-bench` package, except
+//! through the edges `HARNESS_ALLOWED` names.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -101,18 +104,23 @@ impl Graph {
 
     /// For each forbidden crate `pure` reaches: the chain of package names that leads there.
     fn violations(&self, pure: &str, pure_set: &[&str]) -> Vec<String> {
+        self.chains_to(pure, |name| {
+            FORBIDDEN.contains(&name) || (self.members.contains(name) && !pure_set.contains(&name))
+        })
+    }
+
+    /// Every chain of normal dependencies from `from` to a crate for which `bad` holds (the
+    /// walk does not go past a bad crate), as `a → b → c`, sorted.
+    fn chains_to(&self, from: &str, bad: impl Fn(&str) -> bool) -> Vec<String> {
         let start = self
             .nodes
             .iter()
-            .find(|(_, (name, _))| name == pure)
+            .find(|(_, (name, _))| name == from)
             .map(|(id, _)| id.clone())
-            .unwrap_or_else(|| panic!("{pure} is not in the resolved graph"));
-        let bad = |name: &str| {
-            FORBIDDEN.contains(&name) || (self.members.contains(name) && !pure_set.contains(&name))
-        };
+            .unwrap_or_else(|| panic!("{from} is not in the resolved graph"));
         let mut out = Vec::new();
         let mut seen = BTreeSet::new();
-        let mut stack = vec![(start, vec![pure.to_string()])];
+        let mut stack = vec![(start, vec![from.to_string()])];
         while let Some((id, chain)) = stack.pop() {
             if !seen.insert(id.clone()) {
                 continue;
@@ -178,6 +186,97 @@ fn the_workspace_members_are_the_expected_crates() {
     let g = Graph::from_metadata(&metadata());
     let want: BTreeSet<String> = MEMBERS.iter().map(|s| s.to_string()).collect();
     assert_eq!(g.members, want, "workspace members (left: cargo metadata)");
+}
+
+/// What a user's repository that runs its suites as nextest trials
+/// (`inferscope-harness`, `harness = false`) must not pull in, at any depth: the web
+/// framework, the dashboard, the CLI's argument parser, the CLI package itself.
+const HARNESS_FORBIDDEN: &[&str] = &["axum", "inferscope-serve", "clap", "inferscope-bench"];
+
+/// The known edges into [`HARNESS_FORBIDDEN`], by their last hop (`parent → crate`), each
+/// with the reason it is allowed. Nothing else may lead there.
+const HARNESS_ALLOWED: &[(&str, &str, &str)] = &[
+    // TEMPORARY: the simulator serves HTTP through axum until its port to hyper +
+    // hyper-util lands (issue 14, the `hyper` branch). The lead removes this entry then;
+    // the test below fails if the entry outlives the edge.
+    (
+        "inferscope-sim",
+        "axum",
+        "the simulator's HTTP server, until the hyper port",
+    ),
+    // libtest-mimic, the libtest protocol nextest drives (`--list`, `--exact`, filters),
+    // parses those arguments with clap; this is not the CLI's clap surface (src/cli).
+    (
+        "libtest-mimic",
+        "clap",
+        "libtest-mimic's own libtest argument parser",
+    ),
+];
+
+/// The chains that end in an edge no allowance names, and the allowances (`parent →
+/// crate`) no chain ends in.
+fn unexpected_and_stale(
+    chains: &[String],
+    allowed: &[(&str, &str, &str)],
+) -> (Vec<String>, Vec<String>) {
+    let last_hop = |c: &str| {
+        let hops: Vec<&str> = c.split(" → ").collect();
+        (
+            hops[hops.len() - 2].to_string(),
+            hops[hops.len() - 1].to_string(),
+        )
+    };
+    let unexpected = chains
+        .iter()
+        .filter(|c| {
+            let (a, b) = last_hop(c);
+            !allowed.iter().any(|(p, d, _)| *p == a && *d == b)
+        })
+        .cloned()
+        .collect();
+    let stale = allowed
+        .iter()
+        .filter(|(p, d, _)| {
+            !chains
+                .iter()
+                .any(|c| last_hop(c) == (p.to_string(), d.to_string()))
+        })
+        .map(|(p, d, why)| format!("{p} → {d} ({why})"))
+        .collect();
+    (unexpected, stale)
+}
+
+/// The harness crate reaches none of [`HARNESS_FORBIDDEN`] except through the edges
+/// [`HARNESS_ALLOWED`] names, and every allowed edge is still there (a stale allowance
+/// would let the edge come back unnoticed).
+#[test]
+fn the_harness_crate_reaches_no_cli_dashboard_or_web_framework() {
+    let g = Graph::from_metadata(&metadata());
+    let chains = g.chains_to("inferscope-harness", |n| HARNESS_FORBIDDEN.contains(&n));
+    let (unexpected, stale) = unexpected_and_stale(&chains, HARNESS_ALLOWED);
+    assert!(
+        unexpected.is_empty(),
+        "inferscope-harness reaches what a user's test target must not pull in:\n{}",
+        unexpected.join("\n")
+    );
+    assert!(
+        stale.is_empty(),
+        "allowances with no such edge any more (remove them from HARNESS_ALLOWED): {stale:?}"
+    );
+}
+
+/// The allowance check on synthetic chains: an allowed last hop passes, the same crate
+/// reached through another parent does not, an allowance nothing uses is stale.
+#[test]
+fn harness_allowances_match_the_last_hop_only() {
+    let chains = vec![
+        "h → d → sim → axum".to_string(),
+        "h → d → other → axum".to_string(),
+    ];
+    let allowed = [("sim", "axum", "why"), ("mimic", "clap", "why")];
+    let (unexpected, stale) = unexpected_and_stale(&chains, &allowed);
+    assert_eq!(unexpected, vec!["h → d → other → axum".to_string()]);
+    assert_eq!(stale, vec!["mimic → clap (why)".to_string()]);
 }
 
 #[test]
