@@ -3,13 +3,17 @@
 //! the endpoint failed the preflight —, 2 bad input, 1 integrity error, 3 inconclusive).
 //! Console output goes to stdout; diagnostics to stderr.
 
+pub mod baseline;
 pub mod check;
+pub mod compare;
 pub mod k8s;
 pub mod list;
 pub mod merge;
+pub mod overhead;
 pub mod report;
 pub mod run;
 pub mod sim;
+pub mod snapshot;
 pub mod timeline;
 pub mod trajectory;
 
@@ -55,13 +59,13 @@ pub async fn dispatch(cmd: Command) -> i32 {
         }
         Command::Baseline {
             command: crate::cli::BaselineCommand::Save { run_dir, name },
-        } => crate::baseline::save_command(&run_dir, &name),
+        } => baseline::save(&run_dir, &name),
         Command::Compare {
             run_dir,
             baseline,
             noise_pct,
             regression_pct,
-        } => crate::baseline::compare_command(&run_dir, &baseline, noise_pct, regression_pct),
+        } => compare::command(&run_dir, &baseline, noise_pct, regression_pct),
         Command::Trajectory {
             samples,
             prometheus_range,
@@ -79,8 +83,8 @@ pub async fn dispatch(cmd: Command) -> i32 {
             &steps,
             out.as_deref(),
         ),
-        Command::Overhead(args) => crate::overhead::command(args.into_request()).await,
-        Command::Snapshot { run_dir, into } => crate::harness::snapshot_command(&run_dir, &into),
+        Command::Overhead(args) => overhead::command(args.into_request()).await,
+        Command::Snapshot { run_dir, into } => snapshot::command(&run_dir, &into),
     }
 }
 

@@ -23,7 +23,7 @@ fn gpu(g: &GpuReading) -> String {
 }
 
 /// First line: suite, pairs, sink, endpoint.
-pub(super) fn header(plan: &OverheadPlan, budgets: &OverheadSpec) -> String {
+pub(crate) fn header(plan: &OverheadPlan, budgets: &OverheadSpec) -> String {
     let sink = match plan.control {
         None => "timeline (real sink)".to_string(),
         Some(c) => format!("NEGATIVE CONTROL {}", c.as_str()),
@@ -42,7 +42,7 @@ pub(super) fn header(plan: &OverheadPlan, budgets: &OverheadSpec) -> String {
 }
 
 /// One line per finished run (progress).
-pub(super) fn run_brief(m: &RunMeasure) -> String {
+pub(crate) fn run_brief(m: &RunMeasure) -> String {
     let what = if m.pair == 0 {
         "warm-up    ".to_string()
     } else {

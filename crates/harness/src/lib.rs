@@ -70,8 +70,7 @@ use std::sync::atomic::AtomicBool;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 // The workspace crates the harness drives, under the names its modules use.
-use inferscope_driver::{self as runner, run_dir};
-use inferscope_gate as gate;
+use inferscope_driver as runner;
 use inferscope_model as model;
 use inferscope_suite as suite;
 
@@ -79,8 +78,7 @@ use runner::RunOptions;
 use suite::{EndpointSetting, EngineProfile, RunOverrides, Suite};
 
 pub use snapshot::{
-    SnapshotWrite, redacted_job_report, snap_file_text, snap_header, snapshot_body,
-    snapshot_command, snapshot_name,
+    SnapshotWrite, redacted_job_report, snap_file_text, snap_header, snapshot_body, snapshot_name,
 };
 
 /// Where the harness takes suites, endpoint and snapshots from.

@@ -34,7 +34,6 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::gate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::model::{
     AttributionOutcome, Basis, Comparison, EnergyBasis, FailureCode, FailureCount, HarnessReport,
     JobKind, JobReport, JobStatus, NO_STEP_ENERGY, Outcome, PowerBasisLabel, RunReport, StepKind,
@@ -468,45 +467,6 @@ pub fn write_pending(report: &RunReport, into: &Path) -> std::io::Result<Vec<Sna
         });
     }
     Ok(out)
-}
-
-/// `inferscope-bench snapshot RUN_DIR --into DIR`: exit 0 when every job's snapshot
-/// matches its accepted `.snap`, 100 when any is new or changed (a `.snap.new` was
-/// written: review with `cargo insta review`), 2 bad input.
-pub fn snapshot_command(run_dir: &Path, into: &Path) -> i32 {
-    let report = match crate::run_dir::load_report_with_requests(run_dir) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let writes = match write_pending(&report, into) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("error: writing snapshots into {}: {e}", into.display());
-            return EXIT_BAD_INPUT;
-        }
-    };
-    let mut pending = 0;
-    for w in &writes {
-        match w {
-            SnapshotWrite::Unchanged(p) => println!("unchanged {}", p.display()),
-            SnapshotWrite::New(p) => {
-                pending += 1;
-                println!("new       {}", p.display());
-            }
-            SnapshotWrite::Changed(p) => {
-                pending += 1;
-                println!("changed   {}", p.display());
-            }
-        }
-    }
-    if pending > 0 {
-        println!(
-            "{pending} snapshot(s) pending: review with `cargo insta review` (accept renames .snap.new to .snap)"
-        );
-        EXIT_FAILED
-    } else {
-        EXIT_OK
-    }
 }
 
 #[cfg(test)]
