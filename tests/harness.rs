@@ -1,4 +1,4 @@
-//! The nextest harness (`src/harness`, `benchmarks/suites.rs`) and the snapshot files
+//! The nextest harness (`crates/harness`, `benchmarks/suites.rs`) and the snapshot files
 //! (issue 6 items 3–4): a deliberately tightened gate fails with a message naming figure,
 //! value and bound; suites that need a real engine are listed as ignored; the CLI's
 //! `snapshot` writes the same redacted report as the harness, in insta's `.snap.new`
