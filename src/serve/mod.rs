@@ -49,7 +49,7 @@ pub use auth::{TOKEN_ENV, Token, TokenError};
 pub use http::{
     BoundServer, CONNECTION_LIFETIME, CSP, HEADER_READ_TIMEOUT, MAX_CONCURRENT_LIST_READS,
     MAX_CONCURRENT_READS, MAX_CONNECTIONS, MAX_HEAD_BYTES, MAX_QUEUED_READS, MAX_TARGET_BYTES,
-    READ_QUEUE_TIMEOUT, ServeLimits, connection_cap, router,
+    READ_QUEUE_TIMEOUT, ServeLimits, connection_cap,
 };
 pub use runs::{RunDir, RunStore, is_valid_run_id};
 
