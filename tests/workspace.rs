@@ -22,6 +22,7 @@ const MEMBERS: &[&str] = &[
     "inferscope-records",
     "inferscope-redact",
     "inferscope-render",
+    "inferscope-serve",
     "inferscope-sim",
     "inferscope-stats",
     "inferscope-telemetry",

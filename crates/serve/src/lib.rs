@@ -42,6 +42,14 @@ pub mod query;
 pub mod runs;
 pub mod view;
 
+// The workspace crates, under the paths the modules name them by (`crate::model::…`).
+use inferscope_fsio as fsio;
+use inferscope_gate as gate;
+use inferscope_model as model;
+use inferscope_records as records;
+use inferscope_telemetry as telemetry;
+use inferscope_timeline as timeline;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
