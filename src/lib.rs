@@ -21,7 +21,6 @@ pub mod commands;
 pub mod offline;
 pub mod overhead;
 pub mod reporter;
-pub mod serve;
 
 // The workspace crates (crates/*), under the paths the rest of the library and its users
 // name them by: the driver (`inferscope-driver`) is `runner`, with its `tools`, `shard`,
@@ -40,6 +39,7 @@ pub use inferscope_otlp as otlp;
 pub use inferscope_records as records;
 pub use inferscope_redact as redact;
 pub use inferscope_render as render;
+pub use inferscope_serve as serve;
 pub use inferscope_sim as sim;
 pub use inferscope_stats as stats;
 pub use inferscope_suite as suite;

@@ -3,7 +3,7 @@
 // and the OpenTelemetry GenAI conventions; its protobuf form decoded in Rust (the
 // opentelemetry-proto messages) and, independently, by the official PyPI
 // `opentelemetry-proto` definitions; then delivered over OTLP/HTTP (gzip protobuf by
-// default, JSON on request) to a local receiver (an axum server on 127.0.0.1:0) that
+// default, JSON on request) to a local receiver (a hyper server on 127.0.0.1:0, `support::http`) that
 // decodes what arrives, by `report --otlp-endpoint` and by `run --otlp-endpoint`. A
 // failing request gives ERROR spans with `error.type` per the convention.
 
@@ -14,13 +14,8 @@ use std::path::Path;
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
-use axum::response::IntoResponse;
-use axum::routing::post;
 use serde_json::Value;
+use support::http::{Method, StatusCode, response};
 use support::{Hostile, Reply, repo, report, run_async, run_suite};
 
 async fn run_fixture_suite(out: &Path) {
@@ -420,49 +415,51 @@ struct Posts(Arc<Mutex<Vec<Post>>>);
 async fn receiver() -> (String, Posts, tokio::task::JoinHandle<()>) {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
     let got = Posts::default();
-    let app = Router::new()
-        .route(
-            "/v1/traces",
-            post(
-                |State(r): State<Posts>, uri: Uri, headers: HeaderMap, body: Bytes| async move {
-                    let h = |k: &str| {
-                        headers
-                            .get(k)
-                            .and_then(|v| v.to_str().ok())
-                            .map(str::to_string)
-                    };
-                    let ct = h("content-type");
-                    let protobuf = ct.as_deref() == Some("application/x-protobuf");
-                    let v = if protobuf {
-                        decode_protobuf(&body)
-                    } else {
-                        serde_json::from_slice(&body).unwrap_or(Value::Null)
-                    };
-                    r.0.lock().unwrap().push(Post {
-                        path: uri.path().to_string(),
-                        content_type: ct,
-                        content_encoding: h("content-encoding"),
-                        body: v,
-                        raw: body.to_vec(),
-                    });
-                    if protobuf {
-                        (
-                            [("content-type", "application/x-protobuf")],
-                            prost::Message::encode_to_vec(&ExportTraceServiceResponse::default()),
-                        )
-                            .into_response()
-                    } else {
-                        axum::Json(serde_json::json!({"partialSuccess": {}})).into_response()
-                    }
-                },
-            ),
-        )
-        .with_state(got.clone());
+    let r = got.clone();
+    let handler = move |req: support::http::Request| {
+        if req.uri.path() != "/v1/traces" {
+            return response(StatusCode::NOT_FOUND, "text/plain", "");
+        }
+        if req.method != Method::POST {
+            return response(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "");
+        }
+        let h = |k: &str| {
+            req.headers
+                .get(k)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let ct = h("content-type");
+        let protobuf = ct.as_deref() == Some("application/x-protobuf");
+        let v = if protobuf {
+            decode_protobuf(&req.body)
+        } else {
+            serde_json::from_slice(&req.body).unwrap_or(Value::Null)
+        };
+        r.0.lock().unwrap().push(Post {
+            path: req.uri.path().to_string(),
+            content_type: ct,
+            content_encoding: h("content-encoding"),
+            body: v,
+            raw: req.body.to_vec(),
+        });
+        if protobuf {
+            response(
+                StatusCode::OK,
+                "application/x-protobuf",
+                prost::Message::encode_to_vec(&ExportTraceServiceResponse::default()),
+            )
+        } else {
+            response(
+                StatusCode::OK,
+                "application/json",
+                serde_json::json!({"partialSuccess": {}}).to_string(),
+            )
+        }
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
+    let task = tokio::spawn(support::http::serve(listener, handler));
     (url, got, task)
 }
 

@@ -933,3 +933,91 @@ fn zero_delay_path_never_sleeps() {
         drop(sim);
     });
 }
+
+/// One raw HTTP/1.1 exchange (`connection: close`): the response head and body as text.
+async fn raw_exchange(addr: std::net::SocketAddr, head: &str, body: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    // The server may answer (and close) before it has read the whole body.
+    let _ = tcp.write_all(body).await;
+    let mut resp = Vec::new();
+    let _ = tcp.read_to_end(&mut resp).await;
+    String::from_utf8_lossy(&resp).into_owned()
+}
+
+/// The routing answers the OpenAI-compatible clients rely on: an unknown path is 404 with
+/// an empty body, a known path with another method 405 with `allow`, a `GET` route
+/// answers `HEAD` with its headers and no body, and `/metrics` has the Prometheus type.
+#[tokio::test]
+async fn unknown_paths_methods_and_head_are_answered_by_status() {
+    let sim = start(SimConfig::zero_delay()).await;
+    let c = client();
+    let base = format!("http://{}", sim.addr());
+    let r = c.get(format!("{base}/v2/models")).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.bytes().await.unwrap().is_empty());
+    let r = c
+        .get(format!("{base}/v1/chat/completions"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+    assert_eq!(r.headers()["allow"], "POST");
+    for path in ["/v1/models", "/metrics", "/health"] {
+        let r = c.post(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(r.status(), 405, "{path}");
+        assert_eq!(r.headers()["allow"], "GET,HEAD", "{path}");
+    }
+    let r = c.head(format!("{base}/v1/models")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let r = c.get(format!("{base}/metrics")).send().await.unwrap();
+    assert_eq!(
+        r.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let r = c.get(format!("{base}/health")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-length"], "0");
+    // No chat request reached the engine.
+    assert_eq!(sim.state().requests_received(), 0);
+}
+
+/// A request body over 64 MiB is refused 413 before the engine sees it.
+#[tokio::test]
+async fn request_bodies_over_64_mib_are_refused_413() {
+    let sim = start(SimConfig::zero_delay()).await;
+    let len = 64 * 1024 * 1024 + 1;
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: sim\r\ncontent-type: application/json\r\ncontent-length: {len}\r\nconnection: close\r\n\r\n"
+    );
+    let resp = raw_exchange(sim.addr(), &head, &vec![b' '; len]).await;
+    assert!(resp.starts_with("HTTP/1.1 413"), "{resp}");
+    assert!(resp.ends_with("Failed to buffer the request body: length limit exceeded"));
+    assert_eq!(sim.state().requests_received(), 0);
+}
+
+/// Shutdown is graceful: a stream in flight when it starts ends normally (`[DONE]`), and
+/// the listener is closed at once.
+#[tokio::test]
+async fn shutdown_lets_a_stream_in_flight_finish() {
+    let cfg = SimConfig {
+        ttft_base_ms: 50,
+        itl_ms: 20,
+        itl_jitter_ms: 0,
+        ..SimConfig::zero_delay()
+    };
+    let sim = start(cfg).await;
+    let addr = sim.addr();
+    let c = client();
+    let body = json!({"model": "inferscope-sim", "messages": [user("in flight")],
+        "stream": true, "max_tokens": 8});
+    let r = post(&c, &sim, &body, None).await;
+    assert_eq!(r.status(), 200);
+    let stop = tokio::spawn(sim.shutdown());
+    let text = r.text().await.unwrap();
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    stop.await.unwrap();
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}

@@ -27,6 +27,7 @@ const MEMBERS: &[&str] = &[
     "inferscope-records",
     "inferscope-redact",
     "inferscope-render",
+    "inferscope-serve",
     "inferscope-sim",
     "inferscope-stats",
     "inferscope-suite",
@@ -196,14 +197,6 @@ const HARNESS_FORBIDDEN: &[&str] = &["axum", "inferscope-serve", "clap", "infers
 /// The known edges into [`HARNESS_FORBIDDEN`], by their last hop (`parent → crate`), each
 /// with the reason it is allowed. Nothing else may lead there.
 const HARNESS_ALLOWED: &[(&str, &str, &str)] = &[
-    // TEMPORARY: the simulator serves HTTP through axum until its port to hyper +
-    // hyper-util lands (issue 14, the `hyper` branch). The lead removes this entry then;
-    // the test below fails if the entry outlives the edge.
-    (
-        "inferscope-sim",
-        "axum",
-        "the simulator's HTTP server, until the hyper port",
-    ),
     // libtest-mimic, the libtest protocol nextest drives (`--list`, `--exact`, filters),
     // parses those arguments with clap; this is not the CLI's clap surface (src/cli).
     (
@@ -320,4 +313,16 @@ fn the_dependency_check_follows_normal_chains_only() {
         ]
     );
     assert!(g.violations("mid", &["pure-a", "mid"]) == vec!["mid → tokio".to_string()]);
+}
+
+/// No member reaches a web framework: the simulator and the dashboard serve HTTP on hyper
+/// with routers of their own (issue 14), so axum is in no build of the product.
+#[test]
+fn no_member_reaches_axum() {
+    let g = Graph::from_metadata(&metadata());
+    let found: Vec<String> = MEMBERS
+        .iter()
+        .flat_map(|m| g.chains_to(m, |n| n == "axum"))
+        .collect();
+    assert!(found.is_empty(), "axum is back:\n{}", found.join("\n"));
 }

@@ -74,10 +74,16 @@ struct Resp {
 }
 
 fn raw_request(addr: SocketAddr, target: &[u8], token: Option<&str>) -> Resp {
+    method_request(addr, "GET", target, token)
+}
+
+/// `raw_request` with another method.
+fn method_request(addr: SocketAddr, method: &str, target: &[u8], token: Option<&str>) -> Resp {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut req = Vec::new();
-    req.extend_from_slice(b"GET ");
+    req.extend_from_slice(method.as_bytes());
+    req.push(b' ');
     req.extend_from_slice(target);
     req.extend_from_slice(b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
     if let Some(t) = token {
@@ -973,4 +979,62 @@ fn static_html_report_carries_not_run() {
     assert_eq!(data["detail"]["report"]["summary"]["not_run"], 2);
     // The page's script marks not-run jobs without the failure mark.
     assert!(html.contains("○ not run"));
+}
+
+/// Methods: every route answers GET and HEAD (HEAD: the same head, no body); another
+/// method is 405 with `allow: GET,HEAD` after the guard (401 without a token, even on a
+/// public path), and an unknown path is the one 404 body whatever the method. Every
+/// answer carries the security headers.
+#[test]
+fn methods_head_and_405_keep_the_guard_and_the_headers() {
+    let (_tmp, root) = c29_tree();
+    let srv = TestServer::start(&root);
+    let head = method_request(srv.addr, "HEAD", b"/v1/runs", Some(TOKEN));
+    let get = srv.get("/v1/runs");
+    assert_eq!((head.status, get.status), (200, 200));
+    assert!(head.body.is_empty());
+    let length = |r: &Resp| {
+        r.head
+            .to_ascii_lowercase()
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: ").map(str::to_string))
+    };
+    assert_eq!(length(&head), length(&get));
+    assert_eq!(method_request(srv.addr, "HEAD", b"/", None).status, 200);
+    for (method, target) in [
+        ("POST", "/v1/runs"),
+        ("DELETE", "/runs/r1/timeline.jsonl"),
+        ("PUT", "/health"),
+    ] {
+        let r = method_request(srv.addr, method, target.as_bytes(), Some(TOKEN));
+        assert_eq!(r.status, 405, "{method} {target}");
+        assert!(
+            r.head.to_ascii_lowercase().contains("allow: get,head"),
+            "{:?}",
+            r.head
+        );
+        assert!(r.body.is_empty());
+        let denied = method_request(srv.addr, method, target.as_bytes(), None);
+        assert_eq!(denied.status, 401, "{method} {target} without token");
+    }
+    let r = method_request(srv.addr, "POST", b"/v2/anything", Some(TOKEN));
+    assert_eq!(r.status, 404);
+    assert_eq!(r.body, srv.get("/v1/runs/nope").body);
+    for r in [
+        head,
+        get,
+        r,
+        method_request(srv.addr, "POST", b"/health", None),
+    ] {
+        let h = r.head.to_ascii_lowercase();
+        for want in [
+            "x-content-type-options: nosniff",
+            "cache-control: no-store",
+            "referrer-policy: no-referrer",
+            "x-frame-options: deny",
+            "content-security-policy: default-src 'none'",
+        ] {
+            assert!(h.contains(want), "{want} missing: {h}");
+        }
+    }
 }

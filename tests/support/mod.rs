@@ -8,6 +8,8 @@
 //! in the tests that use these helpers are generous (a loaded 2-core machine).
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

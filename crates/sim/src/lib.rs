@@ -39,7 +39,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::serve::ListenerExt;
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
 
@@ -172,11 +171,6 @@ impl SimState {
     }
 }
 
-/// The simulator's routes over `state` (see the module docs).
-pub fn router(state: Arc<SimState>) -> axum::Router {
-    server::build_router(state)
-}
-
 /// A running simulator. Dropping it shuts the server down gracefully in the background;
 /// [`SimHandle::shutdown`] waits for that.
 #[derive(Debug)]
@@ -237,25 +231,65 @@ pub async fn spawn(cfg: SimConfig, bind: SocketAddr) -> std::io::Result<SimHandl
     let listener = tokio::net::TcpListener::bind(bind).await?;
     let addr = listener.local_addr()?;
     let state = Arc::new(SimState::new(cfg));
-    let app = router(state.clone());
     let (tx, rx) = oneshot::channel::<()>();
-    let listener = listener.tap_io(|tcp| {
-        // Small SSE frames must not wait for Nagle.
-        let _ = tcp.set_nodelay(true);
-    });
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await
-    });
+    let task = tokio::spawn(accept_loop(listener, state.clone(), rx));
     Ok(SimHandle {
         addr,
         state,
         shutdown: Some(tx),
         task: Some(task),
     })
+}
+
+/// Serves HTTP/1.1 connections on `listener` until `stop` fires (or its sender is
+/// dropped), then stops accepting and waits for the open connections: in-flight requests
+/// finish, idle keep-alive connections close ([`SimHandle::shutdown`] bounds the wait).
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    state: Arc<SimState>,
+    stop: oneshot::Receiver<()>,
+) -> std::io::Result<()> {
+    use hyper_util::rt::TokioIo;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let builder = hyper::server::conn::http1::Builder::new();
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            _ = &mut stop => break,
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(e) if is_connection_error(&e) => continue,
+                Err(_) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        // Small SSE frames must not wait for Nagle.
+        let _ = stream.set_nodelay(true);
+        let st = state.clone();
+        let service = hyper::service::service_fn(move |req| {
+            let st = st.clone();
+            async move { Ok::<_, std::convert::Infallible>(server::handle(st, req).await) }
+        });
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// An accept error that concerns one connection only (the listener is fine).
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    )
 }
 
 /// `inferscope-bench sim`: serves until Ctrl-C, after printing the listening URL.

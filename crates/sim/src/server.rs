@@ -8,12 +8,10 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
@@ -27,19 +25,71 @@ use super::generate::{
 };
 use super::metrics::Counters;
 use super::prompt::{ChatRequest, render_prompt, tokenize};
-use super::stream::{ChunkEncoder, TimedBody, Usage, build_stream, disconnecting_body, fault_cut};
+use super::stream::{ChunkEncoder, SimBody, TimedBody, Usage, build_stream, fault_cut};
 
 /// Largest accepted request body (long-context prompts), bytes.
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
-pub(crate) fn build_router(state: Arc<SimState>) -> Router {
-    Router::new()
-        .route("/v1/models", get(models))
-        .route("/v1/chat/completions", post(chat_completions))
-        .route("/metrics", get(metrics))
-        .route("/health", get(health))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state)
+pub(crate) type Response = hyper::Response<SimBody>;
+
+/// Answers one request (see the module docs). An unknown path is 404 with an empty body;
+/// a known path with another method is 405 with `allow`; a `GET` route answers `HEAD`
+/// too (hyper sends no body for it); a request body over [`MAX_BODY_BYTES`] is 413.
+pub(crate) async fn handle(st: Arc<SimState>, req: Request<Incoming>) -> Response {
+    let get = matches!(*req.method(), Method::GET | Method::HEAD);
+    match req.uri().path() {
+        "/v1/chat/completions" if req.method() == Method::POST => {
+            let (parts, body) = req.into_parts();
+            match Limited::new(body, MAX_BODY_BYTES).collect().await {
+                Ok(b) => chat_completions(st, &parts.headers, b.to_bytes()).await,
+                Err(e) => body_error(&*e),
+            }
+        }
+        "/v1/chat/completions" => method_not_allowed("POST"),
+        "/v1/models" if get => models(&st),
+        "/metrics" if get => metrics(&st),
+        "/health" if get => plain(StatusCode::OK, None, SimBody::empty()),
+        "/v1/models" | "/metrics" | "/health" => method_not_allowed("GET,HEAD"),
+        _ => plain(StatusCode::NOT_FOUND, None, SimBody::empty()),
+    }
+}
+
+/// A response with `status`, an optional `content-type` and `body`.
+fn plain(status: StatusCode, content_type: Option<&'static str>, body: SimBody) -> Response {
+    let mut r = hyper::Response::new(body);
+    *r.status_mut() = status;
+    if let Some(ct) = content_type {
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    r
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    // Serialising a `Value` into a Vec cannot fail.
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    plain(status, Some("application/json"), SimBody::full(bytes))
+}
+
+fn method_not_allowed(allow: &'static str) -> Response {
+    let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, None, SimBody::empty());
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    r
+}
+
+/// A request body that could not be read whole: over the limit (413) or cut (400).
+fn body_error(e: &(dyn std::error::Error + Send + Sync + 'static)) -> Response {
+    let status = if e.is::<LengthLimitError>() {
+        StatusCode::PAYLOAD_TOO_LARGE
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    plain(
+        status,
+        Some("text/plain; charset=utf-8"),
+        SimBody::full(format!("Failed to buffer the request body: {e}")),
+    )
 }
 
 fn unix_now_s() -> u64 {
@@ -61,20 +111,18 @@ fn error_response(
         "param": param,
         "code": status.as_u16(),
     }});
-    (status, axum::Json(body)).into_response()
+    json_response(status, &body)
 }
 
 fn bad_request(message: String) -> Response {
     error_response(StatusCode::BAD_REQUEST, "BadRequestError", message, None)
 }
 
-async fn health() -> StatusCode {
-    StatusCode::OK
-}
-
-async fn models(State(st): State<Arc<SimState>>) -> Response {
+fn models(st: &SimState) -> Response {
     let m = &st.config().model;
-    axum::Json(json!({
+    json_response(
+        StatusCode::OK,
+        &json!({
         "object": "list",
         "data": [{
             "id": m,
@@ -84,19 +132,16 @@ async fn models(State(st): State<Arc<SimState>>) -> Response {
             "root": m,
             "parent": null,
         }]
-    }))
-    .into_response()
+        }),
+    )
 }
 
-async fn metrics(State(st): State<Arc<SimState>>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-        )],
-        st.render_metrics(),
+fn metrics(st: &SimState) -> Response {
+    plain(
+        StatusCode::OK,
+        Some("text/plain; version=0.0.4; charset=utf-8"),
+        SimBody::full(st.render_metrics()),
     )
-        .into_response()
 }
 
 /// Holds `vllm:num_requests_waiting` up while a request waits for a running slot.
@@ -245,11 +290,7 @@ fn completion_message(c: &Completion) -> Value {
     }
 }
 
-async fn chat_completions(
-    State(st): State<Arc<SimState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn chat_completions(st: Arc<SimState>, headers: &HeaderMap, body: Bytes) -> Response {
     let number = st.next_request_number();
     let cfg = st.config();
     let mut faults = Faults::for_request(&cfg.faults, number);
@@ -329,18 +370,11 @@ async fn chat_completions(
         let enc = ChunkEncoder::new(&id, created, &cfg.model, include_usage);
         let usage_chunk = (include_usage && !faults.no_usage).then_some(&usage);
         let segs = build_stream(&enc, &completion, &schedule, usage_chunk, &faults);
-        let body = Body::from_stream(TimedBody::new(segs, start, guard));
-        return (
-            [
-                (
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/event-stream"),
-                ),
-                (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            ],
-            body,
-        )
-            .into_response();
+        let body = SimBody::timed(TimedBody::new(segs, start, guard));
+        let mut r = plain(StatusCode::OK, Some("text/event-stream"), body);
+        r.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        return r;
     }
 
     // Non-streaming: wait out the schedule, keeping the phases in step.
@@ -354,14 +388,11 @@ async fn chat_completions(
         guard.abort();
         if faults.disconnect {
             let partial = Bytes::from(format!("{{\"id\":\"{id}\",\"object\":\"chat.comp"));
-            return (
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                )],
-                disconnecting_body(partial),
-            )
-                .into_response();
+            return plain(
+                StatusCode::OK,
+                Some("application/json"),
+                SimBody::disconnecting(partial),
+            );
         }
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -388,5 +419,5 @@ async fn chat_completions(
     if !faults.no_usage {
         body["usage"] = serde_json::from_str(&usage.json()).unwrap_or(Value::Null);
     }
-    axum::Json(body).into_response()
+    json_response(StatusCode::OK, &body)
 }

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::Stream;
+use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
 use super::fault::Faults;
@@ -259,23 +260,74 @@ impl TimedBody {
     }
 }
 
-/// A body that sends `bytes`, lets the server flush them, then fails (the server drops
-/// the connection without completing the message).
-pub(crate) fn disconnecting_body(bytes: Bytes) -> axum::body::Body {
-    let s = futures_util::stream::unfold(0u8, move |state| {
-        let bytes = bytes.clone();
-        async move {
-            match state {
-                0 => Some((Ok(bytes), 1)),
-                1 => {
-                    tokio::task::yield_now().await;
-                    Some((Err(disconnect_error()), 2))
+/// A simulator response body: a whole body, a timed SSE stream, or a body that sends its
+/// bytes, lets the server flush them, then fails (the server drops the connection without
+/// completing the message: an injected disconnect).
+pub(crate) enum SimBody {
+    Full(Option<Bytes>),
+    Timed(Box<TimedBody>),
+    Disconnecting { bytes: Option<Bytes>, flushed: bool },
+}
+
+impl SimBody {
+    pub(crate) fn full(bytes: impl Into<Bytes>) -> Self {
+        Self::Full(Some(bytes.into()))
+    }
+
+    pub(crate) fn empty() -> Self {
+        Self::Full(None)
+    }
+
+    pub(crate) fn timed(body: TimedBody) -> Self {
+        Self::Timed(Box::new(body))
+    }
+
+    pub(crate) fn disconnecting(bytes: Bytes) -> Self {
+        Self::Disconnecting {
+            bytes: Some(bytes),
+            flushed: false,
+        }
+    }
+}
+
+impl Body for SimBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match self.get_mut() {
+            Self::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Self::Timed(t) => Pin::new(t.as_mut())
+                .poll_next(cx)
+                .map(|o| o.map(|r| r.map(Frame::data))),
+            Self::Disconnecting { bytes, flushed } => {
+                if let Some(b) = bytes.take() {
+                    return Poll::Ready(Some(Ok(Frame::data(b))));
                 }
-                _ => None,
+                if !*flushed {
+                    // Pending once, so the server writes what was sent before failing.
+                    *flushed = true;
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                Poll::Ready(Some(Err(disconnect_error())))
             }
         }
-    });
-    axum::body::Body::from_stream(s)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Self::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            _ => SizeHint::default(),
+        }
+    }
 }
 
 pub(crate) fn disconnect_error() -> io::Error {

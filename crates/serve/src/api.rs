@@ -413,7 +413,7 @@ mod tests {
 
     fn timeline(events: Vec<TimelineEvent>) -> VerifiedTimeline {
         let manifest: crate::timeline::TimelineManifest = serde_json::from_str(include_str!(
-            "../../fixtures/runs/complete/timeline/manifest.json"
+            "../../../fixtures/runs/complete/timeline/manifest.json"
         ))
         .unwrap();
         VerifiedTimeline {

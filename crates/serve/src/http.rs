@@ -1,5 +1,5 @@
-//! The HTTP layer: axum router, the authentication guard, handlers and security headers
-//! (issue 7 items 1–3).
+//! The HTTP layer on hyper: the accept loop, a small router (method and path segments),
+//! the authentication guard, handlers and security headers (issue 7 items 1–3).
 //!
 //! Order of checks for every request: (1) the guard — every path except the public
 //! page shell (`/`, `/app.js`, `/style.css`, which carry no run data) and `/health`
@@ -7,19 +7,21 @@
 //! any routing or filesystem access; (2) the request target's size; (3) the route's own
 //! query keys ([`super::query`]) and the `run_id` syntax; only then (4) the store, on a
 //! blocking thread.
+//!
+//! Routing: a path matches a route segment by segment; a `{run_id}` or `{artifact}`
+//! segment is percent-decoded once (an invalid escape stays as written; text that is not
+//! UTF-8 after decoding is a malformed path). A route answers `GET` and `HEAD` (hyper
+//! sends no body for `HEAD`); another method on a route's path is 405 with
+//! `allow: GET,HEAD` and an empty body; a path no route matches is the one 404 body.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Body;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, RawQuery, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, StatusCode};
 use serde::Serialize;
 
 use crate::telemetry::{MetricsSample, PowerSample, ProcSample};
@@ -119,17 +121,23 @@ fn is_public(path: &str) -> bool {
     matches!(path, "/" | "/app.js" | "/style.css" | "/health")
 }
 
+/// Every answer is whole (bounded pages), so one body type serves.
+type Response = hyper::Response<Full<Bytes>>;
+
+/// A response with `status`, an optional `content-type` and `body`.
+fn respond(status: StatusCode, content_type: Option<&'static str>, body: Bytes) -> Response {
+    let mut r = hyper::Response::new(Full::new(body));
+    *r.status_mut() = status;
+    if let Some(ct) = content_type {
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    r
+}
+
 fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
     match serde_json::to_vec(body) {
-        Ok(bytes) => (
-            status,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            bytes,
-        )
-            .into_response(),
+        Ok(bytes) => respond(status, Some("application/json"), bytes.into()),
         Err(_) => error(ApiError::new(
             500,
             "internal",
@@ -140,15 +148,11 @@ fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
 
 fn error(e: ApiError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut r = (
+    let mut r = respond(
         status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        e.body().to_string(),
-    )
-        .into_response();
+        Some("application/json"),
+        e.body().to_string().into(),
+    );
     if e.status == 401 {
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -169,7 +173,8 @@ fn store_error(e: StoreError) -> ApiError {
     }
 }
 
-async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
+/// The guard, then the route, then the security headers on whatever the answer is.
+async fn guard(st: AppState, req: Request<Incoming>) -> Response {
     let public = is_public(req.uri().path()) && matches!(*req.method(), Method::GET | Method::HEAD);
     let mut resp = if !public
         && !st.token.accepts(
@@ -189,7 +194,7 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
             "request target too long",
         ))
     } else {
-        next.run(req).await
+        dispatch(st, &req).await
     };
     let h = resp.headers_mut();
     h.insert(
@@ -254,8 +259,92 @@ where
     }
 }
 
-fn run_id_param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
-    let Ok(Path(id)) = p else {
+/// The routes, by path segments (`{run_id}`/`{artifact}`: one raw, non-empty segment).
+#[derive(Debug, PartialEq, Eq)]
+enum Route<'a> {
+    Index,
+    AppJs,
+    StyleCss,
+    Health,
+    ListRuns,
+    RunDetail(&'a str),
+    Timeline,
+    Samples,
+    Artifact(&'a str, &'a str),
+}
+
+impl<'a> Route<'a> {
+    /// The route `path` names, if any (pure).
+    fn of(path: &'a str) -> Option<Self> {
+        let rest = path.strip_prefix('/')?;
+        let segs: Vec<&str> = rest.split('/').collect();
+        Some(match segs.as_slice() {
+            [""] => Route::Index,
+            ["app.js"] => Route::AppJs,
+            ["style.css"] => Route::StyleCss,
+            ["health"] => Route::Health,
+            ["v1", "runs"] => Route::ListRuns,
+            ["v1", "runs", id] if !id.is_empty() => Route::RunDetail(id),
+            ["v1", "benchmark-timeline"] => Route::Timeline,
+            ["v1", "samples"] => Route::Samples,
+            ["runs", id, name] if !name.is_empty() => Route::Artifact(id, name),
+            _ => return None,
+        })
+    }
+}
+
+/// Percent-decodes a path segment once: `%XX` with two hex digits is a byte, anything else
+/// stays as written; `None` when the bytes are not UTF-8 (pure).
+fn decode_segment(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: Option<&u8>| c.and_then(|c| (*c as char).to_digit(16));
+        match (b[i], hex(b.get(i + 1)), hex(b.get(i + 2))) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Routes `req` (past the guard) to its handler.
+async fn dispatch(st: AppState, req: &Request<Incoming>) -> Response {
+    let Some(route) = Route::of(req.uri().path()) else {
+        return error(ApiError::not_found());
+    };
+    if !matches!(*req.method(), Method::GET | Method::HEAD) {
+        let mut r = respond(StatusCode::METHOD_NOT_ALLOWED, None, Bytes::new());
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET,HEAD"));
+        return r;
+    }
+    let raw = req.uri().query();
+    match route {
+        Route::Index => static_asset("text/html; charset=utf-8", assets::INDEX_HTML),
+        Route::AppJs => static_asset("text/javascript; charset=utf-8", assets::APP_JS),
+        Route::StyleCss => static_asset("text/css; charset=utf-8", assets::STYLE_CSS),
+        Route::Health => json(StatusCode::OK, &serde_json::json!({ "status": "ok" })),
+        Route::ListRuns => list_runs(st, raw).await,
+        Route::RunDetail(id) => run_detail(st, decode_segment(id), raw).await,
+        Route::Timeline => timeline(st, raw).await,
+        Route::Samples => samples(st, raw).await,
+        Route::Artifact(id, name) => {
+            let both = decode_segment(id).zip(decode_segment(name));
+            artifact(st, both, raw).await
+        }
+    }
+}
+
+fn run_id_param(p: Option<String>) -> Result<String, ApiError> {
+    let Some(id) = p else {
         return Err(ApiError::new(400, "bad_path", "malformed path"));
     };
     if !is_valid_run_id(&id) {
@@ -297,29 +386,16 @@ fn report_and_timeline(dir: &RunDir) -> (ReportState, TimelineState) {
     (report, timeline)
 }
 
-async fn index() -> Response {
-    static_asset("text/html; charset=utf-8", assets::INDEX_HTML)
-}
-async fn app_js() -> Response {
-    static_asset("text/javascript; charset=utf-8", assets::APP_JS)
-}
-async fn style_css() -> Response {
-    static_asset("text/css; charset=utf-8", assets::STYLE_CSS)
-}
 fn static_asset(ct: &'static str, body: &'static str) -> Response {
-    ([(header::CONTENT_TYPE, HeaderValue::from_static(ct))], body).into_response()
+    respond(
+        StatusCode::OK,
+        Some(ct),
+        Bytes::from_static(body.as_bytes()),
+    )
 }
 
-async fn health() -> Response {
-    json(StatusCode::OK, &serde_json::json!({ "status": "ok" }))
-}
-
-async fn fallback() -> Response {
-    error(ApiError::not_found())
-}
-
-async fn list_runs(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Response {
-    let parsed = Query::parse(raw.as_deref(), &["after", "limit"]).and_then(|q| {
+async fn list_runs(st: AppState, raw: Option<&str>) -> Response {
+    let parsed = Query::parse(raw, &["after", "limit"]).and_then(|q| {
         let limit = q.u64_in("limit", api::DEFAULT_LIST_LIMIT, 1, api::MAX_LIST_LIMIT)?;
         let after = q.get("after").map(str::to_string);
         if after.as_deref().is_some_and(|a| !is_valid_run_id(a)) {
@@ -417,16 +493,12 @@ pub(crate) fn load_detail(dir: &RunDir) -> view::RunDetail {
     DetailInputs::load(dir).detail(&dir.run_id)
 }
 
-async fn run_detail(
-    State(st): State<AppState>,
-    p: Result<Path<String>, PathRejection>,
-    RawQuery(raw): RawQuery,
-) -> Response {
+async fn run_detail(st: AppState, p: Option<String>, raw: Option<&str>) -> Response {
     let id = match run_id_param(p) {
         Ok(id) => id,
         Err(e) => return error(e),
     };
-    let jobs_after = match Query::parse(raw.as_deref(), &["jobs_after"])
+    let jobs_after = match Query::parse(raw, &["jobs_after"])
         .and_then(|q| q.u64_in("jobs_after", 0, 0, u64::MAX))
     {
         Ok(a) => a,
@@ -443,8 +515,8 @@ async fn run_detail(
     .await
 }
 
-async fn timeline(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Response {
-    let parsed = Query::parse(raw.as_deref(), &["run_id", "after_seq", "limit"])
+async fn timeline(st: AppState, raw: Option<&str>) -> Response {
+    let parsed = Query::parse(raw, &["run_id", "after_seq", "limit"])
         .map_err(query_error)
         .and_then(|q| {
             let id = run_id_query(&q)?;
@@ -509,8 +581,8 @@ fn sample_page_of<T: Serialize + Clone + serde::de::DeserializeOwned>(
     ))
 }
 
-async fn samples(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Response {
-    let parsed = Query::parse(raw.as_deref(), &["run_id", "source", "after", "limit"])
+async fn samples(st: AppState, raw: Option<&str>) -> Response {
+    let parsed = Query::parse(raw, &["run_id", "source", "after", "limit"])
         .map_err(query_error)
         .and_then(|q| {
             let id = run_id_query(&q)?;
@@ -585,12 +657,8 @@ async fn samples(State(st): State<AppState>, RawQuery(raw): RawQuery) -> Respons
 /// Verified timeline artifacts for download (`GET /runs/{run_id}/timeline.jsonl` and
 /// `/runs/{run_id}/manifest.json`): the exact bytes, after verification and an ownership
 /// check, re-checked against the verified manifest. Any other name is 404.
-async fn artifact(
-    State(st): State<AppState>,
-    p: Result<Path<(String, String)>, PathRejection>,
-    RawQuery(raw): RawQuery,
-) -> Response {
-    let Ok(Path((id, name))) = p else {
+async fn artifact(st: AppState, p: Option<(String, String)>, raw: Option<&str>) -> Response {
+    let Some((id, name)) = p else {
         return error(ApiError::not_found());
     };
     let events = match name.as_str() {
@@ -602,7 +670,7 @@ async fn artifact(
         return error(ApiError::not_found());
     }
     let keys: &[&str] = if events { &["after_seq", "limit"] } else { &[] };
-    let (after, limit) = match Query::parse(raw.as_deref(), keys).and_then(|q| {
+    let (after, limit) = match Query::parse(raw, keys).and_then(|q| {
         Ok((
             q.u64_in("after_seq", 0, 0, u64::MAX)?,
             q.u64_in("limit", api::MAX_PAGE_EVENTS, 1, api::MAX_PAGE_EVENTS)?,
@@ -625,24 +693,18 @@ async fn artifact(
             .verified_artifact(&t.manifest, events)
             .map_err(|i| ApiError::integrity("the timeline", vec![i]))?;
         if !events {
-            return Ok((
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                )],
-                Body::from(bytes),
-            )
-                .into_response());
+            return Ok(respond(
+                StatusCode::OK,
+                Some("application/json"),
+                bytes.into(),
+            ));
         }
         let page = api::raw_events_page(&bytes, &t.events, after, limit);
-        let mut r = (
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/x-ndjson"),
-            )],
-            Body::from(page.bytes),
-        )
-            .into_response();
+        let mut r = respond(
+            StatusCode::OK,
+            Some("application/x-ndjson"),
+            page.bytes.into(),
+        );
         let h = r.headers_mut();
         h.insert(
             "x-inferscope-event-count",
@@ -656,34 +718,21 @@ async fn artifact(
     .await
 }
 
-/// The router over `store`, guarded by `token`.
-pub fn router(store: RunStore, token: Token) -> Router {
-    let st = AppState {
+/// The state the handlers share: the store, the token, the two read lanes.
+fn app_state(store: RunStore, token: Token) -> AppState {
+    AppState {
         store,
         token: Arc::new(token),
         reads: Lane::new(MAX_CONCURRENT_READS),
         list_reads: Lane::new(MAX_CONCURRENT_LIST_READS),
-    };
-    Router::new()
-        .route("/", get(index))
-        .route("/app.js", get(app_js))
-        .route("/style.css", get(style_css))
-        .route("/health", get(health))
-        .route("/v1/runs", get(list_runs))
-        .route("/v1/runs/{run_id}", get(run_detail))
-        .route("/v1/benchmark-timeline", get(timeline))
-        .route("/v1/samples", get(samples))
-        .route("/runs/{run_id}/{artifact}", get(artifact))
-        .fallback(fallback)
-        .with_state(st.clone())
-        .layer(middleware::from_fn_with_state(st, guard))
+    }
 }
 
 /// A server bound to its address, not yet serving.
 pub struct BoundServer {
     listener: tokio::net::TcpListener,
     store: RunStore,
-    app: Router,
+    app: AppState,
     limits: ServeLimits,
 }
 
@@ -745,7 +794,7 @@ impl BoundServer {
     ) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let store = RunStore::new(runs_root);
-        let app = router(store.clone(), token);
+        let app = app_state(store.clone(), token);
         let limits = ServeLimits {
             max_connections: connection_cap(&limits, raise_fd_limit()),
             ..limits
@@ -796,7 +845,6 @@ impl BoundServer {
             .header_read_timeout(limits.header_read_timeout)
             .max_buf_size(MAX_HEAD_BYTES)
             .keep_alive(true);
-        let service = hyper_util::service::TowerToHyperService::new(app);
         tokio::pin!(shutdown);
         loop {
             let (stream, _) = tokio::select! {
@@ -815,7 +863,12 @@ impl BoundServer {
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            let conn = builder.serve_connection(TokioIo::new(stream), service.clone());
+            let app = app.clone();
+            let service = hyper::service::service_fn(move |req| {
+                let app = app.clone();
+                async move { Ok::<_, std::convert::Infallible>(guard(app, req).await) }
+            });
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
             let conn = graceful.watch(conn);
             let lifetime = limits.connection_lifetime;
             tokio::spawn(async move {
@@ -826,5 +879,46 @@ impl BoundServer {
         drop(listener);
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_match_whole_segments() {
+        assert_eq!(Route::of("/"), Some(Route::Index));
+        assert_eq!(Route::of("/v1/runs"), Some(Route::ListRuns));
+        assert_eq!(Route::of("/v1/runs/r1"), Some(Route::RunDetail("r1")));
+        assert_eq!(Route::of("/v1/runs/a%2Fb"), Some(Route::RunDetail("a%2Fb")));
+        assert_eq!(
+            Route::of("/runs/r1/manifest.json"),
+            Some(Route::Artifact("r1", "manifest.json"))
+        );
+        for p in [
+            "",
+            "//",
+            "/v1/runs/",
+            "/v1/runs/r1/",
+            "/app.js/",
+            "/runs/r1/",
+            "/runs/r1/../../x",
+            "/runs/r1",
+            "/v1",
+            "/health/x",
+            "/V1/runs",
+        ] {
+            assert_eq!(Route::of(p), None, "{p}");
+        }
+    }
+
+    #[test]
+    fn segments_decode_once_and_keep_bad_escapes() {
+        assert_eq!(decode_segment("a%2Fb").as_deref(), Some("a/b"));
+        assert_eq!(decode_segment("%252e").as_deref(), Some("%2e"));
+        assert_eq!(decode_segment("%zz%4").as_deref(), Some("%zz%4"));
+        assert_eq!(decode_segment("r1%00").as_deref(), Some("r1\0"));
+        assert_eq!(decode_segment("%ff"), None);
     }
 }

@@ -42,6 +42,14 @@ pub mod query;
 pub mod runs;
 pub mod view;
 
+// The workspace crates, under the paths the modules name them by (`crate::model::…`).
+use inferscope_fsio as fsio;
+use inferscope_gate as gate;
+use inferscope_model as model;
+use inferscope_records as records;
+use inferscope_telemetry as telemetry;
+use inferscope_timeline as timeline;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -49,7 +57,7 @@ pub use auth::{TOKEN_ENV, Token, TokenError};
 pub use http::{
     BoundServer, CONNECTION_LIFETIME, CSP, HEADER_READ_TIMEOUT, MAX_CONCURRENT_LIST_READS,
     MAX_CONCURRENT_READS, MAX_CONNECTIONS, MAX_HEAD_BYTES, MAX_QUEUED_READS, MAX_TARGET_BYTES,
-    READ_QUEUE_TIMEOUT, ServeLimits, connection_cap, router,
+    READ_QUEUE_TIMEOUT, ServeLimits, connection_cap,
 };
 pub use runs::{RunDir, RunStore, is_valid_run_id};
 

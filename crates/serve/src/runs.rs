@@ -855,7 +855,7 @@ mod tests {
         let good: serde_json::Value = serde_json::from_slice(
             &std::fs::read(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/fixtures/runs/complete/report.json"
+                "/../../fixtures/runs/complete/report.json"
             ))
             .unwrap(),
         )
