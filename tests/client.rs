@@ -748,7 +748,8 @@ async fn serve_keep_alive(
     (format!("http://{addr}/v1"), accepted)
 }
 
-const SSE_KEEP_ALIVE: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+const SSE_KEEP_ALIVE: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
 
 /// Three streamed requests in a row on one client: each must leave its connection idle in
 /// the pool, so the server accepts one connection, whether the body's end came with
@@ -817,5 +818,8 @@ async fn body_left_open_after_done_does_not_hold_the_request() {
     .await
     .expect("the drain after [DONE] is bounded");
     assert!(rec.is_success(), "{rec:?}");
-    assert!(rec.end_ns.is_some() && rec.end_ns >= rec.last_token_ns, "{rec:?}");
+    assert!(
+        rec.end_ns.is_some() && rec.end_ns >= rec.last_token_ns,
+        "{rec:?}"
+    );
 }

@@ -705,6 +705,8 @@ impl Client {
         let mut framer = SseFramer::new(self.config.max_event_bytes);
         let mut stamps = ReadStamps::default();
         let mut acc = StreamAccumulator::new();
+        // A read held over the stamp-first yield (reused for every such read).
+        let mut held: Vec<u8> = Vec::new();
         let idle_ns = ns(self.config.idle_timeout);
         // One timer for both deadlines: the idle one (moved as reads arrive) and the
         // request's.
@@ -728,10 +730,21 @@ impl Client {
                                 .last_read_ns()
                                 .is_none_or(|prev| arrival_ns.saturating_sub(prev) >= BURST_NS);
                             stamps.record(arrival_ns, read.len());
-                            if waited && self.streams_in_flight.current() > 1 {
+                            let fed = if waited && self.streams_in_flight.current() > 1 {
+                                // The read is copied and released before the yield: a
+                                // `Bytes` held across it keeps hyper's read buffer shared,
+                                // so hyper's next read on the connection would allocate a
+                                // new buffer instead of reusing it (one allocation per
+                                // token at real intervals).
+                                held.clear();
+                                held.extend_from_slice(&read);
+                                drop(read);
                                 YieldOnce(false).await;
-                            }
-                            match feed(&mut framer, &mut acc, &read, arrival_ns) {
+                                feed(&mut framer, &mut acc, &held, arrival_ns)
+                            } else {
+                                feed(&mut framer, &mut acc, &read, arrival_ns)
+                            };
+                            match fed {
                                 Ok(Flow::Continue) => {}
                                 Ok(Flow::Done) => break (clock.elapsed_ns(), true, true),
                                 Ok(Flow::Failed) => break (clock.elapsed_ns(), true, false),
