@@ -50,13 +50,25 @@ async fn serve(scripts: Vec<Vec<Step>>) -> (String, mpsc::UnboundedReceiver<Capt
 async fn handle(mut sock: TcpStream, script: Vec<Step>, tx: mpsc::UnboundedSender<Captured>) {
     sock.set_nodelay(true).unwrap();
     let mut buf = Vec::new();
+    let Some(captured) = read_request(&mut sock, &mut buf).await else {
+        return;
+    };
+    let _ = tx.send(captured);
+    if play(&mut sock, script).await {
+        let _ = sock.shutdown().await;
+    }
+}
+
+/// Reads one request (head and `content-length` body) from `sock`; bytes past it stay in
+/// `buf` for the next one. `None` when the connection ends first.
+async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Captured> {
     let mut tmp = [0u8; 8192];
     let head_end = loop {
         if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break p + 4;
         }
         match sock.read(&mut tmp).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&tmp[..n]),
         }
     };
@@ -72,26 +84,29 @@ async fn handle(mut sock: TcpStream, script: Vec<Step>, tx: mpsc::UnboundedSende
         .unwrap_or(0);
     while buf.len() < head_end + len {
         match sock.read(&mut tmp).await {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&tmp[..n]),
         }
     }
-    let _ = tx.send(Captured {
-        head,
-        body: buf[head_end..head_end + len].to_vec(),
-    });
+    let body = buf[head_end..head_end + len].to_vec();
+    buf.drain(..head_end + len);
+    Some(Captured { head, body })
+}
+
+/// Plays `script` on `sock`; `false` when a write failed.
+async fn play(sock: &mut TcpStream, script: Vec<Step>) -> bool {
     for step in script {
         match step {
             Write(bytes) => {
                 if sock.write_all(&bytes).await.is_err() {
-                    return;
+                    return false;
                 }
                 let _ = sock.flush().await;
             }
             Sleep(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
         }
     }
-    let _ = sock.shutdown().await;
+    true
 }
 
 const SSE_CHUNKED: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
@@ -705,4 +720,106 @@ async fn stale_pooled_connection_is_retried_once_on_a_fresh_connection() {
     );
     assert!(second.send_ns >= second.scheduled_ns);
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+/// A keep-alive server that answers every request on a connection with `script()` and
+/// counts the connections it accepted.
+async fn serve_keep_alive(
+    script: fn() -> Vec<Step>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                sock.set_nodelay(true).unwrap();
+                let mut buf = Vec::new();
+                while read_request(&mut sock, &mut buf).await.is_some() {
+                    if !play(&mut sock, script()).await {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}/v1"), accepted)
+}
+
+const SSE_KEEP_ALIVE: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+
+/// Three streamed requests in a row on one client: each must leave its connection idle in
+/// the pool, so the server accepts one connection, whether the body's end came with
+/// `[DONE]` (read without the drain timer) or 20 ms after it (read with it).
+#[tokio::test]
+async fn keep_alive_streams_return_their_connection_to_the_pool() {
+    fn end_with_done() -> Vec<Step> {
+        let mut tail = format!("{:x}\r\n{DONE}\r\n", DONE.len()).into_bytes();
+        tail.extend_from_slice(b"0\r\n\r\n");
+        vec![
+            w(SSE_KEEP_ALIVE),
+            chunk(ROLE),
+            chunk(&content("ok")),
+            chunk(FINISH),
+            Write(tail),
+        ]
+    }
+    fn end_later() -> Vec<Step> {
+        vec![
+            w(SSE_KEEP_ALIVE),
+            chunk(ROLE),
+            chunk(&content("ok")),
+            chunk(FINISH),
+            chunk(DONE),
+            Sleep(20),
+            last_chunk(),
+        ]
+    }
+    for script in [end_with_done as fn() -> Vec<Step>, end_later] {
+        let (base, accepted) = serve_keep_alive(script).await;
+        let client = Client::new(config(&base)).unwrap();
+        let clock = RunClock::start();
+        for id in ["r1", "r2", "r3"] {
+            let rec = client
+                .chat(&request(id, true), &clock, clock.elapsed_ns())
+                .await;
+            assert!(rec.is_success(), "{rec:?}");
+            assert_eq!(rec.token_event_count, 1, "{rec:?}");
+        }
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+}
+
+/// A server that sends `[DONE]` and then neither ends the body nor closes: the request is
+/// a success with its end at `[DONE]`, and the drain after it is bounded (the call
+/// returns; the 10 s guard only catches a hang).
+#[tokio::test]
+async fn body_left_open_after_done_does_not_hold_the_request() {
+    fn open_after_done() -> Vec<Step> {
+        vec![
+            w(SSE_KEEP_ALIVE),
+            chunk(ROLE),
+            chunk(&content("ok")),
+            chunk(FINISH),
+            chunk(DONE),
+            Sleep(60_000),
+        ]
+    }
+    let (base, _) = serve_keep_alive(open_after_done).await;
+    let client = Client::new(config(&base)).unwrap();
+    let clock = RunClock::start();
+    let rec = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.chat(&request("r1", true), &clock, clock.elapsed_ns()),
+    )
+    .await
+    .expect("the drain after [DONE] is bounded");
+    assert!(rec.is_success(), "{rec:?}");
+    assert!(
+        rec.end_ns.is_some() && rec.end_ns >= rec.last_token_ns,
+        "{rec:?}"
+    );
 }

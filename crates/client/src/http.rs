@@ -317,6 +317,23 @@ async fn next_or_timer<S: futures_util::Stream + Unpin>(
     .await
 }
 
+/// Reads what `body` has ready without waiting: `true` once it ended (or failed), `false`
+/// when the next item is not there yet (the body's waker is then this task's).
+async fn drain_ready<S: futures_util::Stream<Item = Result<Bytes, E>> + Unpin, E>(
+    body: &mut S,
+) -> bool {
+    std::future::poll_fn(|cx| {
+        loop {
+            match std::pin::Pin::new(&mut *body).poll_next(cx) {
+                std::task::Poll::Ready(Some(Ok(_))) => {}
+                std::task::Poll::Ready(_) => return std::task::Poll::Ready(true),
+                std::task::Poll::Pending => return std::task::Poll::Ready(false),
+            }
+        }
+    })
+    .await
+}
+
 /// Reads of one stream that arrive within this of its previous read are one burst (the
 /// rest of a network read that hyper hands over chunk by chunk, the tail written right
 /// after a token, a server writing faster than 1 ms per token): only the first read of a
@@ -688,6 +705,8 @@ impl Client {
         let mut framer = SseFramer::new(self.config.max_event_bytes);
         let mut stamps = ReadStamps::default();
         let mut acc = StreamAccumulator::new();
+        // A read held over the stamp-first yield (reused for every such read).
+        let mut held: Vec<u8> = Vec::new();
         let idle_ns = ns(self.config.idle_timeout);
         // One timer for both deadlines: the idle one (moved as reads arrive) and the
         // request's.
@@ -711,10 +730,21 @@ impl Client {
                                 .last_read_ns()
                                 .is_none_or(|prev| arrival_ns.saturating_sub(prev) >= BURST_NS);
                             stamps.record(arrival_ns, read.len());
-                            if waited && self.streams_in_flight.current() > 1 {
+                            let fed = if waited && self.streams_in_flight.current() > 1 {
+                                // The read is copied and released before the yield: a
+                                // `Bytes` held across it keeps hyper's read buffer shared,
+                                // so hyper's next read on the connection would allocate a
+                                // new buffer instead of reusing it (one allocation per
+                                // token at real intervals).
+                                held.clear();
+                                held.extend_from_slice(&read);
+                                drop(read);
                                 YieldOnce(false).await;
-                            }
-                            match feed(&mut framer, &mut acc, &read, arrival_ns) {
+                                feed(&mut framer, &mut acc, &held, arrival_ns)
+                            } else {
+                                feed(&mut framer, &mut acc, &read, arrival_ns)
+                            };
+                            match fed {
                                 Ok(Flow::Continue) => {}
                                 Ok(Flow::Done) => break (clock.elapsed_ns(), true, true),
                                 Ok(Flow::Failed) => break (clock.elapsed_ns(), true, false),
@@ -759,14 +789,18 @@ impl Client {
         };
         if done {
             // Read the (usually already arrived) end of the body so the connection returns
-            // to the pool; bounded, and after every timestamp was taken.
-            timer
-                .as_mut()
-                .reset(TokioInstant::now() + Duration::from_millis(50));
-            armed = None;
-            while let Next::Item(Some(Ok(_))) =
-                next_or_timer(&mut body, timer.as_mut(), &mut armed).await
-            {}
+            // to the pool; bounded, and after every timestamp was taken. What has already
+            // arrived is read without the timer (the common case: the body's end came in
+            // the read that carried `[DONE]`); only an end still on its way arms it.
+            if !drain_ready(&mut body).await {
+                timer
+                    .as_mut()
+                    .reset(TokioInstant::now() + Duration::from_millis(50));
+                armed = None;
+                while let Next::Item(Some(Ok(_))) =
+                    next_or_timer(&mut body, timer.as_mut(), &mut armed).await
+                {}
+            }
             drop(in_flight);
             // The body's end wakes hyper's connection task, which puts the connection back
             // in the pool; let it run before this request returns, so that a caller's next

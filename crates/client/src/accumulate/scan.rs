@@ -37,6 +37,37 @@ pub(super) fn scan_chunk(data: &str) -> Option<ChunkView<'_>> {
     (p.i == p.b.len()).then_some(view)
 }
 
+/// Where the run of plain string bytes starting at `i` ends: the index of the first `"`,
+/// `\\` or control character (< 0x20) at or after `i`, or `b.len()`. Eight bytes are tested
+/// at a time (SWAR): in each of the three masks a byte's high bit is set where that byte
+/// matches, and possibly in bytes above a true match (borrow), never below one, so the
+/// lowest set bit of their union is the first byte that matches.
+#[inline]
+fn plain_run(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(word) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let slash = w ^ (ONES * u64::from(b'\\'));
+        let hit = (quote.wrapping_sub(ONES) & !quote)
+            | (slash.wrapping_sub(ONES) & !slash)
+            | (w.wrapping_sub(ONES * 0x20) & !w);
+        let hit = hit & HIGH;
+        if hit != 0 {
+            return i + (hit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
 struct Scanner<'a> {
     s: &'a str,
     b: &'a [u8],
@@ -139,17 +170,15 @@ impl<'a> Scanner<'a> {
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.i += 1;
         let start = self.i;
-        loop {
-            match *self.b.get(self.i)? {
-                b'"' => {
-                    let s = self.s.get(start..self.i)?;
-                    self.i += 1;
-                    return Some(Cow::Borrowed(s));
-                }
-                b'\\' => break,
-                c if c < 0x20 => return None,
-                _ => self.i += 1,
+        self.i = plain_run(self.b, self.i);
+        match *self.b.get(self.i)? {
+            b'"' => {
+                let s = self.s.get(start..self.i)?;
+                self.i += 1;
+                return Some(Cow::Borrowed(s));
             }
+            b'\\' => {}
+            _ => return None,
         }
         let mut out = String::with_capacity(self.i - start + 8);
         out.push_str(self.s.get(start..self.i)?);
@@ -163,12 +192,7 @@ impl<'a> Scanner<'a> {
     fn escaped(&mut self, mut out: Option<&mut String>) -> Option<()> {
         loop {
             let run = self.i;
-            while let Some(&c) = self.b.get(self.i) {
-                if c == b'"' || c == b'\\' || c < 0x20 {
-                    break;
-                }
-                self.i += 1;
-            }
+            self.i = plain_run(self.b, self.i);
             if let Some(o) = out.as_deref_mut() {
                 o.push_str(self.s.get(run..self.i)?);
             }
@@ -276,17 +300,14 @@ impl<'a> Scanner<'a> {
         }
         match self.peek()? {
             b'"' => {
-                self.i += 1;
-                loop {
-                    match *self.b.get(self.i)? {
-                        b'"' => {
-                            self.i += 1;
-                            return Some(());
-                        }
-                        b'\\' => return self.escaped(None),
-                        c if c < 0x20 => return None,
-                        _ => self.i += 1,
+                self.i = plain_run(self.b, self.i + 1);
+                match *self.b.get(self.i)? {
+                    b'"' => {
+                        self.i += 1;
+                        Some(())
                     }
+                    b'\\' => self.escaped(None),
+                    _ => None,
                 }
             }
             b'n' => self.literal(b"null"),
@@ -447,5 +468,53 @@ impl<'a> Scanner<'a> {
             _ => p.skip(4),
         })?;
         Some(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_run;
+    use proptest::prelude::*;
+
+    /// The byte-at-a-time definition `plain_run` must agree with.
+    fn plain_run_bytewise(b: &[u8], from: usize) -> usize {
+        b.iter()
+            .enumerate()
+            .skip(from)
+            .find(|&(_, &c)| c == b'"' || c == b'\\' || c < 0x20)
+            .map_or(b.len().max(from), |(i, _)| i)
+    }
+
+    #[test]
+    fn plain_run_finds_the_first_stop_byte_in_and_across_words() {
+        // Every stop byte at every position of a 20-byte run of plain bytes (ASCII and
+        // UTF-8 continuation bytes), behind an earlier stop byte, and none.
+        for stop in [b'"', b'\\', 0x00, 0x0A, 0x1F] {
+            for at in 0..20 {
+                let mut b: Vec<u8> = (0..20u8)
+                    .map(|k| if k % 3 == 0 { 0x80 | k } else { b'a' + k })
+                    .collect();
+                b[at] = stop;
+                assert_eq!(plain_run(&b, 0), at, "stop {stop:#x} at {at}");
+                if at + 1 < 20 {
+                    b[at + 1] = b'"';
+                    assert_eq!(plain_run(&b, 0), at, "stop {stop:#x} at {at}, quote after");
+                }
+            }
+        }
+        assert_eq!(plain_run(b"abcdefghijklmnop", 0), 16);
+        assert_eq!(plain_run(b"\x20\x7f\xff\xfe\x21\x5b\x5d\x23", 0), 8);
+        assert_eq!(plain_run(b"ab", 5), 5);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn plain_run_agrees_with_the_bytewise_loop(
+            b in proptest::collection::vec(prop_oneof![9 => 0x23u8..=0xff, 1 => any::<u8>()], 0..64),
+            from in 0usize..70,
+        ) {
+            prop_assert_eq!(plain_run(&b, from), plain_run_bytewise(&b, from));
+        }
     }
 }
