@@ -186,17 +186,20 @@ fn deltas(m: &TrajectoryMetrics) -> Vec<(u64, [Option<u64>; 4])> {
 }
 
 /// What the direct scrape bounds a counter to at instant `t` (ns): at least the last
-/// direct sample whose response was complete at or before `t`, at most the first one whose
-/// request was sent 5 ms or more after `t` (Prometheus stamps a scrape when it starts it).
+/// direct sample whose response was complete 5 ms or more before `t`, at most the first one
+/// whose request was sent 5 ms or more after `t`. Prometheus stamps a scrape when it starts
+/// it, in whole milliseconds of the wall clock, mapped onto the run clock through the
+/// reference instant: the same 5 ms margin covers that mapping on both sides.
 fn direct_bounds(direct: &[MetricsSample], c: CounterId, t: u64) -> (Option<u64>, Option<u64>) {
+    const MARGIN_NS: u64 = 5_000_000;
     let lo = direct
         .iter()
         .rev()
-        .find(|d| d.elapsed_ns <= t)
+        .find(|d| d.elapsed_ns + MARGIN_NS <= t)
         .and_then(|d| value(d, c));
     let hi = direct
         .iter()
-        .find(|d| d.request_sent_ns >= t + 5_000_000)
+        .find(|d| d.request_sent_ns >= t + MARGIN_NS)
         .and_then(|d| value(d, c));
     (lo, hi)
 }
