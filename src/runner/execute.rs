@@ -802,6 +802,7 @@ impl Session {
             report_index,
             secrets: s.secrets().into_iter().map(str::to_string).collect(),
             events: events.clone(),
+            criteria: crate::runner::load::goodput_criteria(&ex.job.gates),
         };
         let out = run_load(env, spec, template).await;
         let run = out.run;

@@ -337,7 +337,8 @@ fn curve(
         .iter()
         .zip(windows)
         .zip(point_requests)
-        .map(|((p, window), range)| {
+        .enumerate()
+        .map(|(i, ((p, window), range))| {
             let trajs = &e.trajectories[p.trajectories.clone()];
             let facts = PointFacts {
                 index: p.point.index,
@@ -353,13 +354,26 @@ fn curve(
                 // The point's trajectory kept in report.json (its first unit).
                 trajectories: trajs.first().map(|t| t.id.clone()).into_iter().collect(),
             };
-            summarize_point_compact(
-                facts,
-                (set, range.clone()),
-                warm,
-                criteria.as_ref(),
-                *window,
-            )
+            let streamed = e
+                .load_units
+                .as_ref()
+                .and_then(|u| u.streamed.as_ref())
+                .and_then(|st| st.points.get(i));
+            match streamed {
+                Some(sp) => crate::runner::load::curve::summarize_point_streamed(
+                    facts,
+                    sp,
+                    criteria.as_ref(),
+                    *window,
+                ),
+                None => summarize_point_compact(
+                    facts,
+                    (set, range.clone()),
+                    warm,
+                    criteria.as_ref(),
+                    *window,
+                ),
+            }
         })
         .collect()
 }
@@ -473,10 +487,17 @@ fn job_report(
             (&held, std::borrow::Cow::Owned(flags))
         }
     };
-    let stats = warm_flags
-        .iter()
-        .any(|w| !w)
-        .then(|| set.stats(|i| !warm_flags[i], AggregateParams::new(window_ns.max(1))));
+    let streamed = e.load_units.as_ref().and_then(|u| u.streamed.as_ref());
+    let stats = match streamed {
+        // `aggregation = "streaming"`: from the histograms, every percentile with its bound.
+        Some(st) => {
+            (st.job.requests() > 0).then(|| st.job.stats(AggregateParams::new(window_ns.max(1))))
+        }
+        None => warm_flags
+            .iter()
+            .any(|w| !w)
+            .then(|| set.stats(|i| !warm_flags[i], AggregateParams::new(window_ns.max(1)))),
+    };
 
     // Energy: one definition for sequential and load jobs (device energy over the job's
     // windows); each load point's window is computed once for the job and the curve.
@@ -497,7 +518,14 @@ fn job_report(
     });
     let is_swe = e.harness.is_some() || e.job.job.kind_name().as_str() == "swe";
     let (tokens, units) = match &e.load_units {
-        Some(u) => (u.figures.output_tokens(), u.units),
+        Some(u) => (
+            match &u.streamed {
+                Some(st) if st.all.succeeded() == 0 => Some((0, TokenSource::Server)),
+                Some(st) => st.all.output_tokens(),
+                None => u.figures.output_tokens(),
+            },
+            u.units,
+        ),
         None => (output_tokens(requests.iter()), e.trajectories.len() as u64),
     };
     let mut job_energy = run.job_energy(&windows, tokens, units, in_flight);
@@ -549,7 +577,9 @@ fn job_report(
         }
         None => (None, None),
     };
-    let comparison = baseline.and_then(|b| {
+    // A streaming job keeps no samples to compare (`compare RUN --baseline NAME` reads
+    // its requests.jsonl instead).
+    let comparison = baseline.filter(|_| streamed.is_none()).and_then(|b| {
         let (samples, n, ok) = match &e.load_units {
             Some(u) => baseline::samples_of_compact(&u.figures, &u.warm),
             None => baseline::samples_of(requests.iter(), &warm, e.load.is_some()),
@@ -573,7 +603,25 @@ fn job_report(
     if let (Some(b), None) = (baseline, &comparison)
         && ran
     {
-        notes.push(format!("baseline {} has no job {}", b.name, e.job.job.id));
+        notes.push(if streamed.is_some() {
+            format!(
+                "baseline {}: not compared during the run (streaming aggregation keeps no \
+                 samples); `compare RUN_DIR --baseline {}` compares its requests.jsonl",
+                b.name, b.name
+            )
+        } else {
+            format!("baseline {} has no job {}", b.name, e.job.job.id)
+        });
+    }
+    if let Some(st) = streamed {
+        let b = crate::model::streaming::bound();
+        notes.push(format!(
+            "streaming aggregation: every percentile within{} of the exact one ({}); \
+             {} requests, every record in requests.jsonl",
+            b.suffix().trim_end_matches(" (streaming)"),
+            b.method,
+            st.all.requests()
+        ));
     }
     if e.cancelled_before_start {
         notes.push("not run: cancelled before start".into());

@@ -236,6 +236,13 @@ impl CompactFigureSet {
         self.requests.is_empty()
     }
 
+    /// Empties the set, keeping its capacity (a scratch set reused per request).
+    pub fn clear(&mut self) {
+        self.requests.clear();
+        self.gaps.clear();
+        self.wide.clear();
+    }
+
     /// Releases spare capacity (once every request is pushed).
     pub fn shrink_to_fit(&mut self) {
         self.requests.shrink_to_fit();

@@ -532,6 +532,18 @@ impl Tally {
         self.requests
     }
 
+    /// Successful requests counted.
+    pub fn succeeded(&self) -> u64 {
+        self.ok
+    }
+
+    /// The successful requests' output tokens and whose counts they are: `None` when there
+    /// is no successful request or one has no count (a partial sum is not a total).
+    pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
+        (self.ok > 0 && self.out_complete)
+            .then(|| (self.out_sum, TokenSource::estimated(self.out_estimated)))
+    }
+
     /// The job's statistics from these counts and the populations' summaries.
     pub fn finish(&self, pops: Populations, params: AggregateParams) -> JobStats {
         let (n_req, n_ok) = (self.requests, self.ok);

@@ -263,14 +263,16 @@ fn test_case(job: &JobReport, count: RequestCounts) -> TestCase {
 
 fn summary_line(name: &str, s: &Option<Summary>) -> String {
     match s {
+        // A streamed summary states its bound after its figures (issue 19).
         Some(s) => format!(
-            "{name}: n={} mean={} p50={} p90={} p95={} p99={}",
+            "{name}: n={} mean={} p50={} p90={} p95={} p99={}{}",
             s.count,
             format_number(s.mean),
             format_number(s.p50),
             format_number(s.p90),
             format_number(s.p95),
-            format_number(s.p99)
+            format_number(s.p99),
+            s.bound_suffix()
         ),
         None => format!("{name}: null"),
     }

@@ -178,6 +178,47 @@ pub fn summarize_point_compact(
     }
 }
 
+/// [`summarize_point`] of a streaming point ([`super::units::StreamedPoint`]): the same
+/// figures from its histograms, every percentile with its error bound.
+pub fn summarize_point_streamed(
+    facts: PointFacts,
+    p: &super::units::StreamedPoint,
+    criteria: Option<&GoodputCriteria>,
+    energy: Option<WindowEnergy>,
+) -> PointSummary {
+    let window_ns = facts.window_ns;
+    let stats = p.stats.stats(AggregateParams::new(window_ns));
+    let n_measured = p.stats.requests();
+    let goodput = criteria.map(|c| Goodput {
+        good_requests: p.good,
+        fraction: (n_measured > 0).then(|| p.good as f64 / n_measured as f64),
+        rps: (window_ns > 0).then(|| p.good as f64 / (window_ns as f64 / 1e9)),
+        criteria: c.clone(),
+    });
+    let energy = energy.map(|w| {
+        let out = p.all.output_tokens();
+        let output_tokens = out.map(|t| t.0);
+        PointEnergy {
+            energy_mj: w.energy_mj,
+            output_tokens,
+            tokens: out.map(|t| t.1),
+            energy_per_output_token_j: output_tokens
+                .filter(|&t| t > 0)
+                .map(|t| w.energy_mj as f64 / 1000.0 / t as f64),
+            basis: w.basis,
+            method: w.method,
+        }
+    });
+    PointSummary {
+        facts,
+        warmup_requests: p.warmup,
+        stats,
+        ttft_from_schedule_ms: p.stats.ttft_from_schedule(),
+        goodput,
+        energy,
+    }
+}
+
 /// Warm-up flags: `true` for the first `k` requests ordered by `(scheduled_ns, send_ns)`
 /// (ties keep input order). `keys[i] = (scheduled_ns, send_ns)` of request `i`.
 pub fn warmup_flags(keys: &[(u64, u64)], k: u64) -> Vec<bool> {
@@ -318,6 +359,18 @@ pub fn render_curve(job_id: &str, variable: Option<&str>, points: &[PointSummary
     // The point label left-aligned, numbers right-aligned.
     for l in align_rows(&rows, |i| i == 0, "  ") {
         let _ = writeln!(out, "{l}");
+    }
+    // Streamed percentiles (issue 19) say so under the table, with their bound.
+    if let Some(b) = points.iter().find_map(|p| {
+        [&p.stats.ttft_ms, &p.stats.e2e_ms, &p.stats.schedule_lag_ms]
+            .into_iter()
+            .find_map(|s| s.as_ref().and_then(|s| s.bound.clone()))
+    }) {
+        let _ = writeln!(
+            out,
+            "  percentiles:{} of the exact ones (HDR histograms; count, min, max exact)",
+            b.suffix()
+        );
     }
     if let Some(e) = points.iter().find_map(|p| p.energy.as_ref()) {
         let _ = writeln!(

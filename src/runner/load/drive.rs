@@ -86,6 +86,8 @@ pub struct LoadEnv<T: ToolExec + Send + 'static> {
     pub secrets: Vec<String>,
     /// The run's events (`StepFinished` per step, as each unit ends).
     pub events: crate::runner::events::EventSink,
+    /// The job's goodput criteria (a streaming job counts good requests as they end).
+    pub criteria: Option<crate::runner::load::GoodputCriteria>,
 }
 
 /// A unit the job keeps whole: the first of each point (its trajectory report), or every
@@ -363,6 +365,9 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
         job_id: env.job_id.clone(),
         secrets: env.secrets.clone(),
         events: env.events.clone(),
+        streaming: spec.aggregation == crate::suite::load_spec::Aggregation::Streaming,
+        criteria: env.criteria.clone(),
+        miss_threshold_ms: crate::stats::DEFAULT_SCHEDULE_MISS_THRESHOLD_MS,
     });
     let env = Arc::new(env);
     let template = Arc::new(template);

@@ -24,8 +24,11 @@ use crate::model::FailureCode;
 use crate::model::compact::CompactFigureSet;
 use crate::model::records::UnitRecord;
 use crate::model::request::redact_secrets;
+use crate::model::stats::Tally;
+use crate::model::streaming::StreamingStats;
 use crate::records::RecordsWriter;
 use crate::runner::events::{EventSink, RunEvent};
+use crate::runner::load::curve::{GoodputCriteria, meets_row};
 use crate::runner::steps::{StepStatus, StopReason, TrajectoryRecord};
 
 /// Bytes [`LoadUnits`] keeps per request besides its ITL gaps (4 bytes each): the compact
@@ -134,6 +137,33 @@ pub struct LoadUnits {
     pub records: u64,
     /// The records that carry a choice-count warning (slimmed: no gaps), for the job's note.
     pub choice_mismatches: Vec<RequestRecord>,
+    /// With `aggregation = "streaming"`: the histograms (and `figures` stays empty).
+    pub streamed: Option<StreamedUnits>,
+}
+
+/// A streaming load job's statistics (issue 19 step 2): HDR histograms for the job and for
+/// each point, over the requests that are not warm-up; nothing grows with the requests.
+#[derive(Debug, Clone, Default)]
+pub struct StreamedUnits {
+    /// The job's measured (non-warm-up) requests.
+    pub job: StreamingStats,
+    /// Every request of the job, warm-up included (its output tokens, for the job energy).
+    pub all: Tally,
+    /// Per point, in the job's point order.
+    pub points: Vec<StreamedPoint>,
+}
+
+/// One point of a streaming load job.
+#[derive(Debug, Clone, Default)]
+pub struct StreamedPoint {
+    /// The point's measured requests.
+    pub stats: StreamingStats,
+    /// Every request of the point, warm-up included (the point window's output tokens).
+    pub all: Tally,
+    /// Warm-up requests (left out of `stats`).
+    pub warmup: u64,
+    /// Measured requests that met the job's goodput criteria.
+    pub good: u64,
 }
 
 impl LoadUnits {
@@ -157,12 +187,31 @@ impl LoadUnits {
     }
 }
 
-/// One warm-up candidate of a point: ordered by `(scheduled, send, arrival)`.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// One warm-up candidate of a point: ordered by `(scheduled, send, arrival)`. A streaming
+/// job holds the candidate's figures (`held`) until it is known not to be warm-up.
+#[derive(Debug)]
 struct WarmCandidate {
     key: (u64, u64, u64),
     index: usize,
     id: String,
+    held: Option<CompactFigureSet>,
+}
+
+impl PartialEq for WarmCandidate {
+    fn eq(&self, other: &Self) -> bool {
+        (self.key, self.index) == (other.key, other.index)
+    }
+}
+impl Eq for WarmCandidate {}
+impl PartialOrd for WarmCandidate {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for WarmCandidate {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.key, self.index).cmp(&(other.key, other.index))
+    }
 }
 
 /// What the unit writer receives.
@@ -185,6 +234,12 @@ pub(crate) struct UnitWriterEnv {
     pub job_id: String,
     pub secrets: Vec<String>,
     pub events: EventSink,
+    /// `aggregation = "streaming"`: histograms instead of compact figures.
+    pub streaming: bool,
+    /// The job's goodput criteria (a streaming point counts its good requests as they end).
+    pub criteria: Option<GoodputCriteria>,
+    /// The schedule-miss threshold, ms.
+    pub miss_threshold_ms: f64,
 }
 
 /// Channel slots between the unit tasks and the writer.
@@ -202,9 +257,17 @@ pub(crate) fn spawn_unit_writer(
     let handle = std::thread::Builder::new()
         .name("inferscope-units".into())
         .spawn(move || {
+            let streamed = env.streaming.then(|| StreamedUnits {
+                job: StreamingStats::new(env.miss_threshold_ms),
+                ..StreamedUnits::default()
+            });
             let mut w = Writer {
                 env,
-                out: LoadUnits::default(),
+                out: LoadUnits {
+                    streamed,
+                    ..LoadUnits::default()
+                },
+                scratch: CompactFigureSet::new(),
                 heap: BinaryHeap::new(),
                 warmup: 0,
                 point_start: 0,
@@ -224,6 +287,8 @@ pub(crate) fn spawn_unit_writer(
 struct Writer {
     env: UnitWriterEnv,
     out: LoadUnits,
+    /// One request's compact figures (streaming: reused per request).
+    scratch: CompactFigureSet,
     heap: BinaryHeap<WarmCandidate>,
     warmup: u64,
     point_start: usize,
@@ -238,6 +303,12 @@ impl Writer {
                     self.end_point();
                 }
                 self.out.point_cut_short.push(false);
+                if let Some(st) = &mut self.out.streamed {
+                    st.points.push(StreamedPoint {
+                        stats: StreamingStats::new(self.env.miss_threshold_ms),
+                        ..StreamedPoint::default()
+                    });
+                }
                 self.warmup = warmup;
                 self.point_start = self.out.figures.len();
             }
@@ -259,14 +330,38 @@ impl Writer {
         let mut warm: Vec<WarmCandidate> = std::mem::take(&mut self.heap).into_vec();
         warm.sort();
         for c in warm {
-            self.out.warm[c.index] = true;
+            if let Some(st) = &mut self.out.streamed {
+                if let Some(p) = st.points.last_mut() {
+                    p.warmup += 1;
+                }
+            } else {
+                self.out.warm[c.index] = true;
+            }
             self.out.warmup_ids.push(c.id);
         }
     }
 
+    /// Streaming: adds the requests of `set` (not warm-up) to the job's and the point's
+    /// histograms, and counts the point's good requests.
+    fn measured(&mut self, set: &CompactFigureSet) {
+        let Some(st) = &mut self.out.streamed else {
+            return;
+        };
+        for (c, g) in set.iter() {
+            st.job.add(c, g);
+            if let Some(p) = st.points.last_mut() {
+                p.stats.add(c, g);
+                if let Some(cr) = &self.env.criteria {
+                    p.good += u64::from(meets_row(cr, c, g.mean_ms()));
+                }
+            }
+        }
+    }
+
     fn unit(&mut self, rec: TrajectoryRecord, graded_pass: Option<bool>, point: usize) {
-        let secrets: Vec<&str> = self.env.secrets.iter().map(String::as_str).collect();
-        let (job, sink) = (self.env.job_index, &self.env.sink);
+        let owned = self.env.secrets.clone();
+        let secrets: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let (job, sink) = (self.env.job_index, self.env.sink.clone());
         let cut_short = rec.stop_reason == StopReason::Cancelled
             || rec.steps.iter().any(|s| s.status == StepStatus::Cancelled);
         if cut_short && let Some(c) = self.out.point_cut_short.last_mut() {
@@ -285,8 +380,27 @@ impl Writer {
             r.error = r.error.map(|t| redact_secrets(&t, &secrets));
             sink.with(|w| w.append(job, &r));
             let index = self.out.figures.len();
-            self.out.figures.push_record(&r);
-            self.out.warm.push(false);
+            let streaming = self.out.streamed.is_some();
+            if streaming {
+                self.scratch.clear();
+                self.scratch.push_record(&r);
+                if let (Some(st), Some((c, _))) =
+                    (self.out.streamed.as_mut(), self.scratch.iter().next())
+                {
+                    st.all.add(c, self.env.miss_threshold_ms);
+                    if let Some(p) = st.points.last_mut() {
+                        p.all.add(c, self.env.miss_threshold_ms);
+                    }
+                }
+                if self.warmup == 0 {
+                    let one = std::mem::take(&mut self.scratch);
+                    self.measured(&one);
+                    self.scratch = one;
+                }
+            } else {
+                self.out.figures.push_record(&r);
+                self.out.warm.push(false);
+            }
             self.out.records += 1;
             self.out.first_send_ns = Some(
                 self.out
@@ -311,13 +425,23 @@ impl Writer {
                     key: (r.scheduled_ns, r.send_ns, self.seq),
                     index,
                     id: std::mem::take(&mut r.request_id),
+                    held: streaming.then(|| self.scratch.clone()),
                 };
                 self.seq += 1;
-                if (self.heap.len() as u64) < self.warmup {
+                // The candidate that leaves the heap (or never enters it) is not warm-up:
+                // a streaming job adds it to its histograms now.
+                let out = if (self.heap.len() as u64) < self.warmup {
                     self.heap.push(cand);
+                    None
                 } else if self.heap.peek().is_some_and(|top| cand < *top) {
-                    self.heap.pop();
+                    let top = self.heap.pop();
                     self.heap.push(cand);
+                    top
+                } else {
+                    Some(cand)
+                };
+                if let Some(held) = out.and_then(|c| c.held) {
+                    self.measured(&held);
                 }
             }
         }

@@ -107,6 +107,7 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
         || j.duration_s.is_some()
         || j.count.is_some()
         || j.warmup.is_some()
+        || j.aggregation.is_some()
         || j.sweep.is_some();
     if !any {
         return Ok(None);
@@ -258,6 +259,7 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
         stop,
         warmup,
         sweep,
+        aggregation: j.aggregation.unwrap_or_default(),
     }))
 }
 
