@@ -3,11 +3,14 @@
 # tokens each, 64 in flight, closed loop) against `inferscope-bench sim` with TTFT = ITL = 0
 # on loopback. Prints one row: N, wall s, peak RSS (MiB, /usr/bin/time -v), report.json
 # bytes, requests.jsonl bytes, and both per request.
-#   bash benchmarks/records_scale.sh N [BIN]      (BIN defaults to target/release/inferscope-bench)
+#   bash benchmarks/records_scale.sh N [BIN] [exact|streaming]
+#     (BIN defaults to target/release/inferscope-bench; the third argument is
+#     `run --aggregation`, default exact; KEEP=DIR keeps the run directory in DIR)
 set -euo pipefail
 N=${1:?N requests}
 BIN=${2:-target/release/inferscope-bench}
 BIN=$(realpath "$BIN")
+AGG=${3:-exact}
 tmp=$(mktemp -d)
 cleanup() { [ -n "${simpid:-}" ] && kill "$simpid" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -30,16 +33,17 @@ concurrency = 64
 max_tokens = 64
 TOML
 /usr/bin/time -v "$BIN" run "$tmp/suite.toml" --endpoint "http://127.0.0.1:$port/v1" \
-  --model inferscope-sim --out "$tmp/run" >"$tmp/out.log" 2>"$tmp/time.log" || {
+  --model inferscope-sim --aggregation "$AGG" --out "$tmp/run" >"$tmp/out.log" 2>"$tmp/time.log" || {
   tail -5 "$tmp/out.log" "$tmp/time.log"; exit 1; }
 rss_kb=$(awk -F': ' '/Maximum resident/ {print $2}' "$tmp/time.log")
 wall=$(awk -F': ' '/Elapsed \(wall/ {print $2}' "$tmp/time.log")
 rep=$(stat -c %s "$tmp/run/report.json")
 reqs=$(stat -c %s "$tmp/run/requests.jsonl" 2>/dev/null || echo 0)
-python3 - "$N" "$wall" "$rss_kb" "$rep" "$reqs" <<'PY'
+[ -n "${KEEP:-}" ] && { rm -rf "$KEEP"; cp -r "$tmp/run" "$KEEP"; cp "$tmp/out.log" "$KEEP.console.log"; }
+python3 - "$N" "$wall" "$rss_kb" "$rep" "$reqs" "$AGG" <<'PY'
 import sys
-n, wall, rss, rep, reqs = sys.argv[1:]
+n, wall, rss, rep, reqs, agg = sys.argv[1:]
 n, rss, rep, reqs = int(n), int(rss), int(rep), int(reqs)
-print(f"N={n} wall={wall} peak_rss={rss/1024:.1f}MiB ({rss*1024/n:.0f} B/request) "
+print(f"N={n} aggregation={agg} wall={wall} peak_rss={rss/1024:.1f}MiB ({rss*1024/n:.0f} B/request) "
       f"report.json={rep} ({rep/n:.0f} B/request) requests.jsonl={reqs} ({reqs/n:.0f} B/request)")
 PY

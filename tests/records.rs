@@ -375,3 +375,127 @@ fn a_bad_capture_event_bound_in_the_environment_is_bad_input_before_any_request(
     }
     assert_eq!(trip.accepted(), 0, "no request before the refusal");
 }
+
+/// Issue 19 step 2: a load run with `--aggregation streaming` states the bound of every
+/// streamed percentile in report.json (beside the figure), in a gate's verdict (line and
+/// JSON), on the console, in JUnit and markdown; it still writes every record, and opens in
+/// `report`, `baseline save`, `compare` and the dashboard's page.
+#[test]
+fn a_streaming_load_run_states_its_bound_everywhere_and_opens() {
+    let cwd = tempfile::tempdir().unwrap();
+    let (mut child, url) = sim(cwd.path());
+    let suite = write(
+        cwd.path(),
+        "stream.toml",
+        r#"
+name = "big"
+[telemetry]
+gpu = "off"
+metrics = false
+[[jobs]]
+name = "ctx"
+kind = "context"
+sizes = [16]
+count = 2000
+concurrency = 64
+max_tokens = 64
+warmup = 10
+[jobs.gates]
+ttft_ms = { p99 = 60000.0 }
+"#,
+    );
+    let out = cwd.path().join("run-streaming");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            suite.to_str().unwrap(),
+            "--endpoint",
+            &url,
+            "--model",
+            "inferscope-sim",
+            "--aggregation",
+            "streaming",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let _ = child.kill();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let console = text(&o).0;
+    assert!(
+        console.contains("percentiles: ±0.05 % (streaming)"),
+        "{console}"
+    );
+    let rep: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let job = &rep["jobs"][0];
+    assert_eq!(job["stats"]["requests"], 1990, "warm-up left out");
+    for pop in ["ttft_ms", "itl_ms", "e2e_ms"] {
+        let b = &job["stats"][pop]["bound"];
+        assert_eq!(
+            b["aggregation"], "streaming",
+            "{pop}: {}",
+            job["stats"][pop]
+        );
+        assert_eq!(b["relative_error"], 1.0 / 2048.0);
+    }
+    assert_eq!(
+        job["stats"]["tpot_ms"]["value"]["bound"]["aggregation"],
+        "streaming"
+    );
+    let v = job["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["gate"] == "ttft_ms.p99")
+        .unwrap();
+    assert_eq!(v["error_bound"]["aggregation"], "streaming", "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains(" ms ±0.05 % (streaming) <= bound 60000 ms"),
+        "{v}"
+    );
+    assert_eq!(job["sweep"]["points"][0]["warmup_requests"], 10);
+    assert_eq!(
+        job["sweep"]["points"][0]["stats"]["ttft_ms"]["bound"]["aggregation"],
+        "streaming"
+    );
+    assert_eq!(
+        rep["requests_file"]["records"], 2000,
+        "every record is written"
+    );
+    assert_eq!(rep["requests_file"]["units"], 2000);
+    let b = out.to_str().unwrap();
+    let o = run(cwd.path(), &["report", b, "--format", "junit"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let junit = text_of(&o);
+    assert!(
+        junit.contains("ttft_ms.p99 = ") && junit.contains("±0.05 % (streaming) &lt;= bound"),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("p99=") && junit.contains("(streaming)"),
+        "{junit}"
+    );
+    let o = run(cwd.path(), &["report", b, "--format", "markdown"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(
+        text_of(&o).contains("±0.05 % (streaming)"),
+        "{}",
+        describe(&o)
+    );
+    let o = run(cwd.path(), &["baseline", "save", b, "--name", "s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let o = run(cwd.path(), &["compare", b, "--baseline", "s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let html = cwd.path().join("s.html");
+    support::report_html(&out, &html);
+    assert!(
+        std::fs::read_to_string(&html)
+            .unwrap()
+            .contains("(streaming)")
+    );
+}

@@ -302,6 +302,25 @@ pub enum MessageFormat {
     Json,
 }
 
+/// `run --aggregation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AggregationArg {
+    /// Every percentile exact.
+    Exact,
+    /// HDR histograms with a stated error bound.
+    Streaming,
+}
+
+impl AggregationArg {
+    /// The suite's value.
+    pub fn mode(self) -> crate::suite::load_spec::Aggregation {
+        match self {
+            AggregationArg::Exact => crate::suite::load_spec::Aggregation::Exact,
+            AggregationArg::Streaming => crate::suite::load_spec::Aggregation::Streaming,
+        }
+    }
+}
+
 /// Arguments of `run`.
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
@@ -317,6 +336,11 @@ pub struct RunArgs {
     /// Capture the correlated timeline (overrides `capture_timeline = false`).
     #[arg(long)]
     pub capture_timeline: bool,
+    /// How every load job aggregates its statistics (overrides each job's
+    /// `aggregation`): `exact` (the default: every percentile exact) or `streaming` (HDR
+    /// histograms, memory flat in the request count, each percentile with its error bound).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub aggregation: Option<AggregationArg>,
     /// Print every resolved setting and send nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -14,11 +14,18 @@ pub fn save(run_dir: &Path, name: &str) -> i32 {
         eprintln!("error: {e}");
         return crate::gate::EXIT_BAD_INPUT;
     }
-    let report = match crate::run_dir::load_report_with_requests(run_dir) {
+    let report = match crate::run_dir::load_report(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let b = Baseline::from_report(&report, name);
+    // The records are streamed, never all held (issue 19).
+    let b = match Baseline::from_run_dir(run_dir, &report, name) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::gate::EXIT_BAD_INPUT;
+        }
+    };
     let figures: usize = b.jobs.iter().map(|j| j.figures.len()).sum();
     if figures == 0 {
         // A baseline with no figure compares with nothing: refuse it rather than write a

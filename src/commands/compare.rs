@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use crate::baseline::{
-    Baseline, JobComparison, JobCoverage, compare_report, job_coverage, render_comparison,
+    Baseline, JobComparison, JobCoverage, compare_summaries, job_coverage, render_comparison,
+    stream_summaries,
 };
 
 /// `compare RUN_DIR --baseline NAME [--noise-pct P] [--regression-pct P]`: prints the
@@ -19,7 +20,7 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
         eprintln!("error: --noise-pct and --regression-pct must be finite numbers >= 0");
         return crate::gate::EXIT_BAD_INPUT;
     }
-    let report = match crate::run_dir::load_report_with_requests(run_dir) {
+    let report = match crate::run_dir::load_report(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -30,7 +31,15 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
             return crate::gate::EXIT_BAD_INPUT;
         }
     };
-    let jobs = compare_report(&baseline, &report, noise_pct);
+    // The records are streamed, never all held (issue 19).
+    let summaries = match stream_summaries(run_dir, &report, |_| true) {
+        Ok(s) => s.into_iter().flatten().collect::<Vec<_>>(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return crate::gate::EXIT_BAD_INPUT;
+        }
+    };
+    let jobs = compare_summaries(&baseline, &summaries, noise_pct);
     match job_coverage(&jobs) {
         JobCoverage::All => {}
         JobCoverage::None => {

@@ -27,7 +27,7 @@ pub async fn command(
     // Perfetto (each request's TTFT slice) read the per-request records; the other formats
     // need only report.json's summaries.
     let loaded = match format {
-        ReportFormat::Junit | ReportFormat::Perfetto => load_report_with_requests(run_dir),
+        ReportFormat::Perfetto => load_report_with_requests(run_dir),
         _ => load_report(run_dir),
     };
     let rep = match loaded {
@@ -53,13 +53,24 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             &rep.summary,
             &crate::runner::report::endpoint_label(rep),
         ),
-        ReportFormat::Junit => match render::junit_xml(rep) {
-            Ok(x) => x,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 1;
+        // JUnit counts each job's records as they are streamed (issue 19): a run of any
+        // size renders without holding them.
+        ReportFormat::Junit => {
+            let counts = match junit_counts(rep, run_dir) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return EXIT_BAD_INPUT;
+                }
+            };
+            match render::junit_xml_with(rep, &counts) {
+                Ok(x) => x,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 1;
+                }
             }
-        },
+        }
         // Byte-for-byte the `report.json` the run wrote (the typed model round-trips).
         ReportFormat::Json => String::from_utf8(rep.to_json()).unwrap_or_default(),
         ReportFormat::OtlpJson => crate::otlp::to_json(&crate::otlp::export(rep)),
@@ -100,6 +111,18 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
 
 /// Writes a rendered report to `output` (printing `wrote PATH`), else to standard output
 /// as it is. Exit 0, or 2 when it cannot be written.
+/// Each job's record counts for JUnit, streamed from `requests.jsonl` (checked as every
+/// reader checks it: a damaged file is refused with its located error).
+fn junit_counts(rep: &RunReport, run_dir: &Path) -> Result<Vec<render::RequestCounts>, String> {
+    let mut counts = vec![render::RequestCounts::default(); rep.jobs.len()];
+    crate::records::visit(run_dir, rep, |j, line| {
+        if let (Some(c), crate::records::Line::Request(r)) = (counts.get_mut(j), line) {
+            c.add(&r);
+        }
+    })?;
+    Ok(counts)
+}
+
 fn write_output(output: Option<&Path>, bytes: &[u8]) -> i32 {
     use std::io::Write;
     match output {

@@ -18,7 +18,18 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
         capture_timeline: args.capture_timeline,
         filter: args.filter.clone(),
     };
-    crate::suite::diagnose::resolve_for_run(&args.suites, &overrides)
+    let mut resolved = crate::suite::diagnose::resolve_for_run(&args.suites, &overrides)?;
+    // `--aggregation` overrides every load job's `aggregation`.
+    if let Some(a) = args.aggregation {
+        for s in &mut resolved {
+            for j in &mut s.jobs {
+                if let Some(l) = &mut j.job.load {
+                    l.aggregation = a.mode();
+                }
+            }
+        }
+    }
+    Ok(resolved)
 }
 
 /// Runs `run`: resolves the suites, checks the output paths, drives the run and writes

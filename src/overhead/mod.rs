@@ -200,7 +200,12 @@ async fn one_run(
     let cpu1 = measure::process_cpu_ns();
     let peak_rss_bytes = measure::peak_rss_bytes();
     let gpu = measure::runner_gpu_bytes();
-    let w = measure::workload_figures(&outcome.report);
+    // A load job's records are in requests.jsonl (streamed as its units ended, issue 19).
+    let mut with_records = outcome.report.clone();
+    if let Err(e) = crate::records::read_into(&outcome.run_dir, &mut with_records) {
+        eprintln!("warning: overhead: {e}");
+    }
+    let w = measure::workload_figures(&with_records);
     let rep = &outcome.report;
     RunMeasure {
         pair,

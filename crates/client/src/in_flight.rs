@@ -1,6 +1,6 @@
 //! [`InFlight`]: a count of work in flight with its high-water mark, shared by the
 //! streaming client (streams being read, `http.rs`) and the load executor (requests in
-//! flight at a load point, `crate::runner::load::exec`).
+//! flight at a load point, `crate::load::exec`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -132,6 +132,9 @@ pub struct Session {
     telemetry: Option<TelemetryHandle>,
     /// `--shard K/N`: load jobs run this shard's share of their load (issue 17).
     pub shard: Option<crate::shard::ShardSpec>,
+    /// The run's `requests.jsonl`, open from the start: load units stream their records
+    /// to it as they end (issue 19).
+    pub records: crate::load::units::RecordsSink,
 }
 
 /// A job as executed (before grading).
@@ -164,6 +167,11 @@ pub struct ExecutedJob {
     /// The executed load points when the job ran under load (issue 8); `None` for the
     /// sequential drivers.
     pub load: Option<crate::load::LoadRun>,
+    /// A load job's units, compact (issue 19): their records went to `requests.jsonl` as
+    /// each ended; `trajectories` then holds only the units the job keeps whole.
+    pub load_units: Option<crate::load::units::LoadUnits>,
+    /// A load job's check results of its kept units (`trajectories`), index for index.
+    pub load_checks: Vec<Vec<CheckResult>>,
 }
 
 impl ExecutedJob {
@@ -213,11 +221,15 @@ impl ExecutedJob {
             Some(l) => l
                 .points
                 .iter()
-                .filter(|p| {
-                    p.not_started == 0
-                        && !self.trajectories[p.trajectories.clone()]
+                .enumerate()
+                .filter(|(i, p)| {
+                    let cut = match &self.load_units {
+                        Some(u) => u.point_cut_short.get(*i).copied().unwrap_or(false),
+                        None => self.trajectories[p.trajectories.clone()]
                             .iter()
-                            .any(cut_short)
+                            .any(cut_short),
+                    };
+                    p.not_started == 0 && !cut
                 })
                 .count() as u64,
             None => self.trajectories.iter().filter(|t| !cut_short(t)).count() as u64,
@@ -238,7 +250,13 @@ pub struct GradedJob {
 impl GradedJob {
     /// Fraction of trajectories whose checks all passed (`None` without checks).
     pub fn grade_pass_rate(&self) -> Option<f64> {
-        if self.executed.job.job.checks.is_empty() || self.checks.is_empty() {
+        if self.executed.job.job.checks.is_empty() {
+            return None;
+        }
+        if let Some(u) = &self.executed.load_units {
+            return u.grade_pass_rate();
+        }
+        if self.checks.is_empty() {
             return None;
         }
         let passed = self
@@ -250,48 +268,58 @@ impl GradedJob {
     }
     /// Whether grading passed (true without checks).
     pub fn grading_passed(&self) -> bool {
+        if let Some(u) = &self.executed.load_units {
+            return u.graded.0 == u.graded.1;
+        }
         self.checks.iter().all(|c| c.iter().all(|r| r.passed))
     }
 }
 
-/// Grades a job's trajectories with its checks.
-pub fn grade(e: ExecutedJob) -> GradedJob {
-    let checks = e
-        .trajectories
-        .iter()
-        .map(|t| {
-            // A call counts as valid unless its arguments failed the tool's schema
-            // (or it named no declared tool).
-            let valid: Vec<String> = t
-                .steps
-                .iter()
-                .filter(|s| {
-                    s.kind == crate::steps::StepKind::Tool
-                        && !matches!(
-                            s.tool_error,
-                            Some(
-                                crate::model::ToolErrorCode::BadArguments
-                                    | crate::model::ToolErrorCode::UnknownTool
-                            )
-                        )
-                })
-                .map(|s| s.name.clone())
-                .collect();
-            evaluate(
-                &e.job.job.checks,
-                &GradeSubject {
-                    final_answer: t.final_answer.as_deref(),
-                    stdout: t.stdout.as_deref(),
-                    tool_calls: &t.tools_called,
-                    valid_tool_calls: &valid,
-                },
-            )
-        })
-        .collect();
+/// Grades a job's trajectories with its checks (a load job's units were graded as each
+/// ended: their results are taken over).
+pub fn grade(mut e: ExecutedJob) -> GradedJob {
+    let checks = if e.load_units.is_some() {
+        std::mem::take(&mut e.load_checks)
+    } else {
+        e.trajectories
+            .iter()
+            .map(|t| grade_trajectory(&e.job.job.checks, t))
+            .collect()
+    };
     GradedJob {
         executed: e,
         checks,
     }
+}
+
+/// The results of `checks` on one trajectory.
+pub fn grade_trajectory(checks: &[crate::grade::Check], t: &TrajectoryRecord) -> Vec<CheckResult> {
+    // A call counts as valid unless its arguments failed the tool's schema (or it named
+    // no declared tool).
+    let valid: Vec<String> = t
+        .steps
+        .iter()
+        .filter(|s| {
+            s.kind == crate::steps::StepKind::Tool
+                && !matches!(
+                    s.tool_error,
+                    Some(
+                        crate::model::ToolErrorCode::BadArguments
+                            | crate::model::ToolErrorCode::UnknownTool
+                    )
+                )
+        })
+        .map(|s| s.name.clone())
+        .collect();
+    evaluate(
+        checks,
+        &GradeSubject {
+            final_answer: t.final_answer.as_deref(),
+            stdout: t.stdout.as_deref(),
+            tool_calls: &t.tools_called,
+            valid_tool_calls: &valid,
+        },
+    )
 }
 
 /// A job once it ended: graded, and — when the run streams ([`Session::streams`]) — its
@@ -435,6 +463,7 @@ impl Session {
             sim,
             telemetry: None,
             shard: None,
+            records: Default::default(),
         }
     }
 
@@ -543,19 +572,27 @@ impl Session {
                         interrupted: false,
                         units: (0, 0),
                         load: None,
+                        load_units: None,
+                        load_checks: Vec::new(),
                     }
                 } else {
-                    let mut ex = self.run_job(si, s, job, ctx).await;
+                    let mut ex = self.run_job(si, s, job, ctx, (out.len(), events)).await;
                     ex.settle_cancellation(ctx.is_cancelled());
-                    let records = ex
-                        .trajectories
-                        .iter()
-                        .flat_map(|t| t.steps.iter().filter_map(|st| st.request.as_ref()));
-                    ex.notes
-                        .extend(crate::client::choice_count_note(job.job.n, records));
+                    let note = match &ex.load_units {
+                        Some(u) => u.choice_count_note(job.job.n),
+                        None => crate::client::choice_count_note(
+                            job.job.n,
+                            ex.trajectories
+                                .iter()
+                                .flat_map(|t| t.steps.iter().filter_map(|st| st.request.as_ref())),
+                        ),
+                    };
+                    ex.notes.extend(note);
                     ex
                 };
-                for t in &executed.trajectories {
+                // A load job's steps were reported as each unit ended.
+                let emitted_live = executed.load_units.is_some();
+                for t in executed.trajectories.iter().filter(|_| !emitted_live) {
                     for st in &t.steps {
                         events.emit(RunEvent::StepFinished {
                             job: job.job.id.clone(),
@@ -591,6 +628,7 @@ impl Session {
         s: &SuiteRuntime,
         job: &ResolvedJob,
         ctx: &DriverCtx,
+        report_slot: (usize, &super::events::EventSink),
     ) -> ExecutedJob {
         let start_ns = self.clock.elapsed_ns();
         let mut ex = ExecutedJob {
@@ -606,6 +644,8 @@ impl Session {
             interrupted: false,
             units: (0, 0),
             load: None,
+            load_units: None,
+            load_checks: Vec::new(),
         };
         let (None, Some(client), Some(tools)) = (&s.setup_error, &s.client, &s.tools) else {
             ex.end_ns = self.clock.elapsed_ns();
@@ -638,8 +678,16 @@ impl Session {
                 let offered = tools.openai_tools(&tool_names);
                 if let Some(spec) = &j.load {
                     let template = UnitTemplate::Agentic(agentic_plan(j, a, s, &offered, 0, seed));
-                    self.run_load_job(&mut ex, s, client, tools, ctx, spec, template)
-                        .await;
+                    self.run_load_job(
+                        &mut ex,
+                        s,
+                        (client, tools),
+                        ctx,
+                        spec,
+                        template,
+                        report_slot,
+                    )
+                    .await;
                     ex.end_ns = self.clock.elapsed_ns();
                     return ex;
                 }
@@ -681,8 +729,16 @@ impl Session {
                 };
                 if let Some(spec) = &j.load {
                     let template = UnitTemplate::Context(plan);
-                    self.run_load_job(&mut ex, s, client, tools, ctx, spec, template)
-                        .await;
+                    self.run_load_job(
+                        &mut ex,
+                        s,
+                        (client, tools),
+                        ctx,
+                        spec,
+                        template,
+                        report_slot,
+                    )
+                    .await;
                     ex.end_ns = self.clock.elapsed_ns();
                     return ex;
                 }
@@ -710,11 +766,11 @@ impl Session {
         &self,
         ex: &mut ExecutedJob,
         s: &SuiteRuntime,
-        client: &Client,
-        tools: &Arc<ToolRegistry>,
+        (client, tools): (&Client, &Arc<ToolRegistry>),
         ctx: &DriverCtx,
         spec: &LoadSpec,
         template: UnitTemplate,
+        (report_index, events): (usize, &super::events::EventSink),
     ) {
         let env = LoadEnv {
             client: client.clone(),
@@ -730,13 +786,23 @@ impl Session {
             client_max_connections: client.config().max_connections,
             shard: self.shard,
             keep_answers: !ex.job.job.checks.is_empty(),
+            checks: ex.job.job.checks.clone(),
+            keep_spans: self.telemetry.is_some(),
+            records: self.records.clone(),
+            report_index,
+            secrets: s.secrets().into_iter().map(str::to_string).collect(),
+            events: events.clone(),
+            criteria: crate::load::goodput_criteria(&ex.job.gates),
         };
-        let (trajectories, run) = run_load(env, spec, template).await;
+        let out = run_load(env, spec, template).await;
+        let run = out.run;
         ex.notes
             .extend(run.points.iter().filter_map(PointRecord::shortfall_note));
         ex.notes
             .extend(run.shares.iter().filter_map(|p| p.note.clone()));
-        ex.trajectories = trajectories;
+        ex.trajectories = out.trajectories;
+        ex.load_checks = out.checks;
+        ex.load_units = Some(out.units);
         ex.load = Some(run);
     }
 

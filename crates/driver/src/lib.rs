@@ -172,6 +172,17 @@ pub async fn run_with(
     let io_before = crate::timeline::proc_self_io();
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
     session.shard = extras.shard.as_ref().and_then(|s| s.spec);
+    // `requests.jsonl` is open from the start: load units stream their records to it as
+    // they end (issue 19); its header lists the jobs in report order.
+    session.records = load::units::RecordsSink::create(
+        &run_dir,
+        &run_id,
+        session
+            .suites
+            .iter()
+            .flat_map(|s| s.resolved.jobs.iter().map(|j| j.job.id.clone()))
+            .collect(),
+    );
     capture.phase(Phase::Preflight);
     session.preflight().await;
     // A run whose every suite failed set-up or the preflight starts no sampler and no
@@ -231,6 +242,7 @@ pub async fn run_with(
     capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
     let writes = report::write_artifacts(
         &run_dir,
+        &session.records,
         &mut report,
         telemetry.as_ref(),
         &capture,
@@ -309,10 +321,16 @@ fn shard_identity(
     let mut id = r.identity.clone();
     id.anchor_read_ns = clock.anchor_read_ns();
     if let (Some(t), Some(rel)) = (r.start_at_unix_ns, released_ns) {
+        // A load job's records went to requests.jsonl as its units ended: its earliest
+        // send is kept with its compact units.
+        let streamed = graded
+            .iter()
+            .filter_map(|g| g.executed.load_units.as_ref()?.first_send_ns);
         let first = report
             .jobs
             .iter()
             .flat_map(|j| j.requests.iter().map(|q| q.send_ns))
+            .chain(streamed)
             .min();
         id.start_at = Some(crate::shard::start_at_record(
             t,

@@ -24,8 +24,9 @@ use crate::energy::{self, RunEnergy};
 use crate::execute::{ExecutedJob, GradedJob, Session};
 use crate::gate::{self, FigureSet, JobOutcome};
 use crate::grade::CheckResult;
-use crate::load::curve::{PointFacts, PointRequest};
-use crate::load::{LoadRun, goodput_criteria, load_report, summarize_point, sweep_report};
+use crate::load::curve::{PointFacts, summarize_point_compact};
+use crate::load::{LoadRun, goodput_criteria, load_report, sweep_report};
+use crate::model::compact::CompactFigureSet;
 use crate::model::load::WindowEnergy;
 use crate::model::request::redact_secrets;
 use crate::model::{
@@ -35,7 +36,7 @@ use crate::model::{
     TrajectoryOutcome, TrajectoryReport, tokens_per_joule,
 };
 use crate::render::EndpointLabel;
-use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
+use crate::stats::{AggregateParams, PERCENTILE_METHOD, RequestFigures};
 use crate::steps::{StepRecord, TrajectoryRecord};
 use crate::suite::GpuMode;
 use crate::telemetry::{TelemetryRun, TelemetrySnapshot};
@@ -317,12 +318,13 @@ fn warmup_ids(
 }
 
 /// The curve of a load job: one summary per point that ran ([`crate::load::curve`]);
-/// `windows[i]` is point i's window energy.
+/// `windows[i]` is point i's window energy; `set` holds the job's requests' compact
+/// figures and `warm[i]` flags request i as warm-up.
 fn curve(
     e: &ExecutedJob,
     l: &LoadRun,
-    (requests, point_requests): (&[RequestRecord], &[std::ops::Range<usize>]),
-    warm: &HashSet<&str>,
+    (set, point_requests): (&CompactFigureSet, &[std::ops::Range<usize>]),
+    warm: &[bool],
     windows: &[Option<WindowEnergy>],
 ) -> Vec<crate::load::PointSummary> {
     let criteria = goodput_criteria(&e.job.gates);
@@ -335,15 +337,9 @@ fn curve(
         .iter()
         .zip(windows)
         .zip(point_requests)
-        .map(|((p, window), range)| {
+        .enumerate()
+        .map(|(i, ((p, window), range))| {
             let trajs = &e.trajectories[p.trajectories.clone()];
-            let reqs: Vec<PointRequest> = requests[range.clone()]
-                .iter()
-                .map(|r| PointRequest {
-                    figures: figures(r),
-                    warmup: warm.contains(r.request_id.as_str()),
-                })
-                .collect();
             let facts = PointFacts {
                 index: p.point.index,
                 value: values.get(p.point.index).copied(),
@@ -358,7 +354,26 @@ fn curve(
                 // The point's trajectory kept in report.json (its first unit).
                 trajectories: trajs.first().map(|t| t.id.clone()).into_iter().collect(),
             };
-            summarize_point(facts, &reqs, criteria.as_ref(), *window)
+            let streamed = e
+                .load_units
+                .as_ref()
+                .and_then(|u| u.streamed.as_ref())
+                .and_then(|st| st.points.get(i));
+            match streamed {
+                Some(sp) => crate::load::curve::summarize_point_streamed(
+                    facts,
+                    sp,
+                    criteria.as_ref(),
+                    *window,
+                ),
+                None => summarize_point_compact(
+                    facts,
+                    (set, range.clone()),
+                    warm,
+                    criteria.as_ref(),
+                    *window,
+                ),
+            }
         })
         .collect()
 }
@@ -414,6 +429,10 @@ fn job_requests(
             .collect::<Vec<_>>()
     };
     let mut requests = Vec::new();
+    if let Some(u) = &e.load_units {
+        // Streamed to requests.jsonl as each unit ended (issue 19).
+        return (requests, u.point_requests.clone());
+    }
     let Some(l) = &e.load else {
         requests.extend(e.trajectories.iter().flat_map(of));
         return (requests, Vec::new());
@@ -440,23 +459,45 @@ fn job_report(
     let duration_ns = e.end_ns.saturating_sub(e.start_ns);
     // Load jobs: warm-up requests stay recorded but leave every statistic, and rates are
     // over the points' windows (not the gaps between points).
-    let warm_ids: Vec<String> = e
-        .load
-        .as_ref()
-        .map(|l| warmup_ids(l, &requests, &point_requests))
-        .unwrap_or_default();
+    let warm_ids: Vec<String> = match (&e.load_units, &e.load) {
+        (Some(u), _) => u.warmup_ids.clone(),
+        (None, Some(l)) => warmup_ids(l, &requests, &point_requests),
+        (None, None) => Vec::new(),
+    };
     let warm: HashSet<&str> = warm_ids.iter().map(String::as_str).collect();
     let window_ns = e.load.as_ref().map_or(duration_ns, |l| {
         l.points.iter().map(|p| p.window_ns()).sum()
     });
-    let measured: Vec<&RequestRecord> = requests
-        .iter()
-        .filter(|r| !warm.contains(r.request_id.as_str()))
-        .collect();
-    let stats = (!measured.is_empty()).then(|| {
-        let figs: Vec<RequestFigures> = measured.iter().map(|r| figures(r)).collect();
-        JobStats::aggregate(&figs, AggregateParams::new(window_ns.max(1)))
-    });
+    // Exact statistics over the requests' compact figures (integer ns, issue 19): the
+    // same figures as the f64 path, without an f64 vector per request.
+    // A load job's were folded in as its units ended ([`LoadUnits`]).
+    let held;
+    let (set, warm_flags): (&CompactFigureSet, std::borrow::Cow<'_, [bool]>) = match &e.load_units {
+        Some(u) => (&u.figures, std::borrow::Cow::Borrowed(&u.warm)),
+        None => {
+            let mut s = CompactFigureSet::new();
+            for r in &requests {
+                s.push_record(r);
+            }
+            held = s;
+            let flags = requests
+                .iter()
+                .map(|r| warm.contains(r.request_id.as_str()))
+                .collect();
+            (&held, std::borrow::Cow::Owned(flags))
+        }
+    };
+    let streamed = e.load_units.as_ref().and_then(|u| u.streamed.as_ref());
+    let stats = match streamed {
+        // `aggregation = "streaming"`: from the histograms, every percentile with its bound.
+        Some(st) => {
+            (st.job.requests() > 0).then(|| st.job.stats(AggregateParams::new(window_ns.max(1))))
+        }
+        None => warm_flags
+            .iter()
+            .any(|w| !w)
+            .then(|| set.stats(|i| !warm_flags[i], AggregateParams::new(window_ns.max(1)))),
+    };
 
     // Energy: one definition for sequential and load jobs (device energy over the job's
     // windows); each load point's window is computed once for the job and the curve.
@@ -476,12 +517,18 @@ fn job_report(
             .unwrap_or(1)
     });
     let is_swe = e.harness.is_some() || e.job.job.kind_name().as_str() == "swe";
-    let mut job_energy = run.job_energy(
-        &windows,
-        output_tokens(requests.iter()),
-        e.trajectories.len() as u64,
-        in_flight,
-    );
+    let (tokens, units) = match &e.load_units {
+        Some(u) => (
+            match &u.streamed {
+                Some(st) if st.all.succeeded() == 0 => Some((0, TokenSource::Server)),
+                Some(st) => st.all.output_tokens(),
+                None => u.figures.output_tokens(),
+            },
+            u.units,
+        ),
+        None => (output_tokens(requests.iter()), e.trajectories.len() as u64),
+    };
+    let mut job_energy = run.job_energy(&windows, tokens, units, in_flight);
     if is_swe {
         job_energy.tokens_per_joule = Figure::missing(
             job_energy.tokens_per_joule.basis,
@@ -524,14 +571,19 @@ fn job_report(
                 Some(load_report(l, warm_ids.clone())),
                 Some(sweep_report(
                     &l.spec,
-                    curve(e, l, (&requests, &point_requests), &warm, &windows),
+                    curve(e, l, (set, &point_requests), &warm_flags, &windows),
                 )),
             )
         }
         None => (None, None),
     };
-    let comparison = baseline.and_then(|b| {
-        let (samples, n, ok) = baseline::samples_of(requests.iter(), &warm, e.load.is_some());
+    // A streaming job keeps no samples to compare (`compare RUN --baseline NAME` reads
+    // its requests.jsonl instead).
+    let comparison = baseline.filter(|_| streamed.is_none()).and_then(|b| {
+        let (samples, n, ok) = match &e.load_units {
+            Some(u) => baseline::samples_of_compact(&u.figures, &u.warm),
+            None => baseline::samples_of(requests.iter(), &warm, e.load.is_some()),
+        };
         let summary = baseline::job_summary(&e.job.job.id, job_kind(e).as_str(), n, ok, &samples);
         b.compare(&summary, baseline::DEFAULT_NOISE_PCT)
     });
@@ -551,7 +603,25 @@ fn job_report(
     if let (Some(b), None) = (baseline, &comparison)
         && ran
     {
-        notes.push(format!("baseline {} has no job {}", b.name, e.job.job.id));
+        notes.push(if streamed.is_some() {
+            format!(
+                "baseline {}: not compared during the run (streaming aggregation keeps no \
+                 samples); `compare RUN_DIR --baseline {}` compares its requests.jsonl",
+                b.name, b.name
+            )
+        } else {
+            format!("baseline {} has no job {}", b.name, e.job.job.id)
+        });
+    }
+    if let Some(st) = streamed {
+        let b = crate::model::streaming::bound();
+        notes.push(format!(
+            "streaming aggregation: every percentile within{} of the exact one ({}); \
+             {} requests, every record in requests.jsonl",
+            b.suffix().trim_end_matches(" (streaming)"),
+            b.method,
+            st.all.requests()
+        ));
     }
     if e.cancelled_before_start {
         notes.push("not run: cancelled before start".into());
@@ -596,17 +666,25 @@ fn job_report(
     let outcome = JobOutcome::from_verdicts(&verdicts, g.grading_passed());
     // A trajectory that ended without its final answer (max_steps, a repeated tool call, a
     // failed request, Ctrl-C) fails the job even without checks (C27).
-    let unfinished: Vec<String> = e
-        .trajectories
-        .iter()
-        .filter(|t| !t.stop_reason.finished())
-        .map(|t| format!("{} stopped: {}", t.id, t.stop_reason.as_str()))
-        .collect();
-    match &e.load {
+    let unfinished: Vec<String> = match &e.load_units {
+        Some(u) => u
+            .unfinished
+            .iter()
+            .map(|(reason, (_, first))| format!("{first} stopped: {reason}"))
+            .collect(),
+        None => e
+            .trajectories
+            .iter()
+            .filter(|t| !t.stop_reason.finished())
+            .map(|t| format!("{} stopped: {}", t.id, t.stop_reason.as_str()))
+            .collect(),
+    };
+    match (&e.load_units, &e.load) {
         // A load job's notes stay bounded: one line per stop reason, with a count and the
         // first unit (every unit's stop reason is a unit line of requests.jsonl).
-        Some(_) => notes.extend(unfinished_summary(&e.trajectories)),
-        None => notes.extend(unfinished.iter().cloned()),
+        (Some(u), _) => notes.extend(unfinished_lines(&u.unfinished, u.units)),
+        (None, Some(_)) => notes.extend(unfinished_summary(&e.trajectories)),
+        (None, None) => notes.extend(unfinished.iter().cloned()),
     }
     if e.interrupted {
         notes.push(e.interruption_note());
@@ -622,7 +700,11 @@ fn job_report(
     } else {
         JobStatus::Fail
     };
-    let mut failure_codes: BTreeMap<crate::model::FailureCode, u64> = BTreeMap::new();
+    let mut failure_codes: BTreeMap<crate::model::FailureCode, u64> = e
+        .load_units
+        .as_ref()
+        .map(|u| u.failure_codes.clone())
+        .unwrap_or_default();
     for r in requests.iter().filter(|r| !r.is_success()) {
         let code = r
             .failure_code
@@ -651,7 +733,12 @@ fn job_report(
                         .map(|t| report_of(i, t))
                 })
                 .collect(),
-            unit_records(e, l, g),
+            // Streamed to requests.jsonl as each unit ended.
+            if e.load_units.is_some() {
+                Vec::new()
+            } else {
+                unit_records(e, l, g)
+            },
         ),
         None => (
             e.trajectories
@@ -729,19 +816,23 @@ fn unit_records(
 /// One note per stop reason of the units that did not finish: `N of M trajectories
 /// stopped: REASON (first: ID)`, in reason order.
 fn unfinished_summary(trajectories: &[TrajectoryRecord]) -> Vec<String> {
-    let mut by_reason: BTreeMap<&'static str, (u64, &str)> = BTreeMap::new();
+    let mut by_reason: BTreeMap<&'static str, (u64, String)> = BTreeMap::new();
     for t in trajectories.iter().filter(|t| !t.stop_reason.finished()) {
         by_reason
             .entry(t.stop_reason.as_str())
-            .or_insert((0, t.id.as_str()))
+            .or_insert((0, t.id.clone()))
             .0 += 1;
     }
+    unfinished_lines(&by_reason, trajectories.len() as u64)
+}
+
+/// [`unfinished_summary`]'s lines from the counts by stop reason of `total` units.
+fn unfinished_lines(by_reason: &BTreeMap<&'static str, (u64, String)>, total: u64) -> Vec<String> {
     by_reason
-        .into_iter()
+        .iter()
         .map(|(reason, (n, first))| {
             format!(
-                "{n} of {} units stopped: {reason} (first: {first}; every unit in requests.jsonl)",
-                trajectories.len()
+                "{n} of {total} units stopped: {reason} (first: {first}; every unit in requests.jsonl)"
             )
         })
         .collect()
@@ -980,6 +1071,7 @@ pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
 #[allow(clippy::too_many_arguments)]
 pub fn write_artifacts(
     run_dir: &Path,
+    records: &crate::load::units::RecordsSink,
     report: &mut RunReport,
     telemetry: Option<&TelemetryRun>,
     capture: &Capture,
@@ -1028,7 +1120,21 @@ pub fn write_artifacts(
     )?;
     // The per-request records stream to `requests.jsonl` before `report.json`, which
     // states their length, count and hash and is written last.
-    crate::records::write_report_records(run_dir, report)?;
+    // Load units streamed theirs as they ended; the sequential jobs' are appended now.
+    match records.take().map_err(std::io::Error::other)? {
+        Some(mut w) => {
+            for (i, j) in report.jobs.iter().enumerate() {
+                for r in &j.requests {
+                    w.append(i, r)?;
+                }
+                for u in &j.units {
+                    w.append_unit(i, u)?;
+                }
+            }
+            report.requests_file = Some(w.finish()?);
+        }
+        None => crate::records::write_report_records(run_dir, report)?,
+    }
     // Serialized straight to the file (the same bytes as `RunReport::to_json`, which a
     // test checks), never held whole in memory.
     write_atomic_with(&run_dir.join("report.json"), |w| report.write_json(w))?;

@@ -110,7 +110,7 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
         for (stat, bound, fig) in stats {
             if let Some(bound) = bound {
                 let key = format!("{name}.{stat}");
-                out.push(judge(
+                let mut v = judge(
                     &key,
                     &key,
                     "ms",
@@ -119,7 +119,11 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
                     fig,
                     when,
                     false,
-                ));
+                );
+                if let Some(b) = &figs.bound {
+                    with_error_bound(&mut v, b);
+                }
+                out.push(v);
             }
         }
     }
@@ -188,6 +192,18 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
         }
     }
     out
+}
+
+/// Marks a verdict on a streamed figure: its error bound beside it, and in its message
+/// right after the value (`ttft_ms.p99 = 41.2 ms ±0.05 % (streaming) <= bound 50 ms`).
+fn with_error_bound(v: &mut Verdict, b: &inferscope_model::SummaryBound) {
+    if v.value.is_some()
+        && let Some(i) = v.message.find(" bound ")
+        && let Some(j) = v.message[..i].rfind(' ')
+    {
+        v.message.insert_str(j, &b.suffix());
+    }
+    v.error_bound = Some(b.clone());
 }
 
 /// One invalid bound in a [`GateSpec`]: the gate key and what is wrong.
@@ -385,6 +401,34 @@ mod tests {
             (Some(812.4), 500.0, Comparison::AtMost)
         );
         assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Fail);
+    }
+
+    /// Issue 19: a gate on a streamed percentile says so in its verdict line and carries
+    /// the bound in its JSON; an exact one does neither.
+    #[test]
+    fn a_gate_on_a_streamed_percentile_carries_its_bound() {
+        let mut stats = stats_with_ttft(&[100.0, 200.0, 300.0]);
+        let exact = evaluate(
+            &spec("ttft_ms = { p99 = 500.0 }"),
+            &FigureSet::from_job_stats(&stats),
+        );
+        let v = by(&exact, "ttft_ms.p99");
+        assert_eq!(v.error_bound, None);
+        assert!(!v.message.contains("streaming"), "{}", v.message);
+        stats.ttft_ms.as_mut().unwrap().bound = Some(inferscope_model::streaming::bound());
+        let streamed = evaluate(
+            &spec("ttft_ms = { p99 = 500.0 }"),
+            &FigureSet::from_job_stats(&stats),
+        );
+        let v = by(&streamed, "ttft_ms.p99");
+        assert_eq!(
+            v.message,
+            "ttft_ms.p99 = 298 ms ±0.05 % (streaming) <= bound 500 ms (client timing)"
+        );
+        assert_eq!(v.outcome, Outcome::Pass);
+        let j = serde_json::to_value(v).unwrap();
+        assert_eq!(j["error_bound"]["aggregation"], "streaming");
+        assert_eq!(j["error_bound"]["relative_error"], 1.0 / 2048.0);
     }
 
     #[test]

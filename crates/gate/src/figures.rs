@@ -25,6 +25,8 @@ pub struct LatencyFigures {
     pub p99: Figure,
     /// Mean, ms.
     pub mean: Figure,
+    /// The error bound of all five when they were streamed (issue 19); `None` when exact.
+    pub bound: Option<inferscope_model::SummaryBound>,
 }
 
 impl LatencyFigures {
@@ -43,6 +45,7 @@ impl LatencyFigures {
             p95: f(summary.map(|s| s.p95)),
             p99: f(summary.map(|s| s.p99)),
             mean: f(summary.map(|s| s.mean)),
+            bound: summary.and_then(|s| s.bound.clone()),
         }
     }
 

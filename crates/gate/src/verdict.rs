@@ -91,6 +91,7 @@ pub fn judge(
         built_in,
         outcome,
         message,
+        error_bound: None,
     }
 }
 

@@ -72,6 +72,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 // The workspace crates the harness drives, under the names its modules use.
 use inferscope_driver as runner;
 use inferscope_model as model;
+use inferscope_records as records;
 use inferscope_suite as suite;
 
 use runner::RunOptions;
@@ -323,7 +324,14 @@ fn run_trial(cfg: &HarnessConfig, file: &Path, job_id: &str) -> Result<(), Faile
         .as_ref()
         .filter(|_| run.simulated || cfg.snapshot_real_endpoints);
     if let Some(dir) = snapshot_dir {
-        let body = snapshot_body(&run.report, job_id)
+        // A load job's records and unit lines are in requests.jsonl (streamed as its units
+        // ended, issue 19): the snapshot counts them from there.
+        let mut with_records = run.report.clone();
+        if let Err(e) = crate::records::read_into(&run.run_dir, &mut with_records) {
+            let kept = run.keep();
+            return Err(format!("{job_id}: {e}\n  run directory: {}", kept.display()).into());
+        }
+        let body = snapshot_body(&with_records, job_id)
             .ok_or_else(|| format!("{job_id}: no report to snapshot"))?;
         assert_snapshot(dir, job_id, &body);
     }

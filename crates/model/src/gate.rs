@@ -106,6 +106,11 @@ pub struct Verdict {
     /// The outcome.
     pub outcome: Outcome,
     /// Human message naming figure, value, bound and basis, e.g.
-    /// `ttft_ms.p99 = 812.4 ms > bound 500 ms (client timing)`.
+    /// `ttft_ms.p99 = 812.4 ms > bound 500 ms (client timing)`; a streamed percentile
+    /// says so after its value (`= 41.2 ms ±0.05 % (streaming) <= bound 50 ms`).
     pub message: String,
+    /// The error bound of a streamed figure (issue 19: `aggregation = "streaming"`);
+    /// absent for an exact one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_bound: Option<crate::stats::SummaryBound>,
 }

@@ -25,6 +25,7 @@
 pub mod attribution;
 pub mod baseline;
 pub mod basis;
+pub mod compact;
 pub mod figure;
 pub mod gate;
 pub mod job;
@@ -35,6 +36,7 @@ pub mod run;
 pub mod shard;
 pub mod stats;
 pub mod step;
+pub mod streaming;
 pub mod telemetry;
 
 pub use attribution::{
@@ -58,7 +60,7 @@ pub use run::{
     RunReport, SummaryReport,
 };
 pub use shard::{MergeReport, ShardIdentity, ShardMode, ShardSection};
-pub use stats::{JobStats, Summary};
+pub use stats::{JobStats, Summary, SummaryBound};
 pub use step::{
     NO_STEP_ENERGY, StepKind, StepReport, StepStatus, StopReason, ToolErrorCode, TrajectoryReport,
 };

@@ -46,12 +46,23 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
         return None;
     }
-    let n = sorted.len();
+    Some(percentile_of(sorted.len(), |i| sorted[i], q))
+}
+
+/// [`percentile_sorted`] over `n > 0` values in ascending order that `at(i)` gives: the one
+/// interpolation every exact percentile uses (f64 samples, or integer ns converted as they
+/// are read, [`crate::compact`]). `q` is in `0..=1`.
+pub fn percentile_of(n: usize, at: impl Fn(usize) -> f64, q: f64) -> f64 {
     let h = (n - 1) as f64 * q;
     let lo = h.floor() as usize;
     let hi = (h.ceil() as usize).min(n - 1);
     let frac = h - lo as f64;
-    Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
+    at(lo) + frac * (at(hi) - at(lo))
+}
+
+/// Integer ns as ms, the conversion every latency figure uses (`ns / 1e6` in `f64`).
+pub fn ns_to_ms(ns: u64) -> f64 {
+    ns as f64 / 1_000_000.0
 }
 
 /// The `q`-quantile of unsorted samples (see [`percentile_sorted`]); non-finite samples are
@@ -105,6 +116,42 @@ pub struct Summary {
     pub p95: f64,
     /// 99th percentile.
     pub p99: f64,
+    /// How far these figures may lie from the exact ones of the same samples: absent for
+    /// an exact summary (every sample kept), set by the streaming aggregation
+    /// ([`crate::streaming`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<SummaryBound>,
+}
+
+/// The error bound of a streamed [`Summary`] (issue 19), beside its figures in
+/// `report.json` and printed after every percentile it qualifies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryBound {
+    /// `streaming`.
+    pub aggregation: String,
+    /// The largest relative error of every percentile and the mean against the exact
+    /// figure of the same samples (0.00049 = ±0.049 %).
+    pub relative_error: f64,
+    /// How the figures were computed.
+    pub method: String,
+}
+
+impl SummaryBound {
+    /// ` ±0.05 % (streaming)`: what follows a figure it qualifies (the relative error as a
+    /// percentage, rounded up to two decimals).
+    pub fn suffix(&self) -> String {
+        let pct = (self.relative_error * 100.0 * 100.0).ceil() / 100.0;
+        format!(" ±{pct} % ({})", self.aggregation)
+    }
+}
+
+impl Summary {
+    /// The bound's [`SummaryBound::suffix`], or `""` for an exact summary.
+    pub fn bound_suffix(&self) -> String {
+        self.bound
+            .as_ref()
+            .map_or_else(String::new, SummaryBound::suffix)
+    }
 }
 
 impl Summary {
@@ -112,21 +159,28 @@ impl Summary {
     /// is given (an empty population is missing, not zero).
     pub fn from_samples(samples: &[f64]) -> Option<Summary> {
         let v = sorted_finite(samples);
-        let n = v.len();
+        Summary::of_sorted(v.len(), |i| v[i])
+    }
+
+    /// The summary of `n` values in ascending order that `at(i)` gives (`None` for none):
+    /// the mean sums them in that order, so f64 samples and the same values kept as
+    /// integer ns ([`crate::compact`]) summarise to the same bits.
+    pub fn of_sorted(n: usize, at: impl Fn(usize) -> f64) -> Option<Summary> {
         if n == 0 {
             return None;
         }
-        let mean = v.iter().sum::<f64>() / n as f64;
-        let p = |q| percentile_sorted(&v, q).expect("non-empty, q in range");
+        let mean = (0..n).map(&at).sum::<f64>() / n as f64;
+        let p = |q| percentile_of(n, &at, q);
         Some(Summary {
             count: n as u64,
             mean,
-            min: v[0],
-            max: v[n - 1],
+            min: at(0),
+            max: at(n - 1),
             p50: p(0.50),
             p90: p(0.90),
             p95: p(0.95),
             p99: p(0.99),
+            bound: None,
         })
     }
 }
@@ -267,49 +321,240 @@ pub struct JobStats {
     pub percentile_method: String,
 }
 
-/// Whose token counts a set of requests rests on: `None` for no request, `client_estimate`
-/// when any count is estimated, else `server`.
-fn token_source_of<'a>(rs: impl Iterator<Item = &'a RequestFigures>) -> Option<TokenSource> {
-    TokenSource::combine(rs.map(|r| TokenSource::estimated(r.output_tokens_estimated)))
+/// What the statistics read of one request, whichever form holds it: [`RequestFigures`]
+/// (ms as `f64`) or [`crate::compact::CompactFigures`] (integer ns, converted with
+/// [`ns_to_ms`] as they are read). Every figure but the pooled ITL is computed from this
+/// view by one code path ([`JobStats::aggregate_rows`]).
+pub trait FigureRow {
+    /// The request completed.
+    fn ok(&self) -> bool;
+    /// TTFT, ms.
+    fn ttft_ms(&self) -> Option<f64>;
+    /// TPOT, ms.
+    fn tpot_ms(&self) -> Option<f64>;
+    /// E2E, ms.
+    fn e2e_ms(&self) -> Option<f64>;
+    /// Output tokens.
+    fn output_tokens(&self) -> Option<u64>;
+    /// The output-token count is the client's estimate.
+    fn output_tokens_estimated(&self) -> bool;
+    /// Prompt tokens (server usage).
+    fn prompt_tokens(&self) -> Option<u64>;
+    /// Cached prompt tokens (server usage).
+    fn cached_tokens(&self) -> Option<u64>;
+    /// Schedule lag, ms.
+    fn schedule_lag_ms(&self) -> Option<f64>;
+}
+
+impl FigureRow for RequestFigures {
+    fn ok(&self) -> bool {
+        self.ok
+    }
+    fn ttft_ms(&self) -> Option<f64> {
+        self.ttft_ms
+    }
+    fn tpot_ms(&self) -> Option<f64> {
+        self.tpot_ms
+    }
+    fn e2e_ms(&self) -> Option<f64> {
+        self.e2e_ms
+    }
+    fn output_tokens(&self) -> Option<u64> {
+        self.output_tokens
+    }
+    fn output_tokens_estimated(&self) -> bool {
+        self.output_tokens_estimated
+    }
+    fn prompt_tokens(&self) -> Option<u64> {
+        self.prompt_tokens
+    }
+    fn cached_tokens(&self) -> Option<u64> {
+        self.cached_tokens
+    }
+    fn schedule_lag_ms(&self) -> Option<f64> {
+        self.schedule_lag_ms
+    }
 }
 
 impl JobStats {
     /// Aggregates one job's requests over `params.window_ns`.
     pub fn aggregate(requests: &[RequestFigures], params: AggregateParams) -> JobStats {
-        let ok: Vec<&RequestFigures> = requests.iter().filter(|r| r.ok).collect();
-        let n_req = requests.len() as u64;
-        let n_ok = ok.len() as u64;
-        let n_failed = n_req - n_ok;
-
-        let ttft: Vec<f64> = ok.iter().filter_map(|r| r.ttft_ms).collect();
-        let itl: Vec<f64> = ok.iter().flat_map(|r| r.itl_ms.iter().copied()).collect();
-        let tpot_reqs: Vec<&&RequestFigures> = ok
+        let itl: Vec<f64> = requests
             .iter()
-            .filter(|r| r.output_tokens.is_none_or(|n| n > 1))
-            .filter(|r| r.tpot_ms.is_some())
+            .filter(|r| r.ok)
+            .flat_map(|r| r.itl_ms.iter().copied())
             .collect();
-        let tpot: Vec<f64> = tpot_reqs.iter().filter_map(|r| r.tpot_ms).collect();
-        let e2e: Vec<f64> = ok.iter().filter_map(|r| r.e2e_ms).collect();
+        let rows: Vec<&RequestFigures> = requests.iter().collect();
+        Self::aggregate_rows(&rows, Summary::from_samples(&itl), params)
+    }
+
+    /// Aggregates `requests` (any [`FigureRow`]) over `params.window_ns`, with `itl` the
+    /// summary of every gap of the successful ones, pooled (the one population that the
+    /// row view does not carry).
+    pub fn aggregate_rows<R: FigureRow>(
+        requests: &[&R],
+        itl: Option<Summary>,
+        params: AggregateParams,
+    ) -> JobStats {
+        let mut tally = Tally::default();
+        for r in requests {
+            tally.add(*r, params.schedule_miss_threshold_ms);
+        }
+        let ok: Vec<&R> = requests.iter().copied().filter(|r| r.ok()).collect();
+        let ttft: Vec<f64> = ok.iter().filter_map(|r| r.ttft_ms()).collect();
+        let tpot: Vec<f64> = ok
+            .iter()
+            .filter(|r| r.output_tokens().is_none_or(|n| n > 1))
+            .filter_map(|r| r.tpot_ms())
+            .collect();
+        let e2e: Vec<f64> = ok.iter().filter_map(|r| r.e2e_ms()).collect();
         let e2e_sched: Vec<f64> = ok
             .iter()
-            .filter_map(|r| Some(r.e2e_ms? + r.schedule_lag_ms?))
+            .filter_map(|r| Some(r.e2e_ms()? + r.schedule_lag_ms()?))
             .collect();
+        let lags: Vec<f64> = requests
+            .iter()
+            .filter_map(|r| r.schedule_lag_ms())
+            .collect();
+        tally.finish(
+            Populations {
+                ttft: Summary::from_samples(&ttft),
+                itl,
+                tpot: Summary::from_samples(&tpot),
+                e2e: Summary::from_samples(&e2e),
+                e2e_from_schedule: Summary::from_samples(&e2e_sched),
+                schedule_lag: Summary::from_samples(&lags),
+            },
+            params,
+        )
+    }
+}
 
+/// The summaries of a job's latency populations, however they were computed (exact from
+/// every sample, or streamed, [`crate::streaming`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Populations {
+    /// TTFT over successful requests, ms.
+    pub ttft: Option<Summary>,
+    /// Every ITL gap of the successful requests, pooled, ms.
+    pub itl: Option<Summary>,
+    /// TPOT of successful requests with more than one output token, ms.
+    pub tpot: Option<Summary>,
+    /// E2E over successful requests, ms.
+    pub e2e: Option<Summary>,
+    /// E2E from the scheduled send, ms.
+    pub e2e_from_schedule: Option<Summary>,
+    /// Schedule lag of every scheduled request, ms.
+    pub schedule_lag: Option<Summary>,
+}
+
+/// The counts and sums of a job's statistics, one request at a time: the one definition
+/// behind every [`JobStats`] that is not a distribution (counts, token totals and their
+/// source, cache hit rate, schedule misses), for the exact and the streaming aggregation
+/// alike.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tally {
+    requests: u64,
+    ok: u64,
+    server_out: u64,
+    out_complete: bool,
+    out_sum: u64,
+    out_any: bool,
+    out_estimated: bool,
+    tpot_any: bool,
+    tpot_estimated: bool,
+    cache_n: u64,
+    cached_sum: u64,
+    prompt_sum: u64,
+    lags: u64,
+    misses: u64,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Self {
+            requests: 0,
+            ok: 0,
+            server_out: 0,
+            out_complete: true,
+            out_sum: 0,
+            out_any: false,
+            out_estimated: false,
+            tpot_any: false,
+            tpot_estimated: false,
+            cache_n: 0,
+            cached_sum: 0,
+            prompt_sum: 0,
+            lags: 0,
+            misses: 0,
+        }
+    }
+}
+
+impl Tally {
+    /// Counts one request (`miss_threshold_ms`: [`AggregateParams::schedule_miss_threshold_ms`]).
+    pub fn add(&mut self, r: &impl FigureRow, miss_threshold_ms: f64) {
+        self.requests += 1;
+        if let Some(lag) = r.schedule_lag_ms() {
+            self.lags += 1;
+            self.misses += u64::from(lag > miss_threshold_ms);
+        }
+        if !r.ok() {
+            return;
+        }
+        self.ok += 1;
+        let est = r.output_tokens_estimated();
+        // Server-reported counts are untrusted input: sums saturate instead of
+        // overflowing (a hostile `usage` of u64::MAX must not panic or wrap), and a request
+        // never counts more cached tokens than its prompt had (hit rate within 0..=1).
+        match r.output_tokens() {
+            Some(n) => {
+                self.out_sum = self.out_sum.saturating_add(n);
+                self.out_any = true;
+                self.out_estimated |= est;
+                self.server_out += u64::from(!est);
+            }
+            None => self.out_complete = false,
+        }
+        if r.output_tokens().is_none_or(|n| n > 1) && r.tpot_ms().is_some() {
+            self.tpot_any = true;
+            self.tpot_estimated |= est;
+        }
+        if let (Some(prompt), Some(cached)) = (r.prompt_tokens(), r.cached_tokens()) {
+            self.cache_n += 1;
+            self.cached_sum = self.cached_sum.saturating_add(cached.min(prompt));
+            self.prompt_sum = self.prompt_sum.saturating_add(prompt);
+        }
+    }
+
+    /// Requests counted.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Successful requests counted.
+    pub fn succeeded(&self) -> u64 {
+        self.ok
+    }
+
+    /// The successful requests' output tokens and whose counts they are: `None` when there
+    /// is no successful request or one has no count (a partial sum is not a total).
+    pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
+        (self.ok > 0 && self.out_complete)
+            .then(|| (self.out_sum, TokenSource::estimated(self.out_estimated)))
+    }
+
+    /// The job's statistics from these counts and the populations' summaries.
+    pub fn finish(&self, pops: Populations, params: AggregateParams) -> JobStats {
+        let (n_req, n_ok) = (self.requests, self.ok);
+        let n_failed = n_req - n_ok;
         let window_s = params.window_ns as f64 / 1e9;
         let per_s = |count: f64| (params.window_ns > 0).then(|| count / window_s);
         let ratio = |num: u64, den: u64| (den > 0).then(|| num as f64 / den as f64);
+        let source = |any: bool, est: bool| any.then(|| TokenSource::estimated(est));
 
-        // Server-reported counts are untrusted input: sums saturate instead of overflowing
-        // (a hostile `usage` of u64::MAX must not panic or wrap), and a request never
-        // counts more cached tokens than its prompt had (hit rate stays within 0..=1).
-        let server_out = ok
-            .iter()
-            .filter(|r| r.output_tokens.is_some() && !r.output_tokens_estimated)
-            .count() as u64;
-        let out_total = (n_ok > 0)
-            .then(|| total_if_complete(ok.iter().map(|r| r.output_tokens)))
-            .flatten();
-        let out_source = token_source_of(ok.iter().copied().filter(|r| r.output_tokens.is_some()));
+        let out_total = (n_ok > 0 && self.out_complete).then_some(self.out_sum);
+        let out_source = source(self.out_any, self.out_estimated);
         let out_basis = out_source.map_or(Basis::ServerReported, TokenSource::basis);
         let out_reason = if n_ok == 0 {
             "no successful requests"
@@ -328,9 +573,8 @@ impl JobStats {
             },
         )
         .with_tokens(output_tokens.tokens);
-        let tpot_source = token_source_of(tpot_reqs.iter().map(|r| **r));
         let tpot_ms = Figure::from_option(
-            Summary::from_samples(&tpot),
+            pops.tpot,
             Basis::ClientTiming,
             if n_ok == 0 {
                 "no successful requests"
@@ -338,45 +582,28 @@ impl JobStats {
                 "no request with more than one output token"
             },
         )
-        .with_tokens(tpot_source);
-
-        let cache_pairs: Vec<(u64, u64)> = ok
-            .iter()
-            .filter_map(|r| {
-                let prompt = r.prompt_tokens?;
-                Some((r.cached_tokens?.min(prompt), prompt))
-            })
-            .collect();
-        let cached_sum = saturating_total(cache_pairs.iter().map(|p| p.0));
-        let prompt_sum = saturating_total(cache_pairs.iter().map(|p| p.1));
-
-        let lags: Vec<f64> = requests.iter().filter_map(|r| r.schedule_lag_ms).collect();
-        let misses = (!lags.is_empty()).then(|| {
-            lags.iter()
-                .filter(|&&l| l > params.schedule_miss_threshold_ms)
-                .count() as u64
-        });
+        .with_tokens(source(self.tpot_any, self.tpot_estimated));
 
         JobStats {
             requests: n_req,
             succeeded: n_ok,
             failed: n_failed,
             error_rate: ratio(n_failed, n_req),
-            ttft_ms: Summary::from_samples(&ttft),
-            itl_ms: Summary::from_samples(&itl),
+            ttft_ms: pops.ttft,
+            itl_ms: pops.itl,
             tpot_ms,
-            e2e_ms: Summary::from_samples(&e2e),
-            e2e_from_schedule_ms: Summary::from_samples(&e2e_sched),
+            e2e_ms: pops.e2e,
+            e2e_from_schedule_ms: pops.e2e_from_schedule,
             window_ns: params.window_ns,
             throughput_rps: per_s(n_ok as f64),
             output_tokens,
-            output_tokens_coverage: ratio(server_out, n_ok),
+            output_tokens_coverage: ratio(self.server_out, n_ok),
             output_tokens_per_s,
-            cache_hit_rate: ratio(cached_sum, prompt_sum),
-            cache_reporting_requests: cache_pairs.len() as u64,
-            cache_hit_coverage: ratio(cache_pairs.len() as u64, n_ok),
-            schedule_lag_ms: Summary::from_samples(&lags),
-            schedule_misses: misses,
+            cache_hit_rate: ratio(self.cached_sum, self.prompt_sum),
+            cache_reporting_requests: self.cache_n,
+            cache_hit_coverage: ratio(self.cache_n, n_ok),
+            schedule_lag_ms: pops.schedule_lag,
+            schedule_misses: (self.lags > 0).then_some(self.misses),
             schedule_miss_threshold_ms: params.schedule_miss_threshold_ms,
             percentile_method: PERCENTILE_METHOD.to_string(),
         }

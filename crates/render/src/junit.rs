@@ -67,9 +67,48 @@ fn run_properties(report: &RunReport) -> Vec<Property> {
 
 /// The JUnit report of a run (see the module docs).
 pub fn junit_report(report: &RunReport) -> Report {
+    let counts: Vec<RequestCounts> = report.jobs.iter().map(RequestCounts::of_job).collect();
+    junit_report_with(report, &counts)
+}
+
+/// What JUnit reads of a job's per-request records: how many there were and how many
+/// failed to connect (an endpoint never reached). Counted while the records are streamed
+/// ([`RequestCounts::add`]), so a run of any size renders without holding its records
+/// (issue 19).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// Requests.
+    pub requests: u64,
+    /// Requests that failed with `connect`.
+    pub connect_failures: u64,
+}
+
+impl RequestCounts {
+    /// Counts one record.
+    pub fn add(&mut self, r: &inferscope_model::RequestRecord) {
+        self.requests += 1;
+        if r.failure_code == Some(FailureCode::Connect) {
+            self.connect_failures += 1;
+        }
+    }
+
+    /// The counts of a job's records held in memory (`job.requests`).
+    pub fn of_job(job: &JobReport) -> Self {
+        let mut c = Self::default();
+        for r in &job.requests {
+            c.add(r);
+        }
+        c
+    }
+}
+
+/// [`junit_report`] with each job's record counts given (`counts[i]` for job i; a job
+/// without an entry counts none).
+pub fn junit_report_with(report: &RunReport, counts: &[RequestCounts]) -> Report {
     let host = inferscope_clock::domain_host(&report.clock_domain_id);
     let mut suites: Vec<TestSuite> = Vec::new();
-    for job in &report.jobs {
+    for (i, job) in report.jobs.iter().enumerate() {
+        let count = counts.get(i).copied().unwrap_or_default();
         let idx = match suites.iter().position(|s| s.name.as_str() == job.suite()) {
             Some(i) => i,
             None => {
@@ -101,7 +140,7 @@ pub fn junit_report(report: &RunReport) -> Report {
                 format!("{}: {}", v.outcome.as_str(), v.message),
             ));
         }
-        suite.add_test_case(test_case(job));
+        suite.add_test_case(test_case(job, count));
     }
     let mut r = Report::new("inferscope-bench");
     r.set_time(Duration::from_nanos(report.summary.duration_ns));
@@ -115,6 +154,18 @@ pub fn junit_report(report: &RunReport) -> Report {
 /// quick-junit's serialization error (an I/O error on the in-memory buffer; not expected).
 pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
     let xml = junit_report(report).to_string()?;
+    Ok(without_testsuites_skipped(&xml))
+}
+
+/// [`junit_xml`] with each job's record counts given ([`junit_report_with`]).
+///
+/// # Errors
+/// As [`junit_xml`].
+pub fn junit_xml_with(
+    report: &RunReport,
+    counts: &[RequestCounts],
+) -> Result<String, quick_junit::SerializeError> {
+    let xml = junit_report_with(report, counts).to_string()?;
     Ok(without_testsuites_skipped(&xml))
 }
 
@@ -138,7 +189,7 @@ fn without_testsuites_skipped(xml: &str) -> String {
 
 /// Why a job that did not pass could not be measured (an `<error>`, not a `<failure>`):
 /// `(type, message)`; `None` for a job whose gates or grading judged it.
-fn error_of(job: &JobReport) -> Option<(&'static str, String)> {
+fn error_of(job: &JobReport, count: RequestCounts) -> Option<(&'static str, String)> {
     match job.status {
         JobStatus::SetupError => {
             let reasons = job.reason_lines();
@@ -155,18 +206,14 @@ fn error_of(job: &JobReport) -> Option<(&'static str, String)> {
             "cancelled (Ctrl-C / SIGTERM) before all its work ran".to_string(),
         )),
         JobStatus::Fail => {
-            let unreachable = !job.requests.is_empty()
-                && job
-                    .requests
-                    .iter()
-                    .all(|r| r.failure_code == Some(FailureCode::Connect));
+            let unreachable = count.requests > 0 && count.connect_failures == count.requests;
             if unreachable {
                 return Some((
                     "endpoint_unreachable",
                     format!(
                         "endpoint unreachable: all {} requests failed before a response \
                          head (connect)",
-                        job.requests.len()
+                        count.requests
                     ),
                 ));
             }
@@ -177,7 +224,7 @@ fn error_of(job: &JobReport) -> Option<(&'static str, String)> {
     }
 }
 
-fn test_case(job: &JobReport) -> TestCase {
+fn test_case(job: &JobReport, count: RequestCounts) -> TestCase {
     let status = if job.status == JobStatus::NotRun {
         // Cancelled before it started: skipped, never a failure.
         let mut s = TestCaseStatus::skipped();
@@ -185,7 +232,7 @@ fn test_case(job: &JobReport) -> TestCase {
         s
     } else if job.status == JobStatus::Pass {
         TestCaseStatus::success()
-    } else if let Some((ty, message)) = error_of(job) {
+    } else if let Some((ty, message)) = error_of(job, count) {
         let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
         s.set_message(message);
         s.set_type(ty);
@@ -216,14 +263,16 @@ fn test_case(job: &JobReport) -> TestCase {
 
 fn summary_line(name: &str, s: &Option<Summary>) -> String {
     match s {
+        // A streamed summary states its bound after its figures (issue 19).
         Some(s) => format!(
-            "{name}: n={} mean={} p50={} p90={} p95={} p99={}",
+            "{name}: n={} mean={} p50={} p90={} p95={} p99={}{}",
             s.count,
             format_number(s.mean),
             format_number(s.p50),
             format_number(s.p90),
             format_number(s.p95),
-            format_number(s.p99)
+            format_number(s.p99),
+            s.bound_suffix()
         ),
         None => format!("{name}: null"),
     }

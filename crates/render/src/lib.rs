@@ -21,7 +21,7 @@ pub use human::{
     Style, color_enabled, is_ci, job_block, plain_line, start_line, status_line, summary_line,
 };
 pub use json::{job_message, summary_message};
-pub use junit::{junit_report, junit_xml};
+pub use junit::{RequestCounts, junit_report, junit_report_with, junit_xml, junit_xml_with};
 pub use markdown::markdown_summary;
 pub use view::EndpointLabel;
 

@@ -23,7 +23,13 @@ fn cell(s: &str) -> String {
 
 fn pair(s: &Option<Summary>, a: fn(&Summary) -> f64, b: fn(&Summary) -> f64) -> String {
     match s {
-        Some(s) => format!("{} / {}", format_number(a(s)), format_number(b(s))),
+        // A streamed summary states its bound beside the figures (issue 19).
+        Some(s) => format!(
+            "{} / {}{}",
+            format_number(a(s)),
+            format_number(b(s)),
+            s.bound_suffix()
+        ),
         None => MISSING.to_string(),
     }
 }

@@ -277,6 +277,7 @@ impl ResolvedSuite {
                 super::load_spec::Stop::Duration(ns) => r.file("duration_s", ns as f64 / 1e9),
             }
             r.file("warmup", l.warmup);
+            r.file("aggregation", l.aggregation.as_str());
             let sweep = match &l.sweep {
                 None => "none".to_string(),
                 Some(super::load_spec::Sweep::Concurrency(v)) => format!("concurrency {v:?}"),

@@ -86,6 +86,30 @@ impl Sweep {
     }
 }
 
+/// How a load job's statistics are aggregated (issue 19): `exact` (the default) keeps
+/// every request's compact figures and computes every percentile exactly; `streaming`
+/// keeps one HDR histogram per population (memory flat in the request count) and states
+/// each percentile's error bound beside it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Aggregation {
+    /// Every percentile exact (the default).
+    #[default]
+    Exact,
+    /// HDR histograms; every percentile within its stated bound.
+    Streaming,
+}
+
+impl Aggregation {
+    /// `exact` or `streaming` (the suite's spelling).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Aggregation::Exact => "exact",
+            Aggregation::Streaming => "streaming",
+        }
+    }
+}
+
 /// A job's validated load settings (see the module docs for the semantics).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadSpec {
@@ -103,6 +127,9 @@ pub struct LoadSpec {
     pub warmup: u64,
     /// `sweep`, when given.
     pub sweep: Option<Sweep>,
+    /// `aggregation` (default `exact`; `run --aggregation` overrides it).
+    #[serde(default)]
+    pub aggregation: Aggregation,
 }
 
 /// Open or closed loop.
@@ -227,6 +254,9 @@ impl LoadSpec {
         }
         parts.push(self.stop.describe());
         parts.push(format!("warm-up {} requests", self.warmup));
+        if self.aggregation == Aggregation::Streaming {
+            parts.push("streaming aggregation".into());
+        }
         parts.join(", ")
     }
 }
@@ -253,6 +283,7 @@ mod tests {
             stop: Stop::Count(8),
             warmup: 2,
             sweep: None,
+            aggregation: Aggregation::Exact,
         }
     }
 

@@ -124,6 +124,7 @@ pub(crate) struct RawJob {
     pub duration_s: Option<f64>,
     pub count: Option<u64>,
     pub warmup: Option<u64>,
+    pub aggregation: Option<super::load_spec::Aggregation>,
     pub sweep: Option<RawSweep>,
 }
 
@@ -191,6 +192,7 @@ pub(crate) fn load_job_keys() -> &'static [&'static str] {
         "duration_s",
         "count",
         "warmup",
+        "aggregation",
         "sweep",
     ]
 }

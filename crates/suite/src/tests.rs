@@ -1249,6 +1249,7 @@ fn load_keys_parse_into_a_load_spec() {
             stop: Stop::Count(8),
             warmup: 2,
             sweep: Some(Sweep::Concurrency(vec![1, 4, 16])),
+            aggregation: Default::default(),
         })
     );
     let text = "[[jobs]]\nname = \"c\"\nkind = \"context\"\nsizes = [8, 16]\nrepeat = 3\n\
@@ -1306,6 +1307,27 @@ fn load_key_typos_are_located_with_a_hint() {
         "jobs[0].arrival",
     );
     assert_eq!(e.hint(), Some("did you mean `poisson`?"));
+    // Issue 19: `aggregation` is validated like every other key, located at its value.
+    let text = with_tools(&format!("{AGENTIC}count = 4\naggregation = \"streamed\"\n"));
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "\"streamed\"",
+        "jobs[0].aggregation",
+    );
+    assert_eq!(e.hint(), Some("did you mean `streaming`?"));
+    let text = with_tools(&format!("{AGENTIC}aggregation = 3\n"));
+    assert_eq!(p.err(&text).kind(), SuiteErrorKind::WrongType);
+    let text = with_tools(&format!(
+        "{AGENTIC}count = 4\naggregation = \"streaming\"\n"
+    ));
+    let s = p.parse(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.jobs[0].load.as_ref().map(|l| l.aggregation),
+        Some(crate::load_spec::Aggregation::Streaming)
+    );
     let text = with_tools(&format!("{AGENTIC}rate = \"fast\"\n"));
     let e = p.err(&text);
     assert_at(

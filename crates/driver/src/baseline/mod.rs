@@ -112,22 +112,94 @@ pub fn samples_of<'a>(
     let (mut n, mut ok) = (0u64, 0u64);
     for r in requests.filter(|r| !warmup.contains(r.request_id.as_str())) {
         n += 1;
-        if !r.is_success() {
-            continue;
+        if r.is_success() {
+            ok += 1;
+            s.push(r, load);
         }
-        ok += 1;
-        s.ttft_ms.extend(r.ttft_ms());
-        if let Some(e) = r.e2e_ms() {
-            s.e2e_ms.push(e);
-            if load {
-                s.e2e_from_schedule_ms
-                    .push(e + r.schedule_lag_ns() as f64 / 1e6);
-            }
-        }
-        s.itl_ms.extend(r.itl_ms());
-        s.tpot_ms.extend(r.tpot_ms());
     }
     (s, n, ok)
+}
+
+/// [`samples_of`] a load job's compact figures (`warm[i]`: request i is warm-up).
+pub fn samples_of_compact(
+    set: &crate::model::compact::CompactFigureSet,
+    warm: &[bool],
+) -> (JobSamples, u64, u64) {
+    use crate::stats::FigureRow;
+    let mut s = JobSamples::default();
+    let (mut n, mut ok) = (0u64, 0u64);
+    for (i, (c, gaps)) in set.iter().enumerate() {
+        if warm.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        n += 1;
+        if c.ok() {
+            ok += 1;
+            s.push_compact(c, gaps, true);
+        }
+    }
+    (s, n, ok)
+}
+
+/// Summaries of every job of `report` (read from `run_dir`), streaming its
+/// `requests.jsonl` ([`crate::records::visit`], checked as every reader checks it): only
+/// each job's compact samples ([`JobSamples`]) are held, never its records (issue 19).
+/// `want(job)` selects the jobs to summarise (`None` for the others).
+pub fn stream_summaries(
+    run_dir: &Path,
+    report: &RunReport,
+    want: impl Fn(&JobReport) -> bool,
+) -> Result<Vec<Option<JobSummary>>, String> {
+    struct Acc<'a> {
+        warm: HashSet<&'a str>,
+        load: bool,
+        samples: JobSamples,
+        n: u64,
+        ok: u64,
+    }
+    let mut acc: Vec<Option<Acc>> = report
+        .jobs
+        .iter()
+        .map(|j| {
+            want(j).then(|| Acc {
+                warm: j
+                    .load
+                    .as_ref()
+                    .map(|l| l.warmup_requests.iter().map(String::as_str).collect())
+                    .unwrap_or_default(),
+                load: j.load.is_some(),
+                samples: JobSamples::default(),
+                n: 0,
+                ok: 0,
+            })
+        })
+        .collect();
+    crate::records::visit(run_dir, report, |j, line| {
+        let (Some(Some(a)), crate::records::Line::Request(r)) = (acc.get_mut(j), line) else {
+            return;
+        };
+        if a.warm.contains(r.request_id.as_str()) {
+            return;
+        }
+        a.n += 1;
+        if r.is_success() {
+            a.ok += 1;
+            a.samples.push(&r, a.load);
+        }
+    })?;
+    Ok(report
+        .jobs
+        .iter()
+        .zip(acc)
+        .map(|(j, a)| a.map(|a| job_summary(&j.id, j.kind.as_str(), a.n, a.ok, &a.samples)))
+        .collect())
+}
+
+/// Whether a job of a run belongs in a baseline: it ran to its end (`not_run`,
+/// `cancelled` and `setup_error` jobs are left out: a partial or absent run is no
+/// baseline).
+fn baseline_job(j: &JobReport) -> bool {
+    matches!(j.status, JobStatus::Pass | JobStatus::Fail)
 }
 
 /// [`samples_of`] a job of a report (its warm-up ids from `jobs[].load`).
@@ -164,10 +236,29 @@ impl Baseline {
             jobs: report
                 .jobs
                 .iter()
-                .filter(|j| matches!(j.status, JobStatus::Pass | JobStatus::Fail))
+                .filter(|j| baseline_job(j))
                 .map(summarize_job)
                 .collect(),
         }
+    }
+
+    /// [`Baseline::from_report`] of a run on disk, its records streamed
+    /// ([`stream_summaries`]): a run of any size in the memory of its compact samples.
+    pub fn from_run_dir(
+        run_dir: &Path,
+        report: &RunReport,
+        name: &str,
+    ) -> Result<Baseline, String> {
+        let jobs = stream_summaries(run_dir, report, baseline_job)?;
+        let mut b = Baseline::from_report(
+            &RunReport {
+                jobs: Vec::new(),
+                ..report.clone()
+            },
+            name,
+        );
+        b.jobs = jobs.into_iter().flatten().collect();
+        Ok(b)
     }
 
     /// The summary of job `id`.
@@ -236,10 +327,19 @@ pub fn compare_report(
     report: &RunReport,
     noise_pct: f64,
 ) -> Vec<(String, Option<JobComparison>)> {
-    report
-        .jobs
+    let summaries: Vec<JobSummary> = report.jobs.iter().map(summarize_job).collect();
+    compare_summaries(baseline, &summaries, noise_pct)
+}
+
+/// [`compare_report`] of summaries already made (e.g. streamed, [`stream_summaries`]).
+pub fn compare_summaries(
+    baseline: &Baseline,
+    summaries: &[JobSummary],
+    noise_pct: f64,
+) -> Vec<(String, Option<JobComparison>)> {
+    summaries
         .iter()
-        .map(|j| (j.id.clone(), baseline.compare(&summarize_job(j), noise_pct)))
+        .map(|j| (j.id.clone(), baseline.compare(j, noise_pct)))
         .collect()
 }
 

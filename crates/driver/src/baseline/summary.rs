@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::model::baseline::FigureSummary;
-use crate::stats::{percentile_sorted, sorted_finite};
+use crate::stats::{ns_to_ms, percentile_of, sorted_finite};
 
 /// How every figure's spread is computed (recorded in each baseline).
 pub const SPREAD_METHOD: &str = "distribution-free 95% CI of each quantile from order \
@@ -34,50 +34,124 @@ pub fn quantile_ci_ranks(n: usize, q: f64) -> (Option<usize>, Option<usize>) {
     if n == 0 || !(0.0..=1.0).contains(&q) {
         return (None, None);
     }
-    // pmf(k) of Binomial(n, q) in log space (no underflow for large n).
-    let pmf: Vec<f64> = if q <= 0.0 || q >= 1.0 {
-        (0..=n)
-            .map(|k| f64::from(u8::from((q <= 0.0 && k == 0) || (q >= 1.0 && k == n))))
-            .collect()
+    // pmf(k) of Binomial(n, q) in log space (no underflow for large n), summed into
+    // cdf(k) = P(B ≤ k) one k at a time: nothing of size n is held (issue 19: a pooled
+    // ITL population of a million-request run has tens of millions of samples).
+    let pmf = |k: usize, ln: f64| -> f64 {
+        if q <= 0.0 || q >= 1.0 {
+            f64::from(u8::from((q <= 0.0 && k == 0) || (q >= 1.0 && k == n)))
+        } else {
+            ln.exp()
+        }
+    };
+    let (lq, lp) = if q > 0.0 && q < 1.0 {
+        (q.ln(), (1.0 - q).ln())
     } else {
-        let (lq, lp) = (q.ln(), (1.0 - q).ln());
-        let mut ln = n as f64 * lp;
-        let mut out = Vec::with_capacity(n + 1);
-        for k in 0..=n {
-            out.push(ln.exp());
-            if k < n {
-                ln += ((n - k) as f64 / (k + 1) as f64).ln() + lq - lp;
+        (0.0, 0.0)
+    };
+    let mut ln = n as f64 * lp;
+    let mut acc = 0.0f64;
+    // l: largest rank in 1..=n with P(B ≤ l − 1) ≤ α/2; u: smallest rank in 1..=n with
+    // P(B ≥ u) = 1 − P(B ≤ u − 1) ≤ α/2. cdf is non-decreasing, so l's condition holds
+    // for a prefix of ranks and u's from some rank on.
+    let mut l = None;
+    let mut u = None;
+    for k in 0..n {
+        acc += pmf(k, ln);
+        if k < n {
+            ln += ((n - k) as f64 / (k + 1) as f64).ln() + lq - lp;
+        }
+        let cdf = acc.min(1.0);
+        let rank = k + 1;
+        if cdf <= HALF_ALPHA {
+            l = Some(rank);
+        }
+        if u.is_none() && 1.0 - cdf <= HALF_ALPHA {
+            u = Some(rank);
+            if cdf > HALF_ALPHA {
+                break;
             }
         }
-        out
-    };
-    // cdf[k] = P(B ≤ k).
-    let mut cdf = Vec::with_capacity(n + 1);
-    let mut acc = 0.0;
-    for p in &pmf {
-        acc += p;
-        cdf.push(acc.min(1.0));
     }
-    // l: largest rank in 1..=n with P(B ≤ l − 1) ≤ α/2.
-    let l = (1..=n).rev().find(|&l| cdf[l - 1] <= HALF_ALPHA);
-    // u: smallest rank in 1..=n with P(B ≥ u) = 1 − P(B ≤ u − 1) ≤ α/2.
-    let u = (1..=n).find(|&u| 1.0 - cdf[u - 1] <= HALF_ALPHA);
     (l, u)
 }
 
-/// Per-request samples of one job (ms), successful non-warm-up requests only.
+/// Per-request samples of one job, successful non-warm-up requests only, kept compact
+/// (issue 19): latencies as the integer ns the client recorded (ITL gaps as `u32`, gaps
+/// ≥ 2³² − 1 ns in a `u64` side list), converted to ms ([`ns_to_ms`]) when a figure is
+/// read — the same values the f64 samples gave. TPOT and E2E from schedule are the `f64`
+/// ms the records compute.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobSamples {
-    /// TTFT from send.
-    pub ttft_ms: Vec<f64>,
-    /// E2E from send.
-    pub e2e_ms: Vec<f64>,
-    /// Every ITL gap.
-    pub itl_ms: Vec<f64>,
-    /// TPOT per request (> 1 output token).
+    /// TTFT from send, ns.
+    pub ttft_ns: Vec<u64>,
+    /// E2E from send, ns.
+    pub e2e_ns: Vec<u64>,
+    /// Every ITL gap below 2³² − 1 ns, ns.
+    pub itl_ns: Vec<u32>,
+    /// Every ITL gap of 2³² − 1 ns or more, ns.
+    pub itl_wide_ns: Vec<u64>,
+    /// TPOT per request (> 1 output token, server counts), ms.
     pub tpot_ms: Vec<f64>,
-    /// E2E from the scheduled send (load jobs only; empty otherwise).
+    /// E2E from the scheduled send (load jobs only; empty otherwise), ms.
     pub e2e_from_schedule_ms: Vec<f64>,
+}
+
+impl JobSamples {
+    /// Adds a successful request's samples (`load`: a load job's, with E2E from schedule).
+    pub fn push(&mut self, r: &crate::model::RequestRecord, load: bool) {
+        let since_send = |t: Option<u64>| t.map(|t| t.saturating_sub(r.send_ns));
+        self.ttft_ns.extend(since_send(r.ttft_ns));
+        if let Some(e) = since_send(r.end_ns) {
+            self.e2e_ns.push(e);
+            if load {
+                self.e2e_from_schedule_ms
+                    .push(ns_to_ms(e) + r.schedule_lag_ns() as f64 / 1e6);
+            }
+        }
+        for &g in &r.itl_ns {
+            match u32::try_from(g) {
+                Ok(g) if g != u32::MAX => self.itl_ns.push(g),
+                _ => self.itl_wide_ns.push(g),
+            }
+        }
+        self.tpot_ms.extend(r.tpot_ms());
+    }
+
+    /// Adds a successful request's samples from its compact figures (the same samples as
+    /// [`JobSamples::push`] of its record).
+    pub fn push_compact(
+        &mut self,
+        c: &crate::model::compact::CompactFigures,
+        gaps: crate::model::compact::Gaps<'_>,
+        load: bool,
+    ) {
+        self.ttft_ns.extend(c.ttft_ns());
+        if let Some(e) = c.e2e_ns() {
+            self.e2e_ns.push(e);
+            if load {
+                let lag = c.schedule_lag_ns().unwrap_or(0);
+                self.e2e_from_schedule_ms
+                    .push(ns_to_ms(e) + lag as f64 / 1e6);
+            }
+        }
+        for g in gaps.ns() {
+            match u32::try_from(g) {
+                Ok(g) if g != u32::MAX => self.itl_ns.push(g),
+                _ => self.itl_wide_ns.push(g),
+            }
+        }
+        self.tpot_ms.extend(c.server_tpot_ms());
+    }
+
+    /// ITL gaps, ms, for a test or a caller that wants them as f64.
+    pub fn itl_ms(&self) -> Vec<f64> {
+        let narrow = self.itl_ns.iter().map(|&g| u64::from(g));
+        narrow
+            .chain(self.itl_wide_ns.iter().copied())
+            .map(ns_to_ms)
+            .collect()
+    }
 }
 
 /// One job's summary in a baseline.
@@ -104,11 +178,21 @@ pub fn population_figures(
     qs: &[f64],
 ) -> Vec<(String, FigureSummary)> {
     let sorted = sorted_finite(samples);
-    let n = sorted.len();
+    sorted_population_figures(population, sorted.len(), |i| sorted[i], qs)
+}
+
+/// [`population_figures`] of `n` values in ascending order that `at(i)` gives (f64
+/// samples, or integer ns converted as they are read: the same figures either way).
+pub fn sorted_population_figures(
+    population: &str,
+    n: usize,
+    at: impl Fn(usize) -> f64,
+    qs: &[f64],
+) -> Vec<(String, FigureSummary)> {
     if n == 0 {
         return Vec::new();
     }
-    let p = |q: f64| percentile_sorted(&sorted, q).expect("non-empty, q in range");
+    let p = |q: f64| percentile_of(n, &at, q);
     qs.iter()
         .map(|&q| {
             let value = p(q);
@@ -117,8 +201,8 @@ pub fn population_figures(
                 format!("{population}.p{}", (q * 100.0).round() as u32),
                 FigureSummary {
                     value,
-                    ci_low: l.map(|l| sorted[l - 1].min(value)),
-                    ci_high: u.map(|u| sorted[u - 1].max(value)),
+                    ci_low: l.map(|l| at(l - 1).min(value)),
+                    ci_high: u.map(|u| at(u - 1).max(value)),
                     n: n as u64,
                     p25: p(0.25),
                     p75: p(0.75),
@@ -127,6 +211,16 @@ pub fn population_figures(
             )
         })
         .collect()
+}
+
+/// Figures of integer-ns samples (sorted here), converted to ms as they are read.
+fn ns_population_figures(
+    population: &str,
+    mut ns: Vec<u64>,
+    qs: &[f64],
+) -> Vec<(String, FigureSummary)> {
+    ns.sort_unstable();
+    sorted_population_figures(population, ns.len(), |i| ns_to_ms(ns[i]), qs)
 }
 
 /// Summarises one job from its samples (see the module docs for the figures).
@@ -138,20 +232,43 @@ pub fn job_summary(
     samples: &JobSamples,
 ) -> JobSummary {
     let mut figures = std::collections::BTreeMap::new();
-    let pops: [(&str, &Vec<f64>, &[f64]); 5] = [
-        ("ttft_ms", &samples.ttft_ms, &[0.5, 0.9, 0.99]),
-        ("e2e_ms", &samples.e2e_ms, &[0.5, 0.9, 0.99]),
-        ("itl_ms", &samples.itl_ms, &[0.5, 0.99]),
-        ("tpot_ms", &samples.tpot_ms, &[0.5, 0.9]),
-        (
-            "e2e_from_schedule_ms",
-            &samples.e2e_from_schedule_ms,
+    figures.extend(ns_population_figures(
+        "ttft_ms",
+        samples.ttft_ns.clone(),
+        &[0.5, 0.9, 0.99],
+    ));
+    figures.extend(ns_population_figures(
+        "e2e_ms",
+        samples.e2e_ns.clone(),
+        &[0.5, 0.9, 0.99],
+    ));
+    {
+        // The pooled gaps: u32 below 2³² − 1 ns, then the wide ones (all larger).
+        let mut narrow = samples.itl_ns.clone();
+        narrow.sort_unstable();
+        let mut wide = samples.itl_wide_ns.clone();
+        wide.sort_unstable();
+        let k = narrow.len();
+        let at = |i: usize| {
+            ns_to_ms(if i < k {
+                u64::from(narrow[i])
+            } else {
+                wide[i - k]
+            })
+        };
+        figures.extend(sorted_population_figures(
+            "itl_ms",
+            k + wide.len(),
+            at,
             &[0.5, 0.99],
-        ),
-    ];
-    for (name, s, qs) in pops {
-        figures.extend(population_figures(name, s, qs));
+        ));
     }
+    figures.extend(population_figures("tpot_ms", &samples.tpot_ms, &[0.5, 0.9]));
+    figures.extend(population_figures(
+        "e2e_from_schedule_ms",
+        &samples.e2e_from_schedule_ms,
+        &[0.5, 0.99],
+    ));
     JobSummary {
         id: id.to_string(),
         kind: kind.to_string(),
@@ -210,8 +327,8 @@ mod tests {
     #[test]
     fn job_summary_names_the_figures() {
         let s = JobSamples {
-            ttft_ms: vec![1.0, 2.0],
-            itl_ms: vec![3.0],
+            ttft_ns: vec![1_000_000, 2_000_000],
+            itl_ns: vec![3_000_000],
             ..Default::default()
         };
         let j = job_summary("s::j", "context", 2, 2, &s);

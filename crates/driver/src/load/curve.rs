@@ -27,10 +27,12 @@ use std::fmt::Write as _;
 use crate::attribution::{ABSENT, align_rows};
 use crate::gate::spec::{GateSpec, PercentileBounds};
 use crate::model::TokenSource;
+use crate::model::compact::{CompactFigureSet, CompactFigures};
 pub use crate::model::load::{
     Goodput, GoodputCriteria, PointEnergy, PointFacts, PointSummary, WindowEnergy, WindowMethod,
 };
-use crate::stats::{AggregateParams, JobStats, RequestFigures, Summary, total_if_complete};
+use crate::stats::{AggregateParams, FigureRow, RequestFigures, Summary, total_if_complete};
+use std::ops::Range;
 
 /// One request of a point as the curve needs it: its figures (from send) plus identity.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,24 +62,26 @@ pub fn goodput_criteria(gates: &GateSpec) -> Option<GoodputCriteria> {
 
 /// Whether one request is good against `c`.
 pub fn meets(c: &GoodputCriteria, r: &RequestFigures) -> bool {
-    let this = c;
-    {
-        if !r.ok {
-            return false;
-        }
-        let lag = r.schedule_lag_ms.unwrap_or(0.0);
-        let within = |v: Option<f64>, bound: Option<f64>, missing_ok: bool| match (bound, v) {
-            (None, _) => true,
-            (Some(_), None) => missing_ok,
-            (Some(b), Some(v)) => v <= b,
-        };
-        let mean_itl =
-            (!r.itl_ms.is_empty()).then(|| r.itl_ms.iter().sum::<f64>() / r.itl_ms.len() as f64);
-        within(r.ttft_ms.map(|t| t + lag), this.ttft_ms, false)
-            && within(r.e2e_ms.map(|t| t + lag), this.e2e_ms, false)
-            && within(mean_itl, this.itl_ms, true)
-            && within(r.tpot_ms, this.tpot_ms, true)
+    let mean_itl =
+        (!r.itl_ms.is_empty()).then(|| r.itl_ms.iter().sum::<f64>() / r.itl_ms.len() as f64);
+    meets_row(c, r, mean_itl)
+}
+
+/// [`meets`] for any form of a request's figures, with its mean ITL gap (ms).
+pub fn meets_row(c: &GoodputCriteria, r: &impl FigureRow, mean_itl_ms: Option<f64>) -> bool {
+    if !r.ok() {
+        return false;
     }
+    let lag = r.schedule_lag_ms().unwrap_or(0.0);
+    let within = |v: Option<f64>, bound: Option<f64>, missing_ok: bool| match (bound, v) {
+        (None, _) => true,
+        (Some(_), None) => missing_ok,
+        (Some(b), Some(v)) => v <= b,
+    };
+    within(r.ttft_ms().map(|t| t + lag), c.ttft_ms, false)
+        && within(r.e2e_ms().map(|t| t + lag), c.e2e_ms, false)
+        && within(mean_itl_ms, c.itl_ms, true)
+        && within(r.tpot_ms(), c.tpot_ms, true)
 }
 
 /// `ttft_ms <= 2000, e2e_ms <= 5000` (from schedule).
@@ -105,40 +109,52 @@ pub fn summarize_point(
     criteria: Option<&GoodputCriteria>,
     energy: Option<WindowEnergy>,
 ) -> PointSummary {
-    let measured: Vec<RequestFigures> = requests
-        .iter()
-        .filter(|r| !r.warmup)
-        .map(|r| r.figures.clone())
-        .collect();
+    let figs: Vec<RequestFigures> = requests.iter().map(|r| r.figures.clone()).collect();
+    let set = RequestFigures::to_ns_set(&figs);
+    let warm: Vec<bool> = requests.iter().map(|r| r.warmup).collect();
+    summarize_point_compact(facts, (&set, 0..set.len()), &warm, criteria, energy)
+}
+
+/// [`summarize_point`] over the requests `range` of a job's compact figures (issue 19:
+/// no per-point copy); `warm[i]` flags request `i` of the set as warm-up.
+pub fn summarize_point_compact(
+    facts: PointFacts,
+    (set, range): (&CompactFigureSet, Range<usize>),
+    warm: &[bool],
+    criteria: Option<&GoodputCriteria>,
+    energy: Option<WindowEnergy>,
+) -> PointSummary {
+    let is_warm = |i: usize| warm.get(i).copied().unwrap_or(false);
+    let in_point = |i: usize| range.contains(&i);
+    let measured = |i: usize| in_point(i) && !is_warm(i);
     let window_ns = facts.window_ns;
-    let stats = JobStats::aggregate(&measured, AggregateParams::new(window_ns));
-    let ttft_sched: Vec<f64> = measured
-        .iter()
-        .filter(|r| r.ok)
-        .filter_map(|r| Some(r.ttft_ms? + r.schedule_lag_ms?))
+    let stats = set.stats(measured, AggregateParams::new(window_ns));
+    let rows = || set.iter().enumerate().skip(range.start).take(range.len());
+    let ttft_sched: Vec<f64> = rows()
+        .filter(|(i, (r, _))| measured(*i) && r.ok())
+        .filter_map(|(_, (r, _))| Some(r.ttft_ms()? + r.schedule_lag_ms()?))
         .collect();
+    let n_measured = range.clone().filter(|&i| !is_warm(i)).count();
     let goodput = criteria.map(|c| {
-        let good = measured.iter().filter(|r| meets(c, r)).count() as u64;
+        let good = rows()
+            .filter(|(i, (r, g))| measured(*i) && meets_row(c, *r, g.mean_ms()))
+            .count() as u64;
         Goodput {
             good_requests: good,
-            fraction: (!measured.is_empty()).then(|| good as f64 / measured.len() as f64),
+            fraction: (n_measured > 0).then(|| good as f64 / n_measured as f64),
             rps: (window_ns > 0).then(|| good as f64 / (window_ns as f64 / 1e9)),
             criteria: c.clone(),
         }
     });
     let energy = energy.map(|w| {
-        let ok: Vec<&RequestFigures> = requests
-            .iter()
-            .filter(|r| r.figures.ok)
-            .map(|r| &r.figures)
-            .collect();
+        let ok: Vec<&CompactFigures> = rows().map(|(_, (r, _))| r).filter(|r| r.ok()).collect();
         let output_tokens = (!ok.is_empty())
-            .then(|| total_if_complete(ok.iter().map(|r| r.output_tokens)))
+            .then(|| total_if_complete(ok.iter().map(|r| r.output_tokens())))
             .flatten();
         let tokens = output_tokens.and_then(|_| {
             TokenSource::combine(
                 ok.iter()
-                    .map(|r| TokenSource::estimated(r.output_tokens_estimated)),
+                    .map(|r| TokenSource::estimated(r.output_tokens_estimated())),
             )
         });
         PointEnergy {
@@ -154,9 +170,50 @@ pub fn summarize_point(
     });
     PointSummary {
         facts,
-        warmup_requests: requests.iter().filter(|r| r.warmup).count() as u64,
+        warmup_requests: range.clone().filter(|&i| is_warm(i)).count() as u64,
         stats,
         ttft_from_schedule_ms: Summary::from_samples(&ttft_sched),
+        goodput,
+        energy,
+    }
+}
+
+/// [`summarize_point`] of a streaming point ([`super::units::StreamedPoint`]): the same
+/// figures from its histograms, every percentile with its error bound.
+pub fn summarize_point_streamed(
+    facts: PointFacts,
+    p: &super::units::StreamedPoint,
+    criteria: Option<&GoodputCriteria>,
+    energy: Option<WindowEnergy>,
+) -> PointSummary {
+    let window_ns = facts.window_ns;
+    let stats = p.stats.stats(AggregateParams::new(window_ns));
+    let n_measured = p.stats.requests();
+    let goodput = criteria.map(|c| Goodput {
+        good_requests: p.good,
+        fraction: (n_measured > 0).then(|| p.good as f64 / n_measured as f64),
+        rps: (window_ns > 0).then(|| p.good as f64 / (window_ns as f64 / 1e9)),
+        criteria: c.clone(),
+    });
+    let energy = energy.map(|w| {
+        let out = p.all.output_tokens();
+        let output_tokens = out.map(|t| t.0);
+        PointEnergy {
+            energy_mj: w.energy_mj,
+            output_tokens,
+            tokens: out.map(|t| t.1),
+            energy_per_output_token_j: output_tokens
+                .filter(|&t| t > 0)
+                .map(|t| w.energy_mj as f64 / 1000.0 / t as f64),
+            basis: w.basis,
+            method: w.method,
+        }
+    });
+    PointSummary {
+        facts,
+        warmup_requests: p.warmup,
+        stats,
+        ttft_from_schedule_ms: p.stats.ttft_from_schedule(),
         goodput,
         energy,
     }
@@ -302,6 +359,18 @@ pub fn render_curve(job_id: &str, variable: Option<&str>, points: &[PointSummary
     // The point label left-aligned, numbers right-aligned.
     for l in align_rows(&rows, |i| i == 0, "  ") {
         let _ = writeln!(out, "{l}");
+    }
+    // Streamed percentiles (issue 19) say so under the table, with their bound.
+    if let Some(b) = points.iter().find_map(|p| {
+        [&p.stats.ttft_ms, &p.stats.e2e_ms, &p.stats.schedule_lag_ms]
+            .into_iter()
+            .find_map(|s| s.as_ref().and_then(|s| s.bound.clone()))
+    }) {
+        let _ = writeln!(
+            out,
+            "  percentiles:{} of the exact ones (HDR histograms; count, min, max exact)",
+            b.suffix()
+        );
     }
     if let Some(e) = points.iter().find_map(|p| p.energy.as_ref()) {
         let _ = writeln!(

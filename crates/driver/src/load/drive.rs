@@ -21,6 +21,8 @@ use crate::context::ContextPlan;
 use crate::steps::{StepStatus, StopReason, TrajectoryRecord};
 use crate::wait_flag;
 
+use super::units::{LoadUnits, RecordsSink, UnitMsg, UnitWriterEnv, spawn_unit_writer};
+
 /// What one unit of a load job is.
 #[derive(Debug, Clone)]
 pub enum UnitTemplate {
@@ -66,6 +68,34 @@ pub struct LoadEnv<T: ToolExec + Send + 'static> {
     /// The job grades its trajectories (keep each unit's final answer and stdout for the
     /// checks); without checks they are dropped as each unit ends.
     pub keep_answers: bool,
+    /// The job's grading checks: each unit is graded as it ends (its answer is then
+    /// dropped with the record).
+    pub checks: Vec<crate::grade::Check>,
+    /// Keep a slim copy of every unit (steps and usage, no ITL gaps) for the run's
+    /// step-attribution join: only when the run samples telemetry (without it nothing is
+    /// joined).
+    pub keep_spans: bool,
+    /// The run's `requests.jsonl`, the job's index in the report and what the unit writer
+    /// needs ([`super::units`]).
+    pub records: RecordsSink,
+    /// The job's index in the report (its `j` in `requests.jsonl`).
+    pub report_index: usize,
+    /// Secrets redacted from server error text before a record is written.
+    pub secrets: Vec<String>,
+    /// The run's events (`StepFinished` per step, as each unit ends).
+    pub events: crate::events::EventSink,
+    /// The job's goodput criteria (a streaming job counts good requests as they end).
+    pub criteria: Option<crate::load::GoodputCriteria>,
+}
+
+/// A unit the job keeps whole: the first of each point (its trajectory report), or every
+/// unit slimmed when the run joins steps with telemetry; with its check results.
+#[derive(Debug)]
+pub struct KeptUnit {
+    /// The unit.
+    pub rec: TrajectoryRecord,
+    /// Its check results (empty without checks).
+    pub checks: Vec<crate::grade::CheckResult>,
 }
 
 /// The run clock as the executor's [`Timer`]; a sleep ends early on cancellation.
@@ -123,7 +153,9 @@ impl LlmExecutor for UnitExec<'_> {
 }
 
 /// Runs units as tokio tasks, so units in flight are polled in parallel on the runtime's
-/// workers (SSE parsing of one stream never delays another's stamps or sends).
+/// workers (SSE parsing of one stream never delays another's stamps or sends). Each
+/// finished unit goes to the job's unit writer ([`super::units`]); the executor gets back
+/// only the units the job keeps.
 struct Units<T: ToolExec + Send + 'static> {
     env: Arc<LoadEnv<T>>,
     template: Arc<UnitTemplate>,
@@ -134,6 +166,7 @@ struct Units<T: ToolExec + Send + 'static> {
     /// unsharded; see [`crate::shard::split_point`]).
     index_stride: u64,
     index_offset: u64,
+    writer: tokio::sync::mpsc::Sender<UnitMsg>,
 }
 
 fn trajectory_id(job_id: &str, sweep: bool, point: usize, k: u64) -> String {
@@ -169,11 +202,14 @@ async fn run_unit<T: ToolExec + Send + 'static>(
 }
 
 impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
-    type Output = TrajectoryRecord;
-    fn run(&self, t: UnitTicket) -> impl std::future::Future<Output = TrajectoryRecord> + Send {
+    type Output = Option<Box<KeptUnit>>;
+    fn run(&self, t: UnitTicket) -> impl std::future::Future<Output = Self::Output> + Send {
         let env = Arc::clone(&self.env);
         let template = Arc::clone(&self.template);
         let in_flight = Arc::clone(&self.in_flight);
+        let writer = self.writer.clone();
+        let first = t.index == 0;
+        let point = self.point;
         let t = UnitTicket {
             index: t.index * self.index_stride + self.index_offset,
             ..t
@@ -182,7 +218,41 @@ impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
         let task = tokio::spawn(async move {
             let mut rec = run_unit(&env, &template, &in_flight, id, t).await;
             compact_unit(&mut rec, env.keep_answers);
-            rec
+            let checks = if env.checks.is_empty() {
+                Vec::new()
+            } else {
+                crate::execute::grade_trajectory(&env.checks, &rec)
+            };
+            let graded_pass = (!checks.is_empty()).then(|| checks.iter().all(|r| r.passed));
+            let kept = if first {
+                Some(Box::new(KeptUnit {
+                    rec: rec.clone(),
+                    checks,
+                }))
+            } else if env.keep_spans {
+                let mut slim = rec.clone();
+                for s in &mut slim.steps {
+                    if let Some(r) = &mut s.request {
+                        r.itl_ns = Vec::new();
+                        for c in &mut r.choices {
+                            c.itl_ns = Vec::new();
+                        }
+                    }
+                }
+                Some(Box::new(KeptUnit { rec: slim, checks }))
+            } else {
+                None
+            };
+            // The record moves to the writer thread; this task waits for a slot (never a
+            // runtime worker), so a stream in flight is never delayed by the disk.
+            let _ = writer
+                .send(UnitMsg::Unit {
+                    rec: Box::new(rec),
+                    graded_pass,
+                    point,
+                })
+                .await;
+            kept
         });
         async move {
             match task.await {
@@ -267,13 +337,36 @@ async fn context_unit<E: LlmExecutor>(
     rec
 }
 
-/// Runs every point of `spec` in order (stopping at cancellation) and returns the
-/// trajectories (point by point, unit order within a point) and the executed points.
+/// What [`run_load`] returns: the units the job keeps (point by point, unit order within
+/// a point) with their check results, the executed points, and what the job keeps of all
+/// its units ([`LoadUnits`]; their records are in `requests.jsonl`).
+pub struct LoadOutcome {
+    /// Kept units ([`KeptUnit`]).
+    pub trajectories: Vec<TrajectoryRecord>,
+    /// Their check results, index for index.
+    pub checks: Vec<Vec<crate::grade::CheckResult>>,
+    /// The executed points (each point's `trajectories` range indexes the kept units).
+    pub run: LoadRun,
+    /// Every unit, compact.
+    pub units: LoadUnits,
+}
+
+/// Runs every point of `spec` in order (stopping at cancellation); see [`LoadOutcome`].
 pub async fn run_load<T: ToolExec + Send + 'static>(
     env: LoadEnv<T>,
     spec: &LoadSpec,
     template: UnitTemplate,
-) -> (Vec<TrajectoryRecord>, LoadRun) {
+) -> LoadOutcome {
+    let (writer, writer_thread) = spawn_unit_writer(UnitWriterEnv {
+        sink: env.records.clone(),
+        job_index: env.report_index,
+        job_id: env.job_id.clone(),
+        secrets: env.secrets.clone(),
+        events: env.events.clone(),
+        streaming: spec.aggregation == crate::suite::load_spec::Aggregation::Streaming,
+        criteria: env.criteria.clone(),
+        miss_threshold_ms: crate::stats::DEFAULT_SCHEDULE_MISS_THRESHOLD_MS,
+    });
     let env = Arc::new(env);
     let template = Arc::new(template);
     let timer = ClockTimer {
@@ -281,6 +374,7 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
         cancelled: &env.ctx.cancelled,
     };
     let mut trajectories = Vec::new();
+    let mut checks = Vec::new();
     let mut points = Vec::new();
     let mut shares = Vec::new();
     for point in spec.points() {
@@ -297,6 +391,7 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
                 if !runs {
                     // This shard's share of the point is nothing: it runs no unit and says
                     // so (the share's note); the point is recorded empty.
+                    let _ = writer.send(UnitMsg::Point { warmup: 0 }).await;
                     let now = env.clock.elapsed_ns();
                     points.push(PointRecord {
                         point: mine,
@@ -313,6 +408,11 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
                 (mine, stride, offset)
             }
         };
+        let _ = writer
+            .send(UnitMsg::Point {
+                warmup: point.warmup,
+            })
+            .await;
         let arrivals = point.rate.map(|r| {
             arrival_offsets_ns(
                 point.arrival,
@@ -334,11 +434,15 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
             in_flight: Arc::new(InFlight::default()),
             index_stride: stride,
             index_offset: offset,
+            writer: writer.clone(),
         };
         let run = run_point(&plan, &units, &timer, &env.ctx.cancelled).await;
         let first = trajectories.len();
         let started = run.units.len() as u64;
-        trajectories.extend(run.units.into_iter().map(|u| u.output));
+        for k in run.units.into_iter().filter_map(|u| u.output) {
+            trajectories.push(k.rec);
+            checks.push(k.checks);
+        }
         points.push(PointRecord {
             point,
             start_ns: run.start_ns,
@@ -350,16 +454,26 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
             max_requests_in_flight: units.in_flight.max(),
         });
     }
-    (
+    drop(writer);
+    // Every unit task has sent its unit (the executor awaited them all): the writer ends
+    // once the channel is drained.
+    let units = match tokio::task::spawn_blocking(move || writer_thread.join()).await {
+        Ok(Ok(u)) => u,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(e) => panic!("the unit writer's join task ended without a result: {e}"),
+    };
+    LoadOutcome {
         trajectories,
-        LoadRun {
+        checks,
+        run: LoadRun {
             spec: spec.clone(),
             unit: template.unit_name(),
             client_max_connections: env.client_max_connections,
             points,
             shares,
         },
-    )
+        units,
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod curve;
 pub mod drive;
 pub mod exec;
 pub mod record;
+pub mod units;
 
 /// The load settings are the suite schema's ([`crate::suite::load_spec`]); the driver reads them.
 pub use crate::suite::load_spec as spec;

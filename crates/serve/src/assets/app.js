@@ -1058,6 +1058,8 @@
   // One gate row: the figure rounded as the console rounds it.
   function verdictText(v) {
     var value = v.value === null || v.value === undefined ? "unavailable" : num(v.value);
+    // A streamed percentile states its bound after its value (issue 19).
+    if (v.error_bound) value += " " + v.error_bound;
     return v.gate + " " + v.outcome + " (" + value + " " + v.comparison + " " + num(v.bound) + (v.unit ? " " + v.unit : "") +
       "; " + v.basis + (v.tokens === "client_estimate" ? ", tokens client-estimated" : "") + ")";
   }

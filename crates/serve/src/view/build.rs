@@ -87,6 +87,10 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
                     basis: v.basis,
                     tokens: v.tokens,
                     outcome: v.outcome,
+                    error_bound: v
+                        .error_bound
+                        .as_ref()
+                        .map(|b| b.suffix().trim_start().to_string()),
                 })
                 .collect(),
             grading: j

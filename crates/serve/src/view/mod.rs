@@ -255,6 +255,10 @@ pub struct VerdictView {
     pub tokens: Option<crate::model::TokenSource>,
     /// Outcome.
     pub outcome: crate::gate::Outcome,
+    /// A streamed figure's bound, as printed after its value (`±0.05 % (streaming)`);
+    /// absent for an exact one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_bound: Option<String>,
 }
 
 /// One grading check.

@@ -92,7 +92,7 @@ pub(super) fn job(
     })
 }
 
-/// The load keys of a job (issue 8; see `crate::runner::load`, the driver that runs them): `None` when none is set.
+/// The load keys of a job (issue 8; see `crate::load`, the driver that runs them): `None` when none is set.
 ///
 /// Rules: `concurrency` ≥ 1; `rate` finite > 0; `arrival` needs a rate (or a rate sweep);
 /// one of `count` (≥ 1) or `duration_s` (> 0), and `count` not with `repeat`; a sweep sets
@@ -107,6 +107,7 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
         || j.duration_s.is_some()
         || j.count.is_some()
         || j.warmup.is_some()
+        || j.aggregation.is_some()
         || j.sweep.is_some();
     if !any {
         return Ok(None);
@@ -258,6 +259,7 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
         stop,
         warmup,
         sweep,
+        aggregation: j.aggregation.unwrap_or_default(),
     }))
 }
 
