@@ -13,7 +13,7 @@ use crate::baseline::Baseline;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
 use crate::context::{ContextPlan, run_context};
-use crate::grade::{CheckResult, GradeSubject, evaluate};
+use crate::grade::CheckResult;
 use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
 use crate::model::request::redact_secrets;
@@ -283,43 +283,13 @@ pub fn grade(mut e: ExecutedJob) -> GradedJob {
     } else {
         e.trajectories
             .iter()
-            .map(|t| grade_trajectory(&e.job.job.checks, t))
+            .map(|t| crate::steps::grade_trajectory(&e.job.job.checks, t))
             .collect()
     };
     GradedJob {
         executed: e,
         checks,
     }
-}
-
-/// The results of `checks` on one trajectory.
-pub fn grade_trajectory(checks: &[crate::grade::Check], t: &TrajectoryRecord) -> Vec<CheckResult> {
-    // A call counts as valid unless its arguments failed the tool's schema (or it named
-    // no declared tool).
-    let valid: Vec<String> = t
-        .steps
-        .iter()
-        .filter(|s| {
-            s.kind == crate::steps::StepKind::Tool
-                && !matches!(
-                    s.tool_error,
-                    Some(
-                        crate::model::ToolErrorCode::BadArguments
-                            | crate::model::ToolErrorCode::UnknownTool
-                    )
-                )
-        })
-        .map(|s| s.name.clone())
-        .collect();
-    evaluate(
-        checks,
-        &GradeSubject {
-            final_answer: t.final_answer.as_deref(),
-            stdout: t.stdout.as_deref(),
-            tool_calls: &t.tools_called,
-            valid_tool_calls: &valid,
-        },
-    )
 }
 
 /// A job once it ended: graded, and — when the run streams ([`Session::streams`]) — its

@@ -80,3 +80,33 @@ pub struct TrajectoryRecord {
     /// End, ns from the reference instant.
     pub end_ns: u64,
 }
+
+/// The results of `checks` on one trajectory.
+pub fn grade_trajectory(checks: &[crate::grade::Check], t: &TrajectoryRecord) -> Vec<crate::grade::CheckResult> {
+    // A call counts as valid unless its arguments failed the tool's schema (or it named
+    // no declared tool).
+    let valid: Vec<String> = t
+        .steps
+        .iter()
+        .filter(|s| {
+            s.kind == StepKind::Tool
+                && !matches!(
+                    s.tool_error,
+                    Some(
+                        crate::model::ToolErrorCode::BadArguments
+                            | crate::model::ToolErrorCode::UnknownTool
+                    )
+                )
+        })
+        .map(|s| s.name.clone())
+        .collect();
+    crate::grade::evaluate(
+        checks,
+        &crate::grade::GradeSubject {
+            final_answer: t.final_answer.as_deref(),
+            stdout: t.stdout.as_deref(),
+            tool_calls: &t.tools_called,
+            valid_tool_calls: &valid,
+        },
+    )
+}

@@ -1308,13 +1308,13 @@ fn load_key_typos_are_located_with_a_hint() {
     );
     assert_eq!(e.hint(), Some("did you mean `poisson`?"));
     // Issue 19: `aggregation` is validated like every other key, located at its value.
-    let text = with_tools(&format!("{AGENTIC}count = 4\naggregation = \"streamed\"\n"));
+    let text = with_tools(&format!("{AGENTIC}count = 4\naggregation = \"steaming\"\n"));
     let e = p.err(&text);
     assert_at(
         &e,
         SuiteErrorKind::InvalidValue,
         &text,
-        "\"streamed\"",
+        "\"steaming\"",
         "jobs[0].aggregation",
     );
     assert_eq!(e.hint(), Some("did you mean `streaming`?"));

@@ -221,7 +221,7 @@ impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
             let checks = if env.checks.is_empty() {
                 Vec::new()
             } else {
-                crate::execute::grade_trajectory(&env.checks, &rec)
+                crate::steps::grade_trajectory(&env.checks, &rec)
             };
             let graded_pass = (!checks.is_empty()).then(|| checks.iter().all(|r| r.passed));
             let kept = if first {
