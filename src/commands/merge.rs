@@ -151,8 +151,9 @@ fn validate(inputs: &[ShardInput]) -> Result<Vec<&ShardInput>, String> {
 }
 
 /// Shifts every absolute time of `j` (run clock of its shard) by `off` ns onto the merged
-/// axis and tags its trajectories with the shard. Durations are unchanged; the docs/measurement.md
-/// objects inside trajectories stay in the shard's clock domain.
+/// axis and tags its trajectories with the shard. Durations are unchanged; the attribution
+/// objects inside trajectories stay in the shard's clock domain (docs/sharding.md
+/// "Clock domains and the merged axis").
 fn shift_job(j: &mut JobReport, off: u64, k: u32) {
     j.start_ns += off;
     j.end_ns += off;

@@ -1,5 +1,6 @@
 //! Pure evaluation of the overhead measurements against the `[overhead]` budgets
-//! (README.md (overhead), docs/artifacts.md: "noisy/insufficient evidence is inconclusive"). No I/O.
+//! (docs/measurement.md "Runner overhead (`overhead`)": noisy or thin evidence is
+//! inconclusive). No I/O.
 //!
 //! # Workload effect estimator
 //!

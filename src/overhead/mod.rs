@@ -21,10 +21,10 @@
 //! cover the whole runner, including the in-process simulator when the suite is
 //! simulated.
 //!
-//! Budgets: the suite's `[overhead]` table ([`crate::gate::spec::OverheadSpec`], docs/artifacts.md
-//! defaults: ≤ 1 % workload effect, 0 capture disk bytes, 0 GPU bytes, CPU ≤ 50 % of a
-//! core, peak RSS ≤ 512 MiB, 5 pairs). The estimator and decision rule are documented in
-//! [`analysis`]. Exit status: 0 pass, 100 fail, 3 inconclusive, 2 bad input.
+//! Budgets: the suite's `[overhead]` table ([`crate::gate::spec::OverheadSpec`];
+//! docs/suite.md "`[overhead]`" defaults: ≤ 1 % workload effect, 0 capture disk bytes, 0 GPU bytes,
+//! CPU ≤ 50 % of a core, peak RSS ≤ 512 MiB, 5 pairs). The estimator and decision rule are
+//! documented in [`analysis`]. Exit status: 0 pass, 100 fail, 3 inconclusive, 2 bad input.
 
 pub mod analysis;
 pub mod measure;
@@ -44,8 +44,8 @@ use crate::suite::{EndpointSetting, ResolvedSuite, Setting, SettingSource};
 pub use analysis::{Evaluation, GateResult, GpuReading, OverheadOutcome, RunMeasure};
 pub use render::render_text;
 
-/// The negative controls of `--negative-control` (docs/artifacts.md: "A deliberately blocking or
-/// disk-writing sink fails an independent negative control").
+/// The negative controls of `--negative-control`: deliberately bad sinks the overhead gate
+/// must fail (docs/measurement.md "Runner overhead (`overhead`)").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NegativeControl {

@@ -1,5 +1,5 @@
-// No prompt, response, tool payload or error text can reach a timeline artifact (docs/artifacts.md
-// R005, T001 "Synthetic secret/prompt markers never survive in an event or manifest").
+// No prompt, response, tool payload or error text can reach a timeline artifact
+// (docs/artifacts.md "Timeline capture rules"; R005, T001 in docs/artifacts.md "Requirement ids").
 // A marker is planted in every string input the timeline API accepts, shaped like the
 // free text it stands for; the only text that enters an artifact is a closed name or a
 // validated id.

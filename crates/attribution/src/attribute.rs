@@ -16,18 +16,19 @@ use super::metrics::{
 };
 use inferscope_stats::total_if_complete;
 
-/// The statement printed next to measured figures (docs/measurement.md "The wall").
+/// The statement printed next to measured figures
+/// (docs/measurement.md "The wall: controlled concurrency only").
 pub const CONTROLLED_CONCURRENCY_STATEMENT: &str = "Controlled concurrency: one trajectory in \
-flight. Per-step energy is a measurement only under this condition (ADR-013): no co-tenant \
-load on the device, tool steps that do not overlap LLM calls, and driver and profiler clocks \
-that agree (same host). Steps plus unattributed energy reconcile exactly to the whole-run \
-power integral on the same basis.";
+flight. Per-step energy is a measurement only under this condition (docs/measurement.md): \
+no co-tenant load on the device, tool steps that do not overlap LLM calls, and driver and \
+profiler clocks that agree (same host). Steps plus unattributed energy reconcile exactly to \
+the whole-run power integral on the same basis.";
 
 /// The statement printed next to apportioned figures; `{in_flight}` is the declared and
 /// observed trajectories in flight ([`in_flight_phrase`], capitalised; see
 /// [`concurrency_condition`]).
 pub const APPORTIONED_STATEMENT: &str = "{in_flight}: a step window may mix concurrent work \
-on the same device, so per-step energy is apportioned, not measured (ADR-013 wall, ADR-012). \
+on the same device, so per-step energy is apportioned, not measured (docs/measurement.md). \
 Each trajectory still reconciles its steps plus unattributed energy to the whole-run \
 integral, but windows of different trajectories may overlap: never sum trajectories.";
 

@@ -1,7 +1,8 @@
 //! Prepared series: validation and prefix sums built once per run, then every window
-//! query is two binary searches over `elapsed_ns` (docs/measurement.md: "every existing timeline is
-//! sliced by binary search over elapsed_ns"). Building is O(samples); a query is
-//! O(log samples); memory is one prefix array per series (linear in the input).
+//! query is two binary searches over `elapsed_ns`
+//! (docs/measurement.md "Per step and per trajectory (energy and engine counters)").
+//! Building is O(samples); a query is O(log samples); memory is one prefix array per series
+//! (linear in the input).
 
 use super::input::{
     AttributionInput, CounterName, CounterPoint, EnergyCounterSample, MAX_POWER_MW, PowerBasis,

@@ -26,8 +26,8 @@ pub const AVERAGED_POWER_WINDOW_NS: u64 = 1_000_000_000;
 
 /// One power reading of one device: `elapsed_ns` from the reference instant and power in
 /// mW (integer). A sampler drops 0 mW / `NotSupported` readings as missing before they get
-/// here (docs/measurement.md); attribution takes every sample as given and
-/// never deduplicates equal readings (§1.5).
+/// here (docs/telemetry.md "Power (NVML and probes)"); attribution takes every sample as
+/// given and never deduplicates equal readings (docs/samples.md "`gpu.jsonl`").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PowerSample {
     /// ns from the run's reference instant.

@@ -5,7 +5,7 @@
 //! One object per line:
 //! `{"step_id": 3, "kind": "llm_call", "t_start_unix_ns": …, "t_end_unix_ns": …}` with
 //! `kind` one of `llm_call | tool` and times in UTC unix-epoch nanoseconds read from the
-//! driver's wall clock (docs/measurement.md "Driver-side step markers"). The runner adds `trajectory`
+//! driver's wall clock (docs/artifacts.md "steps.jsonl"). The runner adds `trajectory`
 //! and `name`; external files may omit them. Unknown extra fields are ignored so that any
 //! framework that writes the four fields interoperates.
 //!

@@ -1,8 +1,9 @@
 //! Plain-text per-step table of a trajectory (pure; returns a `String`).
 //!
-//! Token, hit-rate and tokens-per-joule columns show both bases as `usage/counter`
-//! (per-response usage, then the counter delta; docs/measurement.md:
-//! both shown, neither replaces the other). Absent values (`null`) print as `—`.
+//! Token, hit-rate and tokens-per-joule columns show both bases as `usage/counter` (per-response
+//! usage, then the counter delta: both shown, neither replaces the other;
+//! docs/measurement.md "Per step and per trajectory (energy and engine counters)"). Absent values
+//! (`null`) print as `—`.
 
 use std::fmt::Write as _;
 

@@ -1,8 +1,8 @@
 //! The HTTP edge: an OpenAI-compatible chat-completions client over reqwest 0.13 (rustls).
 //!
-//! Timing (rust-conventions §4.3): `send_ns` is taken just before the request is handed to
-//! reqwest, `headers_ns` when the response head is in, and every SSE event carries the
-//! arrival of the network read that completed it (see [`super::sse`]). All values are
+//! Timing (docs/measurement.md "Per request (client timing)"): `send_ns` is taken just before the
+//! request is handed to reqwest, `headers_ns` when the response head is in, and every SSE event
+//! carries the arrival of the network read that completed it (see [`super::sse`]). All values are
 //! `elapsed_ns` on the run's [`RunClock`].
 //!
 //! Failures never escape as `Err` or panics from [`Client::chat`]: each becomes a
@@ -692,14 +692,13 @@ impl Client {
     ) -> RequestRecord {
         let headers_ns = head.headers_ns.unwrap_or(head.send_ns);
         // The clock is read as soon as each read completes, before any framing or parsing
-        // (rust-conventions §4.3). When other streams are being read too, the task then
-        // yields once ([`YieldOnce`]) before framing and parsing the first read of a burst
-        // ([`BURST_NS`]): when many streams' reads complete together (a decode step of 128
-        // sequences), every stream gets its read stamped first and the parsing comes
-        // after, so a stream's stamp does not wait behind the other streams' SSE and JSON
-        // work. A lone stream does not yield (with two runtime workers the yield hands the
-        // task to the other worker and costs ~0.1 ms per read). Figures: BENCHMARKS.md,
-        // client timing fidelity.
+        // (docs/measurement.md "Per request (client timing)"). When other streams are being read
+        // too, the task then yields once ([`YieldOnce`]) before framing and parsing the first read
+        // of a burst ([`BURST_NS`]): when many streams' reads complete together (a decode step of
+        // 128 sequences), every stream gets its read stamped first and the parsing comes after, so
+        // a stream's stamp does not wait behind the other streams' SSE and JSON work. A lone stream
+        // does not yield (with two runtime workers the yield hands the task to the other worker and
+        // costs ~0.1 ms per read). Figures: BENCHMARKS.md, client timing fidelity.
         let in_flight = self.streams_in_flight.enter();
         let mut body = std::pin::pin!(resp.bytes_stream());
         let mut framer = SseFramer::new(self.config.max_event_bytes);

@@ -10,7 +10,7 @@
 //!   re-exported from the report model ([`inferscope_model::request`]).
 //! - [`tool_calls`]: tool-call delta assembly by index and id — C09.
 //!
-//! Semantics follow the field cases' reference definitions (`cases/README.md` §0): times are
+//! Semantics follow docs/field-cases.md "Definitions": times are
 //! arrivals of the network read that completed an SSE event, on the run's monotonic clock.
 
 pub mod accumulate;

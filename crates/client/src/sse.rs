@@ -1,6 +1,7 @@
 //! SSE framing with per-event arrival times: the project's own framer ([`SseFramer`]).
 //!
-//! Pipeline (issue 2 item 3, issue 19; rust-conventions §4.2–4.3; cases C03, C04, C05, C30):
+//! Pipeline (issue 2 item 3, issue 19; docs/measurement.md "Per request (client timing)";
+//! cases C03, C04, C05, C30):
 //!
 //! ```text
 //! network read (Bytes)  --stamp-->  arrival_ns taken as the read completes, before any parsing

@@ -1,7 +1,7 @@
 //! The run's one monotonic clock and its wall-clock anchor.
 //!
-//! Source: docs/samples.md ("Temporal correlation: shared reference instant") and docs/measurement.md
-//! ("Prerequisite: absolute anchor on the Report"). At run start one monotonic
+//! Source: docs/samples.md "The clock" and docs/artifacts.md "report.json" (the report
+//! carries the anchor as `reference_instant_unix_ns`). At run start one monotonic
 //! [`Instant`] and one `SystemTime` reading are taken in the same statement sequence;
 //! every timestamp in the product is then `elapsed_ns: u64` from that instant, and a
 //! unix-epoch time is derived as `reference_instant_unix_ns + elapsed_ns` (field case

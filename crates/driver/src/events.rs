@@ -11,7 +11,8 @@
 //! is graded, joined with the samples taken up to its end and gated as it ends
 //! ([`crate::report::finalize_job`]). Only a run whose engine counters come from a
 //! Prometheus server (read after the measured window) delivers every `JobFinished` after
-//! the artifacts, in job order. What is final when: docs/architecture.md, "Events".
+//! the artifacts, in job order. What is final when:
+//! docs/architecture.md "Order, and what is final when".
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

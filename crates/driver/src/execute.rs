@@ -39,9 +39,9 @@ pub enum SinkChoice {
     DiskWrite(PathBuf),
 }
 
-/// `INFERSCOPE_CAPTURE_MAX_EVENTS` (a diagnostic knob: a tighter event bound, 1 to the
-/// PRD's 10,000): `None` when unset; an error naming the variable when it is not a number
-/// in range (`run` refuses it as bad input before any request).
+/// `INFERSCOPE_CAPTURE_MAX_EVENTS` (a diagnostic knob: a tighter event bound, 1 to the default
+/// 10,000 of docs/artifacts.md "Timeline capture rules"): `None` when unset; an error naming the
+/// variable when it is not a number in range (`run` refuses it as bad input before any request).
 pub fn capture_max_events_from_env() -> Result<Option<u32>, String> {
     let Ok(v) = std::env::var("INFERSCOPE_CAPTURE_MAX_EVENTS") else {
         return Ok(None);
@@ -68,7 +68,7 @@ pub fn make_sink(
 ) -> Result<Arc<dyn Sink>, String> {
     let mut cfg = SinkConfig::new(run_id);
     cfg.tool_names = tool_names.to_vec();
-    // A diagnostic knob: a tighter event bound (never looser than the PRD's), to see how a
+    // A diagnostic knob: a tighter event bound (never looser than the default), to see how a
     // run reports a capture that dropped events.
     if let Some(n) = capture_max_events_from_env()? {
         cfg.bounds.max_events = n;

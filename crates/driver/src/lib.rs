@@ -1,5 +1,5 @@
 //! The `run` command: drives resolved suites against an endpoint (or the built-in
-//! simulator), then grades, attributes and gates (docs/architecture.md `driver`, §4–§7).
+//! simulator), then grades, attributes and gates (docs/architecture.md "The data flow of `run`").
 //!
 //! Phases, in order, each a span when capture is on: `preparation` (simulator, clients,
 //! tools), `preflight` (endpoint reachable, `/models` answering, model listed; then the
@@ -203,7 +203,7 @@ pub async fn run_with(
         capture.phase(Phase::RequestExecution);
     }
     // Each job is graded and, when the run streams, finalized and reported as it ends
-    // (docs/architecture.md, "Events").
+    // (docs/architecture.md "Order, and what is final when").
     let finished = session
         .execute_jobs(&opts, &ctx, &events, extras.baseline.as_ref())
         .await;

@@ -1,4 +1,5 @@
-//! `report.json`, `steps.jsonl` and the console lines of a run (docs/measurement.md, §10).
+//! `report.json`, `steps.jsonl` and the console lines of a run (docs/artifacts.md "report.json" and
+//! docs/artifacts.md "steps.jsonl").
 //!
 //! The report is the typed model of [`crate::model`] (schema
 //! [`crate::model::REPORT_SCHEMA`], `inferscope-bench.report/v3`); this module assembles it
@@ -640,8 +641,8 @@ fn job_report(
                 }
                 notes.push(format!(
                     "{} (achieved per point in the curve): per-step energy is apportioned, \
-                     not measured, at every point with more than one in flight (ADR-013 \
-                     wall); J/out tok in the curve is window energy",
+                     not measured, at every point with more than one in flight \
+                     (docs/measurement.md); J/out tok in the curve is window energy",
                     crate::attribution::in_flight_phrase(in_flight, None)
                 ));
             }
@@ -1014,8 +1015,8 @@ fn steps_file_notes(f: &crate::model::StepsFileReport) -> Vec<String> {
     if !f.before_anchor_steps.is_empty() {
         notes.push(format!(
             "steps file: {} step(s) start before the run's reference instant (steps {:?}): \
-             kept with their real times, dropped from attribution by ADR-013's outside_run \
-             rule",
+             kept with their real times, dropped from attribution by the outside_run rule \
+             (docs/measurement.md)",
             f.before_anchor_steps.len(),
             f.before_anchor_steps
         ));

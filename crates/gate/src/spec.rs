@@ -1,6 +1,7 @@
 //! Gate and overhead-budget declarations as written in a suite's `[gates]` and
-//! `[overhead]` tables (docs/measurement.md–8, docs/artifacts.md). Pure data: evaluation lives in
-//! [`crate`].
+//! `[overhead]` tables (docs/suite.md; the figures: docs/measurement.md "Gate figures", the
+//! budgets: docs/measurement.md "Runner overhead (`overhead`)"). Pure data: evaluation lives
+//! in [`crate`].
 //!
 //! Every field is optional; an absent bound is not evaluated. Unknown keys are rejected
 //! (`deny_unknown_fields`) so a typo never silently disables a gate (field case C31).

@@ -1,5 +1,5 @@
 //! The nextest harness: every job of `suites/*.toml` as a libtest-mimic trial named
-//! `suite::job` (issue 6 items 3–4; rust-conventions §1, §3).
+//! `suite::job` (issue 6 items 3–4; docs/architecture.md "The harness crate").
 //!
 //! A trial runs its one job through [`runner::run`] (own tokio runtime, quiet,
 //! artifacts in a temporary directory kept on failure) and passes when the job passes:

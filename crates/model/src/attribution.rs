@@ -43,9 +43,10 @@ impl CounterName {
     }
 }
 
-/// Exact token counts from one LLM step's own response `usage` (docs/measurement.md
-/// §4.6: per-response usage is exact per request; counters advance asynchronously). Each is
-/// `null` when the server did not report it.
+/// Exact token counts from one LLM step's own response `usage` (per-response usage is exact
+/// per request; engine counters advance asynchronously; docs/measurement.md
+/// "Per step and per trajectory (energy and engine counters)"). Each is `null` when the
+/// server did not report it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepUsage {
     /// `usage.prompt_tokens` (includes cached tokens).
@@ -163,13 +164,13 @@ pub struct StepAttribution {
     /// `true` when an `averaged_1s` series covers a window shorter than its 1 s averaging
     /// window (field case C20).
     pub low_confidence: bool,
-    /// Sum over devices of the counter-basis energy, mJ (field case C20's preferred
-    /// figure). `null` when no device has a counter figure for this window, and `null`
-    /// when any device that has energy in the window on either basis (a power trapezoid)
-    /// or an energy-counter series lacks a counter figure: a sum over only the devices
-    /// with counters is partial and is not shown as the step's (docs/measurement.md "absence and zero
-    /// are distinct"; C19 device 0, counter NotSupported). The per-device figures stay in
-    /// `devices[].counter_energy_mj`. Never reconciled with the trapezoid (separate bases).
+    /// Sum over devices of the counter-basis energy, mJ (field case C20's preferred figure). `null`
+    /// when no device has a counter figure for this window, and `null` when any device that has
+    /// energy in the window on either basis (a power trapezoid) or an energy-counter series lacks a
+    /// counter figure: a sum over only the devices with counters is partial and is not shown as the
+    /// step's (missing is not zero: docs/architecture.md "Rules the code keeps"; C19 device 0,
+    /// counter NotSupported). The per-device figures stay in `devices[].counter_energy_mj`. Never
+    /// reconciled with the trapezoid (separate bases).
     pub counter_energy_mj: Option<u64>,
     /// Per-device breakdown (each device's own trapezoid and counter figures).
     pub devices: Vec<StepDeviceEnergy>,
@@ -242,7 +243,8 @@ impl DerefMut for StepMetrics {
     }
 }
 
-/// Why a step was left out of attribution (docs/measurement.md `dropped_steps`; field case C22).
+/// Why a step was left out of attribution (`dropped_steps`;
+/// docs/measurement.md "The wall: controlled concurrency only"; field case C22).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {

@@ -28,7 +28,8 @@ pub enum Basis {
     Harness,
     /// Device energy at controlled concurrency (one trajectory in flight).
     Measured,
-    /// Energy split between trajectories in flight together (docs/measurement.md's wall).
+    /// Energy split between trajectories in flight together
+    /// (docs/measurement.md "The wall: controlled concurrency only").
     Apportioned,
     /// The built-in simulator's power model: no device measured anything.
     Simulated,
@@ -159,8 +160,9 @@ pub struct TokenEstimate {
     pub method: EstimateMethod,
 }
 
-/// What an energy figure is (docs/measurement.md "The wall: controlled concurrency only", and docs/architecture.md:
-/// the simulator never stands in for a measurement). One rule, [`EnergyBasis::of`].
+/// What an energy figure is (docs/measurement.md "The wall: controlled concurrency only"; the
+/// simulator never stands in for a measurement: docs/figures.md "Bases"). One rule,
+/// [`EnergyBasis::of`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EnergyBasis {

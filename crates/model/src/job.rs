@@ -189,7 +189,8 @@ pub struct StepsFileReport {
     pub rejected_count: usize,
     /// Run-unique ids of steps whose marker starts before the run's reference instant:
     /// kept with their real times (`start_before_anchor_ns`) and dropped from attribution
-    /// only by docs/measurement.md's `outside_run` rule.
+    /// only by the `outside_run` rule
+    /// (docs/measurement.md "The wall: controlled concurrency only").
     pub before_anchor_steps: Vec<u64>,
     /// Why the file could not be read (`null` when read or absent).
     pub read_error: Option<String>,

@@ -2,7 +2,7 @@
 //! `client::record`, which re-exports them).
 //!
 //! Every timestamp is an ABSOLUTE `elapsed_ns` on the run's clock
-//! (docs/measurement.md, docs/samples.md "shared reference instant"); the `*_ms` helpers turn them into
+//! (docs/measurement.md, docs/samples.md "The clock"); the `*_ms` helpers turn them into
 //! durations relative to [`RequestRecord::send_ns`]. Missing is `None` / JSON `null`, never 0.
 //! Response content (visible text, reasoning, tool calls) lives in
 //! [`RequestRecord::output`], which is `#[serde(skip)]` so it never reaches an artifact.
@@ -27,8 +27,8 @@ pub enum RequestStatus {
 /// runner's steps and the timeline's end events (serialized in snake_case; `as_str` gives
 /// the same text).
 ///
-/// Source: issue 2 item 3 ("typed failure code"), field cases C03, C07, C30; the docs/artifacts.md's
-/// "optional code from a closed mapping, never exception text".
+/// Source: issue 2 item 3 ("typed failure code"), field cases C03, C07, C30; the set is listed in
+/// docs/artifacts.md "Timeline capture rules" (a code from a closed set, never exception text).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureCode {

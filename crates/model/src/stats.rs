@@ -1,6 +1,6 @@
 //! Request statistics: percentiles, summaries and per-job aggregation (pure, no I/O).
 //!
-//! Definitions follow field case C26 (`shared/cases/README.md` §0 and C26):
+//! Definitions: docs/field-cases.md "Definitions" and field case C26:
 //! - percentiles use linear interpolation between closest ranks, `h = (n − 1)·q`
 //!   (numpy's default `linear` method); the method is recorded as [`PERCENTILE_METHOD`];
 //! - mean ITL is gap-weighted (every gap of every request is one sample, pooled);
@@ -187,8 +187,9 @@ impl Summary {
 
 /// One request's figures, as the client measured them: the plain input to [`JobStats`].
 ///
-/// Times in milliseconds from the moment the request's last byte was written (C26 §0),
-/// derived from `elapsed_ns` on the run clock. Any unobserved value is `None`.
+/// Times in milliseconds from the moment the request's last byte was written
+/// (docs/field-cases.md "Definitions"), derived from `elapsed_ns` on the run clock. Any unobserved
+/// value is `None`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestFigures {
     /// The request completed (finish reason or `[DONE]`, no error event, no transport
@@ -217,7 +218,7 @@ pub struct RequestFigures {
 
 impl RequestFigures {
     /// Figures of a successful request from the arrival times (ms) of its token events, per
-    /// the definitions of C26 §0: TTFT = first arrival, one ITL sample per gap, TPOT =
+    /// docs/field-cases.md "Definitions": TTFT = first arrival, one ITL sample per gap, TPOT =
     /// `(last − first) / (output_tokens − 1)` when `output_tokens > 1`. Without a token
     /// count TPOT is `None` (chunks are not tokens, C11: the event count is never used).
     pub fn from_token_arrivals(

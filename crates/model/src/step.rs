@@ -1,6 +1,7 @@
-//! Steps and trajectories as reported: ONE step shape ([`StepReport`]) for `report.json`,
-//! the console tables, the JSON messages, the dashboard, the snapshots and OTLP. The docs/measurement.md
-//! figures of a step sit inside it ([`StepReport::attribution`]), never in a parallel list.
+//! Steps and trajectories as reported: ONE step shape ([`StepReport`]) for `report.json`, the
+//! console tables, the JSON messages, the dashboard, the snapshots and OTLP. The attribution
+//! figures of a step sit inside it ([`StepReport::attribution`]), never in a parallel list
+//! (docs/measurement.md "Per step and per trajectory (energy and engine counters)").
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! nextest-style terminal lines (docs/architecture.md–2.2, §2.9–2.10):
+//! nextest-style terminal lines (docs/architecture.md "Events and reporters"):
 //!
 //! ```text
 //!     Starting 2 jobs across 1 suite (endpoint: simulated (built-in))

@@ -1,7 +1,8 @@
-//! Response bodies of the API and their bounds (issue 7 item 2; docs/artifacts.md "The new API is
-//! proposed as GET /v1/benchmark-timeline?run_id=<id>&after_seq=0&limit=500. Allow at most
-//! 1,000 events and 1 MiB per response, returning a next sequence cursor when needed").
-//! Pure: pages are cut from data already read and verified.
+//! Response bodies of the API and their bounds (issue 7 item 2;
+//! docs/artifacts.md "The dashboard API"): a timeline page
+//! (`GET /v1/benchmark-timeline?run_id=<id>&after_seq=0&limit=500`) holds at most 1,000 events
+//! and 1 MiB, with a cursor to the next page while more follow. Pure: pages are cut from data
+//! already read and verified.
 //!
 //! Every body is JSON. Errors are `{"error":{"status":u16,"code":str,"message":str,
 //! "issues":[…]}}` with a stable `code`; see [`ApiError`].

@@ -1,4 +1,4 @@
-//! The API token (issue 7 item 1; docs/artifacts.md "read-only authenticated dashboard endpoint"):
+//! The API token (issue 7 item 1; docs/artifacts.md "The dashboard API"):
 //! loaded once from `--token-file` or the `INFERSCOPE_TOKEN` environment variable, and
 //! compared in constant time against the `Authorization: Bearer <token>` header.
 //!

@@ -1,5 +1,5 @@
 //! The simulator's engine counters and their Prometheus text exposition (format 0.0.4),
-//! with vLLM V1 names (docs/measurement.md; field case C13 shape).
+//! with vLLM V1 names (docs/telemetry.md "Engine counters and profiles"; field case C13 shape).
 //!
 //! When counters move (documented, vLLM-like per step rather than at completion):
 //! - `vllm:prefix_cache_queries_total` / `vllm:prefix_cache_hits_total` (tokens, as vLLM

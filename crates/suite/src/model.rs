@@ -417,7 +417,7 @@ pub struct Suite {
     pub telemetry: Telemetry,
     /// Suite-wide `[gates]` (empty when absent); passes [`crate::gate::validate_spec`].
     pub gates: GateSpec,
-    /// `[overhead]` budgets (docs/artifacts.md defaults when absent); passes
+    /// `[overhead]` budgets (docs/suite.md "`[overhead]`" defaults when absent); passes
     /// [`crate::gate::validate_overhead`].
     pub overhead: OverheadSpec,
     /// Fixture tools.

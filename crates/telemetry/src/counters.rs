@@ -1,6 +1,6 @@
 //! Counter tracking across scrapes (pure): a decrease, or a change of the `_created` start
-//! time, is a reset — never a negative delta (field case C15; reference §7 pitfall 9:
-//! "split the run into epochs and never take raw end-minus-start").
+//! time, is a reset — never a negative delta (field case C15;
+//! docs/telemetry.md "Counter resets": an increase is never last minus first).
 
 use super::profile::CreatedSignature;
 

@@ -11,8 +11,8 @@
 //!
 //! The trapezoid part is accumulated in `u128` mW·ns (×2) and floored to mJ once; the counter
 //! part is exact integer mJ. A device with neither power nor counter anywhere gets
-//! `energy_mj: None` with reason `not_supported` — never 0. Source: reference
-//! docs/measurement.md pitfalls 1, 3–5.
+//! `energy_mj: None` with reason `not_supported` — never 0. Source:
+//! docs/telemetry.md "Whole-run energy of a device".
 
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,7 @@
 //! Power sources: NVIDIA GPUs through `nvml-wrapper` 0.13 and pluggable [`PowerProbe`]s
 //! (the simulator's `simulated` source), sampled on one thread loop.
 //!
-//! NVML policy (reference docs/measurement.md–2.4, §7; field cases C19,
+//! NVML policy (docs/telemetry.md "Power (NVML and probes)"; field cases C19,
 //! C20): `Nvml::init()` failing (no library, no driver, no permission) or no device makes the
 //! `gpu` source `unavailable` with the reason — never zeros. Per device: index, UUID, name;
 //! power from the field value `NVML_FI_DEV_POWER_INSTANT` (186) when supported, else

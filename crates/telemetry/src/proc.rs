@@ -1,5 +1,5 @@
 //! `/proc/<pid>` sampling of the engine process (docs/samples.md), optionally over its descendants
-//! (reference §4.1 and §7 pitfall 16: vLLM V1 runs API server, EngineCore and workers as
+//! (docs/telemetry.md "`/proc` sampling": vLLM V1 runs API server, EngineCore and workers as
 //! separate processes).
 //!
 //! Read per process: `VmRSS` (kB → bytes) and `Threads` from `/proc/<pid>/status`; `utime`

@@ -3,8 +3,8 @@
 //!
 //! Canonical counters (tokens, monotonic, integer): `prompt_tokens`, `generation_tokens`,
 //! `prefix_cache_queries`, `prefix_cache_hits`. Canonical gauges (floats): `requests_running`,
-//! `requests_waiting`, `kv_cache_usage` (fraction 0–1). Source: reference
-//! docs/measurement.md–4.3, §5 and §7 (pitfalls 10–13); field case C13.
+//! `requests_waiting`, `kv_cache_usage` (fraction 0–1). Source:
+//! docs/telemetry.md "Engine counters and profiles"; field case C13.
 //!
 //! | canonical | vllm / sim | sglang | llamacpp |
 //! |---|---|---|---|
@@ -31,9 +31,10 @@
 //! `dp_rank`, …) are summed over. SGLang scheduler series that differ only in `tp_rank` are
 //! de-duplicated (the largest value is kept) before summing.
 //!
-//! A counter family that is declared (`# TYPE`) but has no series at all reads as `0`: client
-//! libraries declare a labelled counter before its first increment (SGLang's
-//! `cached_tokens_total` appears only after the first hit). A family absent from the exposition
+//! A counter family that is declared (`# TYPE`) but has no series at all reads as `None`
+//! (noted): client libraries declare a labelled counter before its first increment (SGLang's
+//! `cached_tokens_total` appears only after the first hit), and nothing counted is missing,
+//! never 0. A family absent from the exposition
 //! reads as `None`, as does one whose series all belong to other models (noted).
 
 use super::prom::{Exposition, MetricFamily, MetricType};

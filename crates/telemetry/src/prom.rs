@@ -1,8 +1,8 @@
 //! Prometheus text format 0.0.4 and OpenMetrics 1.0 exposition parser (pure, no I/O).
 //!
 //! Families are built from `# TYPE` lines; the type is never inferred from a suffix
-//! (`vllm:iteration_tokens_total` is a histogram). Source: reference
-//! docs/measurement.md (pitfalls 9, 11, 12, 13), field cases C13 and C17.
+//! (`vllm:iteration_tokens_total` is a histogram). Source:
+//! docs/telemetry.md "Engine counters and profiles", field cases C13 and C17.
 //!
 //! What the parser accepts:
 //! - a counter declared as `x` (OpenMetrics: samples `x_total`, `x_created`) or as `x_total`

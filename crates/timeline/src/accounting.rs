@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Why an offered event was rejected as invalid (counted per reason; manifest
-/// `rejected`). Source: docs/artifacts.md "Validate records before retaining them".
+/// `rejected`). Source: docs/artifacts.md "Timeline capture rules".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RejectReason {
     /// A fixture name that is not a registered tool name.
@@ -40,8 +40,9 @@ impl RejectReason {
     ];
 }
 
-/// Why a valid event was not kept (counted per reason; manifest `dropped`). Source: docs/artifacts.md
-/// R006 "Overflow drops new events, increments a counter, and marks capture partial".
+/// Why a valid event was not kept (counted per reason; manifest `dropped`). Source:
+/// docs/artifacts.md "Timeline capture rules" (R006: a full sink drops the new event, counts
+/// it and marks the capture partial).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DropReason {
     /// The event bound (`max_events`) was reached.

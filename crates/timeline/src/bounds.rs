@@ -1,6 +1,5 @@
-//! The one place that holds the capture bounds (docs/artifacts.md:
-//! "Centralize proposed bounds: 10,000 events, 2 KiB maximum serialized event, 8 MiB
-//! total serialized event budget … bound the final manifest to 16 KiB"; docs/artifacts.md).
+//! The one place that holds the capture bounds: 10,000 events, 2 KiB per serialized event,
+//! 8 MiB of events in all, a 16 KiB manifest (docs/artifacts.md "Timeline capture rules").
 //!
 //! The defaults are also the ceilings: a [`Bounds`] may be made tighter (tests do that to
 //! reach the limits cheaply) but never looser, so the reader can use the same constants as
@@ -8,15 +7,16 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Default and maximum number of events kept by one sink (docs/artifacts.md bound: 10,000).
+/// Default and maximum number of events kept by one sink (10,000; docs/artifacts.md
+/// "Timeline capture rules").
 pub const MAX_EVENTS: u32 = 10_000;
 /// Default and maximum size of one serialized event, in bytes, without its trailing
-/// newline (docs/artifacts.md bound: 2 KiB).
+/// newline (docs/artifacts.md "Timeline capture rules": 2 KiB).
 pub const MAX_EVENT_BYTES: u32 = 2 * 1024;
 /// Default and maximum total size of the serialized events, in bytes, newlines
-/// included: exactly the byte length of `timeline/events.jsonl` (docs/artifacts.md bound: 8 MiB).
+/// included: exactly the byte length of `timeline/events.jsonl` (8 MiB).
 pub const MAX_TOTAL_BYTES: u32 = 8 * 1024 * 1024;
-/// Default and maximum size of `timeline/manifest.json`, in bytes (docs/artifacts.md bound: 16 KiB).
+/// Default and maximum size of `timeline/manifest.json`, in bytes (16 KiB).
 pub const MAX_MANIFEST_BYTES: u32 = 16 * 1024;
 
 // The reader's limits (one table in `fsio::limits`) are these capture bounds.

@@ -1,5 +1,5 @@
-//! NEGATIVE CONTROLS for the overhead gate (docs/artifacts.md: "A deliberately blocking or
-//! disk-writing sink fails an independent negative control"; README.md (overhead); issue 6 §2).
+//! NEGATIVE CONTROLS for the overhead gate (docs/measurement.md "Runner overhead (`overhead`)":
+//! a blocking or disk-writing sink must fail the gate; README.md (overhead); issue 6 §2).
 //!
 //! These sinks are deliberately bad. They exist only so `inferscope-bench overhead
 //! --negative-control blocking-sink|disk-write-sink` can prove the overhead gate detects a
@@ -60,8 +60,8 @@ impl Sink for BlockingSink {
 /// NEGATIVE CONTROL: inserts into the real sink and then, synchronously on the calling
 /// thread, appends the kept event's JSON line to a file and `fsync`s it (under a mutex
 /// shared by all producers). This is exactly the "timeline disk writes during the
-/// measured workload" that docs/artifacts.md forbids; the overhead gate must see the bytes in
-/// `/proc/self/io` and the latency it adds.
+/// measured workload" that docs/artifacts.md "Timeline capture rules" forbids; the overhead
+/// gate must see the bytes in `/proc/self/io` and the latency it adds.
 #[derive(Debug)]
 pub struct DiskWriteSink {
     inner: TimelineSink,

@@ -1,6 +1,6 @@
-//! The event contract: one JSON line of `timeline/events.jsonl` (docs/artifacts.md,
-//! docs/artifacts.md). Every name is from a closed set or a validated id; no field can hold free
-//! text.
+//! The event contract: one JSON line of `timeline/events.jsonl`
+//! (docs/artifacts.md "timeline/manifest.json and timeline/events.jsonl"). Every name is from a
+//! closed set or a validated id; no field can hold free text.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +24,7 @@ pub const HARNESS_SPAN_NAME: &str = "swe_harness";
 ///   never inferred.
 /// - `completion_tokens_estimate`: the client's output-token estimate (count,
 ///   `ceil(bytes / 4)` of the whole output, [`inferscope_client::estimate_tokens`]) when the
-///   server sent no usage (docs/measurement.md "marked estimated", field case C11/C12), else `null`.
+///   server sent no usage (docs/figures.md "The figures", field case C11/C12), else `null`.
 ///   At most one of `completion_tokens` and `completion_tokens_estimate` is set.
 ///
 /// Deserialization rejects unknown fields, negative numbers and non-integers.
@@ -247,7 +247,7 @@ impl Phase {
     }
 }
 
-/// The status of an end event (docs/artifacts.md: "completed, failed, or cancelled for end").
+/// The status of an end event (docs/artifacts.md "Timeline capture rules").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndStatus {
@@ -270,9 +270,9 @@ impl EndStatus {
     }
 }
 
-/// The closed mapping of failure codes an end event may carry (docs/artifacts.md: "optional code from a
-/// closed mapping, never exception text"): the report model's one [`FailureCode`] set, the
-/// same for the client's records, the runner's steps and the timeline.
+/// The closed mapping of failure codes an end event may carry (a code, never exception text;
+/// docs/artifacts.md "Timeline capture rules"): the report model's one [`FailureCode`] set,
+/// the same for the client's records, the runner's steps and the timeline.
 pub use inferscope_model::FailureCode;
 
 /// Why one event breaks the per-event contract (structure only; sequence, clock and span

@@ -1,6 +1,6 @@
-//! Syntax of the identifiers a timeline accepts (docs/artifacts.md: "Optional usage counts and
-//! request IDs are retained only when observed and validated"; event contract: names are
-//! "closed stage names or validated synthetic case IDs, not arbitrary tool text").
+//! Syntax of the identifiers a timeline accepts (docs/artifacts.md "Timeline capture rules":
+//! usage counts and request ids are kept only when observed and valid; names are closed stage
+//! names or validated case ids, never free tool text).
 //!
 //! Only these syntaxes can carry caller-supplied text into an artifact. None admits a
 //! space, a quote, a backslash, a brace or a control character, so free text (a prompt,

@@ -1,8 +1,8 @@
 //! Timeline capture: the bounded event contract, the non-blocking in-memory sink, the
 //! durable artifact and its validating reader, and the Perfetto export.
 //!
-//! Sources: docs/artifacts.md (R001–R008, T001–T002),
-//! docs/artifacts.md and §10, issue 4.
+//! Sources: docs/artifacts.md "Timeline capture rules", the requirement ids R001–R008 and
+//! T001–T002 (docs/artifacts.md "Requirement ids"), issue 4.
 //!
 //! Lifecycle, as the lead wires it:
 //! 1. before the measured window: [`TimelineSink::with_run_clock`] (preallocates), and

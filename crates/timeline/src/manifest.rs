@@ -1,7 +1,8 @@
-//! The manifest contract, `timeline/manifest.json` (docs/artifacts.md: "A
-//! closed manifest contains schema, run/timeline IDs, optional telemetry session ID,
-//! start UTC, clock-domain ID, event count, dropped count, capture quality, bounded
-//! reason codes, and the event file's relative path, byte length, and SHA-256"), plus the
+//! The manifest contract, `timeline/manifest.json`
+//! (docs/artifacts.md "timeline/manifest.json and timeline/events.jsonl": schema, run and
+//! timeline ids, optional telemetry session id, start UTC, clock-domain id, event count,
+//! dropped count, capture quality, bounded reason codes, and the events file's relative
+//! path, byte length and SHA-256), plus the
 //! capture bounds and the measured window's `/proc/self/io` evidence (docs/artifacts.md, issue 4
 //! "Done when").
 

@@ -1,8 +1,8 @@
-//! Persistence of a finalized capture, after the measured window only (docs/artifacts.md, issue 4
-//! §3): `timeline/events.jsonl` then `timeline/manifest.json`, each written to a temp file
-//! in the same directory, fsynced, renamed into place, and the directory fsynced. The
-//! manifest is written last and never overwritten, so a run killed before or during
-//! persistence leaves no manifest (the reader then says `unavailable`).
+//! Persistence of a finalized capture, after the measured window only
+//! (docs/artifacts.md "Timeline capture rules"; issue 4 §3): `timeline/events.jsonl` then
+//! `timeline/manifest.json`, each written to a temp file in the same directory, fsynced, renamed
+//! into place, and the directory fsynced. The manifest is written last and never overwritten, so a
+//! run killed before or during persistence leaves no manifest (the reader then says `unavailable`).
 //!
 //! A persistence failure is returned as a [`PersistError`]; the caller reports it as a
 //! capture diagnostic and must not change job results or the exit status (docs/artifacts.md).

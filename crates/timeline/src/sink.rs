@@ -49,7 +49,7 @@ pub struct SinkConfig {
     /// The fixture tool names declared by the suite (`[a-z][a-z0-9_]{0,63}`, unique, at
     /// most [`MAX_TOOLS`]); a fixture span may only carry one of these names.
     pub tool_names: Vec<String>,
-    /// Capture bounds (default: the docs/artifacts.md bounds).
+    /// Capture bounds (default: the bounds of docs/artifacts.md "Timeline capture rules").
     pub bounds: Bounds,
 }
 
@@ -508,11 +508,11 @@ impl TimelineSink {
         true
     }
 
-    /// Stops the sink (every later offer is rejected at once as `sink_stopped`), waits
-    /// briefly for inserts that had already claimed a slot, and returns the summary.
-    /// With `cancelled = true` the capture is `partial` (reason `cancelled`). Open spans
-    /// are NOT closed: they stay spans with unknown end (docs/artifacts.md: "never invent the missing
-    /// boundary"). Idempotent; a later `cancelled = true` still marks the cancel.
+    /// Stops the sink (every later offer is rejected at once as `sink_stopped`), waits briefly for
+    /// inserts that had already claimed a slot, and returns the summary. With `cancelled = true`
+    /// the capture is `partial` (reason `cancelled`). Open spans are NOT closed: they stay spans
+    /// with unknown end (no end is invented; docs/artifacts.md "Timeline capture rules").
+    /// Idempotent; a later `cancelled = true` still marks the cancel.
     ///
     /// Call it after the measured window; it may sleep up to 200 ms in the (never
     /// expected) case of a writer that died mid-insert.

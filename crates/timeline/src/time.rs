@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use inferscope_clock::RunClock;
 
 /// A monotonic time source for a sink: `elapsed_ns` from the run's reference instant,
-/// plus the anchor and clock domain written into the artifact (docs/samples.md shared reference
-/// instant; docs/artifacts.md "Inject monotonic and UTC clocks").
+/// plus the anchor and clock domain written into the artifact (docs/samples.md "The clock";
+/// tests inject a settable clock).
 pub trait TimeSource: Send + Sync {
     /// Nanoseconds since the reference instant, now.
     fn elapsed_ns(&self) -> u64;

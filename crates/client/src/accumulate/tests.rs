@@ -1,4 +1,4 @@
-//! Field-case tests of the pure accumulator (docs/measurement.md C01, C02, C07–C09, C11, C12).
+//! Field-case tests of the pure accumulator (docs/field-cases.md: C01, C02, C07–C09, C11, C12).
 //! Times are given in ms after `send_ns = 0`, as in the cases.
 
 use super::*;

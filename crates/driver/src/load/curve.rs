@@ -255,8 +255,8 @@ pub struct EnergyPoint {
 
 /// Device energy over `[start_ns, end_ns]`, mJ, and the method: the counter delta between
 /// the last sample at or before the start and the first at or after the end (same epoch;
-/// it can include up to one sample period either side, the over-attribution docs/measurement.md
-/// prefers), else the integer trapezoid `Σ (p₁ + p₂)·Δt / 2` over the segments fully
+/// it can include up to one sample period either side: it over-attributes rather than
+/// under-attributes), else the integer trapezoid `Σ (p₁ + p₂)·Δt / 2` over the segments fully
 /// inside the window (u128, floored to mJ once). `None` when neither is possible.
 pub fn window_energy_mj(
     samples: &[EnergyPoint],

@@ -12,10 +12,11 @@
 //! The joins per load point and the window energy live with the run's other energy
 //! figures in [`crate::energy`]; the report types in [`crate::model::load`].
 //!
-//! With more than one trajectory in flight, per-step energy is an apportionment (docs/measurement.md's
-//! wall): the runner declares each point's concurrency to the step-attribution join (docs/measurement.md), which then
-//! labels every step `apportioned`, never `measured`. The curve's energy per output token
-//! is a different figure: device energy over the whole point window.
+//! With more than one trajectory in flight, per-step energy is an apportionment
+//! (docs/measurement.md "The wall: controlled concurrency only"): the runner declares each point's
+//! concurrency to the step-attribution join, which then labels every step `apportioned`, never
+//! `measured`. The curve's energy per output token is a different figure: device energy over the
+//! whole point window.
 
 pub mod arrival;
 pub mod curve;

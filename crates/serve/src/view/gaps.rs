@@ -1,5 +1,6 @@
-//! Every gap and missing association of a run, as text markers (pure; docs/artifacts.md "Show
-//! capture quality, dropped-event count, gaps, and unavailable associations prominently").
+//! Every gap and missing association of a run, as text markers (pure;
+//! docs/artifacts.md "The dashboard API": capture quality, dropped events, gaps and missing
+//! associations are shown, never hidden).
 
 use crate::timeline::verify_report::Gap;
 use crate::timeline::{Quality, VerifiedTimeline};

@@ -1,10 +1,9 @@
 //! What the API and the page show of one run (pure: built from what [`super::runs`] read).
-//! Sources: docs/artifacts.md ("phase lanes, native request/fixture spans, and existing resource
-//! curves on a shared elapsed-time view with textual alternatives. Show capture quality,
-//! dropped-event count, gaps, and unavailable associations prominently"), R011 ("Keep
-//! resource lanes separate by host/device identity … Host labels in public exports must
-//! be sanitized"), R003 ("Never subtract monotonic values from different
-//! processes/hosts"), T004; issue 7 items 2–3.
+//! Sources: docs/artifacts.md "The dashboard API" (lanes and spans on one elapsed-time view
+//! with a text alternative; quality, drops, gaps and missing associations shown; resource
+//! lanes kept apart per host and device), docs/samples.md "The clock" (values of different
+//! clock domains are never subtracted); requirement ids R003, R010, R011, T004
+//! (docs/artifacts.md "Requirement ids"); issue 7 items 2–3.
 //!
 //! Nothing here copies free text from an artifact into the view except texts written by
 //! this product itself (source status reasons, truncated); names and ids pass their

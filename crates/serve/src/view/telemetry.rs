@@ -1,5 +1,5 @@
-//! The resource lanes: one per host, source, device and quantity, never summed (docs/artifacts.md
-//! R011), with their intervals without samples (pure).
+//! The resource lanes: one per host, source, device and quantity, never summed
+//! (docs/artifacts.md "The dashboard API"; R011), with their intervals without samples (pure).
 
 use crate::telemetry::{
     CounterId, MetricsSample, MetricsTimeline, PowerBasis, PowerDeviceKind, PowerSample,

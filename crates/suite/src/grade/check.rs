@@ -4,7 +4,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json_path::JsonPath;
 
-/// The `kind` of a check (docs/suite.md, "jobs.checks").
+/// The `kind` of a check (docs/suite.md "`[[jobs.checks]]`").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckKind {

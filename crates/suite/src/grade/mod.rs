@@ -1,7 +1,7 @@
-//! Deterministic grading of a job's outcome (docs/suite.md "grading"; issue 2 item 5).
+//! Deterministic grading of a job's outcome (docs/suite.md "`[[jobs.checks]]`"; issue 2 item 5).
 //!
 //! A suite's `[[jobs.checks]]` tables deserialize into [`Check`]s (schema:
-//! docs/suite.md, "jobs.checks"); regexes and JSON paths are compiled when the suite
+//! docs/suite.md "`[[jobs.checks]]`"); regexes and JSON paths are compiled when the suite
 //! is loaded, so an invalid one is a load error with a file:line:col location, never a
 //! run-time surprise. [`evaluate`] applies every check to a [`GradeSubject`] and returns
 //! one [`CheckResult`] per check; a job passes grading only when all of them pass. A
