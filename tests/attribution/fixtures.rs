@@ -5,8 +5,8 @@ use inferscope_bench::attribution::{
     EnergyBasis, EnergyCounterSample, EnergyCounterSeries, MAX_POWER_MW, MarkerIssue, PowerBasis,
     PowerBasisLabel, PowerSample, PowerSeries, RunWindow, SeriesProblem, SourceKind, StepKey,
     StepKind, StepMarker, StepUsage, TrajectoryMetrics, TrajectoryOutcome, WithholdReason,
-    attribute, attribute_run, observed_max_trajectories_in_flight, parse_step_markers,
-    render_outcome, render_step_table,
+    attribute, attribute_run, attribute_run_observed, observed_max_trajectories_in_flight,
+    parse_step_markers, render_outcome, render_step_table,
 };
 use serde_json::Value;
 
@@ -1059,6 +1059,42 @@ fn declared_above_observed_is_stated_as_declared() {
     assert_eq!(json["declared_max_trajectories_in_flight"], 4);
     assert_eq!(json["observed_max_trajectories_in_flight"], 1);
     assert_eq!(json["max_trajectories_in_flight"], 4);
+}
+
+/// A load point joins only the trajectories it kept; its executor counted every unit in
+/// flight. The condition states the larger overlap (the executor's 64, not the one kept
+/// trajectory's 1), and the markers still win when they show more.
+#[test]
+fn an_overlap_observed_elsewhere_is_stated() {
+    let mut inp = input(1000, vec![ramp()]);
+    inp.concurrency.max_trajectories_in_flight = 64;
+    let one = [StepMarker {
+        trajectory: Some("t0".into()),
+        ..llm(1, 0, 500)
+    }];
+    let run = attribute_run_observed(&inp, Some(&one), &BTreeMap::new(), 64);
+    assert_eq!(run.observed_max_trajectories_in_flight, 64);
+    let c = &run.trajectories[0].metrics().unwrap().concurrency;
+    assert_eq!(c.observed_max_trajectories_in_flight, Some(64));
+    assert!(
+        c.statement.contains("64 trajectories in flight") || c.statement.contains("(64 observed)"),
+        "{}",
+        c.statement
+    );
+    let alone = attribute_run(&inp, Some(&one), &BTreeMap::new());
+    assert_eq!(alone.observed_max_trajectories_in_flight, 1);
+    let two = [
+        StepMarker {
+            trajectory: Some("a".into()),
+            ..llm(1, 0, 500)
+        },
+        StepMarker {
+            trajectory: Some("b".into()),
+            ..llm(1, 100, 600)
+        },
+    ];
+    let run = attribute_run_observed(&inp, Some(&two), &BTreeMap::new(), 1);
+    assert_eq!(run.observed_max_trajectories_in_flight, 2);
 }
 
 /// The energy basis names the power source too (one rule, `EnergyBasis::of`): the

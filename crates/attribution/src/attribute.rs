@@ -657,8 +657,23 @@ pub fn attribute_run(
     steps: Option<&[StepMarker]>,
     usage: &BTreeMap<StepKey, StepUsage>,
 ) -> RunAttribution {
+    attribute_run_observed(input, steps, usage, 0)
+}
+
+/// [`attribute_run`] when the caller observed the trajectories in flight itself: the
+/// observed value is the larger of `observed_elsewhere` and what the markers show. A load
+/// point joins only the trajectories it kept, while its executor counted every unit in
+/// flight; the markers of the kept ones alone would understate the overlap.
+pub fn attribute_run_observed(
+    input: &AttributionInput,
+    steps: Option<&[StepMarker]>,
+    usage: &BTreeMap<StepKey, StepUsage>,
+    observed_elsewhere: u32,
+) -> RunAttribution {
     let declared = input.concurrency.max_trajectories_in_flight;
-    let observed = steps.map_or(0, observed_max_trajectories_in_flight);
+    let observed = steps
+        .map_or(0, observed_max_trajectories_in_flight)
+        .max(observed_elsewhere);
     let attributor = Attributor::new(input).with_observed_trajectories_in_flight(observed);
     let trajectories = match steps {
         None => vec![attributor.trajectory_refs(None, &BTreeMap::new())],

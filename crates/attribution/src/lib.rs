@@ -53,7 +53,8 @@ mod table;
 
 pub use attribute::{
     APPORTIONED_STATEMENT, Attributor, CONTROLLED_CONCURRENCY_STATEMENT, StepKey, attribute,
-    attribute_run, concurrency_condition, observed_max_trajectories_in_flight,
+    attribute_run, attribute_run_observed, concurrency_condition,
+    observed_max_trajectories_in_flight,
 };
 pub use input::{
     AVERAGED_POWER_WINDOW_NS, AttributionInput, Concurrency, CounterName, CounterPoint,

@@ -338,10 +338,13 @@ pub struct RunEnergy {
 }
 
 /// The step-attribution join (docs/measurement.md) of `trajectories` at `declared` trajectories in flight.
+/// `observed` is what the caller counted in flight itself (a load point's executor; 0 for
+/// none): a load point that kept only some of its units still states the overlap of all.
 fn join(
     t: &TelemetryRun,
     trajectories: &[&TrajectoryRecord],
     declared: u32,
+    observed: u32,
 ) -> Option<attr::RunAttribution> {
     let (markers, usage) =
         markers_and_usage(trajectories.iter().copied(), t.reference_instant_unix_ns);
@@ -349,7 +352,12 @@ fn join(
         return None;
     }
     let input = attribution_input(t, declared);
-    Some(attr::attribute_run(&input, Some(&markers), &usage))
+    Some(attr::attribute_run_observed(
+        &input,
+        Some(&markers),
+        &usage,
+        observed,
+    ))
 }
 
 impl RunEnergy {
@@ -403,7 +411,7 @@ impl RunEnergy {
             .flat_map(|g| g.executed.trajectories.iter())
             .collect();
         let mut joins: Vec<(String, attr::RunAttribution)> = Vec::new();
-        if let Some(r) = join(t, &seq, 1) {
+        if let Some(r) = join(t, &seq, 1, 0) {
             joins.push(("sequential jobs".to_string(), r));
         }
         for g in graded {
@@ -412,7 +420,7 @@ impl RunEnergy {
                 let trajs: Vec<&TrajectoryRecord> = g.executed.trajectories[p.trajectories.clone()]
                     .iter()
                     .collect();
-                if let Some(r) = join(t, &trajs, p.declared_concurrency()) {
+                if let Some(r) = join(t, &trajs, p.declared_concurrency(), p.max_units_in_flight) {
                     joins.push((
                         format!("{} · {}", g.executed.job.job.id, p.point.label()),
                         r,

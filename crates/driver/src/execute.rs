@@ -757,7 +757,9 @@ impl Session {
             shard: self.shard,
             keep_answers: !ex.job.job.checks.is_empty(),
             checks: ex.job.job.checks.clone(),
-            keep_spans: self.telemetry.is_some(),
+            // Every unit's spans wait for the end-of-run join only when a source the join reads
+            // is configured; otherwise a load job holds only its compact figures.
+            keep_spans: self.telemetry.as_ref().is_some_and(|t| t.feeds_step_join()),
             records: self.records.clone(),
             report_index,
             secrets: s.secrets().into_iter().map(str::to_string).collect(),

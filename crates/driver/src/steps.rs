@@ -82,7 +82,10 @@ pub struct TrajectoryRecord {
 }
 
 /// The results of `checks` on one trajectory.
-pub fn grade_trajectory(checks: &[crate::grade::Check], t: &TrajectoryRecord) -> Vec<crate::grade::CheckResult> {
+pub fn grade_trajectory(
+    checks: &[crate::grade::Check],
+    t: &TrajectoryRecord,
+) -> Vec<crate::grade::CheckResult> {
     // A call counts as valid unless its arguments failed the tool's schema (or it named
     // no declared tool).
     let valid: Vec<String> = t

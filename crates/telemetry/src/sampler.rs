@@ -293,6 +293,15 @@ impl TelemetryHandle {
         self.prometheus.is_none()
     }
 
+    /// Whether a source the step-attribution join reads is configured: power (GPUs and
+    /// probes) or engine counters (`/metrics`, a Prometheus server). Without one the join
+    /// has nothing to attribute, so a load job keeps no unit's spans for it (issue 19).
+    pub fn feeds_step_join(&self) -> bool {
+        self.configured.power.is_some()
+            || self.configured.metrics.is_some()
+            || self.prometheus.is_some()
+    }
+
     /// The longest a [`TelemetryHandle::snapshot`] waits for a sample at or after its
     /// instant: the longest sampling period of the power and metrics sources plus a 250 ms
     /// margin (a scrape's own time, a loaded machine).

@@ -72,8 +72,8 @@ pub struct LoadEnv<T: ToolExec + Send + 'static> {
     /// dropped with the record).
     pub checks: Vec<crate::grade::Check>,
     /// Keep a slim copy of every unit (steps and usage, no ITL gaps) for the run's
-    /// step-attribution join: only when the run samples telemetry (without it nothing is
-    /// joined).
+    /// step-attribution join: only when the run samples a source the join reads (power or
+    /// engine counters; without one the join has nothing to attribute).
     pub keep_spans: bool,
     /// The run's `requests.jsonl`, the job's index in the report and what the unit writer
     /// needs ([`super::units`]).
