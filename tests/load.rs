@@ -267,3 +267,41 @@ async fn open_loop_schedule_is_seeded_from_the_suite_seed() {
         "not constant"
     );
 }
+
+/// Issue 19: with no source the step join reads (an endpoint of its own, GPU sampling
+/// off, no `/metrics`), a load job keeps no unit's spans for the join: only each point's
+/// first trajectory is joined, and the point still states the overlap its executor counted
+/// (8 in flight), never the single kept trajectory's "1 observed". The built-in simulator
+/// would add its power model, which the join reads, so the test serves one itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_job_without_join_sources_keeps_no_spans_and_states_the_counted_overlap() {
+    let sim = spawn(SimConfig::default(), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("bare.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"bare\"\nendpoint = \"{}\"\nmodel = \"inferscope-sim\"\n\
+             [telemetry]\ngpu = \"off\"\nmetrics = false\n\
+             [[jobs]]\nname = \"ctx\"\nkind = \"context\"\nsizes = [16]\ncount = 40\n\
+             concurrency = 8\nmax_tokens = 4\n",
+            sim.base_url()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = run_suite(&suite, None, &out).await;
+    sim.shutdown().await;
+    let console = support::console(&o.report);
+    assert_eq!(o.exit_status, 0, "{console}");
+    let r = report(&out);
+    let groups = r["attribution"]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    let g = &groups[0];
+    assert_eq!(g["trajectories_joined"], 1, "only the kept trajectory: {g}");
+    assert_eq!(g["observed_max_trajectories_in_flight"], 8, "{g}");
+    assert!(!console.contains("(1 observed)"), "{console}");
+    assert!(console.contains("8 trajectories in flight"), "{console}");
+}
