@@ -169,7 +169,6 @@ pub async fn run_with(
         },
         shard: extras.shard.as_ref().map(crate::shard::describe_run),
     });
-    let io_before = crate::timeline::proc_self_io();
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
     session.shard = extras.shard.as_ref().and_then(|s| s.spec);
     // `requests.jsonl` is open from the start: load units stream their records to it as
@@ -183,6 +182,9 @@ pub async fn run_with(
             .flat_map(|s| s.resolved.jobs.iter().map(|j| j.job.id.clone()))
             .collect(),
     );
+    // The window's I/O counters start after the set-up's own writes (the records file and
+    // its header): what `capture.window_write_bytes` counts is the measured window's.
+    let io_before = crate::timeline::proc_self_io();
     capture.phase(Phase::Preflight);
     session.preflight().await;
     // A run whose every suite failed set-up or the preflight starts no sampler and no
