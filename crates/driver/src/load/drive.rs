@@ -203,6 +203,11 @@ async fn run_unit<T: ToolExec + Send + 'static>(
 
 impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
     type Output = Option<Box<KeptUnit>>;
+    /// Only the units kept whole (the point's first, or every one's spans for the join):
+    /// the others' results went to the unit writer as they ended.
+    fn keeps(&self, output: &Self::Output) -> bool {
+        output.is_some()
+    }
     fn run(&self, t: UnitTicket) -> impl std::future::Future<Output = Self::Output> + Send {
         let env = Arc::clone(&self.env);
         let template = Arc::clone(&self.template);
@@ -438,7 +443,7 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
         };
         let run = run_point(&plan, &units, &timer, &env.ctx.cancelled).await;
         let first = trajectories.len();
-        let started = run.units.len() as u64;
+        let started = run.finished;
         for k in run.units.into_iter().filter_map(|u| u.output) {
             trajectories.push(k.rec);
             checks.push(k.checks);

@@ -54,6 +54,12 @@ pub trait UnitRunner: Sync {
     type Output: Send;
     /// Runs the unit of `ticket`; its first request is scheduled at `ticket.scheduled_ns`.
     fn run(&self, ticket: UnitTicket) -> impl Future<Output = Self::Output> + Send;
+    /// Whether the point keeps this finished unit's entry in [`PointRun::units`]; a runner
+    /// whose units hand their results on as they end keeps only the ones it still needs, so
+    /// a point of a million units holds no entry per unit (issue 19). Default: every one.
+    fn keeps(&self, _output: &Self::Output) -> bool {
+        true
+    }
 }
 
 /// What one point executes.
@@ -89,8 +95,10 @@ pub struct PointRun<O> {
     pub start_ns: u64,
     /// When the last unit ended, ns.
     pub end_ns: u64,
-    /// Finished units, in ticket order.
+    /// Finished units the runner keeps ([`UnitRunner::keeps`]), in ticket order.
     pub units: Vec<UnitDone<O>>,
+    /// Units that finished, kept or not.
+    pub finished: u64,
     /// The most units that were in flight at once (achieved concurrency).
     pub max_in_flight: u32,
     /// Scheduled units never started because of cancellation.
@@ -121,6 +129,8 @@ pub async fn run_point<R: UnitRunner, T: Timer>(
     let mut next_arrival = 0usize;
     let mut max_in_flight = 0usize;
     let mut not_started = 0u64;
+    let mut finished = 0u64;
+    let mut last_end = t0;
     loop {
         let now = timer.now_ns();
         let stop_now = cancelled.load(Ordering::Relaxed);
@@ -188,16 +198,22 @@ pub async fn run_point<R: UnitRunner, T: Timer>(
         let due = next_due.unwrap_or(u64::MAX);
         tokio::select! {
             biased;
-            Some(d) = running.next(), if !running.is_empty() => done.push(d),
+            Some(d) = running.next(), if !running.is_empty() => {
+                finished += 1;
+                last_end = last_end.max(d.ended_ns);
+                if runner.keeps(&d.output) {
+                    done.push(d);
+                }
+            }
             _ = timer.sleep_until(due), if next_due.is_some() => {}
         }
     }
     done.sort_by_key(|d| d.ticket.index);
-    let end_ns = done.iter().map(|d| d.ended_ns).max().unwrap_or(t0).max(t0);
     PointRun {
         start_ns: t0,
-        end_ns,
+        end_ns: last_end,
         units: done,
+        finished,
         max_in_flight: u32::try_from(max_in_flight).unwrap_or(u32::MAX),
         not_started,
     }
@@ -341,6 +357,36 @@ mod tests {
         assert_eq!(run.max_in_flight, 1);
         assert_eq!(m.in_flight.max(), 1);
         assert_eq!(run.end_ns, 750 * MS);
+    }
+
+    /// A runner that keeps only some finished units: the point holds just those entries,
+    /// still counts every finished unit and ends at the last one's end.
+    #[tokio::test(start_paused = true)]
+    async fn a_point_holds_only_the_units_its_runner_keeps() {
+        struct EvenOnly<'a>(Mock<'a>);
+        impl UnitRunner for EvenOnly<'_> {
+            type Output = (u64, Req);
+            async fn run(&self, t: UnitTicket) -> (u64, Req) {
+                (t.index, self.0.run(t).await)
+            }
+            fn keeps(&self, output: &(u64, Req)) -> bool {
+                output.0 % 2 == 0
+            }
+        }
+        let timer = Logical(Instant::now());
+        let r = EvenOnly(mock(&timer, 100, &[]));
+        let plan = PointPlan {
+            concurrency: Some(4),
+            arrivals: None,
+            stop: Stop::Count(10),
+        };
+        let run = run_point(&plan, &r, &timer, &AtomicBool::new(false)).await;
+        assert_eq!(run.finished, 10);
+        let idx: Vec<u64> = run.units.iter().map(|u| u.ticket.index).collect();
+        assert_eq!(idx, vec![0, 2, 4, 6, 8]);
+        // Units 8 and 9 end last (300 ms); 9 is not kept but still ends the point.
+        assert_eq!(run.end_ns, 300 * MS);
+        assert_eq!(run.max_in_flight, 4);
     }
 
     #[tokio::test(start_paused = true)]
