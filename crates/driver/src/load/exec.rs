@@ -370,7 +370,7 @@ mod tests {
                 (t.index, self.0.run(t).await)
             }
             fn keeps(&self, output: &(u64, Req)) -> bool {
-                output.0 % 2 == 0
+                output.0.is_multiple_of(2)
             }
         }
         let timer = Logical(Instant::now());
