@@ -20,7 +20,13 @@ pub mod trajectory;
 use crate::cli::{Command, TimelineCommand};
 
 /// Runs one parsed command.
-pub async fn dispatch(cmd: Command) -> i32 {
+// Boxed at the library's edge (the binary polls it): an unboxed `impl Future` would be
+// compiled again in every crate that polls it (docs/architecture.md "Build cost").
+pub fn dispatch(cmd: Command) -> std::pin::Pin<Box<dyn std::future::Future<Output = i32> + Send>> {
+    Box::pin(dispatch_inner(cmd))
+}
+
+async fn dispatch_inner(cmd: Command) -> i32 {
     match cmd {
         Command::Check { suites } => check::command(&suites),
         Command::List {

@@ -110,19 +110,27 @@ pub fn new_run_id(clock: &RunClock) -> String {
 
 pub use crate::run_dir::default_run_dir;
 
+/// The future of a run ([`run`], [`run_with`]), boxed at this crate's edge: the run's
+/// whole async call tree (jobs, trajectories, load points, the client's requests) is one
+/// state machine, and an unboxed `impl Future` would be compiled again in every crate that
+/// polls it (the CLI, the harness, the overhead command). Boxed, it is compiled once, here;
+/// the callers poll it through one virtual call per wake-up.
+/// (docs/architecture.md "Build cost")
+pub type RunFuture = std::pin::Pin<Box<dyn std::future::Future<Output = RunOutcome> + Send>>;
+
 /// Runs every selected job of `opts.suites`, writes the artifacts, and returns the
 /// outcome. Cancellation (Ctrl-C / SIGTERM) is observed through `cancelled`: no new step
 /// starts, in-flight spans end `cancelled`, and what exists is finalized as `partial`.
-pub async fn run(opts: RunOptions, cancelled: Arc<AtomicBool>) -> RunOutcome {
-    run_with(opts, cancelled, RunExtras::default()).await
+pub fn run(opts: RunOptions, cancelled: Arc<AtomicBool>) -> RunFuture {
+    run_with(opts, cancelled, RunExtras::default())
 }
 
 /// [`run`] with [`RunExtras`] (a baseline to compare against).
-pub async fn run_with(
-    opts: RunOptions,
-    cancelled: Arc<AtomicBool>,
-    extras: RunExtras,
-) -> RunOutcome {
+pub fn run_with(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtras) -> RunFuture {
+    Box::pin(run_inner(opts, cancelled, extras))
+}
+
+async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtras) -> RunOutcome {
     let clock = RunClock::start();
     let run_id = new_run_id(&clock);
     let run_dir = opts.out.clone().unwrap_or_else(|| default_run_dir(&run_id));

@@ -294,7 +294,14 @@ impl RunReport {
             Some(s) => return Err(ReportError::UnknownSchema(s.to_string())),
             None => return Err(ReportError::UnknownSchema(String::new())),
         }
-        serde_json::from_slice(bytes).map_err(|e| ReportError::Malformed(e.to_string()))
+        Self::from_json_body(bytes).map_err(|e| ReportError::Malformed(e.to_string()))
+    }
+
+    /// The typed body of a report, its schema not checked: `serde_json::from_slice` for
+    /// this type, compiled once, here, rather than in every crate that reads a report
+    /// (docs/architecture.md "Build cost").
+    pub fn from_json_body(bytes: &[u8]) -> serde_json::Result<RunReport> {
+        serde_json::from_slice(bytes)
     }
 
     /// The report as `report.json` writes it (pretty JSON, 2-space indent, no trailing

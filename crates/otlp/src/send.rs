@@ -144,7 +144,17 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// Sends a finished run's spans to `endpoint` in `encoding` and prints the outcome
 /// (stdout) or the problem (stderr, `warning:`). Returns whether the collector accepted
 /// them.
-pub async fn send_report(
+// Boxed at the crate's edge: an unboxed `impl Future` would be compiled again in every
+// crate that polls it (docs/architecture.md "Build cost").
+pub fn send_report<'a>(
+    report: &'a inferscope_model::RunReport,
+    endpoint: &'a str,
+    encoding: Encoding,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+    Box::pin(send_report_inner(report, endpoint, encoding))
+}
+
+async fn send_report_inner(
     report: &inferscope_model::RunReport,
     endpoint: &str,
     encoding: Encoding,

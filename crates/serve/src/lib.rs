@@ -79,7 +79,13 @@ pub struct ServeConfig {
 /// Runs `serve` until Ctrl-C or SIGTERM. Prints `listening on http://ADDR/` first (tests
 /// read it). Exit status: 0 after a clean stop, 2 for a bad token or an address that
 /// cannot be bound.
-pub async fn run(args: ServeConfig) -> i32 {
+// Boxed at the crate's edge: an unboxed `impl Future` would be compiled again in every
+// crate that polls it (docs/architecture.md "Build cost").
+pub fn run(args: ServeConfig) -> std::pin::Pin<Box<dyn std::future::Future<Output = i32> + Send>> {
+    Box::pin(run_inner(args))
+}
+
+async fn run_inner(args: ServeConfig) -> i32 {
     let env = std::env::var(TOKEN_ENV).ok();
     let token = match Token::load(args.token_file.as_deref(), env.as_deref()) {
         Ok(t) => t,

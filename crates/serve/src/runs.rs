@@ -477,7 +477,7 @@ impl RunDir {
                 // array; a report written as one is malformed (the `Head` rule below), so
                 // only an object counts as read here.
                 if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-                    && let Ok(r) = serde_json::from_slice::<RunReport>(&bytes)
+                    && let Ok(r) = RunReport::from_json_body(&bytes)
                 {
                     return if r.schema == REPORT_SCHEMA {
                         ReportState::Ok(Box::new(r))

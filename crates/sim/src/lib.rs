@@ -294,7 +294,16 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 
 /// `inferscope-bench sim`: serves until Ctrl-C, after printing the listening URL.
 /// Errors: bind failure or a failure to listen for Ctrl-C.
-pub async fn serve(config: SimConfig, addr: std::net::SocketAddr) -> std::io::Result<()> {
+// Boxed at the crate's edge: an unboxed `impl Future` would be compiled again in every
+// crate that polls it (docs/architecture.md "Build cost").
+pub fn serve(
+    config: SimConfig,
+    addr: std::net::SocketAddr,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>> {
+    Box::pin(serve_inner(config, addr))
+}
+
+async fn serve_inner(config: SimConfig, addr: std::net::SocketAddr) -> std::io::Result<()> {
     let handle = spawn(config, addr).await?;
     println!(
         "inferscope-bench sim: simulated endpoint listening on {} (model {}, metrics {})",
