@@ -1,7 +1,7 @@
 //! The report model: every type `report.json` is made of, and the vocabulary every output
 //! uses (issue 13). A leaf crate of the workspace (`inferscope-model`): it depends on no
 //! other crate of the workspace and only on `serde`, `serde_json` and
-//! `serde_path_to_error` (tests/workspace.rs holds it to that).
+//! `serde_path_to_error` (tests/it/workspace.rs holds it to that).
 //!
 //! - [`run`]: [`RunReport`] (`report.json`, schema [`REPORT_SCHEMA`]), endpoints, capture,
 //!   power source, totals.

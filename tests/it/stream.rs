@@ -2,7 +2,7 @@
 //! ends, before the next job sends its first request; and the job lines of
 //! `--message-format json` are exactly the jobs of `report.json`.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -11,7 +11,7 @@
 //!   cancelled run never exits 0). `--message-format json` says the same (`not_run`).
 //! - SIGKILL: no manifest is left, and `timeline verify` reports `unavailable` (exit 2).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Child, ExitStatus, Stdio};

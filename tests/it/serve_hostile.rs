@@ -12,7 +12,7 @@
 //!   too large for a page is served summarised, the raw events file is paged, and a page
 //!   whose first item is oversized still advances its cursor.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -12,8 +12,7 @@
 //! otherwise.
 
 mod cdp;
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::io::BufRead;

@@ -4,5 +4,3 @@ mod controls;
 mod perfetto;
 mod secrets;
 mod sink;
-#[path = "../support/mod.rs"]
-mod support;

@@ -2,7 +2,7 @@
 // arrivals faster than the server serves (field case C24), each against an in-process
 // simulator (`sim::spawn`, started by the runner or by the test) on 127.0.0.1:0.
 
-mod support;
+use crate::support;
 
 use inferscope_bench::runner;
 use inferscope_bench::sim::{SimConfig, spawn};

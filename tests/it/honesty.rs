@@ -13,7 +13,7 @@
 //! - `report RUN_DIR --format json` writes `report.json` byte for byte; a v1 report is
 //!   refused as an unsupported schema.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -20,7 +20,7 @@ fn fixture(name: &str) -> String {
 /// Returns the URL and the request counter; the server runs on its own thread until the test
 /// process exits.
 fn serve(bodies: Vec<String>, content_type: &'static str) -> (String, Arc<AtomicUsize>) {
-    use crate::http::{StatusCode, response};
+    use crate::support::http::{StatusCode, response};
     let hits = Arc::new(AtomicUsize::new(0));
     let bodies = Arc::new(bodies);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -33,7 +33,7 @@ fn serve(bodies: Vec<String>, content_type: &'static str) -> (String, Arc<Atomic
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
-            crate::http::serve(listener, move |req| {
+            crate::support::http::serve(listener, move |req| {
                 if req.uri.path() != "/metrics" {
                     return response(StatusCode::NOT_FOUND, "text/plain", "");
                 }
@@ -381,7 +381,7 @@ fn metrics_failed_scrapes_are_gaps() {
 
 #[test]
 fn http_error_status_is_a_gap() {
-    use crate::http::{StatusCode, response};
+    use crate::support::http::{StatusCode, response};
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -391,7 +391,7 @@ fn http_error_status_is_a_gap() {
         rt.block_on(async move {
             let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(l.local_addr().unwrap()).unwrap();
-            crate::http::serve(l, |_| {
+            crate::support::http::serve(l, |_| {
                 response(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "text/plain; charset=utf-8",

@@ -7,7 +7,7 @@
 // decodes what arrives, by `report --otlp-endpoint` and by `run --otlp-endpoint`. A
 // failing request gives ERROR spans with `error.type` per the convention.
 
-mod support;
+use crate::support;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

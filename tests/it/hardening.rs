@@ -6,7 +6,7 @@
 //! never finishes); the deadline is a liveness guard, generous enough for a loaded CI
 //! machine, not a speed assertion.
 
-mod support;
+use crate::support;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;

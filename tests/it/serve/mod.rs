@@ -4,8 +4,7 @@
 //! runs, typed unavailable / not-found / integrity answers, and no payload ever served.
 
 mod fixtures;
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

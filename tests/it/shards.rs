@@ -9,7 +9,7 @@
 //!   request records, the merged load is the sum of the shards' load, and the merged
 //!   directory is a normal run directory for every reader.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

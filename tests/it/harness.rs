@@ -265,7 +265,7 @@ fn child(dir: &Path, body: &str, ci: bool) -> bool {
     let mut cmd = StdCommand::new(std::env::current_exe().unwrap());
     cmd.args([
         "--exact",
-        "child_asserts_snapshot",
+        "harness::child_asserts_snapshot",
         "--nocapture",
         "--test-threads=1",
     ])

@@ -3,7 +3,7 @@
 // (`sim::spawn` on 127.0.0.1:0): an unchanged rerun on a fresh simulator is within noise,
 // a simulator with a larger TTFT is flagged regressed and fails the gate (exit 100).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

@@ -5,7 +5,7 @@
 //! `--out DIR`, the nextest-style lines, `check`, `list`, `report`, `--junit`,
 //! `--message-format json`, and the ready suites.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;

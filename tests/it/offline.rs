@@ -1,7 +1,7 @@
 //! The ready suites load, and the offline step-attribution join (docs/measurement.md) (`trajectory --samples --steps`)
 //! reproduces the run's own per-step energy attribution exactly from the artifacts.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

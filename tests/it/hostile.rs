@@ -6,7 +6,7 @@
 //! other requests are recorded successes, and the job fails (exit 100) with the typed
 //! failure code in `report.json`, in the job's output lines and in the timeline.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! The tests first prove the markers were really in play (sent to or received from the
 //! endpoint), so a marker that never left the suite cannot make them pass.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! the CLI (the suite key `n`, grading on choice 0, the per-choice record in
 //! `report.json`, a job note when the server sends fewer choices than asked for).
 
-mod support;
+use crate::support;
 
 use inferscope_bench::client::{ChatRequest, Client, ClientConfig, RecordWarning, RequestRecord};
 use inferscope_bench::clock::RunClock;

@@ -3,7 +3,7 @@
 // last); readers check the file before using it; a capture that dropped events says so on
 // the console and in JUnit. Against `inferscope-bench sim` with TTFT = ITL = 0 on loopback.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -1,0 +1,37 @@
+//! The integration tests, one test binary (`tests/it`): every file or directory here is a
+//! module of it. One binary links the library and its dependencies once instead of once per
+//! file (issue 14: 30 test binaries took a third of the cold test build's link time);
+//! nextest still runs every test in a process of its own.
+
+mod support;
+
+mod architecture;
+mod attribution;
+mod baseline;
+mod browser;
+mod choices;
+mod cli;
+mod client;
+mod docs_refs;
+mod evidence;
+mod fuzz;
+mod hardening;
+mod harness;
+mod honesty;
+mod hostile;
+mod load;
+mod offline;
+mod otlp;
+mod overhead;
+mod records;
+mod secrets;
+mod serve;
+mod serve_hostile;
+mod shards;
+mod sigint;
+mod sim;
+mod stream;
+mod telemetry;
+mod timeline;
+mod timeline_no_disk_writes;
+mod workspace;

@@ -1,0 +1,5 @@
+//! Integration tests of `telemetry`.
+mod energy;
+mod profiles;
+mod prom;
+mod samplers;
