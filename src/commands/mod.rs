@@ -22,7 +22,7 @@ use crate::cli::{Command, TimelineCommand};
 /// Runs one parsed command.
 // Boxed at the library's edge (the binary polls it): an unboxed `impl Future` would be
 // compiled again in every crate that polls it (docs/architecture.md "Build cost").
-pub fn dispatch(cmd: Command) -> std::pin::Pin<Box<dyn std::future::Future<Output = i32> + Send>> {
+pub fn dispatch(cmd: Command) -> futures_util::future::BoxFuture<'static, i32> {
     Box::pin(dispatch_inner(cmd))
 }
 

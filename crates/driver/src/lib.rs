@@ -116,7 +116,7 @@ pub use crate::run_dir::default_run_dir;
 /// polls it (the CLI, the harness, the overhead command). Boxed, it is compiled once, here;
 /// the callers poll it through one virtual call per wake-up.
 /// (docs/architecture.md "Build cost")
-pub type RunFuture = std::pin::Pin<Box<dyn std::future::Future<Output = RunOutcome> + Send>>;
+pub type RunFuture = futures_util::future::BoxFuture<'static, RunOutcome>;
 
 /// Runs every selected job of `opts.suites`, writes the artifacts, and returns the
 /// outcome. Cancellation (Ctrl-C / SIGTERM) is observed through `cancelled`: no new step

@@ -150,7 +150,7 @@ pub fn send_report<'a>(
     report: &'a inferscope_model::RunReport,
     endpoint: &'a str,
     encoding: Encoding,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+) -> futures_util::future::BoxFuture<'a, bool> {
     Box::pin(send_report_inner(report, endpoint, encoding))
 }
 

@@ -81,7 +81,7 @@ pub struct ServeConfig {
 /// cannot be bound.
 // Boxed at the crate's edge: an unboxed `impl Future` would be compiled again in every
 // crate that polls it (docs/architecture.md "Build cost").
-pub fn run(args: ServeConfig) -> std::pin::Pin<Box<dyn std::future::Future<Output = i32> + Send>> {
+pub fn run(args: ServeConfig) -> futures_util::future::BoxFuture<'static, i32> {
     Box::pin(run_inner(args))
 }
 

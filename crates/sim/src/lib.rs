@@ -299,7 +299,7 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 pub fn serve(
     config: SimConfig,
     addr: std::net::SocketAddr,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>> {
+) -> futures_util::future::BoxFuture<'static, std::io::Result<()>> {
     Box::pin(serve_inner(config, addr))
 }
 
