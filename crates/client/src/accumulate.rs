@@ -327,6 +327,8 @@ pub struct StreamAccumulator {
     done_ns: Option<u64>,
     failure: Option<Failure>,
     warnings: Vec<RecordWarning>,
+    /// The last content chunk's shape, read again without a scan (`scan::ContentMemo`).
+    memo: scan::ContentMemo,
 }
 
 impl StreamAccumulator {
@@ -428,12 +430,26 @@ impl StreamAccumulator {
         }
         // The typed view first (an object only: serde would also read a struct from an
         // array); anything it refuses goes through a Value.
-        if typed
-            && data.as_bytes()[0] == b'{'
-            && let Some(chunk) = scan::scan_chunk(data).or_else(|| ChunkView::parse(data))
-        {
+        if typed && data.as_bytes()[0] == b'{' {
+            // The last content chunk's shape again: only the text is new.
+            if let Some((index, text)) = self.memo.content(data) {
+                return self.on_chunk(&ChunkView::content_only(index, text), arrival_ns);
+            }
+            // Filled in place by the scanner (see `scan::scan_into`); the serde reading
+            // when the scanner does not read this shape.
+            let mut chunk = ChunkView::default();
+            let scanned = scan::scan_into(data, &mut chunk);
+            if !scanned {
+                match ChunkView::parse(data) {
+                    Some(parsed) => chunk = parsed,
+                    None => return self.on_event_value(data, arrival_ns),
+                }
+            }
             if chunk.error.is_some() || chunk.object.as_ref().is_some_and(|o| o.0 == "error") {
                 return self.on_event_value(data, arrival_ns);
+            }
+            if scanned {
+                self.memo.learn(data, &chunk);
             }
             return self.on_chunk(&chunk, arrival_ns);
         }
@@ -868,6 +884,25 @@ impl<'de> Fill<'de> for ChunkView<'de> {
 }
 
 impl<'a> ChunkView<'a> {
+    /// The view [`scan::scan_into`] reads from a chunk of the memo's shape: one choice
+    /// with `index` and a `delta` whose only member read is `content` (`text`).
+    fn content_only(index: Option<u64>, text: &'a str) -> Self {
+        ChunkView {
+            choices: Some(Choices {
+                first: Some(ChoiceView {
+                    index,
+                    delta: Some(DeltaView {
+                        content: Some(JStr(Cow::Borrowed(text))),
+                        ..DeltaView::default()
+                    }),
+                    ..ChoiceView::default()
+                }),
+                rest: Vec::new(),
+            }),
+            ..ChunkView::default()
+        }
+    }
+
     /// The strict typed view of one data event; `None` when `data` is not an object of
     /// the expected shape (then the lenient reading decides).
     fn parse(data: &'a str) -> Option<Self> {

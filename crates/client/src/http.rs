@@ -694,7 +694,8 @@ impl Client {
         // The clock is read as soon as each read completes, before any framing or parsing
         // (docs/measurement.md "Per request (client timing)"). When other streams are being read
         // too, the task then yields once ([`YieldOnce`]) before framing and parsing the first read
-        // of a burst ([`BURST_NS`]): when many streams' reads complete together (a decode step of
+        // of a burst ([`BURST_NS`], the response head starting the first burst): when many
+        // streams' reads complete together (a decode step of
         // 128 sequences), every stream gets its read stamped first and the parsing comes after, so
         // a stream's stamp does not wait behind the other streams' SSE and JSON work. A lone stream
         // does not yield (with two runtime workers the yield hands the task to the other worker and
@@ -725,9 +726,12 @@ impl Client {
                     let arrival_ns = clock.elapsed_ns();
                     match item {
                         Some(Ok(read)) => {
-                            let waited = stamps
-                                .last_read_ns()
-                                .is_none_or(|prev| arrival_ns.saturating_sub(prev) >= BURST_NS);
+                            // The response head counts as the first read: a body read that
+                            // comes with it (a role chunk, or a whole response at saturation)
+                            // is parsed at once, and the stream reads on to its first token
+                            // instead of waiting a turn of every other stream first.
+                            let prev = stamps.last_read_ns().unwrap_or(headers_ns);
+                            let waited = arrival_ns.saturating_sub(prev) >= BURST_NS;
                             stamps.record(arrival_ns, read.len());
                             let fed = if waited && self.streams_in_flight.current() > 1 {
                                 // The read is copied and released before the yield: a

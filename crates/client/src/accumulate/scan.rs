@@ -26,15 +26,111 @@ const MAX_DEPTH: u32 = 64;
 
 /// The typed view of one data event, when it has one of the shapes read here (see the
 /// module docs); `None` otherwise, and then [`ChunkView::parse`] decides.
+#[cfg(test)]
 pub(super) fn scan_chunk(data: &str) -> Option<ChunkView<'_>> {
+    let mut view = ChunkView::default();
+    scan_into(data, &mut view).then_some(view)
+}
+
+/// [`scan_chunk`] into a view the caller holds (the hot path): `true` when `data` was
+/// read here, `false` when it was not (then `view` holds whatever was read before the
+/// scan stopped, and the caller discards it). The views are filled in place at every
+/// level, never built and returned: a chunk's view is a few hundred bytes, and moving it
+/// up through each level of the scan was a fifth of the parse (issue 19, BENCHMARKS.md
+/// "Client cost").
+pub(super) fn scan_into<'a>(data: &'a str, view: &mut ChunkView<'a>) -> bool {
     let mut p = Scanner {
         s: data,
         b: data.as_bytes(),
         i: 0,
     };
-    let view = p.chunk()?;
+    if p.chunk(view).is_none() {
+        return false;
+    }
     p.ws();
-    (p.i == p.b.len()).then_some(view)
+    p.i == p.b.len()
+}
+
+/// The last content chunk's bytes around its content string (issue 19). A streamed
+/// response repeats one chunk shape: every content chunk of a vLLM or SGLang stream is
+/// `{"id":…,"object":…,"created":…,"model":…,"choices":[{"index":0,"delta":{"content":"`,
+/// the text, then `"},"logprobs":null,"finish_reason":null}]}`, byte for byte the same
+/// around the text. When a chunk is the bytes before the last content string, then a run
+/// of plain string bytes (no `"`, `\` or control character), then the bytes after it,
+/// [`scan_into`] would read it exactly as it read the last one with only the content
+/// changed: the scan depends on nothing but the bytes, and a plain run ends the string at
+/// the same place whatever its length. So such a chunk is read by two comparisons and one
+/// run instead of a scan; anything else (another shape, an escape in the text, a field
+/// that changes per chunk such as llama.cpp's `timings`) is scanned as before and, when
+/// it has the shape, becomes the new memo.
+#[derive(Debug, Default)]
+pub(super) struct ContentMemo {
+    /// The chunk's bytes with the content text cut out: `bytes[..split]` ends with the
+    /// text's opening quote, `bytes[split..]` starts with its closing quote.
+    bytes: Vec<u8>,
+    split: usize,
+    /// The choice's `index` member as the scan read it.
+    index: Option<u64>,
+    armed: bool,
+}
+
+impl ContentMemo {
+    /// The content text of `data` when `data` has the memo's shape (see the type's docs).
+    #[inline]
+    pub(super) fn content<'a>(&self, data: &'a str) -> Option<(Option<u64>, &'a str)> {
+        if !self.armed {
+            return None;
+        }
+        let b = data.as_bytes();
+        let (prefix, suffix) = self.bytes.split_at(self.split);
+        if b.len() < self.bytes.len() || !b.starts_with(prefix) {
+            return None;
+        }
+        let end = plain_run(b, prefix.len());
+        if b.get(end..)? != suffix {
+            return None;
+        }
+        // `end` is an ASCII byte's index, so both bounds are char boundaries.
+        Some((self.index, data.get(prefix.len()..end)?))
+    }
+
+    /// Remembers `data` (read by [`scan_into`] into `view`) when it is a one-choice
+    /// content chunk: a `delta` with a content string that had no escape and nothing else
+    /// the accumulator reads, no `finish_reason`, `text`, `usage`, `timings` or `error`.
+    /// Anything else leaves the memo as it was.
+    pub(super) fn learn(&mut self, data: &str, view: &ChunkView<'_>) {
+        let Some(Choices {
+            first: Some(c),
+            rest,
+        }) = &view.choices
+        else {
+            return;
+        };
+        let Some(d) = &c.delta else { return };
+        let Some(JStr(Cow::Borrowed(text))) = &d.content else {
+            return;
+        };
+        let plain = rest.is_empty()
+            && c.finish_reason.is_none()
+            && c.text.is_none()
+            && d.reasoning_content.is_none()
+            && d.reasoning.is_none()
+            && d.tool_calls.is_none()
+            && view.usage.is_none()
+            && view.timings.is_none()
+            && view.error.is_none();
+        let start = (text.as_ptr() as usize).wrapping_sub(data.as_ptr() as usize);
+        let end = start.wrapping_add(text.len());
+        if !plain || end > data.len() || data.as_bytes().get(end) != Some(&b'"') {
+            return;
+        }
+        self.bytes.clear();
+        self.bytes.extend_from_slice(&data.as_bytes()[..start]);
+        self.bytes.extend_from_slice(&data.as_bytes()[end..]);
+        self.split = start;
+        self.index = c.index;
+        self.armed = true;
+    }
 }
 
 /// Where the run of plain string bytes starting at `i` ends: the index of the first `"`,
@@ -380,14 +476,12 @@ impl<'a> Scanner<'a> {
         self.null()?.then_some(())
     }
 
-    fn chunk(&mut self) -> Option<ChunkView<'a>> {
-        let mut view = ChunkView::default();
+    fn chunk(&mut self, view: &mut ChunkView<'a>) -> Option<()> {
         let mut seen = Seen(0);
         self.object(|p, key| match key {
             "choices" => {
                 seen.first(1)?;
-                view.choices = p.choices()?;
-                Some(())
+                p.choices(&mut view.choices)
             }
             "object" => p.str_member(&mut seen, 2, &mut view.object),
             "model" => p.str_member(&mut seen, 4, &mut view.model),
@@ -395,40 +489,40 @@ impl<'a> Scanner<'a> {
             "timings" => seen.first(16).and_then(|()| p.only_null()),
             "error" => seen.first(32).and_then(|()| p.only_null()),
             _ => p.skip(1),
-        })?;
-        Some(view)
+        })
     }
 
-    fn choices(&mut self) -> Option<Option<Choices<'a>>> {
+    /// `null` (left `None`) or the array, into `slot`.
+    fn choices(&mut self, slot: &mut Option<Choices<'a>>) -> Option<()> {
         if self.null()? {
-            return Some(None);
+            return Some(());
         }
         self.eat(b'[')?;
-        let mut out = Choices::default();
+        let out = slot.insert(Choices::default());
         if self.peek()? == b']' {
             self.i += 1;
-            return Some(Some(out));
+            return Some(());
         }
         loop {
-            let c = self.choice()?;
-            if out.first.is_none() {
-                out.first = Some(c);
+            let c = if out.first.is_none() {
+                out.first.insert(ChoiceView::default())
             } else {
-                out.rest.push(c);
-            }
+                out.rest.push(ChoiceView::default());
+                out.rest.last_mut()?
+            };
+            self.choice(c)?;
             match self.peek()? {
                 b',' => self.i += 1,
                 b']' => {
                     self.i += 1;
-                    return Some(Some(out));
+                    return Some(());
                 }
                 _ => return None,
             }
         }
     }
 
-    fn choice(&mut self) -> Option<ChoiceView<'a>> {
-        let mut c = ChoiceView::default();
+    fn choice(&mut self, c: &mut ChoiceView<'a>) -> Option<()> {
         let mut seen = Seen(0);
         self.object(|p, key| match key {
             "index" => {
@@ -439,17 +533,19 @@ impl<'a> Scanner<'a> {
             "finish_reason" => p.str_member(&mut seen, 2, &mut c.finish_reason),
             "delta" => {
                 seen.first(4)?;
-                c.delta = if p.null()? { None } else { Some(p.delta()?) };
-                Some(())
+                if p.null()? {
+                    c.delta = None;
+                    Some(())
+                } else {
+                    p.delta(c.delta.insert(DeltaView::default()))
+                }
             }
             "text" => p.str_member(&mut seen, 8, &mut c.text),
             _ => p.skip(3),
-        })?;
-        Some(c)
+        })
     }
 
-    fn delta(&mut self) -> Option<DeltaView<'a>> {
-        let mut d = DeltaView::default();
+    fn delta(&mut self, d: &mut DeltaView<'a>) -> Option<()> {
         let mut seen = Seen(0);
         self.object(|p, key| match key {
             "content" => p.str_member(&mut seen, 1, &mut d.content),
@@ -466,8 +562,7 @@ impl<'a> Scanner<'a> {
                 Some(())
             }
             _ => p.skip(4),
-        })?;
-        Some(d)
+        })
     }
 }
 

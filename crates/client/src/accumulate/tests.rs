@@ -1496,3 +1496,189 @@ mod scan_vs_serde {
         }
     }
 }
+
+/// The content memo ([`scan::ContentMemo`]): a chunk of the last content chunk's shape is
+/// read without a scan, and the record is the one the scan (and the lenient reading) give.
+mod content_memo {
+    use super::scan::{ContentMemo, scan_chunk};
+    use super::typed_vs_lenient::chunk;
+    use super::*;
+    use proptest::prelude::*;
+
+    const VLLM: (&str, &str) = (
+        r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":""#,
+        r#""},"logprobs":null,"finish_reason":null}]}"#,
+    );
+
+    fn vllm(text: &str) -> String {
+        format!("{}{text}{}", VLLM.0, VLLM.1)
+    }
+
+    fn learned(data: &str) -> ContentMemo {
+        let mut memo = ContentMemo::default();
+        memo.learn(data, &scan_chunk(data).expect("scanned"));
+        memo
+    }
+
+    #[test]
+    fn the_same_shape_is_read_without_a_scan() {
+        let memo = learned(&vllm("t1 "));
+        let next = vllm("a longer token, é and 😀");
+        assert_eq!(
+            memo.content(&next),
+            Some((Some(0), "a longer token, é and 😀"))
+        );
+        assert_eq!(memo.content(&vllm("")), Some((Some(0), "")));
+    }
+
+    #[test]
+    fn anything_else_is_not() {
+        let memo = learned(&vllm("t1 "));
+        let misses = [
+            // An escape in the text (decoded by the scan).
+            vllm(r#"a\"b"#),
+            vllm(r"a\nb"),
+            // Another shape around the text.
+            vllm("x").replace("chatcmpl-1", "chatcmpl-2"),
+            vllm("x").replace(r#""finish_reason":null"#, r#""finish_reason":"stop""#),
+            vllm("x").replace("\"content\":\"x\"", "\"content\":\"x\",\"content\":\"y\""),
+            format!("{} ", vllm("x")),
+            vllm("x")[..40].to_string(),
+            // The text followed by more than the memo's tail.
+            format!(
+                "{}{}",
+                VLLM.0, r#"x","reasoning":"y"},"logprobs":null,"finish_reason":null}]}"#
+            ),
+        ];
+        for m in &misses {
+            assert_eq!(memo.content(m), None, "{m}");
+        }
+        // Nothing learned: nothing read.
+        assert_eq!(ContentMemo::default().content(&vllm("x")), None);
+    }
+
+    #[test]
+    fn only_plain_one_choice_content_chunks_are_learned() {
+        let not_learned = [
+            vllm(r"a\nb"),
+            vllm("x").replace(r#""finish_reason":null"#, r#""finish_reason":"stop""#),
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"content":"b"}}]}"#.to_string(),
+            r#"{"choices":[{"index":0,"delta":{"content":"a","reasoning_content":"r"}}]}"#.to_string(),
+            r#"{"choices":[{"index":0,"delta":{"content":"a","tool_calls":[]}}]}"#.to_string(),
+            r#"{"choices":[{"index":0,"text":"a","delta":{"content":"a"}}]}"#.to_string(),
+            r#"{"choices":[{"index":0,"delta":{}}]}"#.to_string(),
+            r#"{"choices":[]}"#.to_string(),
+        ];
+        for data in &not_learned {
+            assert_eq!(learned(data).content(data), None, "{data}");
+        }
+        // llama.cpp's shape (content first, members after it) and a role chunk are.
+        let llama = r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"content":" there"}}],"created":1,"id":"chatcmpl-x","model":"gpt-3.5-turbo","object":"chat.completion.chunk"}"#;
+        assert_eq!(learned(llama).content(llama), Some((Some(0), " there")));
+        let role = r#"{"choices":[{"index":2,"delta":{"role":"assistant","content":""}}]}"#;
+        assert_eq!(learned(role).content(role), Some((Some(2), "")));
+    }
+
+    /// Any JSON string as a content text, in one of the common shapes.
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            6 => "[a-z ]{0,12}",
+            2 => "[a-z\\\\\n\"é😀\u{1}/]{0,8}",
+            1 => Just(String::new()),
+        ]
+        .prop_map(|s| serde_json::to_string(&s).unwrap())
+    }
+
+    fn shaped(shape: usize, index: u64, text: &str) -> String {
+        shaped_with(shape, index, text, "null", "")
+    }
+
+    /// Shape 0 takes a `finish_reason` and more `delta` members after the content: the
+    /// bytes after the text differ while the bytes before it do not.
+    fn shaped_with(shape: usize, index: u64, text: &str, finish: &str, more: &str) -> String {
+        match shape {
+            0 => format!(
+                r#"{{"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{{"index":{index},"delta":{{"content":{text}{more}}},"logprobs":null,"finish_reason":{finish}}}]}}"#
+            ),
+            1 => format!(
+                r#"{{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{{"index":{index},"delta":{{"role":null,"content":{text},"reasoning_content":null,"tool_calls":null}},"logprobs":null,"finish_reason":null,"matched_stop":null}}],"usage":null}}"#
+            ),
+            _ => format!(
+                r#"{{"choices":[{{"finish_reason":null,"index":{index},"delta":{{"content":{text}}}}}],"created":1,"id":"chatcmpl-x","model":"{}","object":"chat.completion.chunk"}}"#,
+                "m".repeat(index as usize * 200)
+            ),
+        }
+    }
+
+    /// One event of a stream: mostly a content chunk of a few shapes, choices 0 and 1
+    /// (the second shape's `model` too long to keep), sometimes any generated chunk.
+    fn event() -> impl Strategy<Value = String> {
+        prop_oneof![
+            8 => (0usize..3, 0u64..2, text()).prop_map(|(s, i, t)| shaped(s, i, &t)),
+            2 => (
+                0u64..2,
+                text(),
+                prop_oneof![Just("null"), Just("\"length\""), Just("3")],
+                prop_oneof![Just(""), Just(r#","reasoning":"r""#), Just(r#","x":1"#), Just(r#","content":"y""#)],
+            )
+                .prop_map(|(i, t, f, m)| shaped_with(0, i, &t, f, m)),
+            1 => chunk(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// Streams where most chunks repeat the last one's shape give the record of the
+        /// lenient reading (`run_typed_with` asserts it), for n = 1 and n = 2.
+        #[test]
+        fn memo_reads_agree_with_the_lenient_reading(
+            events in proptest::collection::vec(event(), 1..24),
+            n in 1u32..3,
+        ) {
+            let events: Vec<(u64, Option<&str>, &str)> = events
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (10 * (i as u64 + 1), None, c.as_str()))
+                .collect();
+            let _ = run_typed_with(&events, head_n(n));
+        }
+
+        /// Wherever the memo reads a chunk, the scan reads the same text and index from it.
+        #[test]
+        fn memo_reads_what_the_scan_reads(first in event(), second in event()) {
+            let mut memo = ContentMemo::default();
+            if let Some(view) = scan_chunk(&first) {
+                memo.learn(&first, &view);
+            }
+            if let Some((index, text)) = memo.content(&second) {
+                let view = scan_chunk(&second).expect("scanned");
+                let c = view.choices.unwrap().first.unwrap();
+                prop_assert_eq!(c.index, index);
+                let content = c.delta.unwrap().content.unwrap();
+                prop_assert_eq!(content.0.as_ref(), text);
+            }
+        }
+    }
+
+    /// The generator above is a fair test only if the memo reads a good part of it.
+    #[test]
+    fn most_repeated_shapes_are_read_by_the_memo() {
+        let texts = ["a", "bc", "", "longer text", "é"];
+        let mut memo = ContentMemo::default();
+        let mut hits = 0;
+        for shape in 0..3 {
+            for t in texts {
+                let data = shaped(shape, 0, &serde_json::to_string(t).unwrap());
+                if memo.content(&data).is_some() {
+                    hits += 1;
+                } else {
+                    memo.learn(&data, &scan_chunk(&data).unwrap());
+                }
+            }
+        }
+        assert_eq!(
+            hits, 12,
+            "three shapes of five chunks: the first of each scanned"
+        );
+    }
+}
