@@ -167,7 +167,28 @@ fn probe_single(clock: &RunClock, rounds: usize) -> (Figures, u64) {
     (figures(samples), total_allocs)
 }
 
-/// Two concurrent producers on one sink per round, each 2,400 pairs.
+/// Pins the calling thread to `cpu` (Linux; elsewhere, or with `INSERT_PIN=none`, a
+/// no-op). The two producers are pinned to CPUs 0 and 1: left to itself the kernel may run
+/// both on one CPU, one after the other, and the "concurrent" figure then measures no
+/// contention at all (p50 equal to one producer's).
+fn pin_current_thread(cpu: usize) {
+    if std::env::var("INSERT_PIN").as_deref() == Ok("none") {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_setaffinity(0) targets this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
+}
+
+/// Two concurrent producers on one sink per round, each 2,400 pairs, pinned to CPUs 0
+/// and 1 and released together (each spins until both are ready), so that their inserts
+/// overlap.
 fn probe_concurrent(clock: &RunClock, rounds: usize) -> (Figures, u64) {
     let threads = 2;
     let per_thread = PAIRS_PER_SINK / threads - 50;
@@ -177,13 +198,20 @@ fn probe_concurrent(clock: &RunClock, rounds: usize) -> (Figures, u64) {
         let sink = new_sink(clock);
         let barrier = Arc::new(Barrier::new(threads));
         let results: Vec<(Vec<u64>, u64)> = std::thread::scope(|s| {
+            let ready = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             let hs: Vec<_> = (0..threads)
-                .map(|_| {
+                .map(|k| {
                     let sink = sink.clone();
                     let barrier = barrier.clone();
+                    let ready = ready.clone();
                     s.spawn(move || {
+                        pin_current_thread(k);
                         let mut out = Vec::with_capacity(per_thread * 2);
                         barrier.wait();
+                        ready.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                        while ready.load(std::sync::atomic::Ordering::Acquire) < threads {
+                            std::hint::spin_loop();
+                        }
                         let a = timed_pairs(&sink, None, per_thread, &mut out);
                         (out, a)
                     })
