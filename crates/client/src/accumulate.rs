@@ -448,6 +448,10 @@ impl StreamAccumulator {
             if chunk.error.is_some() || chunk.object.as_ref().is_some_and(|o| o.0 == "error") {
                 return self.on_event_value(data, arrival_ns);
             }
+            // Learned only here: after the error check, and always followed by
+            // `on_chunk` of the same chunk. A memo read leaves `model` and `object` out
+            // (`ChunkView::content_only`): its bytes there are the learned chunk's, whose
+            // model `read_model` has already seen, and which was no error.
             if scanned {
                 self.memo.learn(data, &chunk);
             }

@@ -1682,3 +1682,139 @@ mod content_memo {
         );
     }
 }
+
+/// The content memo's limits, from an adversarial review: an unarmed memo, several
+/// shapes that differ only in the index, bytes that end a plain run, and chunks with more
+/// than the text (never learned).
+mod content_memo_limits {
+    use super::*;
+
+    const PRE: &str = r#"{"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":""#;
+    const POST: &str = r#""},"logprobs":null,"finish_reason":null}]}"#;
+
+    fn run_n(events: &[String], n: u32) -> RequestRecord {
+        let ev: Vec<(u64, Option<&str>, &str)> = events
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (10 * (i as u64 + 1), None, c.as_str()))
+            .collect();
+        run_typed_with(&ev, head_n(n))
+    }
+
+    /// Nothing learned yet: a chunk without a quote is not read as a text (an unarmed
+    /// memo has an empty prefix and suffix).
+    #[test]
+    fn an_unlearned_memo_reads_nothing() {
+        for first in ["{}", "{ }", "{\t}"] {
+            let r = run_n(&[first.into(), format!("{PRE}a{POST}"), "[DONE]".into()], 1);
+            assert_eq!((r.token_event_count, r.output.text.as_str()), (1, "a"));
+        }
+    }
+
+    /// Choices 0, 1 and an index of `null` in chunks of one shape but for the index, each
+    /// shape repeated: every memo read keeps its own chunk's index.
+    #[test]
+    fn each_learned_shape_reads_its_own_index() {
+        let pre1 = PRE.replace(r#""index":0"#, r#""index":1"#);
+        let pre_none = PRE.replace(r#""index":0"#, r#""index":null"#);
+        let mut events = Vec::new();
+        for i in 0..4 {
+            events.push(format!("{PRE}a{i}{POST}"));
+            events.push(format!("{PRE}b{i}{POST}"));
+            events.push(format!("{pre1}c{i}{POST}"));
+            events.push(format!("{pre1}d{i}{POST}"));
+            events.push(format!("{pre_none}e{i}{POST}"));
+            events.push(format!("{pre_none}f{i}{POST}"));
+        }
+        events.push("[DONE]".into());
+        let r = run_n(&events, 2);
+        assert_eq!(r.output.text, "a0b0e0f0a1b1e1f1a2b2e2f2a3b3e3f3");
+        assert_eq!(r.choices[1].output.text, "c0d0c1d1c2d2c3d3");
+    }
+
+    /// A text the scan decodes or refuses (an escape, a raw control character) after a
+    /// learned chunk of the same shape: the memo stops at the first such byte.
+    #[test]
+    fn escapes_and_control_bytes_end_the_memo_read() {
+        for bad in [
+            r"a\nb", r#"a\"b"#, r"\u00e9", r"a\\", "a\u{1}b", "\t", "\u{1f}",
+        ] {
+            let events = [
+                format!("{PRE}x{POST}"),
+                format!("{PRE}{bad}{POST}"),
+                format!("{PRE}y{POST}"),
+                "[DONE]".into(),
+            ];
+            run_n(&events, 1);
+        }
+    }
+
+    /// Members the memo's view does not carry (a second choice, `finish_reason`, `text`,
+    /// reasoning) before or after the text: such a chunk is never learned, so its repeats
+    /// are scanned. The finish-only chunk between repeats changes the finish reason, so a
+    /// memo read that dropped one would show.
+    #[test]
+    fn chunks_with_more_than_the_text_are_not_learned() {
+        let shapes = [
+            (
+                r#"{"choices":[{"index":0,"delta":{"content":""#,
+                r#""}},{"index":1,"delta":{"content":"B"}}]}"#,
+            ),
+            (
+                r#"{"choices":[{"index":0,"finish_reason":"stop","delta":{"content":""#,
+                r#""}}]}"#,
+            ),
+            (
+                r#"{"choices":[{"index":0,"delta":{"content":""#,
+                r#""},"finish_reason":"stop"}]}"#,
+            ),
+            (
+                r#"{"choices":[{"index":0,"delta":{"content":""#,
+                r#""},"text":"T"}]}"#,
+            ),
+            (
+                r#"{"choices":[{"index":0,"delta":{"reasoning_content":"R","content":""#,
+                r#""}}]}"#,
+            ),
+            (
+                r#"{"choices":[{"index":0,"delta":{"content":""#,
+                r#"","reasoning":"R"}}]}"#,
+            ),
+        ];
+        let finish_other = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#;
+        for (pre, post) in shapes {
+            let events = [
+                format!("{pre}a{post}"),
+                finish_other.to_string(),
+                format!("{pre}b{post}"),
+                format!("{pre}c{post}"),
+                "[DONE]".into(),
+            ];
+            let r = run_n(&events, 2);
+            assert!(r.output.text.contains('c'), "{pre}");
+        }
+    }
+
+    /// Valid JSON grammar that a `serde_json::Value` cannot hold (a number beyond f64, a
+    /// lone surrogate escape, as Python's `json.dumps` writes for byte-level logprob
+    /// tokens) in a member the accumulator never reads: the typed readings skip it by
+    /// grammar and the request succeeds; only a chunk that needs the lenient reading
+    /// would fail on it (`malformed_event`). The one place where the two readings are
+    /// not held to one record.
+    #[test]
+    fn unread_members_are_skipped_by_grammar_only() {
+        for chunk in [
+            r#"{"created":1e400,"choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            r#"{"id":"\ud800","choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"\udcff","logprob":-0.1}]}}]}"#,
+        ] {
+            let mut acc = StreamAccumulator::new();
+            for (ms, data) in [(1, chunk), (2, chunk), (3, "[DONE]")] {
+                acc.on_event(None, data, ms * MS);
+            }
+            let r = acc.finish(head(), 3 * MS, true);
+            assert_eq!(r.status, RequestStatus::Success, "{chunk}");
+            assert_eq!((r.token_event_count, r.output.text.as_str()), (2, "aa"));
+        }
+    }
+}
