@@ -327,8 +327,9 @@ pub struct StreamAccumulator {
     done_ns: Option<u64>,
     failure: Option<Failure>,
     warnings: Vec<RecordWarning>,
-    /// The last content chunk's shape, read again without a scan (`scan::ContentMemo`).
-    memo: scan::ContentMemo,
+    /// The last content chunk's shape (of each of two choices), read again without a scan
+    /// (`scan::ContentMemo`).
+    memo: scan::ContentMemos,
 }
 
 impl StreamAccumulator {

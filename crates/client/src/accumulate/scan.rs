@@ -133,6 +133,32 @@ impl ContentMemo {
     }
 }
 
+/// One [`ContentMemo`] for each of the first two choice indices seen: with n = 2, vLLM
+/// alternates the choices chunk by chunk, and one memo would be relearned at every chunk.
+/// A chunk is read by the first memo that reads it (each is exact on its own); a learned
+/// chunk replaces the memo of its own index, or takes a free one; with more indices the
+/// second memo is relearned.
+#[derive(Debug, Default)]
+pub(super) struct ContentMemos([ContentMemo; 2]);
+
+impl ContentMemos {
+    #[inline]
+    pub(super) fn content<'a>(&self, data: &'a str) -> Option<(Option<u64>, &'a str)> {
+        self.0[0].content(data).or_else(|| self.0[1].content(data))
+    }
+
+    pub(super) fn learn(&mut self, data: &str, view: &ChunkView<'_>) {
+        let index = view
+            .choices
+            .as_ref()
+            .and_then(|c| c.first.as_ref())
+            .and_then(|c| c.index);
+        let [a, b] = &mut self.0;
+        let slot = if !a.armed || a.index == index { a } else { b };
+        slot.learn(data, view);
+    }
+}
+
 /// Where the run of plain string bytes starting at `i` ends: the index of the first `"`,
 /// `\\` or control character (< 0x20) at or after `i`, or `b.len()`. Eight bytes are tested
 /// at a time (SWAR): in each of the three masks a byte's high bit is set where that byte

@@ -1500,7 +1500,7 @@ mod scan_vs_serde {
 /// The content memo ([`scan::ContentMemo`]): a chunk of the last content chunk's shape is
 /// read without a scan, and the record is the one the scan (and the lenient reading) give.
 mod content_memo {
-    use super::scan::{ContentMemo, scan_chunk};
+    use super::scan::{ContentMemo, ContentMemos, scan_chunk};
     use super::typed_vs_lenient::chunk;
     use super::*;
     use proptest::prelude::*;
@@ -1643,21 +1643,55 @@ mod content_memo {
             let _ = run_typed_with(&events, head_n(n));
         }
 
-        /// Wherever the memo reads a chunk, the scan reads the same text and index from it.
+        /// Wherever the memos read a chunk, the scan reads the same text and index from it
+        /// (each chunk the memos do not read is learned, as the accumulator does).
         #[test]
-        fn memo_reads_what_the_scan_reads(first in event(), second in event()) {
-            let mut memo = ContentMemo::default();
-            if let Some(view) = scan_chunk(&first) {
-                memo.learn(&first, &view);
-            }
-            if let Some((index, text)) = memo.content(&second) {
-                let view = scan_chunk(&second).expect("scanned");
-                let c = view.choices.unwrap().first.unwrap();
-                prop_assert_eq!(c.index, index);
-                let content = c.delta.unwrap().content.unwrap();
-                prop_assert_eq!(content.0.as_ref(), text);
+        fn memo_reads_what_the_scan_reads(events in proptest::collection::vec(event(), 2..12)) {
+            let mut memos = ContentMemos::default();
+            for data in &events {
+                match memos.content(data) {
+                    Some((index, text)) => {
+                        let view = scan_chunk(data).expect("scanned");
+                        let c = view.choices.unwrap().first.unwrap();
+                        prop_assert_eq!(c.index, index);
+                        let content = c.delta.unwrap().content.unwrap();
+                        prop_assert_eq!(content.0.as_ref(), text);
+                    }
+                    None => {
+                        if let Some(view) = scan_chunk(data) {
+                            memos.learn(data, &view);
+                        }
+                    }
+                }
             }
         }
+    }
+
+    /// n = 2 as vLLM streams it, the choices alternating chunk by chunk: each index has a
+    /// memo of its own, so every chunk after each choice's first is read without a scan.
+    #[test]
+    fn alternating_choices_each_keep_a_memo() {
+        let mut memos = ContentMemos::default();
+        let mut hits = 0;
+        for k in 0..6 {
+            for index in 0..2 {
+                let data = shaped(0, index, &format!("\"t{k}\""));
+                match memos.content(&data) {
+                    Some(read) => {
+                        assert_eq!(read, (Some(index), format!("t{k}").as_str()));
+                        hits += 1;
+                    }
+                    None => memos.learn(&data, &scan_chunk(&data).unwrap()),
+                }
+            }
+        }
+        assert_eq!(hits, 10, "the first chunk of each choice scanned");
+        // A third index takes the second memo; the first keeps index 0.
+        let third = shaped(0, 2, "\"x\"");
+        memos.learn(&third, &scan_chunk(&third).unwrap());
+        assert_eq!(memos.content(&shaped(0, 2, "\"y\"")), Some((Some(2), "y")));
+        assert_eq!(memos.content(&shaped(0, 0, "\"z\"")), Some((Some(0), "z")));
+        assert_eq!(memos.content(&shaped(0, 1, "\"w\"")), None);
     }
 
     /// The generator above is a fair test only if the memo reads a good part of it.
