@@ -111,12 +111,15 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
+#[path = "pin.rs"]
+mod pin;
 #[path = "reference_scan.rs"]
 mod reference_scan;
 use inferscope_bench::client::{ChatRequest, Client, ClientConfig, RequestRecord};
 use inferscope_bench::clock::RunClock;
 use inferscope_bench::stats::percentile;
 use inferscope_bench::telemetry::proc;
+use pin::pin_current_thread;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -561,19 +564,6 @@ fn cpuidle() -> String {
         (Some(d), Some(g)) => format!("{d}/{g}"),
         (Some(d), None) => d,
         _ => "unknown".into(),
-    }
-}
-
-/// Pins the calling thread to `cpu`, if given.
-fn pin_current_thread(cpu: Option<usize>) {
-    let Some(cpu) = cpu else {
-        return;
-    };
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_setaffinity(0) targets this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 

@@ -19,6 +19,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::{Arc, Barrier};
+
+#[path = "pin.rs"]
+mod pin;
 use std::time::Instant;
 
 use inferscope_bench::clock::RunClock;
@@ -167,23 +170,11 @@ fn probe_single(clock: &RunClock, rounds: usize) -> (Figures, u64) {
     (figures(samples), total_allocs)
 }
 
-/// Pins the calling thread to `cpu` (Linux; elsewhere, or with `INSERT_PIN=none`, a
-/// no-op). The two producers are pinned to CPUs 0 and 1: left to itself the kernel may run
-/// both on one CPU, one after the other, and the "concurrent" figure then measures no
-/// contention at all (p50 equal to one producer's).
-fn pin_current_thread(cpu: usize) {
-    if std::env::var("INSERT_PIN").as_deref() == Ok("none") {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_setaffinity(0) targets this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cpu;
+/// Whether the two producers are pinned to CPUs 0 and 1 (unless `INSERT_PIN=none`): left
+/// to itself the kernel may run both on one CPU, one after the other, and the "concurrent"
+/// figure then measures no contention at all (p50 equal to one producer's).
+fn pin_producers() -> bool {
+    std::env::var("INSERT_PIN").as_deref() != Ok("none")
 }
 
 /// Two concurrent producers on one sink per round, each 2,400 pairs, pinned to CPUs 0
@@ -205,7 +196,7 @@ fn probe_concurrent(clock: &RunClock, rounds: usize) -> (Figures, u64) {
                     let barrier = barrier.clone();
                     let ready = ready.clone();
                     s.spawn(move || {
-                        pin_current_thread(k);
+                        pin::pin_current_thread(pin_producers().then_some(k));
                         let mut out = Vec::with_capacity(per_thread * 2);
                         barrier.wait();
                         ready.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
