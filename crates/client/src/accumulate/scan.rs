@@ -71,14 +71,19 @@ pub(super) struct ContentMemo {
     split: usize,
     /// The choice's `index` member as the scan read it.
     index: Option<u64>,
-    armed: bool,
 }
 
 impl ContentMemo {
+    /// Whether a chunk was learned (a learned chunk's bytes start with its `{`).
+    #[inline]
+    fn armed(&self) -> bool {
+        !self.bytes.is_empty()
+    }
+
     /// The content text of `data` when `data` has the memo's shape (see the type's docs).
     #[inline]
     pub(super) fn content<'a>(&self, data: &'a str) -> Option<(Option<u64>, &'a str)> {
-        if !self.armed {
+        if !self.armed() {
             return None;
         }
         let b = data.as_bytes();
@@ -129,7 +134,6 @@ impl ContentMemo {
         self.bytes.extend_from_slice(&data.as_bytes()[end..]);
         self.split = start;
         self.index = c.index;
-        self.armed = true;
     }
 }
 
@@ -154,7 +158,7 @@ impl ContentMemos {
             .and_then(|c| c.first.as_ref())
             .and_then(|c| c.index);
         let [a, b] = &mut self.0;
-        let slot = if !a.armed || a.index == index { a } else { b };
+        let slot = if !a.armed() || a.index == index { a } else { b };
         slot.learn(data, view);
     }
 }

@@ -46,6 +46,15 @@ fn run_typed_with(events: &[(u64, Option<&str>, &str)], head: RequestHead) -> Re
     typed
 }
 
+/// `chunks` as untyped data events 10 ms apart, from 10 ms.
+fn spaced(chunks: &[String]) -> Vec<(u64, Option<&str>, &str)> {
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (10 * (i as u64 + 1), None, c.as_str()))
+        .collect()
+}
+
 fn run(events: &[(u64, &str)]) -> RequestRecord {
     let typed: Vec<_> = events.iter().map(|&(ms, d)| (ms, None, d)).collect();
     run_typed(&typed)
@@ -1218,12 +1227,7 @@ mod typed_vs_lenient {
         /// asserts it), for n = 1 and n = 2.
         #[test]
         fn typed_and_lenient_readings_agree(chunks in proptest::collection::vec(chunk(), 1..6), n in 1u32..3) {
-            let events: Vec<(u64, Option<&str>, &str)> = chunks
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (10 * (i as u64 + 1), None, c.as_str()))
-                .collect();
-            let _ = run_typed_with(&events, head_n(n));
+            let _ = run_typed_with(&spaced(&chunks), head_n(n));
         }
     }
 
@@ -1635,12 +1639,7 @@ mod content_memo {
             events in proptest::collection::vec(event(), 1..24),
             n in 1u32..3,
         ) {
-            let events: Vec<(u64, Option<&str>, &str)> = events
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (10 * (i as u64 + 1), None, c.as_str()))
-                .collect();
-            let _ = run_typed_with(&events, head_n(n));
+            let _ = run_typed_with(&spaced(&events), head_n(n));
         }
 
         /// Wherever the memos read a chunk, the scan reads the same text and index from it
@@ -1727,12 +1726,7 @@ mod content_memo_limits {
     const POST: &str = r#""},"logprobs":null,"finish_reason":null}]}"#;
 
     fn run_n(events: &[String], n: u32) -> RequestRecord {
-        let ev: Vec<(u64, Option<&str>, &str)> = events
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (10 * (i as u64 + 1), None, c.as_str()))
-            .collect();
-        run_typed_with(&ev, head_n(n))
+        run_typed_with(&spaced(events), head_n(n))
     }
 
     /// Nothing learned yet: a chunk without a quote is not read as a text (an unarmed
