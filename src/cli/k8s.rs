@@ -15,6 +15,49 @@ pub enum PartitionMode {
     Shard,
 }
 
+/// A Kubernetes release, `1.MINOR` (every release so far is 1.x).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KubeRelease {
+    /// The minor version: 29 for 1.29.
+    pub minor: u32,
+}
+
+impl std::str::FromStr for KubeRelease {
+    type Err = String;
+
+    /// `1.29`, `v1.29` or `1.29.4` (the patch release changes no API).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?}: not a Kubernetes release such as 1.29 or 1.29.4");
+        let t = s.strip_prefix('v').unwrap_or(s);
+        let mut parts = t.split('.');
+        let number = |p: Option<&str>| {
+            p.filter(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|p| p.parse::<u32>().ok())
+        };
+        let (Some(major), Some(minor)) = (number(parts.next()), number(parts.next())) else {
+            return Err(bad());
+        };
+        if let Some(patch) = parts.next()
+            && number(Some(patch)).is_none()
+        {
+            return Err(bad());
+        }
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        if major != 1 {
+            return Err(format!("{s:?}: only Kubernetes 1.x releases exist"));
+        }
+        Ok(KubeRelease { minor })
+    }
+}
+
+impl std::fmt::Display for KubeRelease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "1.{}", self.minor)
+    }
+}
+
 /// Arguments of `k8s`.
 #[derive(Debug, Clone, Args)]
 pub struct K8sArgs {
@@ -70,4 +113,8 @@ pub struct K8sArgs {
     /// --timeout`).
     #[arg(long, default_value = "6h")]
     pub wait_timeout: String,
+    /// The oldest Kubernetes release the manifests must suit (`1.MINOR`); one older than a
+    /// feature of the manifests needs is refused, naming the release it needs.
+    #[arg(long, value_name = "1.MINOR", default_value_t = crate::commands::k8s::OLDEST)]
+    pub kubernetes_version: KubeRelease,
 }

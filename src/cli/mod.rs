@@ -9,7 +9,7 @@ mod k8s;
 mod overhead;
 mod serve;
 mod sim;
-pub use k8s::{K8sArgs, PartitionMode};
+pub use k8s::{K8sArgs, KubeRelease, PartitionMode};
 pub use overhead::{NegativeControlArg, OverheadArgs};
 pub use serve::ServeArgs;
 pub use sim::SimArgs;

@@ -17,11 +17,75 @@
 //! pass or fail, is in its report and decides the merge's exit status); only bad input or
 //! unwritten artifacts (exit 2) fail it. Pod failure policies fail each Job at once on a
 //! container's non-zero exit, and ignore node disruptions.
+//!
+//! The manifests suit every Kubernetes release from `--kubernetes-version` (default and
+//! oldest: [`OLDEST`]) on; each feature they use is in [`FEATURES`] with the release it
+//! needs. They are written as YAML that YAML 1.1 readers read as YAML 1.2 readers do
+//! (`yaml`).
+
+mod yaml;
 
 use serde_json::{Value, json};
 
-pub use crate::cli::{K8sArgs, PartitionMode};
+pub use crate::cli::{K8sArgs, KubeRelease, PartitionMode};
 use crate::gate::EXIT_BAD_INPUT;
+
+/// A Kubernetes feature the manifests use and the release whose API has it as they write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Feature {
+    /// What the manifests use.
+    pub what: &'static str,
+    /// The oldest release that accepts it.
+    pub since: KubeRelease,
+}
+
+const fn release(minor: u32) -> KubeRelease {
+    KubeRelease { minor }
+}
+
+/// Every version-dependent feature of the manifests. A target older than one of them is
+/// refused, naming it: nothing in the manifests is optional, so nothing is left out.
+pub const FEATURES: [Feature; 3] = [
+    Feature {
+        what: "an Indexed Job (completionMode: Indexed, JOB_COMPLETION_INDEX)",
+        since: release(24),
+    },
+    Feature {
+        what: "a Job podFailurePolicy (FailJob on exit codes, Ignore on DisruptionTarget; \
+               beta and on by default from 1.26, GA in 1.31)",
+        since: release(26),
+    },
+    Feature {
+        what: "a podFailurePolicy rule on exit codes alone (the API of 1.28 and older \
+               requires onPodConditions in every rule)",
+        since: release(29),
+    },
+];
+
+/// The oldest release the manifests suit: the newest release a feature of [`FEATURES`]
+/// needs (a test checks they agree). The default of `--kubernetes-version`.
+pub const OLDEST: KubeRelease = release(29);
+
+/// The newest release whose schema the manifests are checked against (tests/it/shards.rs,
+/// with kubernetes-validate 1.37.0, the newest release it knows).
+pub const NEWEST_CHECKED: KubeRelease = release(37);
+
+/// `Ok` when every feature of the manifests is in `target`; else the error names each
+/// feature `target` lacks and the release it needs.
+pub fn check_target(target: KubeRelease) -> Result<(), String> {
+    let missing: Vec<String> = FEATURES
+        .iter()
+        .filter(|f| f.since > target)
+        .map(|f| format!("{} needs Kubernetes {}", f.what, f.since))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "--kubernetes-version {target}: the manifests need Kubernetes {OLDEST} or newer: {}",
+        missing.join("; ")
+    ))
+}
 
 /// Where the shared volume is mounted in every pod.
 pub const RUNS_MOUNT: &str = "/runs";
@@ -164,7 +228,9 @@ pub fn manifests(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Valu
             "parallelism": args.shards,
             "backoffLimit": args.shards,
             "podFailurePolicy": {"rules": [
-                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                // `status` is required by the API of 1.34 and older.
+                {"action": "Ignore", "onPodConditions": [
+                    {"type": "DisruptionTarget", "status": "True"}]},
                 {"action": "FailJob", "onExitCodes": {
                     "containerName": "shard", "operator": "NotIn", "values": [0]}},
             ]},
@@ -241,15 +307,17 @@ pub fn manifests(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Valu
     vec![service_account, role, binding, shards, merge_job]
 }
 
-/// The manifests as one multi-document YAML text.
-pub fn to_yaml(docs: &[Value]) -> Result<String, String> {
-    let mut out = String::from(
+/// The manifests as one multi-document YAML text, for Kubernetes `target` or newer; every
+/// string is quoted, so YAML 1.1 and 1.2 readers read the same values.
+pub fn to_yaml(docs: &[Value], target: KubeRelease) -> Result<String, String> {
+    let mut out = format!(
         "# inferscope-bench k8s: apply in one pipeline (the shards' --start-at was computed \
-         when this was printed)\n",
+         when this was printed)\n\
+         # for Kubernetes {target} or newer (schemas checked: {OLDEST} to {NEWEST_CHECKED})\n",
     );
     for d in docs {
         out.push_str("---\n");
-        out.push_str(&serde_norway::to_string(d).map_err(|e| e.to_string())?);
+        out.push_str(&yaml::document(d)?);
     }
     Ok(out)
 }
@@ -269,6 +337,9 @@ pub fn command(args: K8sArgs) -> i32 {
     }
     if args.image.trim().is_empty() {
         return bad("--image: empty".into());
+    }
+    if let Err(m) = check_target(args.kubernetes_version) {
+        return bad(m);
     }
     if let Some(e) = &args.endpoint
         && let Err(m) = crate::suite::normalize_endpoint(e)
@@ -307,7 +378,10 @@ pub fn command(args: K8sArgs) -> i32 {
     let facts = SuiteFacts {
         api_key_env: suite.api_key_env.clone(),
     };
-    match to_yaml(&manifests(&args, &facts, &start_at)) {
+    match to_yaml(
+        &manifests(&args, &facts, &start_at),
+        args.kubernetes_version,
+    ) {
         Ok(y) => {
             print!("{y}");
             0
@@ -408,7 +482,7 @@ mod tests {
             docs[1]["rules"][0]["verbs"],
             json!(["get", "list", "watch"])
         );
-        let yaml = to_yaml(&docs).unwrap();
+        let yaml = to_yaml(&docs, OLDEST).unwrap();
         assert_eq!(yaml.lines().filter(|l| *l == "---").count(), 5);
     }
 
@@ -429,5 +503,64 @@ mod tests {
             c.contains("count:$k/")
                 && c.contains("--model \"$INFERSCOPE_MODEL\" --capture-timeline")
         );
+    }
+
+    #[test]
+    fn kubernetes_version_sets_the_oldest_release_and_older_ones_are_refused() {
+        assert_eq!(args(&[]).kubernetes_version, OLDEST, "the default");
+        assert_eq!(
+            OLDEST,
+            FEATURES.iter().map(|f| f.since).max().unwrap(),
+            "the oldest release is the newest one a feature needs"
+        );
+        assert!(OLDEST <= NEWEST_CHECKED);
+        for (text, minor) in [("1.29", 29), ("v1.33", 33), ("1.37.2", 37), ("1.40", 40)] {
+            assert_eq!(text.parse::<KubeRelease>(), Ok(release(minor)), "{text}");
+            assert_eq!(
+                args(&["--kubernetes-version", text]).kubernetes_version,
+                release(minor)
+            );
+            assert_eq!(check_target(release(minor)), Ok(()), "{text}");
+        }
+        for bad in [
+            "", "1", "1.", "1.x", "1.29.", "1.29.0.1", "v", "1.-3", "29", "1.29a",
+        ] {
+            let e = bad.parse::<KubeRelease>().unwrap_err();
+            assert!(e.contains("not a Kubernetes release"), "{bad}: {e}");
+        }
+        assert!("2.0".parse::<KubeRelease>().unwrap_err().contains("1.x"));
+        let e = check_target(release(28)).unwrap_err();
+        assert!(
+            e.starts_with("--kubernetes-version 1.28: the manifests need Kubernetes 1.29"),
+            "{e}"
+        );
+        assert!(
+            e.contains("onPodConditions") && !e.contains("podFailurePolicy (FailJob"),
+            "{e}"
+        );
+        let e = check_target(release(25)).unwrap_err();
+        assert!(
+            e.contains("needs Kubernetes 1.26") && e.contains("needs Kubernetes 1.29"),
+            "{e}"
+        );
+        assert!(!e.contains("Indexed Job"), "{e}");
+    }
+
+    /// The pod-condition pattern carries the `status` that 1.34 and older require.
+    #[test]
+    fn pod_condition_patterns_state_their_status() {
+        let docs = manifests(
+            &args(&[]),
+            &SuiteFacts { api_key_env: None },
+            "1767225600.000",
+        );
+        let rules = &docs[3]["spec"]["podFailurePolicy"]["rules"];
+        assert_eq!(
+            rules[0]["onPodConditions"],
+            json!([{"type": "DisruptionTarget", "status": "True"}])
+        );
+        let yaml = to_yaml(&docs, release(31)).unwrap();
+        assert!(yaml.contains("# for Kubernetes 1.31 or newer"), "{yaml}");
+        assert!(yaml.contains("status: \"True\""), "{yaml}");
     }
 }

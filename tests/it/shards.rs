@@ -1,8 +1,9 @@
 //! Issue 17, beyond one machine, tested here without a cluster:
 //! - `run --partition hash:K/3` (and `list`, and `count:`) over every ready suite runs
 //!   every job exactly once;
-//! - the k8s manifests for N = 1, 3, 8 validate against the Kubernetes schema of a current
-//!   release (`kubernetes-validate`, installed by `.ci/run`);
+//! - the k8s manifests for several suites, shard counts and options validate against every
+//!   Kubernetes release from 1.29 to the newest the validator knows (`kubernetes-validate`,
+//!   installed by `.ci/run`), and read the same in YAML 1.1 (PyYAML) as in YAML 1.2;
 //! - 4 shard processes of `suites/load.toml`, started with the Indexed Job's own script
 //!   and `JOB_COMPLETION_INDEX`, against one simulator, merged by the merge Job's script:
 //!   every merged percentile equals the one computed from the union of the shards'
@@ -13,7 +14,7 @@ use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use inferscope_bench::model::{RequestRecord, RunReport, Summary};
@@ -150,76 +151,289 @@ fn kube_validate() -> Option<PathBuf> {
     exe
 }
 
-fn validate(exe: &Path, file: &Path) -> Output {
-    Command::new(exe)
-        .args(["--strict", "-k", "1.37.0"])
-        .arg(file)
-        .output()
-        .unwrap()
+/// `k8s` with `args` in `cwd`: exit 0 and five documents (YAML 1.2), whose Indexed Job has
+/// `n` completions; the text.
+fn k8s_text(cwd: &Path, args: &[&str], n: u32) -> String {
+    let mut all = vec!["k8s"];
+    all.extend_from_slice(args);
+    let o = run(cwd, &all);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", describe(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let docs = yaml_1_2(&text);
+    assert_eq!(docs.len(), 5, "{args:?}");
+    let spec = &docs[3]["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(
+        (&spec["completions"], &spec["parallelism"]),
+        (&n.into(), &n.into())
+    );
+    text
 }
 
-/// Done-when item 3: the manifests for N = 8 (and 1, 3; every partition mode) validate
-/// against the Kubernetes 1.37 schema, strictly (unknown fields rejected); a manifest with
-/// a misspelled field does not (the validator is not a no-op).
+fn yaml_1_2(text: &str) -> Vec<Value> {
+    serde_norway::Deserializer::from_str(text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect()
+}
+
+/// One strict `kubernetes-validate` run over `files` against release `1.minor`: `None` when
+/// the validator does not know that release, else its exit status and output.
+fn validate(exe: &Path, files: &[&Path], minor: u32) -> Option<(Option<i32>, String)> {
+    let o = Command::new(exe)
+        .args(["--strict", "-k", &format!("1.{minor}.0")])
+        .args(files)
+        .output()
+        .unwrap();
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    if out.contains("does not support kubernetes version") {
+        return None;
+    }
+    Some((o.status.code(), out))
+}
+
+/// Issue 34: the manifests validate, strictly (unknown fields rejected), against every
+/// Kubernetes release from their `--kubernetes-version` (default: the oldest supported,
+/// 1.29) through the newest the validator knows, for several suites, shard counts, partition
+/// modes and options; a target older than 1.29 is refused naming the release it needs.
+/// Controls: a misspelled field fails, and a pod-condition pattern without `status` (what
+/// the manifests wrote before) fails on 1.29 to 1.34 and passes from 1.35.
 #[test]
-fn k8s_manifests_validate_against_the_kubernetes_schema() {
+fn k8s_manifests_validate_on_every_kubernetes_release_from_their_target() {
+    use inferscope_bench::commands::k8s::{NEWEST_CHECKED, OLDEST};
     let tmp = tempfile::tempdir().unwrap();
-    let mut files = Vec::new();
-    for (n, mode) in [(8, "hash"), (1, "count"), (3, "shard"), (8, "shard")] {
-        let o = run(
-            &repo(),
-            &[
-                "k8s",
-                "suites/load.toml",
-                "--shards",
-                &n.to_string(),
-                "--image",
-                "registry.example/inferscope-bench:0.1.0",
-                "--partition-mode",
-                mode,
-                "--endpoint",
-                "http://engine.inference.svc:8000/v1",
-                "--model",
-                "served-model",
-            ],
+    let key = support::write(
+        tmp.path(),
+        "key.toml",
+        "name = \"key\"\nendpoint = \"http://engine.inference.svc:8000/v1\"\nmodel = \"m\"\n\
+         api_key_env = \"ON\"\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\n",
+    );
+    let engine = "--endpoint http://engine.inference.svc:8000/v1 --model served-model";
+    // (arguments, shards, the target's minor)
+    let cases = [
+        (
+            format!("suites/load.toml --partition-mode hash {engine}"),
+            8,
+            29,
+        ),
+        ("suites/load.toml --partition-mode count".into(), 1, 29),
+        (
+            format!("suites/load.toml --partition-mode shard --capture-timeline {engine}"),
+            3,
+            29,
+        ),
+        (
+            "suites/load.toml --partition-mode shard --kubernetes-version 1.33".into(),
+            1000,
+            33,
+        ),
+        ("suites/agentic.toml --capture-timeline".into(), 2, 29),
+        (
+            "suites/context.toml --partition-mode count --name yes --api-key-secret no \
+             --runs-volume off --model 2001-01-01 --cpu 500m --memory 1Gi --wait-timeout 30m"
+                .into(),
+            5,
+            29,
+        ),
+        ("suites/swe.toml --kubernetes-version v1.37.1".into(), 4, 37),
+        (
+            format!("{} --name 2001-01-01 --start-at 1767225600", key.display()),
+            2,
+            29,
+        ),
+    ];
+    let mut files: Vec<(PathBuf, u32)> = Vec::new();
+    for (i, (args, n, target)) in cases.iter().enumerate() {
+        let shards = n.to_string();
+        let mut all: Vec<&str> = args.split_whitespace().collect();
+        all.extend([
+            "--shards",
+            &shards,
+            "--image",
+            "registry.example/inferscope-bench:0.1.0",
+        ]);
+        let text = k8s_text(&repo(), &all, *n);
+        assert!(
+            text.contains(&format!("# for Kubernetes 1.{target} or newer")),
+            "{args}: {text}"
         );
-        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-        let text = String::from_utf8(o.stdout).unwrap();
-        let docs: Vec<Value> = serde_norway::Deserializer::from_str(&text)
-            .map(|d| serde::Deserialize::deserialize(d).unwrap())
-            .collect();
-        assert_eq!(docs.len(), 5);
-        let spec = &docs[3]["spec"];
-        assert_eq!(spec["completionMode"], "Indexed");
-        assert_eq!(spec["completions"], n);
-        assert_eq!(spec["parallelism"], n);
-        let f = tmp.path().join(format!("k8s-{n}-{mode}.yaml"));
+        let f = tmp.path().join(format!("k8s-{i}.yaml"));
         std::fs::write(&f, &text).unwrap();
-        files.push((f, text));
+        files.push((f, *target));
+    }
+    let key_env = yaml_1_2(&std::fs::read_to_string(&files[7].0).unwrap())[3]["spec"]
+        ["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "ON")
+        .cloned()
+        .expect("the suite's api_key_env");
+    assert_eq!(
+        key_env["valueFrom"]["secretKeyRef"]["name"],
+        "inferscope-api-key"
+    );
+
+    // Older than 1.29: refused, naming the release; not a release: refused, naming the flag.
+    for (bad, want) in [
+        ("1.28", "needs Kubernetes 1.29"),
+        ("1.25", "needs Kubernetes 1.26"),
+        ("1.x", "--kubernetes-version"),
+    ] {
+        let args = format!("k8s suites/load.toml --shards 2 --image i --kubernetes-version {bad}");
+        let o = run(&repo(), &args.split_whitespace().collect::<Vec<_>>());
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", describe(&o));
+        assert!(o.stdout.is_empty(), "{bad}: nothing printed");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(want),
+            "{bad}: {}",
+            describe(&o)
+        );
+    }
+
+    let Some(exe) = kube_validate() else { return };
+    let mut minor = OLDEST.minor;
+    loop {
+        let chosen: Vec<&Path> = files
+            .iter()
+            .filter(|(_, t)| *t <= minor)
+            .map(|(f, _)| f.as_path())
+            .collect();
+        let Some((code, out)) = validate(&exe, &chosen, minor) else {
+            break;
+        };
+        assert_eq!(code, Some(0), "Kubernetes 1.{minor}: {out}");
+        assert_eq!(
+            out.matches("passed for resource").count(),
+            5 * chosen.len(),
+            "Kubernetes 1.{minor}: {out}"
+        );
+        minor += 1;
+    }
+    assert!(
+        minor > NEWEST_CHECKED.minor,
+        "validated 1.{} to 1.{}: the validator must know 1.{} (NEWEST_CHECKED)",
+        OLDEST.minor,
+        minor - 1,
+        NEWEST_CHECKED.minor
+    );
+    assert_eq!(
+        minor - 1,
+        NEWEST_CHECKED.minor,
+        "the validator knows a newer release: \
+        raise NEWEST_CHECKED and docs/sharding.md's range"
+    );
+
+    let text = std::fs::read_to_string(&files[0].0).unwrap();
+    let broken = tmp.path().join("broken.yaml");
+    std::fs::write(&broken, text.replace("completionMode:", "completionModes:")).unwrap();
+    let no_status = tmp.path().join("no-status.yaml");
+    let without = text.replace("            status: \"True\"\n", "");
+    assert_ne!(without, text);
+    std::fs::write(&no_status, without).unwrap();
+    // At the range's ends and where `status` became optional (1.35).
+    for m in [OLDEST.minor, 34, 35, NEWEST_CHECKED.minor] {
+        let (code, out) = validate(&exe, &[&broken], m).unwrap();
+        assert_ne!(
+            code,
+            Some(0),
+            "a misspelled field must fail on 1.{m}: {out}"
+        );
+        let (code, out) = validate(&exe, &[&no_status], m).unwrap();
+        assert_eq!(code == Some(0), m >= 35, "no status on 1.{m}: {out}");
+    }
+}
+
+/// Issue 30 item 6: a YAML 1.1 reader (PyYAML, as kubectl's parser reads YAML 1.1) reads the
+/// manifests as the YAML 1.2 reader does, whatever the names and values: `--name yes`
+/// stays the string "yes", `--model 2001-01-01` a string, not a date.
+#[test]
+fn k8s_manifests_read_the_same_in_yaml_1_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    // DNS labels, and any strings, that YAML 1.1 reads as something else when plain.
+    let names: Vec<&str> = "yes no on off y n true null 123 2001-01-01 1e3 0x1f 017"
+        .split(' ')
+        .collect();
+    #[rustfmt::skip]
+    let models = [
+        "2001-01-01", "2001-12-14t21:59:43.10-05:00", "~", "=", "<<", "1_000", "1:20", ".inf",
+        "0o17", "a: b", "# x", "- x", "'q'", "\"dq\"", "back\\slash", "yes\nno", "tab\tcr\r",
+        "nel\u{85}ls\u{2028}bom\u{FEFF}", "é😀", " lead", "trail ",
+    ];
+    // Every name with a model and an image from the list; then the rest of the list.
+    let mut files = Vec::new();
+    for i in 0..names.len().max(models.len()) {
+        let (name, model) = (names.get(i), models[i % models.len()]);
+        let image = format!("--image={}", models[(i + 3) % models.len()]);
+        let model_arg = format!("--model={model}");
+        let mut args = vec!["suites/load.toml", "--shards", "2", &image, &model_arg];
+        if let Some(name) = name {
+            args.extend([
+                "--name",
+                name,
+                "--api-key-secret",
+                "no",
+                "--runs-volume",
+                "off",
+            ]);
+            args.extend(["--cpu=1:20", "--memory=1_000", "--wait-timeout=1:20"]);
+        }
+        let text = k8s_text(&repo(), &args, 2);
+        let name = name.copied().unwrap_or("inferscope-bench");
+        files.push((tmp.path().join(format!("y{i}.yaml")), text, name, model));
+    }
+    for (f, text, _, _) in &files {
+        std::fs::write(f, text).unwrap();
     }
     let Some(exe) = kube_validate() else { return };
-    for (f, _) in &files {
-        let o = validate(&exe, f);
-        let out = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
+    // The validator's own interpreter, which has PyYAML (kubernetes-validate reads with it).
+    let python = exe.with_file_name("python3");
+    if !python.is_file() {
+        assert!(
+            std::env::var_os("INFERSCOPE_REQUIRE_KUBE_VALIDATE").is_none(),
+            "INFERSCOPE_REQUIRE_KUBE_VALIDATE is set but {} (the validator's venv) is missing",
+            python.display()
         );
-        assert_eq!(o.status.code(), Some(0), "{}: {out}", f.display());
-        assert_eq!(out.matches("passed for resource").count(), 5, "{out}");
+        eprintln!(
+            "SKIP: no python3 beside {}: YAML 1.1 not checked",
+            exe.display()
+        );
+        return;
     }
-    let broken = tmp.path().join("broken.yaml");
-    std::fs::write(
-        &broken,
-        files[0].1.replace("completionMode:", "completionModes:"),
-    )
-    .unwrap();
-    let o = validate(&exe, &broken);
-    assert_ne!(
-        o.status.code(),
-        Some(0),
-        "a misspelled field must fail validation"
-    );
+    let script = "import json, sys, yaml\n\
+                  out = {}\n\
+                  for p in sys.argv[1:]:\n\
+                  \x20   with open(p, encoding='utf-8') as f:\n\
+                  \x20       out[p] = list(yaml.safe_load_all(f))\n\
+                  print(json.dumps(out, default=lambda o: {'not json': repr(o)}))\n";
+    let o = Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .args(files.iter().map(|(f, ..)| f))
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", python.display()));
+    assert_eq!(o.status.code(), Some(0), "PyYAML: {}", describe(&o));
+    let read: serde_json::Map<String, Value> = serde_json::from_slice(&o.stdout).unwrap();
+    for (f, text, name, model) in &files {
+        let v11 = &read[f.to_str().unwrap()];
+        let v12 = Value::from(yaml_1_2(text));
+        assert_eq!(v11, &v12, "{name:?} {model:?}: YAML 1.1 vs 1.2:\n{text}");
+        assert_eq!(
+            v11[0]["metadata"]["labels"]["app.kubernetes.io/instance"],
+            **name
+        );
+        let env = &v11[3]["spec"]["template"]["spec"]["containers"][0]["env"];
+        let got = env
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "INFERSCOPE_MODEL");
+        assert_eq!(got.unwrap()["value"], *model, "{text}");
+    }
 }
 
 /// The simulator as its own process on a free loopback port; killed on drop.
