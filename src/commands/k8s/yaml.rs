@@ -51,23 +51,12 @@ fn sequence(out: &mut String, a: &[Value], indent: usize) -> Result<(), String> 
 /// What follows `key:` or (`item`) `-` at `indent`: an inline scalar, a literal block, or a
 /// nested collection indented by two more (an item's collection starts on the item's line).
 fn after_indicator(out: &mut String, v: &Value, indent: usize, item: bool) -> Result<(), String> {
-    let nested = |out: &mut String, v: &Value| match v {
-        Value::Object(m) => mapping(out, m, indent + 2),
-        Value::Array(a) => sequence(out, a, indent + 2),
-        _ => unreachable!("only collections nest"),
-    };
+    let mut block = String::new();
     match v {
-        Value::Object(m) if !m.is_empty() => {}
-        Value::Array(a) if !a.is_empty() => {}
+        Value::Object(m) if !m.is_empty() => mapping(&mut block, m, indent + 2)?,
+        Value::Array(a) if !a.is_empty() => sequence(&mut block, a, indent + 2)?,
         Value::String(s) if literal_ok(s) => {
-            out.push_str(if s.ends_with('\n') { " |\n" } else { " |-\n" });
-            for line in s.strip_suffix('\n').unwrap_or(s).split('\n') {
-                if !line.is_empty() {
-                    pad(out, indent + 2);
-                    out.push_str(line);
-                }
-                out.push('\n');
-            }
+            literal(out, s, indent + 2);
             return Ok(());
         }
         _ => {
@@ -77,8 +66,6 @@ fn after_indicator(out: &mut String, v: &Value, indent: usize, item: bool) -> Re
             return Ok(());
         }
     }
-    let mut block = String::new();
-    nested(&mut block, v)?;
     if item {
         // `- key: …` / `- - …`: the block's first line continues the item's line.
         out.push(' ');
@@ -88,6 +75,19 @@ fn after_indicator(out: &mut String, v: &Value, indent: usize, item: bool) -> Re
         out.push_str(&block);
     }
     Ok(())
+}
+
+/// `s` (see [`literal_ok`]) as a literal block whose lines are at `indent`: `|` keeps its
+/// final line break, `|-` is for a text without one.
+fn literal(out: &mut String, s: &str, indent: usize) {
+    out.push_str(if s.ends_with('\n') { " |\n" } else { " |-\n" });
+    for line in s.strip_suffix('\n').unwrap_or(s).split('\n') {
+        if !line.is_empty() {
+            pad(out, indent);
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
 }
 
 /// A scalar, or an empty collection, on one line.
