@@ -54,6 +54,10 @@ BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
 DEVICE="${GPU_CHECK_DEVICE:-cuda}"
 PY="${GPU_CHECK_PYTHON:-python3}"
 PAIRS="${GPU_CHECK_PAIRS:-2}"
+# NVML's library where the GPU machine mounts the driver (the product loads libnvidia-ml.so.1).
+for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+    [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
 SERVER_ARGS=(--device "$DEVICE" --port 0)
 [ "${GPU_CHECK_TINY:-0}" = 1 ] && SERVER_ARGS+=(--tiny)
 [ -n "${GPU_CHECK_THREADS:-}" ] && SERVER_ARGS+=(--threads "$GPU_CHECK_THREADS")
