@@ -312,18 +312,21 @@ def idle_power(report: dict[str, Any], sources: dict[str, Any],
     starts = [s["start_ns"] for _, t in trajectories(report) for s in t.get("steps") or []
               if isinstance(s.get("start_ns"), int)]
     pts = attributable_points(sources, lines)
+    bases = {device_basis(d) for d in power_devices(sources)
+             if d.get("label") in pts} or {"measured"}
+    basis = "measured" if bases == {"measured"} else "/".join(sorted(bases))
     if not starts or not pts:
-        return {"mw": None, "samples": 0, "basis": "measured",
+        return {"mw": None, "samples": 0, "basis": basis,
                 "reason": "no steps or no power samples"}
     first = min(starts)
     # Summed over the attributable devices at each instant before the first step.
     per_device = [[p for t, p in series_pts if t < first] for series_pts in pts.values()]
     n = min(len(v) for v in per_device)
     if n < 3:
-        return {"mw": None, "samples": n, "basis": "measured",
+        return {"mw": None, "samples": n, "basis": basis,
                 "reason": "fewer than 3 samples before the first step"}
     return {"mw": int(sum(statistics.median(v) for v in per_device)), "samples": n,
-            "basis": "measured (median before the run's first step)", "reason": None}
+            "basis": f"{basis} (median before the run's first step)", "reason": None}
 
 
 def llm_vs_tool(report: dict[str, Any], idle_mw: int | None) -> dict[str, Any]:

@@ -14,9 +14,9 @@
 #   3. scripts/gpu_server.py started on a kernel-chosen loopback port (a Llama-style model of
 #      1.1B parameters with random weights; GPU_CHECK_TINY=1: a tiny one), waited for until
 #      /v1/models answers, stopped by its PID on every exit path;
-#   4. BIN run suites/gpu-check.toml (gpu = "auto" at 10 ms: the scripted trajectory, the
+#   4. BIN run scripts/gpu-check.toml (gpu = "auto" at 10 ms: the scripted trajectory, the
 #      context sweep, then 8 trajectories in flight) --out WORK/run;
-#   5. BIN overhead suites/gpu-check.toml --filter steps --pairs 2: the runner's own cost
+#   5. BIN overhead scripts/gpu-check.toml --filter steps --pairs 2: the runner's own cost
 #      (CPU, peak RSS, GPU memory) with the sampler at 10 ms;
 #   6. python3 scripts/check_gpu_run.py WORK/run (--expect-gpu unless GPU_CHECK_DEVICE=cpu):
 #      the figures of BENCHMARKS "Real GPU", printed and written to figures.json.
@@ -121,15 +121,15 @@ print("models:", ids)
 PY
 cat "$WORK/server.log"
 
-say "4. run suites/gpu-check.toml against $URL"
+say "4. run scripts/gpu-check.toml against $URL"
 rc=0
-"$BIN" run suites/gpu-check.toml --endpoint "$URL" --out "$WORK/run" || rc=$?
+"$BIN" run scripts/gpu-check.toml --endpoint "$URL" --out "$WORK/run" || rc=$?
 [ "$rc" -eq 0 ] || say "run exited $rc"
 
 if [ "$PAIRS" -gt 0 ]; then
     say "5. overhead of the runner with the sampler at 10 ms ($PAIRS pairs, job steps)"
     orc=0
-    "$BIN" overhead suites/gpu-check.toml --endpoint "$URL" --filter steps --pairs "$PAIRS" \
+    "$BIN" overhead scripts/gpu-check.toml --endpoint "$URL" --filter steps --pairs "$PAIRS" \
         --out "$WORK/overhead" || orc=$?
     say "overhead exited $orc (0 pass, 100 fail, 3 inconclusive)"
 fi

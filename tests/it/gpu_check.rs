@@ -1,7 +1,7 @@
 //! Issue 28, what runs without a GPU: `scripts/check_gpu_run.py` (the figures of BENCHMARKS
 //! "Real GPU" from what `scripts/gpu-check.sh` brings back) against the SYNTHETIC run in
 //! `fixtures/gpu-check/synthetic-nvml-run` (hand-computed figures; not measured on any GPU)
-//! and against a fresh run of `suites/gpu-check.toml` on the simulator; the self-tests of the
+//! and against a fresh run of `scripts/gpu-check.toml` on the simulator; the self-tests of the
 //! server and the report checkers; the script's own argument checks.
 
 use std::path::{Path, PathBuf};
@@ -187,7 +187,7 @@ fn bad_input_is_named_and_links_are_not_followed() {
     assert!(out.contains("report.json"), "{out}");
 }
 
-/// The product's own output: `suites/gpu-check.toml`'s scripted job on the simulator (its
+/// The product's own output: `scripts/gpu-check.toml`'s scripted job on the simulator (its
 /// power model stands in for NVML). Every step's energy and every whole-run figure is
 /// recomputed from samples/gpu.jsonl and must equal the report's exactly.
 #[test]
@@ -198,7 +198,7 @@ fn a_simulated_run_of_the_gpu_check_suite_reconciles_from_its_samples() {
         &support::repo(),
         &[
             "run",
-            "suites/gpu-check.toml",
+            "scripts/gpu-check.toml",
             "--filter",
             "steps",
             "--model",
