@@ -13,7 +13,11 @@ Reads the report fields listed at the end of the suite schema (report.json, sche
 In the chosen job and trajectory, over the steps of kind ``llm_call`` in step order:
   1. there are at least two LLM steps, and every one has status ``completed``;
   2. from the 2nd LLM step on, ``cached_tokens`` is reported (not null) and is at least
-     ``min_cached_fraction`` (default 80 %) of the previous LLM step's ``prompt_tokens``;
+     ``min_cached_fraction`` (default 80 %) of the previous LLM step's ``prompt_tokens``,
+     counted in whole blocks where the report has the engine's block size
+     (``telemetry.metrics.block_size``, vLLM); and no step's ``cached_tokens`` exceeds
+     ``floor((prompt - 1) / B) * B`` (scripts/cache_blocks.py; without a block size, the
+     prompt);
   3. every LLM step has a ``ttft_ms``; every warm step's (2nd on) TTFT, and their mean, is
      below the first (cold) step's TTFT.
 
@@ -31,6 +35,9 @@ import argparse
 import json
 import sys
 from typing import Any
+
+from cache_blocks import block_size, max_cached, reusable
+from cache_blocks import self_test as cache_blocks_self_test
 
 DEFAULT_JOB = "llama-cpp::trajectory"
 
@@ -90,6 +97,14 @@ def check_report(
             failures.append(f"LLM step {n} (step_id {s.get('step_id')}) status is "
                             f"{s.get('status')!r}, not 'completed' "
                             f"(failure_code {s.get('failure_code')!r})")
+    block = block_size(report)
+    for n, s in enumerate(llm, start=1):
+        cached, prompt = s.get("cached_tokens"), s.get("prompt_tokens")
+        if isinstance(cached, int) and isinstance(prompt, int) \
+                and cached > max_cached(prompt, block):
+            failures.append(f"LLM step {n}: cached_tokens {cached} > "
+                            f"{max_cached(prompt, block)}, the most a {prompt}-token prompt "
+                            f"can reuse (block size {block})")
     for n in range(2, len(llm) + 1):
         s, prev = llm[n - 1], llm[n - 2]
         cached, prev_prompt = s.get("cached_tokens"), prev.get("prompt_tokens")
@@ -101,10 +116,13 @@ def check_report(
             failures.append(f"LLM step {n - 1}: prompt_tokens is {prev_prompt!r}, cannot "
                             f"compare step {n}'s cached tokens against it")
             continue
-        if cached < min_cached_fraction * prev_prompt:
+        prompt = s.get("prompt_tokens")
+        can = reusable(prev_prompt, prompt if isinstance(prompt, int) else prev_prompt, block)
+        if cached < min_cached_fraction * can:
+            blocks = f", {can} in whole blocks of {block}" if block is not None else ""
             failures.append(f"LLM step {n}: cached_tokens {cached} < "
                             f"{min_cached_fraction:.0%} of LLM step {n - 1}'s prompt_tokens "
-                            f"{prev_prompt} (need >= {min_cached_fraction * prev_prompt:.1f})")
+                            f"{prev_prompt}{blocks} (need >= {min_cached_fraction * can:.1f})")
 
     ttfts = [s.get("ttft_ms") for s in llm]
     missing = [n for n, t in enumerate(ttfts, start=1) if not isinstance(t, (int, float))]
@@ -173,6 +191,31 @@ def self_test() -> int:
     unexpected = [f for f in fails if not any(f.startswith(w) for w in expected)]
     if unexpected:
         print(f"self-test: unexpected failures on the failing fixture: {unexpected}")
+        ok = False
+    # vLLM reuses whole blocks: with block size 128, 128 cached tokens are every whole block
+    # of the 200-token previous prompt (64 % of it); more than floor((prompt - 1) / B) * B is
+    # impossible.
+    blocks = _fixture([_llm(1, 200, 0, 300.0), _llm(2, 300, 128, 20.0),
+                       _llm(3, 400, 256, 25.0)])
+    blocks["telemetry"] = {"metrics": {"block_size": 128}}
+    _, fails = check_report(blocks)
+    if fails:
+        print(f"self-test: block-granular fixture failed: {fails}")
+        ok = False
+    del blocks["telemetry"]
+    _, fails = check_report(blocks)
+    if not any(f.startswith("LLM step 2: cached_tokens 128 < 80%") for f in fails):
+        print(f"self-test: without a block size 128 < 80% of 200 was not reported: {fails}")
+        ok = False
+    blocks["telemetry"] = {"metrics": {"block_size": 128}}
+    blocks["jobs"][1]["trajectories"][0]["steps"][2]["cached_tokens"] = 390
+    _, fails = check_report(blocks)
+    if not any(f.startswith("LLM step 3: cached_tokens 390 > 384") for f in fails):
+        print(f"self-test: cached beyond the whole-block bound was not reported: {fails}")
+        ok = False
+    bad = cache_blocks_self_test()
+    if bad:
+        print(f"self-test: cache_blocks: {bad}")
         ok = False
     _, fails = check_report(passing, job_id="llama-cpp::missing")
     if not (fails and "not in report" in fails[0]):

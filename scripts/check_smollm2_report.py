@@ -17,7 +17,10 @@ Assertions (shapes, never absolute times):
      (prompt and completion tokens not null, no ``completion_tokens_estimate``);
   2. prefix cache (``smollm2::trajectory``): the first LLM step is cold (cached < 20 % of
      its prompt); every later step's cached tokens cover the previous step's whole prompt
-     (at most 2 tokens short: a tokenizer may merge across the join);
+     (at most 2 tokens short: a tokenizer may merge across the join), in whole blocks where
+     the report has the engine's block size (``telemetry.metrics.block_size``, vLLM); and
+     no LLM step of any job has more cached tokens than ``floor((prompt - 1) / B) * B``
+     (scripts/cache_blocks.py; without a block size, its prompt);
   3. TTFT vs context (``smollm2::context``): every step has a TTFT; ordered by uncached
      prompt tokens (prompt − cached), the rank correlation with TTFT is at least 0.8, the
      largest prompt's TTFT is above the smallest's, and at least 3x it (its uncached tokens
@@ -42,6 +45,9 @@ import json
 import os
 import sys
 from typing import Any
+
+from cache_blocks import block_size, max_cached, reusable
+from cache_blocks import self_test as cache_blocks_self_test
 
 TRAJ = "smollm2::trajectory"
 CTX = "smollm2::context"
@@ -102,7 +108,8 @@ def check_report(report: dict[str, Any], exit_status: int | None = None) -> tupl
     if fails:
         return table, fails
 
-    # 1. server-reported usage on every LLM step.
+    # 1. server-reported usage on every LLM step, cached tokens within the block bound.
+    block = block_size(report)
     for jid, job in jobs.items():
         for s in _llm(job):
             sid = s.get("step_id")
@@ -116,6 +123,10 @@ def check_report(report: dict[str, Any], exit_status: int | None = None) -> tupl
             for k in ("prompt_tokens", "completion_tokens"):
                 if not isinstance(s.get(k), int):
                     fails.append(f"{jid} step {sid}: {k} is {s.get(k)!r}")
+            p, c = s.get("prompt_tokens"), s.get("cached_tokens")
+            if isinstance(p, int) and isinstance(c, int) and c > max_cached(p, block):
+                fails.append(f"{jid} step {sid}: cached_tokens {c} > {max_cached(p, block)}, "
+                             f"the most a {p}-token prompt can reuse (block size {block})")
 
     # 2. the prefix-cache curve.
     llm = _llm(jobs[TRAJ])
@@ -139,11 +150,15 @@ def check_report(report: dict[str, Any], exit_status: int | None = None) -> tupl
             fails.append(f"{TRAJ}: the first step is not cold (prompt {p0!r}, cached {c0!r})")
         for n in range(1, len(llm)):
             c, prevp = llm[n].get("cached_tokens"), llm[n - 1].get("prompt_tokens")
+            p = llm[n].get("prompt_tokens")
             if c is None:
                 fails.append(f"{TRAJ} LLM step {n + 1}: cached_tokens is null")
-            elif isinstance(prevp, int) and c < prevp - 2:
+            elif isinstance(prevp, int) and isinstance(p, int) \
+                    and c < reusable(prevp - 2, p, block):
+                blocks = "" if block is None else f" ({reusable(prevp - 2, p, block)} in " \
+                    f"whole blocks of {block})"
                 fails.append(f"{TRAJ} LLM step {n + 1}: cached_tokens {c} do not cover the "
-                             f"previous prompt of {prevp} tokens")
+                             f"previous prompt of {prevp} tokens{blocks}")
 
     # 3. TTFT against uncached prompt tokens.
     ctx = _llm(jobs[CTX])
@@ -265,6 +280,26 @@ def self_test() -> int:
     expect("failure but exit 0", _fixture(tool_status="fail", tool_calls=0), ["exit status 0"], 0)
     expect("cache gap", _fixture(cached=(4, 400, 600)), ["do not cover the previous prompt of 500"])
     expect("warm first", _fixture(cached=(450, 500, 600)), ["first step is not cold"])
+    # vLLM reuses whole blocks of B tokens: block 128 caches 384 of the 500-token prompt and
+    # 512 of the 600-token one (prompts 500, 600, 700), and never more than
+    # floor((prompt - 1) / B) * B.
+    vllm = _fixture(cached=(0, 384, 512))
+    vllm["telemetry"] = {"metrics": {"block_size": 128}}
+    expect("whole blocks", vllm, [], 0)
+    expect("whole blocks without a block size", _fixture(cached=(0, 384, 512)),
+           ["cached_tokens 384 do not cover the previous prompt of 500"])
+    short = _fixture(cached=(0, 256, 512))
+    short["telemetry"] = {"metrics": {"block_size": 128}}
+    expect("a block short", short, ["cached_tokens 256 do not cover the previous prompt of "
+                                    "500 tokens (384 in whole blocks of 128)"])
+    over = _fixture(cached=(0, 384, 700))
+    over["telemetry"] = {"metrics": {"block_size": 128}}
+    expect("beyond the block bound", over, ["cached_tokens 700 > 640"])
+    expect("beyond the prompt", _fixture(cached=(0, 500, 701)), ["cached_tokens 701 > 700"])
+    bad = cache_blocks_self_test()
+    if bad:
+        ok = False
+        print(f"self-test cache_blocks: {bad}")
     flat = _fixture()
     for s in flat["jobs"][2]["trajectories"][0]["steps"]:
         s["ttft_ms"] = 1000.0

@@ -282,6 +282,7 @@ pub fn parse(text: &str) -> Result<InferscopeEvidence, String> {
                 "counters from an inferscope report: no restart signal, so a decrease withholds"
                     .into(),
             ],
+            block_size: None,
             sample_count: samples.len() as u64,
             dropped: 0,
             prometheus: None,

@@ -15,6 +15,7 @@ mod client;
 mod docs_refs;
 mod evidence;
 mod fuzz;
+mod gpu_check;
 mod hardening;
 mod harness;
 mod honesty;

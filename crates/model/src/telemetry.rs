@@ -191,6 +191,11 @@ pub struct MetricsSummary {
     pub mapping: BTreeMap<String, String>,
     /// Distinct remarks from mapping (fallbacks, model filter, untyped families).
     pub notes: Vec<String>,
+    /// The engine's KV-cache block size in tokens (vLLM: `vllm:cache_config_info`'s
+    /// `block_size` label); `null` when the engine does not expose one. A prefix-cache hit
+    /// reuses whole blocks only: `cached ≤ floor((prompt − 1) / block) · block`.
+    #[serde(default)]
+    pub block_size: Option<u64>,
     /// Whole-run increase of each canonical counter (reset-aware; `increase` `null` when
     /// fewer than two scrapes carried it, e.g. a family declared with `# TYPE` but no
     /// series). Per-step deltas are in each step's `attribution`.

@@ -323,6 +323,11 @@ pub struct MetricsTimeline {
     pub mapping: BTreeMap<String, String>,
     /// Distinct remarks from mapping (fallbacks, model filter, untyped families).
     pub notes: Vec<String>,
+    /// The engine's KV-cache block size in tokens, as last exposed (vLLM:
+    /// `vllm:cache_config_info{block_size}`); `null` when not exposed. A prefix-cache hit
+    /// reuses whole blocks: at most `floor((prompt − 1) / block) · block` tokens.
+    #[serde(default)]
+    pub block_size: Option<u64>,
     /// Samples kept.
     pub sample_count: u64,
     /// Samples dropped at the cap.

@@ -10,8 +10,8 @@
 //! |---|---|---|---|
 //! | `prompt_tokens` | `vllm:prompt_tokens` (counter; includes cached tokens) | `sglang:prompt_tokens` (counter, at request finish) | `llamacpp:prompt_tokens` + `llamacpp:prompt_tokens_cached` (the first *excludes* cached tokens; without the cached family: processed tokens only, noted) |
 //! | `generation_tokens` | `vllm:generation_tokens` | `sglang:generation_tokens` | `llamacpp:tokens_predicted` |
-//! | `prefix_cache_queries` | `vllm:prefix_cache_queries` (tokens), else deprecated `vllm:gpu_prefix_cache_queries` | `sglang:prompt_tokens` (derived: every prompt token of a finished request was looked up) | `llamacpp:prompt_tokens` + `llamacpp:prompt_tokens_cached` |
-//! | `prefix_cache_hits` | `vllm:prefix_cache_hits` (tokens), else deprecated `vllm:gpu_prefix_cache_hits` | `sglang:cached_tokens` (counter) | `llamacpp:prompt_tokens_cached` |
+//! | `prefix_cache_queries` | `vllm:prompt_tokens_by_source` (vLLM ≥ 0.32, summed over sources; counted when prefill ends, like `prompt_tokens`), else `vllm:prefix_cache_queries` (tokens, counted at scheduling), else deprecated `vllm:gpu_prefix_cache_queries` | `sglang:prompt_tokens` (derived: every prompt token of a finished request was looked up) | `llamacpp:prompt_tokens` + `llamacpp:prompt_tokens_cached` |
+//! | `prefix_cache_hits` | `vllm:prompt_tokens_cached` (vLLM ≥ 0.32, counted when prefill ends), else `vllm:prefix_cache_hits` (tokens, counted at scheduling), else deprecated `vllm:gpu_prefix_cache_hits` | `sglang:cached_tokens` (counter) | `llamacpp:prompt_tokens_cached` |
 //! | `requests_running` | `vllm:num_requests_running` | `sglang:num_running_reqs` | `llamacpp:requests_processing` |
 //! | `requests_waiting` | `vllm:num_requests_waiting` | `sglang:num_queue_reqs` | `llamacpp:requests_deferred` |
 //! | `kv_cache_usage` | `vllm:kv_cache_usage_perc`, else `vllm:gpu_cache_usage_perc` | `sglang:token_usage` | `llamacpp:kv_cache_usage_ratio` (older builds only) |
@@ -154,6 +154,12 @@ struct ProfileSpec {
     /// Per canonical counter: alternatives in priority order; each alternative is a list of
     /// counter families summed. An alternative is chosen when all its families are declared.
     counters: [&'static [&'static [&'static str]]; 4],
+    /// Per canonical counter: the index of its first *fallback* alternative (one that is
+    /// noted when used); the alternatives before it are equally good readings (vLLM 0.32's
+    /// prefill-time families before the scheduling-time ones that older releases have).
+    fallback_from: [usize; 4],
+    /// The gauge family and label that carry the KV-cache block size, in tokens.
+    block_size: Option<(&'static str, &'static str)>,
     /// Per canonical gauge name: gauge family alternatives in priority order.
     gauges: &'static [(&'static str, &'static [&'static str])],
     /// Labels whose values are de-duplicated (max) rather than summed.
@@ -165,11 +171,18 @@ const VLLM: ProfileSpec = ProfileSpec {
         &[&["vllm:prompt_tokens"]],
         &[&["vllm:generation_tokens"]],
         &[
+            &["vllm:prompt_tokens_by_source"],
             &["vllm:prefix_cache_queries"],
             &["vllm:gpu_prefix_cache_queries"],
         ],
-        &[&["vllm:prefix_cache_hits"], &["vllm:gpu_prefix_cache_hits"]],
+        &[
+            &["vllm:prompt_tokens_cached"],
+            &["vllm:prefix_cache_hits"],
+            &["vllm:gpu_prefix_cache_hits"],
+        ],
     ],
+    fallback_from: [1, 1, 2, 2],
+    block_size: Some(("vllm:cache_config_info", "block_size")),
     gauges: &[
         ("requests_running", &["vllm:num_requests_running"]),
         ("requests_waiting", &["vllm:num_requests_waiting"]),
@@ -188,6 +201,8 @@ const SGLANG: ProfileSpec = ProfileSpec {
         &[&["sglang:prompt_tokens"]],
         &[&["sglang:cached_tokens"]],
     ],
+    fallback_from: [1, 1, 1, 1],
+    block_size: None,
     gauges: &[
         ("requests_running", &["sglang:num_running_reqs"]),
         ("requests_waiting", &["sglang:num_queue_reqs"]),
@@ -207,6 +222,8 @@ const LLAMACPP: ProfileSpec = ProfileSpec {
         &[&["llamacpp:prompt_tokens", "llamacpp:prompt_tokens_cached"]],
         &[&["llamacpp:prompt_tokens_cached"]],
     ],
+    fallback_from: [1, 1, 1, 1],
+    block_size: None,
     gauges: &[
         ("requests_running", &["llamacpp:requests_processing"]),
         ("requests_waiting", &["llamacpp:requests_deferred"]),
@@ -276,8 +293,13 @@ pub struct CanonicalSnapshot {
     /// their sum — and kept per engine in `gauge_engines`.
     pub gauges: BTreeMap<String, Option<f64>>,
     /// Gauge name → engine key (the series' other labels, e.g. `engine="1"`) → value, for
-    /// gauges exposed by more than one engine.
+    /// gauges exposed by more than one engine, and for a gauge of one engine whose series
+    /// carries such labels (vLLM's `engine="0"`): kept under its engine, never under `""`.
     pub gauge_engines: BTreeMap<String, BTreeMap<String, Option<f64>>>,
+    /// The KV-cache block size in tokens (vLLM: the `block_size` label of
+    /// `vllm:cache_config_info`); `None` when the engine does not expose it, or when its
+    /// engines disagree (noted). A prefix-cache hit reuses whole blocks only.
+    pub block_size: Option<u64>,
     /// Names (canonical counter or gauge) whose exposed value was NaN/±Inf/negative (C17).
     pub non_finite: Vec<String>,
     /// Canonical name → the formula used, e.g. `"llamacpp:prompt_tokens + llamacpp:prompt_tokens_cached"`.
@@ -394,6 +416,7 @@ pub fn map_exposition(
         }),
         gauges: BTreeMap::new(),
         gauge_engines: BTreeMap::new(),
+        block_size: None,
         non_finite: Vec::new(),
         mapping: BTreeMap::new(),
         notes: Vec::new(),
@@ -422,12 +445,16 @@ pub fn map_exposition(
             continue;
         };
         snap.mapping.insert(id.name().to_string(), alt.join(" + "));
-        if alt_idx > 0 {
+        if alt_idx >= spec.fallback_from[id as usize] {
             snap.notes.push(format!(
                 "{}: using fallback {} ({} not exposed)",
                 id.name(),
                 alt.join(" + "),
-                alternatives[0].join(" + ")
+                alternatives[..spec.fallback_from[id as usize]]
+                    .iter()
+                    .map(|a| a.join(" + "))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             ));
         }
         let mut total: u64 = 0;
@@ -522,12 +549,46 @@ pub fn map_exposition(
             values.insert(engine, v.is_finite().then_some(v));
         }
         if values.len() == 1 {
-            let v = values.into_values().next().flatten();
+            let (engine, v) = values.into_iter().next().expect("one engine");
             snap.gauges.insert(gname.to_string(), v);
+            if !engine.is_empty() {
+                let one = BTreeMap::from([(engine, v)]);
+                snap.gauge_engines.insert(gname.to_string(), one);
+            }
         } else {
             snap.gauges.insert(gname.to_string(), None);
             snap.gauge_engines.insert(gname.to_string(), values);
         }
     }
+    if let Some((family, label)) = spec.block_size {
+        read_block_size(expo, family, label, &mut snap);
+    }
     snap
+}
+
+/// Reads the KV-cache block size from the `label` of gauge `family` (every engine's
+/// series); the mapping names where it came from. Engines that disagree, or a value that is
+/// not a positive integer, leave it `None` with a note.
+fn read_block_size(expo: &Exposition, family: &str, label: &str, snap: &mut CanonicalSnapshot) {
+    let Some(fam) = expo.gauge(family) else {
+        return;
+    };
+    let values: std::collections::BTreeSet<&str> =
+        fam.samples.iter().filter_map(|s| s.label(label)).collect();
+    let parsed: Vec<Option<u64>> = values
+        .iter()
+        .map(|v| v.parse::<u64>().ok().filter(|b| *b > 0))
+        .collect();
+    match parsed.as_slice() {
+        [] => {}
+        [Some(b)] => {
+            snap.block_size = Some(*b);
+            snap.mapping
+                .insert("block_size".into(), format!("{family}{{{label}}}"));
+        }
+        _ => snap.notes.push(format!(
+            "{family}: {label} {} is not one positive integer; block size unknown",
+            values.iter().copied().collect::<Vec<_>>().join(", ")
+        )),
+    }
 }

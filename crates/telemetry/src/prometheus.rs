@@ -568,6 +568,7 @@ fn empty_timeline(
         counter_resets: BTreeMap::new(),
         mapping: BTreeMap::new(),
         notes: Vec::new(),
+        block_size: None,
         sample_count: 0,
         dropped: 0,
         prometheus: Some(info),

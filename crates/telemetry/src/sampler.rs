@@ -675,6 +675,7 @@ fn empty_metrics(mc: &MetricsConfig, period_ns: u64) -> MetricsTimeline {
         counter_resets: Default::default(),
         mapping: Default::default(),
         notes: Vec::new(),
+        block_size: None,
         sample_count: 0,
         dropped: 0,
         prometheus: None,
@@ -737,6 +738,9 @@ fn metrics_thread(
                 let snap = map_exposition(&expo, mc.profile, mc.served_model.as_deref());
                 if snap.profile.is_some() {
                     t.profile = snap.profile;
+                }
+                if snap.block_size.is_some() {
+                    t.block_size = snap.block_size;
                 }
                 for (k, v) in &snap.mapping {
                     t.mapping.insert(k.clone(), v.clone());

@@ -69,6 +69,7 @@ pub fn metrics_summary(m: &MetricsTimeline) -> MetricsSummary {
         parse_errors: m.parse_errors,
         mapping: m.mapping.clone(),
         notes: m.notes.clone(),
+        block_size: m.block_size,
         counters: CounterId::ALL
             .iter()
             .map(|&id| (id.name().to_string(), m.increase(id)))
@@ -78,8 +79,8 @@ pub fn metrics_summary(m: &MetricsTimeline) -> MetricsSummary {
     }
 }
 
-/// Each gauge's samples per engine (one unlabelled engine, key `""`, for a gauge exposed by
-/// one engine), summarised: per engine max, mean and count; over engines the largest value
+/// Each gauge's samples per engine (key: the series' labels other than the model's, e.g.
+/// `engine="0"`; `""` for one unlabelled series), summarised: per engine max, mean and count; over engines the largest value
 /// and the mean of the engines' means. A gauge never read is left out.
 pub fn gauge_summaries(samples: &[MetricsSample]) -> BTreeMap<String, GaugeSummary> {
     let mut per: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();

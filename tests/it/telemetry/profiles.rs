@@ -220,3 +220,141 @@ fn created_change_alone_flags_a_reset() {
     assert_eq!(inc.increase, Some(150));
     assert!(inc.lower_bound);
 }
+
+// ---- Real vLLM 0.32 (issue 26 item 3): captures of its CPU build, unedited ----
+
+/// vLLM 0.32 answers `text/plain; version=1.0.0` (also to an OpenMetrics Accept), and the body
+/// is the classic text format: read as such, every line parses.
+#[test]
+fn vllm_0_32_text_plain_version_1_0_0_reads_as_classic_text() {
+    use inferscope_bench::telemetry::format_from_content_type;
+    for ct in [
+        "text/plain; version=1.0.0; charset=utf-8",
+        "text/plain;version=1.0.0",
+    ] {
+        assert_eq!(
+            format_from_content_type(Some(ct)),
+            ExpositionFormat::PrometheusText,
+            "{ct}"
+        );
+    }
+    for name in [
+        "vllm_0_32_cpu_b32_during_request.prom",
+        "vllm_0_32_cpu_b128_after_probe.prom",
+    ] {
+        let e = parse(name);
+        assert!(e.counter("vllm:prompt_tokens").is_some(), "{name}");
+        assert!(
+            e.counter("vllm:prompt_tokens_by_source").is_some(),
+            "{name}"
+        );
+    }
+}
+
+/// One engine's gauges are kept under its `engine` label (`engine="0"`), never under `""`,
+/// in the snapshot and in the report's per-engine gauge summary.
+#[test]
+fn vllm_0_32_gauges_are_kept_under_their_engine_label() {
+    use inferscope_bench::telemetry::MetricsTracker;
+    use inferscope_bench::telemetry::summary::gauge_summaries;
+    let e = parse("vllm_0_32_cpu_b32_during_request.prom");
+    let s = map_exposition(&e, EngineProfile::Vllm, Some("smollm2"));
+    let key = "engine=\"0\"";
+    assert_eq!(s.gauge("requests_running"), Some(1.0));
+    assert_eq!(s.gauge_engines["requests_running"][key], Some(1.0));
+    assert_eq!(s.gauge_engines["kv_cache_usage"].len(), 1);
+    assert!(s.gauge_engines["kv_cache_usage"].contains_key(key));
+    let sample = MetricsTracker::new().ingest(0, 1, &s);
+    let g = gauge_summaries(&[sample]);
+    let running = &g["requests_running"];
+    assert_eq!(
+        running.engines.keys().collect::<Vec<_>>(),
+        vec![key],
+        "{running:?}"
+    );
+    assert_eq!(running.engines[key].max, Some(1.0));
+    assert_eq!(running.max, Some(1.0));
+}
+
+/// The block size comes from `vllm:cache_config_info{block_size}`, with its source in the
+/// mapping.
+#[test]
+fn vllm_0_32_block_size_from_cache_config_info() {
+    for (name, b) in [
+        ("vllm_0_32_cpu_b32_during_request.prom", 32),
+        ("vllm_0_32_cpu_b128_after_probe.prom", 128),
+    ] {
+        let s = map_exposition(&parse(name), EngineProfile::Auto, Some("smollm2"));
+        assert_eq!(s.block_size, Some(b), "{name}");
+        assert_eq!(
+            s.mapping["block_size"], "vllm:cache_config_info{block_size}",
+            "{name}"
+        );
+    }
+    // Engines that disagree: unknown, noted; an engine without the family: unknown, silent.
+    let text = "# TYPE vllm:cache_config_info gauge\n\
+                vllm:cache_config_info{block_size=\"16\",engine=\"0\"} 1.0\n\
+                vllm:cache_config_info{block_size=\"32\",engine=\"1\"} 1.0\n";
+    let s = map_exposition(
+        &parse_exposition(text, ExpositionFormat::PrometheusText),
+        EngineProfile::Vllm,
+        None,
+    );
+    assert_eq!(s.block_size, None);
+    assert!(
+        s.notes.iter().any(|n| n.contains("block size unknown")),
+        "{:?}",
+        s.notes
+    );
+    let s = map_exposition(
+        &parse("vllm_two_models_dp.prom"),
+        EngineProfile::Vllm,
+        Some("served"),
+    );
+    assert_eq!(s.block_size, None);
+    assert!(!s.mapping.contains_key("block_size"));
+}
+
+/// vLLM 0.32's `prompt_tokens_by_source` and `prompt_tokens_cached` are counted when prefill
+/// ends, like `prompt_tokens`; `prefix_cache_queries`/`hits` when the request is scheduled.
+/// Mid-request the scheduling-time queries (25872) ran ahead of the prompt tokens (22662):
+/// the prefill-time pair gives a hit rate whose numerator and denominator land in the same
+/// scrape as the prompt tokens.
+#[test]
+fn vllm_0_32_cache_figures_read_the_prefill_time_families() {
+    let s = map_exposition(
+        &parse("vllm_0_32_cpu_b32_during_request.prom"),
+        EngineProfile::Auto,
+        Some("smollm2"),
+    );
+    assert_eq!(s.counter(CounterId::PromptTokens), Some(22662));
+    assert_eq!(s.counter(CounterId::PrefixCacheQueries), Some(22662));
+    assert_eq!(s.counter(CounterId::PrefixCacheHits), Some(8288));
+    assert_eq!(
+        s.mapping["prefix_cache_queries"],
+        "vllm:prompt_tokens_by_source"
+    );
+    assert_eq!(s.mapping["prefix_cache_hits"], "vllm:prompt_tokens_cached");
+    assert!(
+        !s.notes.iter().any(|n| n.contains("fallback")),
+        "{:?}",
+        s.notes
+    );
+    // A vLLM without them: the scheduling-time families, not noted as a fallback; the
+    // deprecated `gpu_` families still are (C13).
+    let old = map_exposition(
+        &parse("vllm_two_models_dp.prom"),
+        EngineProfile::Vllm,
+        Some("served"),
+    );
+    assert_eq!(
+        old.mapping["prefix_cache_queries"],
+        "vllm:prefix_cache_queries"
+    );
+    assert_eq!(old.mapping["prefix_cache_hits"], "vllm:prefix_cache_hits");
+    assert!(
+        !old.notes.iter().any(|n| n.contains("fallback")),
+        "{:?}",
+        old.notes
+    );
+}

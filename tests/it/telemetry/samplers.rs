@@ -346,6 +346,43 @@ fn metrics_openmetrics_content_type_auto_profile() {
     assert_eq!(s.counters.prompt_tokens, None);
 }
 
+/// Real vLLM 0.32 through the live path (issue 26 item 3): served as
+/// `text/plain; version=1.0.0`, read as the classic text format; the block size reaches the
+/// timeline and the report's summary; the one engine's gauges keep its `engine="0"` label.
+#[test]
+fn metrics_vllm_0_32_live_path() {
+    use inferscope_bench::telemetry::summary::metrics_summary;
+    let (url, _) = serve(
+        vec![fixture("vllm_0_32_cpu_b32_during_request.prom")],
+        "text/plain; version=1.0.0; charset=utf-8",
+    );
+    let clock = RunClock::start();
+    let cfg = TelemetryConfig {
+        metrics: Some(MetricsConfig::new(
+            url,
+            EngineProfile::Auto,
+            Some("smollm2".into()),
+        )),
+        ..Default::default()
+    };
+    let m = start(cfg, &clock).stop().metrics.unwrap();
+    assert_eq!(m.profile, Some(EngineProfile::Vllm));
+    assert_eq!(m.parse_errors, 0);
+    assert_eq!(m.block_size, Some(32));
+    let s = &m.samples[0];
+    assert_eq!(s.counters.prompt_tokens, Some(22662));
+    assert_eq!(s.counters.prefix_cache_queries, Some(22662));
+    assert_eq!(s.counters.prefix_cache_hits, Some(8288));
+    let sum = metrics_summary(&m);
+    assert_eq!(sum.block_size, Some(32));
+    assert_eq!(
+        sum.mapping["block_size"],
+        "vllm:cache_config_info{block_size}"
+    );
+    let kv = &sum.gauges["kv_cache_usage"];
+    assert_eq!(kv.engines.keys().collect::<Vec<_>>(), vec!["engine=\"0\""]);
+}
+
 /// A scrape that fails is a counted gap, not a zero sample.
 #[test]
 fn metrics_failed_scrapes_are_gaps() {
