@@ -35,6 +35,9 @@ pub enum FailureCode {
     /// No response head was obtained: connection refused/reset, TLS failure, DNS, or the
     /// connection closed before the response head.
     Connect,
+    /// The response head (status line and headers) exceeded the client's head limit: the
+    /// server answered, with a head too large to read (issue 30 item 7).
+    HeadTooLarge,
     /// The server answered with a non-2xx status; [`RequestRecord::http_status`] keeps it.
     HttpStatus,
     /// The whole-request deadline (`ClientConfig::request_timeout`, from send) passed.
@@ -72,6 +75,7 @@ impl FailureCode {
     pub fn as_str(self) -> &'static str {
         match self {
             FailureCode::Connect => "connect",
+            FailureCode::HeadTooLarge => "head_too_large",
             FailureCode::HttpStatus => "http_status",
             FailureCode::Timeout => "timeout",
             FailureCode::IdleTimeout => "idle_timeout",
@@ -89,8 +93,9 @@ impl FailureCode {
     }
 
     /// Every code, in declaration order (for closed-mapping checks).
-    pub const ALL: [FailureCode; 14] = [
+    pub const ALL: [FailureCode; 15] = [
         FailureCode::Connect,
+        FailureCode::HeadTooLarge,
         FailureCode::HttpStatus,
         FailureCode::Timeout,
         FailureCode::IdleTimeout,
