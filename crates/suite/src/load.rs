@@ -13,7 +13,7 @@ use serde::Deserialize;
 use toml::de::{DeTable, DeValue};
 
 use super::doc::{DocIndex, parent_of};
-use super::error::{SuiteError, SuiteErrorKind};
+use super::error::{LineStarts, SuiteError, SuiteErrorKind};
 use super::fields::did_you_mean;
 use super::model::Suite;
 use super::raw::RawSuite;
@@ -24,6 +24,8 @@ pub(crate) struct Ctx {
     pub file: PathBuf,
     pub text: Arc<str>,
     pub index: DocIndex,
+    /// Where each line of `text` starts (shared by every error of the file).
+    pub lines: LineStarts,
 }
 
 impl Ctx {
@@ -35,7 +37,15 @@ impl Ctx {
         path: Option<String>,
         message: String,
     ) -> SuiteError {
-        SuiteError::located(self.file.clone(), &self.text, span, kind, path, message)
+        SuiteError::located_in(
+            self.file.clone(),
+            &self.text,
+            &self.lines,
+            span,
+            kind,
+            path,
+            message,
+        )
     }
 
     /// An error at the key of `path` (the header of an array-of-tables element).
@@ -102,6 +112,7 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, Vec<SuiteError>>
     };
     let ctx = Ctx {
         file,
+        lines: LineStarts::of(&shared),
         text: shared,
         index: DocIndex::build(doc.get_ref()),
     };
