@@ -922,7 +922,12 @@ async fn read_error_body(mut resp: reqwest::Response, deadline: TokioInstant) ->
 /// Whether `e` is the failure of a reused connection that the peer had closed: a request
 /// error that is neither a connect failure nor a timeout and produced no response head.
 fn is_stale_connection(e: &reqwest::Error) -> bool {
-    e.is_request() && !e.is_connect() && !e.is_timeout() && e.status().is_none()
+    e.is_request()
+        && !e.is_connect()
+        && !e.is_timeout()
+        && e.status().is_none()
+        // The server answered, with a head too large to read: not a stale connection.
+        && !is_head_too_large(e)
 }
 
 #[cfg(test)]
