@@ -16,6 +16,7 @@ mod docs_refs;
 mod evidence;
 mod fuzz;
 mod hardening;
+mod hardening3;
 mod harness;
 mod honesty;
 mod hostile;
