@@ -571,10 +571,7 @@ async fn connection_refused_is_connect() {
 /// ("endpoint unreachable" in JUnit). The same head within the limit is read.
 #[tokio::test]
 async fn oversized_response_head_is_head_too_large() {
-    for (pad, code) in [
-        (600_000, Some(FailureCode::HeadTooLarge)),
-        (1_000, None),
-    ] {
+    for (pad, code) in [(600_000, Some(FailureCode::HeadTooLarge)), (1_000, None)] {
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-pad: {}\r\n\
              transfer-encoding: chunked\r\nconnection: close\r\n\r\n",

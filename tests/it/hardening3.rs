@@ -57,12 +57,20 @@ fn endpoint_credentials_are_refused_and_never_echoed() {
         );
         assert!(!out.contains(&pw), "metrics_url {url}: echoed\n{out}");
     }
-    write(tmp.path(), "ok.toml", &format!("name = \"x\"\nmodel = \"m\"\n{JOB}"));
+    write(
+        tmp.path(),
+        "ok.toml",
+        &format!("name = \"x\"\nmodel = \"m\"\n{JOB}"),
+    );
     for (i, url) in urls.iter().enumerate() {
         let url = url.replace("\\\"", "\"");
         let o = run(tmp.path(), &["run", "ok.toml", "--endpoint", &url]);
         assert_eq!(o.status.code(), Some(2), "{url}: {}", describe(&o));
-        assert!(!all(&o).contains(&format!("PW{}", i + 1)), "--endpoint {url}: {}", describe(&o));
+        assert!(
+            !all(&o).contains(&format!("PW{}", i + 1)),
+            "--endpoint {url}: {}",
+            describe(&o)
+        );
     }
 }
 
@@ -94,7 +102,9 @@ fn snippets_never_show_credential_like_values() {
     let out = check(
         tmp.path(),
         "word.toml",
-        &format!("name = \"x\"\nmodel = \"m\"\nengine = 7\nnote_for_me = \"ghp_0123456789abcdefABCD\"\n{JOB}"),
+        &format!(
+            "name = \"x\"\nmodel = \"m\"\nengine = 7\nnote_for_me = \"ghp_0123456789abcdefABCD\"\n{JOB}"
+        ),
     );
     assert!(!out.contains("ghp_0123456789"), "echoed\n{out}");
 }
@@ -113,7 +123,11 @@ fn many_errors_are_capped_with_the_count_of_the_rest() {
     let out = check(tmp.path(), "many.toml", &body);
     let shown = out.matches("error: many.toml:").count();
     assert_eq!(shown, 50, "{}", &out[..out.len().min(4000)]);
-    assert!(out.contains("and 7950 more errors in many.toml not shown"), "{}", &out[out.len().saturating_sub(2000)..]);
+    assert!(
+        out.contains("and 7950 more errors in many.toml not shown"),
+        "{}",
+        &out[out.len().saturating_sub(2000)..]
+    );
     assert!(out.contains("8000 errors in many.toml"));
     assert!(out.len() < 64 << 10, "{} bytes printed", out.len());
 }
@@ -149,7 +163,9 @@ fn echoing_events(tool: bool) -> Vec<String> {
     };
     vec![
         format!(r#"{{"model":"{KEY}","choices":[{{"index":0,"delta":{delta}}}]}}"#),
-        format!(r#"{{"model":"{KEY}","choices":[{{"index":0,"delta":{{}},"finish_reason":"{KEY}"}}]}}"#),
+        format!(
+            r#"{{"model":"{KEY}","choices":[{{"index":0,"delta":{{}},"finish_reason":"{KEY}"}}]}}"#
+        ),
         format!(
             r#"{{"model":"{KEY}","choices":[],"usage":{{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}}}"#
         ),
@@ -168,9 +184,15 @@ fn assert_no_key(cwd: &Path, run_dir: &Path) {
         );
     }
     for format in ["markdown", "junit", "json", "html", "otlp-json", "perfetto"] {
-        let o = run(cwd, &["report", run_dir.to_str().unwrap(), "--format", format]);
+        let o = run(
+            cwd,
+            &["report", run_dir.to_str().unwrap(), "--format", format],
+        );
         assert_eq!(o.status.code(), Some(0), "{format}: {}", describe(&o));
-        assert!(!all(&o).contains(KEY), "the API key is in the {format} report");
+        assert!(
+            !all(&o).contains(KEY),
+            "the API key is in the {format} report"
+        );
     }
 }
 
@@ -185,7 +207,9 @@ fn an_api_key_the_server_echoes_is_stored_nowhere() {
         ModelsReply::List(vec!["hostile-model".into(), KEY.into()]),
         |r: &Received| {
             let first_turn = r.request_id().ends_with(".llm0");
-            Reply::Events(echoing_events(r.request_id().contains("agent") && first_turn))
+            Reply::Events(echoing_events(
+                r.request_id().contains("agent") && first_turn,
+            ))
         },
     );
     let cwd = tempfile::tempdir().unwrap();
@@ -210,7 +234,11 @@ fn an_api_key_the_server_echoes_is_stored_nowhere() {
         .output()
         .unwrap();
     assert!(matches!(o.status.code(), Some(0 | 100)), "{}", describe(&o));
-    assert!(!all(&o).contains(KEY), "the API key on the console\n{}", describe(&o));
+    assert!(
+        !all(&o).contains(KEY),
+        "the API key on the console\n{}",
+        describe(&o)
+    );
     // The key was in play: sent as the bearer token, and echoed in every place.
     let sent = server.chat_requests();
     assert!(sent.len() >= 3, "{}", sent.len());
@@ -234,7 +262,11 @@ fn an_api_key_the_server_echoes_is_stored_nowhere() {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::rename(&out, root.join("r1")).unwrap();
     let srv = support::ServeThread::start(&root, "dashboard-token-0123456789", Default::default());
-    for target in ["/v1/runs", "/v1/runs/r1", "/v1/benchmark-timeline?run_id=r1"] {
+    for target in [
+        "/v1/runs",
+        "/v1/runs/r1",
+        "/v1/benchmark-timeline?run_id=r1",
+    ] {
         let body = get_bearer(srv.addr, target, "dashboard-token-0123456789");
         assert!(body.contains("r1"), "{target}: {body}");
         assert!(!body.contains(KEY), "the API key in {target}");
@@ -242,9 +274,10 @@ fn an_api_key_the_server_echoes_is_stored_nowhere() {
 
     // A /v1/models list that does not list the model, with the key among its ids: the
     // setup error names the listed models, the key redacted.
-    let listing = Hostile::start_with_models(ModelsReply::List(vec![KEY.into()]), |_: &Received| {
-        Reply::Ok("x".into())
-    });
+    let listing =
+        Hostile::start_with_models(ModelsReply::List(vec![KEY.into()]), |_: &Received| {
+            Reply::Ok("x".into())
+        });
     let suite = suite.replace(&server.base_url(), &listing.base_url());
     write(cwd.path(), "listing.toml", &suite);
     let out = cwd.path().join("run2");
@@ -253,7 +286,11 @@ fn an_api_key_the_server_echoes_is_stored_nowhere() {
         .env("ECHO_KEY", KEY)
         .output()
         .unwrap();
-    assert!(!all(&o).contains(KEY), "the API key on the console\n{}", describe(&o));
+    assert!(
+        !all(&o).contains(KEY),
+        "the API key on the console\n{}",
+        describe(&o)
+    );
     let report = std::fs::read_to_string(out.join("report.json")).unwrap();
     assert!(report.contains("listed_models"), "{report}");
     assert!(report.contains("[redacted]"), "{report}");

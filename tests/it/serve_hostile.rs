@@ -19,8 +19,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use inferscope_bench::serve::{CONNECTION_LIFETIME, ServeLimits};
 use inferscope_bench::serve::api::{self, MAX_RESPONSE_BYTES};
+use inferscope_bench::serve::{CONNECTION_LIFETIME, ServeLimits};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 

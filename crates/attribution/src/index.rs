@@ -507,7 +507,13 @@ mod tests {
             value: v,
             reset: true,
         };
-        let s = [cp(0, 600), r(100, 500), r(200, 400), r(300, 300), r(400, 200)];
+        let s = [
+            cp(0, 600),
+            r(100, 500),
+            r(200, 400),
+            r(300, 300),
+            r(400, 200),
+        ];
         let (_, reg) = CounterIndex::new(CounterName::PromptTokens, &s);
         assert!(
             matches!(
@@ -521,8 +527,18 @@ mod tests {
             ),
             "{reg:?}"
         );
-        let once = [cp(0, 100), cp(100, 150), r(200, 7), cp(300, 20), cp(400, 30)];
-        assert!(CounterIndex::new(CounterName::PromptTokens, &once).1.is_none());
+        let once = [
+            cp(0, 100),
+            cp(100, 150),
+            r(200, 7),
+            cp(300, 20),
+            cp(400, 30),
+        ];
+        assert!(
+            CounterIndex::new(CounterName::PromptTokens, &once)
+                .1
+                .is_none()
+        );
     }
 
     #[test]

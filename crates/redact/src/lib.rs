@@ -161,8 +161,20 @@ fn key_value(text: &str, line_start: usize) -> Option<(&str, std::ops::Range<usi
 /// Prefixes of well-known API keys and tokens (OpenAI, Anthropic, Hugging Face, GitHub,
 /// GitLab, Slack, AWS, Google, JWTs).
 const CREDENTIAL_PREFIXES: [&str; 14] = [
-    "sk-", "sk_", "rk_", "pk_", "hf_", "ghp_", "gho_", "ghs_", "github_pat_", "glpat-",
-    "xoxb-", "xoxp-", "AKIA", "AIza",
+    "sk-",
+    "sk_",
+    "rk_",
+    "pk_",
+    "hf_",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "AKIA",
+    "AIza",
 ];
 
 /// Whether `word` (a run without whitespace, quotes or `=`) looks like a credential: a
@@ -175,13 +187,11 @@ pub fn looks_like_credential(word: &str) -> bool {
         .iter()
         .any(|p| w.strip_prefix(p).is_some_and(|rest| rest.len() >= 8));
     let jwt = w.starts_with("eyJ") && w.matches('.').count() == 2 && w.len() >= 24;
-    let random = w
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|run| {
-            run.len() >= 16
-                && run.bytes().any(|b| b.is_ascii_digit())
-                && run.bytes().any(|b| b.is_ascii_alphabetic())
-        });
+    let random = w.split(|c: char| !c.is_ascii_alphanumeric()).any(|run| {
+        run.len() >= 16
+            && run.bytes().any(|b| b.is_ascii_digit())
+            && run.bytes().any(|b| b.is_ascii_alphabetic())
+    });
     prefixed || jwt || random
 }
 
@@ -193,7 +203,10 @@ fn credential_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     };
     let mut out = Vec::new();
     let mut start = None;
-    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
         match (split(c), start) {
             (true, Some(s)) => {
                 if looks_like_credential(&text[s..i]) {
@@ -239,7 +252,10 @@ fn line_spans(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
 /// (pure).
 pub fn mask_source(text: &str, unknown: bool) -> String {
     let mut bytes = text.as_bytes().to_vec();
-    for r in userinfo_ranges(text).into_iter().chain(credential_ranges(text)) {
+    for r in userinfo_ranges(text)
+        .into_iter()
+        .chain(credential_ranges(text))
+    {
         mask(&mut bytes, r);
     }
     for (start, end) in line_spans(text) {
@@ -252,10 +268,8 @@ pub fn mask_source(text: &str, unknown: bool) -> String {
         // The last dotted segment names the value (`a.b.token = …`).
         let leaf = key.rsplit('.').next().unwrap_or(key);
         let value = text[v.clone()].trim_matches(['"', '\'', ' ']);
-        let bad_env_name = leaf.ends_with("_env")
-            && !value
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let bad_env_name =
+            leaf.ends_with("_env") && !value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if unknown || bad_env_name || is_secret_key(leaf) || key.split('.').any(is_secret_key) {
             mask(&mut bytes, v);
         } else if let Some(at) = text[v.clone()].rfind('@') {
@@ -311,7 +325,10 @@ mod tests {
             urls("POST http://u:PW@h:1/v1/traces: refused"),
             "POST http://***@h:1/v1/traces: refused"
         );
-        assert_eq!(urls("a https://tok@x b http://y/z"), "a https://***@x b http://y/z");
+        assert_eq!(
+            urls("a https://tok@x b http://y/z"),
+            "a https://***@x b http://y/z"
+        );
         assert_eq!(urls("no url here"), "no url here");
         assert_eq!(
             urls("(http://a:b@c) and http://d:e@f"),
@@ -403,15 +420,27 @@ mod tests {
         for secret in ["sk-proj", "Zx81kQ2mP0aL", "ghp_0123", "a@b"] {
             assert!(!m.contains(secret), "{secret}: {m}");
         }
-        assert!(m.contains("\"MODEL\"") && m.contains("Llama-3.1-8B-Instruct"), "{m}");
+        assert!(
+            m.contains("\"MODEL\"") && m.contains("Llama-3.1-8B-Instruct"),
+            "{m}"
+        );
         let t = "nope = \"\"\"\nline one of the key\nline two\n\"\"\"\n[x]\n# note\n";
         let m = mask_source(t, true);
         assert!(!m.contains("line one") && !m.contains("line two"), "{m}");
         assert!(m.contains("[x]") && m.contains("# note"), "{m}");
-        for w in ["sk-abcdefgh12", "eyJhbGciOi.eyJzdWIiOiIx.abc", "A1b2C3d4E5f6G7h8"] {
+        for w in [
+            "sk-abcdefgh12",
+            "eyJhbGciOi.eyJzdWIiOiIx.abc",
+            "A1b2C3d4E5f6G7h8",
+        ] {
             assert!(looks_like_credential(w), "{w}");
         }
-        for w in ["gpt-4o-mini", "Qwen2.5-7B-Instruct-AWQ", "/v1/chat/completions", "1234567890123456"] {
+        for w in [
+            "gpt-4o-mini",
+            "Qwen2.5-7B-Instruct-AWQ",
+            "/v1/chat/completions",
+            "1234567890123456",
+        ] {
             assert!(!looks_like_credential(w), "{w}");
         }
     }

@@ -271,7 +271,14 @@ mod tests {
         std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
         let e = Token::load(Some(&p), None).unwrap_err();
         assert!(
-            matches!(e, TokenError::NotOwned { owner: 65534, me: 0, .. }),
+            matches!(
+                e,
+                TokenError::NotOwned {
+                    owner: 65534,
+                    me: 0,
+                    ..
+                }
+            ),
             "{e}"
         );
         assert!(!e.to_string().contains(T), "{e}");

@@ -112,7 +112,9 @@ mod tests {
         let mut g = StallGuard::new(a, Duration::from_secs(5));
         let reader = tokio::spawn(async move {
             let mut sink = Vec::new();
-            tokio::io::AsyncReadExt::read_to_end(&mut b, &mut sink).await.map(|_| sink.len())
+            tokio::io::AsyncReadExt::read_to_end(&mut b, &mut sink)
+                .await
+                .map(|_| sink.len())
         });
         g.write_all(&[0u8; 1024]).await.unwrap();
         drop(g);

@@ -26,7 +26,11 @@ pub fn print_suite_errors(path: &std::path::Path, errors: &[SuiteError]) {
     for e in errors.iter().take(MAX_PRINTED_ERRORS) {
         print_suite_error(e);
     }
-    if let Some(rest) = errors.len().checked_sub(MAX_PRINTED_ERRORS).filter(|&r| r > 0) {
+    if let Some(rest) = errors
+        .len()
+        .checked_sub(MAX_PRINTED_ERRORS)
+        .filter(|&r| r > 0)
+    {
         eprintln!(
             "error: … and {rest} more error{} in {} not shown (the first {MAX_PRINTED_ERRORS} are)",
             if rest == 1 { "" } else { "s" },

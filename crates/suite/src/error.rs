@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use miette::{
-    Diagnostic, LabeledSpan, MietteError, MietteSpanContents, SourceCode, SourceSpan,
-    SpanContents,
+    Diagnostic, LabeledSpan, MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents,
 };
 
 /// A 1-based position in the suite file plus the byte span it labels.
@@ -492,7 +491,11 @@ fn default_label(kind: SuiteErrorKind) -> &'static str {
 
 /// 1-based line and character column of byte `span.start` in `text`, whose line starts
 /// are `lines`.
-pub(crate) fn location_in(text: &str, lines: &LineStarts, span: std::ops::Range<usize>) -> Location {
+pub(crate) fn location_in(
+    text: &str,
+    lines: &LineStarts,
+    span: std::ops::Range<usize>,
+) -> Location {
     let offset = span.start.min(text.len());
     let offset = (0..=offset)
         .rev()

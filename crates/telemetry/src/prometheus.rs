@@ -1051,8 +1051,14 @@ mod tests {
             timeline_from_saved(&[("r.json".into(), text)], EngineProfile::Vllm, None)
         };
         for (values, says) in [
-            (r#"[1760000001,"5"],[1760000000,"6"]"#, "not after the previous"),
-            (r#"[1760000000,"5"],[1760000000,"6"]"#, "not after the previous"),
+            (
+                r#"[1760000001,"5"],[1760000000,"6"]"#,
+                "not after the previous",
+            ),
+            (
+                r#"[1760000000,"5"],[1760000000,"6"]"#,
+                "not after the previous",
+            ),
             (r#"[1e300,"5"]"#, "between 0 and"),
             (r#"[18446744073709.552,"5"]"#, "between 0 and"),
             (r#"[4102444800.001,"5"]"#, "between 0 and"),
