@@ -566,6 +566,35 @@ async fn connection_refused_is_connect() {
     assert!(r.end_ns.is_some());
 }
 
+/// Issue 30 item 7: a response head over hyper's limit (one 600 KB header here) is the
+/// server answering with a head too large to read, `head_too_large`, not `connect`
+/// ("endpoint unreachable" in JUnit). The same head within the limit is read.
+#[tokio::test]
+async fn oversized_response_head_is_head_too_large() {
+    for (pad, code) in [(600_000, Some(FailureCode::HeadTooLarge)), (1_000, None)] {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-pad: {}\r\n\
+             transfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+            "a".repeat(pad)
+        );
+        let (base, _rx) = serve(vec![vec![
+            w(&head),
+            chunk(ROLE),
+            chunk(&content("hi")),
+            chunk(FINISH),
+            chunk(DONE),
+            last_chunk(),
+        ]])
+        .await;
+        let r = chat_once(config(&base), true).await;
+        assert_eq!(r.failure_code, code, "{pad}: {:?}", r.error);
+        if code.is_some() {
+            assert_eq!(r.headers_ns, None);
+            assert!(r.error.is_some());
+        }
+    }
+}
+
 #[tokio::test]
 async fn no_response_head_within_request_timeout_is_timeout() {
     let (base, _rx) = serve(vec![vec![Sleep(10_000)]]).await;

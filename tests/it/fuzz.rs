@@ -261,3 +261,58 @@ proptest! {
         }
     }
 }
+
+/// Delimiters a password may hold unencoded (issue 30 item 2), as TOML basic-string text.
+const PW_PARTS: &[&str] = &["/", "?", "#", " ", "\\\"", "@", ":", "x", "%", "'", "&"];
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// Issue 30 items 2, 4 and 5: an endpoint or `metrics_url` whose password holds any
+    /// mix of delimiters, behind any scheme, among up to 300 unknown keys and a multi-line
+    /// value under an unknown key: every error is located, the URL is refused as one
+    /// with credentials, and no message, snippet or rendering shows the password or the
+    /// continuation line.
+    #[test]
+    fn suite_errors_never_show_credentials(
+        parts in prop::collection::vec(prop::sample::select(PW_PARTS), 0..6),
+        scheme in prop::sample::select(&["http://", "https://", "htp://", "", "http:/"][..]),
+        metrics in any::<bool>(),
+        unknown in 0usize..300,
+        multiline in any::<bool>(),
+    ) {
+        let url = format!("{scheme}user:PWQ{}SECRETZ@127.0.0.1:9/v1", parts.concat());
+        let mut text = String::from("name = \"x\"\nmodel = \"m\"\n");
+        if !metrics {
+            text.push_str(&format!("endpoint = \"{url}\"\n"));
+        }
+        for i in 0..unknown {
+            text.push_str(&format!("unknown_{i} = {i}\n"));
+        }
+        if multiline {
+            text.push_str("mystery = \"\"\"\nCONT SECRETZ line\n\"\"\"\n");
+        }
+        if metrics {
+            text.push_str(&format!("[telemetry]\nmetrics_url = \"{url}\"\n"));
+        }
+        text.push_str("[[jobs]]\nname = \"a\"\nkind = \"context\"\nsizes = [1]\n");
+        let errors = match inferscope_bench::suite::parse_all(&text, Path::new("f.toml")) {
+            Ok(_) => return Err(TestCaseError::fail("a suite with a credential URL loaded")),
+            Err(e) => e,
+        };
+        prop_assert!(errors.len() > unknown + usize::from(multiline));
+        prop_assert!(errors.iter().any(|e| e.message().contains("credentials")));
+        for e in &errors {
+            prop_assert!(e.location().is_some(), "unlocated: {}", e);
+            let shown = format!(
+                "{e}\n{}\n{}",
+                e.snippet(false).unwrap_or_default(),
+                e.render(false)
+            );
+            prop_assert!(
+                !shown.contains("PWQ") && !shown.contains("SECRETZ"),
+                "shown: {}", shown
+            );
+        }
+    }
+}

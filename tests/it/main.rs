@@ -17,6 +17,7 @@ mod evidence;
 mod fuzz;
 mod gpu_check;
 mod hardening;
+mod hardening3;
 mod harness;
 mod honesty;
 mod hostile;

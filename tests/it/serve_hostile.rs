@@ -19,8 +19,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use inferscope_bench::serve::ServeLimits;
 use inferscope_bench::serve::api::{self, MAX_RESPONSE_BYTES};
+use inferscope_bench::serve::{CONNECTION_LIFETIME, ServeLimits};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
@@ -149,7 +149,16 @@ fn runs_listing_answers_within_1s_under_fifo_and_slow_header_clients() {
     copy_run(&root.join("fifo"));
     std::fs::remove_file(root.join("fifo/report.json")).unwrap();
     mkfifo(&root.join("fifo/report.json"));
-    let srv = start(&root, ServeLimits::default());
+    // This test is about the read lanes and the header timeout: every client here is one
+    // peer, so the per-peer cap (tested by `no_peer_locks_out_an_authenticated_client`)
+    // is lifted.
+    let srv = start(
+        &root,
+        ServeLimits {
+            max_connections_per_peer: usize::MAX,
+            ..ServeLimits::default()
+        },
+    );
 
     let targets = [
         "/v1/runs/fifo",
@@ -226,7 +235,8 @@ fn slow_header_connection_is_closed_at_the_timeout() {
     }
 }
 
-/// Item 2: connections over the cap are closed at once; a slot frees when one closes.
+/// Item 2: connections over the cap are closed at once; a slot frees when one closes
+/// (the global cap alone: no per-peer cap, no authenticated reserve).
 #[test]
 fn connections_over_the_cap_are_closed() {
     let tmp = tempfile::tempdir().unwrap();
@@ -234,6 +244,8 @@ fn connections_over_the_cap_are_closed() {
         tmp.path(),
         ServeLimits {
             max_connections: 4,
+            max_connections_per_peer: usize::MAX,
+            auth_reserve: 0,
             ..ServeLimits::default()
         },
     );
@@ -247,6 +259,180 @@ fn connections_over_the_cap_are_closed() {
     std::thread::sleep(Duration::from_millis(300));
     let r = get(srv.addr, "/health", Duration::from_secs(20)).unwrap();
     assert_eq!(r.status, 200);
+}
+
+/// A TCP connection to `to` from the loopback address `src` (`127.x.y.z`: every one is
+/// this host, and the server sees each as its own peer).
+fn connect_from(src: [u8; 4], to: SocketAddr) -> std::io::Result<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let addr = |ip: [u8; 4], port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(ip),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let std::net::IpAddr::V4(dst) = to.ip() else {
+        panic!("IPv4 loopback only")
+    };
+    // SAFETY: a fresh socket owned by the TcpStream at once; valid sockaddr_in pointers.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let stream = TcpStream::from_raw_fd(fd);
+        let local = addr(src, 0);
+        if libc::bind(fd, (&raw const local).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let remote = addr(dst.octets(), to.port());
+        if libc::connect(fd, (&raw const remote).cast(), len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(stream)
+    }
+}
+
+/// An attacker from the peers `srcs`: opens connections round-robin, never sends a byte,
+/// holds at most `hold` and reopens as it goes (the server closes them at the header-read
+/// timeout, or at once when over a cap), until `stop`.
+fn idle_flood(
+    srcs: Vec<[u8; 4]>,
+    to: SocketAddr,
+    hold: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    std::thread::spawn(move || {
+        let mut held = std::collections::VecDeque::new();
+        let mut opened = 0usize;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Ok(s) = connect_from(srcs[opened % srcs.len()], to) {
+                held.push_back(s);
+                opened += 1;
+            }
+            if held.len() > hold {
+                held.pop_front();
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        opened
+    })
+}
+
+/// What the attacks of [`lockout`] did to the authenticated client and the stalled
+/// readers.
+struct Lockout {
+    /// The first poll the client got no answer to (`None`: answered every time).
+    locked_out_at: Option<usize>,
+    /// The answers each stalled reader could still read afterwards.
+    stalled_answers: Vec<usize>,
+}
+
+/// Pipelined `GET /app.js` on each stalled reader's connection.
+const PIPELINED: usize = 600;
+
+/// Runs both lock-out attacks against a server with `limits` while an authenticated
+/// client polls `/v1/runs` (bounded: 40 polls ~100 ms apart, each read within 10 s).
+fn lockout(limits: ServeLimits) -> Lockout {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tmp = tempfile::tempdir().unwrap();
+    copy_run(&tmp.path().join("good"));
+    let srv = start(tmp.path(), limits);
+    let client = || get(srv.addr, "/v1/runs", Duration::from_secs(10));
+    assert_eq!(client().unwrap().status, 200, "before the attacks");
+
+    // (b): 600 pipelined requests for the 54 KB script (32 MB of answers) on each of 4
+    // connections, never read: more than loopback's socket buffers hold (they grow only
+    // as a reader reads).
+    let stalled: Vec<TcpStream> = (0..4)
+        .filter_map(|_| {
+            let mut s = connect_from([127, 0, 0, 3], srv.addr).ok()?;
+            s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+            let req = "GET /app.js HTTP/1.1\r\nHost: x\r\n\r\n".repeat(PIPELINED);
+            let _ = s.write_all(req.as_bytes());
+            Some(s)
+        })
+        .collect();
+    assert!(!stalled.is_empty());
+    // (a): one peer, then twenty together, open idle sockets without end.
+    let stop = Arc::new(AtomicBool::new(false));
+    let one = idle_flood(vec![[127, 0, 0, 2]], srv.addr, 200, stop.clone());
+    let many: Vec<[u8; 4]> = (10..30).map(|n| [127, 0, 0, n]).collect();
+    let spread = idle_flood(many, srv.addr, 200, stop.clone());
+
+    // The client polls while both attacks run (40 polls, ~4 s, spanning two header-read
+    // timeouts and several write-stall timeouts).
+    let mut locked_out_at = None;
+    for poll in 0..40 {
+        match client() {
+            Ok(r) if r.status == 200 => {}
+            _ => {
+                locked_out_at = Some(poll);
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let opened = one.join().unwrap() + spread.join().unwrap();
+    println!("the idle floods opened {opened} connections");
+
+    let stalled_answers = stalled
+        .into_iter()
+        .map(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+            buf.windows(12).filter(|w| w == b"HTTP/1.1 200").count()
+        })
+        .collect();
+    Lockout {
+        locked_out_at,
+        stalled_answers,
+    }
+}
+
+/// Issue 30 item 1: the two lock-out attacks, on loopback, while an authenticated client
+/// polls. (a) One peer opens idle sockets without end and reopens them as the server
+/// closes them; twenty more peers do the same together, filling every slot not kept for
+/// authenticated peers. (b) One peer pipelines `GET /app.js` on several connections and
+/// never reads. Now each peer holds at most its share, the reserve keeps the client
+/// served, and a stalled reader's connection is closed at the write-stall timeout, before
+/// its answers are all written. The same attacks against the old server's limits (one
+/// global cap, no reserve, a stalled write held for the connection lifetime) lock the
+/// client out and let every stalled reader get all its answers: the test detects both.
+#[test]
+fn no_peer_locks_out_an_authenticated_client() {
+    let limits = ServeLimits {
+        max_connections: 48,
+        max_connections_per_peer: 4,
+        auth_reserve: 8,
+        header_read_timeout: Duration::from_secs(2),
+        write_stall_timeout: Duration::from_secs(1),
+        ..ServeLimits::default()
+    };
+    let now = lockout(limits);
+    assert_eq!(now.locked_out_at, None, "the client was locked out");
+    for (i, n) in now.stalled_answers.iter().enumerate() {
+        assert!(*n < PIPELINED, "stalled reader {i} got all {n} answers");
+    }
+
+    let old = lockout(ServeLimits {
+        max_connections_per_peer: usize::MAX,
+        auth_reserve: 0,
+        write_stall_timeout: CONNECTION_LIFETIME,
+        ..limits
+    });
+    assert!(old.locked_out_at.is_some(), "the attacks did not reproduce");
+    assert!(
+        old.stalled_answers.contains(&PIPELINED),
+        "{:?}",
+        old.stalled_answers
+    );
 }
 
 /// A runs root with one run of `jobs` jobs (the fixture's job, renamed).
@@ -318,6 +504,45 @@ fn run_detail_is_paged_within_1_mib() {
     assert_eq!(v["report"]["jobs"].as_array().unwrap().len(), 1);
     assert_eq!(v["jobs_next_after"], 1, "{}", v["jobs_summarised"]);
     assert!(v["jobs_summarised"][0]["steps_omitted"].as_u64().unwrap() > 0);
+}
+
+/// Issue 30 item 8: a job listing 200,000 failure-code entries and 5,000 long grading
+/// checks: the detail answers with one entry per code (counts summed) and the first 100
+/// checks, each description bounded, with the rest counted (the answer was 6.38 MiB and
+/// 1.09 MiB).
+#[test]
+fn run_detail_aggregates_failure_codes_and_bounds_grading() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("many");
+    copy_run(&dir);
+    let mut r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    let codes: Vec<serde_json::Value> = (0..200_000)
+        .map(|i| {
+            let code = if i % 2 == 0 { "connect" } else { "timeout" };
+            serde_json::json!({ "code": code, "count": 1 })
+        })
+        .collect();
+    r["jobs"][0]["failure_codes"] = codes.into();
+    let check = serde_json::json!({ "check": "c".repeat(1000), "passed": false, "detail": "d" });
+    r["jobs"][0]["grading"] = vec![check; 5000].into();
+    std::fs::write(dir.join("report.json"), serde_json::to_vec(&r).unwrap()).unwrap();
+    let srv = start(tmp.path(), ServeLimits::default());
+    let resp = get(srv.addr, "/v1/runs/many", Duration::from_secs(60)).unwrap();
+    assert_eq!(resp.status, 200, "{}", resp.headers);
+    assert!(resp.body.len() < 128 << 10, "{} bytes", resp.body.len());
+    let v = json(&resp);
+    let job = &v["report"]["jobs"][0];
+    assert_eq!(
+        job["failure_codes"],
+        serde_json::json!([
+            { "code": "connect", "count": 100_000 },
+            { "code": "timeout", "count": 100_000 }
+        ])
+    );
+    assert_eq!(job["grading"].as_array().unwrap().len(), 100);
+    assert_eq!(job["grading_omitted"], 4900);
+    assert_eq!(job["grading"][0]["check"].as_str().unwrap().len(), 200);
 }
 
 /// Item 4: the raw events file is paged by `seq` (it was all 10,000 events at once); the

@@ -182,9 +182,11 @@ impl<'a> CounterIndex<'a> {
         if !samples.is_empty() {
             prefix.push(0);
         }
+        let mut resets = 0usize;
         for w in samples.windows(2) {
             let (prev, cur) = (w[0], w[1]);
             let inc = if cur.reset {
+                resets += 1;
                 cur.value
             } else if cur.value >= prev.value {
                 cur.value - prev.value
@@ -201,6 +203,20 @@ impl<'a> CounterIndex<'a> {
             };
             acc += u128::from(inc);
             prefix.push(acc);
+        }
+        // A counter that "resets" at most of its intervals is no counter (issue 30 item 9:
+        // one that decreases at every sample summed its values into plausible deltas):
+        // withheld as a regression at its first reset, never turned into figures.
+        let intervals = samples.len().saturating_sub(1);
+        if regression.is_none() && resets >= 2 && resets * 2 > intervals {
+            regression = samples.windows(2).find(|w| w[1].reset).map(|w| {
+                WithholdReason::CounterRegression {
+                    counter: name,
+                    at_elapsed_ns: w[1].elapsed_ns,
+                    previous_value: w[0].value,
+                    value: w[1].value,
+                }
+            });
         }
         (
             CounterIndex {
@@ -480,6 +496,49 @@ mod tests {
         assert_eq!(idx.window(50, 250, &mut 0), (2, Some(20)));
         // No sample in the window: absence, not zero.
         assert_eq!(idx.window(210, 290, &mut 0), (0, None));
+    }
+
+    /// Issue 30 item 9: a counter flagged as reset at every sample (it decreases every
+    /// time) is a regression, not a sum of plausible deltas; one real restart is not.
+    #[test]
+    fn a_counter_that_resets_at_most_samples_is_withheld() {
+        let r = |t: u64, v: u64| CounterPoint {
+            elapsed_ns: t,
+            value: v,
+            reset: true,
+        };
+        let s = [
+            cp(0, 600),
+            r(100, 500),
+            r(200, 400),
+            r(300, 300),
+            r(400, 200),
+        ];
+        let (_, reg) = CounterIndex::new(CounterName::PromptTokens, &s);
+        assert!(
+            matches!(
+                reg,
+                Some(WithholdReason::CounterRegression {
+                    at_elapsed_ns: 100,
+                    previous_value: 600,
+                    value: 500,
+                    ..
+                })
+            ),
+            "{reg:?}"
+        );
+        let once = [
+            cp(0, 100),
+            cp(100, 150),
+            r(200, 7),
+            cp(300, 20),
+            cp(400, 30),
+        ];
+        assert!(
+            CounterIndex::new(CounterName::PromptTokens, &once)
+                .1
+                .is_none()
+        );
     }
 
     #[test]

@@ -372,6 +372,22 @@ fn ns(d: Duration) -> u64 {
 }
 
 /// Transport error text: the error and its sources, joined by `: `.
+/// Whether `e` is hyper's refusal of a response head over its size limit (the server
+/// answered; the head was too large to read), anywhere in its source chain.
+fn is_head_too_large(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut src = Some(e);
+    while let Some(inner) = src {
+        if inner
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_parse_too_large)
+        {
+            return true;
+        }
+        src = inner.source();
+    }
+    false
+}
+
 fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
@@ -622,6 +638,8 @@ impl Client {
                     let now = clock.elapsed_ns();
                     let code = if e.is_timeout() {
                         FailureCode::Timeout
+                    } else if is_head_too_large(&e) {
+                        FailureCode::HeadTooLarge
                     } else {
                         FailureCode::Connect
                     };
@@ -904,7 +922,12 @@ async fn read_error_body(mut resp: reqwest::Response, deadline: TokioInstant) ->
 /// Whether `e` is the failure of a reused connection that the peer had closed: a request
 /// error that is neither a connect failure nor a timeout and produced no response head.
 fn is_stale_connection(e: &reqwest::Error) -> bool {
-    e.is_request() && !e.is_connect() && !e.is_timeout() && e.status().is_none()
+    e.is_request()
+        && !e.is_connect()
+        && !e.is_timeout()
+        && e.status().is_none()
+        // The server answered, with a head too large to read: not a stale connection.
+        && !is_head_too_large(e)
 }
 
 #[cfg(test)]

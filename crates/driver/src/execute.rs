@@ -928,6 +928,11 @@ pub fn preflight_error(
     match answer {
         Ok(models) if models.iter().any(|m| m == model) => None,
         Ok(models) => {
+            // A listed id may echo the API key back (issue 30 item 3).
+            let models: Vec<String> = models
+                .iter()
+                .map(|m| crate::model::request::redact_known(m, secrets))
+                .collect();
             let listed = if models.is_empty() {
                 "none".to_string()
             } else {

@@ -29,7 +29,6 @@ use crate::load::curve::{PointFacts, summarize_point_compact};
 use crate::load::{LoadRun, goodput_criteria, load_report, sweep_report};
 use crate::model::compact::CompactFigureSet;
 use crate::model::load::WindowEnergy;
-use crate::model::request::redact_secrets;
 use crate::model::{
     AttributionOutcome, Basis, CaptureReport, EndpointReport, FailureCount, Figure, GradingCheck,
     HarnessReport, JobKind, JobReport, JobStatus, NO_STEP_ENERGY, Quality, REPORT_SCHEMA,
@@ -419,7 +418,7 @@ fn job_requests(
     // Server error text is kept for the report only: bounded, with the API key and any
     // credential value redacted (it never enters the timeline).
     let redact = |mut r: RequestRecord| {
-        r.error = r.error.map(|t| redact_secrets(&t, secrets));
+        r.redact_server_text(secrets);
         r
     };
     let of = |t: &TrajectoryRecord| {
@@ -718,7 +717,9 @@ fn job_report(
             .get(i)
             .filter(|c| !c.is_empty())
             .map(|c| c.iter().all(|r| r.passed));
-        trajectory_report(t, graded_pass, run, &warm)
+        let mut tr = trajectory_report(t, graded_pass, run, &warm);
+        tr.redact_server_text(&secrets);
+        tr
     };
     // A load job keeps one trajectory report per point (its first unit) and one unit line
     // per unit in requests.jsonl: report.json's size does not grow with the units.
@@ -760,7 +761,13 @@ fn job_report(
         setup_error: e.setup_error.clone(),
         stats,
         verdicts,
-        grading: grading_rows(g),
+        grading: grading_rows(g)
+            .into_iter()
+            .map(|mut c| {
+                crate::model::request::redact_known_in(&mut c.detail, &secrets);
+                c
+            })
+            .collect(),
         grade_pass_rate: g.grade_pass_rate(),
         energy: job_energy,
         failure_codes: failure_codes

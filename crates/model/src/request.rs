@@ -35,6 +35,9 @@ pub enum FailureCode {
     /// No response head was obtained: connection refused/reset, TLS failure, DNS, or the
     /// connection closed before the response head.
     Connect,
+    /// The response head (status line and headers) exceeded the client's head limit: the
+    /// server answered, with a head too large to read (issue 30 item 7).
+    HeadTooLarge,
     /// The server answered with a non-2xx status; [`RequestRecord::http_status`] keeps it.
     HttpStatus,
     /// The whole-request deadline (`ClientConfig::request_timeout`, from send) passed.
@@ -72,6 +75,7 @@ impl FailureCode {
     pub fn as_str(self) -> &'static str {
         match self {
             FailureCode::Connect => "connect",
+            FailureCode::HeadTooLarge => "head_too_large",
             FailureCode::HttpStatus => "http_status",
             FailureCode::Timeout => "timeout",
             FailureCode::IdleTimeout => "idle_timeout",
@@ -89,8 +93,9 @@ impl FailureCode {
     }
 
     /// Every code, in declaration order (for closed-mapping checks).
-    pub const ALL: [FailureCode; 14] = [
+    pub const ALL: [FailureCode; 15] = [
         FailureCode::Connect,
+        FailureCode::HeadTooLarge,
         FailureCode::HttpStatus,
         FailureCode::Timeout,
         FailureCode::IdleTimeout,
@@ -356,6 +361,28 @@ pub fn redact_secrets(text: &str, secrets: &[&str]) -> String {
     cut(&result, MAX_ERROR_EXCERPT_BYTES)
 }
 
+/// `text` with every occurrence of one of `secrets` (the run's API key; values shorter than
+/// 4 bytes are ignored) replaced by `[redacted]`, nothing else changed (pure). For server
+/// strings a run stores that are not error text (a response's `model` or
+/// `finish_reason`, a tool call's id, a listed model): a server may echo the key back in
+/// any of them (issue 30 item 3).
+pub fn redact_known(text: &str, secrets: &[&str]) -> String {
+    let mut out = text.to_string();
+    for s in secrets.iter().filter(|s| s.len() >= 4) {
+        if out.contains(s) {
+            out = out.replace(s, "[redacted]");
+        }
+    }
+    out
+}
+
+/// [`redact_known`] in place on an optional string.
+pub fn redact_known_in(text: &mut Option<String>, secrets: &[&str]) {
+    if let Some(t) = text.as_mut() {
+        *t = redact_known(t, secrets);
+    }
+}
+
 /// `s` cut to at most `max` bytes on a char boundary, `…` appended when cut.
 fn cut(s: &str, max: usize) -> String {
     if s.len() <= max {
@@ -509,6 +536,18 @@ impl RequestRecord {
         r.error = Some("cancelled".into());
         r.end_ns = Some(end_ns);
         r
+    }
+
+    /// Every server string of the record made fit to store (issue 30 item 3): the error
+    /// text through [`redact_secrets`], and `finish_reason`, `response_model` and each
+    /// choice's `finish_reason` with the `secrets` (the run's API key) redacted.
+    pub fn redact_server_text(&mut self, secrets: &[&str]) {
+        self.error = self.error.take().map(|t| redact_secrets(&t, secrets));
+        redact_known_in(&mut self.finish_reason, secrets);
+        redact_known_in(&mut self.response_model, secrets);
+        for c in &mut self.choices {
+            redact_known_in(&mut c.finish_reason, secrets);
+        }
     }
 
     /// True when `status == success`.

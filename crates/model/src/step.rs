@@ -196,6 +196,19 @@ pub struct StepReport {
     pub attribution: Option<StepAttribution>,
 }
 
+impl TrajectoryReport {
+    /// The server strings of every step (`finish_reason`, `response_model`,
+    /// `tool_call_id`) with the `secrets` (the run's API key) redacted (issue 30 item 3).
+    pub fn redact_server_text(&mut self, secrets: &[&str]) {
+        use crate::request::redact_known_in;
+        for st in &mut self.steps {
+            redact_known_in(&mut st.finish_reason, secrets);
+            redact_known_in(&mut st.response_model, secrets);
+            redact_known_in(&mut st.tool_call_id, secrets);
+        }
+    }
+}
+
 impl StepReport {
     /// The step's start as unix ns, given the run's anchor (its real start, before the
     /// anchor too).

@@ -36,6 +36,20 @@ pub enum TokenError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The token file is owned by another user (not this process's effective user, not
+    /// root): refused, as ssh refuses a key another user owns (issue 30 item 10).
+    #[error(
+        "token file {path} is owned by uid {owner}, neither you (uid {me}) nor root; a \
+         token file must be your own: chown {me} {path}"
+    )]
+    NotOwned {
+        /// The file.
+        path: String,
+        /// Its owner's uid.
+        owner: u32,
+        /// This process's effective uid.
+        me: u32,
+    },
     /// The token file could not be read.
     #[error("token file {path}: {reason}")]
     Unreadable {
@@ -78,6 +92,12 @@ fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     std::hint::black_box(acc) == 0
 }
 
+/// ssh's ownership rule for a private file: owned by the user who reads it, or by root
+/// (pure).
+fn owned_by_user_or_root(owner: u32, me: u32) -> bool {
+    owner == me || owner == 0
+}
+
 impl Token {
     /// A token from its text (pure). A trailing newline (as left by `echo > file`) is
     /// removed; the rest must be [`MIN_TOKEN_BYTES`]..=[`MAX_TOKEN_BYTES`] bytes of
@@ -108,6 +128,16 @@ impl Token {
                     reason: e.to_string(),
                 };
                 let opened = crate::fsio::open(p).map_err(unreadable)?;
+                let owner = std::os::unix::fs::MetadataExt::uid(&opened.meta);
+                // SAFETY: geteuid has no preconditions and cannot fail.
+                let me = unsafe { libc::geteuid() };
+                if !owned_by_user_or_root(owner, me) {
+                    return Err(TokenError::NotOwned {
+                        path: p.display().to_string(),
+                        owner,
+                        me,
+                    });
+                }
                 let mode = std::os::unix::fs::PermissionsExt::mode(&opened.meta.permissions());
                 if mode & 0o077 != 0 {
                     return Err(TokenError::Exposed {
@@ -218,5 +248,39 @@ mod tests {
         std::fs::set_permissions(&sparse, std::fs::Permissions::from_mode(0o600)).unwrap();
         let e = Token::load(Some(&sparse), None).unwrap_err();
         assert!(e.to_string().contains("larger than its limit"), "{e}");
+    }
+
+    /// Issue 30 item 10: a 0600 token file owned by another user is refused (ssh's rule:
+    /// yours or root's). Run as root, the file is given to uid 65534; as another user the
+    /// rule itself is checked (no file of another user can be made).
+    #[test]
+    fn token_file_owned_by_another_user_is_refused() {
+        assert!(owned_by_user_or_root(1000, 1000));
+        assert!(owned_by_user_or_root(0, 1000));
+        assert!(!owned_by_user_or_root(65534, 1000));
+        assert!(!owned_by_user_or_root(65534, 0));
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("tok");
+        std::fs::write(&p, format!("{T}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(Token::load(Some(&p), None).is_ok());
+        std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        let e = Token::load(Some(&p), None).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                TokenError::NotOwned {
+                    owner: 65534,
+                    me: 0,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(!e.to_string().contains(T), "{e}");
     }
 }

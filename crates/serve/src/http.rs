@@ -15,7 +15,7 @@
 //! `allow: GET,HEAD` and an empty body; a path no route matches is the one 404 body.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::Full;
@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use crate::telemetry::{MetricsSample, PowerSample, ProcSample};
 
+use super::admit::{Admission, PeerKey, Slot};
 use super::api::{self, ApiError};
 use super::assets;
 use super::auth::Token;
@@ -63,6 +64,15 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(300);
 /// Open connections at most (lowered to the process's file-descriptor limit less a
 /// reserve); a connection over the cap is closed at once.
 pub const MAX_CONNECTIONS: usize = 1024;
+/// Connections not yet authenticated from one peer (an IPv4 address or an IPv6 /64) at
+/// most; one more is closed at once ([`super::admit`]).
+pub const MAX_CONNECTIONS_PER_PEER: usize = 32;
+/// Connection slots kept for peers that have sent the token before ([`super::admit`]): at
+/// most `max_connections − AUTH_RESERVE` connections are unauthenticated.
+pub const AUTH_RESERVE: usize = 64;
+/// A response write that makes no progress for this long (the client stopped reading)
+/// closes the connection ([`super::stall`]).
+pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// File descriptors kept free of connections (store reads, the listener, the runtime).
 pub const FD_RESERVE: u64 = 64;
 /// Bytes of a connection's read buffer (the request head) at most.
@@ -79,6 +89,12 @@ pub struct ServeLimits {
     pub header_read_timeout: Duration,
     /// [`CONNECTION_LIFETIME`].
     pub connection_lifetime: Duration,
+    /// [`MAX_CONNECTIONS_PER_PEER`].
+    pub max_connections_per_peer: usize,
+    /// [`AUTH_RESERVE`] (at most half of `max_connections`).
+    pub auth_reserve: usize,
+    /// [`WRITE_STALL_TIMEOUT`].
+    pub write_stall_timeout: Duration,
 }
 
 impl Default for ServeLimits {
@@ -87,6 +103,9 @@ impl Default for ServeLimits {
             max_connections: MAX_CONNECTIONS,
             header_read_timeout: HEADER_READ_TIMEOUT,
             connection_lifetime: CONNECTION_LIFETIME,
+            max_connections_per_peer: MAX_CONNECTIONS_PER_PEER,
+            auth_reserve: AUTH_RESERVE,
+            write_stall_timeout: WRITE_STALL_TIMEOUT,
         }
     }
 }
@@ -173,15 +192,55 @@ fn store_error(e: StoreError) -> ApiError {
     }
 }
 
+/// One connection's hold on its slot ([`super::admit`]); gives the slot back when the
+/// connection ends.
+struct Ticket {
+    admission: Arc<Mutex<Admission>>,
+    peer: PeerKey,
+    slot: Mutex<Slot>,
+}
+
+impl Ticket {
+    /// Records that the connection sent the valid token; whether it may be served (a
+    /// reserve connection without the token may not).
+    fn check(&self, authenticated: bool) -> bool {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        if authenticated && *slot != Slot::Authenticated {
+            let mut a = self.admission.lock().unwrap_or_else(|p| p.into_inner());
+            *slot = a.authenticate(self.peer, *slot);
+        }
+        *slot != Slot::Reserve
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let slot = *self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        let mut a = self.admission.lock().unwrap_or_else(|p| p.into_inner());
+        a.release(self.peer, slot);
+    }
+}
+
+/// The answer to a request on a reserve connection without the token: 503 `busy`, and
+/// the connection closes.
+fn reserve_refusal() -> Response {
+    let mut r = busy();
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
 /// The guard, then the route, then the security headers on whatever the answer is.
-async fn guard(st: AppState, req: Request<Incoming>) -> Response {
+async fn guard(st: AppState, ticket: &Ticket, req: Request<Incoming>) -> Response {
     let public = is_public(req.uri().path()) && matches!(*req.method(), Method::GET | Method::HEAD);
-    let mut resp = if !public
-        && !st.token.accepts(
-            req.headers()
-                .get(header::AUTHORIZATION)
-                .map(HeaderValue::as_bytes),
-        ) {
+    let authenticated = st.token.accepts(
+        req.headers()
+            .get(header::AUTHORIZATION)
+            .map(HeaderValue::as_bytes),
+    );
+    let mut resp = if !ticket.check(authenticated) {
+        reserve_refusal()
+    } else if !public && !authenticated {
         error(ApiError::unauthorized())
     } else if req
         .uri()
@@ -823,8 +882,9 @@ impl BoundServer {
     }
 
     /// Serves until `shutdown` completes: HTTP/1 only, each connection under the
-    /// header-read / idle timeout and the lifetime bound, at most
-    /// `limits.max_connections` at once (one more is closed at once). On shutdown no new
+    /// header-read / idle timeout, the write-stall timeout and the lifetime bound, at
+    /// most `limits.max_connections` at once, admitted by [`super::admit`] (per-peer cap,
+    /// authenticated reserve; a connection refused is closed at once). On shutdown no new
     /// connection is accepted and open ones get [`SHUTDOWN_GRACE`] to finish.
     pub async fn serve(
         self,
@@ -837,7 +897,11 @@ impl BoundServer {
             limits,
             ..
         } = self;
-        let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+        let admission = Arc::new(Mutex::new(Admission::new(
+            limits.max_connections,
+            limits.max_connections_per_peer,
+            limits.auth_reserve,
+        )));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let mut builder = hyper::server::conn::http1::Builder::new();
         builder
@@ -847,7 +911,7 @@ impl BoundServer {
             .keep_alive(true);
         tokio::pin!(shutdown);
         loop {
-            let (stream, _) = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 _ = &mut shutdown => break,
                 r = listener.accept() => match r {
                     Ok(c) => c,
@@ -858,22 +922,34 @@ impl BoundServer {
                     }
                 },
             };
-            let Ok(slot) = slots.clone().try_acquire_owned() else {
+            let peer = PeerKey::of(peer.ip());
+            let admitted = admission
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .admit(peer);
+            let Some(slot) = admitted else {
                 drop(stream);
                 continue;
             };
+            let ticket = Arc::new(Ticket {
+                admission: admission.clone(),
+                peer,
+                slot: Mutex::new(slot),
+            });
             let _ = stream.set_nodelay(true);
             let app = app.clone();
+            let held = ticket.clone();
             let service = hyper::service::service_fn(move |req| {
-                let app = app.clone();
-                async move { Ok::<_, std::convert::Infallible>(guard(app, req).await) }
+                let (app, ticket) = (app.clone(), ticket.clone());
+                async move { Ok::<_, std::convert::Infallible>(guard(app, &ticket, req).await) }
             });
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            let io = super::stall::StallGuard::new(stream, limits.write_stall_timeout);
+            let conn = builder.serve_connection(TokioIo::new(io), service);
             let conn = graceful.watch(conn);
             let lifetime = limits.connection_lifetime;
             tokio::spawn(async move {
                 let _ = tokio::time::timeout(lifetime, conn).await;
-                drop(slot);
+                drop(held);
             });
         }
         drop(listener);

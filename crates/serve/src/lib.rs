@@ -34,6 +34,7 @@
 //! grading reasons), samples are numeric. Clock-domain ids are shown as fingerprints, and
 //! metrics URLs and GPU UUIDs are left out (R011).
 
+pub mod admit;
 pub mod api;
 pub mod assets;
 pub mod auth;
@@ -41,6 +42,7 @@ pub mod html;
 mod http;
 pub mod query;
 pub mod runs;
+mod stall;
 pub mod view;
 
 // The workspace crates, under the paths the modules name them by (`crate::model::…`).
@@ -56,9 +58,10 @@ use std::path::PathBuf;
 
 pub use auth::{TOKEN_ENV, Token, TokenError};
 pub use http::{
-    BoundServer, CONNECTION_LIFETIME, CSP, HEADER_READ_TIMEOUT, MAX_CONCURRENT_LIST_READS,
-    MAX_CONCURRENT_READS, MAX_CONNECTIONS, MAX_HEAD_BYTES, MAX_QUEUED_READS, MAX_TARGET_BYTES,
-    READ_QUEUE_TIMEOUT, ServeLimits, connection_cap,
+    AUTH_RESERVE, BoundServer, CONNECTION_LIFETIME, CSP, HEADER_READ_TIMEOUT,
+    MAX_CONCURRENT_LIST_READS, MAX_CONCURRENT_READS, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER,
+    MAX_HEAD_BYTES, MAX_QUEUED_READS, MAX_TARGET_BYTES, READ_QUEUE_TIMEOUT, ServeLimits,
+    WRITE_STALL_TIMEOUT, connection_cap,
 };
 pub use runs::{RunDir, RunStore, is_valid_run_id};
 

@@ -17,8 +17,34 @@ pub fn print_suite_error(e: &SuiteError) {
     }
 }
 
-/// Loads every suite; on any problem prints every error of every file (each once, in
-/// file order, then `N errors in FILE`) and returns exit 2. Job ids shared across files
+/// Errors printed per suite file at most; the rest are counted (issue 30 item 5).
+pub const MAX_PRINTED_ERRORS: usize = 50;
+
+/// Prints the first [`MAX_PRINTED_ERRORS`] of one file's `errors` (in file order), then
+/// `… and N more errors not shown` for the rest and `N errors in FILE` when more than one.
+pub fn print_suite_errors(path: &std::path::Path, errors: &[SuiteError]) {
+    for e in errors.iter().take(MAX_PRINTED_ERRORS) {
+        print_suite_error(e);
+    }
+    if let Some(rest) = errors
+        .len()
+        .checked_sub(MAX_PRINTED_ERRORS)
+        .filter(|&r| r > 0)
+    {
+        eprintln!(
+            "error: … and {rest} more error{} in {} not shown (the first {MAX_PRINTED_ERRORS} are)",
+            if rest == 1 { "" } else { "s" },
+            path.display()
+        );
+    }
+    if errors.len() > 1 {
+        eprintln!("error: {} errors in {}", errors.len(), path.display());
+    }
+}
+
+/// Loads every suite; on any problem prints the errors of every file (each once, in file
+/// order, at most [`MAX_PRINTED_ERRORS`] a file, then `N errors in FILE`) and returns
+/// exit 2. Job ids shared across files
 /// ([`super::check_distinct_job_ids`]) are checked once every file loads.
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Suite>, i32> {
     let mut out = Vec::new();
@@ -28,12 +54,7 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Suite>, i32> {
             Ok(s) => out.push(s),
             Err(errors) => {
                 failed = true;
-                for e in &errors {
-                    print_suite_error(e);
-                }
-                if errors.len() > 1 {
-                    eprintln!("error: {} errors in {}", errors.len(), p.display());
-                }
+                print_suite_errors(p, &errors);
             }
         }
     }

@@ -4,7 +4,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode};
+use miette::{
+    Diagnostic, LabeledSpan, MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents,
+};
 
 /// A 1-based position in the suite file plus the byte span it labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +101,80 @@ struct Inner {
     hint: Option<String>,
     kind: SuiteErrorKind,
     label: String,
-    source: Option<Arc<NamedSource<Arc<str>>>>,
+    source: Option<Arc<Snippet>>,
+}
+
+/// The few lines of a suite file a located error shows (issue 30 item 5): the lines of
+/// its span with one line of context either side, masked ([`crate::redact::mask_source`]),
+/// read by miette at their place in the file (offsets and line numbers of the file). An
+/// error holds these lines only, never a copy of the file, so reporting N errors costs N
+/// snippets, not N files.
+#[derive(Debug)]
+struct Snippet {
+    name: String,
+    text: String,
+    /// Byte offset of `text` in the file.
+    offset: usize,
+    /// 0-based line of `text`'s first line in the file.
+    line: usize,
+}
+
+impl SourceCode for Snippet {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let start = span
+            .offset()
+            .checked_sub(self.offset)
+            .ok_or(MietteError::OutOfBounds)?;
+        let local = SourceSpan::new(start.into(), span.len());
+        let c = self
+            .text
+            .as_str()
+            .read_span(&local, context_lines_before, context_lines_after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            c.data(),
+            SourceSpan::new((c.span().offset() + self.offset).into(), c.span().len()),
+            c.line() + self.line,
+            c.column(),
+            c.line_count(),
+        )))
+    }
+}
+
+/// The byte offset where each line of a suite file starts, built once per file so that
+/// placing an error costs a binary search, not a scan of the file (issue 30 item 5).
+#[derive(Debug, Clone)]
+pub(crate) struct LineStarts(Vec<usize>);
+
+impl LineStarts {
+    /// The line starts of `text` (pure).
+    pub fn of(text: &str) -> Self {
+        let mut v = vec![0];
+        v.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        Self(v)
+    }
+
+    /// The 0-based line holding byte `at`.
+    fn line(&self, at: usize) -> usize {
+        self.0.partition_point(|&s| s <= at).saturating_sub(1)
+    }
+
+    /// Bytes `[start, end)` of 0-based lines `first..=last` of `text`, the last line's
+    /// newline included.
+    fn span(&self, text: &str, first: usize, last: usize) -> std::ops::Range<usize> {
+        let end = self.0.get(last + 1).copied().unwrap_or(text.len());
+        self.0[first]..end
+    }
 }
 
 /// Longest line (bytes) a source snippet shows; a snippet whose lines (the labelled ones
@@ -127,19 +202,22 @@ fn bounded_message(message: &str) -> String {
     out
 }
 
-/// Whether the lines a snippet of `span` would print (with one line of context either
-/// side) fit [`MAX_SNIPPET_LINE_BYTES`] and [`MAX_SNIPPET_BYTES`] (pure).
-fn snippet_fits(text: &str, span: &std::ops::Range<usize>) -> bool {
+/// The bytes of the lines a snippet of `span` prints (its lines with one line of context
+/// either side) and the 0-based line they start at, when they fit
+/// [`MAX_SNIPPET_LINE_BYTES`] and [`MAX_SNIPPET_BYTES`] (pure).
+fn snippet_lines(
+    text: &str,
+    lines: &LineStarts,
+    span: &std::ops::Range<usize>,
+) -> Option<(std::ops::Range<usize>, usize)> {
     let start = span.start.min(text.len());
     let end = span.end.clamp(start, text.len());
-    let mut a = text[..start].rfind('\n').map_or(0, |i| i);
-    a = text[..a].rfind('\n').map_or(0, |i| i + 1);
-    let mut b = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
-    b = text[b.min(text.len())..]
-        .find('\n')
-        .map_or(text.len(), |i| b + i);
-    let shown = &text[a..b.max(a)];
-    shown.len() <= MAX_SNIPPET_BYTES && shown.lines().all(|l| l.len() <= MAX_SNIPPET_LINE_BYTES)
+    let first = lines.line(start).saturating_sub(1);
+    let last = (lines.line(end.saturating_sub(1).max(start)) + 1).min(lines.0.len() - 1);
+    let r = lines.span(text, first, last);
+    let shown = &text[r.clone()];
+    (shown.len() <= MAX_SNIPPET_BYTES && shown.lines().all(|l| l.len() <= MAX_SNIPPET_LINE_BYTES))
+        .then_some((r, first))
 }
 
 impl SuiteError {
@@ -187,23 +265,42 @@ impl SuiteError {
         path: Option<String>,
         message: String,
     ) -> Self {
-        let location = location_of(text, span.clone());
-        // The snippet never shows a secret: URL userinfo and secret-looking keys' values are
-        // masked (same bytes, same offsets), and so is the value on an unknown key's line;
-        // a snippet with overlong lines is left out (the message stays located).
+        Self::located_in(file, text, &LineStarts::of(text), span, kind, path, message)
+    }
+
+    /// [`SuiteError::located`] with the file's line starts already built (every error of
+    /// one file shares them).
+    pub(crate) fn located_in(
+        file: PathBuf,
+        text: &str,
+        lines: &LineStarts,
+        span: std::ops::Range<usize>,
+        kind: SuiteErrorKind,
+        path: Option<String>,
+        message: String,
+    ) -> Self {
+        let location = location_in(text, lines, span.clone());
+        // The snippet never shows a secret: URL userinfo, secret-looking keys' values and
+        // credential-looking words are masked (same bytes, same offsets), and so is every
+        // value around an unknown key; a snippet with overlong lines is left out (the
+        // message stays located).
         let unknown = matches!(
             kind,
             SuiteErrorKind::UnknownField
                 | SuiteErrorKind::UnknownTable
                 | SuiteErrorKind::WrongKindField
         );
-        let source = (kind != SuiteErrorKind::Secret && snippet_fits(text, &span)).then(|| {
-            let masked = crate::redact::mask_source(text, unknown.then_some(location.offset));
-            Arc::new(NamedSource::new(
-                file.display().to_string(),
-                Arc::<str>::from(masked),
-            ))
-        });
+        let source = (kind != SuiteErrorKind::Secret)
+            .then(|| snippet_lines(text, lines, &span))
+            .flatten()
+            .map(|(r, line)| {
+                Arc::new(Snippet {
+                    name: file.display().to_string(),
+                    text: crate::redact::mask_source(&text[r.clone()], unknown),
+                    offset: r.start,
+                    line,
+                })
+            });
         Self {
             inner: Box::new(Inner {
                 file,
@@ -392,20 +489,24 @@ fn default_label(kind: SuiteErrorKind) -> &'static str {
     }
 }
 
-/// 1-based line and character column of byte `span.start` in `text`.
-pub(crate) fn location_of(text: &str, span: std::ops::Range<usize>) -> Location {
+/// 1-based line and character column of byte `span.start` in `text`, whose line starts
+/// are `lines`.
+pub(crate) fn location_in(
+    text: &str,
+    lines: &LineStarts,
+    span: std::ops::Range<usize>,
+) -> Location {
     let offset = span.start.min(text.len());
     let offset = (0..=offset)
         .rev()
         .find(|&i| text.is_char_boundary(i))
         .unwrap_or(0);
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line = lines.line(offset);
+    let line_start = lines.0[line];
     let column = text[line_start..offset].chars().count() + 1;
     let end = span.end.clamp(offset, text.len());
     Location {
-        line,
+        line: line + 1,
         column,
         offset,
         len: (end - offset).max(1),

@@ -198,14 +198,21 @@ fn select_re(name_re: &str, selector: &str) -> String {
     }
 }
 
-/// Unix ms of a Prometheus timestamp (float seconds, millisecond resolution).
+/// Latest Prometheus timestamp accepted: 2100-01-01T00:00:00Z, unix ms. A later one is
+/// absurd for a saved answer, and near `u64::MAX / 1e6` ms its ns value would wrap (issue
+/// 30 item 9).
+pub const MAX_UNIX_MS: u64 = 4_102_444_800_000;
+
+/// Unix ms of a Prometheus timestamp (float seconds, millisecond resolution), within
+/// `0..=MAX_UNIX_MS`.
 fn ts_ms(v: &Value) -> Option<u64> {
     let f = match v {
         Value::Number(n) => n.as_f64()?,
         Value::String(s) => s.parse::<f64>().ok()?,
         _ => return None,
     };
-    (f.is_finite() && f >= 0.0).then(|| (f * 1000.0).round() as u64)
+    let ms = f * 1000.0;
+    (f.is_finite() && f >= 0.0 && ms.round() <= MAX_UNIX_MS as f64).then(|| ms.round() as u64)
 }
 
 /// A sample value: Prometheus sends strings (`"42"`, `"NaN"`, `"+Inf"`).
@@ -267,8 +274,18 @@ fn parse_matrix(v: &Value) -> R<Vec<MatrixSeries>> {
                 "result[{k}].values[{j}] is not a [time, \"value\"] pair"
             ))?;
             let t = ts_ms(&pair[0]).ok_or(format!(
-                "result[{k}].values[{j}]: time is not a non-negative number"
+                "result[{k}].values[{j}]: time is not a unix time in seconds between 0 and \
+                 {} (2100-01-01)",
+                MAX_UNIX_MS / 1000
             ))?;
+            if let Some(&(prev, _)) = pts.last()
+                && t <= prev
+            {
+                return Err(format!(
+                    "result[{k}].values[{j}]: time {t} ms is not after the previous point's \
+                     ({prev} ms): a query_range answer's points are in time order"
+                ));
+            }
             let val = value_f64(&pair[1])
                 .ok_or(format!("result[{k}].values[{j}]: value is not a number"))?;
             pts.push((t, val));
@@ -286,7 +303,10 @@ fn without_name(l: &BTreeMap<String, String>) -> Vec<(String, String)> {
 }
 
 fn median_interval(points: &[(u64, f64)]) -> Option<u64> {
-    let mut d: Vec<u64> = points.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    let mut d: Vec<u64> = points
+        .windows(2)
+        .map(|w| w[1].0.saturating_sub(w[0].0))
+        .collect();
     if d.is_empty() {
         return None;
     }
@@ -1020,6 +1040,36 @@ pub fn timeline_from_saved(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 30 item 9: points out of time order, repeated times, and absurd times
+    /// (past 2100, or far enough to wrap in ns) are refused, naming the point.
+    #[test]
+    fn saved_answers_with_disordered_or_absurd_times_are_refused() {
+        let answer = |values: &str| {
+            let text = format!(
+                r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"__name__":"vllm:prompt_tokens_total"}},"values":[{values}]}}]}}}}"#
+            );
+            timeline_from_saved(&[("r.json".into(), text)], EngineProfile::Vllm, None)
+        };
+        for (values, says) in [
+            (
+                r#"[1760000001,"5"],[1760000000,"6"]"#,
+                "not after the previous",
+            ),
+            (
+                r#"[1760000000,"5"],[1760000000,"6"]"#,
+                "not after the previous",
+            ),
+            (r#"[1e300,"5"]"#, "between 0 and"),
+            (r#"[18446744073709.552,"5"]"#, "between 0 and"),
+            (r#"[4102444800.001,"5"]"#, "between 0 and"),
+            (r#"[-1,"5"]"#, "between 0 and"),
+        ] {
+            let e = answer(values).unwrap_err();
+            assert!(e.contains("r.json") && e.contains(says), "{values}: {e}");
+        }
+        assert!(answer(r#"[1760000000,"5"],[1760000000.2,"6"]"#).is_ok());
+    }
 
     #[test]
     fn selectors_are_checked() {

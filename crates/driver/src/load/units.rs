@@ -25,7 +25,6 @@ use crate::load::curve::{GoodputCriteria, meets_row};
 use crate::model::FailureCode;
 use crate::model::compact::CompactFigureSet;
 use crate::model::records::UnitRecord;
-use crate::model::request::redact_secrets;
 use crate::model::stats::Tally;
 use crate::model::streaming::StreamingStats;
 use crate::records::RecordsWriter;
@@ -377,7 +376,7 @@ impl Writer {
         }
         for r in rec.steps.into_iter().filter_map(|s| s.request) {
             let mut r = r;
-            r.error = r.error.map(|t| redact_secrets(&t, &secrets));
+            r.redact_server_text(&secrets);
             sink.with(|w| w.append(job, &r));
             let index = self.out.figures.len();
             let streaming = self.out.streamed.is_some();

@@ -96,12 +96,14 @@ fn job_views(r: &RunReport) -> Vec<JobView> {
             grading: j
                 .grading
                 .iter()
+                .take(MAX_GRADING_SHOWN)
                 .map(|g| GradingView {
                     check: bounded_text(&g.check, 200),
                     passed: g.passed,
                 })
                 .collect(),
-            failure_codes: j.failure_codes.clone(),
+            grading_omitted: j.grading.len().saturating_sub(MAX_GRADING_SHOWN) as u64,
+            failure_codes: aggregate_failure_codes(&j.failure_codes),
             trajectories: j
                 .trajectories
                 .iter()

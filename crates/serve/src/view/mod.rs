@@ -61,6 +61,30 @@ pub fn clock_domain_label(id: &str) -> String {
     }
 }
 
+/// Grading checks one job's detail shows at most (issue 30 item 8: a report of many long
+/// checks made a 1.09 MiB answer); the rest are counted in `grading_omitted`.
+pub const MAX_GRADING_SHOWN: usize = 100;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// `codes` aggregated: one entry per failure code, in code order, counts summed
+/// (saturating) (pure).
+pub fn aggregate_failure_codes(
+    codes: &[crate::model::FailureCount],
+) -> Vec<crate::model::FailureCount> {
+    let mut by_code = std::collections::BTreeMap::new();
+    for c in codes {
+        let n: &mut u64 = by_code.entry(c.code).or_default();
+        *n = n.saturating_add(c.count);
+    }
+    by_code
+        .into_iter()
+        .map(|(code, count)| crate::model::FailureCount { code, count })
+        .collect()
+}
+
 /// Keeps at most `max` characters of a product-written text, control characters removed.
 pub fn bounded_text(s: &str, max: usize) -> String {
     s.chars().filter(|c| !c.is_control()).take(max).collect()
@@ -203,9 +227,14 @@ pub struct JobView {
     pub grade_pass_rate: Option<f64>,
     /// Gate verdicts.
     pub verdicts: Vec<VerdictView>,
-    /// Grading checks (description and result; no reasons).
+    /// Grading checks (description and result; no reasons): the first
+    /// [`MAX_GRADING_SHOWN`], each description at most 200 characters.
     pub grading: Vec<GradingView>,
-    /// Failed requests per failure code.
+    /// Grading checks left out past [`MAX_GRADING_SHOWN`] (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub grading_omitted: u64,
+    /// Failed requests per failure code: one entry per code, counts summed (a report that
+    /// lists a code many times still makes one entry; issue 30 item 8).
     pub failure_codes: Vec<crate::model::FailureCount>,
     /// Trajectories.
     pub trajectories: Vec<TrajectoryView>,

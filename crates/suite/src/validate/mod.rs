@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use super::error::{SuiteError, SuiteErrorKind, location_of};
+use super::error::{SuiteError, SuiteErrorKind, location_in};
 use super::fields::did_you_mean;
 use super::load::Ctx;
 use super::model::*;
@@ -267,7 +267,7 @@ fn duplicate(ctx: &Ctx, what: &str, name: &str, at: &str, first: &str) -> SuiteE
     let line = ctx
         .index
         .value_span(first)
-        .map(|s| location_of(&ctx.text, s).line);
+        .map(|s| location_in(&ctx.text, &ctx.lines, s).line);
     let msg = match line {
         Some(l) => format!("duplicate {what} name `{name}` (first declared on line {l})"),
         None => format!("duplicate {what} name `{name}`"),
@@ -343,9 +343,19 @@ pub(crate) fn is_env_name(s: &str) -> bool {
         && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
-/// An `http(s)://host...` base URL without a trailing slash.
+/// An `http(s)://host...` base URL without a trailing slash. A URL holding `@` anywhere
+/// is refused as one with credentials (a password may hold an unencoded `/`, `?` or `#`,
+/// so the authority's end cannot be trusted; issue 30 item 2), and the message shows it
+/// with everything before its last `@` as `***`.
 pub fn normalize_endpoint(e: &str) -> Result<String, String> {
     let t = e.trim();
+    if t.contains('@') {
+        return Err(format!(
+            "`{}`: credentials in the endpoint URL are not allowed; use `api_key_env` \
+             (a `@` in a path is written `%40`)",
+            crate::redact::url_value(t)
+        ));
+    }
     let rest = t
         .strip_prefix("http://")
         .or_else(|| t.strip_prefix("https://"))
@@ -353,9 +363,6 @@ pub fn normalize_endpoint(e: &str) -> Result<String, String> {
     let host = rest.split(['/', '?', '#']).next().unwrap_or("");
     if host.is_empty() || host.contains(char::is_whitespace) {
         return Err(format!("`{t}` has no host"));
-    }
-    if host.contains('@') {
-        return Err("credentials in the endpoint URL are not allowed; use `api_key_env`".into());
     }
     Ok(t.trim_end_matches('/').to_string())
 }
