@@ -78,6 +78,7 @@ async fn dispatch_inner(cmd: Command) -> i32 {
             engine,
             model,
             inferscope_report,
+            gpu_devices,
             steps,
             out,
         } => trajectory::command(
@@ -86,6 +87,7 @@ async fn dispatch_inner(cmd: Command) -> i32 {
             &engine,
             model,
             inferscope_report,
+            gpu_devices,
             &steps,
             out.as_deref(),
         ),

@@ -10,12 +10,13 @@ pub fn command(
     engine: &str,
     model: Option<String>,
     inferscope_report: Option<PathBuf>,
+    gpu_devices: Option<Vec<u32>>,
     steps: &Path,
     out: Option<&Path>,
 ) -> i32 {
     let src = match (samples, inferscope_report) {
         (Some(dir), _) => crate::offline::OfflineSource::Samples(dir),
-        (None, Some(f)) => crate::offline::OfflineSource::InferscopeReport(f),
+        (None, Some(f)) => crate::offline::OfflineSource::InferscopeReport(f, gpu_devices),
         (None, None) => crate::offline::OfflineSource::PrometheusRange {
             files: prometheus_range,
             profile: crate::telemetry::EngineProfile::parse(engine)
