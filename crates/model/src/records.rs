@@ -286,6 +286,8 @@ struct CompactLine {
     choices_requested: Option<u32>,
     #[serde(rename = "cs", default, skip_serializing_if = "Vec::is_empty")]
     choices: Vec<CompactChoice>,
+    #[serde(rename = "wu", default, skip_serializing_if = "std::ops::Not::not")]
+    warmup: bool,
 }
 
 /// `t − base` as a signed offset (exact for every instant of one run: both are below
@@ -359,6 +361,7 @@ pub fn encode_line(job: usize, job_id: &str, r: &RequestRecord) -> Vec<u8> {
                 tool_calls: c.tool_call_count,
             })
             .collect(),
+        warmup: r.warmup,
     };
     serde_json::to_vec(&line).expect("a compact line always serializes")
 }
@@ -446,6 +449,7 @@ pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord
     r.tool_call_count = c.tool_calls;
     r.choices_requested = c.choices_requested;
     r.choices = choices;
+    r.warmup = c.warmup;
     Ok((c.j, r))
 }
 
