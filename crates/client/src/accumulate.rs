@@ -315,6 +315,7 @@ impl ChoiceState {
             token_event_count: self.token_event_count,
             finish_reason: self.finish_reason,
             tool_call_count: output.tool_calls.len() as u64,
+            text_bytes: Some(output.text.len() as u64 + output.text_omitted_bytes),
             output,
         };
         (rec, self.itl_ns)

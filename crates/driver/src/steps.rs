@@ -142,6 +142,15 @@ pub fn grade_trajectory(
         })
         .map(|s| s.name.clone())
         .collect();
+    // The final answer is the last LLM step's (choice 0's) text; with several choices
+    // each choice's text can be checked (issue 29 item 5).
+    let last = t.steps.iter().rev().find_map(|s| s.request.as_ref());
+    let choices: Vec<(u64, &str)> = last.map_or_else(Vec::new, |r| {
+        r.choices
+            .iter()
+            .map(|c| (c.index, c.output.text.as_str()))
+            .collect()
+    });
     let mut results = crate::grade::evaluate(
         checks,
         &crate::grade::GradeSubject {
@@ -149,19 +158,15 @@ pub fn grade_trajectory(
             stdout: t.stdout.as_deref(),
             tool_calls: &t.tools_called,
             valid_tool_calls: &valid,
+            choices: &choices,
         },
     );
-    // The answer is the last LLM step's text, kept up to MAX_KEPT_TEXT_BYTES: a failed
-    // check on a longer answer says what it could not see (issue 29 item 8).
-    let omitted = t
-        .steps
-        .iter()
-        .rev()
-        .find_map(|s| s.request.as_ref())
-        .map_or(0, |r| r.output.text_omitted_bytes);
+    // The answer is kept up to MAX_KEPT_TEXT_BYTES: a failed check on a longer answer
+    // says what it could not see (issue 29 item 8).
+    let omitted = last.map_or(0, |r| r.output.text_omitted_bytes);
     if omitted > 0 && t.final_answer.is_some() {
         for (r, c) in results.iter_mut().zip(checks) {
-            if !r.passed && c.target() == Some(crate::grade::CheckTarget::FinalAnswer) {
+            if !r.passed && c.target().is_some_and(|t| t.reads_final_answer()) {
                 let reason = r.reason.take().unwrap_or_default();
                 r.reason = Some(format!(
                     "{reason}; only the answer's first {} bytes were kept ({omitted} more \

@@ -284,6 +284,10 @@ pub struct ChoiceRecord {
     pub finish_reason: Option<String>,
     /// Number of tool calls assembled for this choice.
     pub tool_call_count: u64,
+    /// Bytes of this choice's visible text as received (kept or not); `null` when not
+    /// known (a record read from a file written before issue 29). Never the text itself.
+    #[serde(default)]
+    pub text_bytes: Option<u64>,
     /// This choice's content; never serialized.
     #[serde(skip)]
     pub output: AssistantOutput,

@@ -397,6 +397,7 @@ mod tests {
                 index: i,
                 itl_ns: vec![u64::MAX; half],
                 finish_reason: Some("length".into()),
+                text_bytes: Some(u64::MAX),
                 ..Default::default()
             })
             .collect();
