@@ -178,3 +178,64 @@ pub fn grade_trajectory(
     }
     results
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> crate::grade::Check {
+        toml::from_str(text).unwrap()
+    }
+
+    /// A trajectory whose final answer is `answer`, with `omitted` more bytes received
+    /// than the client kept.
+    fn answered(answer: &str, omitted: u64) -> TrajectoryRecord {
+        let mut r = RequestRecord::new("s::j#0", 0, 0, true);
+        r.output.text = answer.into();
+        r.output.text_omitted_bytes = omitted;
+        TrajectoryRecord {
+            id: "s::j#0".into(),
+            index: 0,
+            stop_reason: StopReason::FinalAnswer,
+            steps: vec![StepRecord {
+                step_id: 1,
+                kind: StepKind::LlmCall,
+                name: "chat".into(),
+                start_ns: 0,
+                end_ns: 1,
+                status: StepStatus::Completed,
+                failure_code: None,
+                tool_error: None,
+                request: Some(r),
+                max_tokens: None,
+                tool_call_id: None,
+                status_known: true,
+                start_before_anchor_ns: None,
+                end_before_anchor_ns: None,
+                harness_step_id: None,
+            }],
+            tools_called: vec![],
+            final_answer: Some(answer.into()),
+            stdout: None,
+            start_ns: 0,
+            end_ns: 1,
+        }
+    }
+
+    /// Issue 29 item 8: a check that fails on an answer longer than what was kept says
+    /// that the rest was not graded; on a whole answer the reason is unchanged.
+    #[test]
+    fn a_failed_check_on_a_cut_answer_says_the_rest_was_not_graded() {
+        let c = [check("kind = \"contains\"\nvalue = \"tail\"")];
+        let cut = grade_trajectory(&c, &answered("head", 10));
+        let reason = cut[0].reason.as_deref().unwrap();
+        assert!(
+            reason.ends_with("(10 more bytes received, not graded)"),
+            "{reason}"
+        );
+        let whole = grade_trajectory(&c, &answered("head", 0));
+        assert!(!whole[0].reason.as_deref().unwrap().contains("not graded"));
+        let found = grade_trajectory(&c, &answered("head tail", 10));
+        assert!(found[0].passed);
+    }
+}
