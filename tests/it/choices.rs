@@ -256,7 +256,7 @@ fn dry_run_shows_n() {
     );
 }
 
-/// Issue 29 item 5 (field case C10): with `n = 2` a check may name a choice — choice 1's
+/// Issue 29 item 5: with `n = 2` a check may name a choice — choice 1's
 /// text ("B1B2") is graded, a choice the response lacks fails saying so — and each
 /// choice's text length and finish reason reach the records (`text_bytes`,
 /// `finish_reason`; on main choice 1's text was lost).
