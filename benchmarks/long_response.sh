@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Issue 29 item 8: one streamed response of 131,072 tokens (128k) from `inferscope-bench
-# sim` (TTFT 1 ms, ITL 1 ms, no jitter, so every gap is a 7-digit ns figure as on a real
-# server) on loopback. Prints: the client's peak RSS (MiB, /usr/bin/time -v of `run`),
-# the longest requests.jsonl line (bytes), and whether `report --format junit` and
-# `report --format perfetto` read the run (exit status).
+# sim` (TTFT 1 ms, ITL 1 ms, no jitter: every gap is a 7-digit ns figure; a real server's
+# 20-50 ms gaps take 8 digits, about 1.2 MB of gaps for 128k tokens) on loopback, the
+# timeline captured. Prints the client's peak RSS (MiB, /usr/bin/time -v of `run`), the
+# longest requests.jsonl line (bytes), and whether `report --format junit` and `report
+# --format perfetto` read the run (exit status).
 #   bash benchmarks/long_response.sh [BIN]   (BIN defaults to target/release/inferscope-bench)
 set -euo pipefail
 BIN=$(realpath "${1:-target/release/inferscope-bench}")
@@ -28,7 +29,7 @@ sizes = [16]
 max_tokens = 131072
 TOML
 /usr/bin/time -v "$BIN" run "$tmp/suite.toml" --endpoint "http://127.0.0.1:$port/v1" \
-  --model inferscope-sim --out "$tmp/run" >"$tmp/out.log" 2>"$tmp/time.log" || {
+  --model inferscope-sim --capture-timeline --out "$tmp/run" >"$tmp/out.log" 2>"$tmp/time.log" || {
   tail -n 5 "$tmp/out.log" "$tmp/time.log"; exit 1; }
 rss_kb=$(awk -F': ' '/Maximum resident/ {print $2}' "$tmp/time.log")
 wall=$(awk -F': ' '/Elapsed \(wall/ {print $2}' "$tmp/time.log")
@@ -39,3 +40,4 @@ perf=0; "$BIN" report "$tmp/run" --format perfetto -o "$tmp/p.json" >/dev/null 2
 printf 'wall %s | peak RSS %.1f MiB | token events, gaps kept: %s | longest line %s B | junit exit %s | perfetto exit %s\n' \
   "$wall" "$(echo "$rss_kb / 1024" | bc -l)" "$events" "$line" "$junit" "$perf"
 [ "$junit" = 0 ] || head -c 300 "$tmp/junit.err"
+[ "$perf" = 0 ] || head -c 300 "$tmp/perf.err"
