@@ -5,7 +5,8 @@
 # timeline captured. Prints the client's peak RSS (MiB, /usr/bin/time -v of `run`), the
 # longest requests.jsonl line (bytes), and whether `report --format junit` and `report
 # --format perfetto` read the run (exit status).
-#   bash benchmarks/long_response.sh [BIN]   (BIN defaults to target/release/inferscope-bench)
+#   bash benchmarks/long_response.sh [BIN]   (BIN defaults to target/release/inferscope-bench;
+#     KEEP=DIR copies the run directory to DIR)
 set -euo pipefail
 BIN=$(realpath "${1:-target/release/inferscope-bench}")
 tmp=$(mktemp -d)
@@ -37,6 +38,7 @@ line=$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$tmp/run/re
 events=$(python3 -c 'import json,sys; l=open(sys.argv[1]).read().splitlines()[1]; r=json.loads(l); print(r.get("te"), len(r.get("itl", [])))' "$tmp/run/requests.jsonl")
 junit=0; "$BIN" report "$tmp/run" --format junit -o "$tmp/j.xml" >/dev/null 2>"$tmp/junit.err" || junit=$?
 perf=0; "$BIN" report "$tmp/run" --format perfetto -o "$tmp/p.json" >/dev/null 2>"$tmp/perf.err" || perf=$?
+[ -n "${KEEP:-}" ] && cp -r "$tmp/run" "$KEEP"
 printf 'wall %s | peak RSS %.1f MiB | token events, gaps kept: %s | longest line %s B | junit exit %s | perfetto exit %s\n' \
   "$wall" "$(echo "$rss_kb / 1024" | bc -l)" "$events" "$line" "$junit" "$perf"
 [ "$junit" = 0 ] || head -c 300 "$tmp/junit.err"
