@@ -179,6 +179,16 @@ pub enum Command {
         /// gpu/kvcache/phase timelines).
         #[arg(long, value_name = "FILE")]
         inferscope_report: Option<PathBuf>,
+        /// With `--inferscope-report`: keep only these GPUs' power (their
+        /// `device_index` values, comma-separated, as `gpu_devices` for a live run);
+        /// without it every device of the report is summed, and a note says so.
+        #[arg(
+            long,
+            value_name = "INDEX,…",
+            value_delimiter = ',',
+            requires = "inferscope_report"
+        )]
+        gpu_devices: Option<Vec<u32>>,
         /// Step-marker JSONL file (`step_id, kind, t_start_unix_ns, t_end_unix_ns`).
         #[arg(long)]
         steps: PathBuf,

@@ -150,6 +150,103 @@ fn validate(inputs: &[ShardInput]) -> Result<Vec<&ShardInput>, String> {
     Ok(by_k.into_values().collect())
 }
 
+/// Earliest and latest reference instant `merge` accepts (years 2000 and 2200, unix ns):
+/// an anchor outside is damaged or edited, and shifting by it would overflow.
+const ANCHOR_RANGE_UNIX_NS: (u64, u64) = (946_684_800_000_000_000, 7_258_118_400_000_000_000);
+
+/// `shard K (DIR)`, for messages.
+fn shard_name(i: &ShardInput) -> String {
+    let k = i.report.shard.as_ref().map_or(0, |s| s.k);
+    format!("shard {k} ({})", i.dir.display())
+}
+
+/// Checks what makes each shard its own run (issue 29 item 9), on shards that passed
+/// [`validate`]: a plausible reference instant that equals the one its clock-domain id
+/// (`mono:HOST:PID:ANCHOR`) states, a clock domain no other shard has, and request ids
+/// no other shard has (a shard directory copied as another, with only its index edited,
+/// has its twin's). Errors name the shard and the field.
+fn check_shards_are_distinct(shards: &[&ShardInput]) -> Result<(), String> {
+    let mut domains: HashMap<&str, &ShardInput> = HashMap::new();
+    let mut ids: HashMap<&str, &ShardInput> = HashMap::new();
+    for &i in shards {
+        let r = &i.report;
+        let a = r.reference_instant_unix_ns;
+        if !(ANCHOR_RANGE_UNIX_NS.0..=ANCHOR_RANGE_UNIX_NS.1).contains(&a) {
+            return bad(format!(
+                "{}: field `reference_instant_unix_ns`: {a} is not a unix instant between \
+                 the years 2000 and 2200 (a damaged or edited report)",
+                shard_name(i)
+            ));
+        }
+        let stated = r
+            .clock_domain_id
+            .strip_prefix("mono:")
+            .and_then(|rest| rest.rsplit(':').next())
+            .and_then(|t| t.parse::<u64>().ok());
+        if let Some(t) = stated.filter(|&t| t != a) {
+            return bad(format!(
+                "{}: field `reference_instant_unix_ns`: {a} differs by {:.3} s from the \
+                 anchor {t} its `clock_domain_id` {} states (a damaged or edited report)",
+                shard_name(i),
+                (a as f64 - t as f64) / 1e9,
+                r.clock_domain_id
+            ));
+        }
+        if let Some(prev) = domains.insert(r.clock_domain_id.as_str(), i) {
+            return bad(format!(
+                "{}: field `clock_domain_id`: {} is also {}'s: one process's run cannot \
+                 be two shards (a copied directory?)",
+                shard_name(i),
+                r.clock_domain_id,
+                shard_name(prev)
+            ));
+        }
+        for q in r.jobs.iter().flat_map(|j| j.requests.iter()) {
+            if let Some(prev) = ids.insert(q.request_id.as_str(), i)
+                && !std::ptr::eq(prev, i)
+            {
+                return bad(format!(
+                    "{}: field `request_id` (requests.jsonl): {} is also a request of {} \
+                     (a copied directory?)",
+                    shard_name(i),
+                    q.request_id,
+                    shard_name(prev)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `path` (which may not exist yet) is `dir` or lies below it, with symbolic
+/// links and `..` of their existing parts resolved.
+fn lies_inside(path: &Path, dir: &Path) -> bool {
+    let Ok(dir) = dir.canonicalize() else {
+        return false;
+    };
+    // The deepest existing ancestor, canonical, and the rest appended as written.
+    let mut rest = Vec::new();
+    let mut base = path.to_path_buf();
+    let resolved = loop {
+        if let Ok(c) = base.canonicalize() {
+            break c;
+        }
+        match (base.file_name(), base.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                base = if parent.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    parent.to_path_buf()
+                };
+            }
+            _ => return false,
+        }
+    };
+    let full = rest.iter().rev().fold(resolved, |p, n| p.join(n));
+    full.starts_with(&dir)
+}
+
 /// Shifts every absolute time of `j` (run clock of its shard) by `off` ns onto the merged
 /// axis and tags its trajectories with the shard. Durations are unchanged; the attribution
 /// objects inside trajectories stay in the shard's clock domain (docs/sharding.md
@@ -369,7 +466,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             (
                 r,
                 crate::runner::report::figures(r),
-                warm.contains(&r.request_id),
+                r.warmup || warm.contains(&r.request_id),
             )
         })
         .collect();
@@ -641,6 +738,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
 /// assumed wall-clock offset between hosts. Errors (exit 2) name what does not match.
 pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunReport, String> {
     let shards = validate(inputs)?;
+    check_shards_are_distinct(&shards)?;
     let ident = |i: &ShardInput| i.report.shard.clone().expect("validated");
     let base = ident(shards[0]);
     let anchor = shards
@@ -1063,6 +1161,14 @@ pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
     }
     if let Err(e) = crate::run_dir::check_new_or_empty_dir(out) {
         return fail(e);
+    }
+    if let Some(d) = dirs.iter().find(|d| lies_inside(out, d)) {
+        return fail(format!(
+            "--out {}: lies inside the shard directory {} (the merge copies every shard \
+             into --out)",
+            out.display(),
+            d.display()
+        ));
     }
     let mut inputs = Vec::new();
     for d in dirs {

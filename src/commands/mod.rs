@@ -78,6 +78,7 @@ async fn dispatch_inner(cmd: Command) -> i32 {
             engine,
             model,
             inferscope_report,
+            gpu_devices,
             steps,
             out,
         } => trajectory::command(
@@ -85,7 +86,7 @@ async fn dispatch_inner(cmd: Command) -> i32 {
             prometheus_range,
             &engine,
             model,
-            inferscope_report,
+            inferscope_report.map(|p| (p, gpu_devices)),
             &steps,
             out.as_deref(),
         ),

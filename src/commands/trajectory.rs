@@ -9,13 +9,14 @@ pub fn command(
     prometheus_range: Vec<PathBuf>,
     engine: &str,
     model: Option<String>,
-    inferscope_report: Option<PathBuf>,
+    // The report and the devices whose power to keep (`--gpu-devices`).
+    inferscope_report: Option<(PathBuf, Option<Vec<u32>>)>,
     steps: &Path,
     out: Option<&Path>,
 ) -> i32 {
     let src = match (samples, inferscope_report) {
         (Some(dir), _) => crate::offline::OfflineSource::Samples(dir),
-        (None, Some(f)) => crate::offline::OfflineSource::InferscopeReport(f),
+        (None, Some((f, devices))) => crate::offline::OfflineSource::InferscopeReport(f, devices),
         (None, None) => crate::offline::OfflineSource::PrometheusRange {
             files: prometheus_range,
             profile: crate::telemetry::EngineProfile::parse(engine)

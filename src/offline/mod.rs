@@ -30,8 +30,8 @@ pub enum OfflineSource {
         /// Served model for `model_name` selection.
         model: Option<String>,
     },
-    /// An inferscope report JSON.
-    InferscopeReport(PathBuf),
+    /// An inferscope report JSON, with the devices whose power to keep (`None`: all).
+    InferscopeReport(PathBuf, Option<Vec<u32>>),
 }
 
 /// The timelines of a source, the anchor to map step markers with (`None` withholds),
@@ -50,8 +50,9 @@ pub fn load(src: &OfflineSource) -> Result<(TelemetryRun, Option<u64>, Vec<Strin
             let anchor = Some(t.reference_instant_unix_ns);
             Ok((t, anchor, Vec::new()))
         }
-        OfflineSource::InferscopeReport(p) => {
-            let e = inferscope::parse(&read(p)?).map_err(|m| format!("{}: {m}", p.display()))?;
+        OfflineSource::InferscopeReport(p, devices) => {
+            let e = inferscope::parse_devices(&read(p)?, devices.as_deref())
+                .map_err(|m| format!("{}: {m}", p.display()))?;
             Ok((e.telemetry, e.anchor, e.notes))
         }
         OfflineSource::PrometheusRange {

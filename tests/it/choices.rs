@@ -255,3 +255,65 @@ fn dry_run_shows_n() {
         "{stdout}"
     );
 }
+
+/// Issue 29 item 5: with `n = 2` a check may name a choice — choice 1's
+/// text ("B1B2") is graded, a choice the response lacks fails saying so — and each
+/// choice's text length and finish reason reach the records (`text_bytes`,
+/// `finish_reason`; on main choice 1's text was lost).
+#[test]
+fn checks_name_a_choice_and_each_choices_text_length_is_recorded() {
+    let server = Hostile::start("m", |_: &Received| {
+        Reply::Events(interleaved(&["A1 A2", "B1 B2 B3"]))
+    });
+    let cwd = tempfile::tempdir().unwrap();
+    let url = server.base_url();
+    let s = format!(
+        "name = \"c\"\nendpoint = \"{url}\"\nmodel = \"m\"\n[telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"b\"\nkind = \"context\"\nsizes = [8]\nn = 2\n\
+         [[jobs.checks]]\nkind = \"contains\"\nvalue = \"B1 B2\"\nchoice = 1\n\
+         [[jobs.checks]]\nkind = \"equals\"\nvalue = \"A1 A2\"\n\
+         [[jobs]]\nname = \"missing\"\nkind = \"context\"\nsizes = [8]\nn = 2\n\
+         [[jobs.checks]]\nkind = \"contains\"\nvalue = \"B1\"\nchoice = 2\n"
+    );
+    write(cwd.path(), "c.toml", &s);
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "c.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(100), "{}", describe(&o));
+    let rep = report(&out);
+    let b = job(&rep, "c::b");
+    assert_eq!(b["status"], "pass", "{}", describe(&o));
+    let checks: Vec<&str> = b["grading"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["check"].as_str().unwrap())
+        .collect();
+    assert!(
+        checks.contains(&"contains(final_answer choice 1)"),
+        "{checks:?}"
+    );
+    let choices = b["requests"][0]["choices"].as_array().unwrap();
+    assert_eq!(choices[0]["text_bytes"], "A1 A2".len());
+    assert_eq!(choices[1]["text_bytes"], "B1 B2 B3".len());
+    assert_eq!(choices[1]["finish_reason"], "stop");
+    let m = job(&rep, "c::missing");
+    assert_eq!(m["status"], "fail");
+    let reason = m["grading"][0]["detail"].as_str().unwrap();
+    assert!(
+        reason.contains("no choice 2 in the final answer"),
+        "{reason}"
+    );
+    // A choice of stdout is refused at load, naming the key.
+    write(
+        cwd.path(),
+        "bad.toml",
+        "name = \"x\"\n[[jobs]]\nname = \"h\"\nkind = \"swe\"\ncommand = [\"true\"]\n\
+         [[jobs.checks]]\nkind = \"contains\"\nvalue = \"ok\"\ntarget = \"stdout\"\nchoice = 1\n",
+    );
+    let o = run(cwd.path(), &["check", "bad.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(describe(&o).contains("`choice`"), "{}", describe(&o));
+}

@@ -529,3 +529,68 @@ print("done")
     );
     assert!(steps[1]["start_before_anchor_ns"].is_null());
 }
+
+/// Issue 29 item 2: an SWE step marker wholly before the run's anchor keeps its real end
+/// (its duration is its own 212 ns, never "start to anchor", which was 70,401 s in the
+/// field), in report.json and steps.jsonl; the harness's step ids (3, 4) are kept beside
+/// the run-unique ones.
+#[test]
+fn swe_marker_wholly_before_the_anchor_keeps_its_duration_and_harness_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = r#"
+import os, time
+p = os.environ["INFERSCOPE_STEPS_FILE"]
+old = time.time_ns() - 70_401_882_439_300
+with open(p, "w") as f:
+    f.write('{"step_id":3,"kind":"tool","t_start_unix_ns":%d,"t_end_unix_ns":%d}\n' % (old, old + 212))
+    f.write('{"step_id":4,"kind":"tool","t_start_unix_ns":%d,"t_end_unix_ns":%d}\n' % (old + 1000, old + 3000))
+print("done")
+"#;
+    write(tmp.path(), "h.py", script);
+    write(
+        tmp.path(),
+        "s.toml",
+        "name = \"w\"\n[[jobs]]\nname = \"h\"\nkind = \"swe\"\ncommand = [\"python3\", \"h.py\"]\ntimeout_s = 30.0\n",
+    );
+    let out = tmp.path().join("run");
+    let o = run_bounded(
+        tmp.path(),
+        &["run", "s.toml", "--out", out.to_str().unwrap()],
+    );
+    let (stdout, _) = text(&o);
+    assert!(!stdout.contains("70401882"), "{}", describe(&o));
+    let r = support::report(&out);
+    let anchor = r["reference_instant_unix_ns"].as_u64().unwrap();
+    let j = support::job(&r, "w::h");
+    let steps = j["trajectories"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{j}");
+    assert_eq!(
+        steps[0]["duration_ms"].as_f64().unwrap(),
+        0.000212,
+        "{}",
+        steps[0]
+    );
+    assert_eq!(
+        steps[1]["duration_ms"].as_f64().unwrap(),
+        0.002,
+        "{}",
+        steps[1]
+    );
+    let ids: Vec<u64> = steps
+        .iter()
+        .map(|s| s["harness_step_id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, vec![3, 4]);
+    let sb = steps[0]["start_before_anchor_ns"].as_u64().unwrap();
+    let eb = steps[0]["end_before_anchor_ns"].as_u64().unwrap();
+    assert_eq!(sb - eb, 212);
+    // steps.jsonl: the markers keep their real (pre-anchor) start and end.
+    let markers = std::fs::read_to_string(out.join("steps.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(markers.lines().next().unwrap()).unwrap();
+    let (s, e) = (
+        first["t_start_unix_ns"].as_u64().unwrap(),
+        first["t_end_unix_ns"].as_u64().unwrap(),
+    );
+    assert_eq!(e - s, 212, "{first}");
+    assert!(e < anchor, "{first}");
+}

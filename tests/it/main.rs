@@ -24,6 +24,7 @@ mod hostile;
 mod load;
 mod offline;
 mod otlp;
+mod outcomes;
 mod overhead;
 mod records;
 mod secrets;

@@ -48,8 +48,8 @@ use serde::{Deserialize, de::value::MapAccessDeserializer};
 use serde_json::Value;
 
 use super::record::{
-    AssistantOutput, ChoiceRecord, FailureCode, RecordWarning, RequestRecord, RequestStatus,
-    estimate_all, sanitize_error,
+    AssistantOutput, ChoiceRecord, FailureCode, MAX_RECORDED_GAPS, RecordWarning, RequestRecord,
+    RequestStatus, estimate_all, keep_text, sanitize_error,
 };
 use super::tool_calls::{ToolCallAssembler, ToolDelta};
 
@@ -190,9 +190,14 @@ pub const MAX_TRACKED_CHOICES: usize = 256;
 #[derive(Debug, Default)]
 struct ChoiceState {
     index: u64,
+    /// Visible text, at most `MAX_KEPT_TEXT_BYTES` (the rest counted in `text_omitted`).
     text: String,
+    text_omitted: u64,
     reasoning: String,
+    reasoning_omitted: u64,
     tools: ToolCallAssembler,
+    /// A gap of this choice was not kept ([`MAX_RECORDED_GAPS`] reached).
+    gaps_dropped: bool,
     finish_reason: Option<String>,
     ttft_ns: Option<u64>,
     ttfo_ns: Option<u64>,
@@ -212,8 +217,15 @@ impl ChoiceState {
         }
     }
 
-    /// Applies one streamed choice entry; returns (token, visible).
-    fn apply_delta(&mut self, c: &ChoiceView<'_>, chunk: u64, arrival_ns: u64) -> (bool, bool) {
+    /// Applies one streamed choice entry; returns (token, visible). A gap is kept only
+    /// while `gap_room` (the response's gaps are below [`MAX_RECORDED_GAPS`]).
+    fn apply_delta(
+        &mut self,
+        c: &ChoiceView<'_>,
+        chunk: u64,
+        arrival_ns: u64,
+        gap_room: bool,
+    ) -> (bool, bool) {
         if let Some(fr) = &c.finish_reason {
             self.finish_reason = Some(fr.0.to_string());
         }
@@ -221,13 +233,13 @@ impl ChoiceState {
         let mut visible = false;
         if let Some(delta) = &c.delta {
             if let Some(s) = non_empty(&delta.content) {
-                self.text.push_str(s);
+                keep_text(&mut self.text, &mut self.text_omitted, s);
                 token = true;
                 visible = true;
             }
             // vLLM has sent the same text under both names; take one.
             if let Some(s) = non_empty(&delta.reasoning_content).or(non_empty(&delta.reasoning)) {
-                self.reasoning.push_str(s);
+                keep_text(&mut self.reasoning, &mut self.reasoning_omitted, s);
                 token = true;
             }
             if let Some(calls) = &delta.tool_calls
@@ -240,7 +252,7 @@ impl ChoiceState {
             }
         }
         if let Some(s) = non_empty(&c.text) {
-            self.text.push_str(s);
+            keep_text(&mut self.text, &mut self.text_omitted, s);
             token = true;
             visible = true;
         }
@@ -248,7 +260,8 @@ impl ChoiceState {
             self.last_token_chunk = chunk;
             self.token_event_count += 1;
             match self.last_token_ns {
-                Some(prev) => self.itl_ns.push(arrival_ns.saturating_sub(prev)),
+                Some(prev) if gap_room => self.itl_ns.push(arrival_ns.saturating_sub(prev)),
+                Some(_) => self.gaps_dropped = true,
                 None => self.ttft_ns = Some(arrival_ns),
             }
             self.last_token_ns = Some(arrival_ns);
@@ -266,12 +279,12 @@ impl ChoiceState {
         }
         if let Some(msg) = choice.get("message") {
             if let Some(s) = non_empty_value(msg.get("content")) {
-                self.text.push_str(s);
+                keep_text(&mut self.text, &mut self.text_omitted, s);
             }
             if let Some(s) = non_empty_value(msg.get("reasoning_content"))
                 .or_else(|| non_empty_value(msg.get("reasoning")))
             {
-                self.reasoning.push_str(s);
+                keep_text(&mut self.reasoning, &mut self.reasoning_omitted, s);
             }
             if let Some(Value::Array(calls)) = msg.get("tool_calls") {
                 for call in calls {
@@ -281,7 +294,7 @@ impl ChoiceState {
             }
         }
         if let Some(s) = non_empty_value(choice.get("text")) {
-            self.text.push_str(s);
+            keep_text(&mut self.text, &mut self.text_omitted, s);
         }
     }
 
@@ -290,6 +303,8 @@ impl ChoiceState {
             text: self.text,
             reasoning: self.reasoning,
             tool_calls: self.tools.finish(),
+            text_omitted_bytes: self.text_omitted,
+            reasoning_omitted_bytes: self.reasoning_omitted,
         };
         let rec = ChoiceRecord {
             index: self.index,
@@ -300,6 +315,7 @@ impl ChoiceState {
             token_event_count: self.token_event_count,
             finish_reason: self.finish_reason,
             tool_call_count: output.tool_calls.len() as u64,
+            text_bytes: Some(output.text.len() as u64 + output.text_omitted_bytes),
             output,
         };
         (rec, self.itl_ns)
@@ -322,6 +338,8 @@ pub struct StreamAccumulator {
     choices: Vec<ChoiceState>,
     /// Distinct choice indices seen beyond [`MAX_TRACKED_CHOICES`] (not kept).
     untracked_choices: u64,
+    /// Inter-token gaps kept so far over every choice (at most [`MAX_RECORDED_GAPS`]).
+    gaps_recorded: usize,
     usage: Option<Usage>,
     timings: Option<LlamaTimings>,
     done_ns: Option<u64>,
@@ -533,10 +551,19 @@ impl StreamAccumulator {
                 self.finish_reason = Some(fr.0.to_string());
             }
             let index = c.index.unwrap_or(pos as u64);
-            let (t, v) = match self.choice_mut(index) {
-                Some(state) => state.apply_delta(c, chunk, arrival_ns),
-                None => ChoiceState::new(index).apply_delta(c, chunk, arrival_ns),
+            let room = self.gaps_recorded < MAX_RECORDED_GAPS;
+            let (t, v, gaps) = match self.choice_mut(index) {
+                Some(state) => {
+                    let before = state.itl_ns.len();
+                    let (t, v) = state.apply_delta(c, chunk, arrival_ns, room);
+                    (t, v, state.itl_ns.len() - before)
+                }
+                None => {
+                    let (t, v) = ChoiceState::new(index).apply_delta(c, chunk, arrival_ns, room);
+                    (t, v, 0)
+                }
             };
+            self.gaps_recorded += gaps;
             token |= t;
             visible |= v;
         }
@@ -692,6 +719,9 @@ impl StreamAccumulator {
             received > requested || (status == RequestStatus::Success && received < requested);
         if mismatch {
             self.warn(RecordWarning::ChoiceCountMismatch);
+        }
+        if self.choices.iter().any(|c| c.gaps_dropped) {
+            self.warn(RecordWarning::ItlTruncated);
         }
         // Choice 0 first, then by index.
         self.choices.sort_by_key(|c| c.index);

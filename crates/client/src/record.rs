@@ -4,9 +4,9 @@
 
 pub use inferscope_model::basis::{EstimateMethod, TokenEstimate, TokenSource};
 pub use inferscope_model::request::{
-    AssistantOutput, ChoiceRecord, FailureCode, MAX_ERROR_BYTES, RecordWarning, RequestRecord,
-    RequestStatus, ToolCall, estimate, estimate_all, estimate_tokens, estimate_tokens_all,
-    sanitize_error,
+    AssistantOutput, ChoiceRecord, FailureCode, MAX_ERROR_BYTES, MAX_KEPT_TEXT_BYTES,
+    MAX_RECORDED_GAPS, RecordWarning, RequestRecord, RequestStatus, ToolCall, estimate,
+    estimate_all, estimate_tokens, estimate_tokens_all, keep_text, sanitize_error,
 };
 
 /// The job note for requests that came back with another number of choices than asked

@@ -149,6 +149,30 @@ impl Capture {
         );
     }
 
+    /// One job's `grading` phase span starts, nested in the current phase (request
+    /// execution: each job is graded as it ends) and named by the job's id as its case;
+    /// [`Capture::grading_end`] closes it (issue 29 item 3). A job id that is not a valid
+    /// case id gives a span without one.
+    pub fn grading_start(&self, job_id: &str) -> Option<SpanId> {
+        let case = crate::timeline::ids::is_valid_case_id(job_id).then_some(job_id);
+        let sink = self.sink.as_ref()?;
+        let id = sink.span_start(
+            SpanName::Phase(Phase::Grading),
+            self.parent(),
+            SpanContext {
+                case_id: case,
+                ..SpanContext::default()
+            },
+        )?;
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+        Some(id)
+    }
+
+    /// The job's grading span ends.
+    pub fn grading_end(&self, span: Option<SpanId>) {
+        self.end(span, SpanEnd::completed());
+    }
+
     /// An SWE harness span starts.
     pub fn harness_start(&self, case_id: &str) -> Option<SpanId> {
         self.start(SpanName::SweHarness, None, case_id)

@@ -307,7 +307,7 @@ pub fn markers_and_usage<'a>(
                 s.step_id,
                 s.kind,
                 s.start_unix_ns(anchor),
-                anchor + s.end_ns,
+                s.end_unix_ns(anchor),
                 &s.name,
             ));
             if let Some(r) = &s.request {

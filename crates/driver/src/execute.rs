@@ -215,7 +215,7 @@ impl ExecutedJob {
             t.stop_reason == StopReason::Cancelled
                 || t.steps.iter().any(|s| s.status == StepStatus::Cancelled)
         };
-        // Units that ran to their end: whole sweep points (every scheduled unit started,
+        // Units that ran to their end: whole sweep points (every unit of the plan started,
         // none cut short), or trajectories not cut short.
         let done = match &self.load {
             Some(l) => l
@@ -229,7 +229,7 @@ impl ExecutedJob {
                             .iter()
                             .any(cut_short),
                     };
-                    p.not_started == 0 && !cut
+                    p.ran_to_end() && !cut
                 })
                 .count() as u64,
             None => self.trajectories.iter().filter(|t| !cut_short(t)).count() as u64,
@@ -572,7 +572,9 @@ impl Session {
                         });
                     }
                 }
+                let span = ctx.capture.grading_start(&job.job.id);
                 let graded = grade(executed);
+                ctx.capture.grading_end(span);
                 let report = if self.streams() {
                     let r = self.finalize(&graded, baseline).await;
                     // Printed above the progress bar, which is redrawn under it.
@@ -842,6 +844,7 @@ impl Session {
                         // is flagged; the join drops it by its `outside_run` rule.
                         let step_id = ctx.step_id();
                         let before = anchor.checked_sub(m.t_start_unix_ns).filter(|&b| b > 0);
+                        let end_before = anchor.checked_sub(m.t_end_unix_ns).filter(|&b| b > 0);
                         if before.is_some() {
                             prov.before_anchor_steps.push(step_id);
                         }
@@ -859,6 +862,8 @@ impl Session {
                             tool_call_id: None,
                             status_known: false,
                             start_before_anchor_ns: before,
+                            end_before_anchor_ns: end_before,
+                            harness_step_id: Some(m.step_id),
                         });
                     }
                 }

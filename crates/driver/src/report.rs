@@ -205,6 +205,8 @@ fn step_report(
         end_ns: s.end_ns,
         duration_ms: s.duration_ms(),
         start_before_anchor_ns: s.start_before_anchor_ns,
+        end_before_anchor_ns: s.end_before_anchor_ns,
+        harness_step_id: s.harness_step_id,
         status: s.status_known.then_some(s.status),
         failure_code: s.failure_code,
         tool_error: s.tool_error,
@@ -689,13 +691,24 @@ fn job_report(
     if e.interrupted {
         notes.push(e.interruption_note());
     }
+    // A schedule that cannot place its count fails the job (issue 29 item 10).
+    let schedule = e
+        .load
+        .as_ref()
+        .map(|l| l.schedule_notes())
+        .unwrap_or_default();
+    notes.extend(schedule.iter().cloned());
     let status = if e.cancelled_before_start {
         JobStatus::NotRun
     } else if e.setup_error.is_some() {
         JobStatus::SetupError
     } else if e.interrupted {
         JobStatus::Cancelled
-    } else if outcome == JobOutcome::Pass && harness_ok && unfinished.is_empty() {
+    } else if outcome == JobOutcome::Pass
+        && harness_ok
+        && unfinished.is_empty()
+        && schedule.is_empty()
+    {
         JobStatus::Pass
     } else {
         JobStatus::Fail
@@ -1065,7 +1078,7 @@ pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
                     s.step_id,
                     s.kind,
                     s.start_unix_ns(anchor),
-                    anchor + s.end_ns,
+                    s.end_unix_ns(anchor),
                     &s.name,
                 )
             })
@@ -1173,6 +1186,8 @@ mod tests {
             tool_call_id: None,
             status_known: true,
             start_before_anchor_ns: None,
+            end_before_anchor_ns: None,
+            harness_step_id: None,
         }
     }
 

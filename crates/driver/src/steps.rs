@@ -39,13 +39,35 @@ pub struct StepRecord {
     /// before it, ns (`start_ns` is then 0). The real start is `anchor −` this; nothing is
     /// rewritten (issue 15 item 8). `None` for every step that starts at or after it.
     pub start_before_anchor_ns: Option<u64>,
+    /// For an external marker that also ends before the reference instant: how long
+    /// before it, ns (`end_ns` is then 0, the real end `anchor −` this); `None` otherwise
+    /// (issue 29 item 2).
+    pub end_before_anchor_ns: Option<u64>,
+    /// For an SWE harness marker: the `step_id` the harness wrote (`step_id` is the
+    /// run-unique id the runner gave the step); `None` for the runner's own steps.
+    pub harness_step_id: Option<u64>,
 }
 
 impl StepRecord {
-    /// Step duration in milliseconds (from the real start, also before the anchor).
+    /// Step duration in milliseconds, from the real start to the real end (also when
+    /// either lies before the anchor).
     pub fn duration_ms(&self) -> f64 {
-        let start_to_anchor = self.start_before_anchor_ns.unwrap_or(0);
-        (self.end_ns + start_to_anchor).saturating_sub(self.start_ns) as f64 / 1e6
+        step_duration_ns(
+            self.start_ns,
+            self.end_ns,
+            self.start_before_anchor_ns,
+            self.end_before_anchor_ns,
+        ) as f64
+            / 1e6
+    }
+
+    /// The step's end as unix ns, given the run's anchor (its real end, before the anchor
+    /// too).
+    pub fn end_unix_ns(&self, anchor: u64) -> u64 {
+        match self.end_before_anchor_ns {
+            Some(b) => anchor.saturating_sub(b),
+            None => anchor + self.end_ns,
+        }
     }
 
     /// The step's start as unix ns, given the run's anchor (its real start, before the
@@ -56,6 +78,23 @@ impl StepRecord {
             None => anchor + self.start_ns,
         }
     }
+}
+
+/// A step's duration, ns, from its times on the run clock and how far before the anchor
+/// its start and end lie (each `None` when at or after it).
+pub fn step_duration_ns(
+    start_ns: u64,
+    end_ns: u64,
+    start_before: Option<u64>,
+    end_before: Option<u64>,
+) -> u64 {
+    // Signed ns from the anchor; both fit an i128 exactly.
+    let at = |t: u64, before: Option<u64>| match before {
+        Some(b) => -(b as i128),
+        None => t as i128,
+    };
+    let d = at(end_ns, end_before) - at(start_ns, start_before);
+    u64::try_from(d.max(0)).unwrap_or(u64::MAX)
 }
 
 /// One trajectory (one agentic task attempt, one context sweep repeat, one SWE run).
@@ -103,13 +142,100 @@ pub fn grade_trajectory(
         })
         .map(|s| s.name.clone())
         .collect();
-    crate::grade::evaluate(
+    // The final answer is the last LLM step's (choice 0's) text; with several choices
+    // each choice's text can be checked (issue 29 item 5).
+    let last = t.steps.iter().rev().find_map(|s| s.request.as_ref());
+    let choices: Vec<(u64, &str)> = last.map_or_else(Vec::new, |r| {
+        r.choices
+            .iter()
+            .map(|c| (c.index, c.output.text.as_str()))
+            .collect()
+    });
+    let mut results = crate::grade::evaluate(
         checks,
         &crate::grade::GradeSubject {
             final_answer: t.final_answer.as_deref(),
             stdout: t.stdout.as_deref(),
             tool_calls: &t.tools_called,
             valid_tool_calls: &valid,
+            choices: &choices,
         },
-    )
+    );
+    // The answer is kept up to MAX_KEPT_TEXT_BYTES: a failed check on a longer answer
+    // says what it could not see (issue 29 item 8).
+    let omitted = last.map_or(0, |r| r.output.text_omitted_bytes);
+    if omitted > 0 && t.final_answer.is_some() {
+        for (r, c) in results.iter_mut().zip(checks) {
+            if !r.passed && c.target().is_some_and(|t| t.reads_final_answer()) {
+                let reason = r.reason.take().unwrap_or_default();
+                r.reason = Some(format!(
+                    "{reason}; only the answer's first {} bytes were kept ({omitted} more \
+                     bytes received, not graded)",
+                    crate::model::request::MAX_KEPT_TEXT_BYTES
+                ));
+            }
+        }
+    }
+    results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> crate::grade::Check {
+        toml::from_str(text).unwrap()
+    }
+
+    /// A trajectory whose final answer is `answer`, with `omitted` more bytes received
+    /// than the client kept.
+    fn answered(answer: &str, omitted: u64) -> TrajectoryRecord {
+        let mut r = RequestRecord::new("s::j#0", 0, 0, true);
+        r.output.text = answer.into();
+        r.output.text_omitted_bytes = omitted;
+        TrajectoryRecord {
+            id: "s::j#0".into(),
+            index: 0,
+            stop_reason: StopReason::FinalAnswer,
+            steps: vec![StepRecord {
+                step_id: 1,
+                kind: StepKind::LlmCall,
+                name: "chat".into(),
+                start_ns: 0,
+                end_ns: 1,
+                status: StepStatus::Completed,
+                failure_code: None,
+                tool_error: None,
+                request: Some(r),
+                max_tokens: None,
+                tool_call_id: None,
+                status_known: true,
+                start_before_anchor_ns: None,
+                end_before_anchor_ns: None,
+                harness_step_id: None,
+            }],
+            tools_called: vec![],
+            final_answer: Some(answer.into()),
+            stdout: None,
+            start_ns: 0,
+            end_ns: 1,
+        }
+    }
+
+    /// Issue 29 item 8: a check that fails on an answer longer than what was kept says
+    /// that the rest was not graded; on a whole answer the reason is unchanged.
+    #[test]
+    fn a_failed_check_on_a_cut_answer_says_the_rest_was_not_graded() {
+        let c = [check("kind = \"contains\"\nvalue = \"tail\"")];
+        let cut = grade_trajectory(&c, &answered("head", 10));
+        let reason = cut[0].reason.as_deref().unwrap();
+        assert!(
+            reason.ends_with("(10 more bytes received, not graded)"),
+            "{reason}"
+        );
+        let whole = grade_trajectory(&c, &answered("head", 0));
+        assert!(!whole[0].reason.as_deref().unwrap().contains("not graded"));
+        let found = grade_trajectory(&c, &answered("head tail", 10));
+        assert!(found[0].passed);
+    }
 }

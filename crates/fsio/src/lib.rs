@@ -56,8 +56,12 @@ pub mod limits {
     /// A run's `requests.jsonl` (read line by line, never whole: about 1 KB per request
     /// of 64 tokens, so room for a few million requests).
     pub const REQUESTS_BYTES: u64 = 4 << 30;
-    /// One line of `requests.jsonl` (a request of 16,384 token events fits).
-    pub const REQUESTS_LINE_BYTES: u64 = 1 << 20;
+    /// One line of `requests.jsonl`: a record keeps at most 2¹⁹ inter-token gaps over
+    /// all its choices (`model::request::MAX_RECORDED_GAPS`), written twice at most (the
+    /// request's list and its choices' lists), 21 bytes each at most, plus 2 MiB for
+    /// every other field; a 128k-token answer (about 1 MB of gaps) is an ordinary line
+    /// (issue 29 item 8). A test in `inferscope-records` holds the worst case under it.
+    pub const REQUESTS_LINE_BYTES: u64 = 24 << 20;
 }
 
 /// What a refused or missing file was (for messages).

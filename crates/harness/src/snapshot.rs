@@ -503,6 +503,8 @@ mod tests {
             end_ns: 1,
             duration_ms: 0.0,
             start_before_anchor_ns: None,
+            end_before_anchor_ns: None,
+            harness_step_id: None,
             status: Some(StepStatus::Completed),
             failure_code: None,
             tool_error: None,

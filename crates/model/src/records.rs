@@ -226,6 +226,8 @@ struct CompactChoice {
     finish_reason: Option<String>,
     #[serde(rename = "tc", default, skip_serializing_if = "is_zero")]
     tool_calls: u64,
+    #[serde(rename = "tb", default, skip_serializing_if = "Option::is_none")]
+    text_bytes: Option<u64>,
 }
 
 /// One line of `requests.jsonl` (see the module docs for the keys' meaning).
@@ -286,6 +288,8 @@ struct CompactLine {
     choices_requested: Option<u32>,
     #[serde(rename = "cs", default, skip_serializing_if = "Vec::is_empty")]
     choices: Vec<CompactChoice>,
+    #[serde(rename = "wu", default, skip_serializing_if = "std::ops::Not::not")]
+    warmup: bool,
 }
 
 /// `t − base` as a signed offset (exact for every instant of one run: both are below
@@ -357,8 +361,10 @@ pub fn encode_line(job: usize, job_id: &str, r: &RequestRecord) -> Vec<u8> {
                 token_events: c.token_event_count,
                 finish_reason: c.finish_reason.clone(),
                 tool_calls: c.tool_call_count,
+                text_bytes: c.text_bytes,
             })
             .collect(),
+        warmup: r.warmup,
     };
     serde_json::to_vec(&line).expect("a compact line always serializes")
 }
@@ -414,6 +420,7 @@ pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord
             token_event_count: ch.token_events,
             finish_reason: ch.finish_reason,
             tool_call_count: ch.tool_calls,
+            text_bytes: ch.text_bytes,
             output: Default::default(),
         });
     }
@@ -446,6 +453,7 @@ pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord
     r.tool_call_count = c.tool_calls;
     r.choices_requested = c.choices_requested;
     r.choices = choices;
+    r.warmup = c.warmup;
     Ok((c.j, r))
 }
 
@@ -492,6 +500,7 @@ mod tests {
             token_event_count: 3,
             finish_reason: Some("stop".into()),
             tool_call_count: 0,
+            text_bytes: Some(4),
             output: Default::default(),
         }];
         r

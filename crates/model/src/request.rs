@@ -141,7 +141,17 @@ pub enum RecordWarning {
     /// The response carried more choices than the request's `n` asked for, or (a
     /// successful one) fewer; `choices` lists what came back (issue 13 item 5).
     ChoiceCountMismatch,
+    /// The response had more token events than the [`MAX_RECORDED_GAPS`] inter-token gaps
+    /// a record keeps: `token_event_count` counts them all, `itl` holds the first ones
+    /// (issue 29 item 8).
+    ItlTruncated,
 }
+
+/// The most inter-token gaps one request's record keeps over all its choices (524,288:
+/// four 128k-token answers); a longer response's further gaps are counted in
+/// `token_event_count`, not kept, and the record says [`RecordWarning::ItlTruncated`].
+/// It bounds a `requests.jsonl` line (`fsio::limits::REQUESTS_LINE_BYTES`).
+pub const MAX_RECORDED_GAPS: usize = 1 << 19;
 
 /// One assembled tool call (field case C09).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -166,9 +176,45 @@ pub struct AssistantOutput {
     pub reasoning: String,
     /// Tool calls assembled by index and id, in order of first appearance.
     pub tool_calls: Vec<ToolCall>,
+    /// Bytes of visible text received beyond the [`MAX_KEPT_TEXT_BYTES`] kept in `text`
+    /// (counted, not kept; issue 29 item 8). 0 when the whole text is kept.
+    pub text_omitted_bytes: u64,
+    /// Bytes of reasoning received beyond the [`MAX_KEPT_TEXT_BYTES`] kept in `reasoning`.
+    pub reasoning_omitted_bytes: u64,
+}
+
+/// The most bytes of one choice's visible text (and, apart, of its reasoning) the client
+/// keeps for grading and the next turn; the rest is counted
+/// ([`AssistantOutput::text_omitted_bytes`]), never kept, so a response of any length
+/// holds a bounded amount of memory (about a million tokens of English fit).
+pub const MAX_KEPT_TEXT_BYTES: usize = 4 << 20;
+
+/// Appends `s` to `kept`, up to [`MAX_KEPT_TEXT_BYTES`] in all (cut at a character
+/// boundary); the bytes not kept are added to `omitted`.
+pub fn keep_text(kept: &mut String, omitted: &mut u64, s: &str) {
+    let room = MAX_KEPT_TEXT_BYTES.saturating_sub(kept.len());
+    if *omitted == 0 && s.len() <= room {
+        kept.push_str(s);
+        return;
+    }
+    let mut cut = room.min(s.len());
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    if *omitted == 0 {
+        kept.push_str(&s[..cut]);
+    } else {
+        cut = 0;
+    }
+    *omitted = omitted.saturating_add((s.len() - cut) as u64);
 }
 
 impl AssistantOutput {
+    /// Whether the visible text was longer than what was kept ([`MAX_KEPT_TEXT_BYTES`]).
+    pub fn text_truncated(&self) -> bool {
+        self.text_omitted_bytes > 0
+    }
+
     /// True when the turn produced at least one tool call, whatever the `finish_reason`
     /// (C09 B/C: servers send `stop` on tool-call turns).
     pub fn is_tool_call_turn(&self) -> bool {
@@ -198,7 +244,9 @@ pub fn estimate_tokens(output: &AssistantOutput) -> u64 {
 pub fn estimate_tokens_all<'a>(outputs: impl IntoIterator<Item = &'a AssistantOutput>) -> u64 {
     let mut bytes = 0usize;
     for output in outputs {
+        // Every byte received, kept or not.
         bytes += output.text.len() + output.reasoning.len();
+        bytes += (output.text_omitted_bytes + output.reasoning_omitted_bytes) as usize;
         for call in &output.tool_calls {
             bytes += call.name.len() + call.arguments.len();
         }
@@ -241,6 +289,10 @@ pub struct ChoiceRecord {
     pub finish_reason: Option<String>,
     /// Number of tool calls assembled for this choice.
     pub tool_call_count: u64,
+    /// Bytes of this choice's visible text as received (kept or not); `null` when not
+    /// known (a record read from a file written before issue 29). Never the text itself.
+    #[serde(default)]
+    pub text_bytes: Option<u64>,
     /// This choice's content; never serialized.
     #[serde(skip)]
     pub output: AssistantOutput,
@@ -475,6 +527,10 @@ pub struct RequestRecord {
     /// for (absent otherwise: the request's own fields are its single choice's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<ChoiceRecord>,
+    /// A warm-up request of a load point: recorded, excluded from every statistic (its
+    /// `requests.jsonl` line says `"wu":true`; absent = not warm-up).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
     /// Response content (choice 0's); never serialized.
     #[serde(skip)]
     pub output: AssistantOutput,
@@ -518,6 +574,7 @@ impl RequestRecord {
             stream,
             choices_requested: None,
             choices: Vec::new(),
+            warmup: false,
             output: AssistantOutput::default(),
         }
     }

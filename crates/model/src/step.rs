@@ -148,6 +148,16 @@ pub struct StepReport {
     /// before it, ns (`start_ns` is then 0, the real start `reference_instant_unix_ns −`
     /// this); `null` otherwise.
     pub start_before_anchor_ns: Option<u64>,
+    /// For an SWE harness marker that also ends before the reference instant: how long
+    /// before it, ns (`end_ns` is then 0, the real end `reference_instant_unix_ns −` this);
+    /// absent otherwise. `duration_ms` runs from the real start to the real end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_before_anchor_ns: Option<u64>,
+    /// For an SWE harness marker: the `step_id` the harness wrote in its steps file
+    /// (`step_id` above is the run-unique id the runner gave the step); absent for the
+    /// runner's own steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_step_id: Option<u64>,
     /// How the step ended; `null` when the step is known only from an marker (docs/artifacts.md) (an
     /// SWE harness's own markers say when a step ran, not how it ended).
     pub status: Option<StepStatus>,
@@ -216,6 +226,15 @@ impl StepReport {
         match self.start_before_anchor_ns {
             Some(b) => anchor.saturating_sub(b),
             None => anchor + self.start_ns,
+        }
+    }
+
+    /// The step's end as unix ns, given the run's anchor (its real end, before the anchor
+    /// too).
+    pub fn end_unix_ns(&self, anchor: u64) -> u64 {
+        match self.end_before_anchor_ns {
+            Some(b) => anchor.saturating_sub(b),
+            None => anchor + self.end_ns,
         }
     }
 

@@ -308,7 +308,7 @@ fn step_span(
         name,
         kind: kind as i32,
         start_time_unix_nano: st.start_unix_ns(cx.anchor),
-        end_time_unix_nano: cx.anchor + st.end_ns.max(st.start_ns),
+        end_time_unix_nano: st.end_unix_ns(cx.anchor).max(st.start_unix_ns(cx.anchor)),
         attributes: attrs,
         status,
         ..Default::default()
@@ -491,6 +491,8 @@ mod tests {
             end_ns: 20,
             duration_ms: 0.0,
             start_before_anchor_ns: None,
+            end_before_anchor_ns: None,
+            harness_step_id: None,
             status: Some(StepStatus::Completed),
             failure_code: None,
             tool_error: None,

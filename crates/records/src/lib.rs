@@ -20,7 +20,7 @@ use inferscope_model::records::{
     REQUESTS_FILE, REQUESTS_SCHEMA, RequestsHeader, UNIT_LINE_PREFIX, UnitRecord, decode_line,
     decode_unit_line, encode_line, encode_unit_line, is_readable_schema,
 };
-use inferscope_model::{JobReport, RequestRecord, RequestsFile, RunReport};
+use inferscope_model::{RequestRecord, RequestsFile, RunReport};
 
 /// Bytes buffered before a write to disk.
 const WRITE_BUFFER_BYTES: usize = 256 << 10;
@@ -171,14 +171,15 @@ pub fn visit(run_dir: &Path, report: &RunReport, f: impl FnMut(usize, Line)) -> 
     let shown = run_dir.join(REQUESTS_FILE);
     let shown = shown.display();
     let run_id = report.run_id.as_str();
-    read_file(run_dir, &meta, run_id, &report.jobs, f).map_err(|e| format!("{shown}: {e}"))
+    let ids: Vec<&str> = report.jobs.iter().map(|j| j.id.as_str()).collect();
+    read_file(run_dir, &meta, run_id, &ids, f).map_err(|e| format!("{shown}: {e}"))
 }
 
 fn read_file(
     run_dir: &Path,
     meta: &RequestsFile,
     run_id: &str,
-    jobs: &[JobReport],
+    ids: &[&str],
     mut f: impl FnMut(usize, Line),
 ) -> Result<(), String> {
     if meta.path != REQUESTS_FILE {
@@ -265,7 +266,6 @@ fn read_file(
                         h.run_id
                     ));
                 }
-                let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
                 if h.jobs != ids {
                     return Err(format!(
                         "line {line_no}: field `jobs`: does not list report.json's jobs"
@@ -354,5 +354,59 @@ mod tests {
         assert_eq!(meta.records, 3);
         assert_eq!(meta.sha256, hex::encode(Sha256::digest(&bytes)));
         assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 4);
+    }
+
+    /// Issue 29 item 8: a 128k-token streamed answer (131,071 gaps of about 20 ms, 8
+    /// digits each: a line of about 1.2 MB, above the old 1 MiB bound) is written and read
+    /// back like any other record, every gap exact.
+    #[test]
+    fn a_128k_token_answer_is_an_ordinary_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = rec("s::a#0", 5);
+        r.itl_ns = (0..131_071u64)
+            .map(|i| 19_000_000 + (i * 7_919) % 2_000_000)
+            .collect();
+        r.token_event_count = 131_072;
+        let mut w = RecordsWriter::create(dir.path(), "run1", vec!["s::a".into()]).unwrap();
+        w.append(0, &r).unwrap();
+        let meta = w.finish().unwrap();
+        assert!(meta.bytes > 1 << 20, "{} bytes", meta.bytes);
+        let mut back = Vec::new();
+        read_file(dir.path(), &meta, "run1", &["s::a"], |_, l| {
+            if let Line::Request(q) = l {
+                back.push(*q)
+            }
+        })
+        .unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].itl_ns, r.itl_ns);
+    }
+
+    /// The line bound follows from what a record can hold: the most gaps the client keeps
+    /// ([`inferscope_model::request::MAX_RECORDED_GAPS`]), each as long as a gap can be
+    /// written (u64::MAX), in the request's list and again in its choices' lists, with the
+    /// longest error text, fits [`limits::REQUESTS_LINE_BYTES`].
+    #[test]
+    fn the_worst_case_line_fits_the_line_bound() {
+        use inferscope_model::request::{ChoiceRecord, MAX_ERROR_BYTES, MAX_RECORDED_GAPS};
+        let mut r = rec("s::a#0", 5);
+        r.itl_ns = vec![u64::MAX; MAX_RECORDED_GAPS];
+        let half = MAX_RECORDED_GAPS / 2;
+        r.choices = (0..2)
+            .map(|i| ChoiceRecord {
+                index: i,
+                itl_ns: vec![u64::MAX; half],
+                finish_reason: Some("length".into()),
+                text_bytes: Some(u64::MAX),
+                ..Default::default()
+            })
+            .collect();
+        r.error = Some("\"".repeat(MAX_ERROR_BYTES));
+        let line = encode_line(0, "s::a", &r);
+        assert!(
+            (line.len() as u64) < limits::REQUESTS_LINE_BYTES - (1 << 20),
+            "{} bytes",
+            line.len()
+        );
     }
 }

@@ -292,6 +292,59 @@ pub struct ScrapeGap {
     pub reason: String,
 }
 
+/// An exposition line that did not parse, located (issue 29 item 6).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParseErrorAt {
+    /// The scrape, counting successful scrapes from 1 (a Prometheus timeline: the sample).
+    pub scrape: u64,
+    /// When the scrape's body was read, ns.
+    pub elapsed_ns: u64,
+    /// 1-based line of the exposition body.
+    pub line: usize,
+    /// What was wrong (the parser's message, at most 200 bytes).
+    pub message: String,
+}
+
+/// The most located parse errors a metrics timeline keeps (`parse_errors` counts all).
+pub const MAX_PARSE_ERROR_LINES: usize = 100;
+
+/// Counts the parse errors of one scrape's body into `t` and locates them: the first
+/// [`MAX_PARSE_ERROR_LINES`] go to `parse_error_lines`, and each distinct line number gets
+/// one note (`metrics: exposition line L did not parse (first in scrape K: …)`), within
+/// `max_notes`.
+pub fn record_parse_errors(
+    t: &mut MetricsTimeline,
+    scrape: u64,
+    elapsed_ns: u64,
+    errors: &[prom::LineError],
+    max_notes: usize,
+) {
+    t.parse_errors += errors.len() as u64;
+    for e in errors {
+        let mut message = e.message.clone();
+        if message.len() > 200 {
+            let mut cut = 200;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+        }
+        let lead = format!("metrics: exposition line {} did not parse", e.line);
+        if t.notes.len() < max_notes && !t.notes.iter().any(|n| n.starts_with(&lead)) {
+            t.notes
+                .push(format!("{lead} (first in scrape {scrape}: {message})"));
+        }
+        if t.parse_error_lines.len() < MAX_PARSE_ERROR_LINES {
+            t.parse_error_lines.push(ParseErrorAt {
+                scrape,
+                elapsed_ns,
+                line: e.line,
+                message,
+            });
+        }
+    }
+}
+
 /// The metrics source's timeline and status.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MetricsTimeline {
@@ -317,6 +370,9 @@ pub struct MetricsTimeline {
     pub gaps: Vec<ScrapeGap>,
     /// Exposition lines that did not parse, summed over scrapes.
     pub parse_errors: u64,
+    /// The first of them, located: scrape, line, message ([`MAX_PARSE_ERROR_LINES`]).
+    #[serde(default)]
+    pub parse_error_lines: Vec<ParseErrorAt>,
     /// Counter resets per canonical counter (C15).
     pub counter_resets: BTreeMap<String, u32>,
     /// Canonical name → exposed families used.
@@ -380,5 +436,72 @@ impl TelemetryRun {
     /// the run configured a Prometheus source, else the direct `/metrics` scrape.
     pub fn counter_timeline(&self) -> Option<&MetricsTimeline> {
         self.prometheus.as_ref().or(self.metrics.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod parse_error_tests {
+    use super::*;
+
+    fn timeline() -> MetricsTimeline {
+        MetricsTimeline {
+            status: SourceStatus::Ok,
+            url: "http://127.0.0.1:1/metrics".into(),
+            profile_requested: EngineProfile::Vllm,
+            profile: None,
+            served_model: None,
+            period_ns: 1,
+            timeout_ns: 1,
+            scrapes_ok: 0,
+            scrapes_failed: 0,
+            gaps: Vec::new(),
+            parse_errors: 0,
+            parse_error_lines: Vec::new(),
+            counter_resets: BTreeMap::new(),
+            mapping: BTreeMap::new(),
+            notes: Vec::new(),
+            sample_count: 0,
+            dropped: 0,
+            prometheus: None,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Issue 29 item 6: exposition lines that do not parse are counted and located —
+    /// their scrape and line in the timeline (sources.json) and one note per line.
+    #[test]
+    fn parse_errors_name_their_scrape_and_line() {
+        let body = "# TYPE vllm:num_requests_running gauge\n\
+                    vllm:num_requests_running{model_name=\"m\"} 1\n\
+                    vllm:bad{model_name=\"m\" 2\n\
+                    vllm:num_requests_waiting 0 12 extra\n";
+        let expo = parse_exposition(body, ExpositionFormat::PrometheusText);
+        assert_eq!(expo.errors.len(), 2, "{:?}", expo.errors);
+        let mut t = timeline();
+        record_parse_errors(&mut t, 1, 10, &expo.errors, 100);
+        record_parse_errors(&mut t, 2, 20, &expo.errors, 100);
+        assert_eq!(t.parse_errors, 4);
+        let at: Vec<(u64, usize)> = t
+            .parse_error_lines
+            .iter()
+            .map(|e| (e.scrape, e.line))
+            .collect();
+        assert_eq!(at, vec![(1, 3), (1, 4), (2, 3), (2, 4)]);
+        assert_eq!(t.parse_error_lines[0].elapsed_ns, 10);
+        assert_eq!(t.notes.len(), 2, "{:?}", t.notes);
+        assert!(
+            t.notes[0].starts_with("metrics: exposition line 3 did not parse (first in scrape 1: "),
+            "{:?}",
+            t.notes
+        );
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["parse_error_lines"][1]["line"], 4);
+        // A long run keeps the first located ones only, and counts every one.
+        for k in 3..200 {
+            record_parse_errors(&mut t, k, k, &expo.errors, 100);
+        }
+        assert_eq!(t.parse_errors, 398);
+        assert_eq!(t.parse_error_lines.len(), MAX_PARSE_ERROR_LINES);
+        assert_eq!(t.notes.len(), 2);
     }
 }

@@ -480,7 +480,8 @@ fn build_timeline(
             continue;
         };
         let expo = parse_exposition(&text, ExpositionFormat::PrometheusText);
-        t.parse_errors += expo.errors.len() as u64;
+        let scrape = t.samples.len() as u64 + 1;
+        super::record_parse_errors(&mut t, scrape, elapsed as u64, &expo.errors, 100);
         let snap = map_exposition(&expo, profile, served_model);
         if snap.profile.is_some() {
             t.profile = snap.profile;
@@ -585,6 +586,7 @@ fn empty_timeline(
         scrapes_failed: 0,
         gaps: Vec::new(),
         parse_errors: 0,
+        parse_error_lines: Vec::new(),
         counter_resets: BTreeMap::new(),
         mapping: BTreeMap::new(),
         notes: Vec::new(),

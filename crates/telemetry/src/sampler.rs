@@ -672,6 +672,7 @@ fn empty_metrics(mc: &MetricsConfig, period_ns: u64) -> MetricsTimeline {
         scrapes_failed: 0,
         gaps: Vec::new(),
         parse_errors: 0,
+        parse_error_lines: Vec::new(),
         counter_resets: Default::default(),
         mapping: Default::default(),
         notes: Vec::new(),
@@ -728,7 +729,8 @@ fn metrics_thread(
             Ok((body, ct)) => {
                 t.scrapes_ok += 1;
                 let expo = parse_exposition(&body, format_from_content_type(ct.as_deref()));
-                t.parse_errors += expo.errors.len() as u64;
+                let scrape = t.scrapes_ok;
+                super::record_parse_errors(t, scrape, done, &expo.errors, MAX_NOTES);
                 if expo.format == ExpositionFormat::OpenMetrics && !expo.eof {
                     let n = "OpenMetrics body without # EOF (possibly truncated)".to_string();
                     if t.notes.len() < MAX_NOTES && !t.notes.contains(&n) {

@@ -180,3 +180,61 @@ fn inferscope_report_errors_name_the_file_and_field() {
         assert!(err.contains("bad.json") && err.contains(want), "{err}");
     }
 }
+
+/// Issue 29 item 7: a report of a TP run on a 4-GPU host whose devices 2 and 3 idled at
+/// 50 W. Without a filter every device is summed and a note says so (step 1: 37.5 J +
+/// 2 × 15 J); `--gpu-devices 0` keeps the run's own device (37.5 J, whole run 150 J, as
+/// the one-device fixture), and a device the report lacks is bad input naming it.
+#[test]
+fn inferscope_report_gpu_devices_keeps_only_the_runs_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = variant(dir.path(), "tp.json", |r| {
+        let samples = r["gpu_timeline"]["samples"].as_array_mut().unwrap();
+        let idle: Vec<Value> = samples
+            .iter()
+            .flat_map(|s| {
+                [2u64, 3].map(|d| {
+                    let mut x = s.clone();
+                    x["device_index"] = d.into();
+                    x["power_draw_milliwatts"] = 50_000.into();
+                    x
+                })
+            })
+            .collect();
+        samples.extend(idle);
+    });
+    let steps = fixture("steps.jsonl");
+    let (all, out) = offline_join(&["--inferscope-report", &p], &steps, dir.path());
+    assert_eq!(steps_of(&all)[0]["energy_mj"], 67_500, "{all:#}");
+    assert_eq!(all["trajectories"][0]["whole_run_energy_mj"], 250_000);
+    assert!(
+        out.contains("power: summed over every device of gpu_timeline (0, 2, 3)"),
+        "{out}"
+    );
+    let (own, out) = offline_join(
+        &["--inferscope-report", &p, "--gpu-devices", "0"],
+        &steps,
+        dir.path(),
+    );
+    assert_eq!(steps_of(&own)[0]["energy_mj"], 37_500, "{own:#}");
+    assert_eq!(own["trajectories"][0]["whole_run_energy_mj"], 150_000);
+    assert!(
+        out.contains("power: devices 0 kept (--gpu-devices); 2, 3 left out"),
+        "{out}"
+    );
+    let o = run(&[
+        "trajectory",
+        "--inferscope-report",
+        &p,
+        "--gpu-devices",
+        "0,5",
+        "--steps",
+        steps.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--gpu-devices 5: gpu_timeline has no sample of device_index 5"),
+        "{}",
+        text(&o)
+    );
+}

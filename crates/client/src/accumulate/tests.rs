@@ -1846,3 +1846,66 @@ mod content_memo_limits {
         }
     }
 }
+
+/// Issue 29 item 8: a response longer than what the client keeps. The visible text is
+/// kept up to `MAX_KEPT_TEXT_BYTES` (cut at a character boundary), the rest counted, and
+/// the token estimate still counts every byte received; reasoning is bounded apart.
+#[test]
+fn a_long_answer_keeps_a_bounded_text_and_counts_the_rest() {
+    use crate::record::MAX_KEPT_TEXT_BYTES;
+    // 3 bytes a character, 1 MiB + 1 a chunk: the cut falls inside a character.
+    let piece = "é".repeat(1 << 19) + "x"; // 2 bytes × 2¹⁹ + 1
+    let content = |s: &str| {
+        format!(
+            r#"{{"choices":[{{"index":0,"delta":{{"content":"{s}","reasoning_content":"{s}"}}}}]}}"#
+        )
+    };
+    let mut chunks: Vec<String> = (0..5).map(|_| content(&piece)).collect();
+    chunks.push(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#.into());
+    chunks.push("[DONE]".into());
+    let r = run_typed(&spaced(&chunks));
+    let total = 5 * piece.len() as u64;
+    let out = &r.output;
+    assert!(out.text.len() <= MAX_KEPT_TEXT_BYTES);
+    assert!(out.text.len() > MAX_KEPT_TEXT_BYTES - 4);
+    assert!(piece.repeat(5).starts_with(&out.text));
+    assert_eq!(out.text.len() as u64 + out.text_omitted_bytes, total);
+    assert!(out.text_truncated());
+    assert_eq!(out.reasoning.len(), out.text.len());
+    assert_eq!(out.reasoning_omitted_bytes, out.text_omitted_bytes);
+    let est = r.completion_tokens_estimate.unwrap();
+    assert_eq!(
+        est.tokens,
+        (2 * total).div_ceil(4),
+        "every byte received counts"
+    );
+    assert_eq!(r.token_event_count, 5);
+}
+
+/// Issue 29 item 8: a record keeps at most `MAX_RECORDED_GAPS` inter-token gaps; the
+/// token events beyond are counted, and the record says `itl_truncated`.
+#[test]
+fn gaps_beyond_the_recorded_bound_are_counted_not_kept() {
+    use crate::record::MAX_RECORDED_GAPS;
+    let mut acc = StreamAccumulator::new();
+    let chunk = r#"{"choices":[{"index":0,"delta":{"content":"a"}}]}"#;
+    let events = MAX_RECORDED_GAPS as u64 + 11;
+    for i in 0..events {
+        assert_eq!(acc.on_event(None, chunk, (i + 1) * 1_000), Flow::Continue);
+    }
+    acc.on_event(None, "[DONE]", (events + 1) * 1_000);
+    let r = acc.finish(head(), (events + 2) * 1_000, true);
+    assert_eq!(r.token_event_count, events);
+    assert_eq!(r.itl_ns.len(), MAX_RECORDED_GAPS);
+    assert!(r.itl_ns.iter().all(|&g| g == 1_000));
+    assert!(r.warnings.contains(&RecordWarning::ItlTruncated));
+    // One gap fewer than the bound: no warning.
+    let mut acc = StreamAccumulator::new();
+    for i in 0..MAX_RECORDED_GAPS as u64 {
+        acc.on_event(None, chunk, (i + 1) * 1_000);
+    }
+    acc.on_event(None, "[DONE]", 0);
+    let r = acc.finish(head(), 0, true);
+    assert_eq!(r.itl_ns.len(), MAX_RECORDED_GAPS - 1);
+    assert!(!r.warnings.contains(&RecordWarning::ItlTruncated));
+}

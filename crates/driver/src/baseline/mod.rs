@@ -110,7 +110,8 @@ pub fn samples_of<'a>(
 ) -> (JobSamples, u64, u64) {
     let mut s = JobSamples::default();
     let (mut n, mut ok) = (0u64, 0u64);
-    for r in requests.filter(|r| !warmup.contains(r.request_id.as_str())) {
+    // Warm-up: the record's own mark (`"wu":true` in requests.jsonl), or the report's list.
+    for r in requests.filter(|r| !r.warmup && !warmup.contains(r.request_id.as_str())) {
         n += 1;
         if r.is_success() {
             ok += 1;
@@ -178,7 +179,7 @@ pub fn stream_summaries(
         let (Some(Some(a)), crate::records::Line::Request(r)) = (acc.get_mut(j), line) else {
             return;
         };
-        if a.warm.contains(r.request_id.as_str()) {
+        if r.warmup || a.warm.contains(r.request_id.as_str()) {
             return;
         }
         a.n += 1;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use super::arrival::arrival_offsets_ns;
 use super::exec::{InFlight, PointPlan, Timer, UnitRunner, UnitTicket, run_point};
 use super::record::{LoadRun, PointRecord};
-use super::spec::{LoadSpec, point_seed};
+use super::spec::{LoadSpec, Stop, point_seed};
 use crate::agentic::{AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, run_trajectory};
 use crate::client::{ChatRequest, Client, RequestRecord};
 use crate::clock::RunClock;
@@ -405,6 +405,8 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
                         trajectories: trajectories.len()..trajectories.len(),
                         units_started: 0,
                         not_started: 0,
+                        stopped_early: false,
+                        unscheduled: 0,
                         max_units_in_flight: 0,
                         max_requests_in_flight: 0,
                     });
@@ -426,6 +428,10 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
                 point.stop,
             )
         });
+        let unscheduled = match (&arrivals, point.stop) {
+            (Some(a), Stop::Count(n)) => n.saturating_sub(a.len() as u64),
+            _ => 0,
+        };
         let plan = PointPlan {
             concurrency: point.concurrency,
             arrivals,
@@ -455,6 +461,8 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
             trajectories: first..trajectories.len(),
             units_started: started,
             not_started: run.not_started,
+            stopped_early: run.stopped_early,
+            unscheduled,
             max_units_in_flight: run.max_in_flight,
             max_requests_in_flight: units.in_flight.max(),
         });

@@ -101,8 +101,13 @@ pub struct PointRun<O> {
     pub finished: u64,
     /// The most units that were in flight at once (achieved concurrency).
     pub max_in_flight: u32,
-    /// Scheduled units never started because of cancellation.
+    /// Units of the point's plan never started because of cancellation: scheduled
+    /// arrivals not yet started (open loop), and in a closed loop of `Count(n)` every unit
+    /// of the `n` not yet started, queued or not (issue 29 item 1).
     pub not_started: u64,
+    /// Cancellation stopped the point before its stop rule did (also a closed loop of
+    /// `Duration(d)`, whose units not started cannot be counted).
+    pub stopped_early: bool,
 }
 
 /// Runs one point: see the module docs.
@@ -130,6 +135,7 @@ pub async fn run_point<R: UnitRunner, T: Timer>(
     let mut max_in_flight = 0usize;
     let mut not_started = 0u64;
     let mut finished = 0u64;
+    let mut stopped_early = false;
     let mut last_end = t0;
     loop {
         let now = timer.now_ns();
@@ -161,6 +167,19 @@ pub async fn run_point<R: UnitRunner, T: Timer>(
                     });
                 }
             }
+        }
+        if stop_now && !stopped_early {
+            // Counted once: what the plan still held when cancellation was seen.
+            let (unqueued, early) = match (&plan.arrivals, plan.stop) {
+                (Some(_), _) => (0, not_started > 0 || !queue.is_empty()),
+                (None, Stop::Count(n)) => {
+                    let left = n.saturating_sub(started + queue.len() as u64);
+                    (left, left > 0 || !queue.is_empty())
+                }
+                (None, Stop::Duration(_)) => (0, closed_more(started, now)),
+            };
+            not_started += unqueued;
+            stopped_early = early;
         }
         if stop_now {
             not_started += queue.len() as u64;
@@ -216,6 +235,7 @@ pub async fn run_point<R: UnitRunner, T: Timer>(
         finished,
         max_in_flight: u32::try_from(max_in_flight).unwrap_or(u32::MAX),
         not_started,
+        stopped_early,
     }
 }
 
@@ -473,5 +493,84 @@ mod tests {
         };
         let run = run_point(&closed, &m, &timer, &flag).await;
         assert!(run.units.is_empty());
+    }
+
+    /// Cancels the run (sets the flag) when unit `at` starts; every unit then runs on.
+    struct CancelAt<'a> {
+        inner: Mock<'a>,
+        at: u64,
+        flag: &'a AtomicBool,
+    }
+
+    impl UnitRunner for CancelAt<'_> {
+        type Output = Req;
+        async fn run(&self, t: UnitTicket) -> Req {
+            if t.index == self.at {
+                self.flag.store(true, Ordering::Relaxed);
+            }
+            self.inner.run(t).await
+        }
+    }
+
+    /// Issue 29 item 1: Ctrl-C during a one-point closed loop of `count = 16` after 4
+    /// units started: the 12 units of the count never queued are not started, and the
+    /// point did not run to its end (on main: `not_started` 0, so the job passed).
+    #[tokio::test(start_paused = true)]
+    async fn cancelled_closed_count_counts_every_unit_never_started() {
+        for (conc, at, started) in [(1u32, 3u64, 4u64), (1, 0, 1), (2, 5, 6), (4, 3, 4)] {
+            let timer = Logical(Instant::now());
+            let flag = AtomicBool::new(false);
+            let r = CancelAt {
+                inner: mock(&timer, 100, &[]),
+                at,
+                flag: &flag,
+            };
+            let plan = PointPlan {
+                concurrency: Some(conc),
+                arrivals: None,
+                stop: Stop::Count(16),
+            };
+            let run = run_point(&plan, &r, &timer, &flag).await;
+            assert_eq!(run.finished, started, "c={conc} at={at}");
+            assert_eq!(run.not_started, 16 - started, "c={conc} at={at}");
+            assert!(run.stopped_early);
+        }
+    }
+
+    /// A closed loop of `Duration(d)` cancelled before `d` stopped early; one that ran
+    /// its whole plan (cancelled after the last unit started) did not.
+    #[tokio::test(start_paused = true)]
+    async fn cancelled_closed_duration_stops_early_and_a_whole_plan_does_not() {
+        let timer = Logical(Instant::now());
+        let flag = AtomicBool::new(false);
+        let r = CancelAt {
+            inner: mock(&timer, 100, &[]),
+            at: 1,
+            flag: &flag,
+        };
+        let plan = PointPlan {
+            concurrency: Some(1),
+            arrivals: None,
+            stop: Stop::Duration(10_000 * MS),
+        };
+        let run = run_point(&plan, &r, &timer, &flag).await;
+        assert_eq!(run.finished, 2);
+        assert!(run.stopped_early);
+        // The last unit of the count starts, then the flag is set: nothing was left out.
+        let timer = Logical(Instant::now());
+        let flag = AtomicBool::new(false);
+        let r = CancelAt {
+            inner: mock(&timer, 100, &[]),
+            at: 3,
+            flag: &flag,
+        };
+        let plan = PointPlan {
+            concurrency: Some(1),
+            arrivals: None,
+            stop: Stop::Count(4),
+        };
+        let run = run_point(&plan, &r, &timer, &flag).await;
+        assert_eq!((run.finished, run.not_started), (4, 0));
+        assert!(!run.stopped_early);
     }
 }

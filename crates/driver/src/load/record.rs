@@ -19,8 +19,15 @@ pub struct PointRecord {
     pub trajectories: Range<usize>,
     /// Units started.
     pub units_started: u64,
-    /// Units scheduled but never started (cancellation).
+    /// Units of the plan never started because of cancellation (closed loop: every unit
+    /// of `count` not started; open loop: the arrivals not started).
     pub not_started: u64,
+    /// Cancellation stopped the point before its stop rule did (issue 29 item 1).
+    pub stopped_early: bool,
+    /// Units of `count` the open-loop schedule could not place (a rate so low that the
+    /// next arrival lies past the run clock's range, or past the arrival bound): the
+    /// point cannot run its count (issue 29 item 10).
+    pub unscheduled: u64,
     /// Most units in flight at once (achieved concurrency).
     pub max_units_in_flight: u32,
     /// Most requests in flight at once.
@@ -28,6 +35,11 @@ pub struct PointRecord {
 }
 
 impl PointRecord {
+    /// Whether cancellation left the point's plan whole (every unit of it started).
+    pub fn ran_to_end(&self) -> bool {
+        self.not_started == 0 && !self.stopped_early
+    }
+
     /// The point window, ns.
     pub fn window_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.start_ns)
@@ -113,7 +125,31 @@ impl LoadRun {
     /// after Ctrl-C / SIGTERM stopped the job part-way).
     pub fn complete(&self) -> bool {
         let planned = self.spec.sweep.as_ref().map_or(1, |w| w.values().len());
-        self.points.len() == planned && self.points.iter().all(|p| p.not_started == 0)
+        self.points.len() == planned && self.points.iter().all(PointRecord::ran_to_end)
+    }
+
+    /// One note per point whose schedule could not place its count (issue 29 item 10);
+    /// such a job fails.
+    pub fn schedule_notes(&self) -> Vec<String> {
+        self.points
+            .iter()
+            .filter(|p| p.unscheduled > 0)
+            .map(|p| {
+                let placed = match p.point.stop {
+                    super::spec::Stop::Count(n) => n.saturating_sub(p.unscheduled),
+                    super::spec::Stop::Duration(_) => 0,
+                };
+                format!(
+                    "schedule: {} places {placed} of its count of {} units (the next \
+                     arrival lies past the run clock's range or the arrival bound of {}); \
+                     {} units were never scheduled",
+                    p.point.label(),
+                    placed + p.unscheduled,
+                    super::arrival::MAX_ARRIVALS,
+                    p.unscheduled
+                )
+            })
+            .collect()
     }
 }
 
@@ -137,6 +173,8 @@ mod tests {
             trajectories: 0..0,
             units_started,
             not_started: 0,
+            stopped_early: false,
+            unscheduled: 0,
             max_units_in_flight: achieved,
             max_requests_in_flight: achieved,
         }

@@ -194,6 +194,10 @@ struct WarmCandidate {
     index: usize,
     id: String,
     held: Option<CompactFigureSet>,
+    /// The request's record, its line written once its warm-up status is known: when it
+    /// leaves the heap (not warm-up) or when the point ends (warm-up, `"wu":true`; issue
+    /// 29 item 4). The heap holds at most `warmup` of them.
+    rec: Box<RequestRecord>,
 }
 
 impl PartialEq for WarmCandidate {
@@ -328,7 +332,10 @@ impl Writer {
             .push(self.point_start..self.out.figures.len());
         let mut warm: Vec<WarmCandidate> = std::mem::take(&mut self.heap).into_vec();
         warm.sort();
-        for c in warm {
+        for mut c in warm {
+            c.rec.warmup = true;
+            let (job, rec) = (self.env.job_index, &c.rec);
+            self.env.sink.with(|w| w.append(job, rec));
             if let Some(st) = &mut self.out.streamed {
                 if let Some(p) = st.points.last_mut() {
                     p.warmup += 1;
@@ -377,7 +384,9 @@ impl Writer {
         for r in rec.steps.into_iter().filter_map(|s| s.request) {
             let mut r = r;
             r.redact_server_text(&secrets);
-            sink.with(|w| w.append(job, &r));
+            if self.warmup == 0 {
+                sink.with(|w| w.append(job, &r));
+            }
             let index = self.out.figures.len();
             let streaming = self.out.streamed.is_some();
             if streaming {
@@ -413,18 +422,20 @@ impl Writer {
             if r.warnings
                 .contains(&crate::model::request::RecordWarning::ChoiceCountMismatch)
             {
-                r.itl_ns = Vec::new();
-                for c in &mut r.choices {
+                let mut m = r.clone();
+                m.itl_ns = Vec::new();
+                for c in &mut m.choices {
                     c.itl_ns = Vec::new();
                 }
-                self.out.choice_mismatches.push(r.clone());
+                self.out.choice_mismatches.push(m);
             }
             if self.warmup > 0 {
                 let cand = WarmCandidate {
                     key: (r.scheduled_ns, r.send_ns, self.seq),
                     index,
-                    id: std::mem::take(&mut r.request_id),
+                    id: r.request_id.clone(),
                     held: streaming.then(|| self.scratch.clone()),
+                    rec: Box::new(r),
                 };
                 self.seq += 1;
                 // The candidate that leaves the heap (or never enters it) is not warm-up:
@@ -439,8 +450,12 @@ impl Writer {
                 } else {
                     Some(cand)
                 };
-                if let Some(held) = out.and_then(|c| c.held) {
-                    self.measured(&held);
+                if let Some(c) = out {
+                    // Not warm-up: its line is written now, as it is.
+                    sink.with(|w| w.append(job, &c.rec));
+                    if let Some(held) = c.held {
+                        self.measured(&held);
+                    }
                 }
             }
         }

@@ -37,10 +37,10 @@ impl CheckKind {
     /// applies). Any other key of [`RawCheck`] on this kind is an error.
     pub fn keys(self) -> &'static [&'static str] {
         match self {
-            CheckKind::Contains | CheckKind::Equals => &["value", "target"],
-            CheckKind::Regex => &["pattern", "target"],
+            CheckKind::Contains | CheckKind::Equals => &["value", "target", "choice"],
+            CheckKind::Regex => &["pattern", "target", "choice"],
             CheckKind::ToolCalled => &["tool", "min_times", "valid_arguments"],
-            CheckKind::JsonPath => &["path", "equals", "target"],
+            CheckKind::JsonPath => &["path", "equals", "target", "choice"],
         }
     }
 }
@@ -55,15 +55,32 @@ pub enum CheckTarget {
     FinalAnswer,
     /// The harness process's stdout (swe).
     Stdout,
+    /// The final answer's choice of this `index` (`n > 1`; the check's `choice` key,
+    /// issue 29 item 5); choice 0 is the final answer itself.
+    #[serde(skip_deserializing)]
+    Choice(u32),
 }
 
 impl CheckTarget {
-    /// The snake_case name used in suites.
+    /// The snake_case name used in suites (a choice is of the `final_answer`).
     pub fn as_str(self) -> &'static str {
         match self {
-            CheckTarget::FinalAnswer => "final_answer",
+            CheckTarget::FinalAnswer | CheckTarget::Choice(_) => "final_answer",
             CheckTarget::Stdout => "stdout",
         }
+    }
+
+    /// `final_answer`, `stdout`, or `final_answer choice 1`, for descriptions and reasons.
+    pub fn label(self) -> String {
+        match self {
+            CheckTarget::Choice(k) => format!("final_answer choice {k}"),
+            t => t.as_str().to_string(),
+        }
+    }
+
+    /// Whether the check reads the final answer (of some choice).
+    pub fn reads_final_answer(self) -> bool {
+        self != CheckTarget::Stdout
     }
 }
 
@@ -92,6 +109,8 @@ pub struct RawCheck {
     pub equals: Option<serde_json::Value>,
     /// `final_answer` (default) or `stdout`; not accepted on `tool_called`.
     pub target: Option<CheckTarget>,
+    /// The final answer's choice to read (`n > 1`), by its index; default 0.
+    pub choice: Option<u32>,
 }
 
 /// What is wrong with one key of a check table.
@@ -194,9 +213,9 @@ impl Check {
     /// `contains(final_answer)`, `tool_called(read_file, min 2)`, `json_path($.city ==)`.
     pub fn describe(&self) -> String {
         match self {
-            Check::Contains { target, .. } => format!("contains({})", target.as_str()),
-            Check::Regex { target, .. } => format!("regex({})", target.as_str()),
-            Check::Equals { target, .. } => format!("equals({})", target.as_str()),
+            Check::Contains { target, .. } => format!("contains({})", target.label()),
+            Check::Regex { target, .. } => format!("regex({})", target.label()),
+            Check::Equals { target, .. } => format!("equals({})", target.label()),
             Check::ToolCalled {
                 tool,
                 min_times,
@@ -215,7 +234,7 @@ impl Check {
                 target,
             } => {
                 let op = if equals.is_some() { " ==" } else { "" };
-                format!("json_path({}, {path}{op})", target.as_str())
+                format!("json_path({}, {path}{op})", target.label())
             }
         }
     }
@@ -226,7 +245,7 @@ impl TryFrom<RawCheck> for Check {
 
     fn try_from(raw: RawCheck) -> Result<Self, CheckError> {
         let kind = raw.kind;
-        let present: [(&'static str, bool); 8] = [
+        let present: [(&'static str, bool); 9] = [
             ("value", raw.value.is_some()),
             ("pattern", raw.pattern.is_some()),
             ("tool", raw.tool.is_some()),
@@ -235,6 +254,7 @@ impl TryFrom<RawCheck> for Check {
             ("path", raw.path.is_some()),
             ("equals", raw.equals.is_some()),
             ("target", raw.target.is_some()),
+            ("choice", raw.choice.is_some()),
         ];
         for (key, is_set) in present {
             if is_set && !kind.keys().contains(&key) {
@@ -254,7 +274,19 @@ impl TryFrom<RawCheck> for Check {
             message: format!("a `{}` check needs `{key}`", kind.as_str()),
             problem: CheckProblem::Missing,
         };
-        let target = raw.target.unwrap_or_default();
+        let target = match (raw.choice, raw.target.unwrap_or_default()) {
+            (Some(_), CheckTarget::Stdout) => {
+                return Err(CheckError {
+                    field: "choice",
+                    message: "`choice` names a choice of the final answer; it does not apply \
+                              with `target = \"stdout\"`"
+                        .into(),
+                    problem: CheckProblem::NotApplicable,
+                });
+            }
+            (Some(k), _) => CheckTarget::Choice(k),
+            (None, t) => t,
+        };
         Ok(match kind {
             CheckKind::Contains => Check::Contains {
                 value: raw.value.ok_or_else(|| missing("value"))?,

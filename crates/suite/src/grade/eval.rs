@@ -18,6 +18,9 @@ pub struct GradeSubject<'a> {
     /// The names of the calls whose arguments validated against the tool's parameters
     /// (the tool ran, or failed for another reason than its arguments), in call order.
     pub valid_tool_calls: &'a [String],
+    /// With several choices (`n > 1`): each choice's final-answer text by its index;
+    /// empty for one choice (choice 0 is then `final_answer`).
+    pub choices: &'a [(u64, &'a str)],
 }
 
 /// The verdict of one check, as written to `report.json`.
@@ -54,10 +57,20 @@ fn failure(check: &Check, subject: &GradeSubject<'_>) -> Option<String> {
         let t = match target {
             CheckTarget::FinalAnswer => subject.final_answer,
             CheckTarget::Stdout => subject.stdout,
+            CheckTarget::Choice(0) if subject.choices.is_empty() => subject.final_answer,
+            CheckTarget::Choice(k) => subject.final_answer.and_then(|_| {
+                let found = subject.choices.iter().find(|(i, _)| *i == u64::from(k));
+                found.map(|(_, t)| *t)
+            }),
         };
         t.ok_or_else(|| match target {
             CheckTarget::FinalAnswer => "no final answer".to_string(),
             CheckTarget::Stdout => "no stdout captured".to_string(),
+            CheckTarget::Choice(k) if subject.final_answer.is_some() => format!(
+                "no choice {k} in the final answer (it had {} choice(s))",
+                subject.choices.len().max(1)
+            ),
+            CheckTarget::Choice(_) => "no final answer".to_string(),
         })
     };
     match check {
@@ -66,7 +79,7 @@ fn failure(check: &Check, subject: &GradeSubject<'_>) -> Option<String> {
             Ok(t) if t.contains(value.as_str()) => None,
             Ok(t) => Some(format!(
                 "{} ({} bytes) does not contain the expected text",
-                target.as_str(),
+                target.label(),
                 t.len()
             )),
         },
@@ -75,7 +88,7 @@ fn failure(check: &Check, subject: &GradeSubject<'_>) -> Option<String> {
             Ok(t) if t.trim() == value.trim() => None,
             Ok(t) => Some(format!(
                 "{} ({} bytes) differs from the expected text ({} bytes)",
-                target.as_str(),
+                target.label(),
                 t.trim().len(),
                 value.trim().len()
             )),
@@ -85,7 +98,7 @@ fn failure(check: &Check, subject: &GradeSubject<'_>) -> Option<String> {
             Ok(t) if pattern.is_match(t) => None,
             Ok(t) => Some(format!(
                 "{} ({} bytes) does not match the pattern",
-                target.as_str(),
+                target.label(),
                 t.len()
             )),
         },
@@ -128,7 +141,7 @@ fn failure(check: &Check, subject: &GradeSubject<'_>) -> Option<String> {
                 Err(e) => {
                     return Some(format!(
                         "{} is not JSON (line {}, column {}: {})",
-                        target.as_str(),
+                        target.label(),
                         e.line(),
                         e.column(),
                         classify(&e)

@@ -21,6 +21,7 @@ fn answer(a: &str) -> GradeSubject<'_> {
         stdout: None,
         tool_calls: &[],
         valid_tool_calls: &[],
+        choices: &[],
     }
 }
 
@@ -50,7 +51,7 @@ fn check_errors_name_the_key() {
     );
     assert_eq!(
         check_err("kind = \"regex\"\npattern = \"a\"\nvalue = \"b\""),
-        "`value` does not apply to a `regex` check (it takes `pattern`, `target`)"
+        "`value` does not apply to a `regex` check (it takes `pattern`, `target`, `choice`)"
     );
     assert_eq!(
         check_err("kind = \"tool_called\"\ntool = \"t\"\ntarget = \"stdout\""),
@@ -113,6 +114,7 @@ fn absent_targets_fail_with_a_reason() {
         stdout: Some("tests: ok\n"),
         tool_calls: &[],
         valid_tool_calls: &[],
+        choices: &[],
     };
     assert!(one(&c, &s).passed);
 }
@@ -125,6 +127,7 @@ fn tool_called_counts_calls() {
         stdout: None,
         tool_calls: &calls,
         valid_tool_calls: &calls,
+        choices: &[],
     };
     assert!(
         one(
@@ -207,6 +210,7 @@ fn tool_called_with_valid_arguments_counts_only_validated_calls() {
         stdout: None,
         tool_calls: &calls,
         valid_tool_calls: &valid,
+        choices: &[],
     };
     let strict = check(
         "kind = \"tool_called\"\ntool = \"get_weather\"\nmin_times = 2\nvalid_arguments = true",
