@@ -457,6 +457,7 @@ mod parse_error_tests {
             gaps: Vec::new(),
             parse_errors: 0,
             parse_error_lines: Vec::new(),
+            block_size: None,
             counter_resets: BTreeMap::new(),
             mapping: BTreeMap::new(),
             notes: Vec::new(),
