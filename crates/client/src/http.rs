@@ -151,6 +151,12 @@ pub struct ChatRequest {
     /// Extra body members (e.g. `tool_choice`); cannot override `model`, `messages`,
     /// `tools`, `stream` or `stream_options`.
     pub extra: Map<String, Value>,
+    /// Not sent: the fixed output length (per choice) the request asks for through
+    /// `max_tokens` and the engine's switches (issue 27), stamped on its record by the
+    /// driver ([`RequestRecord::set_asked`]).
+    pub output_tokens_asked: Option<u32>,
+    /// Not sent: the prompt tokens the request was built to have (issue 27).
+    pub prompt_tokens_asked: Option<u64>,
 }
 
 const RESERVED_KEYS: [&str; 5] = ["model", "messages", "tools", "stream", "stream_options"];

@@ -109,6 +109,8 @@ pub struct ContextPlan {
     pub temperature: Option<f64>,
     /// Choices per request (`n`; `None`: not sent).
     pub n: Option<u32>,
+    /// Fixed output length and `extra_body` of every request (issue 27).
+    pub shape: crate::shape::RequestShape,
 }
 
 impl ContextPlan {
@@ -124,7 +126,7 @@ impl ContextPlan {
         } else {
             self.seed ^ (size as u64) ^ ((r + 1) << 32)
         };
-        ChatRequest {
+        let mut req = ChatRequest {
             request_id: format!("{}.s{size}.r{r}", trajectory_id.replace('#', ".t")),
             model: self.model.clone(),
             messages: vec![json!({"role": "user", "content": filler(seed, size, &self.words)})],
@@ -135,7 +137,9 @@ impl ContextPlan {
             n: self.n,
             stream: true,
             ..Default::default()
-        }
+        };
+        self.shape.apply(&mut req);
+        req
     }
 }
 

@@ -13,6 +13,7 @@ use crate::baseline::Baseline;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
 use crate::context::{ContextPlan, run_context};
+use crate::shape::RequestShape;
 use crate::grade::CheckResult;
 use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
@@ -696,6 +697,7 @@ impl Session {
                     max_tokens: Some(j.max_tokens),
                     temperature: Some(j.temperature),
                     n: j.n,
+                    shape: request_shape(j, &s.resolved.suite),
                 };
                 if let Some(spec) = &j.load {
                     let template = UnitTemplate::Context(plan);
@@ -1055,6 +1057,15 @@ fn agentic_plan(
                 .map(|x| (x.tool.clone(), x.arguments.clone()))
                 .collect()
         }),
+        shape: request_shape(j, &s.resolved.suite),
+    }
+}
+
+/// A job's [`RequestShape`]: its `output_tokens` and the suite's `extra_body` (issue 27).
+fn request_shape(j: &crate::suite::Job, suite: &crate::suite::Suite) -> RequestShape {
+    RequestShape {
+        output_tokens: j.output_tokens,
+        extra_body: suite.extra_body.clone(),
     }
 }
 

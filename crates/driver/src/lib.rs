@@ -24,6 +24,7 @@ pub mod execute;
 pub mod load;
 pub mod report;
 pub mod run_dir;
+pub mod shape;
 pub mod shard;
 pub mod steps;
 pub mod swe;

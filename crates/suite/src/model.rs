@@ -283,6 +283,10 @@ pub struct Job {
     pub max_tokens: u32,
     /// Sampling temperature (default 0.0).
     pub temperature: f64,
+    /// `output_tokens` (agentic and context jobs; issue 27): every request asks for exactly
+    /// this many output tokens per choice (`max_tokens` = this, plus the engines'
+    /// `ignore_eos` / `min_tokens`); `None` = the `max_tokens` cap only.
+    pub output_tokens: Option<u32>,
     /// Choices per LLM call (`n`, 1..=[`MAX_CHOICES`]; agentic and context jobs): `None`
     /// sends no `n` (one choice). With more than one, each choice is measured on its own
     /// and choice 0 drives the trajectory and is graded (issue 13 item 5).
@@ -413,6 +417,9 @@ pub struct Suite {
     pub idle_timeout: Duration,
     /// Largest accepted SSE event, bytes (default 16 MiB, field case C30).
     pub max_event_bytes: u64,
+    /// `[extra_body]` (issue 27): members added to every chat request body, after the
+    /// product's own (never `model`, `messages`, `tools`, `stream`, `stream_options`).
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
     /// `[telemetry]` with defaults.
     pub telemetry: Telemetry,
     /// Suite-wide `[gates]` (empty when absent); passes [`crate::gate::validate_spec`].

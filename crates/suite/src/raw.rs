@@ -27,6 +27,7 @@ pub(crate) struct RawSuite {
     pub idle_timeout_s: Option<f64>,
     pub max_event_bytes: Option<u64>,
     pub fixtures_dir: Option<String>,
+    pub extra_body: Option<toml::Table>,
     pub telemetry: Option<RawTelemetry>,
     pub gates: Option<GateSpec>,
     pub overhead: Option<OverheadSpec>,
@@ -96,6 +97,7 @@ pub(crate) struct RawJob {
     pub max_tokens: Option<u32>,
     pub temperature: Option<f64>,
     pub n: Option<u32>,
+    pub output_tokens: Option<u32>,
     pub repeat: Option<u32>,
     pub gates: Option<GateSpec>,
     #[serde(default)]
@@ -180,7 +182,7 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
 /// Request keys (issue 13 item 5): settings of the chat requests the tool itself sends,
 /// accepted by the kinds in [`load_kinds`] (an SWE harness sends its own requests).
 pub(crate) fn request_job_keys() -> &'static [&'static str] {
-    &["n"]
+    &["n", "output_tokens"]
 }
 
 /// Load keys (issue 8): accepted by the kinds in [`load_kinds`].

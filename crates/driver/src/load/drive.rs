@@ -497,6 +497,7 @@ mod tests {
             max_tokens: Some(4),
             temperature: Some(0.0),
             n: None,
+            shape: Default::default(),
         }
     }
 

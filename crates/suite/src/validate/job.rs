@@ -62,6 +62,7 @@ pub(super) fn job(
         }
         Some(v) => Some(v),
     };
+    let output_tokens = output_tokens(ctx, &p, &j)?;
     let kind = match j.kind {
         JobKindName::Agentic => JobKind::Agentic(agentic(ctx, tools, &p, &mut j)?),
         JobKindName::Context => JobKind::Context(context(ctx, fx, &p, &mut j)?),
@@ -81,8 +82,9 @@ pub(super) fn job(
         name: j.name,
         index: i,
         description: j.description,
-        max_tokens,
+        max_tokens: output_tokens.unwrap_or(max_tokens),
         temperature,
+        output_tokens,
         n,
         repeat,
         gates,
@@ -264,6 +266,32 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
 }
 
 /// `value` or the default, which must be at least 1.
+/// `output_tokens` (issue 27): ≥ 1, and not beside `max_tokens` (it sets `max_tokens`).
+fn output_tokens(ctx: &Ctx, p: &str, j: &RawJob) -> R<Option<u32>> {
+    let Some(n) = j.output_tokens else {
+        return Ok(None);
+    };
+    if n == 0 {
+        return Err(ctx.at_value(
+            &format!("{p}.output_tokens"),
+            K::InvalidValue,
+            "`output_tokens` must be at least 1".into(),
+        ));
+    }
+    if j.max_tokens.is_some() {
+        return Err(ctx
+            .at_value(
+                &format!("{p}.output_tokens"),
+                K::InvalidValue,
+                "`output_tokens` and `max_tokens` are both set".into(),
+            )
+            .with_hint(Some(
+                "`output_tokens = N` sends `max_tokens = N` itself; remove `max_tokens`".into(),
+            )));
+    }
+    Ok(Some(n))
+}
+
 fn positive(ctx: &Ctx, p: &str, key: &str, value: Option<u32>, default: u32) -> R<u32> {
     match value.unwrap_or(default) {
         0 => Err(ctx.at_value(

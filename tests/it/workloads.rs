@@ -1,0 +1,138 @@
+//! Workloads in the engine's own tokens (issue 27) on the built-in simulator: fixed output
+//! lengths (`output_tokens`), the suite's `extra_body`, the `short_output` warning, count
+//! and gate.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::{describe, job, report, run, text, write};
+
+fn suite(extra: &str, output_tokens: u32, gates: &str) -> String {
+    format!(
+        "name = \"w\"\n{extra}\n\
+         [telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"fixed\"\nkind = \"context\"\nsizes = [32, 64]\nrepeat = 2\n\
+         output_tokens = {output_tokens}\n{gates}\n"
+    )
+}
+
+fn requests(rep: &Value) -> &Vec<Value> {
+    job(rep, "w::fixed")["requests"].as_array().unwrap()
+}
+
+#[test]
+fn output_tokens_decodes_exactly_n_tokens_on_every_request() {
+    let cwd = tempfile::tempdir().unwrap();
+    // 200 is far above the simulator's natural answer (its text plus 16 filler tokens):
+    // only `ignore_eos` makes it decode them all.
+    write(cwd.path(), "w.toml", &suite("", 200, ""));
+    let out = cwd.path().join("run");
+    let o = run(cwd.path(), &["run", "w.toml", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let reqs = requests(&rep);
+    assert_eq!(reqs.len(), 4);
+    for r in reqs {
+        assert_eq!(r["completion_tokens"], 200, "{r}");
+        assert_eq!(r["output_tokens_asked"], 200, "{r}");
+        assert_eq!(r["finish_reason"], "length", "{r}");
+        assert_eq!(r["warnings"], json!([]), "{r}");
+    }
+    let stats = &job(&rep, "w::fixed")["stats"];
+    assert_eq!(stats["short_outputs"], 0, "{stats}");
+    assert_eq!(stats["short_output_rate"], 0.0, "{stats}");
+}
+
+#[test]
+fn an_engine_that_stops_early_yields_short_output_a_count_and_a_failing_gate() {
+    let cwd = tempfile::tempdir().unwrap();
+    // `extra_body` comes last: `ignore_eos = false` turns the switch off, so the
+    // simulator stops at its natural length, short of 200.
+    write(
+        cwd.path(),
+        "w.toml",
+        &suite(
+            "[extra_body]\nignore_eos = false\n",
+            200,
+            "gates = { max_short_output_rate = 0.0 }",
+        ),
+    );
+    let out = cwd.path().join("run");
+    let o = run(cwd.path(), &["run", "w.toml", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(100), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    let rep = report(&out);
+    for r in requests(&rep) {
+        assert!(r["completion_tokens"].as_u64().unwrap() < 200, "{r}");
+        assert_eq!(r["warnings"], json!(["short_output"]), "{r}");
+    }
+    let j = job(&rep, "w::fixed");
+    assert_eq!(j["stats"]["short_outputs"], 4, "{}", j["stats"]);
+    assert_eq!(j["stats"]["short_output_rate"], 1.0);
+    let gate = j["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["gate"] == "max_short_output_rate")
+        .expect("a verdict for the gate");
+    assert_eq!(gate["verdict"], "fail", "{gate}");
+    assert!(
+        stdout.contains("short_output: 4 of the successful requests"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn without_output_tokens_nothing_is_asked_or_counted() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "w.toml",
+        "name = \"w\"\n[telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"fixed\"\nkind = \"context\"\nsizes = [32]\n",
+    );
+    let out = cwd.path().join("run");
+    let o = run(cwd.path(), &["run", "w.toml", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let r = &requests(&rep)[0];
+    assert_eq!(r["output_tokens_asked"], Value::Null, "{r}");
+    let stats = &job(&rep, "w::fixed")["stats"];
+    assert!(stats.get("short_outputs").is_none(), "{stats}");
+}
+
+#[test]
+fn check_rejects_bad_output_tokens_and_reserved_extra_body_members_with_located_errors() {
+    let cwd = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "name = \"w\"\n[[jobs]]\nname = \"a\"\nkind = \"context\"\nsizes = [8]\noutput_tokens = 0\n",
+            "`output_tokens` must be at least 1",
+            "bad.toml:6",
+        ),
+        (
+            "name = \"w\"\n[[jobs]]\nname = \"a\"\nkind = \"context\"\nsizes = [8]\nmax_tokens = 8\noutput_tokens = 16\n",
+            "`output_tokens` and `max_tokens` are both set",
+            "bad.toml:7",
+        ),
+        (
+            "name = \"w\"\n[extra_body]\ntop_k = 1\nstream = false\n[[jobs]]\nname = \"a\"\nkind = \"context\"\nsizes = [8]\n",
+            "`extra_body.stream` would replace a member the runner writes itself",
+            "bad.toml:4",
+        ),
+        (
+            "name = \"w\"\n[[jobs]]\nname = \"a\"\nkind = \"swe\"\ncommand = [\"true\"]\noutput_tokens = 16\n",
+            "`output_tokens` is a request key",
+            "bad.toml:6",
+        ),
+    ];
+    for (toml, message, at) in cases {
+        write(cwd.path(), "bad.toml", toml);
+        let o = run(cwd.path(), &["check", "bad.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+        let (out, err) = text(&o);
+        let all = format!("{out}{err}");
+        assert!(all.contains(message), "{toml}\n{all}");
+        assert!(all.contains(at), "{toml}\n{all}");
+    }
+}
