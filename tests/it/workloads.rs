@@ -75,7 +75,7 @@ fn an_engine_that_stops_early_yields_short_output_a_count_and_a_failing_gate() {
         .iter()
         .find(|v| v["gate"] == "max_short_output_rate")
         .expect("a verdict for the gate");
-    assert_eq!(gate["verdict"], "fail", "{gate}");
+    assert_eq!(gate["outcome"], "fail", "{gate}");
     assert!(
         stdout.contains("short_output: 4 of the successful requests"),
         "{stdout}"
@@ -135,4 +135,100 @@ fn check_rejects_bad_output_tokens_and_reserved_extra_body_members_with_located_
         assert!(all.contains(message), "{toml}\n{all}");
         assert!(all.contains(at), "{toml}\n{all}");
     }
+}
+
+fn sized_suite(tokenizer: &str, sizes: &str) -> String {
+    format!(
+        "name = \"w\"\n{tokenizer}\n[telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"sized\"\nkind = \"context\"\nsizes = {sizes}\nmax_tokens = 4\n"
+    )
+}
+
+/// The simulator's `POST /tokenize` (vLLM's shape) is the engine's own count: every
+/// request's `usage.prompt_tokens` is the size asked, chat template included.
+#[test]
+fn the_endpoint_tokenizer_gives_exactly_the_asked_prompt_tokens() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "w.toml",
+        &sized_suite("tokenizer = \"endpoint\"", "[128, 512, 2048]"),
+    );
+    let out = cwd.path().join("run");
+    let o = run(cwd.path(), &["run", "w.toml", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let j = job(&rep, "w::sized");
+    let got: Vec<u64> = j["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["prompt_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(got, [128, 512, 2048], "{}", j["requests"]);
+    for r in j["requests"].as_array().unwrap() {
+        assert_eq!(r["prompt_tokens_asked"], r["prompt_tokens"], "{r}");
+    }
+    assert_eq!(j["stats"]["prompt_tokens_diff_max"], 0, "{}", j["stats"]);
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("counted by the engine /tokenize source"), "{stdout}");
+    assert!(!stdout.contains("prompt tokens: the server reported"), "{stdout}");
+}
+
+/// The bytes/4 fallback says what it is and reports the difference the server measured
+/// (the simulator's chat template: 13 tokens around a message of 128 × 4 bytes).
+#[test]
+fn the_bytes_fallback_states_the_measured_difference() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(cwd.path(), "w.toml", &sized_suite("", "[128]"));
+    let out = cwd.path().join("run");
+    let o = run(cwd.path(), &["run", "w.toml", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let j = job(&rep, "w::sized");
+    let r = &j["requests"][0];
+    let diff = r["prompt_tokens"].as_i64().unwrap() - 128;
+    assert_ne!(diff, 0, "{r}");
+    assert_eq!(j["stats"]["prompt_tokens_diff_max"], diff, "{}", j["stats"]);
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("the bytes/4 estimate"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("the server reported up to {diff:+} tokens")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_tokenizer_that_is_not_a_file_is_a_located_error_and_a_bad_one_a_setup_error() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "w.toml",
+        &sized_suite("tokenizer = \"missing.json\"", "[8]"),
+    );
+    let o = run(cwd.path(), &["check", "w.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(format!("{out}{err}").contains("w.toml:2"), "{out}{err}");
+    assert!(format!("{out}{err}").contains("is not a file"), "{out}{err}");
+
+    // A file that is not a tokenizer.json: the suite cannot start (setup error, exit 96).
+    write(cwd.path(), "bad.json", "{\"not\": \"a tokenizer\"}");
+    write(
+        cwd.path(),
+        "w.toml",
+        &sized_suite("tokenizer = \"bad.json\"", "[8]"),
+    );
+    let out = cwd.path().join("run");
+    let o = run(cwd.path(), &["run", "w.toml", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(96), "{}", describe(&o));
+    let rep = report(&out);
+    assert_eq!(job(&rep, "w::sized")["status"], "setup_error");
+    // `run --tokenizer` overrides the suite's source.
+    let out2 = cwd.path().join("run2");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--tokenizer", "endpoint", "--out", out2.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
 }

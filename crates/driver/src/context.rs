@@ -111,6 +111,9 @@ pub struct ContextPlan {
     pub n: Option<u32>,
     /// Fixed output length and `extra_body` of every request (issue 27).
     pub shape: crate::shape::RequestShape,
+    /// The suite's token counter and template overhead (issue 27): `sizes` are then the
+    /// prompt tokens the server reports; `None` = the bytes/4 estimate.
+    pub tokens: Option<std::sync::Arc<crate::tokens::PromptTokens>>,
 }
 
 impl ContextPlan {
@@ -120,16 +123,30 @@ impl ContextPlan {
     /// Seed rule: `seed ^ size` when repeats share their prefix (identical prompts, prefix
     /// cache hits), else `seed ^ size ^ (r + 1) << 32` (a new prompt per repeat). Used by
     /// the sequential sweep and by load runs, so both send the same prompts.
-    pub fn request(&self, trajectory_id: &str, size: usize, r: u64) -> ChatRequest {
+    ///
+    /// The prompt (issue 27): with a token counter, exact filler of `size − overhead`
+    /// tokens, asked to give `size` prompt tokens; without one (or when the counter fails),
+    /// `size × 4` bytes, asked to give `size` (the difference the server reports is the
+    /// estimate's error).
+    pub async fn request(&self, trajectory_id: &str, size: usize, r: u64) -> ChatRequest {
         let seed = if self.shared_prefix {
             self.seed ^ (size as u64)
         } else {
             self.seed ^ (size as u64) ^ ((r + 1) << 32)
         };
+        let exact = match &self.tokens {
+            Some(t) => t.content(seed, size, &self.words).await.ok(),
+            None => None,
+        };
+        let (content, asked) = match exact {
+            Some((text, _)) => (text, size as u64),
+            None => (filler(seed, size, &self.words), size as u64),
+        };
         let mut req = ChatRequest {
             request_id: format!("{}.s{size}.r{r}", trajectory_id.replace('#', ".t")),
             model: self.model.clone(),
-            messages: vec![json!({"role": "user", "content": filler(seed, size, &self.words)})],
+            messages: vec![json!({"role": "user", "content": content})],
+            prompt_tokens_asked: Some(asked),
             tools: vec![],
             max_tokens: self.max_tokens,
             temperature: self.temperature,
@@ -140,6 +157,16 @@ impl ContextPlan {
         };
         self.shape.apply(&mut req);
         req
+    }
+}
+
+impl ContextPlan {
+    /// The step's output-token estimate by the suite's counter, when it has one
+    /// ([`crate::tokens::refine_estimate`]).
+    pub async fn refine_estimate(&self, step: &mut crate::steps::StepRecord) {
+        if let (Some(t), Some(r)) = (&self.tokens, step.request.as_mut()) {
+            crate::tokens::refine_estimate(&t.counter, r).await;
+        }
     }
 }
 
@@ -161,9 +188,10 @@ pub async fn run_context<E: LlmExecutor>(
                 reason = StopReason::Cancelled;
                 break 'sizes;
             }
-            let req = plan.request(&id, size, u64::from(r));
+            let req = plan.request(&id, size, u64::from(r)).await;
             let case_id = format!("{id}/s{si}r{r}");
-            let step = llm_step(exec, ctx, &case_id, &req).await;
+            let mut step = llm_step(exec, ctx, &case_id, &req).await;
+            plan.refine_estimate(&mut step).await;
             if step.status == StepStatus::Completed {
                 last_text = step.request.as_ref().map(|r| r.output.text.clone());
             }

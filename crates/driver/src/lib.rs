@@ -29,6 +29,7 @@ pub mod shard;
 pub mod steps;
 pub mod swe;
 pub mod table;
+pub mod tokens;
 pub mod tools;
 
 // The workspace crates the driver reads, under the names its modules use.

@@ -385,6 +385,54 @@ pub struct SweJob {
     pub env: BTreeMap<String, String>,
 }
 
+/// `tokenizer` (issue 27): where a context job's prompt tokens are counted, so that its
+/// `sizes` are the prompt tokens the server reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TokenizerSource {
+    /// `"bytes"` (the default): 4 bytes a token, an estimate; the report states the
+    /// difference the server measured.
+    #[default]
+    Bytes,
+    /// `"endpoint"`: the engine's own `POST /tokenize` (vLLM and SGLang's shape or
+    /// llama-server's, detected in the preflight).
+    Endpoint,
+    /// A Hugging Face `tokenizer.json` file (any other value: its path, relative to the
+    /// suite file's directory; for `run --tokenizer`, to the working directory).
+    File(PathBuf),
+}
+
+impl TokenizerSource {
+    /// Parses a `tokenizer` value; a path must name an existing file.
+    pub fn parse(value: &str, base: &std::path::Path) -> Result<Self, String> {
+        match value {
+            "bytes" => Ok(Self::Bytes),
+            "endpoint" => Ok(Self::Endpoint),
+            "" => Err("`tokenizer` is empty: `bytes`, `endpoint` or a tokenizer.json path".into()),
+            p => {
+                let path = base.join(p);
+                if path.is_file() {
+                    Ok(Self::File(path))
+                } else {
+                    Err(format!(
+                        "`tokenizer`: {} is not a file (`bytes`, `endpoint` or a \
+                         tokenizer.json path)",
+                        path.display()
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The basis named in reports: `bytes/4 estimate`, `engine /tokenize`, `tokenizer.json`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Bytes => "bytes/4 estimate",
+            Self::Endpoint => "engine /tokenize",
+            Self::File(_) => "tokenizer.json",
+        }
+    }
+}
+
 /// A loaded, validated suite (docs/suite.md) with defaults applied.
 #[derive(Debug, Clone)]
 pub struct Suite {
@@ -417,6 +465,9 @@ pub struct Suite {
     pub idle_timeout: Duration,
     /// Largest accepted SSE event, bytes (default 16 MiB, field case C30).
     pub max_event_bytes: u64,
+    /// `tokenizer` (issue 27): where prompt tokens are counted (default the bytes/4
+    /// estimate); `run --tokenizer` overrides it.
+    pub tokenizer: TokenizerSource,
     /// `[extra_body]` (issue 27): members added to every chat request body, after the
     /// product's own (never `model`, `messages`, `tools`, `stream`, `stream_options`).
     pub extra_body: serde_json::Map<String, serde_json::Value>,

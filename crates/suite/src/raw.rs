@@ -28,6 +28,7 @@ pub(crate) struct RawSuite {
     pub max_event_bytes: Option<u64>,
     pub fixtures_dir: Option<String>,
     pub extra_body: Option<toml::Table>,
+    pub tokenizer: Option<String>,
     pub telemetry: Option<RawTelemetry>,
     pub gates: Option<GateSpec>,
     pub overhead: Option<OverheadSpec>,

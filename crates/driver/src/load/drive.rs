@@ -327,8 +327,9 @@ async fn context_unit<E: LlmExecutor>(
         rec.stop_reason = StopReason::Cancelled;
         return rec;
     }
-    let req = plan.request(&id, size, r);
+    let req = plan.request(&id, size, r).await;
     let mut step = llm_step(exec, ctx, &format!("{id}/s{size}r{r}"), &req).await;
+    plan.refine_estimate(&mut step).await;
     if step.status == StepStatus::Completed {
         rec.final_answer = step
             .request
@@ -498,6 +499,7 @@ mod tests {
             temperature: Some(0.0),
             n: None,
             shape: Default::default(),
+            tokens: None,
         }
     }
 

@@ -127,6 +127,17 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
         gate_spec(ctx, "gates", "the suite's `[gates]`", &gates),
     );
     let extra_body = keep(&mut errs, extra_body(ctx, raw.extra_body.as_ref()));
+    let tokenizer = match &raw.tokenizer {
+        None => Some(TokenizerSource::Bytes),
+        Some(t) => {
+            let base = origin.parent().unwrap_or(Path::new("."));
+            keep(
+                &mut errs,
+                TokenizerSource::parse(t, base)
+                    .map_err(|m| ctx.at_value("tokenizer", K::InvalidValue, m)),
+            )
+        }
+    };
     let overhead = raw.overhead.unwrap_or_default();
     if let Err(problems) = crate::gate::validate_overhead(&overhead) {
         errs.push(first_problem(ctx, "overhead", "`[overhead]`", problems));
@@ -218,6 +229,7 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
         idle_timeout,
         max_event_bytes,
         extra_body: extra_body.unwrap_or_default(),
+        tokenizer: tokenizer.unwrap_or_default(),
         telemetry,
         gates,
         overhead,
