@@ -114,6 +114,84 @@ pub struct ContextPlan {
     /// The suite's token counter and template overhead (issue 27): `sizes` are then the
     /// prompt tokens the server reports; `None` = the bytes/4 estimate.
     pub tokens: Option<std::sync::Arc<crate::tokens::PromptTokens>>,
+    /// `dataset` (issue 27): the prompts of a file instead of `sizes`.
+    pub dataset: Option<crate::suite::Dataset>,
+}
+
+/// `round(v × scale)`, at least 1.
+fn scaled(v: u64, scale: f64) -> u64 {
+    ((v as f64 * scale).round() as u64).max(1)
+}
+
+/// A Mooncake request's prompt (issue 27): block `i` is seeded filler of `block` tokens
+/// (4 bytes each) from `seed` and hash id `i` alone, so equal ids give byte-identical
+/// blocks and requests share exactly the prefixes the trace recorded; the text is cut to
+/// `tokens × 4` bytes (the last block partial).
+pub fn block_prompt(seed: u64, hash_ids: &[u64], block: u64, tokens: u64) -> String {
+    let mut out = String::with_capacity((tokens as usize).saturating_mul(BYTES_PER_TOKEN));
+    for &id in hash_ids {
+        out.push_str(&filler(crate::stats::mix64(seed ^ id), block as usize, &[]));
+    }
+    out.truncate(
+        (tokens as usize)
+            .saturating_mul(BYTES_PER_TOKEN)
+            .min(out.len()),
+    );
+    out
+}
+
+impl ContextPlan {
+    /// Dataset request `k` (entries in file order, repeating): entry `k mod len`, pass
+    /// `k div len`; request id `{trajectory_id with # → .t}.e{entry}.r{pass}`. An entry's
+    /// output length is a fixed output (`output_tokens`), scaled by `length_scale`; a
+    /// Mooncake entry's prompt is [`block_prompt`] with blocks and length scaled (and its
+    /// asked prompt tokens the scaled length, 4 bytes a token: the report states the
+    /// server's difference).
+    pub fn dataset_request(
+        &self,
+        d: &crate::suite::Dataset,
+        trajectory_id: &str,
+        k: u64,
+    ) -> ChatRequest {
+        use crate::suite::dataset::DatasetPrompt;
+        let n = d.entries.len().max(1) as u64;
+        let (i, pass) = ((k % n) as usize, k / n);
+        let e = &d.entries[i];
+        let mut asked = None;
+        let messages = match &e.prompt {
+            DatasetPrompt::Messages(m) => m.clone(),
+            DatasetPrompt::Blocks {
+                input_tokens,
+                hash_ids,
+            } => {
+                let b = scaled(u64::from(d.block_tokens), d.length_scale);
+                let k = hash_ids.len() as u64;
+                let len = scaled(*input_tokens, d.length_scale)
+                    .clamp((k.max(1) - 1) * b + 1, k.max(1) * b);
+                asked = Some(len);
+                vec![json!({"role": "user", "content": block_prompt(self.seed, hash_ids, b, len)})]
+            }
+        };
+        let mut req = ChatRequest {
+            request_id: format!("{}.e{i}.r{pass}", trajectory_id.replace('#', ".t")),
+            model: self.model.clone(),
+            messages,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            seed: Some(self.seed),
+            n: self.n,
+            stream: true,
+            prompt_tokens_asked: asked,
+            ..Default::default()
+        };
+        let mut shape = self.shape.clone();
+        if let Some(t) = e.output_tokens {
+            let t = scaled(u64::from(t), d.length_scale);
+            shape.output_tokens = Some(u32::try_from(t).unwrap_or(u32::MAX));
+        }
+        shape.apply(&mut req);
+        req
+    }
 }
 
 impl ContextPlan {
@@ -182,6 +260,21 @@ pub async fn run_context<E: LlmExecutor>(
     let mut reason = StopReason::Completed;
     let mut last_text = None;
     let id = format!("{}#0", plan.job_id);
+    if let Some(d) = &plan.dataset {
+        for k in 0..d.entries.len() as u64 * u64::from(plan.repeat.max(1)) {
+            if ctx.is_cancelled() {
+                reason = StopReason::Cancelled;
+                break;
+            }
+            let req = plan.dataset_request(d, &id, k);
+            let mut step = llm_step(exec, ctx, &format!("{id}/e{k}"), &req).await;
+            plan.refine_estimate(&mut step).await;
+            if step.status == StepStatus::Completed {
+                last_text = step.request.as_ref().map(|r| r.output.text.clone());
+            }
+            steps.push(step);
+        }
+    }
     'sizes: for (si, &size) in plan.sizes.iter().enumerate() {
         for r in 0..plan.repeat.max(1) {
             if ctx.is_cancelled() {

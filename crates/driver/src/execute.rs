@@ -13,13 +13,13 @@ use crate::baseline::Baseline;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
 use crate::context::{ContextPlan, run_context};
-use crate::shape::RequestShape;
 use crate::grade::CheckResult;
 use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
 use crate::model::request::redact_secrets;
 use crate::model::{JobReport, SetupCause, SetupError};
 use crate::run_dir::read_step_markers;
+use crate::shape::RequestShape;
 use crate::sim::{SimConfig, SimHandle};
 use crate::steps::{StepRecord, StepStatus, StopReason, TrajectoryRecord};
 use crate::suite::{AgenticMode, EndpointSetting, JobKind, ResolvedJob, ResolvedSuite, SIM_MODEL};
@@ -709,7 +709,11 @@ impl Session {
                     n: j.n,
                     shape: request_shape(j, &s.resolved.suite),
                     tokens: s.prompt_tokens.clone(),
+                    dataset: c.dataset.clone(),
                 };
+                if let Some(d) = &c.dataset {
+                    ex.notes.push(dataset_note(d));
+                }
                 ex.notes.push(match &s.prompt_tokens {
                     Some(t) => format!(
                         "prompt sizes: counted by the {} source, {} tokens of chat template \
@@ -1103,7 +1107,7 @@ async fn prompt_tokens_of(
         (TokenizerSource::Bytes, _) | (_, false) => return Ok(None),
         (TokenizerSource::File(p), _) => Counter::from_file(p)?,
         (TokenizerSource::Endpoint, _) => Counter::Endpoint {
-            client: client.clone(),
+            client: Box::new(client.clone()),
             model: s.model.clone(),
             shape: TokenizeShape::detect(client, &s.model).await?,
         },
@@ -1136,6 +1140,33 @@ async fn prompt_tokens_of(
         overhead,
         label: suite.tokenizer.label(),
     }))
+}
+
+/// The console note of a dataset job (issue 27): the file, its format and size, and every
+/// scale in force.
+fn dataset_note(d: &crate::suite::Dataset) -> String {
+    let mut s = format!(
+        "dataset {} ({}, {} entries)",
+        d.path.display(),
+        d.format.as_str(),
+        d.entries.len()
+    );
+    if d.format == crate::suite::dataset::DatasetFormat::Mooncake {
+        s.push_str(&format!(
+            "; prompts synthesized from hash ids, blocks of {} tokens (4 bytes each)",
+            ((f64::from(d.block_tokens) * d.length_scale).round() as u64).max(1)
+        ));
+    }
+    s.push_str(&format!(
+        "; length scale {}: {}",
+        d.length_scale,
+        if d.length_scale == 1.0 {
+            "lengths as recorded"
+        } else {
+            "every prompt and output length multiplied by it"
+        }
+    ));
+    s
 }
 
 /// A job's [`RequestShape`]: its `output_tokens` and the suite's `extra_body` (issue 27).

@@ -99,8 +99,9 @@ pub enum Counter {
     File(Arc<tokenizers::Tokenizer>),
     /// The engine's `POST /tokenize`.
     Endpoint {
-        /// The suite's client (its base URL, key and timeouts).
-        client: Client,
+        /// The suite's client (its base URL, key and timeouts), boxed: a client is large
+        /// and a counter is moved around by value.
+        client: Box<Client>,
         /// The model named in vLLM-shaped bodies.
         model: String,
         /// The detected shape.
@@ -247,7 +248,9 @@ impl PromptTokens {
 /// than one choice (only choice 0's output is kept), or whose count fails keep theirs.
 pub async fn refine_estimate<C: CountTokens>(c: &C, r: &mut crate::client::RequestRecord) {
     use crate::model::basis::{EstimateMethod, TokenEstimate};
-    if r.completion_tokens.is_some() || r.completion_tokens_estimate.is_none() || r.choices.len() > 1
+    if r.completion_tokens.is_some()
+        || r.completion_tokens_estimate.is_none()
+        || r.choices.len() > 1
     {
         return;
     }
@@ -363,8 +366,14 @@ mod tests {
 
     #[test]
     fn tokenize_answers_of_both_engines_are_read() {
-        assert_eq!(TokenizeShape::count_of(&json!({"count": 5, "tokens": [1]})), Some(5));
-        assert_eq!(TokenizeShape::count_of(&json!({"tokens": [1, 2, 3]})), Some(3));
+        assert_eq!(
+            TokenizeShape::count_of(&json!({"count": 5, "tokens": [1]})),
+            Some(5)
+        );
+        assert_eq!(
+            TokenizeShape::count_of(&json!({"tokens": [1, 2, 3]})),
+            Some(3)
+        );
         assert_eq!(TokenizeShape::count_of(&json!({"error": "x"})), None);
         let v = TokenizeShape::LlamaServer.body("m", "hi");
         assert_eq!(v, json!({"content": "hi", "add_special": false}));
@@ -382,7 +391,13 @@ mod tests {
             let alphabet = tokenizers::pre_tokenizers::byte_level::ByteLevel::alphabet();
             let mut symbols: Vec<String> = alphabet.into_iter().map(|c| c.to_string()).collect();
             symbols.sort();
-            let merges = [("t", "h"), ("th", "e"), ("Ġ", "the"), ("e", "r"), ("Ġ", "a")];
+            let merges = [
+                ("t", "h"),
+                ("th", "e"),
+                ("Ġ", "the"),
+                ("e", "r"),
+                ("Ġ", "a"),
+            ];
             let mut vocab = serde_json::Map::new();
             for (i, s) in symbols.iter().enumerate() {
                 vocab.insert(s.clone(), json!(i));

@@ -564,7 +564,9 @@ impl Tally {
             self.short += u64::from(short);
         }
         if let Some(d) = r.prompt_tokens_diff()
-            && self.prompt_diff.is_none_or(|m| d.unsigned_abs() > m.unsigned_abs())
+            && self
+                .prompt_diff
+                .is_none_or(|m| d.unsigned_abs() > m.unsigned_abs())
         {
             self.prompt_diff = Some(d);
         }

@@ -47,7 +47,10 @@ pub(crate) async fn handle(st: Arc<SimState>, req: Request<Incoming>) -> Respons
         }
         "/v1/chat/completions" => method_not_allowed("POST"),
         "/tokenize" if req.method() == Method::POST => {
-            match Limited::new(req.into_body(), MAX_BODY_BYTES).collect().await {
+            match Limited::new(req.into_body(), MAX_BODY_BYTES)
+                .collect()
+                .await
+            {
                 Ok(b) => tokenize_route(&b.to_bytes()),
                 Err(e) => body_error(&*e),
             }

@@ -370,6 +370,38 @@ pub struct ContextJob {
     pub shared_prefix: bool,
     /// Filler source under the fixtures root; `None` = built-in filler.
     pub filler: Option<PathBuf>,
+    /// `dataset` (issue 27): the prompts of a file instead of `sizes` (then empty).
+    pub dataset: Option<Dataset>,
+}
+
+impl ContextJob {
+    /// Requests of one pass: one per size, or one per dataset entry.
+    pub fn units_per_repeat(&self) -> usize {
+        self.dataset
+            .as_ref()
+            .map_or(self.sizes.len(), |d| d.entries.len())
+    }
+}
+
+/// Default `dataset.block_tokens`: the Mooncake traces' block size.
+pub const DEFAULT_BLOCK_TOKENS: u32 = 512;
+/// Largest dataset file read, bytes.
+pub const MAX_DATASET_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A context job's `dataset`, read and checked at load (issue 27).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// The file (under the fixtures root).
+    pub path: PathBuf,
+    /// `format`.
+    pub format: crate::dataset::DatasetFormat,
+    /// `block_tokens` (Mooncake; default 512): tokens per hash id.
+    pub block_tokens: u32,
+    /// `length_scale` (default 1): every prompt and output length is multiplied by it
+    /// (Mooncake prompts keep their block structure: blocks scale too).
+    pub length_scale: f64,
+    /// The entries, in file order.
+    pub entries: Arc<Vec<crate::dataset::DatasetEntry>>,
 }
 
 /// Settings of a SWE job.

@@ -116,6 +116,7 @@ pub(crate) struct RawJob {
     pub sizes: Option<Vec<u32>>,
     pub shared_prefix: Option<bool>,
     pub filler: Option<String>,
+    pub dataset: Option<RawDataset>,
     // swe
     pub command: Option<Vec<String>>,
     pub timeout_s: Option<f64>,
@@ -129,6 +130,16 @@ pub(crate) struct RawJob {
     pub warmup: Option<u64>,
     pub aggregation: Option<super::load_spec::Aggregation>,
     pub sweep: Option<RawSweep>,
+}
+
+/// `dataset = { path, format, block_tokens, length_scale }` of a context job (issue 27).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDataset {
+    pub path: String,
+    pub format: crate::dataset::DatasetFormat,
+    pub block_tokens: Option<u32>,
+    pub length_scale: Option<f64>,
 }
 
 /// `sweep = { concurrency = [..] }` or `sweep = { rate = [..] }` of a job.
@@ -175,7 +186,7 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
             "tool_choice",
             "script",
         ],
-        JobKindName::Context => &["sizes", "shared_prefix", "filler"],
+        JobKindName::Context => &["sizes", "shared_prefix", "filler", "dataset"],
         JobKindName::Swe => &["command", "timeout_s", "env"],
     }
 }

@@ -327,8 +327,14 @@ async fn context_unit<E: LlmExecutor>(
         rec.stop_reason = StopReason::Cancelled;
         return rec;
     }
-    let req = plan.request(&id, size, r).await;
-    let mut step = llm_step(exec, ctx, &format!("{id}/s{size}r{r}"), &req).await;
+    let (req, case) = match &plan.dataset {
+        Some(d) => (plan.dataset_request(d, &id, k), format!("{id}/e{k}")),
+        None => (
+            plan.request(&id, size, r).await,
+            format!("{id}/s{size}r{r}"),
+        ),
+    };
+    let mut step = llm_step(exec, ctx, &case, &req).await;
     plan.refine_estimate(&mut step).await;
     if step.status == StepStatus::Completed {
         rec.final_answer = step
@@ -500,6 +506,7 @@ mod tests {
             n: None,
             shape: Default::default(),
             tokens: None,
+            dataset: None,
         }
     }
 

@@ -241,7 +241,7 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
             }
         },
         (None, None) => Stop::Count(match kind {
-            JobKind::Context(c) => c.sizes.len() as u64 * u64::from(repeat),
+            JobKind::Context(c) => c.units_per_repeat() as u64 * u64::from(repeat),
             _ => u64::from(repeat),
         }),
     };
@@ -481,6 +481,21 @@ fn script(
 }
 
 fn context(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<ContextJob> {
+    if let Some(d) = j.dataset.take() {
+        if j.sizes.is_some() {
+            return Err(ctx.at_value(
+                &format!("{p}.sizes"),
+                K::InvalidValue,
+                "`sizes` and `dataset` are both set: a dataset gives the prompts".into(),
+            ));
+        }
+        return Ok(ContextJob {
+            sizes: Vec::new(),
+            shared_prefix: j.shared_prefix.unwrap_or(false),
+            filler: None,
+            dataset: Some(dataset(ctx, fx, p, d)?),
+        });
+    }
     let Some(sizes) = j.sizes.take() else {
         return Err(missing(
             ctx,
@@ -520,6 +535,42 @@ fn context(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<ContextJob> {
         sizes,
         shared_prefix: j.shared_prefix.unwrap_or(false),
         filler,
+        dataset: None,
+    })
+}
+
+/// `dataset` (issue 27): the file under the fixtures root, read (bounded) and parsed now,
+/// so a bad line is a located error before any request.
+fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) -> R<Dataset> {
+    let path = fx.path(ctx, &format!("{p}.dataset.path"), &d.path, Want::File)?;
+    let block_tokens = d.block_tokens.unwrap_or(DEFAULT_BLOCK_TOKENS);
+    if block_tokens == 0 {
+        return Err(ctx.at_value(
+            &format!("{p}.dataset.block_tokens"),
+            K::InvalidValue,
+            "`block_tokens` must be at least 1".into(),
+        ));
+    }
+    let length_scale = d.length_scale.unwrap_or(1.0);
+    if !(length_scale.is_finite() && length_scale > 0.0) {
+        return Err(ctx.at_value(
+            &format!("{p}.dataset.length_scale"),
+            K::InvalidValue,
+            "`length_scale` must be a number > 0".into(),
+        ));
+    }
+    let bad = |m: String| ctx.at_value(&format!("{p}.dataset.path"), K::InvalidValue, m);
+    let bytes = crate::fsio::read(&path, MAX_DATASET_BYTES)
+        .map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    let file = path.display().to_string();
+    let entries = crate::dataset::parse(&bytes, d.format, &file, u64::from(block_tokens))
+        .map_err(|m| bad(format!("dataset {m}")))?;
+    Ok(Dataset {
+        path,
+        format: d.format,
+        block_tokens,
+        length_scale,
+        entries: std::sync::Arc::new(entries),
     })
 }
 

@@ -244,10 +244,7 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
 /// `[extra_body]` as a JSON object (issue 27); a member the product writes itself and
 /// never lets a suite replace (`model`, `messages`, `tools`, `stream`, `stream_options`)
 /// is an error at its key.
-fn extra_body(
-    ctx: &Ctx,
-    t: Option<&toml::Table>,
-) -> R<serde_json::Map<String, serde_json::Value>> {
+fn extra_body(ctx: &Ctx, t: Option<&toml::Table>) -> R<serde_json::Map<String, serde_json::Value>> {
     const RESERVED: [&str; 5] = ["model", "messages", "tools", "stream", "stream_options"];
     let Some(t) = t else {
         return Ok(serde_json::Map::new());
