@@ -98,12 +98,11 @@ pub fn parse(
     Ok(entries)
 }
 
+/// One parsed line: its prompt and output length.
+type Parsed = Result<(DatasetPrompt, Option<u32>), String>;
+
 /// Parses each non-blank line with `entry`; errors as `file:line: …`.
-fn lines(
-    text: &str,
-    file: &str,
-    entry: fn(&str) -> Result<(DatasetPrompt, Option<u32>), String>,
-) -> Result<Vec<DatasetEntry>, String> {
+fn lines(text: &str, file: &str, entry: fn(&str) -> Parsed) -> Result<Vec<DatasetEntry>, String> {
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
         if l.trim().is_empty() {
@@ -144,7 +143,7 @@ struct JsonlLine {
     output_tokens: Option<u32>,
 }
 
-fn jsonl_entry(l: &str) -> Result<(DatasetPrompt, Option<u32>), String> {
+fn jsonl_entry(l: &str) -> Parsed {
     let j: JsonlLine = typed(l)?;
     if j.output_tokens == Some(0) {
         return Err("field `output_tokens`: must be at least 1".into());
@@ -173,7 +172,7 @@ struct Turn {
     value: String,
 }
 
-fn sharegpt_entry(s: &str) -> Result<(DatasetPrompt, Option<u32>), String> {
+fn sharegpt_entry(s: &str) -> Parsed {
     let c: ShareGpt = typed(s)?;
     let first = c
         .conversations
