@@ -21,6 +21,7 @@ pub mod context;
 pub mod energy;
 pub mod events;
 pub mod execute;
+pub mod filler;
 pub mod load;
 pub mod report;
 pub mod run_dir;

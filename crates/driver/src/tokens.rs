@@ -23,7 +23,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::client::Client;
-use crate::context::filler;
+use crate::filler::filler;
 
 /// Largest tokenizer.json read, bytes (real ones are 2–20 MB).
 pub const MAX_TOKENIZER_BYTES: u64 = 64 * 1024 * 1024;
@@ -71,8 +71,10 @@ impl TokenizeShape {
             .or_else(|| answer.get("tokens").and_then(Value::as_array).map(Vec::len))
     }
 
-    /// The shape `client`'s engine answers: vLLM's chat form, its prompt form, then
-    /// llama-server's; the error names every refusal.
+    /// The shape `client`'s engine answers with a count above 0 for a two-word text (an
+    /// engine can answer another shape with no tokens: llama-server reads a missing
+    /// `content` as empty): vLLM's chat form, its prompt form, then llama-server's; the
+    /// error names every refusal.
     pub async fn detect(client: &Client, model: &str) -> Result<TokenizeShape, String> {
         let mut refusals = Vec::new();
         for shape in [Self::OpenAiChat, Self::OpenAiServer, Self::LlamaServer] {
@@ -80,8 +82,8 @@ impl TokenizeShape {
                 .post_root_json("/tokenize", &shape.body(model, "hello world"))
                 .await
             {
-                Ok(v) if Self::count_of(&v).is_some() => return Ok(shape),
-                Ok(_) => refusals.push(format!("{shape:?}: no `count` or `tokens`")),
+                Ok(v) if Self::count_of(&v).is_some_and(|n| n > 0) => return Ok(shape),
+                Ok(_) => refusals.push(format!("{shape:?}: no tokens counted")),
                 Err(e) => refusals.push(format!("{shape:?}: {e}")),
             }
         }
@@ -171,7 +173,11 @@ pub async fn exact_filler<C: CountTokens>(
     let mut scale = 2usize;
     let text = loop {
         let t = filler(seed, tokens.saturating_mul(scale), words);
-        if c.count(&t).await? >= tokens || scale >= 64 {
+        let n = c.count(&t).await?;
+        if n == 0 {
+            return Err("the token counter counts no token in a filler text".into());
+        }
+        if n >= tokens || scale >= 64 {
             break t;
         }
         scale *= 2;
@@ -309,6 +315,20 @@ mod tests {
             assert_eq!(n, size, "words at {size}");
             assert_eq!(Words.count(&t).await.unwrap(), size);
         }
+    }
+
+    /// Counts nothing (an engine that read another request shape as an empty text).
+    struct Nothing;
+    impl CountTokens for Nothing {
+        async fn count(&self, _: &str) -> Result<usize, String> {
+            Ok(0)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_counter_that_counts_nothing_is_refused() {
+        let e = exact_filler(&Nothing, 1, 32, &[]).await.unwrap_err();
+        assert!(e.contains("counts no token"), "{e}");
     }
 
     #[tokio::test]
