@@ -17,6 +17,11 @@
 #   6. python3 scripts/check_smollm2_report.py RUN_DIR/report.json --exit-status RC: usage
 #      on every step, the prefix-cache curve, TTFT against context, and a tool-call job that
 #      passed only on a real call.
+#   7. issue 27: a tokenizer.json built from the served GGUF (scripts/gguf_tokenizer_json.py,
+#      the tool venv's gguf package), then suites/smollm2-workloads.toml run twice, with
+#      --tokenizer that file and --tokenizer endpoint (llama-server's POST /tokenize);
+#      scripts/check_workloads_report.py asserts usage.prompt_tokens == 128, 512, 2048 and
+#      64 completion tokens on every `output_tokens = 64` request.
 #
 # The suite's jobs run in file order on a fresh server: the tool-call job first, cold.
 #
@@ -94,4 +99,23 @@ if ! python3 scripts/check_smollm2_report.py "$RUN_DIR/report.json" --exit-statu
     tail -n 30 "$LLAMA_LOG" >&2 || true
     exit 1
 fi
+# 7. Workloads in the engine's own tokens (issue 27).
+python3 scripts/check_workloads_report.py --self-test
+TOKENIZER_JSON="$WORK/smollm2-tokenizer.json"
+"$(llama_venv | tail -n 1)" scripts/gguf_tokenizer_json.py "$MODEL" "$TOKENIZER_JSON"
+for source in "$TOKENIZER_JSON" endpoint; do
+    label="$(basename "$source")"
+    W_DIR="$RUN_DIR-workloads-${label%.json}"
+    rm -rf "$W_DIR"
+    say "running suites/smollm2-workloads.toml with --tokenizer $label"
+    wrc=0
+    "$INFERSCOPE" run suites/smollm2-workloads.toml --endpoint "$LLAMA_URL" \
+        --tokenizer "$source" --out "$W_DIR" || wrc=$?
+    if [ "$wrc" -ne 0 ] || ! python3 scripts/check_workloads_report.py "$W_DIR/report.json" "$label"; then
+        say "FAIL: workloads with --tokenizer $label (exit $wrc); llama-server log tail:"
+        tail -n 30 "$LLAMA_LOG" >&2 || true
+        exit 1
+    fi
+done
+
 say "PASS in $(($(date +%s) - T0)) s (load average: $(cut -d' ' -f1-3 /proc/loadavg)); artifacts in $RUN_DIR"

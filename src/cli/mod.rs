@@ -351,6 +351,11 @@ pub struct RunArgs {
     /// histograms, memory flat in the request count, each percentile with its error bound).
     #[arg(long, value_enum, value_name = "MODE")]
     pub aggregation: Option<AggregationArg>,
+    /// Where context jobs count prompt tokens (overrides every suite's `tokenizer`):
+    /// `bytes` (the 4-bytes-a-token estimate), `endpoint` (the engine's `POST /tokenize`)
+    /// or the path of a Hugging Face tokenizer.json.
+    #[arg(long, value_name = "SOURCE")]
+    pub tokenizer: Option<String>,
     /// Print every resolved setting and send nothing.
     #[arg(long)]
     pub dry_run: bool,

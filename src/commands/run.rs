@@ -29,6 +29,16 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
             }
         }
     }
+    // `--tokenizer` overrides every suite's `tokenizer` (a path is relative to the cwd).
+    if let Some(t) = &args.tokenizer {
+        let source = crate::suite::TokenizerSource::parse(t, Path::new("")).map_err(|m| {
+            eprintln!("error: --tokenizer: {m}");
+            EXIT_BAD_INPUT
+        })?;
+        for s in &mut resolved {
+            s.suite.tokenizer = source.clone();
+        }
+    }
     Ok(resolved)
 }
 

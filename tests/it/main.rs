@@ -37,4 +37,5 @@ mod stream;
 mod telemetry;
 mod timeline;
 mod timeline_no_disk_writes;
+mod workloads;
 mod workspace;

@@ -151,7 +151,17 @@ pub struct ChatRequest {
     /// Extra body members (e.g. `tool_choice`); cannot override `model`, `messages`,
     /// `tools`, `stream` or `stream_options`.
     pub extra: Map<String, Value>,
+    /// Not sent: the fixed output length (per choice) the request asks for through
+    /// `max_tokens` and the engine's switches (issue 27), stamped on its record by the
+    /// driver ([`RequestRecord::set_asked`]).
+    pub output_tokens_asked: Option<u32>,
+    /// Not sent: the prompt tokens the request was built to have (issue 27).
+    pub prompt_tokens_asked: Option<u64>,
 }
+
+/// Largest body [`Client::post_root_json`] reads (64 MiB: a `/tokenize` answer lists every
+/// token id of a prompt).
+pub const MAX_AUX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 const RESERVED_KEYS: [&str; 5] = ["model", "messages", "tools", "stream", "stream_options"];
 
@@ -531,6 +541,57 @@ impl Client {
                 .iter()
                 .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
                 .collect())
+        };
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(ClientError::Timeout {
+                url,
+                timeout_ms: timeout.as_millis(),
+            }),
+        }
+    }
+
+    /// `POST {root}{path}` with the JSON `body`, where `root` is the base URL without its
+    /// trailing `/v1` (the engines serve `/tokenize` there, issue 27); the answer's JSON.
+    /// The body read is bounded ([`MAX_AUX_BODY_BYTES`]) and the whole exchange by
+    /// `request_timeout`. Errors as [`Client::list_models`]'s.
+    pub async fn post_root_json(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
+        let base = self.config.base_url.trim_end_matches('/');
+        let url = format!("{}{path}", base.strip_suffix("/v1").unwrap_or(base));
+        let rb = self
+            .http
+            .post(&url)
+            .headers(self.body_headers.clone())
+            .json(body);
+        let timeout = self.config.request_timeout;
+        let fut = async {
+            let request_err = |e: reqwest::Error| ClientError::Request {
+                url: url.clone(),
+                reason: describe(&e),
+            };
+            let mut resp = rb.send().await.map_err(request_err)?;
+            let status = resp.status();
+            let mut bytes = Vec::new();
+            while let Some(chunk) = resp.chunk().await.map_err(request_err)? {
+                if bytes.len() + chunk.len() > MAX_AUX_BODY_BYTES {
+                    return Err(ClientError::InvalidResponse {
+                        url: url.clone(),
+                        reason: format!("body over {MAX_AUX_BODY_BYTES} bytes"),
+                    });
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            if !status.is_success() {
+                return Err(ClientError::HttpStatus {
+                    url: url.clone(),
+                    status: status.as_u16(),
+                    message: error_body_text(&bytes[..bytes.len().min(8192)]),
+                });
+            }
+            serde_json::from_slice(&bytes).map_err(|e| ClientError::InvalidResponse {
+                url: url.clone(),
+                reason: format!("body is not JSON: {e}"),
+            })
         };
         match tokio::time::timeout(timeout, fut).await {
             Ok(r) => r,

@@ -83,6 +83,8 @@ pub struct AgenticPlan {
     pub tool_choice: Vec<String>,
     /// `Some(script)` for scripted mode: `(tool name, JSON arguments)` per entry.
     pub script: Option<Vec<(String, Value)>>,
+    /// Fixed output length and `extra_body` of every request (issue 27).
+    pub shape: crate::shape::RequestShape,
 }
 
 /// Shared run state the drivers need: step ids, cancellation, capture.
@@ -127,7 +129,8 @@ pub async fn llm_step<E: LlmExecutor>(
     let step_id = ctx.step_id();
     let span = ctx.capture.request_start(&req.request_id, case_id);
     let start_ns = exec.now_ns();
-    let rec = exec.chat(req).await;
+    let mut rec = exec.chat(req).await;
+    rec.set_asked(req.output_tokens_asked, req.prompt_tokens_asked);
     let end_ns = rec.end_ns.unwrap_or_else(|| exec.now_ns()).max(start_ns);
     let ok = rec.is_success();
     // A request cut short by Ctrl-C ends `cancelled`, not `failed` (docs/artifacts.md lifecycle).
@@ -229,7 +232,7 @@ fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
     {
         extra.insert("tool_choice".into(), Value::String(c.clone()));
     }
-    ChatRequest {
+    let mut req = ChatRequest {
         request_id: format!("{}.llm{}", plan.trajectory_id.replace('#', ".t"), n),
         model: plan.model.clone(),
         messages: messages.to_vec(),
@@ -240,7 +243,10 @@ fn request(plan: &AgenticPlan, messages: &[Value], n: usize) -> ChatRequest {
         n: plan.n,
         stream: true,
         extra,
-    }
+        ..Default::default()
+    };
+    plan.shape.apply(&mut req);
+    req
 }
 
 fn assistant_tool_message(text: Option<&str>, calls: &[(String, String, String)]) -> Value {
@@ -475,6 +481,7 @@ mod tests {
             max_repeated_tool_calls: 3,
             tool_choice: vec![],
             script,
+            shape: Default::default(),
         }
     }
 

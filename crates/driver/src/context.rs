@@ -5,85 +5,13 @@
 //! approximate tokens of 4 bytes (the simulator's tokenizer; real engines differ, and the
 //! report always shows the server's own `prompt_tokens`).
 
-use rand::seq::IndexedRandom;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use crate::agentic::{DriverCtx, LlmExecutor, llm_step};
 use crate::client::ChatRequest;
 use crate::steps::{StepStatus, StopReason, TrajectoryRecord};
 
-/// Built-in filler vocabulary used when a job names no filler file.
-const WORDS: &[&str] = &[
-    "the",
-    "engine",
-    "serves",
-    "tokens",
-    "cache",
-    "prefix",
-    "block",
-    "latency",
-    "request",
-    "stream",
-    "energy",
-    "joule",
-    "batch",
-    "decode",
-    "prefill",
-    "kernel",
-    "memory",
-    "queue",
-    "sample",
-    "trace",
-    "window",
-    "counter",
-    "model",
-    "layer",
-    "weight",
-    "vector",
-    "matrix",
-    "attention",
-    "context",
-    "history",
-    "agent",
-    "tool",
-    "step",
-    "trajectory",
-    "answer",
-];
-
-/// Bytes per approximate token for sizing filler.
-pub const BYTES_PER_TOKEN: usize = 4;
-
-/// A deterministic filler text of about `tokens × 4` bytes from `words` (or the built-in
-/// vocabulary when empty), seeded by `seed`.
-pub fn filler(seed: u64, tokens: usize, words: &[String]) -> String {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let target = tokens.saturating_mul(BYTES_PER_TOKEN);
-    let mut out = String::with_capacity(target + 16);
-    let mut sentence = 0usize;
-    while out.len() < target {
-        let w: &str = if words.is_empty() {
-            WORDS.choose(&mut rng).copied().unwrap_or("token")
-        } else {
-            words
-                .choose(&mut rng)
-                .map(String::as_str)
-                .unwrap_or("token")
-        };
-        out.push_str(w);
-        sentence += 1;
-        if sentence > rng.random_range(6..14) {
-            out.push_str(". ");
-            sentence = 0;
-        } else {
-            out.push(' ');
-        }
-    }
-    out.truncate(target.max(1));
-    out
-}
+pub use crate::filler::{BYTES_PER_TOKEN, filler};
 
 /// Settings of one context sweep.
 #[derive(Debug, Clone)]
@@ -109,6 +37,89 @@ pub struct ContextPlan {
     pub temperature: Option<f64>,
     /// Choices per request (`n`; `None`: not sent).
     pub n: Option<u32>,
+    /// Fixed output length and `extra_body` of every request (issue 27).
+    pub shape: crate::shape::RequestShape,
+    /// The suite's token counter and template overhead (issue 27): `sizes` are then the
+    /// prompt tokens the server reports; `None` = the bytes/4 estimate.
+    pub tokens: Option<std::sync::Arc<crate::tokens::PromptTokens>>,
+    /// `dataset` (issue 27): the prompts of a file instead of `sizes`.
+    pub dataset: Option<crate::suite::Dataset>,
+}
+
+/// `round(v × scale)`, at least 1.
+fn scaled(v: u64, scale: f64) -> u64 {
+    ((v as f64 * scale).round() as u64).max(1)
+}
+
+/// A Mooncake request's prompt (issue 27): block `i` is seeded filler of `block` tokens
+/// (4 bytes each) from `seed` and hash id `i` alone, so equal ids give byte-identical
+/// blocks and requests share exactly the prefixes the trace recorded; the text is cut to
+/// `tokens × 4` bytes (the last block partial).
+pub fn block_prompt(seed: u64, hash_ids: &[u64], block: u64, tokens: u64) -> String {
+    let mut out = String::with_capacity((tokens as usize).saturating_mul(BYTES_PER_TOKEN));
+    for &id in hash_ids {
+        out.push_str(&filler(crate::stats::mix64(seed ^ id), block as usize, &[]));
+    }
+    out.truncate(
+        (tokens as usize)
+            .saturating_mul(BYTES_PER_TOKEN)
+            .min(out.len()),
+    );
+    out
+}
+
+impl ContextPlan {
+    /// Dataset request `k` (entries in file order, repeating): entry `k mod len`, pass
+    /// `k div len`; request id `{trajectory_id with # → .t}.e{entry}.r{pass}`. An entry's
+    /// output length is a fixed output (`output_tokens`), scaled by `length_scale`; a
+    /// Mooncake entry's prompt is [`block_prompt`] with blocks and length scaled (and its
+    /// asked prompt tokens the scaled length, 4 bytes a token: the report states the
+    /// server's difference).
+    pub fn dataset_request(
+        &self,
+        d: &crate::suite::Dataset,
+        trajectory_id: &str,
+        k: u64,
+    ) -> ChatRequest {
+        use crate::suite::dataset::DatasetPrompt;
+        let n = d.entries.len().max(1) as u64;
+        let (i, pass) = ((k % n) as usize, k / n);
+        let e = &d.entries[i];
+        let mut asked = None;
+        let messages = match &e.prompt {
+            DatasetPrompt::Messages(m) => m.clone(),
+            DatasetPrompt::Blocks {
+                input_tokens,
+                hash_ids,
+            } => {
+                let b = scaled(u64::from(d.block_tokens), d.length_scale);
+                let k = hash_ids.len() as u64;
+                let len = scaled(*input_tokens, d.length_scale)
+                    .clamp((k.max(1) - 1) * b + 1, k.max(1) * b);
+                asked = Some(len);
+                vec![json!({"role": "user", "content": block_prompt(self.seed, hash_ids, b, len)})]
+            }
+        };
+        let mut req = ChatRequest {
+            request_id: format!("{}.e{i}.r{pass}", trajectory_id.replace('#', ".t")),
+            model: self.model.clone(),
+            messages,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            seed: Some(self.seed),
+            n: self.n,
+            stream: true,
+            prompt_tokens_asked: asked,
+            ..Default::default()
+        };
+        let mut shape = self.shape.clone();
+        if let Some(t) = e.output_tokens {
+            let t = scaled(u64::from(t), d.length_scale);
+            shape.output_tokens = Some(u32::try_from(t).unwrap_or(u32::MAX));
+        }
+        shape.apply(&mut req);
+        req
+    }
 }
 
 impl ContextPlan {
@@ -118,16 +129,30 @@ impl ContextPlan {
     /// Seed rule: `seed ^ size` when repeats share their prefix (identical prompts, prefix
     /// cache hits), else `seed ^ size ^ (r + 1) << 32` (a new prompt per repeat). Used by
     /// the sequential sweep and by load runs, so both send the same prompts.
-    pub fn request(&self, trajectory_id: &str, size: usize, r: u64) -> ChatRequest {
+    ///
+    /// The prompt (issue 27): with a token counter, exact filler of `size − overhead`
+    /// tokens, asked to give `size` prompt tokens; without one (or when the counter fails),
+    /// `size × 4` bytes, asked to give `size` (the difference the server reports is the
+    /// estimate's error).
+    pub async fn request(&self, trajectory_id: &str, size: usize, r: u64) -> ChatRequest {
         let seed = if self.shared_prefix {
             self.seed ^ (size as u64)
         } else {
             self.seed ^ (size as u64) ^ ((r + 1) << 32)
         };
-        ChatRequest {
+        let exact = match &self.tokens {
+            Some(t) => t.content(seed, size, &self.words).await.ok(),
+            None => None,
+        };
+        let (content, asked) = match exact {
+            Some((text, _)) => (text, size as u64),
+            None => (filler(seed, size, &self.words), size as u64),
+        };
+        let mut req = ChatRequest {
             request_id: format!("{}.s{size}.r{r}", trajectory_id.replace('#', ".t")),
             model: self.model.clone(),
-            messages: vec![json!({"role": "user", "content": filler(seed, size, &self.words)})],
+            messages: vec![json!({"role": "user", "content": content})],
+            prompt_tokens_asked: Some(asked),
             tools: vec![],
             max_tokens: self.max_tokens,
             temperature: self.temperature,
@@ -135,6 +160,18 @@ impl ContextPlan {
             n: self.n,
             stream: true,
             ..Default::default()
+        };
+        self.shape.apply(&mut req);
+        req
+    }
+}
+
+impl ContextPlan {
+    /// The step's output-token estimate by the suite's counter, when it has one
+    /// ([`crate::tokens::refine_estimate`]).
+    pub async fn refine_estimate(&self, step: &mut crate::steps::StepRecord) {
+        if let (Some(t), Some(r)) = (&self.tokens, step.request.as_mut()) {
+            crate::tokens::refine_estimate(&t.counter, r).await;
         }
     }
 }
@@ -151,15 +188,31 @@ pub async fn run_context<E: LlmExecutor>(
     let mut reason = StopReason::Completed;
     let mut last_text = None;
     let id = format!("{}#0", plan.job_id);
+    if let Some(d) = &plan.dataset {
+        for k in 0..d.entries.len() as u64 * u64::from(plan.repeat.max(1)) {
+            if ctx.is_cancelled() {
+                reason = StopReason::Cancelled;
+                break;
+            }
+            let req = plan.dataset_request(d, &id, k);
+            let mut step = llm_step(exec, ctx, &format!("{id}/e{k}"), &req).await;
+            plan.refine_estimate(&mut step).await;
+            if step.status == StepStatus::Completed {
+                last_text = step.request.as_ref().map(|r| r.output.text.clone());
+            }
+            steps.push(step);
+        }
+    }
     'sizes: for (si, &size) in plan.sizes.iter().enumerate() {
         for r in 0..plan.repeat.max(1) {
             if ctx.is_cancelled() {
                 reason = StopReason::Cancelled;
                 break 'sizes;
             }
-            let req = plan.request(&id, size, u64::from(r));
+            let req = plan.request(&id, size, u64::from(r)).await;
             let case_id = format!("{id}/s{si}r{r}");
-            let step = llm_step(exec, ctx, &case_id, &req).await;
+            let mut step = llm_step(exec, ctx, &case_id, &req).await;
+            plan.refine_estimate(&mut step).await;
             if step.status == StepStatus::Completed {
                 last_text = step.request.as_ref().map(|r| r.output.text.clone());
             }

@@ -19,6 +19,7 @@ use crate::load::{LoadSpec, PointRecord};
 use crate::model::request::redact_secrets;
 use crate::model::{JobReport, SetupCause, SetupError};
 use crate::run_dir::read_step_markers;
+use crate::shape::RequestShape;
 use crate::sim::{SimConfig, SimHandle};
 use crate::steps::{StepRecord, StepStatus, StopReason, TrajectoryRecord};
 use crate::suite::{AgenticMode, EndpointSetting, JobKind, ResolvedJob, ResolvedSuite, SIM_MODEL};
@@ -101,6 +102,9 @@ pub struct SuiteRuntime {
     /// (nothing listening, `/models` not found, model not listed, auth refused). Its jobs
     /// are then `setup_error` and send nothing.
     pub setup_error: Option<SetupError>,
+    /// The suite's token counter and template overhead (issue 27), set in the preflight
+    /// when its `tokenizer` is not the bytes/4 estimate and it has a context job.
+    pub prompt_tokens: Option<Arc<crate::tokens::PromptTokens>>,
 }
 
 impl SuiteRuntime {
@@ -425,6 +429,7 @@ impl Session {
                 client,
                 tools,
                 setup_error,
+                prompt_tokens: None,
             });
         }
         Session {
@@ -477,6 +482,12 @@ impl Session {
                 answer,
                 &secrets,
             );
+            if s.setup_error.is_none() {
+                match prompt_tokens_of(s, client).await {
+                    Ok(t) => s.prompt_tokens = t.map(Arc::new),
+                    Err(m) => s.setup_error = Some(configuration_error(format!("tokenizer: {m}"))),
+                }
+            }
         }
     }
 
@@ -698,7 +709,24 @@ impl Session {
                     max_tokens: Some(j.max_tokens),
                     temperature: Some(j.temperature),
                     n: j.n,
+                    shape: request_shape(j, &s.resolved.suite),
+                    tokens: s.prompt_tokens.clone(),
+                    dataset: c.dataset.clone(),
                 };
+                if let Some(d) = &c.dataset {
+                    ex.notes.push(dataset_note(d));
+                }
+                ex.notes.push(match &s.prompt_tokens {
+                    Some(t) => format!(
+                        "prompt sizes: counted by the {} source, {} tokens of chat template \
+                         measured in the preflight (sizes are the prompt tokens the server \
+                         reports)",
+                        t.label, t.overhead
+                    ),
+                    None => "prompt sizes: the bytes/4 estimate (4 bytes a token), not the \
+                             engine's tokens; set `tokenizer` for exact sizes"
+                        .into(),
+                });
                 if let Some(spec) = &j.load {
                     let template = UnitTemplate::Context(plan);
                     self.run_load_job(
@@ -1065,6 +1093,97 @@ fn agentic_plan(
                 .map(|x| (x.tool.clone(), x.arguments.clone()))
                 .collect()
         }),
+        shape: request_shape(j, &s.resolved.suite),
+    }
+}
+
+/// The suite's token counter and its chat template's overhead (issue 27): `None` for the
+/// bytes/4 estimate or a suite without a context job. The overhead is measured with one
+/// chat request (`max_tokens = 1`, not recorded) whose user message is 32 counted tokens:
+/// the server's `usage.prompt_tokens` less 32.
+async fn prompt_tokens_of(
+    s: &SuiteRuntime,
+    client: &Client,
+) -> Result<Option<crate::tokens::PromptTokens>, String> {
+    use crate::suite::TokenizerSource;
+    use crate::tokens::{Counter, TokenizeShape, exact_filler, overhead_of};
+    let suite = &s.resolved.suite;
+    let has_context = s
+        .resolved
+        .jobs
+        .iter()
+        .any(|j| matches!(j.job.kind, JobKind::Context(_)));
+    let counter = match (&suite.tokenizer, has_context) {
+        (TokenizerSource::Bytes, _) | (_, false) => return Ok(None),
+        (TokenizerSource::File(p), _) => Counter::from_file(p)?,
+        (TokenizerSource::Endpoint, _) => Counter::Endpoint {
+            client: Box::new(client.clone()),
+            model: s.model.clone(),
+            shape: TokenizeShape::detect(client, &s.model).await?,
+        },
+    };
+    let (text, n) = exact_filler(&counter, suite.seed ^ 0x27, 32, &[]).await?;
+    let probe = ChatRequest {
+        request_id: "inferscope-preflight-template".into(),
+        model: s.model.clone(),
+        messages: vec![serde_json::json!({"role": "user", "content": text})],
+        max_tokens: Some(1),
+        temperature: Some(0.0),
+        stream: true,
+        ..Default::default()
+    };
+    let rec = client.chat(&probe, &RunClock::start(), 0).await;
+    let overhead = overhead_of(rec.prompt_tokens, n).ok_or_else(|| match rec.prompt_tokens {
+        None => format!(
+            "the chat template's overhead could not be measured: the probe request reported \
+             no prompt tokens ({})",
+            rec.error.as_deref().unwrap_or("no usage")
+        ),
+        Some(p) => format!(
+            "the server reported {p} prompt tokens for a message of {n} tokens by the \
+             {} source: it does not count as the engine does",
+            suite.tokenizer.label()
+        ),
+    })?;
+    Ok(Some(crate::tokens::PromptTokens {
+        counter,
+        overhead,
+        label: suite.tokenizer.label(),
+    }))
+}
+
+/// The console note of a dataset job (issue 27): the file, its format and size, and every
+/// scale in force.
+fn dataset_note(d: &crate::suite::Dataset) -> String {
+    let mut s = format!(
+        "dataset {} ({}, {} entries)",
+        d.path.display(),
+        d.format.as_str(),
+        d.entries.len()
+    );
+    if d.format == crate::suite::dataset::DatasetFormat::Mooncake {
+        s.push_str(&format!(
+            "; prompts synthesized from hash ids, blocks of {} tokens (4 bytes each)",
+            ((f64::from(d.block_tokens) * d.length_scale).round() as u64).max(1)
+        ));
+    }
+    s.push_str(&format!(
+        "; length scale {}: {}",
+        d.length_scale,
+        if d.length_scale == 1.0 {
+            "lengths as recorded"
+        } else {
+            "every prompt and output length multiplied by it"
+        }
+    ));
+    s
+}
+
+/// A job's [`RequestShape`]: its `output_tokens` and the suite's `extra_body` (issue 27).
+fn request_shape(j: &crate::suite::Job, suite: &crate::suite::Suite) -> RequestShape {
+    RequestShape {
+        output_tokens: j.output_tokens,
+        extra_body: suite.extra_body.clone(),
     }
 }
 

@@ -21,13 +21,16 @@ pub mod context;
 pub mod energy;
 pub mod events;
 pub mod execute;
+pub mod filler;
 pub mod load;
 pub mod report;
 pub mod run_dir;
+pub mod shape;
 pub mod shard;
 pub mod steps;
 pub mod swe;
 pub mod table;
+pub mod tokens;
 pub mod tools;
 
 // The workspace crates the driver reads, under the names its modules use.

@@ -59,6 +59,8 @@ pub fn figures(r: &RequestRecord) -> RequestFigures {
         prompt_tokens: r.prompt_tokens,
         cached_tokens: r.cached_tokens,
         schedule_lag_ms: Some(r.schedule_lag_ns() as f64 / 1e6),
+        short_output: r.short_output(),
+        prompt_tokens_diff: r.prompt_tokens_diff(),
     }
 }
 
@@ -628,6 +630,8 @@ fn job_report(
     if e.cancelled_before_start {
         notes.push("not run: cancelled before start".into());
     }
+    notes.extend(stats.as_ref().and_then(workload_notes::short_outputs));
+    notes.extend(stats.as_ref().and_then(workload_notes::prompt_diff));
     if ran {
         // A GPU in MIG mode is named in every job's notes with the reason.
         notes.extend(run.power().not_attributable.iter().cloned());
@@ -1160,6 +1164,31 @@ pub fn write_artifacts(
     // test checks), never held whole in memory.
     write_atomic_with(&run_dir.join("report.json"), |w| report.write_json(w))?;
     Ok(())
+}
+
+/// The console notes of issue 27's workload figures.
+mod workload_notes {
+    use crate::stats::JobStats;
+
+    /// `N of M fixed-length requests came back short`, when any did.
+    pub(super) fn short_outputs(s: &JobStats) -> Option<String> {
+        let short = s.short_outputs.filter(|&n| n > 0)?;
+        Some(format!(
+            "short_output: {short} of the successful requests that asked for a fixed output \
+             length came back shorter (rate {:.3}); the engine ignored `ignore_eos` / \
+             `min_tokens` or stopped early",
+            s.short_output_rate.unwrap_or(f64::NAN)
+        ))
+    }
+
+    /// The largest asked-vs-reported prompt-token difference, when it is not 0.
+    pub(super) fn prompt_diff(s: &JobStats) -> Option<String> {
+        let d = s.prompt_tokens_diff_max.filter(|&d| d != 0)?;
+        Some(format!(
+            "prompt tokens: the server reported up to {d:+} tokens against the size asked \
+             (prompt_tokens_diff_max; reported − asked)"
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ struct ScalarGate<'a> {
 /// | `min_cache_hit_rate` | `cache_hit_rate` | `>=` | fraction |
 /// | `max_energy_per_trajectory_j` | `energy_per_trajectory_j` | `<=` | J |
 /// | `regression_pct` | `regression_pct` | `<=` | % |
+/// | `max_short_output_rate` | `short_output_rate` | `<=` | fraction |
 pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
     let when = spec.when_unavailable.unwrap_or_default();
     let mut out = Vec::new();
@@ -177,6 +178,14 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
             bound: spec.regression_pct,
             value: &figures.regression_pct,
         },
+        ScalarGate {
+            gate: "max_short_output_rate",
+            figure: "short_output_rate",
+            unit: "",
+            cmp: Comparison::AtMost,
+            bound: spec.max_short_output_rate,
+            value: &figures.short_output_rate,
+        },
     ];
     for g in scalar {
         if let Some(bound) = g.bound {
@@ -306,6 +315,12 @@ pub fn validate_spec(spec: &GateSpec) -> Result<(), Vec<SpecProblem>> {
         "regression_pct".into(),
         spec.regression_pct,
         false,
+    );
+    check(
+        &mut problems,
+        "max_short_output_rate".into(),
+        spec.max_short_output_rate,
+        true,
     );
     if problems.is_empty() {
         Ok(())

@@ -94,6 +94,9 @@ pub struct FigureSet {
     pub energy_per_trajectory_j: Figure,
     /// Worst regression against the saved baseline, percent (positive = worse).
     pub regression_pct: Figure,
+    /// Fraction (0..=1) of the successful fixed-length requests that came back short
+    /// (issue 27); basis: whose output-token counts they are.
+    pub short_output_rate: Figure,
 }
 
 impl Default for FigureSet {
@@ -115,6 +118,7 @@ impl Default for FigureSet {
             cache_coverage: None,
             energy_per_trajectory_j: nm(Basis::Unavailable),
             regression_pct: nm(Basis::Baseline),
+            short_output_rate: nm(Basis::ServerReported),
         }
     }
 }
@@ -163,6 +167,18 @@ impl FigureSet {
                 cache_reason,
             ),
             cache_coverage: Some((reporting, stats.succeeded)),
+            short_output_rate: Figure::finite_or(
+                stats.short_output_rate,
+                stats
+                    .output_tokens
+                    .tokens
+                    .map_or(Basis::ServerReported, |t| t.basis()),
+                if stats.succeeded == 0 {
+                    no_ok
+                } else {
+                    "no request asked for a fixed output length"
+                },
+            ),
             ..FigureSet::default()
         }
     }

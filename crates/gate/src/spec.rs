@@ -68,6 +68,10 @@ pub struct GateSpec {
     pub max_energy_per_trajectory_j: Option<f64>,
     /// Maximum regression against a saved baseline, percent (issue: load and comparison).
     pub regression_pct: Option<f64>,
+    /// Maximum fraction (0..=1) of the successful requests that asked for a fixed output
+    /// length (`output_tokens`) and came back shorter (issue 27).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_short_output_rate: Option<f64>,
     /// Behaviour of every gate in this table when its figure is unavailable.
     pub when_unavailable: Option<WhenUnavailable>,
 }
@@ -109,6 +113,7 @@ impl GateSpec {
                 &over.max_energy_per_trajectory_j,
             ),
             regression_pct: pick(&self.regression_pct, &over.regression_pct),
+            max_short_output_rate: pick(&self.max_short_output_rate, &over.max_short_output_rate),
             when_unavailable: pick(&self.when_unavailable, &over.when_unavailable),
         }
     }

@@ -139,6 +139,10 @@ pub enum EstimateMethod {
     /// vocabularies.
     #[serde(rename = "utf8_bytes_div_4")]
     Utf8BytesDiv4,
+    /// The suite's tokenizer (issue 27: `tokenizer` = a tokenizer.json or the engine's
+    /// `/tokenize`) over reasoning, visible text and tool calls, concatenated as above.
+    #[serde(rename = "tokenizer")]
+    Tokenizer,
 }
 
 impl EstimateMethod {
@@ -146,6 +150,7 @@ impl EstimateMethod {
     pub fn name(self) -> &'static str {
         match self {
             EstimateMethod::Utf8BytesDiv4 => "utf8_bytes_div_4",
+            EstimateMethod::Tokenizer => "tokenizer",
         }
     }
 }

@@ -12,8 +12,8 @@
 //! [`CompactFigureSet`] equal those of the same records' [`RequestFigures`] to the bit
 //! (`tests::compact_stats_equal_the_f64_path`).
 //!
-//! Size: [`CompactFigures`] is 72 bytes, plus 4 bytes a gap; a request of 64 tokens
-//! (63 gaps) holds 324 bytes (`tests::a_request_holds_at_most_its_fixed_part_and_4_bytes_a_gap`).
+//! Size: [`CompactFigures`] is 80 bytes, plus 4 bytes a gap; a request of 64 tokens
+//! (63 gaps) holds 332 bytes (`tests::a_request_holds_at_most_its_fixed_part_and_4_bytes_a_gap`).
 
 use super::basis::TokenSource;
 use super::request::RequestRecord;
@@ -28,6 +28,9 @@ const HAS_OUT: u16 = 1 << 5;
 const HAS_PROMPT: u16 = 1 << 6;
 const HAS_CACHED: u16 = 1 << 7;
 const HAS_TTFO: u16 = 1 << 8;
+const FIXED_OUT: u16 = 1 << 9;
+const SHORT_OUT: u16 = 1 << 10;
+const HAS_PROMPT_DIFF: u16 = 1 << 11;
 
 /// A gap of this value in [`CompactFigureSet`]'s gap list means "the next entry of the wide
 /// list" (a gap ≥ 2³² − 1 ns).
@@ -49,6 +52,8 @@ pub struct CompactFigures {
     /// Gaps of this request in the set's gap list (in order, after the previous request's).
     gaps: u32,
     flags: u16,
+    /// Reported − asked prompt tokens, saturated to `i32` (issue 27).
+    prompt_diff: i32,
 }
 
 impl CompactFigures {
@@ -112,6 +117,13 @@ impl FigureRow for CompactFigures {
     fn schedule_lag_ms(&self) -> Option<f64> {
         self.opt(HAS_LAG, self.schedule_lag_ns).map(ns_to_ms)
     }
+    fn short_output(&self) -> Option<bool> {
+        self.has(FIXED_OUT).then(|| self.has(SHORT_OUT))
+    }
+    fn prompt_tokens_diff(&self) -> Option<i64> {
+        self.has(HAS_PROMPT_DIFF)
+            .then_some(i64::from(self.prompt_diff))
+    }
 }
 
 /// The compact figures of many requests, in the order they were pushed, with their ITL
@@ -146,6 +158,10 @@ pub struct FiguresNs<'a> {
     pub prompt_tokens: Option<u64>,
     /// Cached prompt tokens.
     pub cached_tokens: Option<u64>,
+    /// A fixed output length was asked: whether it came back short (issue 27).
+    pub short_output: Option<bool>,
+    /// Reported − asked prompt tokens (issue 27).
+    pub prompt_tokens_diff: Option<i64>,
 }
 
 impl<'a> FiguresNs<'a> {
@@ -166,6 +182,8 @@ impl<'a> FiguresNs<'a> {
                 .map(|(n, s)| (n, s == TokenSource::ClientEstimate)),
             prompt_tokens: r.prompt_tokens,
             cached_tokens: r.cached_tokens,
+            short_output: r.short_output(),
+            prompt_tokens_diff: r.prompt_tokens_diff(),
         }
     }
 }
@@ -198,6 +216,13 @@ impl CompactFigureSet {
         if f.output_tokens.is_some_and(|t| t.1) {
             flags |= ESTIMATED;
         }
+        if let Some(short) = f.short_output {
+            flags |= FIXED_OUT | if short { SHORT_OUT } else { 0 };
+        }
+        let prompt_diff = f.prompt_tokens_diff.map_or(0, |d| {
+            flags |= HAS_PROMPT_DIFF;
+            d.clamp(i32::MIN.into(), i32::MAX.into()) as i32
+        });
         for &g in f.itl_ns {
             match u32::try_from(g) {
                 Ok(g) if g != WIDE => self.gaps.push(g),
@@ -218,6 +243,7 @@ impl CompactFigureSet {
             cached_tokens,
             gaps: u32::try_from(f.itl_ns.len()).unwrap_or(u32::MAX),
             flags,
+            prompt_diff,
         });
     }
 
@@ -377,6 +403,8 @@ impl RequestFigures {
                 output_tokens: f.output_tokens.map(|t| (t, f.output_tokens_estimated)),
                 prompt_tokens: f.prompt_tokens,
                 cached_tokens: f.cached_tokens,
+                short_output: f.short_output,
+                prompt_tokens_diff: f.prompt_tokens_diff,
             });
         }
         set
@@ -402,6 +430,8 @@ mod tests {
             prompt_tokens: r.prompt_tokens,
             cached_tokens: r.cached_tokens,
             schedule_lag_ms: Some(r.schedule_lag_ns() as f64 / 1e6),
+            short_output: r.short_output(),
+            prompt_tokens_diff: r.prompt_tokens_diff(),
         }
     }
 
@@ -467,16 +497,16 @@ mod tests {
     }
 
     /// Issue 19: the per-request state exact statistics retain is compact: a fixed
-    /// 72-byte part and 4 bytes a gap, however long the run.
+    /// 80-byte part and 4 bytes a gap, however long the run.
     #[test]
     fn a_request_holds_at_most_its_fixed_part_and_4_bytes_a_gap() {
-        assert_eq!(std::mem::size_of::<CompactFigures>(), 72);
+        assert_eq!(std::mem::size_of::<CompactFigures>(), 80);
         let mut set = CompactFigureSet::new();
         let r = record(1, vec![1_000_000; 63], true);
         for _ in 0..1000 {
             set.push_record(&r);
         }
         set.shrink_to_fit();
-        assert_eq!(set.heap_bytes(), 1000 * (72 + 63 * 4));
+        assert_eq!(set.heap_bytes(), 1000 * (80 + 63 * 4));
     }
 }

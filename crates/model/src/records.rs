@@ -290,6 +290,10 @@ struct CompactLine {
     choices: Vec<CompactChoice>,
     #[serde(rename = "wu", default, skip_serializing_if = "std::ops::Not::not")]
     warmup: bool,
+    #[serde(rename = "ota", default, skip_serializing_if = "Option::is_none")]
+    output_tokens_asked: Option<u32>,
+    #[serde(rename = "pta", default, skip_serializing_if = "Option::is_none")]
+    prompt_tokens_asked: Option<u64>,
 }
 
 /// `t − base` as a signed offset (exact for every instant of one run: both are below
@@ -349,6 +353,8 @@ pub fn encode_line(job: usize, job_id: &str, r: &RequestRecord) -> Vec<u8> {
         tool_calls: r.tool_call_count,
         stream: r.stream,
         choices_requested: r.choices_requested,
+        output_tokens_asked: r.output_tokens_asked,
+        prompt_tokens_asked: r.prompt_tokens_asked,
         choices: r
             .choices
             .iter()
@@ -454,6 +460,8 @@ pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord
     r.choices_requested = c.choices_requested;
     r.choices = choices;
     r.warmup = c.warmup;
+    r.output_tokens_asked = c.output_tokens_asked;
+    r.prompt_tokens_asked = c.prompt_tokens_asked;
     Ok((c.j, r))
 }
 
@@ -487,7 +495,11 @@ mod tests {
         r.failure_code = Some(FailureCode::StreamError);
         r.http_status = Some(200);
         r.error = Some("boom".into());
-        r.warnings = vec![RecordWarning::UsageAllZero, RecordWarning::NotStreamed];
+        r.warnings = vec![
+            RecordWarning::UsageAllZero,
+            RecordWarning::NotStreamed,
+            RecordWarning::ShortOutput,
+        ];
         r.tool_call_count = 1;
         r.stream = false;
         r.choices_requested = Some(2);
@@ -503,6 +515,8 @@ mod tests {
             text_bytes: Some(4),
             output: Default::default(),
         }];
+        r.output_tokens_asked = Some(64);
+        r.prompt_tokens_asked = Some(130);
         r
     }
 

@@ -145,6 +145,10 @@ pub enum RecordWarning {
     /// a record keeps: `token_event_count` counts them all, `itl` holds the first ones
     /// (issue 29 item 8).
     ItlTruncated,
+    /// The request asked for a fixed output length (`output_tokens`) and came back with
+    /// fewer output tokens (server `usage`, else the client's estimate) than asked
+    /// (issue 27): the engine ignored the switch or stopped early.
+    ShortOutput,
 }
 
 /// The most inter-token gaps one request's record keeps over all its choices (524,288:
@@ -531,6 +535,14 @@ pub struct RequestRecord {
     /// `requests.jsonl` line says `"wu":true`; absent = not warm-up).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warmup: bool,
+    /// The fixed output length the request asked for (`output_tokens`, per choice);
+    /// absent when it asked for none (issue 27).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_asked: Option<u32>,
+    /// The prompt tokens the request was built to have (a context job's size under a
+    /// tokenizer source, chat template included); absent when none was asked (issue 27).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_asked: Option<u64>,
     /// Response content (choice 0's); never serialized.
     #[serde(skip)]
     pub output: AssistantOutput,
@@ -575,8 +587,41 @@ impl RequestRecord {
             choices_requested: None,
             choices: Vec::new(),
             warmup: false,
+            output_tokens_asked: None,
+            prompt_tokens_asked: None,
             output: AssistantOutput::default(),
         }
+    }
+
+    /// Records what the request asked for (issue 27): the fixed output length per choice
+    /// and the prompt size it was built to. A successful request whose output-token count
+    /// (server `usage`, else the client's estimate) is below `output_tokens × choices`
+    /// gets [`RecordWarning::ShortOutput`]; one without any count is not judged.
+    pub fn set_asked(&mut self, output_tokens: Option<u32>, prompt_tokens: Option<u64>) {
+        self.output_tokens_asked = output_tokens;
+        self.prompt_tokens_asked = prompt_tokens;
+        let Some(asked) = output_tokens else { return };
+        let choices = u64::from(self.choices_requested.unwrap_or(1).max(1));
+        let short = self.is_success()
+            && self
+                .output_tokens()
+                .is_some_and(|(n, _)| n < u64::from(asked).saturating_mul(choices));
+        if short && !self.warnings.contains(&RecordWarning::ShortOutput) {
+            self.warnings.push(RecordWarning::ShortOutput);
+        }
+    }
+
+    /// Whether the request came back short of the fixed output length it asked for;
+    /// `None` when it asked for none (issue 27).
+    pub fn short_output(&self) -> Option<bool> {
+        self.output_tokens_asked
+            .map(|_| self.warnings.contains(&RecordWarning::ShortOutput))
+    }
+
+    /// `prompt_tokens − prompt_tokens_asked` when both are known (issue 27).
+    pub fn prompt_tokens_diff(&self) -> Option<i64> {
+        let (got, asked) = (self.prompt_tokens?, self.prompt_tokens_asked?);
+        Some((i128::from(got) - i128::from(asked)).clamp(i64::MIN.into(), i64::MAX.into()) as i64)
     }
 
     /// The record of a request Ctrl-C / SIGTERM cut short at `end_ns`: failed with code

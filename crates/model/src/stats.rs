@@ -214,6 +214,11 @@ pub struct RequestFigures {
     pub cached_tokens: Option<u64>,
     /// Actual send time − scheduled send time, ms (C24); `None` when unscheduled.
     pub schedule_lag_ms: Option<f64>,
+    /// Whether a request that asked for a fixed output length came back short
+    /// ([`crate::request::RecordWarning::ShortOutput`]); `None` when it asked for none.
+    pub short_output: Option<bool>,
+    /// Reported − asked prompt tokens (issue 27); `None` unless both are known.
+    pub prompt_tokens_diff: Option<i64>,
 }
 
 impl RequestFigures {
@@ -320,6 +325,18 @@ pub struct JobStats {
     pub schedule_miss_threshold_ms: f64,
     /// [`PERCENTILE_METHOD`].
     pub percentile_method: String,
+    /// Successful requests that asked for a fixed output length (`output_tokens`) and
+    /// came back shorter (issue 27); absent when none asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_outputs: Option<u64>,
+    /// `short_outputs` over the successful requests that asked for a fixed length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_output_rate: Option<f64>,
+    /// The largest difference (by magnitude, signed: reported − asked) between the prompt
+    /// tokens a successful request was built to and those the server reported (issue 27);
+    /// absent when no request knew both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_diff_max: Option<i64>,
 }
 
 /// What the statistics read of one request, whichever form holds it: [`RequestFigures`]
@@ -345,6 +362,10 @@ pub trait FigureRow {
     fn cached_tokens(&self) -> Option<u64>;
     /// Schedule lag, ms.
     fn schedule_lag_ms(&self) -> Option<f64>;
+    /// A fixed output length was asked: whether the output came back short (issue 27).
+    fn short_output(&self) -> Option<bool>;
+    /// Reported − asked prompt tokens (issue 27).
+    fn prompt_tokens_diff(&self) -> Option<i64>;
 }
 
 impl FigureRow for RequestFigures {
@@ -374,6 +395,12 @@ impl FigureRow for RequestFigures {
     }
     fn schedule_lag_ms(&self) -> Option<f64> {
         self.schedule_lag_ms
+    }
+    fn short_output(&self) -> Option<bool> {
+        self.short_output
+    }
+    fn prompt_tokens_diff(&self) -> Option<i64> {
+        self.prompt_tokens_diff
     }
 }
 
@@ -469,6 +496,9 @@ pub struct Tally {
     prompt_sum: u64,
     lags: u64,
     misses: u64,
+    fixed: u64,
+    short: u64,
+    prompt_diff: Option<i64>,
 }
 
 impl Default for Tally {
@@ -488,6 +518,9 @@ impl Default for Tally {
             prompt_sum: 0,
             lags: 0,
             misses: 0,
+            fixed: 0,
+            short: 0,
+            prompt_diff: None,
         }
     }
 }
@@ -525,6 +558,17 @@ impl Tally {
             self.cache_n += 1;
             self.cached_sum = self.cached_sum.saturating_add(cached.min(prompt));
             self.prompt_sum = self.prompt_sum.saturating_add(prompt);
+        }
+        if let Some(short) = r.short_output() {
+            self.fixed += 1;
+            self.short += u64::from(short);
+        }
+        if let Some(d) = r.prompt_tokens_diff()
+            && self
+                .prompt_diff
+                .is_none_or(|m| d.unsigned_abs() > m.unsigned_abs())
+        {
+            self.prompt_diff = Some(d);
         }
     }
 
@@ -607,6 +651,9 @@ impl Tally {
             schedule_misses: (self.lags > 0).then_some(self.misses),
             schedule_miss_threshold_ms: params.schedule_miss_threshold_ms,
             percentile_method: PERCENTILE_METHOD.to_string(),
+            short_outputs: (self.fixed > 0).then_some(self.short),
+            short_output_rate: ratio(self.short, self.fixed),
+            prompt_tokens_diff_max: self.prompt_diff,
         }
     }
 }

@@ -46,6 +46,16 @@ pub(crate) async fn handle(st: Arc<SimState>, req: Request<Incoming>) -> Respons
             }
         }
         "/v1/chat/completions" => method_not_allowed("POST"),
+        "/tokenize" if req.method() == Method::POST => {
+            match Limited::new(req.into_body(), MAX_BODY_BYTES)
+                .collect()
+                .await
+            {
+                Ok(b) => tokenize_route(&b.to_bytes()),
+                Err(e) => body_error(&*e),
+            }
+        }
+        "/tokenize" => method_not_allowed("POST"),
         "/v1/models" if get => models(&st),
         "/metrics" if get => metrics(&st),
         "/health" if get => plain(StatusCode::OK, None, SimBody::empty()),
@@ -112,6 +122,32 @@ fn error_response(
         "code": status.as_u16(),
     }});
     json_response(status, &body)
+}
+
+/// `POST /tokenize` in vLLM's shape (issue 27): `{"prompt": TEXT}` is tokenized as it
+/// is, `{"messages": [...]}` (and `tools`) rendered with the chat template and its
+/// generation prompt first; the answer is `{"count", "max_model_len", "tokens"}`.
+fn tokenize_route(body: &[u8]) -> Response {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        prompt: Option<String>,
+        messages: Option<Vec<super::prompt::ChatMessage>>,
+        #[serde(default)]
+        tools: Vec<Value>,
+    }
+    let b: Body = match serde_json::from_slice(body) {
+        Ok(b) => b,
+        Err(e) => return bad_request(format!("invalid tokenize body: {e}")),
+    };
+    let tokens = match (b.prompt, b.messages) {
+        (Some(p), None) => tokenize(&p),
+        (None, Some(m)) => tokenize(&render_prompt(&m, &b.tools)),
+        _ => return bad_request("exactly one of `prompt` and `messages` is required".into()),
+    };
+    json_response(
+        StatusCode::OK,
+        &json!({"count": tokens.len(), "max_model_len": u32::MAX, "tokens": tokens}),
+    )
 }
 
 fn bad_request(message: String) -> Response {

@@ -16,6 +16,7 @@
 //! (`keys`) → serde structs with `deny_unknown_fields` (`raw`) → semantic validation and
 //! defaults (`validate`) → [`Suite`]; [`resolve`] then applies CLI flags.
 
+pub mod dataset;
 pub mod diagnose;
 // The JSON helpers (leaf) and the checks' grading live with the schema that parses them
 // (`[[jobs.checks]]`, tool `arguments_schema`); see docs/architecture.md.

@@ -283,6 +283,10 @@ pub struct Job {
     pub max_tokens: u32,
     /// Sampling temperature (default 0.0).
     pub temperature: f64,
+    /// `output_tokens` (agentic and context jobs; issue 27): every request asks for exactly
+    /// this many output tokens per choice (`max_tokens` = this, plus the engines'
+    /// `ignore_eos` / `min_tokens`); `None` = the `max_tokens` cap only.
+    pub output_tokens: Option<u32>,
     /// Choices per LLM call (`n`, 1..=[`MAX_CHOICES`]; agentic and context jobs): `None`
     /// sends no `n` (one choice). With more than one, each choice is measured on its own
     /// and choice 0 drives the trajectory and is graded (issue 13 item 5).
@@ -366,6 +370,38 @@ pub struct ContextJob {
     pub shared_prefix: bool,
     /// Filler source under the fixtures root; `None` = built-in filler.
     pub filler: Option<PathBuf>,
+    /// `dataset` (issue 27): the prompts of a file instead of `sizes` (then empty).
+    pub dataset: Option<Dataset>,
+}
+
+impl ContextJob {
+    /// Requests of one pass: one per size, or one per dataset entry.
+    pub fn units_per_repeat(&self) -> usize {
+        self.dataset
+            .as_ref()
+            .map_or(self.sizes.len(), |d| d.entries.len())
+    }
+}
+
+/// Default `dataset.block_tokens`: the Mooncake traces' block size.
+pub const DEFAULT_BLOCK_TOKENS: u32 = 512;
+/// Largest dataset file read, bytes.
+pub const MAX_DATASET_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A context job's `dataset`, read and checked at load (issue 27).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// The file (under the fixtures root).
+    pub path: PathBuf,
+    /// `format`.
+    pub format: crate::dataset::DatasetFormat,
+    /// `block_tokens` (Mooncake; default 512): tokens per hash id.
+    pub block_tokens: u32,
+    /// `length_scale` (default 1): every prompt and output length is multiplied by it
+    /// (Mooncake prompts keep their block structure: blocks scale too).
+    pub length_scale: f64,
+    /// The entries, in file order.
+    pub entries: Arc<Vec<crate::dataset::DatasetEntry>>,
 }
 
 /// Settings of a SWE job.
@@ -379,6 +415,54 @@ pub struct SweJob {
     pub timeout: Duration,
     /// Extra environment (never the reserved `INFERSCOPE_*` names).
     pub env: BTreeMap<String, String>,
+}
+
+/// `tokenizer` (issue 27): where a context job's prompt tokens are counted, so that its
+/// `sizes` are the prompt tokens the server reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TokenizerSource {
+    /// `"bytes"` (the default): 4 bytes a token, an estimate; the report states the
+    /// difference the server measured.
+    #[default]
+    Bytes,
+    /// `"endpoint"`: the engine's own `POST /tokenize` (vLLM and SGLang's shape or
+    /// llama-server's, detected in the preflight).
+    Endpoint,
+    /// A Hugging Face `tokenizer.json` file (any other value: its path, relative to the
+    /// suite file's directory; for `run --tokenizer`, to the working directory).
+    File(PathBuf),
+}
+
+impl TokenizerSource {
+    /// Parses a `tokenizer` value; a path must name an existing file.
+    pub fn parse(value: &str, base: &std::path::Path) -> Result<Self, String> {
+        match value {
+            "bytes" => Ok(Self::Bytes),
+            "endpoint" => Ok(Self::Endpoint),
+            "" => Err("`tokenizer` is empty: `bytes`, `endpoint` or a tokenizer.json path".into()),
+            p => {
+                let path = base.join(p);
+                if path.is_file() {
+                    Ok(Self::File(path))
+                } else {
+                    Err(format!(
+                        "`tokenizer`: {} is not a file (`bytes`, `endpoint` or a \
+                         tokenizer.json path)",
+                        path.display()
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The basis named in reports: `bytes/4 estimate`, `engine /tokenize`, `tokenizer.json`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Bytes => "bytes/4 estimate",
+            Self::Endpoint => "engine /tokenize",
+            Self::File(_) => "tokenizer.json",
+        }
+    }
 }
 
 /// A loaded, validated suite (docs/suite.md) with defaults applied.
@@ -413,6 +497,12 @@ pub struct Suite {
     pub idle_timeout: Duration,
     /// Largest accepted SSE event, bytes (default 16 MiB, field case C30).
     pub max_event_bytes: u64,
+    /// `tokenizer` (issue 27): where prompt tokens are counted (default the bytes/4
+    /// estimate); `run --tokenizer` overrides it.
+    pub tokenizer: TokenizerSource,
+    /// `[extra_body]` (issue 27): members added to every chat request body, after the
+    /// product's own (never `model`, `messages`, `tools`, `stream`, `stream_options`).
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
     /// `[telemetry]` with defaults.
     pub telemetry: Telemetry,
     /// Suite-wide `[gates]` (empty when absent); passes [`crate::gate::validate_spec`].

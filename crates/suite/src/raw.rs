@@ -27,6 +27,8 @@ pub(crate) struct RawSuite {
     pub idle_timeout_s: Option<f64>,
     pub max_event_bytes: Option<u64>,
     pub fixtures_dir: Option<String>,
+    pub extra_body: Option<toml::Table>,
+    pub tokenizer: Option<String>,
     pub telemetry: Option<RawTelemetry>,
     pub gates: Option<GateSpec>,
     pub overhead: Option<OverheadSpec>,
@@ -96,6 +98,7 @@ pub(crate) struct RawJob {
     pub max_tokens: Option<u32>,
     pub temperature: Option<f64>,
     pub n: Option<u32>,
+    pub output_tokens: Option<u32>,
     pub repeat: Option<u32>,
     pub gates: Option<GateSpec>,
     #[serde(default)]
@@ -113,6 +116,7 @@ pub(crate) struct RawJob {
     pub sizes: Option<Vec<u32>>,
     pub shared_prefix: Option<bool>,
     pub filler: Option<String>,
+    pub dataset: Option<RawDataset>,
     // swe
     pub command: Option<Vec<String>>,
     pub timeout_s: Option<f64>,
@@ -126,6 +130,16 @@ pub(crate) struct RawJob {
     pub warmup: Option<u64>,
     pub aggregation: Option<super::load_spec::Aggregation>,
     pub sweep: Option<RawSweep>,
+}
+
+/// `dataset = { path, format, block_tokens, length_scale }` of a context job (issue 27).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDataset {
+    pub path: String,
+    pub format: crate::dataset::DatasetFormat,
+    pub block_tokens: Option<u32>,
+    pub length_scale: Option<f64>,
 }
 
 /// `sweep = { concurrency = [..] }` or `sweep = { rate = [..] }` of a job.
@@ -172,7 +186,7 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
             "tool_choice",
             "script",
         ],
-        JobKindName::Context => &["sizes", "shared_prefix", "filler"],
+        JobKindName::Context => &["sizes", "shared_prefix", "filler", "dataset"],
         JobKindName::Swe => &["command", "timeout_s", "env"],
     }
 }
@@ -180,7 +194,7 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
 /// Request keys (issue 13 item 5): settings of the chat requests the tool itself sends,
 /// accepted by the kinds in [`load_kinds`] (an SWE harness sends its own requests).
 pub(crate) fn request_job_keys() -> &'static [&'static str] {
-    &["n"]
+    &["n", "output_tokens"]
 }
 
 /// Load keys (issue 8): accepted by the kinds in [`load_kinds`].

@@ -327,8 +327,15 @@ async fn context_unit<E: LlmExecutor>(
         rec.stop_reason = StopReason::Cancelled;
         return rec;
     }
-    let req = plan.request(&id, size, r);
-    let mut step = llm_step(exec, ctx, &format!("{id}/s{size}r{r}"), &req).await;
+    let (req, case) = match &plan.dataset {
+        Some(d) => (plan.dataset_request(d, &id, k), format!("{id}/e{k}")),
+        None => (
+            plan.request(&id, size, r).await,
+            format!("{id}/s{size}r{r}"),
+        ),
+    };
+    let mut step = llm_step(exec, ctx, &case, &req).await;
+    plan.refine_estimate(&mut step).await;
     if step.status == StepStatus::Completed {
         rec.final_answer = step
             .request
@@ -505,6 +512,9 @@ mod tests {
             max_tokens: Some(4),
             temperature: Some(0.0),
             n: None,
+            shape: Default::default(),
+            tokens: None,
+            dataset: None,
         }
     }
 

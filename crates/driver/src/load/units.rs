@@ -494,8 +494,8 @@ mod tests {
     #[test]
     fn the_state_a_load_job_retains_per_request_and_unit_is_compact() {
         assert_eq!(
-            RETAINED_BYTES_PER_REQUEST, 73,
-            "72 B of compact figures and a warm-up flag"
+            RETAINED_BYTES_PER_REQUEST, 81,
+            "80 B of compact figures and a warm-up flag"
         );
         type Done = super::super::exec::UnitDone<Option<Box<super::super::drive::KeptUnit>>>;
         assert!(

@@ -62,6 +62,7 @@ pub(super) fn job(
         }
         Some(v) => Some(v),
     };
+    let output_tokens = output_tokens(ctx, &p, &j)?;
     let kind = match j.kind {
         JobKindName::Agentic => JobKind::Agentic(agentic(ctx, tools, &p, &mut j)?),
         JobKindName::Context => JobKind::Context(context(ctx, fx, &p, &mut j)?),
@@ -81,8 +82,9 @@ pub(super) fn job(
         name: j.name,
         index: i,
         description: j.description,
-        max_tokens,
+        max_tokens: output_tokens.unwrap_or(max_tokens),
         temperature,
+        output_tokens,
         n,
         repeat,
         gates,
@@ -239,7 +241,7 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
             }
         },
         (None, None) => Stop::Count(match kind {
-            JobKind::Context(c) => c.sizes.len() as u64 * u64::from(repeat),
+            JobKind::Context(c) => c.units_per_repeat() as u64 * u64::from(repeat),
             _ => u64::from(repeat),
         }),
     };
@@ -264,6 +266,32 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
 }
 
 /// `value` or the default, which must be at least 1.
+/// `output_tokens` (issue 27): ≥ 1, and not beside `max_tokens` (it sets `max_tokens`).
+fn output_tokens(ctx: &Ctx, p: &str, j: &RawJob) -> R<Option<u32>> {
+    let Some(n) = j.output_tokens else {
+        return Ok(None);
+    };
+    if n == 0 {
+        return Err(ctx.at_value(
+            &format!("{p}.output_tokens"),
+            K::InvalidValue,
+            "`output_tokens` must be at least 1".into(),
+        ));
+    }
+    if j.max_tokens.is_some() {
+        return Err(ctx
+            .at_value(
+                &format!("{p}.output_tokens"),
+                K::InvalidValue,
+                "`output_tokens` and `max_tokens` are both set".into(),
+            )
+            .with_hint(Some(
+                "`output_tokens = N` sends `max_tokens = N` itself; remove `max_tokens`".into(),
+            )));
+    }
+    Ok(Some(n))
+}
+
 fn positive(ctx: &Ctx, p: &str, key: &str, value: Option<u32>, default: u32) -> R<u32> {
     match value.unwrap_or(default) {
         0 => Err(ctx.at_value(
@@ -453,6 +481,21 @@ fn script(
 }
 
 fn context(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<ContextJob> {
+    if let Some(d) = j.dataset.take() {
+        if j.sizes.is_some() {
+            return Err(ctx.at_value(
+                &format!("{p}.sizes"),
+                K::InvalidValue,
+                "`sizes` and `dataset` are both set: a dataset gives the prompts".into(),
+            ));
+        }
+        return Ok(ContextJob {
+            sizes: Vec::new(),
+            shared_prefix: j.shared_prefix.unwrap_or(false),
+            filler: None,
+            dataset: Some(dataset(ctx, fx, p, d)?),
+        });
+    }
     let Some(sizes) = j.sizes.take() else {
         return Err(missing(
             ctx,
@@ -492,6 +535,42 @@ fn context(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<ContextJob> {
         sizes,
         shared_prefix: j.shared_prefix.unwrap_or(false),
         filler,
+        dataset: None,
+    })
+}
+
+/// `dataset` (issue 27): the file under the fixtures root, read (bounded) and parsed now,
+/// so a bad line is a located error before any request.
+fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) -> R<Dataset> {
+    let path = fx.path(ctx, &format!("{p}.dataset.path"), &d.path, Want::File)?;
+    let block_tokens = d.block_tokens.unwrap_or(DEFAULT_BLOCK_TOKENS);
+    if block_tokens == 0 {
+        return Err(ctx.at_value(
+            &format!("{p}.dataset.block_tokens"),
+            K::InvalidValue,
+            "`block_tokens` must be at least 1".into(),
+        ));
+    }
+    let length_scale = d.length_scale.unwrap_or(1.0);
+    if !(length_scale.is_finite() && length_scale > 0.0) {
+        return Err(ctx.at_value(
+            &format!("{p}.dataset.length_scale"),
+            K::InvalidValue,
+            "`length_scale` must be a number > 0".into(),
+        ));
+    }
+    let bad = |m: String| ctx.at_value(&format!("{p}.dataset.path"), K::InvalidValue, m);
+    let bytes = crate::fsio::read(&path, MAX_DATASET_BYTES)
+        .map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    let file = path.display().to_string();
+    let entries = crate::dataset::parse(&bytes, d.format, &file, u64::from(block_tokens))
+        .map_err(|m| bad(format!("dataset {m}")))?;
+    Ok(Dataset {
+        path,
+        format: d.format,
+        block_tokens,
+        length_scale,
+        entries: std::sync::Arc::new(entries),
     })
 }
 

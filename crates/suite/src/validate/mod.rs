@@ -126,6 +126,18 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
         &mut errs,
         gate_spec(ctx, "gates", "the suite's `[gates]`", &gates),
     );
+    let extra_body = keep(&mut errs, extra_body(ctx, raw.extra_body.as_ref()));
+    let tokenizer = match &raw.tokenizer {
+        None => Some(TokenizerSource::Bytes),
+        Some(t) => {
+            let base = origin.parent().unwrap_or(Path::new("."));
+            keep(
+                &mut errs,
+                TokenizerSource::parse(t, base)
+                    .map_err(|m| ctx.at_value("tokenizer", K::InvalidValue, m)),
+            )
+        }
+    };
     let overhead = raw.overhead.unwrap_or_default();
     if let Err(problems) = crate::gate::validate_overhead(&overhead) {
         errs.push(first_problem(ctx, "overhead", "`[overhead]`", problems));
@@ -216,6 +228,8 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
         request_timeout,
         idle_timeout,
         max_event_bytes,
+        extra_body: extra_body.unwrap_or_default(),
+        tokenizer: tokenizer.unwrap_or_default(),
         telemetry,
         gates,
         overhead,
@@ -225,6 +239,30 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
         text: ctx.text.clone(),
         api_key_env_span: ctx.index.value_span("api_key_env"),
     })
+}
+
+/// `[extra_body]` as a JSON object (issue 27); a member the product writes itself and
+/// never lets a suite replace (`model`, `messages`, `tools`, `stream`, `stream_options`)
+/// is an error at its key.
+fn extra_body(ctx: &Ctx, t: Option<&toml::Table>) -> R<serde_json::Map<String, serde_json::Value>> {
+    const RESERVED: [&str; 5] = ["model", "messages", "tools", "stream", "stream_options"];
+    let Some(t) = t else {
+        return Ok(serde_json::Map::new());
+    };
+    if let Some(k) = t.keys().find(|k| RESERVED.contains(&k.as_str())) {
+        return Err(ctx
+            .at_key(
+                &format!("extra_body.{k}"),
+                K::InvalidValue,
+                format!("`extra_body.{k}` would replace a member the runner writes itself"),
+            )
+            .with_hint(Some(format!(
+                "`extra_body` adds fields the runner does not know; `{k}` comes from the suite \
+                 and job keys"
+            ))));
+    }
+    crate::json::table_to_json(t)
+        .map_err(|m| ctx.at_value("extra_body", K::InvalidValue, format!("`extra_body`: {m}")))
 }
 
 /// `r`'s value, or `None` with its error kept in `errs`.

@@ -1,0 +1,404 @@
+//! A context job's `dataset` (issue 27): the prompts of a JSONL file, a ShareGPT file or a
+//! Mooncake trace, read and checked when the suite loads, before any request. Pure: the
+//! caller reads the bytes; every error names the file, the line and the field.
+//!
+//! - `jsonl`: one object a line, `prompt` (a string: one user message) or `messages` (an
+//!   OpenAI messages array), optional `output_tokens` (≥ 1).
+//! - `sharegpt`: a JSON array (or JSONL) of `{"conversations": [{"from", "value"}, …]}`;
+//!   the first `human` turn is the prompt, and the reply after it gives the output length
+//!   (its bytes / 4, rounded up: an estimate).
+//! - `mooncake`: one object a line, `timestamp` (ms), `input_length`, `output_length`,
+//!   `hash_ids` (one id per block of `block_tokens`, the last block partial). Ids must
+//!   chain (an id is always preceded by the same ids, at the same position) and the length
+//!   must fit its blocks (`(k − 1) × B < input_length ≤ k × B` for k ids).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `dataset.format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatasetFormat {
+    /// One prompt per line.
+    Jsonl,
+    /// ShareGPT conversations.
+    Sharegpt,
+    /// A Mooncake trace.
+    Mooncake,
+}
+
+impl DatasetFormat {
+    /// The suite's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Jsonl => "jsonl",
+            Self::Sharegpt => "sharegpt",
+            Self::Mooncake => "mooncake",
+        }
+    }
+}
+
+/// What one dataset entry sends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DatasetPrompt {
+    /// OpenAI messages, as given (a `prompt` string is one user message).
+    Messages(Vec<Value>),
+    /// A Mooncake request: its prompt is synthesized block by block from the ids, so equal
+    /// ids give byte-identical blocks.
+    Blocks {
+        /// `input_length`, tokens.
+        input_tokens: u64,
+        /// `hash_ids`.
+        hash_ids: Vec<u64>,
+    },
+}
+
+/// One entry of a dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetEntry {
+    /// 1-based line of the file where the entry starts.
+    pub line: usize,
+    /// The prompt.
+    pub prompt: DatasetPrompt,
+    /// The output length it asks for (tokens), when the entry gives one.
+    pub output_tokens: Option<u32>,
+    /// The recorded arrival, ms from the trace's start (Mooncake).
+    pub timestamp_ms: Option<u64>,
+}
+
+/// Parses a dataset file's bytes. `file` names the file in errors; `block_tokens` is a
+/// Mooncake trace's block size.
+pub fn parse(
+    bytes: &[u8],
+    format: DatasetFormat,
+    file: &str,
+    block_tokens: u64,
+) -> Result<Vec<DatasetEntry>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        format!("{file}:{line}: not UTF-8")
+    })?;
+    let entries = match format {
+        DatasetFormat::Jsonl => lines(text, file, jsonl_entry)?,
+        DatasetFormat::Sharegpt if text.trim_start().starts_with('[') => {
+            sharegpt_array(text, file)?
+        }
+        DatasetFormat::Sharegpt => lines(text, file, sharegpt_entry)?,
+        DatasetFormat::Mooncake => mooncake(text, file, block_tokens.max(1))?,
+    };
+    if entries.is_empty() {
+        return Err(format!("{file}: the dataset has no entry"));
+    }
+    Ok(entries)
+}
+
+/// One parsed line: its prompt and output length.
+type Parsed = Result<(DatasetPrompt, Option<u32>), String>;
+
+/// Parses each non-blank line with `entry`; errors as `file:line: …`.
+fn lines(text: &str, file: &str, entry: fn(&str) -> Parsed) -> Result<Vec<DatasetEntry>, String> {
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let (prompt, output_tokens) = entry(l).map_err(|m| format!("{file}:{}: {m}", i + 1))?;
+        out.push(DatasetEntry {
+            line: i + 1,
+            prompt,
+            output_tokens,
+            timestamp_ms: None,
+        });
+    }
+    Ok(out)
+}
+
+/// A line (or array element) parsed into `T`; errors name the field's path.
+fn typed<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_str(s);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            format!("not JSON: {inner}")
+        } else if path == "." {
+            format!("{inner}")
+        } else {
+            format!("field `{path}`: {inner}")
+        }
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonlLine {
+    prompt: Option<String>,
+    messages: Option<Vec<Value>>,
+    output_tokens: Option<u32>,
+}
+
+fn jsonl_entry(l: &str) -> Parsed {
+    let j: JsonlLine = typed(l)?;
+    if j.output_tokens == Some(0) {
+        return Err("field `output_tokens`: must be at least 1".into());
+    }
+    let messages = match (j.prompt, j.messages) {
+        (Some(p), None) => vec![serde_json::json!({"role": "user", "content": p})],
+        (None, Some(m)) if !m.is_empty() => m,
+        (None, Some(_)) => return Err("field `messages`: empty".into()),
+        _ => {
+            return Err(
+                "field `prompt`: exactly one of `prompt` and `messages` is required".into(),
+            );
+        }
+    };
+    Ok((DatasetPrompt::Messages(messages), j.output_tokens))
+}
+
+#[derive(Deserialize)]
+struct ShareGpt {
+    conversations: Vec<Turn>,
+}
+
+#[derive(Deserialize)]
+struct Turn {
+    from: String,
+    value: String,
+}
+
+fn sharegpt_entry(s: &str) -> Parsed {
+    let c: ShareGpt = typed(s)?;
+    let first = c
+        .conversations
+        .iter()
+        .position(|t| t.from == "human")
+        .ok_or("field `conversations`: no `human` turn")?;
+    let reply = c.conversations[first + 1..]
+        .iter()
+        .find(|t| t.from == "gpt")
+        .map(|t| {
+            u32::try_from(t.value.len().div_ceil(4))
+                .unwrap_or(u32::MAX)
+                .max(1)
+        });
+    let msg = serde_json::json!({"role": "user", "content": c.conversations[first].value});
+    Ok((DatasetPrompt::Messages(vec![msg]), reply))
+}
+
+/// A ShareGPT JSON array: each top-level element parsed on its own, located at the line
+/// where it starts.
+fn sharegpt_array(text: &str, file: &str) -> Result<Vec<DatasetEntry>, String> {
+    let mut out = Vec::new();
+    for (start, end) in array_elements(text).map_err(|m| format!("{file}: {m}"))? {
+        let line = text[..start].matches('\n').count() + 1;
+        let (prompt, output_tokens) =
+            sharegpt_entry(&text[start..end]).map_err(|m| format!("{file}:{line}: {m}"))?;
+        out.push(DatasetEntry {
+            line,
+            prompt,
+            output_tokens,
+            timestamp_ms: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Byte ranges of the top-level elements of a JSON array (strings and nesting respected).
+fn array_elements(text: &str) -> Result<Vec<(usize, usize)>, String> {
+    let b = text.as_bytes();
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, &c) in b.iter().enumerate() {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => {
+                in_str = true;
+                start = start.or(Some(i)).filter(|_| depth >= 1);
+            }
+            b'[' | b'{' => {
+                if depth == 1 && start.is_none() {
+                    start = Some(i);
+                }
+                depth += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.checked_sub(1).ok_or("unbalanced brackets")?;
+                if depth == 1 && c == b'}' {
+                    out.extend(start.take().map(|s| (s, i + 1)));
+                }
+            }
+            b',' if depth == 1 => start = None,
+            _ => {}
+        }
+    }
+    if depth != 0 || in_str {
+        return Err("the JSON array does not end".into());
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+struct MooncakeLine {
+    timestamp: u64,
+    input_length: u64,
+    output_length: u64,
+    hash_ids: Vec<u64>,
+}
+
+fn mooncake(text: &str, file: &str, block: u64) -> Result<Vec<DatasetEntry>, String> {
+    // id → (the id before it, its position): the chain every later use must repeat.
+    let mut chain: HashMap<u64, (Option<u64>, usize, usize)> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let line = i + 1;
+        let at = |m: String| format!("{file}:{line}: {m}");
+        let m: MooncakeLine = typed(l).map_err(at)?;
+        let k = m.hash_ids.len() as u64;
+        if m.input_length == 0
+            || m.input_length > k * block
+            || m.input_length <= (k.max(1) - 1) * block
+        {
+            return Err(at(format!(
+                "field `input_length`: {} tokens do not fit {k} blocks of {block} (the last \
+                 one partial); is `block_tokens` the trace's block size?",
+                m.input_length
+            )));
+        }
+        for (pos, &id) in m.hash_ids.iter().enumerate() {
+            let parent = pos.checked_sub(1).map(|p| m.hash_ids[p]);
+            match chain.get(&id) {
+                Some(&(p, q, first)) if (p, q) != (parent, pos) => {
+                    return Err(at(format!(
+                        "field `hash_ids[{pos}]`: id {id} does not chain: line {first} has it \
+                         at position {q}{}",
+                        p.map(|p| format!(" after id {p}")).unwrap_or_default()
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    chain.insert(id, (parent, pos, line));
+                }
+            }
+        }
+        out.push(DatasetEntry {
+            line,
+            prompt: DatasetPrompt::Blocks {
+                input_tokens: m.input_length,
+                hash_ids: m.hash_ids,
+            },
+            output_tokens: Some(u32::try_from(m.output_length.max(1)).unwrap_or(u32::MAX)),
+            timestamp_ms: Some(m.timestamp),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str, f: DatasetFormat) -> String {
+        parse(text.as_bytes(), f, "d.jsonl", 4).unwrap_err()
+    }
+
+    #[test]
+    fn jsonl_reads_prompts_and_messages_and_locates_bad_lines() {
+        let ok = "{\"prompt\": \"hi\", \"output_tokens\": 8}\n\n{\"messages\": [{\"role\": \"user\", \"content\": \"yo\"}]}\n";
+        let e = parse(ok.as_bytes(), DatasetFormat::Jsonl, "d", 4).unwrap();
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].line, e[0].output_tokens), (1, Some(8)));
+        assert_eq!(e[1].line, 3);
+        let bad = "{\"prompt\": \"a\"}\n{\"prompt\": 3}\n";
+        assert!(err(bad, DatasetFormat::Jsonl).starts_with("d.jsonl:2: field `prompt`"));
+        let e = err("{\"prompt\": \"a\"}\nnot json\n", DatasetFormat::Jsonl);
+        assert!(e.starts_with("d.jsonl:2: not JSON"), "{e}");
+        let e = err(
+            "{\"prompt\": \"a\", \"output_tokens\": -1}\n",
+            DatasetFormat::Jsonl,
+        );
+        assert!(e.starts_with("d.jsonl:1: field `output_tokens`"), "{e}");
+        let e = err("{\"text\": \"a\"}\n", DatasetFormat::Jsonl);
+        assert!(e.starts_with("d.jsonl:1: field `text`"), "{e}");
+        let e = err("{}\n", DatasetFormat::Jsonl);
+        assert!(e.starts_with("d.jsonl:1: field `prompt`"), "{e}");
+    }
+
+    #[test]
+    fn sharegpt_takes_the_first_human_turn_and_the_reply_length_in_both_layouts() {
+        let arr = "[\n {\"id\": \"a\", \"conversations\": [\n  {\"from\": \"system\", \"value\": \"s\"},\n  {\"from\": \"human\", \"value\": \"hello [x]\"},\n  {\"from\": \"gpt\", \"value\": \"12345678\"}]},\n {\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}]}\n]\n";
+        let e = parse(arr.as_bytes(), DatasetFormat::Sharegpt, "s", 4).unwrap();
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].line, e[0].output_tokens), (2, Some(2)));
+        assert_eq!(
+            e[0].prompt,
+            DatasetPrompt::Messages(vec![
+                serde_json::json!({"role": "user", "content": "hello [x]"})
+            ])
+        );
+        assert_eq!((e[1].line, e[1].output_tokens), (6, None));
+        let bad = "[\n {\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}]},\n {\"conversations\": [{\"from\": \"gpt\"}]}\n]";
+        let m = err(bad, DatasetFormat::Sharegpt);
+        assert!(m.starts_with("d.jsonl:3: field `conversations[0]"), "{m}");
+        let m = err("{\"conversations\": []}\n", DatasetFormat::Sharegpt);
+        assert!(
+            m.starts_with("d.jsonl:1: field `conversations`: no `human` turn"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn mooncake_checks_lengths_chains_and_signs() {
+        let ok = "{\"timestamp\": 0, \"input_length\": 6, \"output_length\": 3, \"hash_ids\": [1, 2]}\n\
+                  {\"timestamp\": 5, \"input_length\": 9, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n";
+        let e = parse(ok.as_bytes(), DatasetFormat::Mooncake, "m", 4).unwrap();
+        assert_eq!(e[1].timestamp_ms, Some(5));
+        assert_eq!(e[1].output_tokens, Some(1));
+        let neg = "{\"timestamp\": 0, \"input_length\": -6, \"output_length\": 3, \"hash_ids\": [1, 2]}\n";
+        assert!(err(neg, DatasetFormat::Mooncake).starts_with("d.jsonl:1: field `input_length`"));
+        let unchained = format!(
+            "{}{}",
+            ok,
+            "{\"timestamp\": 9, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [7, 2]}\n"
+        );
+        let m = err(&unchained, DatasetFormat::Mooncake);
+        assert!(
+            m.starts_with("d.jsonl:3: field `hash_ids[1]`: id 2 does not chain: line 1 has it at position 1 after id 1"),
+            "{m}"
+        );
+        let long =
+            "{\"timestamp\": 0, \"input_length\": 9, \"output_length\": 3, \"hash_ids\": [1, 2]}\n";
+        assert!(
+            err(long, DatasetFormat::Mooncake)
+                .starts_with("d.jsonl:1: field `input_length`: 9 tokens")
+        );
+    }
+
+    #[test]
+    fn the_real_trace_parses_with_its_block_size() {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/traces/mooncake-conversation-first200.jsonl"
+        );
+        let bytes = std::fs::read(p).unwrap();
+        let e = parse(&bytes, DatasetFormat::Mooncake, "t", 512).unwrap();
+        assert_eq!(e.len(), 200);
+    }
+}

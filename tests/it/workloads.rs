@@ -1,0 +1,429 @@
+//! Workloads in the engine's own tokens (issue 27) on the built-in simulator: fixed output
+//! lengths (`output_tokens`), the suite's `extra_body`, the `short_output` warning, count
+//! and gate.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::{describe, job, report, run, text, write};
+
+fn suite(extra: &str, output_tokens: u32, gates: &str) -> String {
+    format!(
+        "name = \"w\"\n{extra}\n\
+         [telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"fixed\"\nkind = \"context\"\nsizes = [32, 64]\nrepeat = 2\n\
+         output_tokens = {output_tokens}\n{gates}\n"
+    )
+}
+
+fn requests(rep: &Value) -> &Vec<Value> {
+    job(rep, "w::fixed")["requests"].as_array().unwrap()
+}
+
+#[test]
+fn output_tokens_decodes_exactly_n_tokens_on_every_request() {
+    let cwd = tempfile::tempdir().unwrap();
+    // 200 is far above the simulator's natural answer (its text plus 16 filler tokens):
+    // only `ignore_eos` makes it decode them all.
+    write(cwd.path(), "w.toml", &suite("", 200, ""));
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let reqs = requests(&rep);
+    assert_eq!(reqs.len(), 4);
+    for r in reqs {
+        assert_eq!(r["completion_tokens"], 200, "{r}");
+        assert_eq!(r["output_tokens_asked"], 200, "{r}");
+        assert_eq!(r["finish_reason"], "length", "{r}");
+        assert_eq!(r["warnings"], json!([]), "{r}");
+    }
+    let stats = &job(&rep, "w::fixed")["stats"];
+    assert_eq!(stats["short_outputs"], 0, "{stats}");
+    assert_eq!(stats["short_output_rate"], 0.0, "{stats}");
+}
+
+#[test]
+fn an_engine_that_stops_early_yields_short_output_a_count_and_a_failing_gate() {
+    let cwd = tempfile::tempdir().unwrap();
+    // `extra_body` comes last: `ignore_eos = false` turns the switch off, so the
+    // simulator stops at its natural length, short of 200.
+    write(
+        cwd.path(),
+        "w.toml",
+        &suite(
+            "[extra_body]\nignore_eos = false\n",
+            200,
+            "gates = { max_short_output_rate = 0.0 }",
+        ),
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(100), "{}", describe(&o));
+    let (stdout, _) = text(&o);
+    let rep = report(&out);
+    for r in requests(&rep) {
+        assert!(r["completion_tokens"].as_u64().unwrap() < 200, "{r}");
+        assert_eq!(r["warnings"], json!(["short_output"]), "{r}");
+    }
+    let j = job(&rep, "w::fixed");
+    assert_eq!(j["stats"]["short_outputs"], 4, "{}", j["stats"]);
+    assert_eq!(j["stats"]["short_output_rate"], 1.0);
+    let gate = j["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["gate"] == "max_short_output_rate")
+        .expect("a verdict for the gate");
+    assert_eq!(gate["outcome"], "fail", "{gate}");
+    assert!(
+        stdout.contains("short_output: 4 of the successful requests"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn without_output_tokens_nothing_is_asked_or_counted() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "w.toml",
+        "name = \"w\"\n[telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"fixed\"\nkind = \"context\"\nsizes = [32]\n",
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let r = &requests(&rep)[0];
+    assert_eq!(r["output_tokens_asked"], Value::Null, "{r}");
+    let stats = &job(&rep, "w::fixed")["stats"];
+    assert!(stats.get("short_outputs").is_none(), "{stats}");
+}
+
+#[test]
+fn check_rejects_bad_output_tokens_and_reserved_extra_body_members_with_located_errors() {
+    let cwd = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "name = \"w\"\n[[jobs]]\nname = \"a\"\nkind = \"context\"\nsizes = [8]\noutput_tokens = 0\n",
+            "`output_tokens` must be at least 1",
+            "bad.toml:6",
+        ),
+        (
+            "name = \"w\"\n[[jobs]]\nname = \"a\"\nkind = \"context\"\nsizes = [8]\nmax_tokens = 8\noutput_tokens = 16\n",
+            "`output_tokens` and `max_tokens` are both set",
+            "bad.toml:7",
+        ),
+        (
+            "name = \"w\"\n[extra_body]\ntop_k = 1\nstream = false\n[[jobs]]\nname = \"a\"\nkind = \"context\"\nsizes = [8]\n",
+            "`extra_body.stream` would replace a member the runner writes itself",
+            "bad.toml:4",
+        ),
+        (
+            "name = \"w\"\n[[jobs]]\nname = \"a\"\nkind = \"swe\"\ncommand = [\"true\"]\noutput_tokens = 16\n",
+            "`output_tokens` is a request key",
+            "bad.toml:6",
+        ),
+    ];
+    for (toml, message, at) in cases {
+        write(cwd.path(), "bad.toml", toml);
+        let o = run(cwd.path(), &["check", "bad.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+        let (out, err) = text(&o);
+        let all = format!("{out}{err}");
+        assert!(all.contains(message), "{toml}\n{all}");
+        assert!(all.contains(at), "{toml}\n{all}");
+    }
+}
+
+fn sized_suite(tokenizer: &str, sizes: &str) -> String {
+    format!(
+        "name = \"w\"\n{tokenizer}\n[telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"sized\"\nkind = \"context\"\nsizes = {sizes}\nmax_tokens = 4\n"
+    )
+}
+
+/// The simulator's `POST /tokenize` (vLLM's shape) is the engine's own count: every
+/// request's `usage.prompt_tokens` is the size asked, chat template included.
+#[test]
+fn the_endpoint_tokenizer_gives_exactly_the_asked_prompt_tokens() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "w.toml",
+        &sized_suite("tokenizer = \"endpoint\"", "[128, 512, 2048]"),
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let j = job(&rep, "w::sized");
+    let got: Vec<u64> = j["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["prompt_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(got, [128, 512, 2048], "{}", j["requests"]);
+    for r in j["requests"].as_array().unwrap() {
+        assert_eq!(r["prompt_tokens_asked"], r["prompt_tokens"], "{r}");
+    }
+    assert_eq!(j["stats"]["prompt_tokens_diff_max"], 0, "{}", j["stats"]);
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("counted by the engine /tokenize source"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("prompt tokens: the server reported"),
+        "{stdout}"
+    );
+}
+
+/// The bytes/4 fallback says what it is and reports the difference the server measured
+/// (the simulator's chat template: 13 tokens around a message of 128 × 4 bytes).
+#[test]
+fn the_bytes_fallback_states_the_measured_difference() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(cwd.path(), "w.toml", &sized_suite("", "[128]"));
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let j = job(&rep, "w::sized");
+    let r = &j["requests"][0];
+    let diff = r["prompt_tokens"].as_i64().unwrap() - 128;
+    assert_ne!(diff, 0, "{r}");
+    assert_eq!(j["stats"]["prompt_tokens_diff_max"], diff, "{}", j["stats"]);
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("the bytes/4 estimate"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("the server reported up to {diff:+} tokens")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_tokenizer_that_is_not_a_file_is_a_located_error_and_a_bad_one_a_setup_error() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "w.toml",
+        &sized_suite("tokenizer = \"missing.json\"", "[8]"),
+    );
+    let o = run(cwd.path(), &["check", "w.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(format!("{out}{err}").contains("w.toml:2"), "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains("is not a file"),
+        "{out}{err}"
+    );
+
+    // A file that is not a tokenizer.json: the suite cannot start (setup error, exit 96).
+    write(cwd.path(), "bad.json", "{\"not\": \"a tokenizer\"}");
+    write(
+        cwd.path(),
+        "w.toml",
+        &sized_suite("tokenizer = \"bad.json\"", "[8]"),
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(96), "{}", describe(&o));
+    let rep = report(&out);
+    assert_eq!(job(&rep, "w::sized")["status"], "setup_error");
+    // `run --tokenizer` overrides the suite's source.
+    let out2 = cwd.path().join("run2");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            "w.toml",
+            "--tokenizer",
+            "endpoint",
+            "--out",
+            out2.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+}
+
+fn dataset_suite(dataset: &str, extra_job: &str) -> String {
+    format!(
+        "name = \"w\"\n[telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"data\"\nkind = \"context\"\nmax_tokens = 4\n\
+         dataset = {dataset}\n{extra_job}\n"
+    )
+}
+
+#[test]
+fn a_jsonl_dataset_sends_its_prompts_with_their_output_lengths() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "fixtures/d.jsonl",
+        "{\"prompt\": \"one\"}\n{\"messages\": [{\"role\": \"user\", \"content\": \"two\"}], \"output_tokens\": 30}\n",
+    );
+    write(
+        cwd.path(),
+        "w.toml",
+        &dataset_suite("{ path = \"d.jsonl\", format = \"jsonl\" }", "repeat = 2"),
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let reqs = job(&rep, "w::data")["requests"].as_array().unwrap().clone();
+    let ids: Vec<&str> = reqs
+        .iter()
+        .map(|r| r["request_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "w::data.t0.e0.r0",
+            "w::data.t0.e1.r0",
+            "w::data.t0.e0.r1",
+            "w::data.t0.e1.r1"
+        ]
+    );
+    assert_eq!(reqs[0]["completion_tokens"], 4, "max_tokens caps entry 0");
+    assert_eq!(reqs[1]["completion_tokens"], 30, "entry 1's fixed output");
+    assert_eq!(reqs[1]["output_tokens_asked"], 30);
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("(jsonl, 2 entries); length scale 1: lengths as recorded"),
+        "{stdout}"
+    );
+}
+
+/// A Mooncake trace replayed (scaled) on the simulator: requests whose hash ids repeat an
+/// earlier prefix hit the simulator's prefix cache, and the scale is stated.
+#[test]
+fn a_mooncake_trace_replays_with_its_prefix_sharing_at_a_length_scale() {
+    let cwd = tempfile::tempdir().unwrap();
+    let trace = std::fs::read_to_string(
+        support::repo().join("fixtures/traces/mooncake-conversation-first200.jsonl"),
+    )
+    .unwrap();
+    let first: String = trace.lines().take(30).map(|l| format!("{l}\n")).collect();
+    write(cwd.path(), "fixtures/t.jsonl", &first);
+    write(
+        cwd.path(),
+        "w.toml",
+        &dataset_suite(
+            "{ path = \"t.jsonl\", format = \"mooncake\", length_scale = 0.0625 }",
+            "",
+        ),
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let reqs = job(&rep, "w::data")["requests"].as_array().unwrap().clone();
+    assert_eq!(reqs.len(), 30);
+    // Output lengths are the recorded ones, scaled: fixed outputs.
+    for (r, l) in reqs.iter().zip(first.lines()) {
+        let t: Value = serde_json::from_str(l).unwrap();
+        let want = ((t["output_length"].as_f64().unwrap() * 0.0625).round() as u64).max(1);
+        assert_eq!(r["completion_tokens"], want, "{r}");
+    }
+    let cached: u64 = reqs
+        .iter()
+        .map(|r| r["cached_tokens"].as_u64().unwrap())
+        .sum();
+    assert!(cached > 0, "shared hash-id prefixes hit the prefix cache");
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains(
+            "(mooncake, 30 entries); prompts synthesized from hash ids, blocks of 32 tokens"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("length scale 0.0625"), "{stdout}");
+}
+
+#[test]
+fn a_bad_dataset_line_is_a_located_error_before_any_request() {
+    let cwd = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "jsonl",
+            "{\"prompt\": \"a\"}\n{\"prompt\": 3}\n",
+            "d.jsonl:2: field `prompt`",
+        ),
+        (
+            "jsonl",
+            "{\"prompt\": \"a\"}\n{oops\n",
+            "d.jsonl:2: not JSON",
+        ),
+        (
+            "sharegpt",
+            "[\n {\"conversations\": [{\"from\": \"gpt\", \"value\": \"x\"}]}\n]\n",
+            "d.jsonl:2: field `conversations`: no `human` turn",
+        ),
+        (
+            "mooncake",
+            "{\"timestamp\": 0, \"input_length\": -1, \"output_length\": 1, \"hash_ids\": [1]}\n",
+            "d.jsonl:1: field `input_length`",
+        ),
+        (
+            "mooncake",
+            "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, 2]}\n\
+             {\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [3, 2]}\n",
+            "d.jsonl:2: field `hash_ids[1]`: id 2 does not chain",
+        ),
+    ];
+    for (format, body, message) in cases {
+        write(cwd.path(), "fixtures/d.jsonl", body);
+        write(
+            cwd.path(),
+            "w.toml",
+            &dataset_suite(
+                &format!("{{ path = \"d.jsonl\", format = \"{format}\" }}"),
+                "",
+            ),
+        );
+        let o = run(cwd.path(), &["check", "w.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+        let (out, err) = text(&o);
+        assert!(
+            format!("{out}{err}").contains(message),
+            "{format}: {out}{err}"
+        );
+    }
+    write(
+        cwd.path(),
+        "w.toml",
+        &dataset_suite("{ path = \"d.jsonl\", format = \"csv\" }", ""),
+    );
+    let o = run(cwd.path(), &["check", "w.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(format!("{out}{err}").contains("csv"), "{out}{err}");
+}
