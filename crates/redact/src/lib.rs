@@ -272,11 +272,25 @@ pub fn mask_source(text: &str, unknown: bool) -> String {
             leaf.ends_with("_env") && !value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if unknown || bad_env_name || is_secret_key(leaf) || key.split('.').any(is_secret_key) {
             mask(&mut bytes, v);
-        } else if let Some(at) = text[v.clone()].rfind('@') {
-            let inner = text[v.clone()].trim_start_matches(['"', '\'']);
-            let quote = v.end - v.start - inner.len();
-            let from = (quote + scheme_len(inner)).min(at);
-            mask(&mut bytes, v.start + from..v.start + at);
+        } else {
+            let raw = &text[v.clone()];
+            let last_at = raw.rfind('@');
+            if let Some(at) = last_at {
+                let inner = raw.trim_start_matches(['"', '\'']);
+                let quote = v.end - v.start - inner.len();
+                let from = (quote + scheme_len(inner)).min(at);
+                mask(&mut bytes, v.start + from..v.start + at);
+            }
+            // A URL value's query or fragment (a key rides there: `?api-key=`, `?sig=`).
+            if raw.contains("://")
+                && let Some(q) = raw[last_at.unwrap_or(0)..].find(['?', '#'])
+            {
+                let from = v.start + last_at.unwrap_or(0) + q + 1;
+                let end = v.start + raw.trim_end_matches(['"', '\'', ' ']).len();
+                if from < end {
+                    mask(&mut bytes, from..end);
+                }
+            }
         }
     }
     // Only ASCII bytes inside valid UTF-8 runs were replaced by ASCII, or whole multi-byte

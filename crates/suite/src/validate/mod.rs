@@ -347,13 +347,24 @@ pub(crate) fn is_env_name(s: &str) -> bool {
 /// is refused as one with credentials (a password may hold an unencoded `/`, `?` or `#`,
 /// so the authority's end cannot be trusted; issue 30 item 2), and the message shows it
 /// with everything before its last `@` as `***`.
+///
+/// A query or fragment is refused too: request paths are appended to the base URL, so
+/// `…/v1?api-key=K` would send `…/v1?api-key=K/models`, and a query often carries a key
+/// (`?api-key=`, `?sig=`); messages never show one (`?…`).
 pub fn normalize_endpoint(e: &str) -> Result<String, String> {
     let t = e.trim();
     if t.contains('@') {
         return Err(format!(
             "`{}`: credentials in the endpoint URL are not allowed; use `api_key_env` \
              (a `@` in a path is written `%40`)",
-            crate::redact::url_value(t)
+            shown_url(t)
+        ));
+    }
+    if t.contains(['?', '#']) {
+        return Err(format!(
+            "`{}`: a query or fragment in the endpoint URL is not allowed: request paths \
+             are appended to the base URL; pass a key with `api_key_env`",
+            shown_url(t)
         ));
     }
     let rest = t
@@ -365,6 +376,17 @@ pub fn normalize_endpoint(e: &str) -> Result<String, String> {
         return Err(format!("`{t}` has no host"));
     }
     Ok(t.trim_end_matches('/').to_string())
+}
+
+/// A URL for messages: its userinfo as `***` (everything before its last `@`) and its
+/// query or fragment (from the first `?` or `#` after that) as `?…` or `#…`.
+fn shown_url(t: &str) -> String {
+    let r = crate::redact::url_value(t);
+    let from = r.rfind('@').unwrap_or(0);
+    match r[from..].find(['?', '#']) {
+        Some(i) => format!("{}…", &r[..=from + i]),
+        None => r.into_owned(),
+    }
 }
 
 fn seconds(ctx: &Ctx, key: &str, v: Option<f64>, default: f64) -> R<Duration> {
