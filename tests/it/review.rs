@@ -75,3 +75,126 @@ fn an_endpoint_url_with_a_query_or_fragment_is_refused_and_never_echoed() {
     let o = run(cwd, &["check", "ok.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
 }
+
+/// A closed-loop load job with warm-up.
+const LOAD: &str = "name = \"o\"\nseed = 3\n\
+    [telemetry]\nsample_period_ms = 20\nmetrics_period_ms = 50\n\
+    [[jobs]]\nname = \"load\"\nkind = \"context\"\nsizes = [16, 64]\nmax_tokens = 6\n\
+    concurrency = 2\ncount = 12\nwarmup = 3\n";
+
+/// Two `--shard` runs of `LOAD` on the simulator, in `dir/s1` and `dir/s2`.
+fn two_shards(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    support::write(dir, "o.toml", LOAD);
+    let dirs = (dir.join("s1"), dir.join("s2"));
+    for (k, d) in [(1, &dirs.0), (2, &dirs.1)] {
+        let o = run(
+            dir,
+            &[
+                "run",
+                "o.toml",
+                "--shard",
+                &format!("{k}/2"),
+                "--out",
+                d.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    }
+    dirs
+}
+
+fn merge(cwd: &Path, dirs: &[&Path], out: &Path) -> std::process::Output {
+    let mut args = vec!["merge".to_string()];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    args.extend(["--out".into(), out.display().to_string()]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(cwd, &refs)
+}
+
+fn edit_report(dir: &Path, f: impl FnOnce(&mut Value)) {
+    let p = dir.join("report.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+/// `(warm-up, other)` request records of a run directory's `requests.jsonl`.
+fn warm_and_measured(dir: &Path) -> (usize, usize) {
+    let text = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap();
+    let recs: Vec<Value> = text
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r.get("u").is_none())
+        .collect();
+    let warm = recs.iter().filter(|r| r["wu"] == Value::Bool(true)).count();
+    (warm, recs.len() - warm)
+}
+
+/// Issue 29 items 4 and 9: `merge` refuses a shard whose `shard.anchor_read_ns` is absurd
+/// (u64::MAX made every merged time "uncertain by 18446744073709552 µs", exit 0), and a
+/// shard whose `requests.jsonl` lost its warm-up marks (digest and size re-stated) no
+/// longer makes a merged `requests.jsonl` that disagrees with the merged report: the
+/// records the report excludes as warm-up are marked `wu` in the merged file.
+#[test]
+fn merge_refuses_an_absurd_read_bracket_and_marks_every_warm_up_it_excludes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let (s1, s2) = two_shards(cwd);
+
+    let read = cwd.join("read");
+    support::copy_dir(&s2, &read);
+    edit_report(&read, |v| {
+        v["shard"]["anchor_read_ns"] = Value::from(u64::MAX);
+    });
+    let out = cwd.join("m-read");
+    let o = merge(cwd, &[&s1, &read], &out);
+    let all = describe(&o);
+    assert_eq!(o.status.code(), Some(2), "{all}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("field `shard.anchor_read_ns`"), "{all}");
+    assert!(err.contains(&format!("shard 2 ({})", read.display())), "{all}");
+    assert!(!out.join("report.json").exists(), "{all}");
+
+    // Shard 2's records without their `wu` marks; report.json's digest and size follow.
+    let bare = cwd.join("bare");
+    support::copy_dir(&s2, &bare);
+    let text = std::fs::read_to_string(bare.join("requests.jsonl")).unwrap();
+    let stripped = text.replace(",\"wu\":true", "");
+    assert_ne!(stripped, text, "shard 2 has warm-up records");
+    std::fs::write(bare.join("requests.jsonl"), &stripped).unwrap();
+    edit_report(&bare, |v| {
+        use sha2::Digest;
+        let f = &mut v["requests_file"];
+        let digest = hex::encode(sha2::Sha256::digest(stripped.as_bytes()));
+        let old = f["sha256"].as_str().unwrap().to_string();
+        f["sha256"] = Value::from(match old.strip_prefix("sha256:") {
+            Some(_) => format!("sha256:{digest}"),
+            None => digest,
+        });
+        f["bytes"] = Value::from(stripped.len());
+    });
+    let (good, tampered) = (cwd.join("m-good"), cwd.join("m-bare"));
+    let o = merge(cwd, &[&s1, &s2], &good);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let o = merge(cwd, &[&s1, &bare], &tampered);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    for d in [&good, &tampered] {
+        let r = support::report(d);
+        let job = support::job(&r, "o::load");
+        let excluded: Vec<&str> = job["load"]["warmup_requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        let (warm, measured) = warm_and_measured(d);
+        assert_eq!(warm, excluded.len(), "{}", d.display());
+        assert_eq!(
+            Some(measured as u64),
+            job["stats"]["requests"].as_u64(),
+            "{}",
+            d.display()
+        );
+    }
+}
