@@ -153,7 +153,10 @@ fn merge_refuses_an_absurd_read_bracket_and_marks_every_warm_up_it_excludes() {
     assert_eq!(o.status.code(), Some(2), "{all}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("field `shard.anchor_read_ns`"), "{all}");
-    assert!(err.contains(&format!("shard 2 ({})", read.display())), "{all}");
+    assert!(
+        err.contains(&format!("shard 2 ({})", read.display())),
+        "{all}"
+    );
     assert!(!out.join("report.json").exists(), "{all}");
 
     // Shard 2's records without their `wu` marks; report.json's digest and size follow.
