@@ -201,3 +201,109 @@ fn merge_refuses_an_absurd_read_bracket_and_marks_every_warm_up_it_excludes() {
         );
     }
 }
+
+/// The API key of the fragment test.
+const KEY: &str = "sk-echo-0123456789-KEYVALUE";
+
+/// Whether `s` holds any 12-byte piece of `KEY` (a third of it, at least 12 bytes, is
+/// what the redaction recognises as a fragment).
+fn holds_key_piece(s: &str) -> Option<&'static str> {
+    (0..=KEY.len() - 12)
+        .map(|i| &KEY[i..i + 12])
+        .find(|p| s.contains(p))
+}
+
+/// Issue 30 item 3, pieces of the key: a server that echoes the API key only in part
+/// (the tool call's id streamed in two pieces, as deltas may carry it; a `model` and a
+/// `finish_reason` with a byte cut off) had the piece stored whole in `report.json` and
+/// every report rendering (`tool_call_id: "0123456789-KEYVALUE"`): exact-match redaction
+/// missed it. Runs of 12-byte pieces of the key are redacted too.
+#[test]
+fn pieces_of_an_api_key_the_server_echoes_are_stored_nowhere() {
+    use support::{Hostile, ModelsReply, Received, Reply};
+    let server = Hostile::start_with_models(
+        ModelsReply::List(vec!["hostile-model".into()]),
+        |r: &Received| {
+            let model = &KEY[1..];
+            let finish = &KEY[..KEY.len() - 1];
+            let first = if r.request_id().ends_with(".llm0") {
+                vec![
+                    format!(
+                        r#"{{"model":"{model}","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"{}","type":"function","function":{{"name":"lookup","arguments":""}}}}]}}}}]}}"#,
+                        &KEY[..8]
+                    ),
+                    format!(
+                        r#"{{"model":"{model}","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"{}","function":{{"arguments":"{{}}"}}}}]}}}}]}}"#,
+                        &KEY[8..]
+                    ),
+                ]
+            } else {
+                vec![format!(
+                    r#"{{"model":"{model}","choices":[{{"index":0,"delta":{{"role":"assistant","content":"done"}}}}]}}"#
+                )]
+            };
+            let mut events = first;
+            events.push(format!(
+                r#"{{"model":"{model}","choices":[{{"index":0,"delta":{{}},"finish_reason":"{finish}"}}]}}"#
+            ));
+            events.push(format!(
+                r#"{{"model":"{model}","choices":[],"usage":{{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}}}"#
+            ));
+            events.push("[DONE]".into());
+            Reply::Events(events)
+        },
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    support::write(cwd, "fixtures/tools/r.json", "{\"found\": true}");
+    support::write(
+        cwd,
+        "echo.toml",
+        &format!(
+            "name = \"echo\"\nendpoint = \"{}\"\nmodel = \"hostile-model\"\n\
+             api_key_env = \"ECHO_KEY\"\ncapture_timeline = true\n[telemetry]\nmetrics = false\n\
+             [[tools]]\nname = \"lookup\"\ndescription = \"d\"\nparameters = {{ type = \"object\" }}\n\
+             response_file = \"tools/r.json\"\n\
+             [[jobs]]\nname = \"agent\"\nkind = \"agentic\"\nmode = \"model\"\ntask = \"t\"\n\
+             tools = [\"lookup\"]\nmax_steps = 3\nmax_tokens = 8\n",
+            server.base_url()
+        ),
+    );
+    let out = cwd.join("run");
+    let junit = cwd.join("junit.xml");
+    let o = support::command(cwd)
+        .args(["run", "echo.toml", "--out", out.to_str().unwrap()])
+        .args(["--junit", junit.to_str().unwrap()])
+        .env("ECHO_KEY", KEY)
+        .output()
+        .unwrap();
+    let all = describe(&o);
+    assert!(matches!(o.status.code(), Some(0 | 100)), "{all}");
+    assert_eq!(holds_key_piece(&all), None, "console\n{all}");
+    // The pieces were in play: the tool was called with the streamed id.
+    assert!(server.chat_requests().len() >= 2, "{all}");
+    let r = support::report(&out);
+    assert!(r.to_string().contains("[redacted]"), "{r:#}");
+    let mut texts: Vec<(String, String)> = support::files_under(&out)
+        .into_iter()
+        .map(|(p, b)| {
+            (
+                p.display().to_string(),
+                String::from_utf8_lossy(&b).into_owned(),
+            )
+        })
+        .collect();
+    texts.push(("junit".into(), std::fs::read_to_string(&junit).unwrap()));
+    for format in ["markdown", "junit", "json", "html", "otlp-json", "perfetto"] {
+        let o = run(cwd, &["report", out.to_str().unwrap(), "--format", format]);
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", describe(&o));
+        texts.push((format.into(), describe(&o)));
+    }
+    for (what, text) in texts {
+        assert_eq!(
+            holds_key_piece(&text),
+            None,
+            "a piece of the API key in {what}"
+        );
+    }
+}
