@@ -307,3 +307,37 @@ fn pieces_of_an_api_key_the_server_echoes_are_stored_nowhere() {
         );
     }
 }
+
+/// Issue 30 items 2 and 4, escapes: a suite whose endpoint URL writes its `@` or `?` as a
+/// TOML escape (`\u0040`, `\U00000040`, `\u003F`), or breaks the URL with a line
+/// continuation before its `@`, is refused, and the error's source snippet showed the
+/// password or the query key (the snippet masked only a literal `@`). Whatever follows
+/// the scheme of a URL value with an escape is masked.
+#[test]
+fn a_credential_behind_a_toml_escape_is_never_shown_in_a_snippet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let jobs = "model = \"m\"\n[[jobs]]\nname = \"a\"\nkind = \"context\"\nsizes = [16]\n";
+    for (i, head) in [
+        r#"endpoint = "http://u:PWSECRET\u0040127.0.0.1:9/v1""#,
+        r#"endpoint = "http://127.0.0.1:9/v1\u003Fapi-key=PWSECRET""#,
+        "endpoint = \"http://u:PWSECRET\\\n@127.0.0.1:9/v1\"",
+        "[telemetry]\nmetrics_url = \"http://u:PWSECRET\\U00000040127.0.0.1:9/metrics\"",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("e{i}.toml");
+        let text = if head.starts_with('[') {
+            format!("name = \"e\"\n{jobs}{head}\n")
+        } else {
+            format!("name = \"e\"\n{head}\n{jobs}")
+        };
+        support::write(cwd, &name, &text);
+        let o = run(cwd, &["check", &name]);
+        let all = describe(&o);
+        assert_eq!(o.status.code(), Some(2), "{head}: {all}");
+        assert!(all.contains(&format!("{name}:")), "{head}: {all}");
+        assert!(!all.contains("PWSECRET"), "{head}: {all}");
+    }
+}

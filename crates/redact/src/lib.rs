@@ -281,6 +281,16 @@ pub fn mask_source(text: &str, unknown: bool) -> String {
                 let from = (quote + scheme_len(inner)).min(at);
                 mask(&mut bytes, v.start + from..v.start + at);
             }
+            // A URL value with an escape (`\u0040` is `@`, `\u003F` is `?`) or a line
+            // continuation: whatever follows its scheme may be userinfo or a query.
+            if raw.contains("://") && raw.contains('\\') {
+                let inner = raw.trim_start_matches(['"', '\'']);
+                let from = v.start + (raw.len() - inner.len()) + scheme_len(inner);
+                let end = v.start + raw.trim_end_matches(['"', '\'', ' ']).len();
+                if from < end {
+                    mask(&mut bytes, from..end);
+                }
+            }
             // A URL value's query or fragment (a key rides there: `?api-key=`, `?sig=`).
             if raw.contains("://")
                 && let Some(q) = raw[last_at.unwrap_or(0)..].find(['?', '#'])
