@@ -341,3 +341,86 @@ fn a_credential_behind_a_toml_escape_is_never_shown_in_a_snippet() {
         assert!(!all.contains("PWSECRET"), "{head}: {all}");
     }
 }
+
+/// A loopback OTLP collector that answers every request `200` with an empty body, on a
+/// thread; returns its port and the count of requests it answered.
+fn collector() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = n.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = r.read_exact(&mut body);
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    (port, n)
+}
+
+/// Issue 30 item 2, `--otlp-endpoint`: a password with a space (`u:SE CRET@`) was printed
+/// (`otlp: sent … to http://u:SE CRET@…`: the free-text redaction ends a URL at a space),
+/// and a query (`?key=K`) was echoed and posted to as `…?key=K/v1/traces`. The password
+/// is hidden wherever the URL is named, and a query or fragment is refused, unsent.
+#[test]
+fn otlp_endpoint_messages_never_show_a_password_or_a_query() {
+    use std::sync::atomic::Ordering;
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    support::write(
+        cwd,
+        "s.toml",
+        "name = \"s\"\n[[jobs]]\nname = \"a\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = 4\n",
+    );
+    let out = cwd.join("run");
+    let o = run(cwd, &["run", "s.toml", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (port, posts) = collector();
+    let report = |url: &str| {
+        run(
+            cwd,
+            &[
+                "report",
+                out.to_str().unwrap(),
+                "--format",
+                "otlp-json",
+                "-o",
+                cwd.join("x.json").to_str().unwrap(),
+                "--otlp-endpoint",
+                url,
+            ],
+        )
+    };
+    let o = report(&format!("http://u:SE CRET@127.0.0.1:{port}"));
+    let all = describe(&o);
+    assert!(all.contains("otlp: sent"), "{all}");
+    assert!(!all.contains("CRET"), "{all}");
+    assert_eq!(posts.load(Ordering::SeqCst), 1, "{all}");
+    for url in [
+        format!("http://127.0.0.1:{port}/x?key=QSECRET"),
+        format!("http://127.0.0.1:{port}#QSECRET"),
+    ] {
+        let o = report(&url);
+        let all = describe(&o);
+        assert_ne!(o.status.code(), Some(0), "{url}: {all}");
+        assert!(all.contains("query or fragment"), "{url}: {all}");
+        assert!(!all.contains("QSECRET"), "{url}: {all}");
+    }
+    assert_eq!(posts.load(Ordering::SeqCst), 1, "nothing more was posted");
+}

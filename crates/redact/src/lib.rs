@@ -69,6 +69,18 @@ pub fn url_value(s: &str) -> Cow<'_, str> {
     Cow::Owned(format!("{}***{}", &s[..start], &s[at..]))
 }
 
+/// One URL value for messages (pure): [`url_value`], and its query or fragment (from the
+/// first `?` or `#` after its last `@`) shown as `?…` or `#…`: a key often rides there
+/// (`?api-key=`, `?sig=`).
+pub fn url_shown(s: &str) -> String {
+    let r = url_value(s);
+    let from = r.rfind('@').unwrap_or(0);
+    match r[from..].find(['?', '#']) {
+        Some(i) => format!("{}…", &r[..=from + i]),
+        None => r.into_owned(),
+    }
+}
+
 /// `s` with the userinfo of every URL in it replaced by `***` (pure).
 pub fn urls(s: &str) -> Cow<'_, str> {
     let ranges = userinfo_ranges(s);

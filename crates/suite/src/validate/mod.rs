@@ -357,14 +357,14 @@ pub fn normalize_endpoint(e: &str) -> Result<String, String> {
         return Err(format!(
             "`{}`: credentials in the endpoint URL are not allowed; use `api_key_env` \
              (a `@` in a path is written `%40`)",
-            shown_url(t)
+            crate::redact::url_shown(t)
         ));
     }
     if t.contains(['?', '#']) {
         return Err(format!(
             "`{}`: a query or fragment in the endpoint URL is not allowed: request paths \
              are appended to the base URL; pass a key with `api_key_env`",
-            shown_url(t)
+            crate::redact::url_shown(t)
         ));
     }
     let rest = t
@@ -376,17 +376,6 @@ pub fn normalize_endpoint(e: &str) -> Result<String, String> {
         return Err(format!("`{t}` has no host"));
     }
     Ok(t.trim_end_matches('/').to_string())
-}
-
-/// A URL for messages: its userinfo as `***` (everything before its last `@`) and its
-/// query or fragment (from the first `?` or `#` after that) as `?…` or `#…`.
-fn shown_url(t: &str) -> String {
-    let r = crate::redact::url_value(t);
-    let from = r.rfind('@').unwrap_or(0);
-    match r[from..].find(['?', '#']) {
-        Some(i) => format!("{}…", &r[..=from + i]),
-        None => r.into_owned(),
-    }
 }
 
 fn seconds(ctx: &Ctx, key: &str, v: Option<f64>, default: f64) -> R<Duration> {
