@@ -424,3 +424,66 @@ fn otlp_endpoint_messages_never_show_a_password_or_a_query() {
     }
     assert_eq!(posts.load(Ordering::SeqCst), 1, "nothing more was posted");
 }
+
+/// Issue 34: `k8s` wrote `--memory lots`, `--cpu x`, `--api-key-secret "a b"`,
+/// `--runs-volume "a b"`, `--wait-timeout forever` and an empty `--kubectl-image` into
+/// the manifests verbatim (exit 0): every cluster refuses such a quantity or name, and
+/// `kubectl wait --timeout=forever` fails in the merge Job. Each is refused (exit 2,
+/// naming the flag); well-formed values still print.
+#[test]
+fn k8s_refuses_names_quantities_and_durations_no_cluster_accepts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let suite = support::repo().join("suites/load.toml");
+    let suite = suite.to_str().unwrap();
+    let k8s = |extra: &[&str]| {
+        let mut args = vec!["k8s", suite, "--shards", "2", "--image", "img:1"];
+        args.extend_from_slice(extra);
+        run(cwd, &args)
+    };
+    for (flag, value) in [
+        ("--memory", "lots"),
+        ("--memory", "2 Gi"),
+        ("--cpu", "x"),
+        ("--cpu", "1.5.2"),
+        ("--api-key-secret", "a b"),
+        ("--api-key-secret", "Upper"),
+        ("--runs-volume", "a b"),
+        ("--runs-volume", "claim-"),
+        ("--wait-timeout", "forever"),
+        ("--wait-timeout", "6"),
+        ("--kubectl-image", " "),
+    ] {
+        let o = k8s(&[flag, value]);
+        let all = describe(&o);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value:?}: {all}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(flag),
+            "{flag} {value:?}: {all}"
+        );
+        assert!(o.stdout.is_empty(), "{flag} {value:?}: {all}");
+    }
+    for (flag, value) in [
+        ("--memory", "512Mi"),
+        ("--memory", "1e3"),
+        ("--cpu", "500m"),
+        ("--cpu", "0.5"),
+        ("--api-key-secret", "team.api-key-1"),
+        ("--runs-volume", "runs"),
+        ("--wait-timeout", "1h30m"),
+        ("--wait-timeout", "90s"),
+    ] {
+        let o = k8s(&[flag, value]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{flag} {value:?}: {}",
+            describe(&o)
+        );
+        // (The Secret is named only for a suite with `api_key_env`.)
+        assert!(
+            flag == "--api-key-secret" || String::from_utf8_lossy(&o.stdout).contains(value),
+            "{flag} {value:?}"
+        );
+    }
+}
