@@ -150,6 +150,59 @@ fn dns_label(s: &str, max: usize) -> bool {
         && !s.ends_with('-')
 }
 
+/// A DNS subdomain name (RFC 1123) of at most 253 characters: what a Secret or a
+/// PersistentVolumeClaim is named.
+fn dns_subdomain(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|l| dns_label(l, 63))
+        && !s.starts_with('.')
+        && !s.ends_with('.')
+}
+
+/// Checks the flags the cluster reads as names, quantities and durations, which a
+/// manifest takes verbatim: a Secret and a claim name (DNS subdomains), CPU and memory
+/// (non-negative Kubernetes quantities), the wait's timeout (a Go duration, as `kubectl
+/// wait --timeout` reads it) and the kubectl image (non-empty). Without the check,
+/// `--memory lots` or `--api-key-secret "a b"` made manifests that every cluster refuses
+/// (issue 34).
+fn check_cluster_values(args: &K8sArgs) -> Result<(), String> {
+    for (flag, v) in [
+        ("--api-key-secret", &args.api_key_secret),
+        ("--runs-volume", &args.runs_volume),
+    ] {
+        if !dns_subdomain(v) {
+            return Err(format!(
+                "{flag} {v:?}: not a Kubernetes object name (a DNS subdomain: lower-case \
+                 letters, digits, `-` and `.`, at most 253 characters)"
+            ));
+        }
+    }
+    let quantity = regex::Regex::new(
+        r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$",
+    )
+    .expect("a valid pattern");
+    for (flag, v) in [("--cpu", &args.cpu), ("--memory", &args.memory)] {
+        if !quantity.is_match(v) {
+            return Err(format!(
+                "{flag} {v:?}: not a Kubernetes quantity (such as `500m`, `2`, `2Gi`)"
+            ));
+        }
+    }
+    let duration = regex::Regex::new(r"^(0|([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+$")
+        .expect("a valid pattern");
+    if !duration.is_match(&args.wait_timeout) {
+        return Err(format!(
+            "--wait-timeout {:?}: not a duration as `kubectl wait --timeout` reads it \
+             (such as `90m`, `6h`, `1h30m`)",
+            args.wait_timeout
+        ));
+    }
+    if args.kubectl_image.trim().is_empty() {
+        return Err("--kubectl-image: empty".into());
+    }
+    Ok(())
+}
+
 /// What the manifests need from the suite.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuiteFacts {
@@ -337,6 +390,9 @@ pub fn command(args: K8sArgs) -> i32 {
     }
     if args.image.trim().is_empty() {
         return bad("--image: empty".into());
+    }
+    if let Err(m) = check_cluster_values(&args) {
+        return bad(m);
     }
     if let Err(m) = check_target(args.kubernetes_version) {
         return bad(m);

@@ -154,6 +154,11 @@ fn validate(inputs: &[ShardInput]) -> Result<Vec<&ShardInput>, String> {
 /// an anchor outside is damaged or edited, and shifting by it would overflow.
 const ANCHOR_RANGE_UNIX_NS: (u64, u64) = (946_684_800_000_000_000, 7_258_118_400_000_000_000);
 
+/// Largest `shard.anchor_read_ns` `merge` accepts: the bracket of one clock read is
+/// nanoseconds to microseconds; a second is already a damaged or edited report (and the
+/// merged axis's uncertainty is taken from it).
+const MAX_ANCHOR_READ_NS: u64 = 1_000_000_000;
+
 /// `shard K (DIR)`, for messages.
 fn shard_name(i: &ShardInput) -> String {
     let k = i.report.shard.as_ref().map_or(0, |s| s.k);
@@ -175,6 +180,14 @@ fn check_shards_are_distinct(shards: &[&ShardInput]) -> Result<(), String> {
             return bad(format!(
                 "{}: field `reference_instant_unix_ns`: {a} is not a unix instant between \
                  the years 2000 and 2200 (a damaged or edited report)",
+                shard_name(i)
+            ));
+        }
+        let read = r.shard.as_ref().map_or(0, |s| s.anchor_read_ns);
+        if read > MAX_ANCHOR_READ_NS {
+            return bad(format!(
+                "{}: field `shard.anchor_read_ns`: {read} ns is not the bracket of one clock \
+                 read (at most {MAX_ANCHOR_READ_NS} ns; a damaged or edited report)",
                 shard_name(i)
             ));
         }
@@ -460,15 +473,15 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         .flat_map(|p| p.job.requests.iter().cloned())
         .collect();
     requests.sort_by_key(|r| (r.scheduled_ns, r.send_ns));
+    // One warm-up rule for the figures and the merged requests.jsonl: a request is
+    // warm-up when its record or its shard's report says so (a shard whose records lost
+    // their `wu` marks still has them in the merged file, as the report excludes them).
+    for r in &mut requests {
+        r.warmup |= warm.contains(&r.request_id);
+    }
     let figs: Vec<(&RequestRecord, RequestFigures, bool)> = requests
         .iter()
-        .map(|r| {
-            (
-                r,
-                crate::runner::report::figures(r),
-                r.warmup || warm.contains(&r.request_id),
-            )
-        })
+        .map(|r| (r, crate::runner::report::figures(r), r.warmup))
         .collect();
     let req_point: Vec<Option<usize>> = request_trajectories(&requests, &units)
         .into_iter()

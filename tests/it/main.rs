@@ -27,6 +27,7 @@ mod otlp;
 mod outcomes;
 mod overhead;
 mod records;
+mod review;
 mod secrets;
 mod serve;
 mod serve_hostile;

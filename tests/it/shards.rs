@@ -385,7 +385,9 @@ fn k8s_manifests_read_the_same_in_yaml_1_1() {
                 "--runs-volume",
                 "off",
             ]);
-            args.extend(["--cpu=1:20", "--memory=1_000", "--wait-timeout=1:20"]);
+            // Valid values (issue 34: `k8s` refuses what no cluster accepts) that YAML 1.1
+            // or 1.2 reads as numbers when plain: an octal 017, a float 1e3.
+            args.extend(["--cpu=1e3", "--memory=017", "--wait-timeout=0"]);
         }
         let text = k8s_text(&repo(), &args, 2);
         let name = name.copied().unwrap_or("inferscope-bench");

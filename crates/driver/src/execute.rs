@@ -185,7 +185,8 @@ impl ExecutedJob {
     }
 
     /// `cancelled (Ctrl-C / SIGTERM): 1 of 3 sweep points ran to their end` (or
-    /// trajectories, for a sequential job).
+    /// trajectories, for a sequential job), then the scheduled units that never started
+    /// and the sweep points that never started.
     pub fn interruption_note(&self) -> String {
         let (planned, done) = self.units;
         let what = if self.load.is_some() {
@@ -199,6 +200,13 @@ impl ExecutedJob {
             let not_started: u64 = l.points.iter().map(|p| p.not_started).sum();
             if not_started > 0 {
                 note.push_str(&format!("; {not_started} scheduled units never started"));
+            }
+            // Points the signal came before: their units are in no point's count.
+            let never = planned.saturating_sub(l.points.len() as u64);
+            if never > 0 {
+                note.push_str(&format!(
+                    "; {never} of {planned} sweep points never started"
+                ));
             }
         }
         note

@@ -376,6 +376,7 @@ pub fn redact_secrets(text: &str, secrets: &[&str]) -> String {
     let mut out = text.to_string();
     for s in secrets.iter().filter(|s| s.len() >= 4) {
         out = out.replace(s, "[redacted]");
+        out = redact_fragments(&out, s);
     }
     let mut result = String::with_capacity(out.len());
     let lower = out.to_ascii_lowercase();
@@ -428,7 +429,48 @@ pub fn redact_known(text: &str, secrets: &[&str]) -> String {
         if out.contains(s) {
             out = out.replace(s, "[redacted]");
         }
+        out = redact_fragments(&out, s);
     }
+    out
+}
+
+/// Bytes of a secret that make a fragment of it: a third of it, and at least 12 (more
+/// than a key's common prefix such as `sk-proj-`), so that a part of a key echoed alone
+/// (a streamed tool call id sent in pieces, a key cut by the server) is still found.
+fn fragment_len(secret: &str) -> usize {
+    (secret.len() / 3).max(12)
+}
+
+/// `text` with every run of bytes made of overlapping [`fragment_len`]-byte pieces of
+/// `secret` replaced by `[redacted]` (pure; linear in `text` times the fragment length).
+fn redact_fragments(text: &str, secret: &str) -> String {
+    let n = fragment_len(secret);
+    if secret.len() <= n || text.len() < n {
+        return text.to_string();
+    }
+    let pieces: std::collections::HashSet<&[u8]> = secret.as_bytes().windows(n).collect();
+    let b = text.as_bytes();
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+    for (i, w) in b.windows(n).enumerate() {
+        if !pieces.contains(w) || !text.is_char_boundary(i) || !text.is_char_boundary(i + n) {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(r) if r.end >= i => r.end = i + n,
+            _ => runs.push(i..i + n),
+        }
+    }
+    if runs.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for r in runs {
+        out.push_str(&text[last..r.start]);
+        out.push_str("[redacted]");
+        last = r.end;
+    }
+    out.push_str(&text[last..]);
     out
 }
 

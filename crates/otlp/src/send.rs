@@ -79,13 +79,22 @@ pub async fn send(
     timeout: Duration,
 ) -> Result<SendOutcome, String> {
     let url = traces_url(endpoint);
-    let parsed =
-        reqwest::Url::parse(&url).map_err(|e| format!("invalid OTLP endpoint {url:?}: {e}"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("invalid OTLP endpoint {url:?}: not http(s)"));
+    // Messages name the URL without its userinfo (issue 15 item 5) — everything before
+    // its last `@`, so a password with a space or a `/` is hidden too — and without its
+    // query or fragment.
+    let shown = inferscope_redact::url_shown(&url);
+    if endpoint.contains(['?', '#']) {
+        return Err(format!(
+            "invalid OTLP endpoint \"{}\": a query or fragment is not allowed (`/v1/traces` \
+             is appended to the endpoint)",
+            inferscope_redact::url_shown(endpoint.trim())
+        ));
     }
-    // Messages name the URL without its userinfo (issue 15 item 5).
-    let shown = inferscope_redact::urls(&url).into_owned();
+    let parsed =
+        reqwest::Url::parse(&url).map_err(|e| format!("invalid OTLP endpoint \"{shown}\": {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("invalid OTLP endpoint \"{shown}\": not http(s)"));
+    }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -165,7 +174,7 @@ async fn send_report_inner(
             println!(
                 "otlp: sent {} spans to {} ({}, {} bytes, HTTP {}){}",
                 o.spans,
-                inferscope_redact::urls(&o.url),
+                inferscope_redact::url_shown(&o.url),
                 encoding.as_str(),
                 o.body_bytes,
                 o.status,

@@ -69,6 +69,18 @@ pub fn url_value(s: &str) -> Cow<'_, str> {
     Cow::Owned(format!("{}***{}", &s[..start], &s[at..]))
 }
 
+/// One URL value for messages (pure): [`url_value`], and its query or fragment (from the
+/// first `?` or `#` after its last `@`) shown as `?…` or `#…`: a key often rides there
+/// (`?api-key=`, `?sig=`).
+pub fn url_shown(s: &str) -> String {
+    let r = url_value(s);
+    let from = r.rfind('@').unwrap_or(0);
+    match r[from..].find(['?', '#']) {
+        Some(i) => format!("{}…", &r[..=from + i]),
+        None => r.into_owned(),
+    }
+}
+
 /// `s` with the userinfo of every URL in it replaced by `***` (pure).
 pub fn urls(s: &str) -> Cow<'_, str> {
     let ranges = userinfo_ranges(s);
@@ -272,11 +284,35 @@ pub fn mask_source(text: &str, unknown: bool) -> String {
             leaf.ends_with("_env") && !value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if unknown || bad_env_name || is_secret_key(leaf) || key.split('.').any(is_secret_key) {
             mask(&mut bytes, v);
-        } else if let Some(at) = text[v.clone()].rfind('@') {
-            let inner = text[v.clone()].trim_start_matches(['"', '\'']);
-            let quote = v.end - v.start - inner.len();
-            let from = (quote + scheme_len(inner)).min(at);
-            mask(&mut bytes, v.start + from..v.start + at);
+        } else {
+            let raw = &text[v.clone()];
+            let last_at = raw.rfind('@');
+            if let Some(at) = last_at {
+                let inner = raw.trim_start_matches(['"', '\'']);
+                let quote = v.end - v.start - inner.len();
+                let from = (quote + scheme_len(inner)).min(at);
+                mask(&mut bytes, v.start + from..v.start + at);
+            }
+            // A URL value with an escape (`\u0040` is `@`, `\u003F` is `?`) or a line
+            // continuation: whatever follows its scheme may be userinfo or a query.
+            if raw.contains("://") && raw.contains('\\') {
+                let inner = raw.trim_start_matches(['"', '\'']);
+                let from = v.start + (raw.len() - inner.len()) + scheme_len(inner);
+                let end = v.start + raw.trim_end_matches(['"', '\'', ' ']).len();
+                if from < end {
+                    mask(&mut bytes, from..end);
+                }
+            }
+            // A URL value's query or fragment (a key rides there: `?api-key=`, `?sig=`).
+            if raw.contains("://")
+                && let Some(q) = raw[last_at.unwrap_or(0)..].find(['?', '#'])
+            {
+                let from = v.start + last_at.unwrap_or(0) + q + 1;
+                let end = v.start + raw.trim_end_matches(['"', '\'', ' ']).len();
+                if from < end {
+                    mask(&mut bytes, from..end);
+                }
+            }
         }
     }
     // Only ASCII bytes inside valid UTF-8 runs were replaced by ASCII, or whole multi-byte

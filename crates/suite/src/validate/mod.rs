@@ -385,13 +385,24 @@ pub(crate) fn is_env_name(s: &str) -> bool {
 /// is refused as one with credentials (a password may hold an unencoded `/`, `?` or `#`,
 /// so the authority's end cannot be trusted; issue 30 item 2), and the message shows it
 /// with everything before its last `@` as `***`.
+///
+/// A query or fragment is refused too: request paths are appended to the base URL, so
+/// `…/v1?api-key=K` would send `…/v1?api-key=K/models`, and a query often carries a key
+/// (`?api-key=`, `?sig=`); messages never show one (`?…`).
 pub fn normalize_endpoint(e: &str) -> Result<String, String> {
     let t = e.trim();
     if t.contains('@') {
         return Err(format!(
             "`{}`: credentials in the endpoint URL are not allowed; use `api_key_env` \
              (a `@` in a path is written `%40`)",
-            crate::redact::url_value(t)
+            crate::redact::url_shown(t)
+        ));
+    }
+    if t.contains(['?', '#']) {
+        return Err(format!(
+            "`{}`: a query or fragment in the endpoint URL is not allowed: request paths \
+             are appended to the base URL; pass a key with `api_key_env`",
+            crate::redact::url_shown(t)
         ));
     }
     let rest = t
