@@ -559,6 +559,18 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
             "`length_scale` must be a number > 0".into(),
         ));
     }
+    let template_bytes = d.template_bytes.unwrap_or([0, 0]);
+    let block_bytes = 4.0 * (f64::from(block_tokens) * length_scale).round().max(1.0);
+    if f64::from(template_bytes[0]) >= block_bytes || f64::from(template_bytes[1]) > block_bytes {
+        return Err(ctx.at_value(
+            &format!("{p}.dataset.template_bytes"),
+            K::InvalidValue,
+            format!(
+                "the template's head must be shorter than a block ({block_bytes} bytes) and its \
+                 tail at most one"
+            ),
+        ));
+    }
     let bad = |m: String| ctx.at_value(&format!("{p}.dataset.path"), K::InvalidValue, m);
     let bytes = crate::fsio::read(&path, MAX_DATASET_BYTES)
         .map_err(|e| bad(format!("{}: {e}", path.display())))?;
@@ -570,6 +582,7 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
         format: d.format,
         block_tokens,
         length_scale,
+        template_bytes,
         entries: std::sync::Arc::new(entries),
     })
 }
