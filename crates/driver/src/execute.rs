@@ -1174,6 +1174,11 @@ fn dataset_note(d: &crate::suite::Dataset) -> String {
             ));
         }
     }
+    if let Some(t) = d.time_scale {
+        s.push_str(&format!(
+            "; open-loop arrivals at the recorded timestamps × time scale {t}"
+        ));
+    }
     s.push_str(&format!(
         "; length scale {}: {}",
         d.length_scale,

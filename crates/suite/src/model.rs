@@ -405,6 +405,9 @@ pub struct Dataset {
     /// synthesized prompt's content is then `4 × length − head − tail` bytes and block 0
     /// carries the head, so the engine's token blocks fall on the trace's blocks.
     pub template_bytes: [u32; 2],
+    /// `time_scale` (Mooncake): requests arrive open loop at their recorded `timestamp`
+    /// (ms from the first) multiplied by it; `None` = file order, closed loop or `rate`.
+    pub time_scale: Option<f64>,
     /// The entries, in file order.
     pub entries: Arc<Vec<crate::dataset::DatasetEntry>>,
 }
