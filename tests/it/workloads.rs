@@ -420,10 +420,250 @@ fn a_bad_dataset_line_is_a_located_error_before_any_request() {
     write(
         cwd.path(),
         "w.toml",
+        &dataset_suite(
+            "{ path = \"d.jsonl\", format = \"mooncake\", block_tokens = 4, \
+             template_bytes = [16, 0] }",
+            "",
+        ),
+    );
+    let o = run(cwd.path(), &["check", "w.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(
+        format!("{out}{err}").contains("w.toml:8:87: the template's head must be shorter"),
+        "{out}{err}"
+    );
+    let bad_time = [
+        (
+            "format = \"jsonl\", time_scale = 1.0",
+            "only a `mooncake` trace has them",
+        ),
+        (
+            "format = \"mooncake\", time_scale = 0.0",
+            "`time_scale` must be a number > 0",
+        ),
+    ];
+    write(
+        cwd.path(),
+        "fixtures/m.jsonl",
+        "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1]}\n{\"prompt\": \"x\"}\n",
+    );
+    for (keys, message) in bad_time {
+        write(
+            cwd.path(),
+            "w.toml",
+            &dataset_suite(&format!("{{ path = \"m.jsonl\", {keys} }}"), ""),
+        );
+        let o = run(cwd.path(), &["check", "w.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+        let (out, err) = text(&o);
+        assert!(
+            format!("{out}{err}").contains(message),
+            "{keys}: {out}{err}"
+        );
+    }
+    write(
+        cwd.path(),
+        "w.toml",
+        &dataset_suite(
+            "{ path = \"g.jsonl\", format = \"mooncake\", time_scale = 1.0 }",
+            "rate = 5.0",
+        ),
+    );
+    write(
+        cwd.path(),
+        "fixtures/g.jsonl",
+        "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1]}\n",
+    );
+    let o = run(cwd.path(), &["check", "w.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(
+        format!("{out}{err}").contains("a rate would be a second schedule"),
+        "{out}{err}"
+    );
+    write(
+        cwd.path(),
+        "w.toml",
         &dataset_suite("{ path = \"d.jsonl\", format = \"csv\" }", ""),
     );
     let o = run(cwd.path(), &["check", "w.toml"]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     let (out, err) = text(&o);
     assert!(format!("{out}{err}").contains("csv"), "{out}{err}");
+}
+
+/// The trace's ideal prefix hit rate, computed from the file: the fraction of (scaled)
+/// prompt tokens whose whole prefix chain of block ids was seen in an earlier request.
+fn ideal_hit_rate(trace: &str, block: u64, scale: f64) -> f64 {
+    let mut seen = std::collections::HashSet::new();
+    let (mut hit, mut total) = (0u64, 0u64);
+    for l in trace.lines() {
+        let t: Value = serde_json::from_str(l).unwrap();
+        let ids: Vec<u64> = serde_json::from_value(t["hash_ids"].clone()).unwrap();
+        let k = ids.len() as u64;
+        // Scaled, within its k blocks, the last block holding the simulator's 33-byte tail.
+        let len = ((t["input_length"].as_f64().unwrap() * scale).round() as u64)
+            .clamp((k - 1) * block + 9, k * block);
+        let leading = (1..=ids.len())
+            .take_while(|&n| seen.contains(&ids[..n]))
+            .count() as u64;
+        hit += (leading * block).min(len);
+        total += len;
+        for n in 1..=ids.len() {
+            seen.insert(ids[..n].to_vec());
+        }
+    }
+    hit as f64 / total as f64
+}
+
+/// Part 5 of issue 27: the whole 200-line trace slice replayed on the simulator with an
+/// unbounded prefix cache and the trace's (scaled) block size, the chat template's bytes
+/// counted in the blocks, reports exactly the trace's ideal prefix hit rate.
+#[test]
+fn a_mooncake_replay_on_the_simulator_reports_the_traces_ideal_prefix_hit_rate() {
+    let cwd = tempfile::tempdir().unwrap();
+    let trace = std::fs::read_to_string(
+        support::repo().join("fixtures/traces/mooncake-conversation-first200.jsonl"),
+    )
+    .unwrap();
+    write(cwd.path(), "fixtures/t.jsonl", &trace);
+    write(
+        cwd.path(),
+        "w.toml",
+        &dataset_suite(
+            "{ path = \"t.jsonl\", format = \"mooncake\", length_scale = 0.0625, \
+             template_bytes = [17, 33] }",
+            "",
+        ),
+    );
+    let (mut sim, url) = support::spawn_sim(
+        cwd.path(),
+        &[
+            "--block-size",
+            "32",
+            "--cache-capacity-blocks",
+            "100000000",
+            "--ttft-ms",
+            "0",
+            "--itl-ms",
+            "0",
+            "--itl-jitter-ms",
+            "0",
+            "--prefill-us-per-token",
+            "0",
+        ],
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            "w.toml",
+            "--endpoint",
+            &url,
+            "--model",
+            "inferscope-sim",
+            "--out",
+        ]
+        .iter()
+        .copied()
+        .chain([out.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+    );
+    let _ = sim.kill();
+    let _ = sim.wait();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let j = job(&rep, "w::data");
+    let reqs = j["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 200);
+    for r in reqs {
+        assert_eq!(r["prompt_tokens"], r["prompt_tokens_asked"], "{r}");
+    }
+    let ideal = ideal_hit_rate(&trace, 32, 0.0625);
+    assert!(ideal > 0.0, "the slice shares prefixes");
+    let got = j["stats"]["cache_hit_rate"].as_f64().unwrap();
+    assert!((got - ideal).abs() < 1e-12, "report {got}, ideal {ideal}");
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("the chat template's 17 + 33 bytes counted in them"),
+        "{stdout}"
+    );
+}
+
+/// Part 3 of issue 27: a Mooncake trace with `time_scale` arrives open loop at its
+/// recorded timestamps times the scale: the report's recorded schedule (each request's
+/// scheduled send, from the first) is exactly the scaled timestamps, the schedule lag is
+/// reported, and the scale and the arrival kind are stated.
+#[test]
+fn a_mooncake_trace_arrives_at_its_scaled_timestamps() {
+    let cwd = tempfile::tempdir().unwrap();
+    let trace = std::fs::read_to_string(
+        support::repo().join("fixtures/traces/mooncake-conversation-first200.jsonl"),
+    )
+    .unwrap();
+    let first: String = trace.lines().take(60).map(|l| format!("{l}\n")).collect();
+    write(cwd.path(), "fixtures/t.jsonl", &first);
+    write(
+        cwd.path(),
+        "w.toml",
+        &dataset_suite(
+            "{ path = \"t.jsonl\", format = \"mooncake\", length_scale = 0.0625, \
+             time_scale = 0.02 }",
+            "concurrency = 8",
+        ),
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let j = job(&rep, "w::data");
+    assert_eq!(j["load"]["arrival"], "trace");
+    let mut reqs = j["requests"].as_array().unwrap().clone();
+    assert_eq!(reqs.len(), 60);
+    reqs.sort_by_key(|r| r["request_id"].as_str().unwrap().to_string());
+    let entry = |r: &Value| -> usize {
+        let id = r["request_id"].as_str().unwrap();
+        id.split(".e")
+            .nth(1)
+            .unwrap()
+            .split('.')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let ts: Vec<u64> = first
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["timestamp"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let s0 = reqs
+        .iter()
+        .find(|r| entry(r) == 0)
+        .map(|r| r["scheduled_ns"].as_u64().unwrap())
+        .unwrap();
+    for r in &reqs {
+        let want = ((ts[entry(r)] - ts[0]) as f64 * 0.02 * 1e6).round() as u64;
+        assert_eq!(r["scheduled_ns"].as_u64().unwrap() - s0, want, "{r}");
+    }
+    assert!(ts[59] > ts[0], "the slice spans time");
+    let lag = &j["stats"]["schedule_lag_ms"];
+    assert!(lag["p50"].is_number() && lag["p99"].is_number(), "{lag}");
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("open-loop arrivals at the recorded timestamps × time scale 0.02"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("trace arrivals, concurrency <= 8"),
+        "{stdout}"
+    );
 }

@@ -53,19 +53,42 @@ fn scaled(v: u64, scale: f64) -> u64 {
 
 /// A Mooncake request's prompt (issue 27): block `i` is seeded filler of `block` tokens
 /// (4 bytes each) from `seed` and hash id `i` alone, so equal ids give byte-identical
-/// blocks and requests share exactly the prefixes the trace recorded; the text is cut to
-/// `tokens × 4` bytes (the last block partial).
-pub fn block_prompt(seed: u64, hash_ids: &[u64], block: u64, tokens: u64) -> String {
+/// blocks and requests share exactly the prefixes the trace recorded. The chat template's
+/// `[head, tail]` bytes count in the blocks: block 0 gives up its first `head` bytes to the
+/// template's head, and the text is cut to `tokens × 4 − head − tail` bytes (the last block
+/// partial), so the templated prompt is `tokens × 4` bytes with its blocks on the trace's.
+pub fn block_prompt(
+    seed: u64,
+    hash_ids: &[u64],
+    block: u64,
+    tokens: u64,
+    template: [u32; 2],
+) -> String {
     let mut out = String::with_capacity((tokens as usize).saturating_mul(BYTES_PER_TOKEN));
     for &id in hash_ids {
         out.push_str(&filler(crate::stats::mix64(seed ^ id), block as usize, &[]));
     }
-    out.truncate(
-        (tokens as usize)
-            .saturating_mul(BYTES_PER_TOKEN)
-            .min(out.len()),
-    );
+    let (head, tail) = (template[0] as usize, template[1] as usize);
+    let len = (tokens as usize)
+        .saturating_mul(BYTES_PER_TOKEN)
+        .saturating_sub(head + tail)
+        .min(out.len().saturating_sub(head));
+    // The built-in vocabulary is ASCII: every byte offset is a char boundary.
+    out.drain(..head.min(out.len()));
+    out.truncate(len);
     out
+}
+
+/// A Mooncake entry's asked prompt tokens: its length scaled, kept within its `k` blocks of
+/// `b` (`((k − 1) × b, k × b]`) and at least what puts the chat template's tail in the last
+/// block (and head and tail in a single one), so the first `k − 1` blocks stay whole.
+fn block_length(input_tokens: u64, d: &crate::suite::Dataset, b: u64, k: u64) -> u64 {
+    let [head, tail] = d.template_bytes.map(u64::from);
+    let full = (k.max(1) - 1) * b;
+    let least = (full + tail.div_ceil(4).max(1)).max((head + tail).div_ceil(4));
+    scaled(input_tokens, d.length_scale)
+        .max(least)
+        .min(k.max(1) * b)
 }
 
 impl ContextPlan {
@@ -94,10 +117,11 @@ impl ContextPlan {
             } => {
                 let b = scaled(u64::from(d.block_tokens), d.length_scale);
                 let k = hash_ids.len() as u64;
-                let len = scaled(*input_tokens, d.length_scale)
-                    .clamp((k.max(1) - 1) * b + 1, k.max(1) * b);
+                let len = block_length(*input_tokens, d, b, k);
                 asked = Some(len);
-                vec![json!({"role": "user", "content": block_prompt(self.seed, hash_ids, b, len)})]
+                vec![
+                    json!({"role": "user", "content": block_prompt(self.seed, hash_ids, b, len, d.template_bytes)}),
+                ]
             }
         };
         let mut req = ChatRequest {
@@ -243,6 +267,21 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a.len(), 1024);
         assert_ne!(a, filler(8, 256, &[]));
+    }
+
+    #[test]
+    fn block_prompt_counts_the_template_in_its_blocks() {
+        let plain = block_prompt(3, &[7, 8, 9], 16, 40, [0, 0]);
+        assert_eq!(plain.len(), 160);
+        let t = block_prompt(3, &[7, 8, 9], 16, 40, [17, 33]);
+        // 17 + content + 33 = 40 tokens of 4 bytes; block 0 gives its head to the template.
+        assert_eq!(t.len(), 160 - 50);
+        assert_eq!(&t[..64 - 17], &plain[17..64], "block 0 after the head");
+        assert_eq!(
+            &t[64 - 17..],
+            &plain[64..127],
+            "block 1 on, shifted, cut at the tail"
+        );
     }
 
     #[test]

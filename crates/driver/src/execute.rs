@@ -1174,6 +1174,18 @@ fn dataset_note(d: &crate::suite::Dataset) -> String {
             "; prompts synthesized from hash ids, blocks of {} tokens (4 bytes each)",
             ((f64::from(d.block_tokens) * d.length_scale).round() as u64).max(1)
         ));
+        let [head, tail] = d.template_bytes;
+        if head + tail > 0 {
+            s.push_str(&format!(
+                ", the chat template's {head} + {tail} bytes counted in them (a scaled \
+                 last block is at least the tail)"
+            ));
+        }
+    }
+    if let Some(t) = d.time_scale {
+        s.push_str(&format!(
+            "; open-loop arrivals at the recorded timestamps × time scale {t}"
+        ));
     }
     s.push_str(&format!(
         "; length scale {}: {}",

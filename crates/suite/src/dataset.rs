@@ -271,6 +271,17 @@ fn mooncake(text: &str, file: &str, block: u64) -> Result<Vec<DatasetEntry>, Str
         let line = i + 1;
         let at = |m: String| format!("{file}:{line}: {m}");
         let m: MooncakeLine = typed(l).map_err(at)?;
+        if let Some((prev, at_line)) = out
+            .last()
+            .and_then(|e: &DatasetEntry| e.timestamp_ms.zip(Some(e.line)))
+            && m.timestamp < prev
+        {
+            return Err(at(format!(
+                "field `timestamp`: {} ms is before line {at_line}'s {prev} ms (a trace is in \
+                 arrival order)",
+                m.timestamp
+            )));
+        }
         let k = m.hash_ids.len() as u64;
         if m.input_length == 0
             || m.input_length > k * block
@@ -381,6 +392,15 @@ mod tests {
         let m = err(&unchained, DatasetFormat::Mooncake);
         assert!(
             m.starts_with("d.jsonl:3: field `hash_ids[1]`: id 2 does not chain: line 1 has it at position 1 after id 1"),
+            "{m}"
+        );
+        let late = format!(
+            "{ok}{}",
+            "{\"timestamp\": 4, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [8, 9]}\n"
+        );
+        let m = err(&late, DatasetFormat::Mooncake);
+        assert!(
+            m.starts_with("d.jsonl:3: field `timestamp`: 4 ms is before line 2's 5 ms"),
             "{m}"
         );
         let long =

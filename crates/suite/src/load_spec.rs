@@ -7,7 +7,8 @@
 //! step-attribution join (docs/measurement.md) sees every unit in flight).
 //!
 //! - closed loop: `concurrency = N` units in flight; a unit starts when one ends;
-//! - open loop: `rate = R` units per second with `arrival = "poisson" | "constant"`
+//! - open loop: `rate = R` units per second with `arrival = "poisson" | "constant"`,
+//!   or a dataset's recorded timestamps (`dataset.time_scale`, arrival `trace`)
 //!   (seeded from the suite seed), optionally capped at `concurrency = N` in flight: an
 //!   arrival that finds every slot busy waits in the client and its lag is recorded
 //!   (field case C24, coordinated omission);
@@ -29,6 +30,9 @@ pub enum Arrival {
     Poisson,
     /// Evenly spaced: arrival `i` at `i / rate` seconds.
     Constant,
+    /// At a dataset's recorded timestamps times its `time_scale` (issue 27; set by the
+    /// dataset, no rate).
+    Trace,
 }
 
 impl Arrival {
@@ -37,6 +41,7 @@ impl Arrival {
         match self {
             Arrival::Poisson => "poisson",
             Arrival::Constant => "constant",
+            Arrival::Trace => "trace",
         }
     }
 }
@@ -160,18 +165,23 @@ pub struct LoadPoint {
 }
 
 impl LoadPoint {
-    /// Open when a rate is set, else closed.
+    /// Open when a rate is set or arrivals replay a trace, else closed.
     pub fn mode(&self) -> LoopMode {
-        if self.rate.is_some() {
+        if self.rate.is_some() || self.arrival == Arrival::Trace {
             LoopMode::Open
         } else {
             LoopMode::Closed
         }
     }
 
-    /// Short label: `concurrency 4`, `rate 2.5/s`, `rate 2.5/s, concurrency ≤ 4`.
+    /// Short label: `concurrency 4`, `rate 2.5/s`, `rate 2.5/s, concurrency ≤ 4`,
+    /// `trace arrivals`.
     pub fn label(&self) -> String {
         match (self.rate, self.concurrency) {
+            (None, None) if self.arrival == Arrival::Trace => "trace arrivals".into(),
+            (None, Some(c)) if self.arrival == Arrival::Trace => {
+                format!("trace arrivals, concurrency <= {c}")
+            }
             (None, c) => format!("concurrency {}", c.unwrap_or(1)),
             (Some(r), None) => format!("rate {r}/s {}", self.arrival.as_str()),
             (Some(r), Some(c)) => {
@@ -185,7 +195,9 @@ impl LoadSpec {
     /// True for an open loop: a `rate` is set or the sweep varies the rate; false for a
     /// closed loop.
     pub fn is_open(&self) -> bool {
-        self.rate.is_some() || matches!(self.sweep, Some(Sweep::Rate(_)))
+        self.rate.is_some()
+            || matches!(self.sweep, Some(Sweep::Rate(_)))
+            || self.arrival == Arrival::Trace
     }
 
     /// The points to run, in order: one per sweep value, or a single point.

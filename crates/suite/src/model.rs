@@ -400,6 +400,14 @@ pub struct Dataset {
     /// `length_scale` (default 1): every prompt and output length is multiplied by it
     /// (Mooncake prompts keep their block structure: blocks scale too).
     pub length_scale: f64,
+    /// `template_bytes = [head, tail]` (Mooncake; default `[0, 0]`): the chat template's
+    /// bytes before and after the prompt's content (the simulator's are `[17, 33]`). A
+    /// synthesized prompt's content is then `4 × length − head − tail` bytes and block 0
+    /// carries the head, so the engine's token blocks fall on the trace's blocks.
+    pub template_bytes: [u32; 2],
+    /// `time_scale` (Mooncake): requests arrive open loop at their recorded `timestamp`
+    /// (ms from the first) multiplied by it; `None` = file order, closed loop or `rate`.
+    pub time_scale: Option<f64>,
     /// The entries, in file order.
     pub entries: Arc<Vec<crate::dataset::DatasetEntry>>,
 }

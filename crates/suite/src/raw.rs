@@ -132,7 +132,8 @@ pub(crate) struct RawJob {
     pub sweep: Option<RawSweep>,
 }
 
-/// `dataset = { path, format, block_tokens, length_scale }` of a context job (issue 27).
+/// `dataset = { path, format, block_tokens, length_scale, template_bytes, time_scale }` of
+/// a context job (issue 27).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawDataset {
@@ -140,6 +141,8 @@ pub(crate) struct RawDataset {
     pub format: crate::dataset::DatasetFormat,
     pub block_tokens: Option<u32>,
     pub length_scale: Option<f64>,
+    pub template_bytes: Option<[u32; 2]>,
+    pub time_scale: Option<f64>,
 }
 
 /// `sweep = { concurrency = [..] }` or `sweep = { rate = [..] }` of a job.

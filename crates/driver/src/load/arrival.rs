@@ -20,9 +20,10 @@ pub const MAX_ARRIVALS: usize = 1_000_000;
 /// The arrival offsets (ns from the point start, non-decreasing, starting at 0) of an
 /// open loop at `rate_per_s` (> 0, finite) until `stop`: `Count(n)` gives exactly `n`
 /// offsets, `Duration(d)` every offset `< d`; at most [`MAX_ARRIVALS`]. An invalid rate
-/// (≤ 0, NaN, infinite) gives no arrivals.
+/// (≤ 0, NaN, infinite) or `Arrival::Trace` gives no arrivals.
 pub fn arrival_offsets_ns(arrival: Arrival, rate_per_s: f64, seed: u64, stop: Stop) -> Vec<u64> {
-    if !(rate_per_s.is_finite() && rate_per_s > 0.0) {
+    // A trace's arrivals are its timestamps ([`trace_offsets_ns`]), never a rate's.
+    if !(rate_per_s.is_finite() && rate_per_s > 0.0) || arrival == Arrival::Trace {
         return Vec::new();
     }
     let limit = match stop {
@@ -40,7 +41,7 @@ pub fn arrival_offsets_ns(arrival: Arrival, rate_per_s: f64, seed: u64, stop: St
     for i in 0..limit {
         if i > 0 {
             t = match arrival {
-                Arrival::Constant => i as f64 * mean_gap_ns,
+                Arrival::Constant | Arrival::Trace => i as f64 * mean_gap_ns,
                 Arrival::Poisson => {
                     let u: f64 = rng.random::<f64>();
                     t + -(1.0 - u).ln() * mean_gap_ns
@@ -59,9 +60,55 @@ pub fn arrival_offsets_ns(arrival: Arrival, rate_per_s: f64, seed: u64, stop: St
     out
 }
 
+/// The arrival offsets of a recorded trace (issue 27): unit `k` replays entry `k mod n` of
+/// pass `k div n` at `(timestamp − first timestamp + pass × span) × time_scale` ms, `span`
+/// the trace's first-to-last gap (so a repeat starts where the last one ended), until
+/// `stop` as [`arrival_offsets_ns`]. `timestamps_ms` are non-decreasing (checked at load).
+pub fn trace_offsets_ns(timestamps_ms: &[u64], time_scale: f64, stop: Stop) -> Vec<u64> {
+    let (Some(&first), Some(&last)) = (timestamps_ms.first(), timestamps_ms.last()) else {
+        return Vec::new();
+    };
+    let n = timestamps_ms.len();
+    let limit = match stop {
+        Stop::Count(c) => usize::try_from(c).unwrap_or(MAX_ARRIVALS).min(MAX_ARRIVALS),
+        Stop::Duration(_) => MAX_ARRIVALS,
+    };
+    let mut out = Vec::new();
+    for k in 0..limit {
+        let ms = (timestamps_ms[k % n] - first) + (k / n) as u64 * (last - first);
+        let at = (ms as f64 * time_scale * 1e6).round() as u64;
+        if matches!(stop, Stop::Duration(d) if at >= d) {
+            break;
+        }
+        out.push(at);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trace_offsets_are_the_scaled_timestamps_repeating_after_the_span() {
+        let o = trace_offsets_ns(&[100, 100, 300, 600], 0.5, Stop::Count(6));
+        assert_eq!(
+            o,
+            [0, 0, 100_000_000, 250_000_000, 250_000_000, 250_000_000]
+        );
+        let d = trace_offsets_ns(&[0, 1000], 1.0, Stop::Duration(2_500_000_000));
+        assert_eq!(
+            d,
+            [
+                0,
+                1_000_000_000,
+                1_000_000_000,
+                2_000_000_000,
+                2_000_000_000
+            ]
+        );
+        assert!(trace_offsets_ns(&[], 1.0, Stop::Count(3)).is_empty());
+    }
 
     #[test]
     fn constant_is_evenly_spaced() {

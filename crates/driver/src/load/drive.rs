@@ -10,7 +10,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use super::arrival::arrival_offsets_ns;
+use super::arrival::{arrival_offsets_ns, trace_offsets_ns};
 use super::exec::{InFlight, PointPlan, Timer, UnitRunner, UnitTicket, run_point};
 use super::record::{LoadRun, PointRecord};
 use super::spec::{LoadSpec, Stop, point_seed};
@@ -22,6 +22,17 @@ use crate::steps::{StepStatus, StopReason, TrajectoryRecord};
 use crate::wait_flag;
 
 use super::units::{LoadUnits, RecordsSink, UnitMsg, UnitWriterEnv, spawn_unit_writer};
+
+/// A context job replaying a trace's timestamps (`dataset.time_scale`, issue 27): its
+/// arrivals, the open loop's schedule in place of a rate's.
+fn trace_arrivals(template: &UnitTemplate, stop: Stop) -> Option<Vec<u64>> {
+    let UnitTemplate::Context(plan) = template else {
+        return None;
+    };
+    let d = plan.dataset.as_ref()?;
+    let ts: Vec<u64> = d.entries.iter().filter_map(|e| e.timestamp_ms).collect();
+    Some(trace_offsets_ns(&ts, d.time_scale?, stop))
+}
 
 /// What one unit of a load job is.
 #[derive(Debug, Clone)]
@@ -427,13 +438,15 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
                 warmup: point.warmup,
             })
             .await;
-        let arrivals = point.rate.map(|r| {
-            arrival_offsets_ns(
-                point.arrival,
-                r,
-                point_seed(env.suite_seed, env.job_index, point.index),
-                point.stop,
-            )
+        let arrivals = trace_arrivals(&template, point.stop).or_else(|| {
+            point.rate.map(|r| {
+                arrival_offsets_ns(
+                    point.arrival,
+                    r,
+                    point_seed(env.suite_seed, env.job_index, point.index),
+                    point.stop,
+                )
+            })
         });
         let unscheduled = match (&arrivals, point.stop) {
             (Some(a), Stop::Count(n)) => n.saturating_sub(a.len() as u64),

@@ -14,7 +14,7 @@ use super::{K, R, check_job_id, check_name, gate_spec, is_env_name, seconds, unk
 use crate::grade::{Check, CheckProblem, CheckTarget};
 use crate::json::schema::validate_arguments;
 use crate::json::{json_values_equal, table_to_json};
-use crate::load_spec::{LoadSpec, Stop, Sweep};
+use crate::load_spec::{Arrival, LoadSpec, Stop, Sweep};
 
 /// Validates job `i` of suite `suite` against the declared `tools`.
 pub(super) fn job(
@@ -110,7 +110,8 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
         || j.count.is_some()
         || j.warmup.is_some()
         || j.aggregation.is_some()
-        || j.sweep.is_some();
+        || j.sweep.is_some()
+        || timed(kind);
     if !any {
         return Ok(None);
     }
@@ -197,7 +198,7 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
         }),
     };
     let open = j.rate.is_some() || matches!(sweep, Some(Sweep::Rate(_)));
-    if j.arrival.is_some() && !open {
+    if j.arrival.is_some_and(|a| a != Arrival::Trace) && !open {
         return Err(ctx
             .at_value(
                 &at("arrival"),
@@ -207,6 +208,23 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
             .with_hint(Some(
                 "add `rate = R` (arrivals per second), or drop `arrival` for a closed loop".into(),
             )));
+    }
+    if j.arrival == Some(Arrival::Trace) && !timed(kind) {
+        return Err(invalid(
+            "arrival",
+            "`arrival = \"trace\"` replays a dataset's timestamps: set `dataset.time_scale`".into(),
+        ));
+    }
+    if open && timed(kind) {
+        return Err(invalid(
+            if j.rate.is_some() {
+                "rate"
+            } else {
+                "sweep.rate"
+            },
+            "the dataset's `time_scale` gives the arrivals: a rate would be a second schedule"
+                .into(),
+        ));
     }
     let stop = match (j.count, j.duration_s) {
         (Some(_), Some(_)) => {
@@ -257,12 +275,21 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
     Ok(Some(LoadSpec {
         concurrency: j.concurrency,
         rate: j.rate,
-        arrival: j.arrival.unwrap_or_default(),
+        arrival: if timed(kind) {
+            Arrival::Trace
+        } else {
+            j.arrival.unwrap_or_default()
+        },
         stop,
         warmup,
         sweep,
         aggregation: j.aggregation.unwrap_or_default(),
     }))
+}
+
+/// A context job whose dataset replays recorded timestamps (`time_scale`): an open loop.
+fn timed(kind: &JobKind) -> bool {
+    matches!(kind, JobKind::Context(c) if c.dataset.as_ref().is_some_and(|d| d.time_scale.is_some()))
 }
 
 /// `value` or the default, which must be at least 1.
@@ -559,6 +586,19 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
             "`length_scale` must be a number > 0".into(),
         ));
     }
+    let template_bytes = d.template_bytes.unwrap_or([0, 0]);
+    let block_bytes = 4.0 * (f64::from(block_tokens) * length_scale).round().max(1.0);
+    if f64::from(template_bytes[0]) >= block_bytes || f64::from(template_bytes[1]) > block_bytes {
+        return Err(ctx.at_value(
+            &format!("{p}.dataset.template_bytes"),
+            K::InvalidValue,
+            format!(
+                "the template's head must be shorter than a block ({block_bytes} bytes) and its \
+                 tail at most one"
+            ),
+        ));
+    }
+    let time_scale = time_scale(ctx, p, &d)?;
     let bad = |m: String| ctx.at_value(&format!("{p}.dataset.path"), K::InvalidValue, m);
     let bytes = crate::fsio::read(&path, MAX_DATASET_BYTES)
         .map_err(|e| bad(format!("{}: {e}", path.display())))?;
@@ -570,8 +610,29 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
         format: d.format,
         block_tokens,
         length_scale,
+        template_bytes,
+        time_scale,
         entries: std::sync::Arc::new(entries),
     })
+}
+
+/// `dataset.time_scale`: a number > 0, for a Mooncake trace (the format with timestamps).
+fn time_scale(ctx: &Ctx, p: &str, d: &super::super::raw::RawDataset) -> R<Option<f64>> {
+    let Some(t) = d.time_scale else {
+        return Ok(None);
+    };
+    let why = if !(t.is_finite() && t > 0.0) {
+        "`time_scale` must be a number > 0"
+    } else if d.format != crate::dataset::DatasetFormat::Mooncake {
+        "`time_scale` replays recorded timestamps: only a `mooncake` trace has them"
+    } else {
+        return Ok(Some(t));
+    };
+    Err(ctx.at_value(
+        &format!("{p}.dataset.time_scale"),
+        K::InvalidValue,
+        why.into(),
+    ))
 }
 
 fn swe(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<SweJob> {
