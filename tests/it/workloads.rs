@@ -775,3 +775,57 @@ fn agentic_replay_of_a_bad_source_is_a_located_error() {
         "{all}"
     );
 }
+
+/// Issue 27 item 3: a ShareGPT conversation with `turns = "all"` is a session on the
+/// simulator: one request per human turn, in order, each carrying the earlier turns (its
+/// prompt grows, the earlier ones a cached prefix), its output the recorded reply's length.
+#[test]
+fn a_sharegpt_dataset_with_all_turns_replays_each_conversation_as_a_session() {
+    let cwd = tempfile::tempdir().unwrap();
+    let reply = "x".repeat(120);
+    write(
+        cwd.path(),
+        "fixtures/chat.json",
+        &format!(
+            "[\n {{\"conversations\": [{{\"from\": \"human\", \"value\": \"{q}\"}}, \
+             {{\"from\": \"gpt\", \"value\": \"{reply}\"}}, {{\"from\": \"human\", \"value\": \"and then?\"}}, \
+             {{\"from\": \"gpt\", \"value\": \"12345678\"}}]}}\n]\n",
+            q = "tell me about the build ".repeat(8)
+        ),
+    );
+    write(
+        cwd.path(),
+        "w.toml",
+        &dataset_suite(
+            "{ path = \"chat.json\", format = \"sharegpt\", turns = \"all\" }",
+            "",
+        ),
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let reqs = job(&rep, "w::data")["requests"].as_array().unwrap().clone();
+    let asked: Vec<&Value> = reqs.iter().map(|r| &r["output_tokens_asked"]).collect();
+    assert_eq!(asked, [&json!(30), &json!(2)], "reply bytes / 4");
+    let done: Vec<&Value> = reqs.iter().map(|r| &r["completion_tokens"]).collect();
+    assert_eq!(done, [&json!(30), &json!(2)]);
+    let prompts: Vec<u64> = reqs
+        .iter()
+        .map(|r| r["prompt_tokens"].as_u64().unwrap())
+        .collect();
+    assert!(
+        prompts[1] > prompts[0] + 30,
+        "turn 2 carries turn 1 and its reply: {prompts:?}"
+    );
+    assert!(
+        reqs[1]["cached_tokens"].as_u64().unwrap() > 0,
+        "{}",
+        reqs[1]
+    );
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("every human turn a request"), "{stdout}");
+}

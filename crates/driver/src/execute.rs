@@ -1221,6 +1221,9 @@ fn dataset_note(d: &crate::suite::Dataset) -> String {
         d.format.as_str(),
         d.entries.len()
     );
+    if d.turns == crate::suite::dataset::Turns::All {
+        s.push_str("; every human turn a request carrying the conversation before it");
+    }
     if d.format == crate::suite::dataset::DatasetFormat::Mooncake {
         s.push_str(&format!(
             "; prompts synthesized from hash ids, blocks of {} tokens (4 bytes each)",

@@ -424,6 +424,9 @@ pub struct Dataset {
     /// `time_scale` (Mooncake): requests arrive open loop at their recorded `timestamp`
     /// (ms from the first) multiplied by it; `None` = file order, closed loop or `rate`.
     pub time_scale: Option<f64>,
+    /// `turns` (ShareGPT; default `first`): the first `human` turn of each conversation, or
+    /// every one as a request carrying the turns before it (a multi-turn session).
+    pub turns: crate::dataset::Turns,
     /// The entries, in file order.
     pub entries: Arc<Vec<crate::dataset::DatasetEntry>>,
 }

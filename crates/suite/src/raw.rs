@@ -133,7 +133,7 @@ pub(crate) struct RawJob {
     pub sweep: Option<RawSweep>,
 }
 
-/// `dataset = { path, format, block_tokens, length_scale, template_bytes, time_scale }` of
+/// `dataset = { path, format, block_tokens, length_scale, template_bytes, time_scale, turns }` of
 /// a context job (issue 27).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -144,6 +144,7 @@ pub(crate) struct RawDataset {
     pub length_scale: Option<f64>,
     pub template_bytes: Option<[u32; 2]>,
     pub time_scale: Option<f64>,
+    pub turns: Option<crate::dataset::Turns>,
 }
 
 /// `replay = { run, trajectory }` of an agentic job (issue 27).

@@ -657,12 +657,21 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
         ));
     }
     let time_scale = time_scale(ctx, p, &d)?;
+    if d.turns.is_some() && d.format != crate::dataset::DatasetFormat::Sharegpt {
+        return Err(ctx.at_value(
+            &format!("{p}.dataset.turns"),
+            K::InvalidValue,
+            "`turns` is for a ShareGPT file (`format = \"sharegpt\"`)".into(),
+        ));
+    }
+    let turns = d.turns.unwrap_or_default();
     let bad = |m: String| ctx.at_value(&format!("{p}.dataset.path"), K::InvalidValue, m);
     let bytes = crate::fsio::read(&path, MAX_DATASET_BYTES)
         .map_err(|e| bad(format!("{}: {e}", path.display())))?;
     let file = path.display().to_string();
-    let entries = crate::dataset::parse(&bytes, d.format, &file, u64::from(block_tokens))
-        .map_err(|m| bad(format!("dataset {m}")))?;
+    let entries =
+        crate::dataset::parse_turns(&bytes, d.format, &file, u64::from(block_tokens), turns)
+            .map_err(|m| bad(format!("dataset {m}")))?;
     Ok(Dataset {
         path,
         format: d.format,
@@ -670,6 +679,7 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
         length_scale,
         template_bytes,
         time_scale,
+        turns,
         entries: std::sync::Arc::new(entries),
     })
 }
