@@ -749,6 +749,22 @@ fn agentic_replay_of_a_recorded_run_gives_the_recorded_usage_per_step() {
         stdout.contains("replay of trajectory rec::agent#0"),
         "{stdout}"
     );
+    // A trajectory the run does not hold is a located error before any request.
+    write(
+        cwd.path(),
+        "nope.toml",
+        "name = \"rp\"\n[telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"again\"\nkind = \"agentic\"\nmode = \"replay\"\n\
+         replay = { run = \"rec-run\", trajectory = \"rec::nope#0\" }\n",
+    );
+    let o = run(cwd.path(), &["check", "nope.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (stdout, stderr) = text(&o);
+    assert!(
+        format!("{stdout}{stderr}")
+            .contains("no trajectory \"rec::nope#0\" in jobs[].trajectories"),
+        "{stdout}{stderr}"
+    );
 }
 
 /// A replay source that is not a run directory, or names a trajectory it does not hold, is
