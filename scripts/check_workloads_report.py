@@ -2,12 +2,17 @@
 """check_workloads_report.py — asserts a run of suites/smollm2-workloads.toml (issue 27).
 
 Usage: check_workloads_report.py RUN_DIR/report.json SOURCE
+       check_workloads_report.py --replay RECORDED/report.json REPLAY/report.json TRAJECTORY
        check_workloads_report.py --self-test
 
 Checks: the run exited with every job passing; job `sizes` has one successful request per
 size whose usage.prompt_tokens equals the size (read from requests.jsonl, the compact lines:
 `pt` prompt tokens, `pta` asked); job `fixed` has 3 requests with exactly 64 completion
 tokens each (`ct`), asked for 64 (`ota`), and no `short_output` warning (`w`).
+
+--replay (issue 27 item 4): the replay run's only trajectory has the recorded trajectory
+TRAJECTORY's steps: the same kinds and names, and on every LLM step the same
+usage.prompt_tokens and usage.completion_tokens (none null); the replay job passed.
 """
 
 import json
@@ -43,7 +48,51 @@ def check(report, run_dir, source):
     return problems
 
 
+def trajectory_steps(report, trajectory=None):
+    """(kind, name, prompt_tokens, completion_tokens) per step of trajectory `trajectory`
+    (its id), or of the report's only trajectory when None."""
+    ts = [t for j in report["jobs"] for t in j.get("trajectories", [])]
+    if trajectory is not None:
+        ts = [t for t in ts if t["id"] == trajectory]
+    if len(ts) != 1:
+        return None
+    return [(s["kind"], s["name"], s.get("prompt_tokens"), s.get("completion_tokens"))
+            for s in ts[0]["steps"]]
+
+
+def check_replay(recorded, replay, trajectory):
+    problems = []
+    if [j.get("status") for j in replay["jobs"]] != ["pass"]:
+        problems.append(f"replay: job statuses {[j.get('status') for j in replay['jobs']]}")
+    want = trajectory_steps(recorded, trajectory)
+    got = trajectory_steps(replay)
+    if not want:
+        return problems + [f"recorded: no trajectory {trajectory!r} with steps"]
+    if any(k == "llm_call" and (p is None or c is None) for k, _, p, c in want + (got or [])):
+        problems.append("an llm_call step without usage (prompt or completion tokens null)")
+    if got != want:
+        problems.append(f"replay steps (kind, name, prompt, completion) {got} != recorded {want}")
+    return problems
+
+
+def self_test_replay():
+    def rep(steps, status="pass"):
+        return {"jobs": [{"status": status, "trajectories": [{"id": "s::t#0", "steps": steps}]}]}
+    llm = lambda p, c: {"kind": "llm_call", "name": "chat", "prompt_tokens": p,
+                        "completion_tokens": c}
+    tool = {"kind": "tool", "name": "read_file", "prompt_tokens": None,
+            "completion_tokens": None}
+    a = rep([llm(200, 9), tool, llm(260, 12)])
+    assert check_replay(a, rep([llm(200, 9), tool, llm(260, 12)]), "s::t#0") == []
+    assert len(check_replay(a, rep([llm(200, 9), tool, llm(261, 12)]), "s::t#0")) == 1
+    assert len(check_replay(a, rep([llm(200, 9), llm(260, 12)]), "s::t#0")) == 1
+    assert len(check_replay(a, rep([llm(200, 9), tool, llm(260, None)]), "s::t#0")) == 2
+    assert len(check_replay(a, rep([llm(200, 9), tool, llm(260, 12)], "fail"), "s::t#0")) == 1
+    assert check_replay(a, a, "s::other#0") == ["recorded: no trajectory 's::other#0' with steps"]
+
+
 def self_test():
+    self_test_replay()
     import tempfile
     with tempfile.TemporaryDirectory() as d:
         jobs = ["smollm2-workloads::sizes", "smollm2-workloads::fixed"]
@@ -66,6 +115,19 @@ def self_test():
 def main(argv):
     if argv[1:] == ["--self-test"]:
         return self_test()
+    if len(argv) == 5 and argv[1] == "--replay":
+        reports = []
+        for path in argv[2:4]:
+            with open(path, encoding="utf-8") as f:
+                reports.append(json.load(f))
+        problems = check_replay(reports[0], reports[1], argv[4])
+        for p in problems:
+            print(f"check_workloads_report: {p}", file=sys.stderr)
+        if not problems:
+            n = len(trajectory_steps(reports[1]))
+            print(f"check_workloads_report: replay of {argv[4]}: {n} steps, prompt and "
+                  "completion tokens per step equal the recorded usage: ok")
+        return 1 if problems else 0
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2

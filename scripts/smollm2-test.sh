@@ -22,6 +22,10 @@
 #      --tokenizer that file and --tokenizer endpoint (llama-server's POST /tokenize);
 #      scripts/check_workloads_report.py asserts usage.prompt_tokens == 128, 512, 2048 and
 #      64 completion tokens on every `output_tokens = 64` request.
+#   8. issue 27 item 4: the scripted trajectory recorded in step 5 (smollm2::trajectory#0)
+#      replayed on the server (mode = "replay", --tokenizer the tokenizer.json of step 7);
+#      scripts/check_workloads_report.py --replay asserts every step's kind and name and
+#      every LLM step's usage.prompt_tokens and usage.completion_tokens equal the recorded.
 #
 # The suite's jobs run in file order on a fresh server: the tool-call job first, cold.
 #
@@ -117,5 +121,31 @@ for source in "$TOKENIZER_JSON" endpoint; do
         exit 1
     fi
 done
+
+# 8. Replay of a recorded trajectory's shape (issue 27 item 4).
+REPLAY_SUITE="$WORK/smollm2-replay.toml"
+REPLAY_DIR="$RUN_DIR-replay"
+rm -rf "$REPLAY_DIR"
+cat >"$REPLAY_SUITE" <<EOF_SUITE
+name = "smollm2-replay"
+model = "smollm2"
+[telemetry]
+metrics = false
+[[jobs]]
+name = "replay"
+kind = "agentic"
+mode = "replay"
+replay = { run = "$RUN_DIR", trajectory = "smollm2::trajectory#0" }
+EOF_SUITE
+say "replaying smollm2::trajectory#0 of $RUN_DIR with --tokenizer $(basename "$TOKENIZER_JSON")"
+rrc=0
+"$INFERSCOPE" run "$REPLAY_SUITE" --endpoint "$LLAMA_URL" --tokenizer "$TOKENIZER_JSON" \
+    --out "$REPLAY_DIR" || rrc=$?
+if [ "$rrc" -ne 0 ] || ! python3 scripts/check_workloads_report.py --replay \
+    "$RUN_DIR/report.json" "$REPLAY_DIR/report.json" "smollm2::trajectory#0"; then
+    say "FAIL: replay (exit $rrc); llama-server log tail:"
+    tail -n 30 "$LLAMA_LOG" >&2 || true
+    exit 1
+fi
 
 say "PASS in $(($(date +%s) - T0)) s (load average: $(cut -d' ' -f1-3 /proc/loadavg)); artifacts in $RUN_DIR"

@@ -667,3 +667,181 @@ fn a_mooncake_trace_arrives_at_its_scaled_timestamps() {
         "{stdout}"
     );
 }
+
+/// A scripted agentic suite on the simulator: three tool calls (50 ms each), four LLM
+/// calls over a growing history.
+fn recorded_agentic_suite() -> String {
+    "name = \"rec\"\n[telemetry]\nmetrics = false\n\
+     [[tools]]\nname = \"note\"\ndescription = \"a note\"\n\
+     parameters = { type = \"object\", properties = {} }\nlatency_ms = 50\n\
+     [[tools.responses]]\nwhen = {}\ntext = \"noted: the build is green and the cache is warm\"\n\
+     [[jobs]]\nname = \"agent\"\nkind = \"agentic\"\nmode = \"scripted\"\nmax_tokens = 16\n\
+     system = \"You are a careful assistant who takes notes before answering anything.\"\n\
+     task = \"Take three notes about the build, then summarize them in one sentence.\"\n\
+     tools = [\"note\"]\n\
+     [[jobs.script]]\ntool = \"note\"\n[[jobs.script]]\ntool = \"note\"\n\
+     [[jobs.script]]\ntool = \"note\"\n"
+        .into()
+}
+
+fn steps_of<'a>(rep: &'a Value, job_id: &str) -> &'a Vec<Value> {
+    job(rep, job_id)["trajectories"][0]["steps"]
+        .as_array()
+        .unwrap()
+}
+
+/// Issue 27 item 4: a recorded agentic run replays on the simulator with the same
+/// per-step prompt and output tokens (usage; `tokenizer = "endpoint"` counts exactly), its
+/// tools as steps of the same names, and the prefix growth as prefix-cache hits.
+#[test]
+fn agentic_replay_of_a_recorded_run_gives_the_recorded_usage_per_step() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(cwd.path(), "rec.toml", &recorded_agentic_suite());
+    let rec = cwd.path().join("rec-run");
+    let o = run(
+        cwd.path(),
+        &["run", "rec.toml", "--out", rec.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    write(
+        cwd.path(),
+        "replay.toml",
+        "name = \"rp\"\ntokenizer = \"endpoint\"\n[telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"again\"\nkind = \"agentic\"\nmode = \"replay\"\n\
+         replay = { run = \"rec-run\", trajectory = \"rec::agent#0\" }\n",
+    );
+    let out = cwd.path().join("rp-run");
+    let o = run(
+        cwd.path(),
+        &["run", "replay.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let (recorded, replayed) = (report(&rec), report(&out));
+    let (a, b) = (
+        steps_of(&recorded, "rec::agent"),
+        steps_of(&replayed, "rp::again"),
+    );
+    let shape = |s: &Vec<Value>| -> Vec<(String, String, Value, Value)> {
+        s.iter()
+            .map(|x| {
+                (
+                    x["kind"].as_str().unwrap().to_string(),
+                    x["name"].as_str().unwrap().to_string(),
+                    x["prompt_tokens"].clone(),
+                    x["completion_tokens"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(shape(a).len(), 7, "{a:?}");
+    assert_eq!(shape(b), shape(a), "replayed {b:?}\nrecorded {a:?}");
+    // Each later prompt starts with the previous one: cache hits on every step after the first.
+    let llm: Vec<&Value> = b.iter().filter(|x| x["kind"] == "llm_call").collect();
+    assert_eq!(llm[0]["cached_tokens"].as_u64(), Some(0), "{:?}", llm[0]);
+    for s in &llm[1..] {
+        assert!(
+            s["cached_tokens"].as_u64().unwrap() > 0,
+            "no prefix hit: {s}"
+        );
+    }
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("replay of trajectory rec::agent#0"),
+        "{stdout}"
+    );
+    // A trajectory the run does not hold is a located error before any request.
+    write(
+        cwd.path(),
+        "nope.toml",
+        "name = \"rp\"\n[telemetry]\nmetrics = false\n\
+         [[jobs]]\nname = \"again\"\nkind = \"agentic\"\nmode = \"replay\"\n\
+         replay = { run = \"rec-run\", trajectory = \"rec::nope#0\" }\n",
+    );
+    let o = run(cwd.path(), &["check", "nope.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (stdout, stderr) = text(&o);
+    assert!(
+        format!("{stdout}{stderr}")
+            .contains("no trajectory \"rec::nope#0\" in jobs[].trajectories"),
+        "{stdout}{stderr}"
+    );
+}
+
+/// A replay source that is not a run directory, or names a trajectory it does not hold, is
+/// a located error (exit 2) before any request.
+#[test]
+fn agentic_replay_of_a_bad_source_is_a_located_error() {
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::create_dir(cwd.path().join("empty")).unwrap();
+    let suite = |run: &str| {
+        format!(
+            "name = \"rp\"\n[telemetry]\nmetrics = false\n\
+             [[jobs]]\nname = \"again\"\nkind = \"agentic\"\nmode = \"replay\"\n\
+             replay = {{ run = \"{run}\", trajectory = \"rec::agent#0\" }}\n"
+        )
+    };
+    write(cwd.path(), "rp.toml", &suite("empty"));
+    let o = run(cwd.path(), &["check", "rp.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (stdout, stderr) = text(&o);
+    let all = format!("{stdout}{stderr}");
+    assert!(all.contains("rp.toml:8:18"), "{all}");
+    assert!(
+        all.contains("report.json: not found: not a run directory"),
+        "{all}"
+    );
+}
+
+/// Issue 27 item 3: a ShareGPT conversation with `turns = "all"` is a session on the
+/// simulator: one request per human turn, in order, each carrying the earlier turns (its
+/// prompt grows, the earlier ones a cached prefix), its output the recorded reply's length.
+#[test]
+fn a_sharegpt_dataset_with_all_turns_replays_each_conversation_as_a_session() {
+    let cwd = tempfile::tempdir().unwrap();
+    let reply = "x".repeat(120);
+    write(
+        cwd.path(),
+        "fixtures/chat.json",
+        &format!(
+            "[\n {{\"conversations\": [{{\"from\": \"human\", \"value\": \"{q}\"}}, \
+             {{\"from\": \"gpt\", \"value\": \"{reply}\"}}, {{\"from\": \"human\", \"value\": \"and then?\"}}, \
+             {{\"from\": \"gpt\", \"value\": \"12345678\"}}]}}\n]\n",
+            q = "tell me about the build ".repeat(8)
+        ),
+    );
+    write(
+        cwd.path(),
+        "w.toml",
+        &dataset_suite(
+            "{ path = \"chat.json\", format = \"sharegpt\", turns = \"all\" }",
+            "",
+        ),
+    );
+    let out = cwd.path().join("run");
+    let o = run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let rep = report(&out);
+    let reqs = job(&rep, "w::data")["requests"].as_array().unwrap().clone();
+    let asked: Vec<&Value> = reqs.iter().map(|r| &r["output_tokens_asked"]).collect();
+    assert_eq!(asked, [&json!(30), &json!(2)], "reply bytes / 4");
+    let done: Vec<&Value> = reqs.iter().map(|r| &r["completion_tokens"]).collect();
+    assert_eq!(done, [&json!(30), &json!(2)]);
+    let prompts: Vec<u64> = reqs
+        .iter()
+        .map(|r| r["prompt_tokens"].as_u64().unwrap())
+        .collect();
+    assert!(
+        prompts[1] > prompts[0] + 30,
+        "turn 2 carries turn 1 and its reply: {prompts:?}"
+    );
+    assert!(
+        reqs[1]["cached_tokens"].as_u64().unwrap() > 0,
+        "{}",
+        reqs[1]
+    );
+    let (stdout, _) = text(&o);
+    assert!(stdout.contains("every human turn a request"), "{stdout}");
+}

@@ -18,6 +18,7 @@ use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
 use crate::model::request::redact_secrets;
 use crate::model::{JobReport, SetupCause, SetupError};
+use crate::replay::run_replay;
 use crate::run_dir::read_step_markers;
 use crate::shape::RequestShape;
 use crate::sim::{SimConfig, SimHandle};
@@ -682,6 +683,18 @@ impl Session {
                     ex.end_ns = self.clock.elapsed_ns();
                     return ex;
                 }
+                if let Some(src) = &a.replay {
+                    ex.notes.push(replay_note(src, s));
+                    for r in 0..j.repeat.max(1) {
+                        if ctx.is_cancelled() {
+                            break;
+                        }
+                        let plan = replay_plan(j, src, s, r, seed);
+                        ex.trajectories.push(run_replay(&exec, ctx, &plan).await);
+                    }
+                    ex.end_ns = self.clock.elapsed_ns();
+                    return ex;
+                }
                 for r in 0..j.repeat.max(1) {
                     if ctx.is_cancelled() {
                         break;
@@ -1105,6 +1118,45 @@ fn agentic_plan(
     }
 }
 
+/// A replay job's plan for repeat `r` (issue 27 item 4).
+fn replay_plan(
+    j: &crate::suite::Job,
+    src: &crate::suite::ReplaySource,
+    s: &SuiteRuntime,
+    r: u32,
+    seed: u64,
+) -> crate::replay::ReplayPlan {
+    crate::replay::ReplayPlan {
+        trajectory_id: format!("{}#{r}", j.id),
+        index: r,
+        model: s.model.clone(),
+        shape: src.shape.clone(),
+        seed,
+        temperature: Some(j.temperature),
+        tokens: s.prompt_tokens.clone(),
+        request: request_shape(j, &s.resolved.suite),
+    }
+}
+
+/// What a replay job replays and how its prompts are sized (the job's notes).
+fn replay_note(src: &crate::suite::ReplaySource, s: &SuiteRuntime) -> String {
+    let sizing = match &s.prompt_tokens {
+        Some(t) => format!(
+            "counted by the {} source, {} tokens of chat template measured in the preflight",
+            t.label, t.overhead
+        ),
+        None => "the bytes/4 estimate (4 bytes a token); set `tokenizer` for exact sizes".into(),
+    };
+    format!(
+        "replay of trajectory {} from {} ({} steps): prompts synthesized to the recorded \
+         usage.prompt_tokens ({sizing}), outputs fixed at the recorded completion tokens, tools \
+         as sleeps of their recorded durations",
+        src.shape.trajectory,
+        src.shape.source,
+        src.shape.steps.len()
+    )
+}
+
 /// The suite's token counter and its chat template's overhead (issue 27): `None` for the
 /// bytes/4 estimate or a suite without a context job. The overhead is measured with one
 /// chat request (`max_tokens = 1`, not recorded) whose user message is 32 counted tokens:
@@ -1116,11 +1168,11 @@ async fn prompt_tokens_of(
     use crate::suite::TokenizerSource;
     use crate::tokens::{Counter, TokenizeShape, exact_filler, overhead_of};
     let suite = &s.resolved.suite;
-    let has_context = s
-        .resolved
-        .jobs
-        .iter()
-        .any(|j| matches!(j.job.kind, JobKind::Context(_)));
+    let has_context = s.resolved.jobs.iter().any(|j| match &j.job.kind {
+        JobKind::Context(_) => true,
+        JobKind::Agentic(a) => a.replay.is_some(),
+        JobKind::Swe(_) => false,
+    });
     let counter = match (&suite.tokenizer, has_context) {
         (TokenizerSource::Bytes, _) | (_, false) => return Ok(None),
         (TokenizerSource::File(p), _) => Counter::from_file(p)?,
@@ -1169,6 +1221,9 @@ fn dataset_note(d: &crate::suite::Dataset) -> String {
         d.format.as_str(),
         d.entries.len()
     );
+    if d.turns == crate::suite::dataset::Turns::All {
+        s.push_str("; every human turn a request carrying the conversation before it");
+    }
     if d.format == crate::suite::dataset::DatasetFormat::Mooncake {
         s.push_str(&format!(
             "; prompts synthesized from hash ids, blocks of {} tokens (4 bytes each)",

@@ -23,6 +23,7 @@ pub mod events;
 pub mod execute;
 pub mod filler;
 pub mod load;
+pub mod replay;
 pub mod report;
 pub mod run_dir;
 pub mod shape;

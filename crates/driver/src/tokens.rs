@@ -166,15 +166,36 @@ pub async fn exact_filler<C: CountTokens>(
     tokens: usize,
     words: &[String],
 ) -> Result<(String, usize), String> {
-    if tokens == 0 {
-        return Ok((String::new(), 0));
+    exact_filler_after(c, "", seed, tokens, words).await
+}
+
+/// `prefix` followed by seeded filler, the whole exactly `tokens` tokens by `c` where it
+/// can be built (counted as one text, so a boundary that merges tokens is counted): the
+/// text (starting with `prefix`) and its count. Issue 27's trajectory replay grows each
+/// prompt from the previous one this way, so the prefix is byte-identical.
+pub async fn exact_filler_after<C: CountTokens>(
+    c: &C,
+    prefix: &str,
+    seed: u64,
+    tokens: usize,
+    words: &[String],
+) -> Result<(String, usize), String> {
+    let count = async |t: &str| c.count(&format!("{prefix}{t}")).await;
+    let base = if prefix.is_empty() {
+        0
+    } else {
+        count("").await?
+    };
+    if tokens <= base {
+        return Ok((prefix.to_string(), base));
     }
+    let want = tokens - base;
     // A filler long enough to hold `tokens`: 8 bytes a token, doubled while short.
     let mut scale = 2usize;
     let text = loop {
-        let t = filler(seed, tokens.saturating_mul(scale), words);
-        let n = c.count(&t).await?;
-        if n == 0 {
+        let t = filler(seed, want.saturating_mul(scale), words);
+        let n = count(&t).await?;
+        if n <= base {
             return Err("the token counter counts no token in a filler text".into());
         }
         if n >= tokens || scale >= 64 {
@@ -189,15 +210,15 @@ pub async fn exact_filler<C: CountTokens>(
         .map(|(i, _)| i)
         .collect();
     cuts.push(text.len());
-    // The longest prefix with at most `tokens` tokens (counts grow with the prefix).
+    // The longest cut with at most `tokens` tokens (counts grow with the text).
     let (mut lo, mut hi) = (0usize, cuts.len());
-    let mut best = (String::new(), 0usize);
+    let mut best = (String::new(), base);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let prefix = &text[..cuts[mid]];
-        let n = c.count(prefix).await?;
+        let part = &text[..cuts[mid]];
+        let n = count(part).await?;
         if n <= tokens {
-            best = (prefix.to_string(), n);
+            best = (part.to_string(), n);
             lo = mid + 1;
         } else {
             hi = mid;
@@ -209,7 +230,7 @@ pub async fn exact_filler<C: CountTokens>(
         for pad in PADS {
             budget = budget.saturating_sub(1);
             let candidate = format!("{out}{pad}");
-            let m = c.count(&candidate).await?;
+            let m = count(&candidate).await?;
             if m <= tokens && candidate.len() > out.len() && m >= n {
                 out = candidate;
                 n = m;
@@ -218,7 +239,7 @@ pub async fn exact_filler<C: CountTokens>(
         }
         break;
     }
-    Ok((out, n))
+    Ok((format!("{prefix}{out}"), n))
 }
 
 /// A suite's token counter and its chat template's overhead.

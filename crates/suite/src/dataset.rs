@@ -6,7 +6,10 @@
 //!   OpenAI messages array), optional `output_tokens` (≥ 1).
 //! - `sharegpt`: a JSON array (or JSONL) of `{"conversations": [{"from", "value"}, …]}`;
 //!   the first `human` turn is the prompt, and the reply after it gives the output length
-//!   (its bytes / 4, rounded up: an estimate).
+//!   (its bytes / 4, rounded up: an estimate). With `turns = "all"`, every `human` turn is
+//!   one entry (in order: the conversation is a session) whose messages carry the earlier
+//!   turns (`system`, `human` → `user`, `gpt` → `assistant`, the recorded replies as sent),
+//!   its output length the reply after it.
 //! - `mooncake`: one object a line, `timestamp` (ms), `input_length`, `output_length`,
 //!   `hash_ids` (one id per block of `block_tokens`, the last block partial). Ids must
 //!   chain (an id is always preceded by the same ids, at the same position) and the length
@@ -36,6 +39,28 @@ impl DatasetFormat {
             Self::Jsonl => "jsonl",
             Self::Sharegpt => "sharegpt",
             Self::Mooncake => "mooncake",
+        }
+    }
+}
+
+/// `dataset.turns` of a ShareGPT file: the first `human` turn of each conversation, or
+/// every `human` turn as one request of a multi-turn session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Turns {
+    /// The first `human` turn (the default).
+    #[default]
+    First,
+    /// Every `human` turn, each carrying the conversation before it.
+    All,
+}
+
+impl Turns {
+    /// The name used in suites.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::First => "first",
+            Self::All => "all",
         }
     }
 }
@@ -76,6 +101,17 @@ pub fn parse(
     file: &str,
     block_tokens: u64,
 ) -> Result<Vec<DatasetEntry>, String> {
+    parse_turns(bytes, format, file, block_tokens, Turns::First)
+}
+
+/// [`parse`] with the ShareGPT `turns` rule.
+pub fn parse_turns(
+    bytes: &[u8],
+    format: DatasetFormat,
+    file: &str,
+    block_tokens: u64,
+    turns: Turns,
+) -> Result<Vec<DatasetEntry>, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let line = bytes[..e.valid_up_to()]
             .iter()
@@ -85,11 +121,11 @@ pub fn parse(
         format!("{file}:{line}: not UTF-8")
     })?;
     let entries = match format {
-        DatasetFormat::Jsonl => lines(text, file, jsonl_entry)?,
+        DatasetFormat::Jsonl => lines(text, file, &|l| jsonl_entry(l).map(|e| vec![e]))?,
         DatasetFormat::Sharegpt if text.trim_start().starts_with('[') => {
-            sharegpt_array(text, file)?
+            sharegpt_array(text, file, turns)?
         }
-        DatasetFormat::Sharegpt => lines(text, file, sharegpt_entry)?,
+        DatasetFormat::Sharegpt => lines(text, file, &|l| sharegpt_entries(l, turns))?,
         DatasetFormat::Mooncake => mooncake(text, file, block_tokens.max(1))?,
     };
     if entries.is_empty() {
@@ -101,22 +137,42 @@ pub fn parse(
 /// One parsed line: its prompt and output length.
 type Parsed = Result<(DatasetPrompt, Option<u32>), String>;
 
+/// One parsed line's entries (a multi-turn conversation gives several).
+type ParsedMany = Result<Vec<(DatasetPrompt, Option<u32>)>, String>;
+
 /// Parses each non-blank line with `entry`; errors as `file:line: …`.
-fn lines(text: &str, file: &str, entry: fn(&str) -> Parsed) -> Result<Vec<DatasetEntry>, String> {
+fn lines(
+    text: &str,
+    file: &str,
+    entry: &dyn Fn(&str) -> ParsedMany,
+) -> Result<Vec<DatasetEntry>, String> {
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
         if l.trim().is_empty() {
             continue;
         }
-        let (prompt, output_tokens) = entry(l).map_err(|m| format!("{file}:{}: {m}", i + 1))?;
-        out.push(DatasetEntry {
-            line: i + 1,
-            prompt,
-            output_tokens,
-            timestamp_ms: None,
-        });
+        let parsed = entry(l).map_err(|m| format!("{file}:{}: {m}", i + 1))?;
+        push_entries(&mut out, i + 1, parsed);
     }
     Ok(out)
+}
+
+/// Appends the entries parsed from the line `line`.
+fn push_entries(
+    out: &mut Vec<DatasetEntry>,
+    line: usize,
+    parsed: Vec<(DatasetPrompt, Option<u32>)>,
+) {
+    out.extend(
+        parsed
+            .into_iter()
+            .map(|(prompt, output_tokens)| DatasetEntry {
+                line,
+                prompt,
+                output_tokens,
+                timestamp_ms: None,
+            }),
+    );
 }
 
 /// A line (or array element) parsed into `T`; errors name the field's path.
@@ -182,29 +238,61 @@ fn sharegpt_entry(s: &str) -> Parsed {
     let reply = c.conversations[first + 1..]
         .iter()
         .find(|t| t.from == "gpt")
-        .map(|t| {
-            u32::try_from(t.value.len().div_ceil(4))
-                .unwrap_or(u32::MAX)
-                .max(1)
-        });
+        .map(|t| reply_tokens(&t.value));
     let msg = serde_json::json!({"role": "user", "content": c.conversations[first].value});
     Ok((DatasetPrompt::Messages(vec![msg]), reply))
 }
 
+/// A reply's output length: its bytes / 4, rounded up (an estimate), at least 1.
+fn reply_tokens(value: &str) -> u32 {
+    u32::try_from(value.len().div_ceil(4))
+        .unwrap_or(u32::MAX)
+        .max(1)
+}
+
+/// A conversation's entries by `turns`: the first `human` turn, or every one (each with
+/// the turns before it as messages, the recorded replies as assistant messages).
+fn sharegpt_entries(s: &str, turns: Turns) -> ParsedMany {
+    if turns == Turns::First {
+        return sharegpt_entry(s).map(|e| vec![e]);
+    }
+    let c: ShareGpt = typed(s)?;
+    let mut history: Vec<Value> = Vec::new();
+    let mut out = Vec::new();
+    for (i, t) in c.conversations.iter().enumerate() {
+        let role = match t.from.as_str() {
+            "human" => "user",
+            "gpt" => "assistant",
+            "system" => "system",
+            other => {
+                return Err(format!(
+                    "field `conversations[{i}].from`: {other:?} is not `human`, `gpt` or \
+                     `system`"
+                ));
+            }
+        };
+        history.push(serde_json::json!({"role": role, "content": t.value}));
+        if role == "user" {
+            let reply = c.conversations.get(i + 1).filter(|r| r.from == "gpt");
+            let output = reply.map(|r| reply_tokens(&r.value));
+            out.push((DatasetPrompt::Messages(history.clone()), output));
+        }
+    }
+    if out.is_empty() {
+        return Err("field `conversations`: no `human` turn".into());
+    }
+    Ok(out)
+}
+
 /// A ShareGPT JSON array: each top-level element parsed on its own, located at the line
 /// where it starts.
-fn sharegpt_array(text: &str, file: &str) -> Result<Vec<DatasetEntry>, String> {
+fn sharegpt_array(text: &str, file: &str, turns: Turns) -> Result<Vec<DatasetEntry>, String> {
     let mut out = Vec::new();
     for (start, end) in array_elements(text).map_err(|m| format!("{file}: {m}"))? {
         let line = text[..start].matches('\n').count() + 1;
-        let (prompt, output_tokens) =
-            sharegpt_entry(&text[start..end]).map_err(|m| format!("{file}:{line}: {m}"))?;
-        out.push(DatasetEntry {
-            line,
-            prompt,
-            output_tokens,
-            timestamp_ms: None,
-        });
+        let parsed = sharegpt_entries(&text[start..end], turns)
+            .map_err(|m| format!("{file}:{line}: {m}"))?;
+        push_entries(&mut out, line, parsed);
     }
     Ok(out)
 }
@@ -371,6 +459,55 @@ mod tests {
         let m = err("{\"conversations\": []}\n", DatasetFormat::Sharegpt);
         assert!(
             m.starts_with("d.jsonl:1: field `conversations`: no `human` turn"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn sharegpt_all_turns_make_a_session_carrying_the_earlier_turns() {
+        use serde_json::json;
+        let conv = "{\"conversations\": [{\"from\": \"system\", \"value\": \"be brief\"}, \
+                    {\"from\": \"human\", \"value\": \"hi\"}, {\"from\": \"gpt\", \"value\": \"hello there\"}, \
+                    {\"from\": \"human\", \"value\": \"and?\"}, {\"from\": \"gpt\", \"value\": \"12345\"}, \
+                    {\"from\": \"human\", \"value\": \"bye\"}]}\n";
+        let e = parse_turns(conv.as_bytes(), DatasetFormat::Sharegpt, "s", 4, Turns::All).unwrap();
+        let got: Vec<(usize, Option<u32>)> = e.iter().map(|x| (x.line, x.output_tokens)).collect();
+        assert_eq!(got, [(1, Some(3)), (1, Some(2)), (1, None)]);
+        let (sys, u1) = (
+            json!({"role": "system", "content": "be brief"}),
+            json!({"role": "user", "content": "hi"}),
+        );
+        let a1 = json!({"role": "assistant", "content": "hello there"});
+        let u2 = json!({"role": "user", "content": "and?"});
+        let a2 = json!({"role": "assistant", "content": "12345"});
+        let u3 = json!({"role": "user", "content": "bye"});
+        assert_eq!(
+            e[0].prompt,
+            DatasetPrompt::Messages(vec![sys.clone(), u1.clone()])
+        );
+        assert_eq!(
+            e[1].prompt,
+            DatasetPrompt::Messages(vec![sys.clone(), u1.clone(), a1.clone(), u2.clone()])
+        );
+        assert_eq!(
+            e[2].prompt,
+            DatasetPrompt::Messages(vec![sys, u1, a1, u2, a2, u3])
+        );
+        // The default keeps the first human turn only.
+        let first = parse(conv.as_bytes(), DatasetFormat::Sharegpt, "s", 4).unwrap();
+        assert_eq!(first.len(), 1);
+        // An unknown role is located in `all` mode.
+        let bad = "[\n {\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}]},\n {\"conversations\": [{\"from\": \"bot\", \"value\": \"x\"}]}\n]";
+        let m = parse_turns(
+            bad.as_bytes(),
+            DatasetFormat::Sharegpt,
+            "d.json",
+            4,
+            Turns::All,
+        )
+        .unwrap_err();
+        assert!(
+            m.starts_with("d.json:3: field `conversations[0].from`: \"bot\""),
             "{m}"
         );
     }

@@ -31,6 +31,7 @@ mod load;
 pub mod load_spec;
 mod model;
 mod raw;
+pub mod replay;
 mod resolve;
 mod validate;
 

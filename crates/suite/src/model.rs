@@ -159,6 +159,9 @@ pub enum AgenticMode {
     Model,
     /// A fixed trajectory (`[[jobs.script]]`), then one final graded LLM call.
     Scripted,
+    /// A recorded trajectory's shape (`replay = { run, trajectory }`, issue 27): prompts
+    /// synthesized to the recorded sizes, fixed outputs, tools as sleeps.
+    Replay,
 }
 
 impl AgenticMode {
@@ -167,6 +170,7 @@ impl AgenticMode {
         match self {
             AgenticMode::Model => "model",
             AgenticMode::Scripted => "scripted",
+            AgenticMode::Replay => "replay",
         }
     }
 }
@@ -350,6 +354,18 @@ pub struct AgenticJob {
     pub tool_choice: Vec<String>,
     /// The fixed trajectory (scripted mode only; empty in model mode).
     pub script: Vec<ScriptStep>,
+    /// The recorded trajectory (replay mode only).
+    pub replay: Option<ReplaySource>,
+}
+
+/// `replay = { run, trajectory }` of an agentic job: where the shape was read, and the
+/// shape (read when the suite is loaded, so bad input stops the run before any request).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplaySource {
+    /// The run directory (resolved against the suite file's directory).
+    pub run: std::path::PathBuf,
+    /// The recorded trajectory's shape.
+    pub shape: std::sync::Arc<crate::replay::TrajectoryShape>,
 }
 
 /// One scripted tool call.
@@ -408,6 +424,9 @@ pub struct Dataset {
     /// `time_scale` (Mooncake): requests arrive open loop at their recorded `timestamp`
     /// (ms from the first) multiplied by it; `None` = file order, closed loop or `rate`.
     pub time_scale: Option<f64>,
+    /// `turns` (ShareGPT; default `first`): the first `human` turn of each conversation, or
+    /// every one as a request carrying the turns before it (a multi-turn session).
+    pub turns: crate::dataset::Turns,
     /// The entries, in file order.
     pub entries: Arc<Vec<crate::dataset::DatasetEntry>>,
 }

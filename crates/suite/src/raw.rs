@@ -112,6 +112,7 @@ pub(crate) struct RawJob {
     pub max_repeated_tool_calls: Option<u32>,
     pub tool_choice: Option<toml::Value>,
     pub script: Option<Vec<RawScriptStep>>,
+    pub replay: Option<RawReplay>,
     // context
     pub sizes: Option<Vec<u32>>,
     pub shared_prefix: Option<bool>,
@@ -132,7 +133,7 @@ pub(crate) struct RawJob {
     pub sweep: Option<RawSweep>,
 }
 
-/// `dataset = { path, format, block_tokens, length_scale, template_bytes, time_scale }` of
+/// `dataset = { path, format, block_tokens, length_scale, template_bytes, time_scale, turns }` of
 /// a context job (issue 27).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -143,6 +144,15 @@ pub(crate) struct RawDataset {
     pub length_scale: Option<f64>,
     pub template_bytes: Option<[u32; 2]>,
     pub time_scale: Option<f64>,
+    pub turns: Option<crate::dataset::Turns>,
+}
+
+/// `replay = { run, trajectory }` of an agentic job (issue 27).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawReplay {
+    pub run: String,
+    pub trajectory: String,
 }
 
 /// `sweep = { concurrency = [..] }` or `sweep = { rate = [..] }` of a job.
@@ -188,6 +198,7 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
             "max_repeated_tool_calls",
             "tool_choice",
             "script",
+            "replay",
         ],
         JobKindName::Context => &["sizes", "shared_prefix", "filler", "dataset"],
         JobKindName::Swe => &["command", "timeout_s", "env"],

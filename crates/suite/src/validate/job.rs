@@ -70,6 +70,15 @@ pub(super) fn job(
     };
     let checks = checks(ctx, &p, &kind, std::mem::take(&mut j.checks))?;
     let load = load(ctx, &p, &j, &kind, repeat)?;
+    if load.is_some() && matches!(&kind, JobKind::Agentic(a) if a.replay.is_some()) {
+        return Err(ctx.at_value(
+            &format!("{p}.replay"),
+            K::InvalidValue,
+            "a replay job runs its recorded trajectory `repeat` times in sequence: load keys \
+             (`concurrency`, `rate`, `count`, `duration_s`, `sweep`) are not supported"
+                .into(),
+        ));
+    }
     let gates = j.gates.take().unwrap_or_default();
     gate_spec(
         ctx,
@@ -341,10 +350,11 @@ fn agentic(ctx: &Ctx, tools: &[ToolSpec], p: &str, j: &mut RawJob) -> R<AgenticJ
             ctx,
             p,
             format!("agentic job `{}` has no `mode`", j.name),
-            "add `mode = \"model\"` or `mode = \"scripted\"`",
+            "add `mode = \"model\"`, `mode = \"scripted\"` or `mode = \"replay\"`",
         ));
     };
-    let Some(task) = j.task.take() else {
+    let replay = replay(ctx, p, mode, j)?;
+    let Some(task) = j.task.take().or_else(|| replay.is_some().then(String::new)) else {
         return Err(missing(
             ctx,
             p,
@@ -386,7 +396,17 @@ fn agentic(ctx: &Ctx, tools: &[ToolSpec], p: &str, j: &mut RawJob) -> R<AgenticJ
                 )
                 .with_hint(Some("`[[jobs.script]]` needs `mode = \"scripted\"`".into())));
         }
-        (AgenticMode::Model, None) => Vec::new(),
+        (AgenticMode::Replay, Some(_)) => {
+            return Err(ctx.at_key(
+                &format!("{p}.script"),
+                K::WrongKindField,
+                format!(
+                    "`script` on job `{}`, which replays a recorded trajectory",
+                    j.name
+                ),
+            ));
+        }
+        (AgenticMode::Model | AgenticMode::Replay, None) => Vec::new(),
         (AgenticMode::Scripted, None) => {
             return Err(missing(
                 ctx,
@@ -423,7 +443,45 @@ fn agentic(ctx: &Ctx, tools: &[ToolSpec], p: &str, j: &mut RawJob) -> R<AgenticJ
         max_repeated_tool_calls,
         tool_choice,
         script,
+        replay,
     })
+}
+
+/// `replay = { run, trajectory }`: required by `mode = "replay"` and refused by the other
+/// modes; the run directory (relative to the suite file's directory) is read here, so a
+/// directory that is not a run, or a trajectory without usage, stops the suite before
+/// any request.
+fn replay(ctx: &Ctx, p: &str, mode: AgenticMode, j: &mut RawJob) -> R<Option<ReplaySource>> {
+    let at = format!("{p}.replay");
+    let r = match (mode, j.replay.take()) {
+        (AgenticMode::Replay, Some(r)) => r,
+        (AgenticMode::Replay, None) => {
+            return Err(missing(
+                ctx,
+                p,
+                format!("replay job `{}` has no `replay`", j.name),
+                "add `replay = { run = \"RUN_DIR\", trajectory = \"suite::job#0\" }`",
+            ));
+        }
+        (_, None) => return Ok(None),
+        (_, Some(_)) => {
+            return Err(ctx
+                .at_key(
+                    &at,
+                    K::WrongKindField,
+                    format!("`replay` on job `{}`", j.name),
+                )
+                .with_hint(Some("`replay` needs `mode = \"replay\"`".into())));
+        }
+    };
+    let base = ctx.file.parent().unwrap_or(Path::new("."));
+    let run = base.join(&r.run);
+    let shape = crate::replay::read_shape(&run, &r.trajectory)
+        .map_err(|m| ctx.at_value(&format!("{at}.run"), K::InvalidValue, m))?;
+    Ok(Some(ReplaySource {
+        run,
+        shape: std::sync::Arc::new(shape),
+    }))
 }
 
 /// The steps of a scripted job: each tool declared, offered by the job, and called with
@@ -599,12 +657,21 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
         ));
     }
     let time_scale = time_scale(ctx, p, &d)?;
+    if d.turns.is_some() && d.format != crate::dataset::DatasetFormat::Sharegpt {
+        return Err(ctx.at_value(
+            &format!("{p}.dataset.turns"),
+            K::InvalidValue,
+            "`turns` is for a ShareGPT file (`format = \"sharegpt\"`)".into(),
+        ));
+    }
+    let turns = d.turns.unwrap_or_default();
     let bad = |m: String| ctx.at_value(&format!("{p}.dataset.path"), K::InvalidValue, m);
     let bytes = crate::fsio::read(&path, MAX_DATASET_BYTES)
         .map_err(|e| bad(format!("{}: {e}", path.display())))?;
     let file = path.display().to_string();
-    let entries = crate::dataset::parse(&bytes, d.format, &file, u64::from(block_tokens))
-        .map_err(|m| bad(format!("dataset {m}")))?;
+    let entries =
+        crate::dataset::parse_turns(&bytes, d.format, &file, u64::from(block_tokens), turns)
+            .map_err(|m| bad(format!("dataset {m}")))?;
     Ok(Dataset {
         path,
         format: d.format,
@@ -612,6 +679,7 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
         length_scale,
         template_bytes,
         time_scale,
+        turns,
         entries: std::sync::Arc::new(entries),
     })
 }
