@@ -845,3 +845,53 @@ fn a_sharegpt_dataset_with_all_turns_replays_each_conversation_as_a_session() {
     let (stdout, _) = text(&o);
     assert!(stdout.contains("every human turn a request"), "{stdout}");
 }
+
+/// Issue 27 item 1: an agentic reply the server sent no usage for is counted by the suite's
+/// tokenizer (method `tokenizer`), never as usage; with the bytes/4 fallback the method
+/// says so. No template probe runs for a suite that sizes no prompt, so a server that
+/// never sends usage still runs it.
+#[test]
+fn agentic_replies_without_usage_are_counted_by_the_suites_tokenizer() {
+    let cwd = tempfile::tempdir().unwrap();
+    let (mut sim, url) = support::spawn_sim(cwd.path(), &["--fault-no-usage-every", "1"]);
+    for (source, method) in [
+        ("tokenizer = \"endpoint\"\n", "tokenizer"),
+        ("", "utf8_bytes_div_4"),
+    ] {
+        let suite = recorded_agentic_suite().replacen(
+            "name = \"rec\"\n",
+            &format!("name = \"rec\"\n{source}"),
+            1,
+        );
+        write(cwd.path(), "na.toml", &suite);
+        let out = cwd.path().join(format!("na-{method}"));
+        let o = run(
+            cwd.path(),
+            &[
+                "run",
+                "na.toml",
+                "--endpoint",
+                &url,
+                "--model",
+                "inferscope-sim",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_ne!(o.status.code(), Some(96), "{}", describe(&o));
+        let rep = report(&out);
+        let llm: Vec<&Value> = steps_of(&rep, "rec::agent")
+            .iter()
+            .filter(|s| s["kind"] == "llm_call")
+            .collect();
+        assert_eq!(llm.len(), 4, "{llm:?}");
+        for s in llm {
+            assert!(s["completion_tokens"].is_null(), "{s}");
+            let est = &s["completion_tokens_estimate"];
+            assert_eq!(est["method"], method, "{s}");
+            assert!(est["tokens"].as_u64().unwrap() > 0, "{s}");
+        }
+    }
+    sim.kill().unwrap();
+    sim.wait().unwrap();
+}

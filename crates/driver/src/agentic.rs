@@ -85,6 +85,19 @@ pub struct AgenticPlan {
     pub script: Option<Vec<(String, Value)>>,
     /// Fixed output length and `extra_body` of every request (issue 27).
     pub shape: crate::shape::RequestShape,
+    /// The suite's token counter (`None`: the bytes/4 estimate): an LLM step the server
+    /// reported no output tokens for gets its estimate from it.
+    pub tokens: Option<Arc<crate::tokens::PromptTokens>>,
+}
+
+impl AgenticPlan {
+    /// The step's output-token estimate by the suite's counter, when it has one
+    /// ([`crate::tokens::refine_estimate`]).
+    async fn refine_estimate(&self, step: &mut StepRecord) {
+        if let (Some(t), Some(r)) = (&self.tokens, step.request.as_mut()) {
+            crate::tokens::refine_estimate(&t.counter, r).await;
+        }
+    }
 }
 
 /// Shared run state the drivers need: step ids, cancellation, capture.
@@ -292,7 +305,8 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                     reason = StopReason::Cancelled;
                     break;
                 }
-                let step = llm_step(exec, ctx, case_id, &request(plan, &messages, k)).await;
+                let mut step = llm_step(exec, ctx, case_id, &request(plan, &messages, k)).await;
+                plan.refine_estimate(&mut step).await;
                 let ok = step.status == StepStatus::Completed;
                 let stop = stop_of(&step);
                 steps.push(step);
@@ -316,8 +330,9 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                 if ctx.is_cancelled() {
                     reason = StopReason::Cancelled;
                 } else {
-                    let step =
+                    let mut step =
                         llm_step(exec, ctx, case_id, &request(plan, &messages, script.len())).await;
+                    plan.refine_estimate(&mut step).await;
                     if step.status == StepStatus::Completed {
                         final_answer = step.request.as_ref().map(|r| r.output.text.clone());
                     } else {
@@ -337,7 +352,8 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
                     reason = StopReason::Cancelled;
                     break;
                 }
-                let step = llm_step(exec, ctx, case_id, &request(plan, &messages, n)).await;
+                let mut step = llm_step(exec, ctx, case_id, &request(plan, &messages, n)).await;
+                plan.refine_estimate(&mut step).await;
                 let ok = step.status == StepStatus::Completed;
                 let output = step.request.as_ref().map(|r| r.output.clone());
                 let stop = stop_of(&step);
@@ -482,6 +498,7 @@ mod tests {
             tool_choice: vec![],
             script,
             shape: Default::default(),
+            tokens: None,
         }
     }
 

@@ -1115,6 +1115,7 @@ fn agentic_plan(
                 .collect()
         }),
         shape: request_shape(j, &s.resolved.suite),
+        tokens: s.prompt_tokens.clone(),
     }
 }
 
@@ -1158,7 +1159,8 @@ fn replay_note(src: &crate::suite::ReplaySource, s: &SuiteRuntime) -> String {
 }
 
 /// The suite's token counter and its chat template's overhead (issue 27): `None` for the
-/// bytes/4 estimate or a suite without a context job. The overhead is measured with one
+/// bytes/4 estimate or a suite without a context or agentic job; an overhead of 0, not
+/// measured, when no job sizes its prompts (agentic jobs only count replies). The overhead is measured with one
 /// chat request (`max_tokens = 1`, not recorded) whose user message is 32 counted tokens:
 /// the server's `usage.prompt_tokens` less 32.
 async fn prompt_tokens_of(
@@ -1168,12 +1170,19 @@ async fn prompt_tokens_of(
     use crate::suite::TokenizerSource;
     use crate::tokens::{Counter, TokenizeShape, exact_filler, overhead_of};
     let suite = &s.resolved.suite;
-    let has_context = s.resolved.jobs.iter().any(|j| match &j.job.kind {
+    // Context and replay jobs size their prompts with it; agentic jobs count a reply the
+    // server reported no usage for with it.
+    let sizes_prompts = s.resolved.jobs.iter().any(|j| match &j.job.kind {
         JobKind::Context(_) => true,
         JobKind::Agentic(a) => a.replay.is_some(),
         JobKind::Swe(_) => false,
     });
-    let counter = match (&suite.tokenizer, has_context) {
+    let counts_replies = s
+        .resolved
+        .jobs
+        .iter()
+        .any(|j| matches!(j.job.kind, JobKind::Agentic(_)));
+    let counter = match (&suite.tokenizer, sizes_prompts || counts_replies) {
         (TokenizerSource::Bytes, _) | (_, false) => return Ok(None),
         (TokenizerSource::File(p), _) => Counter::from_file(p)?,
         (TokenizerSource::Endpoint, _) => Counter::Endpoint {
@@ -1182,6 +1191,15 @@ async fn prompt_tokens_of(
             shape: TokenizeShape::detect(client, &s.model).await?,
         },
     };
+    if !sizes_prompts {
+        // Only replies are counted: no prompt is sized, so no template probe (a server
+        // without usage, the case the count is for, could not answer it).
+        return Ok(Some(crate::tokens::PromptTokens {
+            counter,
+            overhead: 0,
+            label: suite.tokenizer.label(),
+        }));
+    }
     let (text, n) = exact_filler(&counter, suite.seed ^ 0x27, 32, &[]).await?;
     let probe = ChatRequest {
         request_id: "inferscope-preflight-template".into(),
