@@ -72,6 +72,12 @@ pub struct SimArgs {
     /// Every Nth request omits `data: [DONE]` (0 = off).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub fault_no_done_every: u64,
+    /// Every Nth `POST /tokenize` answers HTTP 503 (0 = off).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fault_tokenize_503_every: u64,
+    /// Every `POST /tokenize` after the first N answers HTTP 503 (0 = off).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fault_tokenize_503_after: u64,
 }
 
 impl SimArgs {
@@ -101,6 +107,8 @@ impl SimArgs {
                 slow_first_byte_ms: self.slow_first_byte_ms,
                 no_usage_every: self.fault_no_usage_every,
                 no_done_every: self.fault_no_done_every,
+                tokenize_503_every: self.fault_tokenize_503_every,
+                tokenize_503_after: self.fault_tokenize_503_after,
             },
             power: PowerModel::default(),
         }

@@ -44,6 +44,8 @@ pub struct ContextPlan {
     pub tokens: Option<std::sync::Arc<crate::tokens::PromptTokens>>,
     /// `dataset` (issue 27): the prompts of a file instead of `sizes`.
     pub dataset: Option<crate::suite::Dataset>,
+    /// Prompts whose counter failed: sent as bytes/4 filler, stated in the job's notes.
+    pub count_failures: crate::tokens::CountFailures,
 }
 
 /// `round(v × scale)`, at least 1.
@@ -155,9 +157,9 @@ impl ContextPlan {
     /// the sequential sweep and by load runs, so both send the same prompts.
     ///
     /// The prompt (issue 27): with a token counter, exact filler of `size − overhead`
-    /// tokens, asked to give `size` prompt tokens; without one (or when the counter fails),
-    /// `size × 4` bytes, asked to give `size` (the difference the server reports is the
-    /// estimate's error).
+    /// tokens, asked to give `size` prompt tokens; without one (or when the counter fails
+    /// after its retries: recorded in `count_failures`), `size × 4` bytes, asked to give
+    /// `size` (the difference the server reports is the estimate's error).
     pub async fn request(&self, trajectory_id: &str, size: usize, r: u64) -> ChatRequest {
         let seed = if self.shared_prefix {
             self.seed ^ (size as u64)
@@ -165,7 +167,13 @@ impl ContextPlan {
             self.seed ^ (size as u64) ^ ((r + 1) << 32)
         };
         let exact = match &self.tokens {
-            Some(t) => t.content(seed, size, &self.words).await.ok(),
+            Some(t) => match t.content(seed, size, &self.words).await {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    self.count_failures.record(&e);
+                    None
+                }
+            },
             None => None,
         };
         let (content, asked) = match exact {

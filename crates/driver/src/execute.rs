@@ -685,13 +685,16 @@ impl Session {
                 }
                 if let Some(src) = &a.replay {
                     ex.notes.push(replay_note(src, s));
+                    let count_failures = crate::tokens::CountFailures::default();
                     for r in 0..j.repeat.max(1) {
                         if ctx.is_cancelled() {
                             break;
                         }
-                        let plan = replay_plan(j, src, s, r, seed);
+                        let mut plan = replay_plan(j, src, s, r, seed);
+                        plan.count_failures = count_failures.clone();
                         ex.trajectories.push(run_replay(&exec, ctx, &plan).await);
                     }
+                    ex.notes.extend(count_failures.note());
                     ex.end_ns = self.clock.elapsed_ns();
                     return ex;
                 }
@@ -733,7 +736,9 @@ impl Session {
                     shape: request_shape(j, &s.resolved.suite),
                     tokens: s.prompt_tokens.clone(),
                     dataset: c.dataset.clone(),
+                    count_failures: Default::default(),
                 };
+                let count_failures = plan.count_failures.clone();
                 if let Some(d) = &c.dataset {
                     ex.notes.push(dataset_note(d));
                 }
@@ -760,10 +765,12 @@ impl Session {
                         report_slot,
                     )
                     .await;
+                    ex.notes.extend(count_failures.note());
                     ex.end_ns = self.clock.elapsed_ns();
                     return ex;
                 }
                 ex.trajectories.push(run_context(&exec, ctx, &plan).await);
+                ex.notes.extend(count_failures.note());
             }
             JobKind::Swe(w) => {
                 for r in 0..j.repeat.max(1) {
@@ -1136,6 +1143,7 @@ fn replay_plan(
         temperature: Some(j.temperature),
         tokens: s.prompt_tokens.clone(),
         request: request_shape(j, &s.resolved.suite),
+        count_failures: Default::default(),
     }
 }
 

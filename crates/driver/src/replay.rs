@@ -38,6 +38,8 @@ pub struct ReplayPlan {
     pub tokens: Option<Arc<PromptTokens>>,
     /// The job's `extra_body` (its output length is replaced by each step's).
     pub request: RequestShape,
+    /// Prompts whose counter failed: sent as bytes/4 filler, stated in the job's notes.
+    pub count_failures: crate::tokens::CountFailures,
 }
 
 /// A recorded tool as a sleep of its duration: no output, never fails.
@@ -67,8 +69,9 @@ impl ReplayPlan {
         if let Some(t) = &self.tokens {
             let want = (prompt_tokens as usize).saturating_sub(t.overhead).max(1);
             let built = crate::tokens::exact_filler_after(&t.counter, &prefix, seed, want, &[]);
-            if let Ok((text, n)) = built.await {
-                return (text, (n + t.overhead) as u64);
+            match built.await {
+                Ok((text, n)) => return (text, (n + t.overhead) as u64),
+                Err(e) => self.count_failures.record(&e),
             }
         }
         let have = prefix.len() / crate::filler::BYTES_PER_TOKEN;

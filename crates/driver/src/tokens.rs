@@ -143,13 +143,51 @@ impl CountTokens for Counter {
                 model,
                 shape,
             } => {
-                let v = client
-                    .post_root_json("/tokenize", &shape.body(model, text))
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let body = shape.body(model, text);
+                let v = retry_transient(TOKENIZE_ATTEMPTS, || {
+                    client.post_root_json("/tokenize", &body)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
                 TokenizeShape::count_of(&v)
                     .ok_or_else(|| "POST /tokenize: no `count` or `tokens` in the answer".into())
             }
+        }
+    }
+}
+
+/// Tries of one `POST /tokenize` (it is idempotent): a pooled connection the engine closed
+/// as the request went out, or an engine busy for a moment, must not change a prompt.
+pub const TOKENIZE_ATTEMPTS: u32 = 3;
+
+/// Whether `e` may pass on a second try: a transport error, a timeout, HTTP 429 or 5xx.
+fn is_transient(e: &crate::client::ClientError) -> bool {
+    use crate::client::ClientError as E;
+    match e {
+        E::Request { .. } | E::Timeout { .. } => true,
+        E::HttpStatus { status, .. } => *status == 429 || *status >= 500,
+        _ => false,
+    }
+}
+
+/// `f()` until it succeeds, fails for good ([`is_transient`] false) or `attempts` tries
+/// are spent (25 ms, then 50 ms, ... between them); the last error.
+async fn retry_transient<T, F, Fut>(
+    attempts: u32,
+    mut f: F,
+) -> Result<T, crate::client::ClientError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, crate::client::ClientError>>,
+{
+    let mut tries = 1u32;
+    loop {
+        match f().await {
+            Err(e) if tries < attempts.max(1) && is_transient(&e) => {
+                tokio::time::sleep(std::time::Duration::from_millis(25 << (tries - 1))).await;
+                tries += 1;
+            }
+            r => return r,
         }
     }
 }
@@ -240,6 +278,37 @@ pub async fn exact_filler_after<C: CountTokens>(
         break;
     }
     Ok((format!("{prefix}{out}"), n))
+}
+
+/// The prompts of one job whose exact size could not be built because the counter failed
+/// (after its retries): shared by the job's requests, stated in a note at its end.
+#[derive(Debug, Clone, Default)]
+pub struct CountFailures(Arc<std::sync::Mutex<(u64, Option<String>)>>);
+
+impl CountFailures {
+    /// Records one failed prompt and its error (the first error is kept).
+    pub fn record(&self, err: &str) {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 += 1;
+        g.1.get_or_insert_with(|| err.to_string());
+    }
+
+    /// Failed prompts so far.
+    pub fn count(&self) -> u64 {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    /// The job's note, when a prompt failed.
+    pub fn note(&self) -> Option<String> {
+        let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let first = g.1.as_deref()?;
+        Some(format!(
+            "prompt sizes: the token counter failed on {} prompt(s) (first: {first}); each was \
+             sent as bytes/4 filler of its size, so the server's count differs from the size \
+             asked (prompt_tokens_diff_max)",
+            g.0
+        ))
+    }
 }
 
 /// A suite's token counter and its chat template's overhead.

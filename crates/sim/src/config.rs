@@ -144,6 +144,12 @@ pub struct FaultConfig {
     pub no_usage_every: u64,
     /// Every Nth request omits `data: [DONE]` (0 = off).
     pub no_done_every: u64,
+    /// Every Nth `POST /tokenize` answers HTTP 503 (0 = off): a transient failure of the
+    /// engine's token counter.
+    pub tokenize_503_every: u64,
+    /// Every `POST /tokenize` after the first N answers HTTP 503 (0 = off): a counter
+    /// that stops answering after the preflight.
+    pub tokenize_503_after: u64,
 }
 
 #[cfg(test)]

@@ -65,6 +65,7 @@ pub struct SimState {
     pub(crate) meter: EnergyMeter,
     pub(crate) seqs: Option<Arc<Semaphore>>,
     requests: AtomicU64,
+    tokenize_calls: AtomicU64,
     pub(crate) created_unix_s: f64,
 }
 
@@ -86,6 +87,7 @@ impl SimState {
             meter: EnergyMeter::new(cfg.power),
             seqs,
             requests: AtomicU64::new(0),
+            tokenize_calls: AtomicU64::new(0),
             created_unix_s,
             cfg,
         }
@@ -105,6 +107,15 @@ impl SimState {
     /// integrated exactly from the power model (see [`power`]; lock-free).
     pub fn energy_mj(&self) -> u64 {
         self.meter.energy_mj()
+    }
+
+    /// Counts one `POST /tokenize` and says whether the fault rules
+    /// ([`FaultConfig::tokenize_503_every`], [`FaultConfig::tokenize_503_after`]) fail it.
+    pub(crate) fn tokenize_fails(&self) -> bool {
+        let n = self.tokenize_calls.fetch_add(1, Relaxed) + 1;
+        let f = &self.cfg.faults;
+        (f.tokenize_503_every != 0 && n.is_multiple_of(f.tokenize_503_every))
+            || (f.tokenize_503_after != 0 && n > f.tokenize_503_after)
     }
 
     /// Chat-completion requests received so far (including rejected ones).

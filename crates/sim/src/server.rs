@@ -47,6 +47,14 @@ pub(crate) async fn handle(st: Arc<SimState>, req: Request<Incoming>) -> Respons
         }
         "/v1/chat/completions" => method_not_allowed("POST"),
         "/tokenize" if req.method() == Method::POST => {
+            if st.tokenize_fails() {
+                return error_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailableError",
+                    "simulated /tokenize fault".into(),
+                    None,
+                );
+            }
             match Limited::new(req.into_body(), MAX_BODY_BYTES)
                 .collect()
                 .await

@@ -528,6 +528,7 @@ mod tests {
             shape: Default::default(),
             tokens: None,
             dataset: None,
+            count_failures: Default::default(),
         }
     }
 
