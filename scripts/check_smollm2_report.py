@@ -2,8 +2,10 @@
 """Assert the shape of a SmolLM2 real-model run from its report.json (issue 16).
 
 Usage:
-    python3 scripts/check_smollm2_report.py RUN_DIR/report.json [--exit-status N]
+    python3 scripts/check_smollm2_report.py RUN_DIR/report.json [--exit-status N] [--suite NAME]
     python3 scripts/check_smollm2_report.py --self-test
+
+``--suite vllm`` checks the same jobs of ``suites/vllm.toml`` (real vLLM, issue 26).
 
 Reads report.json (schema ``inferscope-bench.report/v3``, records from ``requests.jsonl``) of ``suites/smollm2.toml``:
 ``jobs[].id``, ``status``, ``grading[]`` (``check``, ``passed``, ``detail``),
@@ -332,8 +334,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report", nargs="?")
     ap.add_argument("--exit-status", type=int)
+    ap.add_argument("--suite", default="smollm2",
+                    help="the suite name of the jobs (vllm for suites/vllm.toml)")
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
+    global TRAJ, CTX, TOOL
+    TRAJ, CTX, TOOL = (f"{a.suite}::{j}" for j in ("trajectory", "context", "tool_call"))
     if a.self_test:
         return self_test()
     if not a.report:

@@ -356,6 +356,15 @@ pub struct RunArgs {
     /// or the path of a Hugging Face tokenizer.json.
     #[arg(long, value_name = "SOURCE")]
     pub tokenizer: Option<String>,
+    /// The engine process whose `/proc` is sampled, with its descendants (overrides every
+    /// suite's `telemetry.engine_pid` and sets `include_descendants`): a server started
+    /// by a script, e.g. vLLM's API server with its engine-core and worker processes.
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pub engine_pid: Option<u32>,
+    /// The engine `/metrics` scrape period, ms (overrides every suite's
+    /// `telemetry.metrics_period_ms`).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub metrics_period_ms: Option<u64>,
     /// Print every resolved setting and send nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -39,6 +39,16 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
             s.suite.tokenizer = source.clone();
         }
     }
+    for s in &mut resolved {
+        let t = &mut s.suite.telemetry;
+        if let Some(pid) = args.engine_pid {
+            t.engine_pid = Some(pid);
+            t.include_descendants = true;
+        }
+        if let Some(ms) = args.metrics_period_ms {
+            t.metrics_period_ms = ms;
+        }
+    }
     Ok(resolved)
 }
 

@@ -368,6 +368,7 @@ impl<'a> Attributor<'a> {
                     },
                     cache_hit_rate: ratio(cache_hits_delta, cache_queries_delta),
                     usage_cache_hit_rate: ratio(u.cached_tokens, u.prompt_tokens),
+                    counters_low_confidence: None,
                 },
             });
         }

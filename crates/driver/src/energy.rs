@@ -335,6 +335,7 @@ pub struct RunEnergy {
     outcomes: HashMap<String, TrajectoryOutcome>,
     groups: Vec<AttributionGroup>,
     devices: Vec<(String, Vec<EnergyPoint>)>,
+    counter_period_ns: Option<u64>,
 }
 
 /// The step-attribution join (docs/measurement.md) of `trajectories` at `declared` trajectories in flight.
@@ -376,8 +377,10 @@ impl RunEnergy {
             outcomes: HashMap::new(),
             groups: Vec::new(),
             devices: Vec::new(),
+            counter_period_ns: None,
         };
         let Some(t) = telemetry else { return out };
+        out.counter_period_ns = t.counter_timeline().map(|m| m.period_ns);
         out.devices = t
             .power
             .as_ref()
@@ -458,6 +461,11 @@ impl RunEnergy {
     /// What supplied power.
     pub fn power(&self) -> &PowerReport {
         &self.power
+    }
+
+    /// The scrape period of the engine counters the join read, ns (`None` without).
+    pub fn counter_period_ns(&self) -> Option<u64> {
+        self.counter_period_ns
     }
 
     /// The join's outcome for trajectory `id` (`None` without telemetry or markers).

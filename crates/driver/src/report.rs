@@ -192,7 +192,19 @@ fn step_report(
     warmup: bool,
 ) -> StepReport {
     let r = s.request.as_ref();
-    let (energy, attribution) = step_energy(outcome, s.step_id, run);
+    let (energy, mut attribution) = step_energy(outcome, s.step_id, run);
+    if let (Some(a), Some(period), StepKind::LlmCall) =
+        (attribution.as_mut(), run.counter_period_ns(), s.kind)
+    {
+        let has_deltas = a.prompt_tokens_delta.is_some() || a.cache_queries_delta.is_some();
+        if has_deltas {
+            let tail = r
+                .and_then(|r| r.ttft_ns)
+                .map(|f| s.end_ns.saturating_sub(f));
+            a.counters_low_confidence =
+                crate::model::attribution::counters_low_confidence(tail, period);
+        }
+    }
     let tokens = r.and_then(|r| r.output_tokens());
     let tokens_per_joule = if s.kind == StepKind::LlmCall {
         per_joule_figure(tokens, &energy, "no output-token count")
@@ -740,7 +752,7 @@ fn job_report(
     };
     // A load job keeps one trajectory report per point (its first unit) and one unit line
     // per unit in requests.jsonl: report.json's size does not grow with the units.
-    let (trajectories, units) = match &e.load {
+    let (trajectories, units): (Vec<_>, _) = match &e.load {
         Some(l) => (
             l.points
                 .iter()
@@ -768,6 +780,7 @@ fn job_report(
             Vec::new(),
         ),
     };
+    notes.extend(workload_notes::counters_low_confidence(&trajectories));
     JobReport {
         id: e.job.job.id.clone(),
         kind: job_kind(e),
@@ -1178,6 +1191,23 @@ mod workload_notes {
              length came back shorter (rate {:.3}); the engine ignored `ignore_eos` / \
              `min_tokens` or stopped early",
             s.short_output_rate.unwrap_or(f64::NAN)
+        ))
+    }
+
+    /// How many LLM steps' counter deltas are low confidence, with the first reason.
+    pub(super) fn counters_low_confidence(
+        trajectories: &[crate::model::TrajectoryReport],
+    ) -> Option<String> {
+        let flagged: Vec<&str> = trajectories
+            .iter()
+            .flat_map(|t| &t.steps)
+            .filter_map(|s| s.attribution.as_ref()?.counters_low_confidence.as_deref())
+            .collect();
+        let first = flagged.first()?;
+        Some(format!(
+            "engine counters: {} LLM step(s) low confidence (attribution.counters_low_confidence; \
+             first: {first}); their usage figures stand",
+            flagged.len()
         ))
     }
 

@@ -197,6 +197,37 @@ pub struct StepAttribution {
     /// `usage.cached_tokens / usage.prompt_tokens`; `null` when either is absent or the
     /// prompt is 0 tokens.
     pub usage_cache_hit_rate: Option<f64>,
+    /// Why this LLM step's counter deltas may hold another step's counts
+    /// (docs/measurement.md, "Counter deltas of short steps"): its tail, end − first token,
+    /// is shorter than one scrape period. `null` when the tail spans a period, and for steps
+    /// without counter deltas.
+    #[serde(default)]
+    pub counters_low_confidence: Option<String>,
+}
+
+/// The [`StepAttribution::counters_low_confidence`] reason of an LLM step whose tail (end −
+/// first token) is `tail_ns`, read from counters scraped every `period_ns`: vLLM counts a
+/// request's prompt (and prefix-cache) tokens when its first token is produced, the count
+/// reaches `/metrics` at the next scrape, and a step's window ends at the last scrape at or
+/// before its end. A tail of at least one period holds that scrape (measured on vLLM 0.32:
+/// every such step's prompt and cache deltas equalled usage at 50, 100 and 200 ms;
+/// BENCHMARKS.md); a shorter one may not. A step without a first token cannot be placed and
+/// is flagged too.
+pub fn counters_low_confidence(tail_ns: Option<u64>, period_ns: u64) -> Option<String> {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    match tail_ns {
+        Some(t) if t >= period_ns => None,
+        Some(t) => Some(format!(
+            "the step ended {:.1} ms after its first token, under one scrape period ({:.0} ms): \
+             its prompt and cache counts may land in the next step's window",
+            ms(t),
+            ms(period_ns)
+        )),
+        None => Some(
+            "no first token: the engine's counts for this request cannot be placed in a step"
+                .into(),
+        ),
+    }
 }
 
 /// One kept step as the join computed it: the marker's identity, the step's trapezoid
@@ -698,6 +729,21 @@ pub struct RunAttributionSummary {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_tail_under_one_scrape_period_is_low_confidence() {
+        let ms = 1_000_000;
+        assert_eq!(counters_low_confidence(Some(100 * ms), 100 * ms), None);
+        assert_eq!(counters_low_confidence(Some(350 * ms), 100 * ms), None);
+        let why = counters_low_confidence(Some(99 * ms), 100 * ms).unwrap();
+        assert!(why.contains("99.0 ms after its first token"), "{why}");
+        assert!(why.contains("scrape period (100 ms)"), "{why}");
+        assert!(
+            counters_low_confidence(None, 100 * ms)
+                .unwrap()
+                .contains("no first token")
+        );
+    }
     use super::*;
 
     #[test]

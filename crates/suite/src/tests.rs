@@ -120,7 +120,7 @@ fn full_fixture_suite_loads_with_defaults_and_resolved_paths() {
     assert_eq!(s.idle_timeout, std::time::Duration::from_secs(30));
     assert_eq!(s.max_event_bytes, 16 * 1024 * 1024);
     assert_eq!(s.telemetry.sample_period_ms, 25);
-    assert_eq!(s.telemetry.metrics_period_ms, 200);
+    assert_eq!(s.telemetry.metrics_period_ms, 100);
     assert_eq!(s.telemetry.gpu, GpuMode::Off);
     assert_eq!(s.engine, EngineProfile::Auto);
     let ids: Vec<&str> = s.jobs.iter().map(|j| j.id.as_str()).collect();
@@ -1093,7 +1093,7 @@ fn dry_run_lists_every_setting_and_merged_job_gates() {
         "idle_timeout_s: 30 (default)",
         "max_event_bytes: 16777216 (default)",
         "telemetry.sample_period_ms: 25 (suite)",
-        "telemetry.metrics_period_ms: 200 (default)",
+        "telemetry.metrics_period_ms: 100 (default)",
         "telemetry.metrics_url: the simulator's /metrics (default)",
         "telemetry.gpu: off (suite)",
         "gates: ttft_ms.p50=100.0, ttft_ms.p99=2000.0, max_error_rate=0.0 (suite)",

@@ -1,4 +1,5 @@
 //! Integration tests of `telemetry`.
+mod counter_lag;
 mod energy;
 mod profiles;
 mod prom;
