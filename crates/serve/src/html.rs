@@ -3,7 +3,8 @@
 //! JavaScript are inlined and the run's data is embedded as a
 //! `<script type="application/json">` block, escaped so that no artifact text can close
 //! the block or be parsed as markup; a `Content-Security-Policy` meta element allows
-//! exactly the two inline blocks (by SHA-256) and nothing from any other origin.
+//! exactly the two inline blocks (by SHA-256) and nothing from any other origin. The run's
+//! charts (`super::charts`, docs/charts.md) are written into the page as inline SVG.
 
 use std::path::Path;
 
@@ -15,6 +16,7 @@ use crate::timeline::TimelineEvent;
 
 use super::api::{RunListItem, list_item, public_event};
 use super::assets::{APP_JS, INDEX_HTML, STYLE_CSS};
+use super::charts::{Charts, charts_html, charts_of};
 use super::runs::{RunDir, SampleFile, TimelineState};
 use super::view::RunDetail;
 
@@ -80,7 +82,10 @@ fn take<T>(v: Vec<T>, flag: &mut bool) -> Vec<T> {
 /// Reads one run directory into a [`Bundle`] (blocking I/O, the same checks as the
 /// server).
 pub fn bundle(dir: &RunDir) -> Bundle {
-    let inputs = super::http::DetailInputs::load(dir);
+    bundle_of(dir, &super::http::DetailInputs::load(dir))
+}
+
+fn bundle_of(dir: &RunDir, inputs: &super::http::DetailInputs) -> Bundle {
     let detail = inputs.detail(&dir.run_id);
     let events = match &inputs.timeline {
         TimelineState::Ok(t) => Some(t.events.iter().map(public_event).collect()),
@@ -167,10 +172,12 @@ fn csp_hash(text: &str) -> String {
 }
 
 const CSS_LINK: &str = "<link rel=\"stylesheet\" href=\"style.css\">";
+/// The charts' container in the shell: the static report writes the charts into it.
+const CHARTS_DIV: &str = "<div id=\"charts\" class=\"charts\"></div>";
 const JS_TAG: &str = "<script src=\"app.js\" defer></script>";
 
-/// The self-contained page for `bundle` (pure).
-pub fn render_html(bundle: &Bundle) -> String {
+/// The self-contained page for `bundle` with `charts` drawn into it as inline SVG (pure).
+pub fn render_html(bundle: &Bundle, charts: &Charts) -> String {
     let css = format!("\n{STYLE_CSS}\n");
     let js = format!("\n{APP_JS}\n");
     let csp = format!(
@@ -186,8 +193,13 @@ pub fn render_html(bundle: &Bundle) -> String {
         "<script type=\"application/json\" id=\"inferscope-data\">{}</script>\n<script>{js}</script>",
         script_safe_json(bundle)
     );
+    let charts = format!(
+        "<div id=\"charts\" class=\"charts\" data-source=\"report\">\n{}</div>",
+        charts_html(charts)
+    );
     INDEX_HTML
         .replacen(CSS_LINK, &head, 1)
+        .replacen(CHARTS_DIV, &charts, 1)
         .replacen(JS_TAG, &body, 1)
 }
 
@@ -198,9 +210,11 @@ pub fn report_html(run_dir: &Path) -> (String, bool) {
     // directory nothing is followed.
     let resolved = std::fs::canonicalize(run_dir).unwrap_or_else(|_| run_dir.to_path_buf());
     let dir = RunDir::open_local(&resolved);
-    let b = bundle(&dir);
+    let inputs = super::http::DetailInputs::load(&dir);
+    let b = bundle_of(&dir, &inputs);
+    let charts = charts_of(&inputs.report);
     let integrity = b.detail.timeline.state == "integrity_error";
-    (render_html(&b), integrity)
+    (render_html(&b, &charts), integrity)
 }
 
 #[cfg(test)]
@@ -236,5 +250,6 @@ mod tests {
     fn the_shell_has_the_tags_the_report_replaces() {
         assert_eq!(INDEX_HTML.matches(CSS_LINK).count(), 1);
         assert_eq!(INDEX_HTML.matches(JS_TAG).count(), 1);
+        assert_eq!(INDEX_HTML.matches(CHARTS_DIV).count(), 1);
     }
 }

@@ -329,6 +329,7 @@ enum Route<'a> {
     RunDetail(&'a str),
     Timeline,
     Samples,
+    Charts,
     Artifact(&'a str, &'a str),
 }
 
@@ -346,6 +347,7 @@ impl<'a> Route<'a> {
             ["v1", "runs", id] if !id.is_empty() => Route::RunDetail(id),
             ["v1", "benchmark-timeline"] => Route::Timeline,
             ["v1", "samples"] => Route::Samples,
+            ["v1", "charts"] => Route::Charts,
             ["runs", id, name] if !name.is_empty() => Route::Artifact(id, name),
             _ => return None,
         })
@@ -395,6 +397,7 @@ async fn dispatch(st: AppState, req: &Request<Incoming>) -> Response {
         Route::RunDetail(id) => run_detail(st, decode_segment(id), raw).await,
         Route::Timeline => timeline(st, raw).await,
         Route::Samples => samples(st, raw).await,
+        Route::Charts => charts(st, raw).await,
         Route::Artifact(id, name) => {
             let both = decode_segment(id).zip(decode_segment(name));
             artifact(st, both, raw).await
@@ -608,6 +611,32 @@ async fn timeline(st: AppState, raw: Option<&str>) -> Response {
             )),
             TimelineState::Integrity(items, _) => Err(ApiError::integrity("the timeline", items)),
         }
+    })
+    .await
+}
+
+/// `GET /v1/charts?run_id=`: the run's charts (from `report.json` only), within one
+/// answer's byte budget.
+async fn charts(st: AppState, raw: Option<&str>) -> Response {
+    let id = match Query::parse(raw, &["run_id"])
+        .map_err(query_error)
+        .and_then(|q| run_id_query(&q))
+    {
+        Ok(id) => id,
+        Err(e) => return error(e),
+    };
+    let gate = st.clone();
+    blocking(&gate, move || {
+        let dir = st.store.resolve(&id).map_err(store_error)?;
+        let charts = super::charts::charts_of(&dir.report(MAX_REPORT_BYTES));
+        Ok(json(
+            StatusCode::OK,
+            &super::charts::charts_page(
+                &id,
+                charts,
+                api::MAX_RESPONSE_BYTES - api::ENVELOPE_RESERVE,
+            ),
+        ))
     })
     .await
 }
@@ -967,6 +996,7 @@ mod tests {
         assert_eq!(Route::of("/"), Some(Route::Index));
         assert_eq!(Route::of("/v1/runs"), Some(Route::ListRuns));
         assert_eq!(Route::of("/v1/runs/r1"), Some(Route::RunDetail("r1")));
+        assert_eq!(Route::of("/v1/charts"), Some(Route::Charts));
         assert_eq!(Route::of("/v1/runs/a%2Fb"), Some(Route::RunDetail("a%2Fb")));
         assert_eq!(
             Route::of("/runs/r1/manifest.json"),

@@ -16,6 +16,7 @@
 //! | `/v1/runs/{run_id}?jobs_after=0` | yes | [`api::DetailPage`]: the [`view::RunDetail`] (verdicts, capture quality, lanes, gaps) with the jobs that fit 1 MiB (≤ 100, `jobs_next_after`; a job too large alone is served summarised) |
 //! | `/v1/benchmark-timeline?run_id=&after_seq=0&limit=500` | yes | [`api::TimelinePage`] (≤ 1,000 events, ≤ 1 MiB, `next_after_seq`), [`api::TimelineUnavailable`], or 422 |
 //! | `/v1/samples?run_id=&source=power\|proc\|metrics&after=0&limit=2000` | yes | [`api::SamplesPage`] (≤ 5,000 samples, ≤ 1 MiB, `next_after`) |
+//! | `/v1/charts?run_id=` | yes | [`charts::ChartsPage`]: the run's charts (load-sweep curves, trajectory step bars, baseline pairs) as SVG element trees, ≤ 1 MiB, with a note per chart left out |
 //! | `/runs/{run_id}/timeline.jsonl?after_seq=0&limit=1000` | yes | the verified events file's exact lines, ≤ 1,000 and ≤ 1 MiB a page (`x-inferscope-next-after-seq` header while more follow; field case C29) |
 //! | `/runs/{run_id}/manifest.json` | yes | the verified manifest's exact bytes |
 //!
@@ -38,6 +39,7 @@ pub mod admit;
 pub mod api;
 pub mod assets;
 pub mod auth;
+pub mod charts;
 pub mod html;
 mod http;
 pub mod query;

@@ -199,6 +199,17 @@ impl Browser {
         );
         base64_decode(r["data"].as_str().unwrap())
     }
+
+    /// A PNG of one rectangle of the page (CSS pixels from the document's top left).
+    pub fn screenshot_clip(&mut self, s: &str, x: f64, y: f64, width: f64, height: f64) -> Vec<u8> {
+        let r = self.call(
+            "Page.captureScreenshot",
+            json!({ "format": "png", "captureBeyondViewport": true,
+                "clip": { "x": x, "y": y, "width": width, "height": height, "scale": 1 } }),
+            Some(s),
+        );
+        base64_decode(r["data"].as_str().unwrap())
+    }
 }
 
 impl Drop for Browser {

@@ -12,6 +12,7 @@
 //! otherwise.
 
 mod cdp;
+mod charts;
 use crate::support;
 
 use std::collections::BTreeSet;
@@ -87,8 +88,16 @@ struct Served {
 
 impl Served {
     fn start() -> Self {
+        Self::start_at(Path::new("fixtures/runs"))
+    }
+
+    /// The real binary serving the runs root `runs` (relative to the repository, or absolute).
+    fn start_at(runs: &Path) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_inferscope-bench"))
-            .args(["serve", "--runs", "fixtures/runs", "--bind", "127.0.0.1:0"])
+            .arg("serve")
+            .arg("--runs")
+            .arg(runs)
+            .args(["--bind", "127.0.0.1:0"])
             .env("INFERSCOPE_TOKEN", TOKEN)
             .current_dir(repo())
             .stdout(Stdio::piped())

@@ -294,6 +294,7 @@ fn auth_comes_before_any_filesystem_access() {
         "/v1/runs/r1",
         "/v1/benchmark-timeline?run_id=r1",
         "/v1/samples?run_id=r1&source=power",
+        "/v1/charts?run_id=r1",
         "/runs/r1/timeline.jsonl",
         "/nope",
         "/v1/runs?limit=0",
@@ -566,6 +567,7 @@ fn unavailable_unknown_and_corrupt_runs_get_typed_answers() {
         "/v1/runs/nope",
         "/v1/benchmark-timeline?run_id=nope",
         "/v1/samples?run_id=nope&source=power",
+        "/v1/charts?run_id=nope",
         "/runs/nope/timeline.jsonl",
         "/runs/no-timeline/report.json",
         "/runs/no-timeline/timeline.jsonl",
@@ -905,6 +907,86 @@ fn report_html_is_one_self_contained_file() {
     );
     assert!(!data["events"].as_array().unwrap().is_empty());
     assert!(!html[start..end].contains('<'));
+}
+
+/// Issue 32 item 2: `GET /v1/charts?run_id=` serves a run's charts as SVG element trees
+/// (the page builds them), drawn from report.json; strict query, typed errors; a run
+/// without a report has a note, no chart.
+#[test]
+fn charts_route_serves_the_runs_charts_as_element_trees() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("complete"), &tmp.path().join("complete"));
+    std::fs::create_dir_all(tmp.path().join("empty")).unwrap();
+    let srv = TestServer::start(tmp.path());
+    let (s, v) = srv.json("/v1/charts?run_id=complete");
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["schema"], "inferscope-bench.serve.charts/v1");
+    assert_eq!(v["run_id"], "complete");
+    let charts = v["charts"].as_array().unwrap();
+    assert_eq!(charts.len(), 1, "{v}");
+    assert_eq!(charts[0]["kind"], "trajectory");
+    assert_eq!(charts[0]["job"], "agentic::repo_tour");
+    let svg = &charts[0]["svg"];
+    assert_eq!(svg["tag"], "svg");
+    let attrs: Vec<(String, String)> = serde_json::from_value(svg["attrs"].clone()).unwrap();
+    assert!(attrs.contains(&("data-chart-kind".into(), "trajectory".into())));
+    let kinds: Vec<&str> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["sweep", "baseline"]);
+    let (s, v) = srv.json("/v1/charts?run_id=empty");
+    assert_eq!(s, 200, "{v}");
+    assert!(v["charts"].as_array().unwrap().is_empty());
+    assert_eq!(v["notes"][0]["kind"], "report");
+    for (t, code) in [
+        ("/v1/charts", "missing_query_key"),
+        ("/v1/charts?run_id=complete&x=1", "unknown_query_key"),
+        ("/v1/charts?run_id=../complete", "invalid_run_id"),
+    ] {
+        let (s, v) = srv.json(t);
+        assert_eq!(s, 400, "{t}: {v}");
+        assert_eq!(v["error"]["code"], code, "{t}");
+    }
+    assert_eq!(srv.raw(b"/v1/charts?run_id=complete", None).status, 401);
+}
+
+/// The static report draws its charts into the file as inline SVG: no script library,
+/// no URL, report text escaped (a hostile job name stays text).
+#[test]
+fn report_html_draws_its_charts_inline_and_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    copy_dir(&fixture("complete"), &run);
+    let p = run.join("report.json");
+    let mut r: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    r["jobs"][0]["id"] = "agentic::</svg><script>alert(1)</script>&\"".into();
+    std::fs::write(&p, serde_json::to_vec(&r).unwrap()).unwrap();
+    let out = tmp.path().join("report.html");
+    report_html(&run, &out);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let start = html.find("<div id=\"charts\"").unwrap();
+    let end = start + html[start..].find("</div>").unwrap();
+    let charts = &html[start..end];
+    assert!(charts.contains("data-source=\"report\""));
+    assert_eq!(
+        charts
+            .matches("<svg class=\"chart\" data-chart-kind=\"trajectory\"")
+            .count(),
+        1
+    );
+    assert!(charts.contains(
+        "data-job=\"agentic::&lt;/svg&gt;&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;\""
+    ));
+    assert!(!charts.contains("<script"));
+    assert_eq!(charts.matches("<p class=\"chart-note\"").count(), 2);
+    // Still exactly the two inline scripts the CSP allows, and nothing fetched.
+    assert_eq!(html.matches("<script").count(), 2);
+    let no_ns = html.replace("\"http://www.w3.org/2000/svg\"", "SVG_NS");
+    assert!(!no_ns.contains("http://") && !no_ns.contains("https://"));
+    assert!(!charts.contains("href"));
 }
 
 #[test]

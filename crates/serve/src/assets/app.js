@@ -187,6 +187,10 @@
           }
         });
       }
+      // The charts (issue 32): SVG element trees drawn by the server from report.json.
+      jobs.push(api("/v1/charts?run_id=" + encodeURIComponent(runId)).then(function (c) { b.charts = c; }, function (err) {
+        b.charts = { charts: [], notes: [{ kind: "error", text: "Charts unavailable: " + (err && err.message ? err.message : String(err)) }] };
+      }));
       return Promise.all(jobs).then(function () { return b; });
     });
   }
@@ -310,6 +314,7 @@
     renderLegend();
     renderTimeline(b, spans);
     renderTable(b, spans);
+    renderCharts(b);
     renderJobs(d);
     renderDetail(null);
     setStatus(b.mode === "static" ? "Static report of run " + b.run_id : "Run " + b.run_id, false);
@@ -1095,6 +1100,39 @@
     var wrap = el("div", "table-wrap");
     wrap.appendChild(table);
     box.appendChild(wrap);
+  }
+
+  // ---------- charts ----------
+  // The server draws each chart as an SVG element tree (tag, attributes, children, text);
+  // the page builds exactly those elements with createElementNS, setAttribute and
+  // textContent, never by parsing markup. Only drawing elements are built, and no event
+  // handler, link or style attribute is set, whatever the tree holds.
+  var SVG_TAGS = { svg: 1, g: 1, title: 1, line: 1, polyline: 1, rect: 1, circle: 1, text: 1 };
+  function svgTree(n) {
+    if (!n || !Object.prototype.hasOwnProperty.call(SVG_TAGS, n.tag)) return null;
+    var e = svgEl(n.tag);
+    (n.attrs || []).forEach(function (a) {
+      var k = String(a[0]);
+      if (!/^[a-z][a-z0-9-]*$/i.test(k) || /^on/i.test(k) || /href/i.test(k) || k.toLowerCase() === "style") return;
+      e.setAttribute(k, String(a[1]));
+    });
+    if (n.text !== undefined && n.text !== null) e.textContent = String(n.text);
+    (n.children || []).forEach(function (c) { var x = svgTree(c); if (x) e.appendChild(x); });
+    return e;
+  }
+
+  // The static report carries its charts as inline SVG already (b.charts is absent); the
+  // dashboard draws those GET /v1/charts returned, then a note per chart left out.
+  function renderCharts(b) {
+    if (!b.charts) return;
+    var box = document.getElementById("charts");
+    clear(box);
+    (b.charts.charts || []).forEach(function (c) { var e = svgTree(c.svg); if (e) box.appendChild(e); });
+    (b.charts.notes || []).forEach(function (n) {
+      var p = el("p", "chart-note", n.text);
+      p.setAttribute("data-omitted", n.kind);
+      box.appendChild(p);
+    });
   }
 
   // ---------- start ----------
