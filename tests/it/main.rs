@@ -21,6 +21,7 @@ mod hardening3;
 mod harness;
 mod honesty;
 mod hostile;
+mod init;
 mod load;
 mod offline;
 mod otlp;
