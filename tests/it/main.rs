@@ -8,6 +8,7 @@ mod support;
 mod architecture;
 mod attribution;
 mod baseline;
+mod benchmarks_doc;
 mod browser;
 mod choices;
 mod cli;
