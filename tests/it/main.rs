@@ -28,6 +28,7 @@ mod offline;
 mod otlp;
 mod outcomes;
 mod overhead;
+mod readme;
 mod records;
 mod review;
 mod secrets;
