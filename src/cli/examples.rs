@@ -20,8 +20,8 @@ Examples:
   inferscope-bench init http://gpu:8000/v1 --api-key-env OPENAI_API_KEY --out suites/gpu.toml
   inferscope-bench init http://127.0.0.1:8000/v1 --model qwen2.5-7b --force
 
-Then: inferscope-bench check suites/starter.toml
-      inferscope-bench run suites/starter.toml";
+Then: inferscope-bench check starter.toml
+      inferscope-bench run starter.toml";
 
 /// `check`.
 pub const CHECK: &str = "\
@@ -39,7 +39,7 @@ Examples:
 pub const RUN: &str = "\
 Examples:
   inferscope-bench run suites/agentic.toml --capture-timeline
-  inferscope-bench run suites/starter.toml --junit junit.xml --out runs/ci
+  inferscope-bench run starter.toml --junit junit.xml --out runs/ci
   inferscope-bench run suites/context.toml --endpoint http://127.0.0.1:8000/v1 --model m";
 
 /// `sim`.

@@ -4,8 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-/// Where `init` writes the suite unless `--out` says otherwise.
-pub const DEFAULT_INIT_OUT: &str = "suites/starter.toml";
+/// Where `init` writes the suite unless `--out` says otherwise: the current directory, not
+/// `suites/`, whose every `*.toml` the nextest harness runs as trials (a starter names a
+/// server that may not be running then).
+pub const DEFAULT_INIT_OUT: &str = "starter.toml";
 
 /// Arguments of `init`.
 #[derive(Debug, Clone, Args)]

@@ -195,7 +195,7 @@ fn refuse_existing(out: &Path, force: bool) -> Result<(), Failure> {
 }
 
 /// The suite's name: the file stem with every character a job id does not allow
-/// replaced by `_` (`starter` for `suites/starter.toml`).
+/// replaced by `_` (`starter` for `starter.toml`).
 fn suite_name(out: &Path) -> String {
     let stem = out
         .file_stem()

@@ -31,10 +31,10 @@ fn init_against_the_simulator_writes_a_suite_that_check_accepts_and_run_passes()
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (out, _) = text(&o);
     assert!(
-        out.contains("wrote suites/starter.toml") && out.contains("model `inferscope-sim`"),
+        out.contains("wrote starter.toml") && out.contains("model `inferscope-sim`"),
         "{out}"
     );
-    let suite = read(&cwd.path().join("suites/starter.toml"));
+    let suite = read(&cwd.path().join("starter.toml"));
     assert!(suite.contains(&format!("endpoint = \"{url}\"")), "{suite}");
     assert!(suite.contains("model = \"inferscope-sim\""), "{suite}");
     assert!(
@@ -42,17 +42,13 @@ fn init_against_the_simulator_writes_a_suite_that_check_accepts_and_run_passes()
         "{suite}"
     );
 
-    let o = run(cwd.path(), &["check", "suites/starter.toml"]);
+    let o = run(cwd.path(), &["check", "starter.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    assert!(
-        text(&o)
-            .0
-            .contains("ok: suites/starter.toml (2 jobs, 1 tools)")
-    );
+    assert!(text(&o).0.contains("ok: starter.toml (2 jobs, 1 tools)"));
 
     let o = run(
         cwd.path(),
-        &["run", "suites/starter.toml", "--out", "runs/starter"],
+        &["run", "starter.toml", "--out", "runs/starter"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (out, _) = text(&o);
@@ -101,7 +97,7 @@ fn init_picks_the_first_of_several_models_names_the_others_and_takes_model() {
         err.contains("lists 3 models; using the first, `alpha` (the others: beta, gamma)"),
         "{err}"
     );
-    assert!(read(&cwd.path().join("suites/starter.toml")).contains("model = \"alpha\""));
+    assert!(read(&cwd.path().join("starter.toml")).contains("model = \"alpha\""));
 
     let o = run(
         cwd.path(),
@@ -111,11 +107,12 @@ fn init_picks_the_first_of_several_models_names_the_others_and_takes_model() {
             "--model",
             "beta",
             "--out",
-            "b.toml",
+            "my/suites/b.toml",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let b = read(&cwd.path().join("b.toml"));
+    // Parent directories are created.
+    let b = read(&cwd.path().join("my/suites/b.toml"));
     assert!(
         b.contains("model = \"beta\"") && b.contains("name = \"b\""),
         "{b}"
@@ -145,14 +142,14 @@ fn init_picks_the_first_of_several_models_names_the_others_and_takes_model() {
 #[test]
 fn init_keeps_an_existing_file_and_sends_nothing_unless_force() {
     let cwd = tempfile::tempdir().unwrap();
-    let existing = support::write(cwd.path(), "suites/starter.toml", "# mine\n");
+    let existing = support::write(cwd.path(), "starter.toml", "# mine\n");
     let wire = Tripwire::new();
     let o = run(cwd.path(), &["init", &wire.base_url()]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(
         text(&o)
             .1
-            .contains("suites/starter.toml exists; pass --force to replace it"),
+            .contains("starter.toml exists; pass --force to replace it"),
         "{}",
         describe(&o)
     );
@@ -164,7 +161,7 @@ fn init_keeps_an_existing_file_and_sends_nothing_unless_force() {
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert!(read(&existing).contains("model = \"m\""));
     // No temporary file is left beside it.
-    let names: Vec<String> = std::fs::read_dir(cwd.path().join("suites"))
+    let names: Vec<String> = std::fs::read_dir(cwd.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -183,7 +180,7 @@ fn init_names_the_key_variable_and_never_writes_or_prints_the_key() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let (out, err) = text(&o);
-    let suite = read(&cwd.path().join("suites/starter.toml"));
+    let suite = read(&cwd.path().join("starter.toml"));
     assert!(suite.contains("api_key_env = \"INIT_TEST_KEY\""), "{suite}");
     for (what, s) in [("suite", &suite), ("stdout", &out), ("stderr", &err)] {
         assert!(!s.contains(KEY), "the key is in the {what}");
@@ -274,7 +271,7 @@ fn init_reports_endpoint_failures_as_the_preflight_does() {
     let o = run(cwd.path(), &["init", "http://user:pw1234@127.0.0.1:9/v1"]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(!text(&o).1.contains("pw1234"), "{}", describe(&o));
-    assert!(!cwd.path().join("suites").exists());
+    assert!(!cwd.path().join("starter.toml").exists());
 }
 
 /// A model id with quotes and backslashes is written as a TOML string `check` reads back.
@@ -285,9 +282,9 @@ fn init_escapes_the_model_id() {
     let cwd = tempfile::tempdir().unwrap();
     let o = run(cwd.path(), &["init", &server.base_url()]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let o = run(cwd.path(), &["check", "suites/starter.toml"]);
+    let o = run(cwd.path(), &["check", "starter.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let o = run(cwd.path(), &["run", "suites/starter.toml", "--dry-run"]);
+    let o = run(cwd.path(), &["run", "starter.toml", "--dry-run"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert!(text(&o).0.contains(odd), "{}", describe(&o));
 }

@@ -283,7 +283,7 @@ fn every_example_command_in_the_readme_runs_as_written() {
         "junit.xml",
         "strict.toml",
         "snapshots/agentic__repo_tour.snap.new",
-        "suites/starter.toml",
+        "starter.toml",
         "runs/starter/report.json",
         "starter.html",
     ] {
