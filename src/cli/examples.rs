@@ -17,7 +17,7 @@ The README's five-minute tour and docs/commands.md have more.";
 pub const INIT: &str = "\
 Examples:
   inferscope-bench init http://127.0.0.1:8000/v1
-  inferscope-bench init http://gpu:8000/v1 --api-key-env OPENAI_API_KEY --out suites/gpu.toml
+  inferscope-bench init http://gpu:8000/v1 --api-key-env OPENAI_API_KEY --out gpu.toml
   inferscope-bench init http://127.0.0.1:8000/v1 --model qwen2.5-7b --force
 
 Then: inferscope-bench check starter.toml

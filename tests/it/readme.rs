@@ -66,16 +66,32 @@ fn expected_exit(text: &str) -> i32 {
         .unwrap_or(0)
 }
 
+/// A backtick fence line (CommonMark): at least three backticks, then an info string
+/// holding no backtick; `(backticks, info)`.
+fn fence(line: &str) -> Option<(usize, &str)> {
+    let n = line.bytes().take_while(|&b| b == b'`').count();
+    let info = &line[n..];
+    (n >= 3 && !info.contains('`')).then_some((n, info.trim()))
+}
+
 /// Every fenced block whose info string holds `example`.
 fn example_blocks(readme: &str) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut open: Option<Block> = None;
+    let mut open_ticks = 0;
     let mut pending: Option<(usize, String)> = None;
     for (i, line) in readme.lines().enumerate() {
-        if let Some(info) = line.strip_prefix("```") {
+        let closing = matches!(fence(line), Some((n, "")) if open.is_some() && n >= open_ticks);
+        let opening = open.is_none() && fence(line).is_some();
+        if closing || opening {
+            let info = fence(line).map(|(n, info)| {
+                open_ticks = n;
+                info
+            });
             match open.take() {
                 Some(b) => blocks.push(b),
                 None => {
+                    let info = info.unwrap_or_default();
                     let info: Vec<String> = info.split_whitespace().map(str::to_string).collect();
                     if info.iter().any(|w| w == "example") {
                         open = Some(Block {
@@ -294,6 +310,7 @@ fn every_example_command_in_the_readme_runs_as_written() {
 #[test]
 fn the_example_parser_reads_markers_continuations_and_exit_statuses() {
     let text = "intro\n\
+                ```` ```sh example ```` is inline code, not a fence\n\
                 ```sh\n\
                 not run\n\
                 ```\n\
@@ -313,12 +330,12 @@ fn the_example_parser_reads_markers_continuations_and_exit_statuses() {
         blocks[0].commands,
         [
             Example {
-                line: 7,
+                line: 8,
                 text: "a --flag    b   # exit 100: fails".into(),
                 exit: 100
             },
             Example {
-                line: 10,
+                line: 11,
                 text: "c # exits 0".into(),
                 exit: 0
             },
