@@ -5,10 +5,13 @@
 
 use std::path::PathBuf;
 
+pub mod examples;
+mod init;
 mod k8s;
 mod overhead;
 mod serve;
 mod sim;
+pub use init::{DEFAULT_INIT_OUT, InitArgs};
 pub use k8s::{K8sArgs, KubeRelease, PartitionMode};
 pub use overhead::{NegativeControlArg, OverheadArgs};
 pub use serve::ServeArgs;
@@ -19,7 +22,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// inferscope-bench: benchmark OpenAI-compatible LLM endpoints per step, in ms, joules
 /// and prefix-cache hits, and gate CI on the result.
 #[derive(Debug, Parser)]
-#[command(name = "inferscope-bench", version, about, long_about = None)]
+#[command(
+    name = "inferscope-bench",
+    version,
+    about,
+    long_about = None,
+    after_help = examples::TOP
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -39,13 +48,20 @@ where
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a commented starter suite for an endpoint: lists its models (`GET
+    /// /models`) and picks one. Exit 0 written, 2 bad input or an existing file (without
+    /// --force), 96 the endpoint did not answer with a model list.
+    #[command(after_help = examples::INIT)]
+    Init(InitArgs),
     /// Validate suite files (exit 0 valid, 2 invalid); sends nothing.
+    #[command(after_help = examples::CHECK)]
     Check {
         /// Suite files.
         #[arg(required = true)]
         suites: Vec<PathBuf>,
     },
     /// List the jobs of suite files (`suite::job  kind`).
+    #[command(after_help = examples::LIST)]
     List {
         /// Suite files.
         #[arg(required = true)]
@@ -59,6 +75,7 @@ pub enum Command {
         partition: Option<crate::shard::Partition>,
     },
     /// Run suites against an endpoint (the built-in simulator when none is named).
+    #[command(after_help = examples::RUN)]
     Run {
         /// Suites, endpoint, capture and output.
         #[command(flatten)]
@@ -68,17 +85,21 @@ pub enum Command {
         after: RunAfterArgs,
     },
     /// Serve the built-in OpenAI-compatible simulator until Ctrl-C.
+    #[command(after_help = examples::SIM)]
     Sim(SimArgs),
     /// Serve the read-only, authenticated timeline API and dashboard page over retained
     /// run directories until Ctrl-C.
+    #[command(after_help = examples::SERVE)]
     Serve(ServeArgs),
     /// Timeline artifact tools.
+    #[command(after_help = examples::TIMELINE)]
     Timeline {
         /// Timeline subcommand.
         #[command(subcommand)]
         command: TimelineCommand,
     },
     /// Write a report of a finished run in another format.
+    #[command(after_help = examples::REPORT)]
     Report {
         /// The run directory (holds report.json).
         run_dir: PathBuf,
@@ -97,6 +118,7 @@ pub enum Command {
         otlp_protocol: OtlpProtocol,
     },
     /// Saved baselines (`.inferscope/baselines/NAME.json` under the current directory).
+    #[command(after_help = examples::BASELINE)]
     Baseline {
         /// Baseline subcommand.
         #[command(subcommand)]
@@ -104,6 +126,7 @@ pub enum Command {
     },
     /// Compare a finished run with a saved baseline: per job and figure, improved,
     /// regressed or within noise (exit 0; 100 with --regression-pct exceeded; 2 bad input).
+    #[command(after_help = examples::COMPARE)]
     Compare {
         /// The run directory (holds report.json).
         run_dir: PathBuf,
@@ -120,6 +143,7 @@ pub enum Command {
     },
     /// Measure the overhead of timeline capture: interleaved capture-off/on runs of a
     /// suite against the `[overhead]` budgets. Exit 0 pass, 100 fail, 3 inconclusive.
+    #[command(after_help = examples::OVERHEAD)]
     Overhead(OverheadArgs),
     /// Write each job's redacted trajectory report of a finished run as an insta
     /// `.snap.new` file (review with `cargo insta review`). Exit 0 when every snapshot
@@ -127,6 +151,7 @@ pub enum Command {
     /// runs each job alone against a fresh simulator; to compare with its snapshots,
     /// snapshot a run of one job (`run SUITE --filter JOB`): in a run of several jobs the
     /// endpoint's prefix cache carries over from job to job.
+    #[command(after_help = examples::SNAPSHOT)]
     Snapshot {
         /// The run directory (holds report.json).
         run_dir: PathBuf,
@@ -140,6 +165,7 @@ pub enum Command {
     /// run's status (0 passed, 100 a job or gate failed or a shard was cancelled, 96 a
     /// setup error); 2 when the shards do not belong together or a directory cannot be
     /// read or written.
+    #[command(after_help = examples::MERGE)]
     Merge {
         /// The shards' run directories (each K of 1..=N exactly once, any order).
         #[arg(required = true)]
@@ -156,9 +182,11 @@ pub enum Command {
     },
     /// Print Kubernetes manifests that run a suite as N shards (an Indexed Job) and merge
     /// them (a Job that waits for the Indexed Job's completion condition).
+    #[command(after_help = examples::K8S)]
     K8s(K8sArgs),
     /// Offline step-attribution join (docs/measurement.md) of an external driver's step markers with sampled timelines:
     /// a samples directory, saved Prometheus query_range answers, or an inferscope report.
+    #[command(after_help = examples::TRAJECTORY)]
     Trajectory {
         /// A `samples/` directory written by a run or by any tool (docs/samples.md).
         #[arg(long, required_unless_present_any = ["prometheus_range", "inferscope_report"],
@@ -224,6 +252,7 @@ impl Command {
 pub enum TimelineCommand {
     /// Verify a run's timeline artifact: hash, length, schema, order, parents, spans.
     /// Exit 0 ok, 1 integrity error, 2 unavailable or bad input.
+    #[command(after_help = examples::TIMELINE_VERIFY)]
     Verify {
         /// The run directory.
         run_dir: PathBuf,
@@ -234,6 +263,7 @@ pub enum TimelineCommand {
 #[derive(Debug, Subcommand)]
 pub enum BaselineCommand {
     /// Save a finished run's summary (figures and their spread) as baseline NAME.
+    #[command(after_help = examples::BASELINE_SAVE)]
     Save {
         /// The run directory (holds report.json).
         run_dir: PathBuf,

@@ -6,6 +6,7 @@
 pub mod baseline;
 pub mod check;
 pub mod compare;
+pub mod init;
 pub mod k8s;
 pub mod list;
 pub mod merge;
@@ -29,6 +30,7 @@ pub fn dispatch(cmd: Command) -> futures_util::future::BoxFuture<'static, i32> {
 async fn dispatch_inner(cmd: Command) -> i32 {
     match cmd {
         Command::Check { suites } => check::command(&suites),
+        Command::Init(args) => init::command(args).await,
         Command::List {
             suites,
             filter,

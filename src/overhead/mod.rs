@@ -1,5 +1,5 @@
 //! `inferscope-bench overhead SUITE [--pairs N] [--negative-control blocking-sink|disk-write-sink]`:
-//! the measured overhead gate of timeline capture (README.md (overhead), docs/artifacts.md, issue 6 item 2).
+//! the measured overhead gate of timeline capture (docs/ci.md, docs/artifacts.md, issue 6 item 2).
 //!
 //! The suite runs `1 + 2·N` times in this process: one discarded capture-off warm-up run
 //! (first-run costs: page faults, lazy statics, connection pools), then N interleaved

@@ -351,7 +351,7 @@ async fn drain_ready<S: futures_util::Stream<Item = Result<Bytes, E>> + Unpin, E
 /// starts a burst and yields as before; at saturation, where a response arrives in a few
 /// network reads, the stream no longer rotates through every other stream's task between
 /// two chunks of one read. What a read inside a burst costs the others: its parse (about
-/// 0.6 µs per event) runs before their stamps (issue 19, BENCHMARKS.md "Client cost").
+/// 0.1 µs per event) runs before their stamps (issue 19, BENCHMARKS.md "Client cost").
 const BURST_NS: u64 = 1_000_000;
 
 /// Yields once by waking itself: the task goes to the back of its worker's run queue, so

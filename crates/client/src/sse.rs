@@ -19,7 +19,7 @@
 //! behind a splitter of this module. That crate re-parsed its buffer with nom for every
 //! read, copied the remainder after every line and built three `String`s per event; at
 //! saturation the framer cost about a fifth of the client's CPU (issue 19's profile), and
-//! this one about 1.5 % (BENCHMARKS.md, "Client cost (issue 19)"). The SSE field grammar is small and this module already had to normalize line
+//! this one about 1.5 % (issue 19's perf profile, in the history of BENCHMARKS.md "Client cost"). The SSE field grammar is small and this module already had to normalize line
 //! endings, drop the BOM (the crate panicked on one) and bound memory itself, so the field
 //! parsing moved here. A property test checks it against eventsource-stream (a
 //! dev-dependency) on arbitrary streams and read splits.

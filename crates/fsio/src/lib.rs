@@ -16,8 +16,8 @@
 //!   `openat(…, O_NOFOLLOW)` from the previous one's descriptor, so no symlink anywhere
 //!   under the root is followed and containment is by descriptor, never by string.
 //!
-//! Every read limit is in [`limits`] (README "Security" lists them). The module is a
-//! leaf: `std` and `libc` only, no async runtime.
+//! Every read limit is in [`limits`] (docs/security.md "Every file read is bounded" lists
+//! them). The module is a leaf: `std` and `libc` only, no async runtime.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -27,7 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-/// Every read limit of the product, bytes (one table; README "Security").
+/// Every read limit of the product, bytes (one table; docs/security.md).
 pub mod limits {
     /// `report.json` for a run's detail, `report`, `baseline save`, `compare`, `trajectory`.
     pub const REPORT_BYTES: u64 = 32 << 20;

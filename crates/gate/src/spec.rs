@@ -119,7 +119,7 @@ impl GateSpec {
     }
 }
 
-/// The `[overhead]` table: budgets for `inferscope-bench overhead` (README.md (overhead), docs/artifacts.md).
+/// The `[overhead]` table: budgets for `inferscope-bench overhead` (docs/ci.md, docs/artifacts.md).
 /// Defaults follow the docs/artifacts.md: ≤ 1 % workload effect, zero capture disk bytes, zero GPU bytes.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
