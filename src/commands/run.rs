@@ -37,16 +37,19 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
         })?;
         for s in &mut resolved {
             s.suite.tokenizer = source.clone();
+            s.suite.set_by_flag("tokenizer");
         }
     }
     for s in &mut resolved {
-        let t = &mut s.suite.telemetry;
         if let Some(pid) = args.engine_pid {
-            t.engine_pid = Some(pid);
-            t.include_descendants = true;
+            s.suite.telemetry.engine_pid = Some(pid);
+            s.suite.telemetry.include_descendants = true;
+            s.suite.set_by_flag("telemetry.engine_pid");
+            s.suite.set_by_flag("telemetry.include_descendants");
         }
         if let Some(ms) = args.metrics_period_ms {
-            t.metrics_period_ms = ms;
+            s.suite.telemetry.metrics_period_ms = ms;
+            s.suite.set_by_flag("telemetry.metrics_period_ms");
         }
     }
     Ok(resolved)

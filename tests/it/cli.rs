@@ -476,6 +476,58 @@ fn dry_run_prints_every_setting_and_sends_nothing() {
     assert_eq!(tree(cwd.path()), vec!["dry.toml"], "a dry run wrote files");
 }
 
+/// `run --engine-pid` (with its descendants), `--metrics-period-ms` and `--tokenizer`
+/// override every suite's telemetry and are named `flag` in the dry run; a pid of 0 and a
+/// period under 10 ms are bad input.
+#[test]
+fn telemetry_flags_override_the_suite_and_say_so() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "t.toml",
+        "name = \"t\"\n[telemetry]\nmetrics_period_ms = 500\n\
+         [[jobs]]\nname = \"one\"\nkind = \"context\"\nsizes = [16]\n",
+    );
+    let o = run(cwd.path(), &["run", "t.toml", "--dry-run"]);
+    let stdout = text(&o).0;
+    for line in [
+        "telemetry.metrics_period_ms: 500 (suite)",
+        "telemetry.engine_pid: none (default)",
+        "tokenizer: bytes/4 estimate (default)",
+    ] {
+        assert!(stdout.contains(line), "{line}\n{stdout}");
+    }
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            "t.toml",
+            "--dry-run",
+            "--engine-pid",
+            "4242",
+            "--metrics-period-ms",
+            "50",
+            "--tokenizer",
+            "endpoint",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let stdout = text(&o).0;
+    for line in [
+        "telemetry.metrics_period_ms: 50 (flag)",
+        "telemetry.engine_pid: 4242 (flag)",
+        "telemetry.include_descendants: true (flag)",
+        "tokenizer: engine /tokenize (flag)",
+    ] {
+        assert!(stdout.contains(line), "{line}\n{stdout}");
+    }
+    for bad in [["--engine-pid", "0"], ["--metrics-period-ms", "5"]] {
+        let o = run(cwd.path(), &["run", "t.toml", "--dry-run", bad[0], bad[1]]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", describe(&o));
+        assert!(text(&o).1.contains(bad[0]), "{}", describe(&o));
+    }
+}
+
 #[test]
 fn check_and_list() {
     let cwd = tempfile::tempdir().unwrap();

@@ -47,7 +47,9 @@ impl Rows<'_> {
     /// A setting from the file (`suite`) or a default; `file_key` is the key looked up.
     fn keyed(&mut self, key: &str, file_key: &str, value: impl ToString) {
         let path = format!("{}{file_key}", self.prefix);
-        let source = if self.suite.is_set(&path) {
+        let source = if self.suite.is_flagged(&path) {
+            SettingSource::Flag
+        } else if self.suite.is_set(&path) {
             SettingSource::Suite
         } else {
             SettingSource::Default
@@ -111,6 +113,11 @@ impl ResolvedSuite {
         );
         r.file("seed", s.seed);
         r.file("engine", s.engine.as_str());
+        let tokenizer = match &s.tokenizer {
+            super::model::TokenizerSource::File(p) => format!("{} ({})", p.display(), s.tokenizer.label()),
+            t => t.label().to_string(),
+        };
+        r.file("tokenizer", tokenizer);
         r.file("request_timeout_s", secs(s.request_timeout));
         r.file("idle_timeout_s", secs(s.idle_timeout));
         r.file("max_event_bytes", s.max_event_bytes);

@@ -545,6 +545,8 @@ pub struct Suite {
     /// Jobs in file order (at least one).
     pub jobs: Vec<Job>,
     pub(crate) explicit: BTreeSet<String>,
+    /// Dotted keys a command-line flag set after loading (`run --engine-pid`, ...).
+    pub(crate) flagged: BTreeSet<String>,
     pub(crate) text: Arc<str>,
     pub(crate) api_key_env_span: Option<Range<usize>>,
 }
@@ -554,6 +556,17 @@ impl Suite {
     /// `jobs[0].max_steps`) was written in the file (vs. a default).
     pub fn is_set(&self, path: &str) -> bool {
         self.explicit.contains(path)
+    }
+
+    /// Records that a command-line flag set the key at dotted `path` (`--dry-run` then
+    /// names `flag` as its source).
+    pub fn set_by_flag(&mut self, path: &str) {
+        self.flagged.insert(path.to_string());
+    }
+
+    /// Whether a command-line flag set the key at dotted `path`.
+    pub fn is_flagged(&self, path: &str) -> bool {
+        self.flagged.contains(path)
     }
 
     /// The job's gates merged over the suite's, field by field

@@ -236,6 +236,7 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
         tools,
         jobs,
         explicit: ctx.index.paths().map(str::to_string).collect(),
+        flagged: Default::default(),
         text: ctx.text.clone(),
         api_key_env_span: ctx.index.value_span("api_key_env"),
     })
