@@ -14,10 +14,18 @@ import sys
 FIGS = [("TTFT p50 ms", "ttft", "p50"), ("TTFT p99 ms", "ttft", "p99"),
         ("ITL p50 ms", "itl", "p50"), ("ITL p99 ms", "itl", "p99"),
         ("E2E p50 ms", "e2e", "p50"), ("E2E p99 ms", "e2e", "p99"),
-        ("output tok/s", "tput", None), ("prompt tokens / request", "prompt", None)]
+        ("output tok/s", "tput", None), ("prompt tokens / request", "prompt", None),
+        ("client CPU s (user + sys)", "cpu", None)]
+
+
+def cpu_s(path):
+    u, s, _ = open(path).read().split()[-3:]
+    return float(u) + float(s)
 
 
 def vllm_fig(r, fig, q):
+    if fig == "cpu":
+        return cpu_s(r["_time"])
     if fig == "tput":
         return r["output_throughput"]
     if fig == "prompt":
@@ -27,9 +35,11 @@ def vllm_fig(r, fig, q):
 
 
 def ours_fig(j, fig, q):
+    if fig == "cpu":
+        return cpu_s(j["_time"])
     s = j["stats"]
     if fig == "tput":
-        return s["output_tokens_per_s"]
+        return s["output_tokens_per_s"]["value"]
     if fig == "prompt":
         lines = [json.loads(l) for l in open(j["_requests"]) if l.strip()]
         k = lines[0]["jobs"].index(j["id"])
@@ -49,10 +59,13 @@ def main(out, reps):
     for c in (1, 4):
         vl, ou = [], []
         for r in range(1, reps + 1):
-            vl.append(json.load(open(f"{out}/vllm-c{c}-r{r}.json")))
+            v = json.load(open(f"{out}/vllm-c{c}-r{r}.json"))
+            v["_time"] = f"{out}/vllm-c{c}-r{r}.time"
+            vl.append(v)
             rep = json.load(open(f"{out}/ours-c{c}-r{r}/report.json"))
             j = next(j for j in rep["jobs"] if j["id"] == f"sbs::c{c}")
             j["_requests"] = f"{out}/ours-c{c}-r{r}/requests.jsonl"
+            j["_time"] = f"{out}/ours-c{c}-r{r}.time"
             ou.append(j)
         for label, fig, q in FIGS:
             print(f"| {c} | {label} | {cell([vllm_fig(r, fig, q) for r in vl])} | "

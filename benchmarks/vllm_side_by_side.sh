@@ -6,10 +6,13 @@
 # Usage: benchmarks/vllm_side_by_side.sh [OUT_DIR] [REPS]
 # Starts vLLM without prefix caching (scripts/vllm.sh; VLLM_EXTRA_ARGS=--no-enable-prefix-caching,
 # so repeated runs stay cold), then REPS (default 3) times, for concurrency 1 and 4: vLLM's
-# client, then the product (benchmarks/vllm/side_by_side.toml), each 16 requests of 256 prompt
+# client and the product (benchmarks/vllm/side_by_side.toml), which goes first alternating
+# from rep to rep, each 16 requests of 256 prompt
 # and 64 output tokens (ignore_eos) after one warm-up. Prints
 # benchmarks/vllm_side_by_side.py's table: TTFT, ITL, E2E p50/p99 and output tokens/s of
-# each tool, the median of the runs with their min–max range.
+# each tool, the median of the runs with their min–max range, and each tool's own CPU time
+# (user + system, /usr/bin/time) per run: on two cores the client shares the CPUs with the
+# engine.
 # INFERSCOPE_BIN: the runner (default target/release/inferscope-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +28,18 @@ VLLM_EXTRA_ARGS="--no-enable-prefix-caching" bash scripts/vllm.sh run "$gguf" --
   set -euo pipefail
   bin=$1 out=$2 reps=$3 model_dir=$4
   base=${VLLM_URL%/v1}
+  ours() {
+    echo "[side-by-side] rep $1, concurrency $2: inferscope-bench (load $(cut -d" " -f1 /proc/loadavg))" >&2
+    /usr/bin/time -f "%U %S %M" -o "$out/ours-c$2-r$1.time" \
+      "$bin" run benchmarks/vllm/side_by_side.toml --endpoint "$VLLM_URL" --filter "sbs::c$2" \
+      --out "$out/ours-c$2-r$1" >"$out/ours-c$2-r$1.log" 2>&1
+  }
   for rep in $(seq 1 "$reps"); do
     for c in 1 4; do
+      if [ $((rep % 2)) = 0 ]; then ours $rep $c; fi
       echo "[side-by-side] rep $rep, concurrency $c: vllm bench serve (load $(cut -d" " -f1 /proc/loadavg))" >&2
-      "$VLLM_PYTHON" - --backend openai-chat --endpoint /v1/chat/completions --base-url "$base" \
+      /usr/bin/time -f "%U %S %M" -o "$out/vllm-c$c-r$rep.time" \
+        "$VLLM_PYTHON" - --backend openai-chat --endpoint /v1/chat/completions --base-url "$base" \
         --model smollm2 --tokenizer "$model_dir" --dataset-name random \
         --random-input-len 256 --random-output-len 64 --random-range-ratio 0 --ignore-eos \
         --num-prompts 16 --num-warmups 1 --max-concurrency "$c" --request-rate inf \
@@ -42,9 +53,7 @@ p = FlexibleArgumentParser()
 add_cli_args(p)
 main(p.parse_args(sys.argv[1:]))
 PY
-      echo "[side-by-side] rep $rep, concurrency $c: inferscope-bench" >&2
-      "$bin" run benchmarks/vllm/side_by_side.toml --endpoint "$VLLM_URL" --filter "sbs::c$c" \
-        --out "$out/ours-c$c-r$rep" >"$out/ours-c$c-r$rep.log" 2>&1
+      if [ $((rep % 2)) = 1 ]; then ours $rep $c; fi
     done
   done' _ "$bin" "$out" "$reps" "$model_dir"
 python3 benchmarks/vllm_side_by_side.py "$out" "$reps"

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """check_workloads_report.py — asserts a run of suites/smollm2-workloads.toml (issue 27).
 
-Usage: check_workloads_report.py RUN_DIR/report.json SOURCE
+Usage: check_workloads_report.py RUN_DIR/report.json SOURCE [SUITE]
        check_workloads_report.py --replay RECORDED/report.json REPLAY/report.json TRAJECTORY
        check_workloads_report.py --self-test
 
-Checks: the run exited with every job passing; job `sizes` has one successful request per
+Checks (jobs of SUITE, default smollm2-workloads; suites/vllm.toml holds the same two): the
+jobs passed; job `sizes` has one successful request per
 size whose usage.prompt_tokens equals the size (read from requests.jsonl, the compact lines:
 `pt` prompt tokens, `pta` asked); job `fixed` has 3 requests with exactly 64 completion
 tokens each (`ct`), asked for 64 (`ota`), and no `short_output` warning (`w`).
@@ -31,17 +32,17 @@ def requests_of(run_dir, job_id):
     return [r for r in lines[1:] if r.get("j") == j and "u" not in r]
 
 
-def check(report, run_dir, source):
+def check(report, run_dir, source, suite="smollm2-workloads"):
     problems = []
     by_id = {j["id"]: j for j in report["jobs"]}
-    for jid in ("smollm2-workloads::sizes", "smollm2-workloads::fixed"):
+    for jid in (f"{suite}::sizes", f"{suite}::fixed"):
         if by_id.get(jid, {}).get("status") != "pass":
             problems.append(f"{jid}: status {by_id.get(jid, {}).get('status')!r}, want pass")
-    sizes = requests_of(run_dir, "smollm2-workloads::sizes")
+    sizes = requests_of(run_dir, f"{suite}::sizes")
     got = [(r.get("pta"), r.get("pt")) for r in sizes]
     if got != [(128, 128), (512, 512), (2048, 2048)]:
         problems.append(f"sizes with {source}: (asked, usage.prompt_tokens) = {got}")
-    fixed = requests_of(run_dir, "smollm2-workloads::fixed")
+    fixed = requests_of(run_dir, f"{suite}::fixed")
     cts = [(r.get("ota"), r.get("ct"), r.get("w", [])) for r in fixed]
     if cts != [(64, 64, [])] * 3:
         problems.append(f"fixed: (asked, completion_tokens, warnings) = {cts}")
@@ -128,13 +129,13 @@ def main(argv):
             print(f"check_workloads_report: replay of {argv[4]}: {n} steps, prompt and "
                   "completion tokens per step equal the recorded usage: ok")
         return 1 if problems else 0
-    if len(argv) != 3:
+    if len(argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     run_dir = os.path.dirname(argv[1])
     with open(argv[1], encoding="utf-8") as f:
         report = json.load(f)
-    problems = check(report, run_dir, argv[2])
+    problems = check(report, run_dir, argv[2], *argv[3:])
     for p in problems:
         print(f"check_workloads_report: {p}", file=sys.stderr)
     if not problems:

@@ -18,9 +18,9 @@
 #      curve in whole blocks, TTFT against context, a real tool call) and
 #      scripts/check_vllm_report.py (the /metrics profile, /proc of the process tree, whole-
 #      block reuse, per-step counters against usage, the load sweep);
-#   6. suites/smollm2-workloads.toml with --tokenizer endpoint (vLLM's POST /tokenize in its
-#      chat form): usage.prompt_tokens == 128, 512, 2048 and 64 completion tokens on every
-#      `output_tokens = 64` request (ignore_eos), scripts/check_workloads_report.py.
+#   6. the same run's jobs `sizes` and `fixed` (tokenizer = "endpoint": vLLM's POST /tokenize
+#      in its chat form): usage.prompt_tokens == 128, 512, 2048 and 64 completion tokens on
+#      every `output_tokens = 64` request (ignore_eos), scripts/check_workloads_report.py.
 #
 # Environment:
 #   INFERSCOPE_REQUIRE_VLLM   1: install vLLM when missing and run (.ci/run sets it); unset: a
@@ -97,14 +97,7 @@ python3 scripts/check_smollm2_report.py "$RUN_DIR/report.json" --suite vllm --ex
 python3 scripts/check_vllm_report.py "$RUN_DIR" --block-size "${VLLM_BLOCK_SIZE:-32}" \
     || fail "check_vllm_report.py"
 
-W_DIR="$RUN_DIR-workloads"
-rm -rf "$W_DIR"
-say "running suites/smollm2-workloads.toml with --tokenizer endpoint"
-wrc=0
-"$INFERSCOPE" run suites/smollm2-workloads.toml --endpoint "$VLLM_URL" --tokenizer endpoint \
-    --out "$W_DIR" || wrc=$?
-[ "$wrc" -eq 0 ] || fail "workloads with --tokenizer endpoint exited $wrc"
-python3 scripts/check_workloads_report.py "$W_DIR/report.json" "vllm endpoint" \
-    || fail "check_workloads_report.py"
+python3 scripts/check_workloads_report.py "$RUN_DIR/report.json" "vllm endpoint" vllm \
+    || fail "check_workloads_report.py (jobs sizes and fixed)"
 
 say "PASS in $((SECONDS - T0)) s (load average: $(cut -d' ' -f1-3 /proc/loadavg)); artifacts in $RUN_DIR"

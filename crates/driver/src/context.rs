@@ -46,7 +46,46 @@ pub struct ContextPlan {
     pub dataset: Option<crate::suite::Dataset>,
     /// Prompts whose counter failed: sent as bytes/4 filler, stated in the job's notes.
     pub count_failures: crate::tokens::CountFailures,
+    /// Prompts built before a load job's measured window ([`ContextPlan::prebuild`]).
+    pub prebuilt: PromptCache,
 }
+
+/// Exact prompts built ahead, by `(seed, size)`: their text and the prompt tokens asked.
+#[derive(Debug, Clone, Default)]
+pub struct PromptCache(
+    std::sync::Arc<std::sync::Mutex<std::collections::HashMap<(u64, usize), String>>>,
+);
+
+impl PromptCache {
+    fn get(&self, key: (u64, usize)) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned()
+    }
+
+    fn insert(&self, key: (u64, usize), text: String) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, text);
+    }
+
+    /// Prompts held.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Most prompts [`ContextPlan::prebuild`] holds (a load run past it builds the rest as it
+/// sends them, and its note says so).
+pub const PREBUILD_MAX_PROMPTS: u64 = 4096;
 
 /// `round(v × scale)`, at least 1.
 fn scaled(v: u64, scale: f64) -> u64 {
@@ -161,12 +200,9 @@ impl ContextPlan {
     /// after its retries: recorded in `count_failures`), `size × 4` bytes, asked to give
     /// `size` (the difference the server reports is the estimate's error).
     pub async fn request(&self, trajectory_id: &str, size: usize, r: u64) -> ChatRequest {
-        let seed = if self.shared_prefix {
-            self.seed ^ (size as u64)
-        } else {
-            self.seed ^ (size as u64) ^ ((r + 1) << 32)
-        };
+        let seed = self.prompt_seed(size, r);
         let exact = match &self.tokens {
+            Some(_) if let Some(text) = self.prebuilt.get((seed, size)) => Some((text, 0)),
             Some(t) => match t.content(seed, size, &self.words).await {
                 Ok(c) => Some(c),
                 Err(e) => {
@@ -195,6 +231,55 @@ impl ContextPlan {
         };
         self.shape.apply(&mut req);
         req
+    }
+}
+
+impl ContextPlan {
+    /// `(size, repeat index)` of load unit `k`: sizes in order, each `repeat` times, then
+    /// again with the next repeat indices.
+    pub fn unit_spec(&self, k: u64) -> (usize, u64) {
+        let repeat = u64::from(self.repeat.max(1));
+        let n = self.sizes.len() as u64 * repeat;
+        if n == 0 {
+            return (0, k);
+        }
+        let i = k % n;
+        let size = self.sizes[(i / repeat) as usize];
+        let r = i % repeat + (k / n) * repeat;
+        (size, r)
+    }
+
+    /// The filler seed of size `size`, repeat `r` (see [`ContextPlan::request`]).
+    fn prompt_seed(&self, size: usize, r: u64) -> u64 {
+        if self.shared_prefix {
+            self.seed ^ (size as u64)
+        } else {
+            self.seed ^ (size as u64) ^ ((r + 1) << 32)
+        }
+    }
+
+    /// Builds the exact prompts of a load point's first `units` units (at most
+    /// [`PREBUILD_MAX_PROMPTS`]) before its measured window, so the window holds no token
+    /// counting (an engine's `POST /tokenize` round trips would otherwise sit between a
+    /// closed loop's requests and load its API server). Only with a token counter and
+    /// without a dataset; a prompt the counter fails on is left to be built as it is sent.
+    /// The prompts built.
+    pub async fn prebuild(&self, units: u64) -> usize {
+        let Some(t) = &self.tokens else { return 0 };
+        if self.dataset.is_some() {
+            return 0;
+        }
+        for k in 0..units.min(PREBUILD_MAX_PROMPTS) {
+            let (size, r) = self.unit_spec(k);
+            let seed = self.prompt_seed(size, r);
+            if self.prebuilt.get((seed, size)).is_some() {
+                continue;
+            }
+            if let Ok((text, _)) = t.content(seed, size, &self.words).await {
+                self.prebuilt.insert((seed, size), text);
+            }
+        }
+        self.prebuilt.len()
     }
 }
 
@@ -267,6 +352,64 @@ pub async fn run_context<E: LlmExecutor>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plan of sizes 16 and 32, three repeats each, with `counter` and no template overhead.
+    fn counted(counter: crate::tokens::Counter) -> ContextPlan {
+        ContextPlan {
+            job_id: "s::j".into(),
+            model: "m".into(),
+            sizes: vec![16, 32],
+            repeat: 3,
+            shared_prefix: false,
+            seed: 9,
+            words: vec![],
+            max_tokens: Some(4),
+            temperature: None,
+            n: None,
+            shape: Default::default(),
+            tokens: Some(std::sync::Arc::new(crate::tokens::PromptTokens {
+                counter,
+                overhead: 0,
+                label: "tokenizer.json",
+            })),
+            dataset: None,
+            count_failures: Default::default(),
+            prebuilt: Default::default(),
+        }
+    }
+
+    /// Prompts built ahead are the ones sent: with the counter gone (an endpoint that
+    /// refuses every connection) the requests of the prebuilt units are still exact and no
+    /// count fails; a unit past them counts again, and says so when it cannot.
+    #[tokio::test]
+    async fn prebuilt_prompts_are_sent_without_counting_again() {
+        use crate::tokens::{CountTokens, Counter, TokenizeShape};
+        let t = tokenizers::Tokenizer::from_bytes(crate::tokens::tests::tiny_bpe_json()).unwrap();
+        let file = Counter::File(std::sync::Arc::new(t));
+        let mut plan = counted(file.clone());
+        assert_eq!(plan.prebuild(6).await, 6);
+        assert_eq!(plan.prebuild(6).await, 6, "built once");
+        let gone =
+            crate::client::Client::new(crate::client::ClientConfig::new("http://127.0.0.1:1/v1"))
+                .unwrap();
+        let mut tokens = (**plan.tokens.as_ref().unwrap()).clone();
+        tokens.counter = Counter::Endpoint {
+            client: Box::new(gone),
+            model: "m".into(),
+            shape: TokenizeShape::OpenAiServer,
+        };
+        plan.tokens = Some(std::sync::Arc::new(tokens));
+        for k in 0..6 {
+            let (size, r) = plan.unit_spec(k);
+            let req = plan.request("s::j#p0.0", size, r).await;
+            let text = req.messages[0]["content"].as_str().unwrap();
+            assert_eq!(file.count(text).await.unwrap(), size, "unit {k}");
+        }
+        assert_eq!(plan.count_failures.count(), 0);
+        let (size, r) = plan.unit_spec(6);
+        plan.request("s::j#p0.0", size, r).await;
+        assert_eq!(plan.count_failures.count(), 1);
+    }
 
     #[test]
     fn filler_is_deterministic_and_sized() {

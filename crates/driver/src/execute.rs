@@ -737,6 +737,7 @@ impl Session {
                     tokens: s.prompt_tokens.clone(),
                     dataset: c.dataset.clone(),
                     count_failures: Default::default(),
+                    prebuilt: Default::default(),
                 };
                 let count_failures = plan.count_failures.clone();
                 if let Some(d) = &c.dataset {
@@ -754,6 +755,7 @@ impl Session {
                         .into(),
                 });
                 if let Some(spec) = &j.load {
+                    ex.notes.extend(prebuild_prompts(&plan, spec).await);
                     let template = UnitTemplate::Context(plan);
                     self.run_load_job(
                         &mut ex,
@@ -1164,6 +1166,43 @@ fn replay_note(src: &crate::suite::ReplaySource, s: &SuiteRuntime) -> String {
         src.shape.source,
         src.shape.steps.len()
     )
+}
+
+/// Builds a context load job's exact prompts before its measured window
+/// ([`ContextPlan::prebuild`]): the units of a point (its count, or rate × duration for an
+/// open loop); the job's note says how many, in how long, and when the rest are built as
+/// they are sent. `None` without a token counter.
+async fn prebuild_prompts(plan: &ContextPlan, spec: &crate::load::LoadSpec) -> Option<String> {
+    use crate::load::Stop;
+    let t = plan.tokens.as_ref().filter(|_| plan.dataset.is_none())?;
+    let units = match (spec.stop, spec.rate) {
+        (Stop::Count(n), _) => Some(n),
+        (Stop::Duration(d), Some(rate)) => Some((rate * d as f64 / 1e9).ceil() as u64),
+        (Stop::Duration(_), None) => None,
+    };
+    let Some(units) = units else {
+        return Some(
+            "prompts: built as each unit is sent (a closed loop stopped by duration has no \
+             unit count to build ahead), counted inside the measured window"
+                .into(),
+        );
+    };
+    let started = std::time::Instant::now();
+    let built = plan.prebuild(units).await;
+    let rest = if units > crate::context::PREBUILD_MAX_PROMPTS {
+        format!(
+            "; units past the first {} build theirs as they are sent",
+            crate::context::PREBUILD_MAX_PROMPTS
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "prompts: {built} distinct prompts counted by the {} source before the first point, \
+         in {:.0} ms (outside the measured window){rest}",
+        t.label,
+        started.elapsed().as_secs_f64() * 1e3
+    ))
 }
 
 /// The suite's token counter and its chat template's overhead (issue 27): `None` for the

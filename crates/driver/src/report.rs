@@ -193,17 +193,16 @@ fn step_report(
 ) -> StepReport {
     let r = s.request.as_ref();
     let (energy, mut attribution) = step_energy(outcome, s.step_id, run);
+    // Whether or not a scrape fell inside its window: a short step's counts land in the
+    // next step's window either way (its own deltas then read null or short).
     if let (Some(a), Some(period), StepKind::LlmCall) =
         (attribution.as_mut(), run.counter_period_ns(), s.kind)
     {
-        let has_deltas = a.prompt_tokens_delta.is_some() || a.cache_queries_delta.is_some();
-        if has_deltas {
-            let tail = r
-                .and_then(|r| r.ttft_ns)
-                .map(|f| s.end_ns.saturating_sub(f));
-            a.counters_low_confidence =
-                crate::model::attribution::counters_low_confidence(tail, period);
-        }
+        let tail = r
+            .and_then(|r| r.ttft_ns)
+            .map(|f| s.end_ns.saturating_sub(f));
+        a.counters_low_confidence =
+            crate::model::attribution::counters_low_confidence(tail, period);
     }
     let tokens = r.and_then(|r| r.output_tokens());
     let tokens_per_joule = if s.kind == StepKind::LlmCall {
@@ -1194,21 +1193,28 @@ mod workload_notes {
         ))
     }
 
-    /// How many LLM steps' counter deltas are low confidence, with the first reason.
+    /// How many LLM steps' counter deltas are low confidence (each step's own reason is in
+    /// its `attribution.counters_low_confidence`).
     pub(super) fn counters_low_confidence(
         trajectories: &[crate::model::TrajectoryReport],
     ) -> Option<String> {
-        let flagged: Vec<&str> = trajectories
+        let flagged = trajectories
             .iter()
             .flat_map(|t| &t.steps)
-            .filter_map(|s| s.attribution.as_ref()?.counters_low_confidence.as_deref())
-            .collect();
-        let first = flagged.first()?;
-        Some(format!(
-            "engine counters: {} LLM step(s) low confidence (attribution.counters_low_confidence; \
-             first: {first}); their usage figures stand",
-            flagged.len()
-        ))
+            .filter(|s| {
+                s.attribution
+                    .as_ref()
+                    .is_some_and(|a| a.counters_low_confidence.is_some())
+            })
+            .count();
+        (flagged > 0).then(|| {
+            format!(
+                "engine counters: {flagged} LLM step(s) low confidence: each ended less than \
+                 one scrape period after its first token, so its prompt and cache counts may \
+                 land in the next step's window (attribution.counters_low_confidence); their \
+                 usage figures stand"
+            )
+        })
     }
 
     /// The largest asked-vs-reported prompt-token difference, when it is not 0.

@@ -376,7 +376,7 @@ pub fn overhead_of(reported: Option<u64>, content: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Counts like the simulator: ceil(bytes / 4).
@@ -495,7 +495,7 @@ mod tests {
 
     /// A byte-level BPE tokenizer.json over the 256 byte symbols with a few merges (enough
     /// that words are several tokens and pads merge with their neighbours).
-    fn tiny_bpe_json() -> &'static [u8] {
+    pub(crate) fn tiny_bpe_json() -> &'static [u8] {
         static JSON: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
         JSON.get_or_init(|| {
             let alphabet = tokenizers::pre_tokenizers::byte_level::ByteLevel::alphabet();

@@ -18,6 +18,7 @@
 //! | gate values without unit (counts, rates) | rounded to 4 decimals | deterministic |
 //! | gate messages | dropped | they embed the value |
 //! | URLs in notes (loopback port) | `"[url]"` | the simulator's port is random |
+//! | the count of low-confidence counter steps in a note | `[n]` | each step's tail against the scrape period |
 //! | counter deltas, samples in window, coverage | dropped | scrape/sample timing |
 //!
 //! The body is `serde_json` pretty JSON (2-space indent). The Rust harness asserts it
@@ -69,6 +70,16 @@ fn redact_urls(s: &str) -> String {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     RE.get_or_init(|| regex::Regex::new(r"https?://[^\s,;)]+").expect("static regex"))
         .replace_all(s, "[url]")
+        .into_owned()
+}
+
+/// A job note as snapshotted: URLs redacted, and the count of steps whose counters are low
+/// confidence (it depends on each step's tail against the scrape period: timing).
+fn redact_note(s: &str) -> String {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let s = redact_urls(s);
+    RE.get_or_init(|| regex::Regex::new(r"^engine counters: \d+ LLM step").expect("static regex"))
+        .replace(&s, "engine counters: [n] LLM step")
         .into_owned()
 }
 
@@ -345,7 +356,7 @@ fn snapshot<'a>(report: &'a RunReport, job: &'a JobReport) -> Snapshot<'a> {
             timed_out: h.timed_out,
             spawn_error: h.spawn_error.as_deref(),
         }),
-        notes: job.notes.iter().map(|n| redact_urls(n)).collect(),
+        notes: job.notes.iter().map(|n| redact_note(n)).collect(),
         trajectories: job.trajectories.iter().map(trajectory).collect(),
         units: {
             let mut u: Vec<SnapUnit> = job
@@ -591,6 +602,15 @@ mod tests {
             vec![step_with(Figure::missing(Basis::Simulated, short))],
         );
         assert_eq!(trajectory_energy(&withheld), None);
+    }
+
+    #[test]
+    fn the_low_confidence_step_count_is_redacted_in_notes() {
+        assert_eq!(
+            redact_note("engine counters: 12 LLM step(s) low confidence: x"),
+            "engine counters: [n] LLM step(s) low confidence: x"
+        );
+        assert_eq!(redact_note("prompt tokens: 12"), "prompt tokens: 12");
     }
 
     #[test]

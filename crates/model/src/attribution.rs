@@ -197,10 +197,10 @@ pub struct StepAttribution {
     /// `usage.cached_tokens / usage.prompt_tokens`; `null` when either is absent or the
     /// prompt is 0 tokens.
     pub usage_cache_hit_rate: Option<f64>,
-    /// Why this LLM step's counter deltas may hold another step's counts
+    /// Why this LLM step's counter deltas may hold another step's counts, or miss its own
     /// (docs/measurement.md, "Counter deltas of short steps"): its tail, end − first token,
-    /// is shorter than one scrape period. `null` when the tail spans a period, and for steps
-    /// without counter deltas.
+    /// is shorter than one scrape period. `null` when the tail spans a period, for tool
+    /// steps, and in runs that scraped no engine counters.
     #[serde(default)]
     pub counters_low_confidence: Option<String>,
 }

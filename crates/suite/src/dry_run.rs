@@ -114,7 +114,9 @@ impl ResolvedSuite {
         r.file("seed", s.seed);
         r.file("engine", s.engine.as_str());
         let tokenizer = match &s.tokenizer {
-            super::model::TokenizerSource::File(p) => format!("{} ({})", p.display(), s.tokenizer.label()),
+            super::model::TokenizerSource::File(p) => {
+                format!("{} ({})", p.display(), s.tokenizer.label())
+            }
             t => t.label().to_string(),
         };
         r.file("tokenizer", tokenizer);

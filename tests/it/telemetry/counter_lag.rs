@@ -54,7 +54,6 @@ fn steps_shorter_than_a_scrape_period_have_low_confidence_counters() {
     let steps = llm_steps(&j);
     assert_eq!(steps.len(), 2);
     for s in &steps {
-        assert!(s["attribution"]["prompt_tokens_delta"].is_u64(), "{s:#}");
         let why = s["attribution"]["counters_low_confidence"]
             .as_str()
             .unwrap_or_else(|| panic!("not flagged: {s:#}"));

@@ -303,15 +303,7 @@ fn compact_unit(rec: &mut TrajectoryRecord, keep_answers: bool) {
 
 /// `(size, repeat index)` of context unit `k` (see [`UnitTemplate::Context`]).
 pub fn context_unit_spec(plan: &ContextPlan, k: u64) -> (usize, u64) {
-    let repeat = u64::from(plan.repeat.max(1));
-    let n = plan.sizes.len() as u64 * repeat;
-    if n == 0 {
-        return (0, k);
-    }
-    let i = k % n;
-    let size = plan.sizes[(i / repeat) as usize];
-    let r = i % repeat + (k / n) * repeat;
-    (size, r)
+    plan.unit_spec(k)
 }
 
 async fn context_unit<E: LlmExecutor>(
@@ -529,6 +521,7 @@ mod tests {
             tokens: None,
             dataset: None,
             count_failures: Default::default(),
+            prebuilt: Default::default(),
         }
     }
 
