@@ -305,3 +305,64 @@ async fn a_load_job_without_join_sources_keeps_no_spans_and_states_the_counted_o
     assert!(!console.contains("(1 observed)"), "{console}");
     assert!(console.contains("8 trajectories in flight"), "{console}");
 }
+
+/// Rates are over the measured window (found by the side-by-side with `vllm bench serve`,
+/// whose throughput left warm-up out): at one unit in flight the warm-up requests run
+/// alone, so the point's window starts at its first measured request's send, and output
+/// tokens/s is the measured tokens over it.
+#[test]
+fn a_points_rates_are_over_its_measured_window_not_its_warm_up() {
+    let cwd = tempfile::tempdir().unwrap();
+    support::write(
+        cwd.path(),
+        "w.toml",
+        "name = \"w\"\n[[jobs]]\nname = \"c1\"\nkind = \"context\"\nsizes = [64]\n\
+         count = 6\nwarmup = 2\nconcurrency = 1\nmax_tokens = 16\n",
+    );
+    let out = cwd.path().join("run");
+    let o = support::run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", support::describe(&o));
+    let rep = report(&out);
+    let job = support::job(&rep, "w::c1");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v.get("e").is_some())
+        .collect();
+    assert_eq!(lines.len(), 6);
+    let send = |v: &serde_json::Value| v["s"].as_u64().unwrap();
+    let end = |v: &serde_json::Value| send(v) + v["e"].as_u64().unwrap();
+    let measured: Vec<_> = lines.iter().filter(|v| v.get("wu").is_none()).collect();
+    assert_eq!(measured.len(), 4);
+    let first_measured = measured.iter().map(|v| send(v)).min().unwrap();
+    let first_any = lines.iter().map(send).min().unwrap();
+    let last_end = lines.iter().map(end).max().unwrap();
+    let window = job["stats"]["window_ns"].as_u64().unwrap();
+    // The point ends when its last unit has (a little after its request's end).
+    assert!(
+        window >= last_end - first_measured,
+        "{window} vs {}",
+        last_end - first_measured
+    );
+    assert!(
+        window < last_end - first_measured + 5_000_000,
+        "{window} vs {}",
+        last_end - first_measured
+    );
+    assert!(
+        window < last_end - first_any,
+        "the warm-up time is left out"
+    );
+    let tokens = job["stats"]["output_tokens"]["value"].as_f64().unwrap();
+    let per_s = job["stats"]["output_tokens_per_s"]["value"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (per_s - tokens / (window as f64 / 1e9)).abs() < 1e-6,
+        "{per_s}"
+    );
+}

@@ -365,7 +365,7 @@ fn curve(
                 max_requests_in_flight: p.max_requests_in_flight,
                 units: p.units_started,
                 units_not_started: p.not_started,
-                window_ns: p.window_ns(),
+                window_ns: p.measured_window_ns(measured_start(e, i)),
                 // The point's trajectory kept in report.json (its first unit).
                 trajectories: trajs.first().map(|t| t.id.clone()).into_iter().collect(),
             };
@@ -391,6 +391,14 @@ fn curve(
             }
         })
         .collect()
+}
+
+/// Where point `i` of load job `e`'s measured window starts: its first measured request's
+/// send (`None`: the point's start).
+fn measured_start(e: &ExecutedJob, i: usize) -> Option<u64> {
+    e.load_units
+        .as_ref()
+        .and_then(|u| u.point_measured_start_ns.get(i).copied().flatten())
 }
 
 /// The grading rows of a job: every check of every trajectory (`#i` prefixed with
@@ -481,7 +489,11 @@ fn job_report(
     };
     let warm: HashSet<&str> = warm_ids.iter().map(String::as_str).collect();
     let window_ns = e.load.as_ref().map_or(duration_ns, |l| {
-        l.points.iter().map(|p| p.window_ns()).sum()
+        l.points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| p.measured_window_ns(measured_start(e, i)))
+            .sum()
     });
     // Exact statistics over the requests' compact figures (integer ns, issue 19): the
     // same figures as the f64 path, without an f64 vector per request.

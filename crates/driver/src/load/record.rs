@@ -45,6 +45,15 @@ impl PointRecord {
         self.end_ns.saturating_sub(self.start_ns)
     }
 
+    /// The point's measured window, ns: from its first measured (not warm-up) request's
+    /// send, `measured_start_ns`, to its end; the whole window without one. Rates are over
+    /// it: the time warm-up requests ran alone holds no measured token (a closed loop of
+    /// one unit in flight spends its first units' whole duration on warm-up).
+    pub fn measured_window_ns(&self, measured_start_ns: Option<u64>) -> u64 {
+        let start = measured_start_ns.map_or(self.start_ns, |m| m.max(self.start_ns));
+        self.end_ns.saturating_sub(start)
+    }
+
     /// The concurrency to declare to the step-attribution join (docs/measurement.md) for this point: the most units that
     /// could have been in flight, i.e. the configured cap limited to the units started (a
     /// point that started one unit never had four in flight, whatever its `concurrency`),

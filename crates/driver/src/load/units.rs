@@ -124,6 +124,9 @@ pub struct LoadUnits {
     pub units: u64,
     /// Per point: a unit was cut short (cancelled, or a step cancelled).
     pub point_cut_short: Vec<bool>,
+    /// Per point: the earliest send of a measured (not warm-up) request, ns: where the
+    /// point's measured window starts ([`crate::load::PointRecord::measured_window_ns`]).
+    pub point_measured_start_ns: Vec<Option<u64>>,
     /// Units that did not finish, by stop reason: count and the first one's id.
     pub unfinished: BTreeMap<&'static str, (u64, String)>,
     /// Failed requests by failure code.
@@ -275,6 +278,7 @@ pub(crate) fn spawn_unit_writer(
                 warmup: 0,
                 point_start: 0,
                 seq: 0,
+                measured_start: None,
             };
             while let Some(m) = rx.blocking_recv() {
                 w.on(m);
@@ -296,6 +300,8 @@ struct Writer {
     warmup: u64,
     point_start: usize,
     seq: u64,
+    /// The point's earliest measured send so far.
+    measured_start: Option<u64>,
 }
 
 impl Writer {
@@ -313,6 +319,7 @@ impl Writer {
                     });
                 }
                 self.warmup = warmup;
+                self.measured_start = None;
                 self.point_start = self.out.figures.len();
             }
             UnitMsg::Unit {
@@ -330,6 +337,9 @@ impl Writer {
         self.out
             .point_requests
             .push(self.point_start..self.out.figures.len());
+        self.out
+            .point_measured_start_ns
+            .push(self.measured_start.take());
         let mut warm: Vec<WarmCandidate> = std::mem::take(&mut self.heap).into_vec();
         warm.sort();
         for mut c in warm {
@@ -345,6 +355,12 @@ impl Writer {
             }
             self.out.warmup_ids.push(c.id);
         }
+    }
+
+    /// A measured request was sent at `send_ns`: the point's measured window starts no
+    /// later.
+    fn note_measured_send(&mut self, send_ns: u64) {
+        self.measured_start = Some(self.measured_start.map_or(send_ns, |m| m.min(send_ns)));
     }
 
     /// Streaming: adds the requests of `set` (not warm-up) to the job's and the point's
@@ -386,6 +402,7 @@ impl Writer {
             r.redact_server_text(&secrets);
             if self.warmup == 0 {
                 sink.with(|w| w.append(job, &r));
+                self.note_measured_send(r.send_ns);
             }
             let index = self.out.figures.len();
             let streaming = self.out.streamed.is_some();
@@ -452,6 +469,7 @@ impl Writer {
                 };
                 if let Some(c) = out {
                     // Not warm-up: its line is written now, as it is.
+                    self.note_measured_send(c.rec.send_ns);
                     sink.with(|w| w.append(job, &c.rec));
                     if let Some(held) = c.held {
                         self.measured(&held);
