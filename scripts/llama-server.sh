@@ -57,6 +57,9 @@ LLAMA_BIN_DIR="$LLAMA_CACHE_ROOT/llama-server-$LLAMA_CPP_PYTHON_VERSION"
 LLAMA_BIN="$LLAMA_BIN_DIR/llama-server"
 LLAMA_VENV="$LLAMA_CACHE_ROOT/venv-gguf-$GGUF_VERSION"
 
+# shellcheck source=scripts/server-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/server-lib.sh"
+
 _llama_log() { printf '[llama-server.sh] %s\n' "$*" >&2; }
 _llama_die() { printf '[llama-server.sh] error: %s\n' "$*" >&2; return 1; }
 
@@ -206,21 +209,6 @@ llama_build() {
     printf '%s\n' "$LLAMA_BIN"
 }
 
-# GET a loopback URL; prints the HTTP status code (000 when unreachable). python3 only,
-# so a fresh machine without curl works too.
-_llama_http_status() {
-    python3 - "$1" <<'PY' 2>/dev/null || echo 000
-import sys, urllib.request, urllib.error
-try:
-    with urllib.request.urlopen(sys.argv[1], timeout=2) as r:
-        print(r.status)
-except urllib.error.HTTPError as e:
-    print(e.code)
-except Exception:
-    print("000")
-PY
-}
-
 # True when PID is alive and is the cached llama-server (guards against a recycled PID).
 _llama_pid_is_server() {
     local pid="$1" exe
@@ -229,25 +217,16 @@ _llama_pid_is_server() {
     [ -z "$exe" ] || [ "${exe% (deleted)}" = "$LLAMA_BIN" ] || [ "$(basename "${exe% (deleted)}")" = llama-server ]
 }
 
-# True while PID runs (a zombie child that has exited but is not yet reaped counts as gone).
-_llama_alive() {
-    local stat
-    kill -0 "$1" 2>/dev/null || return 1
-    stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-    stat="${stat##*) }"
-    [ "${stat%% *}" != Z ]
-}
-
 # Stop a server by PID: SIGTERM, up to 10 s, then SIGKILL.
 _llama_kill_pid() {
     local pid="$1" i
     _llama_pid_is_server "$pid" || return 0
     kill -TERM "$pid" 2>/dev/null || return 0
     for i in $(seq 1 100); do
-        _llama_alive "$pid" || break
+        srv_alive "$pid" || break
         sleep 0.1
     done
-    if _llama_alive "$pid"; then
+    if srv_alive "$pid"; then
         _llama_log "server $pid ignored SIGTERM for 10 s; sending SIGKILL"
         kill -KILL "$pid" 2>/dev/null || true
     fi
@@ -275,7 +254,7 @@ llama_start() {
     LLAMA_PORT=""
     deadline=$(($(date +%s) + timeout))
     while :; do
-        if ! _llama_alive "$LLAMA_PID"; then
+        if ! srv_alive "$LLAMA_PID"; then
             wait "$LLAMA_PID" 2>/dev/null || true
             _llama_log "llama-server exited during startup; log tail ($LLAMA_LOG):"
             tail -n 40 "$LLAMA_LOG" >&2
@@ -286,7 +265,7 @@ llama_start() {
             LLAMA_PORT="$(sed -n 's#.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$LLAMA_LOG" | head -n 1)"
         fi
         if [ -n "$LLAMA_PORT" ]; then
-            status="$(_llama_http_status "http://127.0.0.1:$LLAMA_PORT/health")"
+            status="$(srv_http_status "http://127.0.0.1:$LLAMA_PORT/health")"
             [ "$status" = 200 ] && break
         fi
         if [ "$(date +%s)" -ge "$deadline" ]; then

@@ -45,6 +45,9 @@ VLLM_REPO="$(cd "$VLLM_SCRIPT_DIR/.." && pwd)"
 VLLM_LOCK="$VLLM_SCRIPT_DIR/vllm/requirements.lock"
 VLLM_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/inferscope-bench"
 
+# shellcheck source=scripts/server-lib.sh
+source "$VLLM_SCRIPT_DIR/server-lib.sh"
+
 _vllm_log() { printf '[vllm.sh] %s\n' "$*" >&2; }
 _vllm_die() { printf '[vllm.sh] error: %s\n' "$*" >&2; return 1; }
 _vllm_sha12() { sha256sum "$1" | cut -c1-12; }
@@ -135,27 +138,6 @@ vllm_model() {
     printf '%s\n' "$dir"
 }
 
-_vllm_http_status() {
-    python3 - "$1" <<'PY' 2>/dev/null || echo 000
-import sys, urllib.request, urllib.error
-try:
-    with urllib.request.urlopen(sys.argv[1], timeout=2) as r:
-        print(r.status)
-except urllib.error.HTTPError as e:
-    print(e.code)
-except Exception:
-    print("000")
-PY
-}
-
-_vllm_alive() {
-    local stat
-    kill -0 "$1" 2>/dev/null || return 1
-    stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-    stat="${stat##*) }"
-    [ "${stat%% *}" != Z ]
-}
-
 # A free loopback port (the kernel's choice, released for the server to bind).
 _vllm_free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -165,13 +147,13 @@ _vllm_free_port() {
 # SIGKILL to its process group.
 _vllm_kill_pid() {
     local pid="$1" i
-    _vllm_alive "$pid" || { wait "$pid" 2>/dev/null || true; return 0; }
+    srv_alive "$pid" || { wait "$pid" 2>/dev/null || true; return 0; }
     kill -TERM "$pid" 2>/dev/null || true
     for i in $(seq 1 200); do
-        _vllm_alive "$pid" || break
+        srv_alive "$pid" || break
         sleep 0.1
     done
-    if _vllm_alive "$pid"; then
+    if srv_alive "$pid"; then
         _vllm_log "server $pid ignored SIGTERM for 20 s; sending SIGKILL to its group"
         kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
     fi
@@ -206,14 +188,14 @@ vllm_start() {
     local started=$SECONDS
     deadline=$((SECONDS + timeout))
     while :; do
-        if ! _vllm_alive "$VLLM_PID"; then
+        if ! srv_alive "$VLLM_PID"; then
             wait "$VLLM_PID" 2>/dev/null || true
             _vllm_log "vLLM exited during start-up; log tail ($VLLM_LOG):"
             tail -n 40 "$VLLM_LOG" >&2
             VLLM_PID=""
             return 1
         fi
-        status="$(_vllm_http_status "http://127.0.0.1:$VLLM_PORT/v1/models")"
+        status="$(srv_http_status "http://127.0.0.1:$VLLM_PORT/v1/models")"
         [ "$status" = 200 ] && break
         if [ "$SECONDS" -ge "$deadline" ]; then
             _vllm_log "vLLM not ready after ${timeout}s; log tail ($VLLM_LOG):"
@@ -253,13 +235,19 @@ _vllm_main() {
         shift 2
         VLLM_PYTHON="$(vllm_install)" || return 1
         dir="$(vllm_model "$gguf")" || return 1
+        # CMD runs in the background and is waited for, so a signal stops the server at
+        # once (a foreground CMD would defer the trap until it ended) and CMD with it.
+        local cmd_pid=""
         trap vllm_stop EXIT
-        trap 'vllm_stop; exit 130' INT
-        trap 'vllm_stop; exit 143' TERM
+        trap '[ -n "$cmd_pid" ] && kill "$cmd_pid" 2>/dev/null; vllm_stop; exit 130' INT
+        trap '[ -n "$cmd_pid" ] && kill "$cmd_pid" 2>/dev/null; vllm_stop; exit 143' TERM
         vllm_start "$dir" || return 1
         export VLLM_PYTHON
-        "$@"
+        "$@" &
+        cmd_pid=$!
+        wait "$cmd_pid"
         rc=$?
+        cmd_pid=""
         vllm_stop
         return "$rc"
         ;;
