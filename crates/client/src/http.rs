@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant as TokioInstant;
 
 use super::accumulate::{Flow, RequestHead, StreamAccumulator};
+use super::connect::{ConnectCounts, ConnectLog, ConnectTimer};
 use super::in_flight::InFlight;
 use super::record::{FailureCode, RecordWarning, RequestRecord, sanitize_error};
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, ReadStamps, SseError, SseFramer, feed};
@@ -289,7 +290,28 @@ pub struct Client {
     config: ClientConfig,
     /// Streamed bodies being read right now, over this client and its clones.
     streams_in_flight: Arc<InFlight>,
+    /// The connections the pool opened, timed (issue 33 item 3).
+    connects: Arc<ConnectLog>,
 }
+
+/// What [`Client::warm_pool`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WarmPool {
+    /// Connections asked for.
+    pub wanted: u64,
+    /// Connections the pool opened meanwhile (the rest were already open, or failed).
+    pub opened: u64,
+    /// Warm-up requests that failed (connect refused, timeout): the window opens those
+    /// connections itself, and their requests say so (`connect_ns`).
+    pub failed: u64,
+    /// Wall time of the warm-up, ns.
+    pub elapsed_ns: u64,
+}
+
+/// Connects a warm-up keeps in flight at once (issue 33 item 3): a bounded rate, so that a
+/// server's listen backlog (128 by default on Linux, `somaxconn`) never overflows
+/// while the pool fills.
+pub const WARM_CONNECTS_IN_FLIGHT: usize = 32;
 
 /// What [`next_or_timer`] saw first.
 enum Next<T> {
@@ -452,7 +474,9 @@ impl Client {
             });
         }
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let connects = Arc::new(ConnectLog::default());
         let http = reqwest::Client::builder()
+            .connector_layer(ConnectTimer(Arc::clone(&connects)))
             .no_proxy()
             .tcp_nodelay(true)
             .redirect(reqwest::redirect::Policy::none())
@@ -491,7 +515,51 @@ impl Client {
             auth_error,
             config,
             streams_in_flight: Arc::new(InFlight::default()),
+            connects,
         })
+    }
+
+    /// The connections this client (and its clones) opened so far.
+    pub fn connect_counts(&self) -> ConnectCounts {
+        self.connects.counts()
+    }
+
+    /// Opens `n` connections before a measured window (issue 33 item 3): `n` concurrent
+    /// `GET {base_url}/models`, at most [`WARM_CONNECTS_IN_FLIGHT`] connecting at once,
+    /// each response held (its body unread keeps its connection busy, so every next one
+    /// needs a connection of its own) until all have their heads, then every body read to
+    /// its end, which hands the connections to the idle pool. Any status will do: only the
+    /// connection counts. The connections it opened are then forgotten by the connect log
+    /// (no request waited on them). A failure is counted, never fatal.
+    pub async fn warm_pool(&self, n: usize) -> WarmPool {
+        let started = std::time::Instant::now();
+        let before = self.connects.counts();
+        let gate = tokio::sync::Semaphore::new(WARM_CONNECTS_IN_FLIGHT.max(1));
+        let one = || async {
+            let _permit = gate.acquire().await.ok()?;
+            let mut rb = self.http.get(&self.models_url);
+            if let Some(key) = &self.config.api_key {
+                rb = rb.bearer_auth(key);
+            }
+            tokio::time::timeout(self.config.request_timeout, rb.send())
+                .await
+                .ok()?
+                .ok()
+        };
+        let held = futures_util::future::join_all((0..n).map(|_| one())).await;
+        let failed = held.iter().filter(|r| r.is_none()).count() as u64;
+        let limit = self.config.request_timeout;
+        futures_util::future::join_all(held.into_iter().flatten().map(|r| async move {
+            let _ = tokio::time::timeout(limit, r.bytes()).await;
+        }))
+        .await;
+        self.connects.forget();
+        WarmPool {
+            wanted: n as u64,
+            opened: self.connects.counts().since(before).opened,
+            failed,
+            elapsed_ns: ns(started.elapsed()),
+        }
     }
 
     /// The configuration this client was built with.
@@ -706,7 +774,14 @@ impl Client {
                     };
                     return failed(head, code, &describe(&e), now);
                 }
-                Ok(Ok(r)) => break (r, head, deadline),
+                Ok(Ok(r)) => {
+                    let mut head = head;
+                    head.connect_ns = self
+                        .connects
+                        .claim(r.extensions(), clock.instant_at(send_ns))
+                        .map(ns);
+                    break (r, head, deadline);
+                }
             }
         };
         let mut rec = self
