@@ -553,6 +553,10 @@ impl Client {
             let _ = tokio::time::timeout(limit, r.bytes()).await;
         }))
         .await;
+        // hyper hands a drained connection back to the idle pool from a background task
+        // once the connection is ready for its next request: give those tasks a moment,
+        // before the window, so its first requests find the pool full.
+        tokio::time::sleep(Duration::from_millis(5)).await;
         self.connects.forget();
         WarmPool {
             wanted: n as u64,
