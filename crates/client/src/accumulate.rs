@@ -158,6 +158,8 @@ pub struct RequestHead {
     /// How long the request waited on a connection opened for it, ns (`None`: it went
     /// out on an open one; issue 33 item 3).
     pub connect_ns: Option<u64>,
+    /// That connect itself took 0.9 s or more (a dropped SYN waited out).
+    pub connect_retransmit: bool,
 }
 
 impl RequestHead {
@@ -174,7 +176,7 @@ impl RequestHead {
         rec.first_byte_ns = self.first_byte_ns;
         rec.http_status = self.http_status;
         rec.choices_requested = self.choices_requested;
-        rec.set_connect(self.connect_ns);
+        rec.set_connect(self.connect_ns, self.connect_retransmit);
         rec
     }
 }

@@ -308,11 +308,6 @@ pub struct WarmPool {
     pub elapsed_ns: u64,
 }
 
-/// Connects a warm-up keeps in flight at once (issue 33 item 3): a bounded rate, so that a
-/// server's listen backlog (128 by default on Linux, `somaxconn`) never overflows
-/// while the pool fills.
-pub const WARM_CONNECTS_IN_FLIGHT: usize = 32;
-
 /// What [`next_or_timer`] saw first.
 enum Next<T> {
     /// The stream's next item (`None`: it ended).
@@ -533,18 +528,17 @@ impl Client {
     }
 
     /// Opens `n` connections before a measured window (issue 33 item 3): `n` concurrent
-    /// `GET {base_url}/models`, at most [`WARM_CONNECTS_IN_FLIGHT`] connecting at once,
-    /// each response held (its body unread keeps its connection busy, so every next one
-    /// needs a connection of its own) until all have their heads, then every body read to
-    /// its end, which hands the connections to the idle pool. Any status will do: only the
-    /// connection counts. The connections it opened are then forgotten by the connect log
-    /// (no request waited on them). A failure is counted, never fatal.
+    /// `GET {base_url}/models`, started together so that each checks out a connection of
+    /// its own, at most [`crate::connect::MAX_CONNECTS_IN_FLIGHT`] connecting at once (the
+    /// connector's own bound), each response held until all have their heads, then every
+    /// body read to its end, which hands the connections to the idle pool; connects still
+    /// in progress are waited for. Any status will do: only the connection counts. The
+    /// connections it opened are then forgotten by the connect log (no request waited on
+    /// them). A failure is counted, never fatal.
     pub async fn warm_pool(&self, n: usize) -> WarmPool {
         let started = std::time::Instant::now();
         let before = self.connects.counts();
-        let gate = tokio::sync::Semaphore::new(WARM_CONNECTS_IN_FLIGHT.max(1));
         let one = || async {
-            let _permit = gate.acquire().await.ok()?;
             let mut rb = self.http.get(&self.models_url);
             if let Some(key) = &self.config.api_key {
                 rb = rb.bearer_auth(key);
@@ -554,17 +548,36 @@ impl Client {
                 .ok()?
                 .ok()
         };
-        let held = futures_util::future::join_all((0..n).map(|_| one())).await;
-        let failed = held.iter().filter(|r| r.is_none()).count() as u64;
-        let limit = self.config.request_timeout;
-        futures_util::future::join_all(held.into_iter().flatten().map(|r| async move {
-            let _ = tokio::time::timeout(limit, r.bytes()).await;
-        }))
-        .await;
-        // hyper hands a drained connection back to the idle pool from a background task
-        // once the connection is ready for its next request: give those tasks a moment,
-        // before the window, so its first requests find the pool full.
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        let mut failed = 0;
+        // A wave can open fewer than it asks for when a connection came back to the pool
+        // while the wave's requests were still checking out (another worker thread ran
+        // its exchange meanwhile): a second wave then finds the rest. A wave that opens
+        // nothing means the pool holds `n` (or the server allows no more).
+        for _wave in 0..3 {
+            let wave_before = self.connects.counts();
+            let held = futures_util::future::join_all((0..n).map(|_| one())).await;
+            failed = held.iter().filter(|r| r.is_none()).count() as u64;
+            let limit = self.config.request_timeout;
+            futures_util::future::join_all(held.into_iter().flatten().map(|r| async move {
+                let _ = tokio::time::timeout(limit, r.bytes()).await;
+            }))
+            .await;
+            // A request whose own connect was still waiting for a slot when another one's
+            // connection came back took that one; its connect goes on in the background
+            // and pools its connection when done. Wait for those (bounded), then give
+            // hyper's background tasks a moment to hand drained connections back to the
+            // idle pool, so that the window's first requests find the pool full.
+            let deadline = tokio::time::Instant::now() + limit;
+            while self.connects.in_progress() > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let opened = self.connects.counts().since(wave_before).opened;
+            if opened == 0 || failed > 0 || self.connects.counts().since(before).opened >= n as u64
+            {
+                break;
+            }
+        }
         self.connects.forget();
         WarmPool {
             wanted: n as u64,
@@ -788,10 +801,13 @@ impl Client {
                 }
                 Ok(Ok(r)) => {
                     let mut head = head;
-                    head.connect_ns = self
+                    if let Some(w) = self
                         .connects
                         .claim(r.extensions(), clock.instant_at(send_ns))
-                        .map(ns);
+                    {
+                        head.connect_ns = Some(ns(w.waited));
+                        head.connect_retransmit = w.retransmit;
+                    }
                     break (r, head, deadline);
                 }
             }

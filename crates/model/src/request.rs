@@ -677,13 +677,15 @@ impl RequestRecord {
             .map(|_| self.warnings.contains(&RecordWarning::ShortOutput))
     }
 
-    /// Records `connect_ns` (see the field), and names a connect of
-    /// [`CONNECT_RETRANSMIT_NS`] or more [`RecordWarning::ConnectRetransmit`]. A connect of
-    /// 0 ns (no clock tick) is kept as 1 ns: the field is absent, never 0, when no
-    /// connection was opened.
-    pub fn set_connect(&mut self, connect_ns: Option<u64>) {
+    /// Records `connect_ns` (see the field), and names a connect that itself took
+    /// [`CONNECT_RETRANSMIT_NS`] or more (`retransmit`, judged by the client without any
+    /// wait for a connect slot) [`RecordWarning::ConnectRetransmit`]. A connect of 0 ns
+    /// (no clock tick) is kept as 1 ns: the field is absent, never 0, when no connection
+    /// was opened.
+    pub fn set_connect(&mut self, connect_ns: Option<u64>, retransmit: bool) {
         self.connect_ns = connect_ns.map(|n| n.max(1));
-        if self.connect_ns.is_some_and(|n| n >= CONNECT_RETRANSMIT_NS)
+        if self.connect_ns.is_some()
+            && retransmit
             && !self.warnings.contains(&RecordWarning::ConnectRetransmit)
         {
             self.warnings.push(RecordWarning::ConnectRetransmit);
