@@ -357,16 +357,18 @@ impl TelemetryHandle {
     /// at or after `at_least_ns` (run clock) or `max_wait` has passed; the sources still
     /// short of it are listed in [`TelemetrySnapshot::uncovered`] (their tail is never
     /// invented). Sampling goes on; each device's whole-run energy is over the samples so
-    /// far. The sources are asked for a sample now (once), and the wait polls every 1 ms
-    /// on the async runtime's timer.
+    /// far. A metrics source that never answered is asked for a try now (once), and the
+    /// wait polls every 1 ms on the async runtime's timer.
     pub async fn snapshot(&self, at_least_ns: u64, max_wait: Duration) -> TelemetrySnapshot {
         let deadline = Instant::now() + max_wait;
         let mut poked = false;
         loop {
             let uncovered = self.uncovered(at_least_ns);
-            if !uncovered.is_empty() && !poked {
-                // One sample now from every source, instead of waiting for each one's
-                // next period.
+            if !uncovered.is_empty() && !poked && self.metrics_never_answered() {
+                // An endpoint without `/metrics`: one try now (its failure after the end
+                // releases the wait) instead of waiting for the next period. A source that
+                // answers keeps its schedule: an extra sample at a job's end would change
+                // which window a step's counters land in.
                 self.stop.poke();
                 poked = true;
             }
@@ -375,6 +377,14 @@ impl TelemetryHandle {
             }
             tokio::time::sleep(SNAPSHOT_POLL.min(deadline - Instant::now())).await;
         }
+    }
+
+    /// A metrics source runs and no scrape of it has succeeded yet.
+    fn metrics_never_answered(&self) -> bool {
+        lock_live(&self.live)
+            .metrics
+            .as_ref()
+            .is_some_and(|m| m.scrapes_ok == 0)
     }
 
     fn threads_done(&self) -> bool {
