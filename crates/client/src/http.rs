@@ -532,7 +532,9 @@ impl Client {
     /// its own, at most [`crate::connect::MAX_CONNECTS_IN_FLIGHT`] connecting at once (the
     /// connector's own bound), each response held until all have their heads, then every
     /// body read to its end, which hands the connections to the idle pool; connects still
-    /// in progress are waited for. Any status will do: only the connection counts. The
+    /// in progress are waited for; a wave that opened fewer than `n` is followed by another
+    /// (at most 3 waves, ending at one that opens nothing). Any status will do: only the
+    /// connection counts. The
     /// connections it opened are then forgotten by the connect log (no request waited on
     /// them). A failure is counted, never fatal.
     pub async fn warm_pool(&self, n: usize) -> WarmPool {
