@@ -11,11 +11,11 @@ fn main() {
         // SAFETY: called before any thread is spawned; SIG_DFL is a valid disposition.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.command.runtime_workers())
         .enable_all()
-        .build()
-    {
+        .build();
+    let runtime = match runtime {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

@@ -245,6 +245,24 @@ impl Command {
             _ => false,
         }
     }
+
+    /// Async runtime workers the command runs on (issue 33 item 1): one for `run` and
+    /// `overhead`, whose work is a client waiting on streams (a second worker only adds
+    /// cross-thread wake-ups: 160 streams paced at (50, 10) ms took ~5,000 voluntary
+    /// context switches with two workers, ~1,900 with one, ~1,100 for a bare reqwest
+    /// client on one thread; benchmarks/CLIENT_COST.md), two for the rest (servers).
+    /// `TOKIO_WORKER_THREADS` overrides it.
+    pub fn runtime_workers(&self) -> usize {
+        let default = match self {
+            Command::Run { .. } | Command::Overhead { .. } => 1,
+            _ => 2,
+        };
+        std::env::var("TOKIO_WORKER_THREADS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(default)
+    }
 }
 
 /// `timeline` subcommands.

@@ -582,6 +582,8 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
                 .filter(|t| sample_point.get(&t.id) == Some(&share.index))
                 .map(|t| t.id.clone())
                 .collect(),
+            // Each shard warmed its own pool: the merged point has no one figure.
+            connections: None,
         };
         let preqs: Vec<PointRequest> = reqs
             .iter()

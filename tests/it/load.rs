@@ -59,7 +59,27 @@ async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
         assert!((0.0..=1.0).contains(&g), "{p}");
         assert_eq!(p["energy"]["basis"], "simulated");
         assert!(p["energy"]["energy_per_output_token_j"].as_f64().unwrap() > 0.0);
+        // Issue 33 item 3: a pool at the point's concurrency was warmed before the
+        // window, so no request opened a connection inside it.
+        let conns = &p["connections"];
+        assert_eq!(conns["warm_wanted"], c, "{conns}");
+        assert!(conns["warm_opened"].as_u64().unwrap() <= c, "{conns}");
+        assert_eq!(conns["warm_failed"], 0, "{conns}");
+        assert_eq!(conns["connect_retransmits"], 0, "{conns}");
     }
+    // A connection opened inside a window (a pooled one closed, or a request that came
+    // before hyper handed its predecessor's connection back) is counted, and a request
+    // that waited on it says how long: never more such requests than connections.
+    let in_window: u64 = points
+        .iter()
+        .map(|p| p["connections"]["opened_in_window"].as_u64().unwrap())
+        .sum();
+    let lines = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let waited = lines.matches("\"cn\":").count() as u64;
+    assert!(
+        waited <= in_window,
+        "{waited} requests waited on {in_window} connects"
+    );
     let tput: Vec<f64> = points
         .iter()
         .map(|p| p["stats"]["throughput_rps"].as_f64().unwrap())

@@ -37,6 +37,7 @@ mod serve_hostile;
 mod shards;
 mod sigint;
 mod sim;
+mod startup;
 mod stream;
 mod telemetry;
 mod timeline;

@@ -155,6 +155,11 @@ pub struct RequestHead {
     pub stream: bool,
     /// The `n` the request asked for (`None`: not sent, one choice).
     pub choices_requested: Option<u32>,
+    /// How long the request waited on a connection opened for it, ns (`None`: it went
+    /// out on an open one; issue 33 item 3).
+    pub connect_ns: Option<u64>,
+    /// That connect itself took 0.9 s or more (a dropped SYN waited out).
+    pub connect_retransmit: bool,
 }
 
 impl RequestHead {
@@ -171,6 +176,7 @@ impl RequestHead {
         rec.first_byte_ns = self.first_byte_ns;
         rec.http_status = self.http_status;
         rec.choices_requested = self.choices_requested;
+        rec.set_connect(self.connect_ns, self.connect_retransmit);
         rec
     }
 }
@@ -756,7 +762,13 @@ impl StreamAccumulator {
         rec.finish_reason = primary.finish_reason.clone().or(self.finish_reason);
 
         let output = primary.output;
-        let mut warnings = self.warnings;
+        // The head's own warnings (a slow connect) first, then the body's.
+        let mut warnings = std::mem::take(&mut rec.warnings);
+        for w in self.warnings {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
         let mut usage = self.usage;
         if usage.is_some_and(|u| u.is_all_zero()) && output_bytes_nonempty {
             warnings.push(RecordWarning::UsageAllZero);

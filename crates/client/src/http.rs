@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant as TokioInstant;
 
 use super::accumulate::{Flow, RequestHead, StreamAccumulator};
+use super::connect::{ConnectCounts, ConnectLog, ConnectTimer};
 use super::in_flight::InFlight;
 use super::record::{FailureCode, RecordWarning, RequestRecord, sanitize_error};
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, ReadStamps, SseError, SseFramer, feed};
@@ -289,6 +290,22 @@ pub struct Client {
     config: ClientConfig,
     /// Streamed bodies being read right now, over this client and its clones.
     streams_in_flight: Arc<InFlight>,
+    /// The connections the pool opened, timed (issue 33 item 3).
+    connects: Arc<ConnectLog>,
+}
+
+/// What [`Client::warm_pool`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WarmPool {
+    /// Connections asked for.
+    pub wanted: u64,
+    /// Connections the pool opened meanwhile (the rest were already open, or failed).
+    pub opened: u64,
+    /// Warm-up requests that failed (connect refused, timeout): the window opens those
+    /// connections itself, and their requests say so (`connect_ns`).
+    pub failed: u64,
+    /// Wall time of the warm-up, ns.
+    pub elapsed_ns: u64,
 }
 
 /// What [`next_or_timer`] saw first.
@@ -452,7 +469,17 @@ impl Client {
             });
         }
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        let connects = Arc::new(ConnectLog::default());
+        let mut builder = reqwest::Client::builder();
+        if url.scheme() == "http" {
+            // No certificate store for an endpoint that never does TLS (every URL this
+            // client requests is under `base_url`, redirects are off): the platform
+            // verifier reads every system CA certificate when the client is built, several
+            // ms and MiB of a one-request run (issue 33 item 4).
+            builder = builder.tls_certs_only(std::iter::empty());
+        }
+        let http = builder
+            .connector_layer(ConnectTimer(Arc::clone(&connects)))
             .no_proxy()
             .tcp_nodelay(true)
             .redirect(reqwest::redirect::Policy::none())
@@ -491,7 +518,75 @@ impl Client {
             auth_error,
             config,
             streams_in_flight: Arc::new(InFlight::default()),
+            connects,
         })
+    }
+
+    /// The connections this client (and its clones) opened so far.
+    pub fn connect_counts(&self) -> ConnectCounts {
+        self.connects.counts()
+    }
+
+    /// Opens `n` connections before a measured window (issue 33 item 3): `n` concurrent
+    /// `GET {base_url}/models`, started together so that each checks out a connection of
+    /// its own, at most [`crate::connect::MAX_CONNECTS_IN_FLIGHT`] connecting at once (the
+    /// connector's own bound), each response held until all have their heads, then every
+    /// body read to its end, which hands the connections to the idle pool; connects still
+    /// in progress are waited for; a wave that opened fewer than `n` is followed by another
+    /// (at most 3 waves, ending at one that opens nothing). Any status will do: only the
+    /// connection counts. The
+    /// connections it opened are then forgotten by the connect log (no request waited on
+    /// them). A failure is counted, never fatal.
+    pub async fn warm_pool(&self, n: usize) -> WarmPool {
+        let started = std::time::Instant::now();
+        let before = self.connects.counts();
+        let one = || async {
+            let mut rb = self.http.get(&self.models_url);
+            if let Some(key) = &self.config.api_key {
+                rb = rb.bearer_auth(key);
+            }
+            tokio::time::timeout(self.config.request_timeout, rb.send())
+                .await
+                .ok()?
+                .ok()
+        };
+        let mut failed = 0;
+        // A wave can open fewer than it asks for when a connection came back to the pool
+        // while the wave's requests were still checking out (another worker thread ran
+        // its exchange meanwhile): a second wave then finds the rest. A wave that opens
+        // nothing means the pool holds `n` (or the server allows no more).
+        for _wave in 0..3 {
+            let wave_before = self.connects.counts();
+            let held = futures_util::future::join_all((0..n).map(|_| one())).await;
+            failed = held.iter().filter(|r| r.is_none()).count() as u64;
+            let limit = self.config.request_timeout;
+            futures_util::future::join_all(held.into_iter().flatten().map(|r| async move {
+                let _ = tokio::time::timeout(limit, r.bytes()).await;
+            }))
+            .await;
+            // A request whose own connect was still waiting for a slot when another one's
+            // connection came back took that one; its connect goes on in the background
+            // and pools its connection when done. Wait for those (bounded), then give
+            // hyper's background tasks a moment to hand drained connections back to the
+            // idle pool, so that the window's first requests find the pool full.
+            let deadline = tokio::time::Instant::now() + limit;
+            while self.connects.in_progress() > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let opened = self.connects.counts().since(wave_before).opened;
+            if opened == 0 || failed > 0 || self.connects.counts().since(before).opened >= n as u64
+            {
+                break;
+            }
+        }
+        self.connects.forget();
+        WarmPool {
+            wanted: n as u64,
+            opened: self.connects.counts().since(before).opened,
+            failed,
+            elapsed_ns: ns(started.elapsed()),
+        }
     }
 
     /// The configuration this client was built with.
@@ -706,7 +801,17 @@ impl Client {
                     };
                     return failed(head, code, &describe(&e), now);
                 }
-                Ok(Ok(r)) => break (r, head, deadline),
+                Ok(Ok(r)) => {
+                    let mut head = head;
+                    if let Some(w) = self
+                        .connects
+                        .claim(r.extensions(), clock.instant_at(send_ns))
+                    {
+                        head.connect_ns = Some(ns(w.waited));
+                        head.connect_retransmit = w.retransmit;
+                    }
+                    break (r, head, deadline);
+                }
             }
         };
         let mut rec = self

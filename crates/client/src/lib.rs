@@ -8,12 +8,15 @@
 //! - [`http`]: the reqwest edge ([`Client::chat`], [`Client::list_models`]).
 //! - [`record`]: [`RequestRecord`] and the closed vocabularies ([`FailureCode`], ...),
 //!   re-exported from the report model ([`inferscope_model::request`]).
+//! - [`connect`]: connections as a phase of their own: each one reqwest opens is timed, and
+//!   the request that waited on it records `connect_ns` (issue 33 item 3).
 //! - [`tool_calls`]: tool-call delta assembly by index and id — C09.
 //!
 //! Semantics follow docs/field-cases.md "Definitions": times are
 //! arrivals of the network read that completed an SSE event, on the run's monotonic clock.
 
 pub mod accumulate;
+pub mod connect;
 pub mod http;
 pub mod in_flight;
 pub mod record;
@@ -21,7 +24,8 @@ pub mod sse;
 pub mod tool_calls;
 
 pub use accumulate::{Flow, LlamaTimings, RequestHead, StreamAccumulator, Usage};
-pub use http::{ChatRequest, Client, ClientConfig, ClientError};
+pub use connect::{CONNECT_RETRANSMIT_NS, ConnectCounts};
+pub use http::{ChatRequest, Client, ClientConfig, ClientError, WarmPool};
 pub use in_flight::{InFlight, InFlightGuard};
 pub use record::{
     AssistantOutput, ChoiceRecord, FailureCode, RecordWarning, RequestRecord, RequestStatus,

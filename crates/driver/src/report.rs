@@ -368,6 +368,7 @@ fn curve(
                 window_ns: p.measured_window_ns(measured_start(e, i)),
                 // The point's trajectory kept in report.json (its first unit).
                 trajectories: trajs.first().map(|t| t.id.clone()).into_iter().collect(),
+                connections: p.connections,
             };
             let streamed = e
                 .load_units
@@ -725,6 +726,10 @@ fn job_report(
         .map(|l| l.schedule_notes())
         .unwrap_or_default();
     notes.extend(schedule.iter().cloned());
+    // Dropped SYNs inside a window are named, never left silently in TTFT (issue 33).
+    if let Some(l) = &e.load {
+        notes.extend(l.connect_notes());
+    }
     let status = if e.cancelled_before_start {
         JobStatus::NotRun
     } else if e.setup_error.is_some() {

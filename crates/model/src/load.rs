@@ -162,6 +162,32 @@ pub struct PointFacts {
     /// The point's trajectory kept in `jobs[].trajectories[]` (its first unit; none when
     /// no unit started). Every unit of the point is a unit line of `requests.jsonl`.
     pub trajectories: Vec<String>,
+    /// The point's connections (issue 33 item 3): the warm pool opened before its window
+    /// and the connections opened inside it. Absent in reports written before, and for
+    /// points merged from shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<PointConnections>,
+}
+
+/// `jobs[].sweep.points[].connections` (issue 33 item 3; docs/artifacts.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointConnections {
+    /// Connections the warm pool asked for before the window: the point's concurrency
+    /// cap; `null` when no pool was warmed (an uncapped open loop has no known size).
+    pub warm_wanted: Option<u64>,
+    /// Connections the warm pool opened (fewer than wanted when some were already open
+    /// from an earlier point, or failed).
+    pub warm_opened: u64,
+    /// Warm-up requests that failed (those connections are opened in the window).
+    pub warm_failed: u64,
+    /// How long the warm pool took, ns (before the window; not part of any figure).
+    pub warm_ns: u64,
+    /// Connections opened inside the window (a request's wait on one is its
+    /// `connect_ns` in `requests.jsonl`, part of its TTFT).
+    pub opened_in_window: u64,
+    /// Of those, the ones that took 0.9 s or more: a dropped SYN retransmitted after
+    /// Linux's 1 s timeout (`connect_retransmit` on the request).
+    pub connect_retransmits: u64,
 }
 
 /// One point of the curve (`jobs[].sweep.points[]`): its facts (flattened) and figures.

@@ -294,6 +294,9 @@ struct CompactLine {
     output_tokens_asked: Option<u32>,
     #[serde(rename = "pta", default, skip_serializing_if = "Option::is_none")]
     prompt_tokens_asked: Option<u64>,
+    /// A duration (ns), not an offset from `s`.
+    #[serde(rename = "cn", default, skip_serializing_if = "Option::is_none")]
+    connect_ns: Option<u64>,
 }
 
 /// `t − base` as a signed offset (exact for every instant of one run: both are below
@@ -355,6 +358,7 @@ pub fn encode_line(job: usize, job_id: &str, r: &RequestRecord) -> Vec<u8> {
         choices_requested: r.choices_requested,
         output_tokens_asked: r.output_tokens_asked,
         prompt_tokens_asked: r.prompt_tokens_asked,
+        connect_ns: r.connect_ns,
         choices: r
             .choices
             .iter()
@@ -462,6 +466,7 @@ pub fn decode_line(line: &[u8], jobs: &[String]) -> Result<(usize, RequestRecord
     r.warmup = c.warmup;
     r.output_tokens_asked = c.output_tokens_asked;
     r.prompt_tokens_asked = c.prompt_tokens_asked;
+    r.connect_ns = c.connect_ns;
     Ok((c.j, r))
 }
 
@@ -499,6 +504,7 @@ mod tests {
             RecordWarning::UsageAllZero,
             RecordWarning::NotStreamed,
             RecordWarning::ShortOutput,
+            RecordWarning::ConnectRetransmit,
         ];
         r.tool_call_count = 1;
         r.stream = false;
@@ -517,6 +523,7 @@ mod tests {
         }];
         r.output_tokens_asked = Some(64);
         r.prompt_tokens_asked = Some(130);
+        r.connect_ns = Some(1_003_000_000);
         r
     }
 
@@ -536,6 +543,11 @@ mod tests {
         // Missing stays absent (null), a real 0 stays 0.
         assert!(line.contains("\"cached\":0"), "{line}");
         assert!(!line.contains("\"ct\""), "{line}");
+        // The connect time is a duration, not an offset from `s`.
+        assert!(line.contains("\"cn\":1003000000"), "{line}");
+        let none = String::from_utf8(encode_line(0, "s::j", &RequestRecord::new("x", 1, 1, true)))
+            .unwrap();
+        assert!(!none.contains("\"cn\""), "{none}");
     }
 
     #[test]

@@ -149,7 +149,16 @@ pub enum RecordWarning {
     /// fewer output tokens (server `usage`, else the client's estimate) than asked
     /// (issue 27): the engine ignored the switch or stopped early.
     ShortOutput,
+    /// Opening the request's connection took [`CONNECT_RETRANSMIT_NS`] or more
+    /// (`connect_ns`): Linux retransmits an unanswered SYN after 1 s, so on loopback or a
+    /// LAN this is a dropped SYN (a full listen backlog) waited out inside the request's
+    /// TTFT (issue 33 item 3).
+    ConnectRetransmit,
 }
+
+/// A connect this slow is named [`RecordWarning::ConnectRetransmit`]: 0.9 s, just under
+/// Linux's initial SYN retransmission timeout of 1 s (`TCP_TIMEOUT_INIT`).
+pub const CONNECT_RETRANSMIT_NS: u64 = 900_000_000;
 
 /// The most inter-token gaps one request's record keeps over all its choices (524,288:
 /// four 128k-token answers); a longer response's further gaps are counted in
@@ -585,6 +594,13 @@ pub struct RequestRecord {
     /// tokenizer source, chat template included); absent when none was asked (issue 27).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_asked: Option<u64>,
+    /// How long this request waited on a connection being opened for it (TCP connect,
+    /// plus the TLS handshake for `https`), ns: from the later of its send and the
+    /// connect's start to the connect's end. Part of its TTFT, which still counts from
+    /// `send_ns`. Absent when it went out on a connection already open (a warm pool, a
+    /// kept-alive connection), never 0 (issue 33 item 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_ns: Option<u64>,
     /// Response content (choice 0's); never serialized.
     #[serde(skip)]
     pub output: AssistantOutput,
@@ -631,6 +647,7 @@ impl RequestRecord {
             warmup: false,
             output_tokens_asked: None,
             prompt_tokens_asked: None,
+            connect_ns: None,
             output: AssistantOutput::default(),
         }
     }
@@ -658,6 +675,21 @@ impl RequestRecord {
     pub fn short_output(&self) -> Option<bool> {
         self.output_tokens_asked
             .map(|_| self.warnings.contains(&RecordWarning::ShortOutput))
+    }
+
+    /// Records `connect_ns` (see the field), and names a connect that itself took
+    /// [`CONNECT_RETRANSMIT_NS`] or more (`retransmit`, judged by the client without any
+    /// wait for a connect slot) [`RecordWarning::ConnectRetransmit`]. A connect of 0 ns
+    /// (no clock tick) is kept as 1 ns: the field is absent, never 0, when no connection
+    /// was opened.
+    pub fn set_connect(&mut self, connect_ns: Option<u64>, retransmit: bool) {
+        self.connect_ns = connect_ns.map(|n| n.max(1));
+        if self.connect_ns.is_some()
+            && retransmit
+            && !self.warnings.contains(&RecordWarning::ConnectRetransmit)
+        {
+            self.warnings.push(RecordWarning::ConnectRetransmit);
+        }
     }
 
     /// `prompt_tokens − prompt_tokens_asked` when both are known (issue 27).

@@ -158,17 +158,31 @@ pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 pub const ACCEPT: &str =
     "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1";
 
-/// Builds the scrape client: short timeouts, no proxy (the engine is scraped directly).
-pub(crate) fn build_client(timeout: std::time::Duration) -> Result<reqwest::Client, String> {
+/// Builds the scrape client for `url`: short timeouts, no proxy (the engine is scraped
+/// directly). For a plain `http://` URL no certificate store is loaded (issue 33 item 4:
+/// the platform verifier reads every system CA certificate when the client is built, a
+/// few ms and MiB a client that never does TLS has no use for).
+pub(crate) fn build_client(
+    timeout: std::time::Duration,
+    url: &str,
+) -> Result<reqwest::Client, String> {
     // reqwest is built with `rustls-no-provider`: a provider must be installed before a
     // client is built. Installing twice is harmless (the second call returns Err).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    let mut b = reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout)
-        .no_proxy()
-        .build()
-        .map_err(|e| format!("http client: {e}"))
+        .no_proxy();
+    if is_plain_http(url) {
+        b = b.tls_certs_only(std::iter::empty());
+    }
+    b.build().map_err(|e| format!("http client: {e}"))
+}
+
+/// Whether `url` is plain `http://` (case-insensitive scheme).
+pub(crate) fn is_plain_http(url: &str) -> bool {
+    url.get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
 }
 
 /// One scrape: `(body, content type)` or the reason it failed.

@@ -779,7 +779,7 @@ async fn collect_async(
     stopped_elapsed_ns: u64,
     t: &mut MetricsTimeline,
 ) -> R<Vec<RawSeries>> {
-    let client = build_client(cfg.timeout)?;
+    let client = build_client(cfg.timeout, &cfg.url)?;
     let api = Api {
         client,
         base: cfg.url.trim_end_matches('/').to_string(),

@@ -20,29 +20,61 @@ const MAX_GAPS: usize = 1000;
 /// Most distinct notes kept.
 const MAX_NOTES: usize = 100;
 
-/// The stop flag shared by the handle and the sampler threads.
+/// The stop flag shared by the handle and the sampler threads, and a "sample now" request
+/// ([`StopSignal::poke`]).
 #[derive(Default)]
 struct StopSignal {
-    stopped: Mutex<bool>,
+    /// (stopped, poke generation).
+    state: Mutex<(bool, u64)>,
     cv: Condvar,
 }
 
+/// Why [`StopSignal::wait_until`] returned.
+#[derive(Debug, PartialEq, Eq)]
+enum Wake {
+    Deadline,
+    Stopped,
+    /// A sample was asked for now (the poke generation moved past the thread's).
+    Poked,
+}
+
 impl StopSignal {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (bool, u64)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn stop(&self) {
-        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.lock().0 = true;
         self.cv.notify_all();
     }
 
-    /// Waits until `deadline` or stop; returns `true` when stopped.
-    fn wait_until(&self, deadline: Instant) -> bool {
-        let mut g = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+    /// Asks every sampler for one sample now, out of its schedule (issue 33 item 4: a
+    /// job's figures wait for a sample at or after its end; without this, up to one
+    /// sampling period).
+    fn poke(&self) {
+        self.lock().1 += 1;
+        self.cv.notify_all();
+    }
+
+    /// The poke generation now (a thread's starting point).
+    fn generation(&self) -> u64 {
+        self.lock().1
+    }
+
+    /// Waits until `deadline`, stop, or a poke newer than `*seen` (which it then records).
+    fn wait_until(&self, deadline: Instant, seen: &mut u64) -> Wake {
+        let mut g = self.lock();
         loop {
-            if *g {
-                return true;
+            if g.0 {
+                return Wake::Stopped;
+            }
+            if g.1 != *seen {
+                *seen = g.1;
+                return Wake::Poked;
             }
             let now = Instant::now();
             if now >= deadline {
-                return false;
+                return Wake::Deadline;
             }
             g = self
                 .cv
@@ -137,6 +169,7 @@ fn run_loop(
 ) {
     let start = Instant::now();
     let period = period.max(Duration::from_millis(1));
+    let mut seen = stop.generation();
     let first = tick();
     let _ = ready.send(());
     if matches!(first, Tick::Finish) {
@@ -152,11 +185,14 @@ fn run_loop(
             k = u32::try_from(behind).unwrap_or(u32::MAX - 1) + 1;
             deadline = start + period * k;
         }
-        let stopped = stop.wait_until(deadline);
-        if matches!(tick(), Tick::Finish) || stopped {
+        let wake = stop.wait_until(deadline, &mut seen);
+        if matches!(tick(), Tick::Finish) || wake == Wake::Stopped {
             return;
         }
-        k = k.saturating_add(1);
+        // A poked sample is extra: the schedule's next deadline stays.
+        if wake == Wake::Deadline {
+            k = k.saturating_add(1);
+        }
     }
 }
 
@@ -283,7 +319,7 @@ pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
 }
 
 /// Polling step of [`TelemetryHandle::snapshot`]'s wait.
-const SNAPSHOT_POLL: Duration = Duration::from_millis(5);
+const SNAPSHOT_POLL: Duration = Duration::from_millis(1);
 
 impl TelemetryHandle {
     /// Whether a job's figures can be final before the run ends: `false` when a Prometheus
@@ -321,16 +357,34 @@ impl TelemetryHandle {
     /// at or after `at_least_ns` (run clock) or `max_wait` has passed; the sources still
     /// short of it are listed in [`TelemetrySnapshot::uncovered`] (their tail is never
     /// invented). Sampling goes on; each device's whole-run energy is over the samples so
-    /// far. The wait polls every 5 ms on the async runtime's timer.
+    /// far. A metrics source that never answered is asked for a try now (once), and the
+    /// wait polls every 1 ms on the async runtime's timer.
     pub async fn snapshot(&self, at_least_ns: u64, max_wait: Duration) -> TelemetrySnapshot {
         let deadline = Instant::now() + max_wait;
+        let mut poked = false;
         loop {
             let uncovered = self.uncovered(at_least_ns);
+            if !uncovered.is_empty() && !poked && self.metrics_never_answered() {
+                // An endpoint without `/metrics`: one try now (its failure after the end
+                // releases the wait) instead of waiting for the next period. A source that
+                // answers keeps its schedule: an extra sample at a job's end would change
+                // which window a step's counters land in.
+                self.stop.poke();
+                poked = true;
+            }
             if uncovered.is_empty() || Instant::now() >= deadline || self.threads_done() {
                 return self.snapshot_now(uncovered);
             }
             tokio::time::sleep(SNAPSHOT_POLL.min(deadline - Instant::now())).await;
         }
+    }
+
+    /// A metrics source runs and no scrape of it has succeeded yet.
+    fn metrics_never_answered(&self) -> bool {
+        lock_live(&self.live)
+            .metrics
+            .as_ref()
+            .is_some_and(|m| m.scrapes_ok == 0)
     }
 
     fn threads_done(&self) -> bool {
@@ -352,7 +406,12 @@ impl TelemetryHandle {
         }
         if let Some(m) = &live.metrics {
             let newest = m.samples.last().map(|s| s.elapsed_ns);
-            if !covers(newest, end_ns) {
+            // An endpoint that never answered a scrape (no `/metrics` at all: 404, refused)
+            // and failed again after `end_ns` will not cover it: waiting the whole bound
+            // (a period + 250 ms) for it would only delay every job (issue 33 item 4).
+            let never_answers =
+                m.scrapes_ok == 0 && m.gaps.last().is_some_and(|g| g.elapsed_ns >= end_ns);
+            if !covers(newest, end_ns) && !never_answers {
                 out.push(("metrics".to_string(), newest));
             }
         }
@@ -706,7 +765,7 @@ fn metrics_thread(
             return t;
         }
     };
-    let client = match build_client(mc.timeout) {
+    let client = match build_client(mc.timeout, &mc.url) {
         Ok(c) => c,
         Err(reason) => {
             t.status = SourceStatus::Failed { reason };
@@ -782,4 +841,50 @@ fn metrics_thread(
     t.counter_resets = tracker.resets();
     t.sample_count = t.samples.len() as u64;
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// Issue 33 item 4: a poke gets a sample now instead of at the next period, and the
+    /// schedule goes on; a stop ends the loop after one last sample.
+    #[test]
+    fn a_poke_samples_now_and_a_stop_ends_the_loop() {
+        let stop = Arc::new(StopSignal::default());
+        let ticks = Arc::new(AtomicU32::new(0));
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let t = std::thread::spawn({
+            let (stop, ticks) = (Arc::clone(&stop), Arc::clone(&ticks));
+            move || {
+                run_loop(&stop, Duration::from_secs(3600), ready_tx, || {
+                    ticks.fetch_add(1, Ordering::SeqCst);
+                    Tick::Continue
+                })
+            }
+        });
+        ready_rx.recv().unwrap();
+        assert_eq!(ticks.load(Ordering::SeqCst), 1, "the first sample");
+        let wait_for = |n: u32| {
+            let until = Instant::now() + Duration::from_secs(5);
+            while ticks.load(Ordering::SeqCst) < n && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            ticks.load(Ordering::SeqCst)
+        };
+        let poked = Instant::now();
+        stop.poke();
+        assert_eq!(wait_for(2), 2, "a poke is one sample");
+        assert!(poked.elapsed() < Duration::from_secs(5));
+        stop.poke();
+        assert_eq!(wait_for(3), 3);
+        stop.stop();
+        t.join().unwrap();
+        assert_eq!(
+            ticks.load(Ordering::SeqCst),
+            4,
+            "one last sample at the stop"
+        );
+    }
 }

@@ -432,6 +432,7 @@ mod tests {
             units_not_started: 0,
             window_ns,
             trajectories: vec![],
+            connections: None,
         }
     }
 

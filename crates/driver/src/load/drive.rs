@@ -419,6 +419,7 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
                         unscheduled: 0,
                         max_units_in_flight: 0,
                         max_requests_in_flight: 0,
+                        connections: None,
                     });
                     continue;
                 }
@@ -459,7 +460,28 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
             index_offset: offset,
             writer: writer.clone(),
         };
+        // Connections before the window (issue 33 item 3): a pool at the point's
+        // concurrency cap, opened at a bounded rate; an uncapped open loop has no known
+        // size and opens its connections as its arrivals need them.
+        let warm = match point.concurrency {
+            Some(c) if !env.ctx.is_cancelled() => Some(
+                env.client
+                    .warm_pool(usize::try_from(c).unwrap_or(usize::MAX))
+                    .await,
+            ),
+            _ => None,
+        };
+        let before = env.client.connect_counts();
         let run = run_point(&plan, &units, &timer, &env.ctx.cancelled).await;
+        let in_window = env.client.connect_counts().since(before);
+        let connections = crate::model::load::PointConnections {
+            warm_wanted: warm.map(|w| w.wanted),
+            warm_opened: warm.map_or(0, |w| w.opened),
+            warm_failed: warm.map_or(0, |w| w.failed),
+            warm_ns: warm.map_or(0, |w| w.elapsed_ns),
+            opened_in_window: in_window.opened,
+            connect_retransmits: in_window.retransmits,
+        };
         let first = trajectories.len();
         let started = run.finished;
         for k in run.units.into_iter().filter_map(|u| u.output) {
@@ -477,6 +499,7 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
             unscheduled,
             max_units_in_flight: run.max_in_flight,
             max_requests_in_flight: units.in_flight.max(),
+            connections: Some(connections),
         });
     }
     drop(writer);

@@ -32,6 +32,9 @@ pub struct PointRecord {
     pub max_units_in_flight: u32,
     /// Most requests in flight at once.
     pub max_requests_in_flight: u32,
+    /// The warm pool before the window and the connections opened inside it (issue 33
+    /// item 3); `None` for a point that ran nothing.
+    pub connections: Option<crate::model::load::PointConnections>,
 }
 
 impl PointRecord {
@@ -137,6 +140,29 @@ impl LoadRun {
         self.points.len() == planned && self.points.iter().all(PointRecord::ran_to_end)
     }
 
+    /// One note per point whose requests opened connections inside the window with a
+    /// dropped SYN (issue 33 item 3): the retransmit second sits in those requests' TTFT,
+    /// so the job says so.
+    pub fn connect_notes(&self) -> Vec<String> {
+        self.points
+            .iter()
+            .filter_map(|p| {
+                let c = p.connections?;
+                (c.connect_retransmits > 0).then(|| {
+                    format!(
+                        "connections: {}: {} of the {} connections opened inside the window \
+                         took 0.9 s or more (a dropped SYN retransmitted after 1 s: the \
+                         server's listen backlog overflowed); their requests carry \
+                         connect_retransmit and the connect in connect_ns, inside their TTFT",
+                        p.point.label(),
+                        c.connect_retransmits,
+                        c.opened_in_window,
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// One note per point whose schedule could not place its count (issue 29 item 10);
     /// such a job fails.
     pub fn schedule_notes(&self) -> Vec<String> {
@@ -186,6 +212,7 @@ mod tests {
             unscheduled: 0,
             max_units_in_flight: achieved,
             max_requests_in_flight: achieved,
+            connections: None,
         }
     }
 

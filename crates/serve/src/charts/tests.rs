@@ -56,6 +56,7 @@ fn point(index: usize, c: u32, stats: JobStats, goodput: Option<Goodput>) -> Poi
             units_not_started: 0,
             window_ns: 2_000_000_000,
             trajectories: Vec::new(),
+            connections: None,
         },
         warmup_requests: 0,
         stats,

@@ -1,0 +1,219 @@
+//! Connections as a phase of their own (issue 33 item 3), against a loopback server.
+//!
+//! - A dropped SYN: the server's listen backlog is tiny and full when the request
+//!   connects, so Linux drops the SYN and the client retransmits it after 1 s. The request
+//!   must record that second as `connect_ns` with `connect_retransmit`, its TTFT (which
+//!   counts from the send) must hold it, and what is left of the TTFT is the server's.
+//! - A warm pool: `Client::warm_pool(n)` opens `n` connections before the window, so `n`
+//!   concurrent requests after it open none and record no connect time.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use inferscope_client::{ChatRequest, Client, ClientConfig, RecordWarning};
+use inferscope_clock::RunClock;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+const SSE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n\
+                   data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+                   data: [DONE]\n\n";
+
+/// Serves one keep-alive connection: `GET …/models` gets a small JSON list, anything else
+/// a short SSE stream (one token), each with a content length.
+async fn serve_conn(mut sock: TcpStream) {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        let head_end = loop {
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p + 4;
+            }
+            match sock.read(&mut tmp).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while buf.len() < head_end + len {
+            match sock.read(&mut tmp).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        }
+        buf.drain(..head_end + len);
+        let (ct, body) = if head.starts_with("get ") {
+            (
+                "application/json",
+                r#"{"object":"list","data":[{"id":"m"}]}"#,
+            )
+        } else {
+            ("text/event-stream", SSE)
+        };
+        let resp = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {ct}\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if sock.write_all(resp.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn request(id: &str) -> ChatRequest {
+    ChatRequest {
+        request_id: id.into(),
+        model: "m".into(),
+        messages: vec![serde_json::json!({"role": "user", "content": "hi"})],
+        stream: true,
+        ..ChatRequest::default()
+    }
+}
+
+fn client(addr: std::net::SocketAddr) -> Client {
+    let mut cfg = ClientConfig::new(format!("http://{addr}/v1"));
+    cfg.request_timeout = Duration::from_secs(20);
+    Client::new(cfg).expect("client")
+}
+
+/// Whether a plain connect to `addr` completes within 150 ms (a full accept queue drops
+/// its SYN, and the next try comes only after 1 s).
+async fn connects_quickly(addr: std::net::SocketAddr) -> Option<TcpStream> {
+    tokio::time::timeout(Duration::from_millis(150), TcpStream::connect(addr))
+        .await
+        .ok()?
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft() {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    // A backlog of 1: the accept queue is full after a connection or two.
+    let listener: TcpListener = socket.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap();
+
+    // Fill the accept queue (nothing accepts yet) until a connect stalls: from then on
+    // every SYN is dropped until the queue has room.
+    let mut fillers = Vec::new();
+    let mut stalled = false;
+    for _ in 0..16 {
+        match connects_quickly(addr).await {
+            Some(s) => fillers.push(s),
+            None => {
+                stalled = true;
+                break;
+            }
+        }
+    }
+    assert!(
+        stalled,
+        "the accept queue never filled (backlog 1, {} connects)",
+        fillers.len()
+    );
+
+    let clock = RunClock::start();
+    let c = client(addr);
+    let req = request("r1");
+    let sent = tokio::spawn({
+        let c = c.clone();
+        let clock = clock.clone();
+        async move { c.chat(&req, &clock, clock.elapsed_ns()).await }
+    });
+    // The server wakes up 300 ms later: it drains the queue (the fillers, the stalled
+    // probe's retransmit if it comes first) and serves whatever connects.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(fillers);
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            tokio::spawn(serve_conn(sock));
+        }
+    });
+    let rec = sent.await.unwrap();
+    assert!(rec.is_success(), "{rec:?}");
+    let connect = rec.connect_ns.expect("the request opened its connection");
+    assert!(
+        connect >= 900_000_000,
+        "the SYN retransmit (1 s) is the connect's: {connect} ns"
+    );
+    assert!(
+        rec.warnings.contains(&RecordWarning::ConnectRetransmit),
+        "{:?}",
+        rec.warnings
+    );
+    let ttft = rec.ttft_ns.unwrap() - rec.send_ns;
+    assert!(
+        ttft >= connect,
+        "TTFT {ttft} ns holds the connect {connect} ns"
+    );
+    assert!(
+        ttft - connect < 500_000_000,
+        "what is left of the TTFT is the server's: {} ns",
+        ttft - connect
+    );
+    assert_eq!(c.connect_counts().retransmits, 1);
+
+    // The next request goes out on the kept-alive connection: no connect time.
+    let again = c.chat(&request("r2"), &clock, clock.elapsed_ns()).await;
+    assert!(again.is_success(), "{again:?}");
+    assert_eq!(again.connect_ns, None);
+    assert!(!again.warnings.contains(&RecordWarning::ConnectRetransmit));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_pool_opens_every_connection_before_the_window() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    tokio::spawn({
+        let accepted = Arc::clone(&accepted);
+        async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                accepted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(serve_conn(sock));
+            }
+        }
+    });
+    let clock = RunClock::start();
+    let c = client(addr);
+    let warm = c.warm_pool(6).await;
+    assert_eq!(
+        (warm.wanted, warm.opened, warm.failed),
+        (6, 6, 0),
+        "{warm:?}"
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 6);
+    let recs = futures_util::future::join_all((0..6).map(|i| {
+        let c = &c;
+        let clock = &clock;
+        async move {
+            c.chat(&request(&format!("w{i}")), clock, clock.elapsed_ns())
+                .await
+        }
+    }))
+    .await;
+    for r in &recs {
+        assert!(r.is_success(), "{r:?}");
+        assert_eq!(r.connect_ns, None, "{}", r.request_id);
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        6,
+        "no connect in the window"
+    );
+
+    // Without a warm pool the first requests open their connections in the window, and
+    // say so.
+    let cold = client(addr);
+    let r = cold
+        .chat(&request("cold"), &clock, clock.elapsed_ns())
+        .await;
+    assert!(r.is_success(), "{r:?}");
+    assert!(r.connect_ns.is_some_and(|n| n > 0), "{:?}", r.connect_ns);
+}
