@@ -246,17 +246,14 @@ impl Command {
         }
     }
 
-    /// Async runtime workers the command runs on (issue 33 item 1): one for `run` and
-    /// `overhead`, whose work is a client waiting on streams (a second worker only adds
-    /// cross-thread wake-ups: 160 streams paced at (50, 10) ms took ~5,000 voluntary
-    /// context switches with two workers, ~1,900 with one, ~1,100 for a bare reqwest
-    /// client on one thread; benchmarks/CLIENT_COST.md), two for the rest (servers).
-    /// `TOKIO_WORKER_THREADS` overrides it.
+    /// Async runtime workers the command runs on: two, or `TOKIO_WORKER_THREADS`. One
+    /// worker cuts a paced client's cross-thread wake-ups (160 streams paced at (50, 10)
+    /// ms: ~5,000 voluntary context switches with two workers, ~1,900 with one, ~1,100 for
+    /// a bare reqwest client on one thread; BENCHMARKS.md "Client cost at the edges"), but
+    /// it is not the default: the built-in simulator runs on the same runtime, and timing
+    /// fidelity and saturation throughput on one worker are not yet measured against two.
     pub fn runtime_workers(&self) -> usize {
-        let default = match self {
-            Command::Run { .. } | Command::Overhead { .. } => 1,
-            _ => 2,
-        };
+        let default = 2;
         std::env::var("TOKIO_WORKER_THREADS")
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())
