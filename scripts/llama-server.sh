@@ -105,24 +105,6 @@ _llama_ensure_system() {
     fi
 }
 
-# Serialize builds sharing one cache (two CI jobs on one machine).
-_llama_lock() {
-    mkdir -p "$LLAMA_CACHE_ROOT" || return 1
-    if command -v flock >/dev/null 2>&1; then
-        exec {LLAMA_LOCK_FD}>"$LLAMA_CACHE_ROOT/.lock" || return 1
-        if ! flock -n "$LLAMA_LOCK_FD"; then
-            _llama_log "waiting for another build holding $LLAMA_CACHE_ROOT/.lock"
-            flock "$LLAMA_LOCK_FD" || return 1
-        fi
-    fi
-}
-_llama_unlock() {
-    if [ -n "${LLAMA_LOCK_FD:-}" ]; then
-        exec {LLAMA_LOCK_FD}>&-
-        unset LLAMA_LOCK_FD
-    fi
-}
-
 # Create or reuse the venv. A venv is reused only when its marker (written last, after a
 # successful install) names exactly the current pins; anything else is rebuilt from scratch.
 _llama_venv_unlocked() {
@@ -142,10 +124,11 @@ _llama_venv_unlocked() {
 
 # llama_venv: ensure the tool venv exists; prints its python path on stdout.
 llama_venv() {
-    _llama_lock || return 1
+    srv_lock "$LLAMA_CACHE_ROOT/.lock" \
+        "[llama-server.sh] waiting for another build holding $LLAMA_CACHE_ROOT/.lock" || return 1
     _llama_venv_unlocked
     local rc=$?
-    _llama_unlock
+    srv_unlock
     [ "$rc" -eq 0 ] || return "$rc"
     printf '%s\n' "$LLAMA_VENV/bin/python"
 }
@@ -201,10 +184,11 @@ _llama_build_unlocked() {
 
 # llama_build: build or reuse the cached llama-server; prints the binary path on stdout.
 llama_build() {
-    _llama_lock || return 1
+    srv_lock "$LLAMA_CACHE_ROOT/.lock" \
+        "[llama-server.sh] waiting for another build holding $LLAMA_CACHE_ROOT/.lock" || return 1
     _llama_build_unlocked
     local rc=$?
-    _llama_unlock
+    srv_unlock
     [ "$rc" -eq 0 ] || return "$rc"
     printf '%s\n' "$LLAMA_BIN"
 }

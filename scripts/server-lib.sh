@@ -1,5 +1,6 @@
 # server-lib.sh — what the engine scripts share (scripts/llama-server.sh, scripts/vllm.sh):
-# sourced, defines srv_http_status URL and srv_alive PID; runs nothing.
+# sourced, defines srv_http_status URL, srv_alive PID, srv_lock FILE MESSAGE and
+# srv_unlock; runs nothing.
 
 # GET a loopback URL; prints the HTTP status code (000 when unreachable). python3 only,
 # so a fresh machine without curl works too.
@@ -23,4 +24,23 @@ srv_alive() {
     stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
     stat="${stat##*) }"
     [ "${stat%% *}" != Z ]
+}
+
+# Serialize work that shares a cache (two CI jobs on one machine): hold an exclusive flock
+# on FILE (its directory made first), printing MESSAGE to stderr when another process holds
+# it; without flock on the machine, no lock. One lock at a time (SRV_LOCK_FD).
+srv_lock() {
+    mkdir -p "$(dirname "$1")" || return 1
+    command -v flock >/dev/null 2>&1 || return 0
+    exec {SRV_LOCK_FD}>"$1" || return 1
+    if ! flock -n "$SRV_LOCK_FD"; then
+        printf '%s\n' "$2" >&2
+        flock "$SRV_LOCK_FD" || return 1
+    fi
+}
+srv_unlock() {
+    if [ -n "${SRV_LOCK_FD:-}" ]; then
+        exec {SRV_LOCK_FD}>&-
+        unset SRV_LOCK_FD
+    fi
 }

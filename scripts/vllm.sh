@@ -55,21 +55,6 @@ _vllm_sha12() { sha256sum "$1" | cut -c1-12; }
 # The venv path for the current lock.
 _vllm_venv() { printf '%s/venv-vllm-%s-%s\n' "$VLLM_CACHE" "$VLLM_VERSION" "$(_vllm_sha12 "$VLLM_LOCK")"; }
 
-_vllm_lock() {
-    mkdir -p "$VLLM_CACHE" || return 1
-    exec {VLLM_LOCK_FD}>"$VLLM_CACHE/.vllm.lock" || return 1
-    if ! flock -n "$VLLM_LOCK_FD"; then
-        _vllm_log "waiting for another install holding $VLLM_CACHE/.vllm.lock"
-        flock "$VLLM_LOCK_FD" || return 1
-    fi
-}
-_vllm_unlock() {
-    if [ -n "${VLLM_LOCK_FD:-}" ]; then
-        exec {VLLM_LOCK_FD}>&-
-        unset VLLM_LOCK_FD
-    fi
-}
-
 # Install the lock into a fresh venv, built beside its final path and renamed into place
 # when complete (only `python -m` is used from it, never its scripts, so the rename is safe).
 _vllm_install_unlocked() {
@@ -100,10 +85,11 @@ _vllm_install_unlocked() {
 
 # vllm_install: ensure the venv; prints its python.
 vllm_install() {
-    _vllm_lock || return 1
+    srv_lock "$VLLM_CACHE/.vllm.lock" \
+        "[vllm.sh] waiting for another install holding $VLLM_CACHE/.vllm.lock" || return 1
     _vllm_install_unlocked
     local rc=$?
-    _vllm_unlock
+    srv_unlock
     [ "$rc" -eq 0 ] || return "$rc"
     printf '%s\n' "$(_vllm_venv)/bin/python"
 }
@@ -118,7 +104,8 @@ vllm_model() {
         printf '%s\n' "$dir"
         return 0
     fi
-    _vllm_lock || return 1
+    srv_lock "$VLLM_CACHE/.vllm.lock" \
+        "[vllm.sh] waiting for another install holding $VLLM_CACHE/.vllm.lock" || return 1
     if [ ! -f "$dir/.inferscope-complete" ]; then
         _vllm_log "making the model directory $dir from $gguf"
         tmp="$(mktemp -d "$VLLM_CACHE/.vllm-model.XXXXXX")"
@@ -126,7 +113,7 @@ vllm_model() {
         rc=$?
         if [ "$rc" -ne 0 ]; then
             rm -rf "$tmp"
-            _vllm_unlock
+            srv_unlock
             _vllm_die "making the model directory failed (exit $rc)"
             return 1
         fi
@@ -134,7 +121,7 @@ vllm_model() {
         rm -rf "$dir"
         mv "$tmp" "$dir"
     fi
-    _vllm_unlock
+    srv_unlock
     printf '%s\n' "$dir"
 }
 
