@@ -1228,8 +1228,8 @@ mod workload_notes {
             format!(
                 "engine counters: {flagged} LLM step(s) low confidence: each ended less than \
                  one scrape period after its first token, so its prompt and cache counts may \
-                 land in the next step's window (attribution.counters_low_confidence); their \
-                 usage figures stand"
+                 land in the next step's window (attribution.counters_low_confidence); a step's \
+                 own usage, where the server sent it, is its figure"
             )
         })
     }
