@@ -50,7 +50,7 @@ pub struct ContextPlan {
     pub prebuilt: PromptCache,
 }
 
-/// Exact prompts built ahead, by `(seed, size)`: their text and the prompt tokens asked.
+/// Exact prompts built ahead: their text by `(seed, size)`.
 #[derive(Debug, Clone, Default)]
 pub struct PromptCache(
     std::sync::Arc<std::sync::Mutex<std::collections::HashMap<(u64, usize), String>>>,
@@ -235,8 +235,8 @@ impl ContextPlan {
 }
 
 impl ContextPlan {
-    /// `(size, repeat index)` of load unit `k`: sizes in order, each `repeat` times, then
-    /// again with the next repeat indices.
+    /// `(size, repeat index)` of load unit `k` (see `UnitTemplate::Context`): sizes in
+    /// order, each `repeat` times, then again with the next repeat indices.
     pub fn unit_spec(&self, k: u64) -> (usize, u64) {
         let repeat = u64::from(self.repeat.max(1));
         let n = self.sizes.len() as u64 * repeat;

@@ -301,11 +301,6 @@ fn compact_unit(rec: &mut TrajectoryRecord, keep_answers: bool) {
     rec.steps.shrink_to_fit();
 }
 
-/// `(size, repeat index)` of context unit `k` (see [`UnitTemplate::Context`]).
-pub fn context_unit_spec(plan: &ContextPlan, k: u64) -> (usize, u64) {
-    plan.unit_spec(k)
-}
-
 async fn context_unit<E: LlmExecutor>(
     exec: &E,
     ctx: &DriverCtx,
@@ -314,7 +309,7 @@ async fn context_unit<E: LlmExecutor>(
     k: u64,
 ) -> TrajectoryRecord {
     let start_ns = exec.now_ns();
-    let (size, r) = context_unit_spec(plan, k);
+    let (size, r) = plan.unit_spec(k);
     let mut rec = TrajectoryRecord {
         id: id.clone(),
         index: u32::try_from(k).unwrap_or(u32::MAX),
@@ -551,7 +546,7 @@ mod tests {
     #[test]
     fn context_units_cycle_size_major_with_fresh_repeat_indices() {
         let p = plan(vec![256, 1024], 2);
-        let got: Vec<(usize, u64)> = (0..6).map(|k| context_unit_spec(&p, k)).collect();
+        let got: Vec<(usize, u64)> = (0..6).map(|k| p.unit_spec(k)).collect();
         assert_eq!(
             got,
             vec![(256, 0), (256, 1), (1024, 0), (1024, 1), (256, 2), (256, 3)]
