@@ -9,7 +9,9 @@ Checks (jobs of SUITE, default smollm2-workloads; suites/vllm.toml holds the sam
 jobs passed; job `sizes` has one successful request per
 size whose usage.prompt_tokens equals the size (read from requests.jsonl, the compact lines:
 `pt` prompt tokens, `pta` asked); job `fixed` has 3 requests with exactly 64 completion
-tokens each (`ct`), asked for 64 (`ota`), and no `short_output` warning (`w`).
+tokens each (`ct`), asked for 64 (`ota`), and no `short_output` warning (`w`). Other
+warnings (a `retried_stale_connection`: a pooled connection the server had closed, the request
+sent again) say nothing about output length; they are printed, not failed on.
 
 --replay (issue 27 item 4): the replay run's only trajectory has the recorded trajectory
 TRAJECTORY's steps: the same kinds and names, and on every LLM step the same
@@ -43,9 +45,12 @@ def check(report, run_dir, source, suite="smollm2-workloads"):
     if got != [(128, 128), (512, 512), (2048, 2048)]:
         problems.append(f"sizes with {source}: (asked, usage.prompt_tokens) = {got}")
     fixed = requests_of(run_dir, f"{suite}::fixed")
-    cts = [(r.get("ota"), r.get("ct"), r.get("w", [])) for r in fixed]
-    if cts != [(64, 64, [])] * 3:
-        problems.append(f"fixed: (asked, completion_tokens, warnings) = {cts}")
+    cts = [(r.get("ota"), r.get("ct"), "short_output" in r.get("w", [])) for r in fixed]
+    if cts != [(64, 64, False)] * 3:
+        problems.append(f"fixed: (asked, completion_tokens, short_output) = {cts}")
+    other = sorted({w for r in fixed for w in r.get("w", []) if w != "short_output"})
+    if other:
+        print(f"check_workloads_report: fixed: other request warnings (not failed on): {other}")
     return problems
 
 
@@ -103,6 +108,10 @@ def self_test():
         with open(os.path.join(d, "requests.jsonl"), "w") as f:
             f.write("\n".join(json.dumps(x) for x in lines) + "\n")
         rep = {"jobs": [{"id": j, "status": "pass"} for j in jobs]}
+        assert check(rep, d, "t") == [], check(rep, d, "t")
+        lines[-2] = {"j": 1, "ota": 64, "ct": 64, "w": ["retried_stale_connection"]}
+        with open(os.path.join(d, "requests.jsonl"), "w") as f:
+            f.write("\n".join(json.dumps(x) for x in lines) + "\n")
         assert check(rep, d, "t") == [], check(rep, d, "t")
         lines[2]["pt"] = 513
         lines[-1] = {"j": 1, "ota": 64, "ct": 20, "w": ["short_output"]}

@@ -1004,7 +1004,7 @@ pub fn preflight_error(
             let mut e = err(
                 SetupCause::ModelNotListed,
                 format!(
-                    "model `{model}` is not served by {url} (it lists: {listed}); set                      `model` in the suite or --model to one of them"
+                    "model `{model}` is not served by {url} (it lists: {listed}); set `model` in the suite or --model to one of them"
                 ),
                 None,
                 None,
