@@ -17,6 +17,7 @@ use crate::attribution::{
 use crate::clock::RunClock;
 use crate::execute::{GradedJob, SuiteRuntime};
 use crate::load::curve::{EnergyPoint, window_energy_mj};
+use crate::model::attribution::{CountedStep, ScrapeSpan, counters_low_confidence};
 use crate::model::load::{WindowEnergy, WindowMethod};
 use crate::model::{
     AttributionGroup, Basis, EnergyBasis, Figure, JobEnergy, PowerReport, PowerSource,
@@ -335,7 +336,10 @@ pub struct RunEnergy {
     outcomes: HashMap<String, TrajectoryOutcome>,
     groups: Vec<AttributionGroup>,
     devices: Vec<(String, Vec<EnergyPoint>)>,
-    counter_period_ns: Option<u64>,
+    /// Scrapes of the engine counters the join read (empty without), by answer instant.
+    scrapes: Vec<ScrapeSpan>,
+    /// First-token instants of every request of the run, sorted.
+    first_tokens: Vec<u64>,
 }
 
 /// The step-attribution join (docs/measurement.md) of `trajectories` at `declared` trajectories in flight.
@@ -377,10 +381,29 @@ impl RunEnergy {
             outcomes: HashMap::new(),
             groups: Vec::new(),
             devices: Vec::new(),
-            counter_period_ns: None,
+            scrapes: Vec::new(),
+            first_tokens: Vec::new(),
         };
         let Some(t) = telemetry else { return out };
-        out.counter_period_ns = t.counter_timeline().map(|m| m.period_ns);
+        out.scrapes = t
+            .counter_timeline()
+            .map(|m| {
+                m.samples
+                    .iter()
+                    .map(|s| ScrapeSpan {
+                        sent_ns: s.request_sent_ns,
+                        answered_ns: s.elapsed_ns,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.first_tokens = graded
+            .iter()
+            .flat_map(|g| &g.executed.trajectories)
+            .flat_map(|t| &t.steps)
+            .filter_map(|s| s.request.as_ref()?.ttft_ns)
+            .collect();
+        out.first_tokens.sort_unstable();
         out.devices = t
             .power
             .as_ref()
@@ -463,9 +486,13 @@ impl RunEnergy {
         &self.power
     }
 
-    /// The scrape period of the engine counters the join read, ns (`None` without).
-    pub fn counter_period_ns(&self) -> Option<u64> {
-        self.counter_period_ns
+    /// Why LLM step `step`'s counter deltas may not be its own (`None`: they are, or the
+    /// run scraped no engine counters); the rule is [`counters_low_confidence`].
+    pub fn counters_low_confidence(&self, step: CountedStep) -> Option<String> {
+        if self.scrapes.is_empty() {
+            return None;
+        }
+        counters_low_confidence(step, &self.scrapes, &self.first_tokens)
     }
 
     /// The join's outcome for trajectory `id` (`None` without telemetry or markers).

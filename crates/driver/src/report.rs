@@ -27,6 +27,7 @@ use crate::gate::{self, FigureSet, JobOutcome};
 use crate::grade::CheckResult;
 use crate::load::curve::{PointFacts, summarize_point_compact};
 use crate::load::{LoadRun, goodput_criteria, load_report, sweep_report};
+use crate::model::attribution::CountedStep;
 use crate::model::compact::CompactFigureSet;
 use crate::model::load::WindowEnergy;
 use crate::model::{
@@ -193,16 +194,12 @@ fn step_report(
 ) -> StepReport {
     let r = s.request.as_ref();
     let (energy, mut attribution) = step_energy(outcome, s.step_id, run);
-    // Whether or not a scrape fell inside its window: a short step's counts land in the
-    // next step's window either way (its own deltas then read null or short).
-    if let (Some(a), Some(period), StepKind::LlmCall) =
-        (attribution.as_mut(), run.counter_period_ns(), s.kind)
-    {
-        let tail = r
-            .and_then(|r| r.ttft_ns)
-            .map(|f| s.end_ns.saturating_sub(f));
-        a.counters_low_confidence =
-            crate::model::attribution::counters_low_confidence(tail, period);
+    if let (Some(a), StepKind::LlmCall) = (attribution.as_mut(), s.kind) {
+        a.counters_low_confidence = run.counters_low_confidence(CountedStep {
+            start_ns: s.start_ns,
+            first_token_ns: r.and_then(|r| r.ttft_ns),
+            end_ns: s.end_ns,
+        });
     }
     let tokens = r.and_then(|r| r.output_tokens());
     let tokens_per_joule = if s.kind == StepKind::LlmCall {
@@ -1226,10 +1223,10 @@ mod workload_notes {
             .count();
         (flagged > 0).then(|| {
             format!(
-                "engine counters: {flagged} LLM step(s) low confidence: each ended less than \
-                 one scrape period after its first token, so its prompt and cache counts may \
-                 land in the next step's window (attribution.counters_low_confidence); a step's \
-                 own usage, where the server sent it, is its figure"
+                "engine counters: {flagged} LLM step(s) low confidence: their prompt and cache \
+                 deltas may miss their own counts or hold another request's (each step's \
+                 attribution.counters_low_confidence says which); a step's own usage, where \
+                 the server sent it, is its figure"
             )
         })
     }

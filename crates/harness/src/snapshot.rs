@@ -18,7 +18,7 @@
 //! | gate values without unit (counts, rates) | rounded to 4 decimals | deterministic |
 //! | gate messages | dropped | they embed the value |
 //! | URLs in notes (loopback port) | `"[url]"` | the simulator's port is random |
-//! | the count of low-confidence counter steps in a note | `[n]` | each step's tail against the scrape period |
+//! | the note on low-confidence counter steps (`engine counters: …`) | dropped | which steps a scrape proved depends on where the scrapes fell: timing |
 //! | counter deltas, samples in window, coverage | dropped | scrape/sample timing |
 //!
 //! The body is `serde_json` pretty JSON (2-space indent). The Rust harness asserts it
@@ -73,14 +73,10 @@ fn redact_urls(s: &str) -> String {
         .into_owned()
 }
 
-/// A job note as snapshotted: URLs redacted, and the count of steps whose counters are low
-/// confidence (it depends on each step's tail against the scrape period: timing).
-fn redact_note(s: &str) -> String {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let s = redact_urls(s);
-    RE.get_or_init(|| regex::Regex::new(r"^engine counters: \d+ LLM step").expect("static regex"))
-        .replace(&s, "engine counters: [n] LLM step")
-        .into_owned()
+/// A job note as snapshotted: URLs redacted; `None` for the note on steps whose counters
+/// are low confidence (which steps a scrape proved depends on where the scrapes fell).
+fn redact_note(s: &str) -> Option<String> {
+    (!s.starts_with("engine counters: ")).then(|| redact_urls(s))
 }
 
 fn round4(v: f64) -> Value {
@@ -356,7 +352,7 @@ fn snapshot<'a>(report: &'a RunReport, job: &'a JobReport) -> Snapshot<'a> {
             timed_out: h.timed_out,
             spawn_error: h.spawn_error.as_deref(),
         }),
-        notes: job.notes.iter().map(|n| redact_note(n)).collect(),
+        notes: job.notes.iter().filter_map(|n| redact_note(n)).collect(),
         trajectories: job.trajectories.iter().map(trajectory).collect(),
         units: {
             let mut u: Vec<SnapUnit> = job
@@ -605,12 +601,15 @@ mod tests {
     }
 
     #[test]
-    fn the_low_confidence_step_count_is_redacted_in_notes() {
+    fn the_low_confidence_counters_note_is_dropped() {
         assert_eq!(
             redact_note("engine counters: 12 LLM step(s) low confidence: x"),
-            "engine counters: [n] LLM step(s) low confidence: x"
+            None
         );
-        assert_eq!(redact_note("prompt tokens: 12"), "prompt tokens: 12");
+        assert_eq!(
+            redact_note("prompt tokens: 12").as_deref(),
+            Some("prompt tokens: 12")
+        );
     }
 
     #[test]

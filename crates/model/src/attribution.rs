@@ -198,35 +198,86 @@ pub struct StepAttribution {
     /// prompt is 0 tokens.
     pub usage_cache_hit_rate: Option<f64>,
     /// Why this LLM step's counter deltas may hold another step's counts, or miss its own
-    /// (docs/measurement.md, "Counter deltas of short steps"): its tail, end − first token,
-    /// is shorter than one scrape period. `null` when the tail spans a period, for tool
-    /// steps, and in runs that scraped no engine counters.
+    /// (docs/measurement.md, "Counter deltas of short steps"; the rule is
+    /// [`counters_low_confidence`]). `null` when the scrapes on each side prove the deltas
+    /// the step's own, for tool steps, and in runs that scraped no engine counters.
     #[serde(default)]
     pub counters_low_confidence: Option<String>,
 }
 
-/// The [`StepAttribution::counters_low_confidence`] reason of an LLM step whose tail (end −
-/// first token) is `tail_ns`, read from counters scraped every `period_ns`: vLLM counts a
-/// request's prompt (and prefix-cache) tokens when its first token is produced, the count
-/// reaches `/metrics` at the next scrape, and a step's window ends at the last scrape at or
-/// before its end. A tail of at least one period holds that scrape (measured on vLLM 0.32:
-/// every such step's prompt and cache deltas equalled usage at 50, 100 and 200 ms;
-/// BENCHMARKS.md); a shorter one may not. A step without a first token cannot be placed and
-/// is flagged too.
-pub fn counters_low_confidence(tail_ns: Option<u64>, period_ns: u64) -> Option<String> {
+/// One scrape of the engine's counters, ns from the reference instant: the request was sent
+/// at `sent_ns` and answered at `answered_ns`, so the engine's snapshot lies between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScrapeSpan {
+    /// When the scrape request was sent.
+    pub sent_ns: u64,
+    /// When its response was read (the counter point's `elapsed_ns`).
+    pub answered_ns: u64,
+}
+
+/// The instants of one LLM step that decide whether its counter deltas are its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountedStep {
+    /// Step start, ns.
+    pub start_ns: u64,
+    /// Its request's first token, ns (`None`: none arrived).
+    pub first_token_ns: Option<u64>,
+    /// Step end, ns.
+    pub end_ns: u64,
+}
+
+/// The [`StepAttribution::counters_low_confidence`] reason of LLM step `step`, or `None`
+/// when its prompt and cache deltas hold its own counts and no other request's
+/// (docs/measurement.md, "Counter deltas of short steps").
+///
+/// An engine counts a request's prompt and prefix-cache tokens by the time its first token
+/// reaches the client; a step's window runs from the last scrape answered at or before its
+/// start to the last answered at or before its end. So the deltas are the step's own when
+/// (1) a scrape sent at or after its first token was answered by its end (its counts are in
+/// the window), (2) the window's baseline scrape was sent at or after every earlier
+/// request's first token (no earlier count lands in it), and (3) no other request's first
+/// token falls inside the step. `scrapes` are sorted by `answered_ns` (their `sent_ns`
+/// too); `first_tokens` are the first-token instants of every request of the run, this
+/// step's included, sorted.
+pub fn counters_low_confidence(
+    step: CountedStep,
+    scrapes: &[ScrapeSpan],
+    first_tokens: &[u64],
+) -> Option<String> {
     let ms = |ns: u64| ns as f64 / 1e6;
-    match tail_ns {
-        Some(t) if t >= period_ns => None,
-        Some(t) => Some(format!(
-            "the step ended {:.1} ms after its first token, under one scrape period ({:.0} ms): \
-             its prompt and cache counts may land in the next step's window",
-            ms(t),
-            ms(period_ns)
-        )),
-        None => Some(
+    let Some(ft) = step.first_token_ns else {
+        return Some(
             "no first token: the engine's counts for this request cannot be placed in a step"
                 .into(),
-        ),
+        );
+    };
+    let own = scrapes.partition_point(|s| s.sent_ns < ft);
+    if scrapes.get(own).is_none_or(|s| s.answered_ns > step.end_ns) {
+        return Some(format!(
+            "no scrape sent after the step's first token was answered by its end ({:.1} ms \
+             later): its prompt and cache counts land in a later step's window",
+            ms(step.end_ns.saturating_sub(ft))
+        ));
+    }
+    let before = first_tokens.partition_point(|&t| t < step.start_ns);
+    let inside = first_tokens.partition_point(|&t| t <= step.end_ns) - before;
+    if inside > 1 {
+        return Some(format!(
+            "{} other request(s) produced a first token inside this step: their counts share \
+             its window",
+            inside - 1
+        ));
+    }
+    // The run's first request: no earlier count to keep out of its window.
+    let &earlier = before.checked_sub(1).and_then(|i| first_tokens.get(i))?;
+    let base = scrapes.partition_point(|s| s.answered_ns <= step.start_ns);
+    match base.checked_sub(1).map(|i| scrapes[i]) {
+        Some(b) if b.sent_ns >= earlier => None,
+        _ => Some(format!(
+            "an earlier request's counts (first token {:.1} ms before this step began) were not \
+             scraped before it began: they land in this step's window",
+            ms(step.start_ns.saturating_sub(earlier))
+        )),
     }
 }
 
@@ -730,16 +781,59 @@ pub struct RunAttributionSummary {
 #[cfg(test)]
 mod tests {
 
+    /// The three conditions of the counter rule, each failed on its own.
     #[test]
-    fn a_tail_under_one_scrape_period_is_low_confidence() {
+    fn counter_deltas_are_a_steps_own_only_with_a_scrape_on_each_side() {
         let ms = 1_000_000;
-        assert_eq!(counters_low_confidence(Some(100 * ms), 100 * ms), None);
-        assert_eq!(counters_low_confidence(Some(350 * ms), 100 * ms), None);
-        let why = counters_low_confidence(Some(99 * ms), 100 * ms).unwrap();
-        assert!(why.contains("99.0 ms after its first token"), "{why}");
-        assert!(why.contains("scrape period (100 ms)"), "{why}");
+        let sc = |sent: u64, answered: u64| ScrapeSpan {
+            sent_ns: sent * ms,
+            answered_ns: answered * ms,
+        };
+        // Scrapes every 100 ms, each answered 5 ms after it was sent.
+        let scrapes: Vec<ScrapeSpan> = (0..20).map(|k| sc(100 * k, 100 * k + 5)).collect();
+        let step = |start: u64, ft: u64, end: u64| CountedStep {
+            start_ns: start * ms,
+            first_token_ns: Some(ft * ms),
+            end_ns: end * ms,
+        };
+        // An earlier request at 150 ms, scraped at 200 ms; this step 310..420, first
+        // token 350, the 400 ms scrape (answered 405) in its tail.
+        let fts = [150 * ms, 350 * ms];
+        assert_eq!(
+            counters_low_confidence(step(310, 350, 420), &scrapes, &fts),
+            None
+        );
+        // (1) a tail that no scrape sent after the first token was answered within.
+        let why = counters_low_confidence(step(310, 350, 404), &scrapes, &fts).unwrap();
+        assert!(why.contains("54.0 ms later"), "{why}");
+        // A tail under one period can still hold a scrape: then the counts are its own.
+        assert_eq!(
+            counters_low_confidence(step(310, 395, 420), &scrapes, &[150 * ms, 395 * ms]),
+            None
+        );
+        // (2) the baseline (answered 205 ms) was sent before the earlier first token 250.
+        let why =
+            counters_low_confidence(step(260, 350, 420), &scrapes, &[250 * ms, 350 * ms]).unwrap();
+        assert!(why.contains("10.0 ms before this step began"), "{why}");
+        // (3) another request's first token inside the step.
+        let why = counters_low_confidence(
+            step(310, 350, 420),
+            &scrapes,
+            &[150 * ms, 340 * ms, 350 * ms],
+        )
+        .unwrap();
+        assert!(why.starts_with("1 other request(s)"), "{why}");
+        // The run's first request needs no baseline.
+        assert_eq!(
+            counters_low_confidence(step(10, 50, 120), &scrapes, &[50 * ms]),
+            None
+        );
+        let none = CountedStep {
+            first_token_ns: None,
+            ..step(10, 50, 120)
+        };
         assert!(
-            counters_low_confidence(None, 100 * ms)
+            counters_low_confidence(none, &scrapes, &[])
                 .unwrap()
                 .contains("no first token")
         );
