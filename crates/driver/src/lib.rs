@@ -231,6 +231,10 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     // The jobs not finalized as they ended (their figures need the run's end) are reported
     // after the artifacts are written, in job order.
     let deferred: Vec<bool> = reports.iter().map(Option::is_none).collect();
+    // Read once: an interrupt that arrives during finalization (every job already ended)
+    // changes no outcome; the report, the timeline's last span and its summary all state
+    // the same one.
+    let cancelled = ctx.cancelled.load(Ordering::Relaxed);
     capture.phase(Phase::Finalization);
     let mut report = report::build(
         &run_id,
@@ -239,7 +243,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
         &graded,
         reports,
         telemetry.as_ref(),
-        ctx.cancelled.load(Ordering::Relaxed),
+        cancelled,
         extras.baseline.as_ref(),
     );
     if let Some(s) = &extras.shard {
@@ -253,7 +257,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     // The executed trajectories (every request's full record, response text included)
     // are in the report now: free them before the artifacts are written (issue 19).
     drop(graded);
-    capture.end_phase(ctx.cancelled.load(Ordering::Relaxed));
+    capture.end_phase(cancelled);
     let writes = report::write_artifacts(
         &run_dir,
         &session.records,
@@ -262,7 +266,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
         &capture,
         io_before,
         io_after,
-        ctx.cancelled.load(Ordering::Relaxed),
+        cancelled,
     );
     let exit_status = match writes {
         Ok(_) => report.summary.exit_status,
