@@ -397,6 +397,13 @@ pub fn command(args: K8sArgs) -> i32 {
     if let Err(m) = check_target(args.kubernetes_version) {
         return bad(m);
     }
+    if args.kubernetes_version > NEWEST_CHECKED {
+        eprintln!(
+            "note: --kubernetes-version {}: the manifests are checked against the schemas of \
+             Kubernetes {OLDEST} to {NEWEST_CHECKED}; a newer release is not",
+            args.kubernetes_version
+        );
+    }
     if let Some(e) = &args.endpoint
         && let Err(m) = crate::suite::normalize_endpoint(e)
     {

@@ -295,6 +295,28 @@ fn k8s_manifests_validate_on_every_kubernetes_release_from_their_target() {
         );
     }
 
+    // Newer than the newest schema checked: written, with a note saying so.
+    let o = run(
+        &repo(),
+        &[
+            "k8s",
+            "suites/load.toml",
+            "--shards",
+            "2",
+            "--image",
+            "i",
+            "--kubernetes-version",
+            "1.99",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(!o.stdout.is_empty(), "the manifests are written");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("a newer release is not"),
+        "{}",
+        describe(&o)
+    );
+
     let Some(exe) = kube_validate() else { return };
     // Controls, validated beside the manifests: a misspelled field, and the pattern without
     // the `status` that 1.34 and older require.
