@@ -87,6 +87,11 @@ impl PromptCache {
 /// sends them, and its note says so).
 pub const PREBUILD_MAX_PROMPTS: u64 = 4096;
 
+/// Repeat indices each load point after the first starts at (`point × stride`): a point's
+/// generated prompts are new to the engine's prefix cache, as the first point's were
+/// ([`ContextPlan::unit_spec`]).
+pub const POINT_REPEAT_STRIDE: u64 = 1 << 20;
+
 /// `round(v × scale)`, at least 1.
 fn scaled(v: u64, scale: f64) -> u64 {
     ((v as f64 * scale).round() as u64).max(1)
@@ -235,18 +240,25 @@ impl ContextPlan {
 }
 
 impl ContextPlan {
-    /// `(size, repeat index)` of load unit `k` (see `UnitTemplate::Context`): sizes in
-    /// order, each `repeat` times, then again with the next repeat indices.
-    pub fn unit_spec(&self, k: u64) -> (usize, u64) {
+    /// `(size, repeat index)` of unit `k` of load point `point` (see
+    /// `UnitTemplate::Context`): sizes in order, each `repeat` times, then again with the
+    /// next repeat indices. Every point has the same sizes in the same order; a point after
+    /// the first takes repeat indices from `point × POINT_REPEAT_STRIDE`, so its prompts
+    /// (seeded by size and repeat index) are not the earlier points' — an engine with prefix
+    /// caching would otherwise serve a later point's prompts from cache, and a concurrency
+    /// sweep would compare cold requests with cached ones. A shared-prefix job's prompts
+    /// depend on the size alone, so every point shares them, as every repeat does.
+    pub fn unit_spec(&self, point: usize, k: u64) -> (usize, u64) {
         let repeat = u64::from(self.repeat.max(1));
         let n = self.sizes.len() as u64 * repeat;
+        let first = (point as u64).saturating_mul(POINT_REPEAT_STRIDE);
         if n == 0 {
-            return (0, k);
+            return (0, first.saturating_add(k));
         }
         let i = k % n;
         let size = self.sizes[(i / repeat) as usize];
         let r = i % repeat + (k / n) * repeat;
-        (size, r)
+        (size, first.saturating_add(r))
     }
 
     /// The filler seed of size `size`, repeat `r` (see [`ContextPlan::request`]).
@@ -258,23 +270,32 @@ impl ContextPlan {
         }
     }
 
-    /// Builds the exact prompts of a load point's first `units` units (at most
-    /// [`PREBUILD_MAX_PROMPTS`]) before its measured window, so the window holds no token
+    /// Builds the exact prompts of each load point's first `units[p]` units (at most
+    /// [`PREBUILD_MAX_PROMPTS`] in all) before its measured window, so the window holds no token
     /// counting (an engine's `POST /tokenize` round trips would otherwise sit between a
     /// closed loop's requests and load its API server). Only with a token counter and
     /// without a dataset; a prompt the counter fails on is left to be built as it is sent.
     /// The prompts built.
-    pub async fn prebuild(&self, units: u64) -> usize {
+    pub async fn prebuild(&self, units: &[u64]) -> usize {
         let Some(t) = &self.tokens else { return 0 };
         if self.dataset.is_some() {
             return 0;
         }
-        for k in 0..units.min(PREBUILD_MAX_PROMPTS) {
-            let (size, r) = self.unit_spec(k);
+        let mut left = PREBUILD_MAX_PROMPTS;
+        let specs = units
+            .iter()
+            .enumerate()
+            .flat_map(|(p, &n)| (0..n).map(move |k| (p, k)));
+        for (p, k) in specs {
+            let (size, r) = self.unit_spec(p, k);
             let seed = self.prompt_seed(size, r);
             if self.prebuilt.get((seed, size)).is_some() {
                 continue;
             }
+            if left == 0 {
+                break;
+            }
+            left -= 1;
             if let Ok((text, _)) = t.content(seed, size, &self.words).await {
                 self.prebuilt.insert((seed, size), text);
             }
@@ -387,8 +408,8 @@ mod tests {
         let t = tokenizers::Tokenizer::from_bytes(crate::tokens::tests::tiny_bpe_json()).unwrap();
         let file = Counter::File(std::sync::Arc::new(t));
         let mut plan = counted(file.clone());
-        assert_eq!(plan.prebuild(6).await, 6);
-        assert_eq!(plan.prebuild(6).await, 6, "built once");
+        assert_eq!(plan.prebuild(&[6]).await, 6);
+        assert_eq!(plan.prebuild(&[6]).await, 6, "built once");
         let gone =
             crate::client::Client::new(crate::client::ClientConfig::new("http://127.0.0.1:1/v1"))
                 .unwrap();
@@ -400,13 +421,13 @@ mod tests {
         };
         plan.tokens = Some(std::sync::Arc::new(tokens));
         for k in 0..6 {
-            let (size, r) = plan.unit_spec(k);
+            let (size, r) = plan.unit_spec(0, k);
             let req = plan.request("s::j#p0.0", size, r).await;
             let text = req.messages[0]["content"].as_str().unwrap();
             assert_eq!(file.count(text).await.unwrap(), size, "unit {k}");
         }
         assert_eq!(plan.count_failures.count(), 0);
-        let (size, r) = plan.unit_spec(6);
+        let (size, r) = plan.unit_spec(0, 6);
         plan.request("s::j#p0.0", size, r).await;
         assert_eq!(plan.count_failures.count(), 1);
     }

@@ -1169,31 +1169,40 @@ fn replay_note(src: &crate::suite::ReplaySource, s: &SuiteRuntime) -> String {
 }
 
 /// Builds a context load job's exact prompts before its measured window
-/// ([`ContextPlan::prebuild`]): the units of a point (its count, or rate × duration for an
-/// open loop); the job's note says how many, in how long, and when the rest are built as
-/// they are sent. `None` without a token counter.
+/// ([`ContextPlan::prebuild`]): the units of every point (its count, or rate × duration for
+/// an open loop; each point's prompts are its own, `ContextPlan::unit_spec`); the job's
+/// note says how many, in how long, and when the rest are built as they are sent. `None`
+/// without a token counter.
 async fn prebuild_prompts(plan: &ContextPlan, spec: &crate::load::LoadSpec) -> Option<String> {
     use crate::load::Stop;
     let t = plan.tokens.as_ref().filter(|_| plan.dataset.is_none())?;
-    let units = match (spec.stop, spec.rate) {
-        (Stop::Count(n), _) => Some(n),
-        (Stop::Duration(d), Some(rate)) => Some((rate * d as f64 / 1e9).ceil() as u64),
-        (Stop::Duration(_), None) => None,
-    };
-    let Some(units) = units else {
+    let units: Vec<Option<u64>> = spec
+        .points()
+        .iter()
+        .map(|p| match (p.stop, p.rate) {
+            (Stop::Count(n), _) => Some(n),
+            (Stop::Duration(d), Some(rate)) => Some((rate * d as f64 / 1e9).ceil() as u64),
+            (Stop::Duration(_), None) => None,
+        })
+        .collect();
+    if units.iter().all(Option::is_none) {
         return Some(
             "prompts: built as each unit is sent (a closed loop stopped by duration has no \
              unit count to build ahead), counted inside the measured window"
                 .into(),
         );
-    };
+    }
+    let counts: Vec<u64> = units.iter().map(|u| u.unwrap_or(0)).collect();
     let started = std::time::Instant::now();
-    let built = plan.prebuild(units).await;
-    let rest = if units > crate::context::PREBUILD_MAX_PROMPTS {
+    let built = plan.prebuild(&counts).await;
+    let total = counts.iter().fold(0u64, |a, &n| a.saturating_add(n));
+    let rest = if total > crate::context::PREBUILD_MAX_PROMPTS {
         format!(
             "; units past the first {} build theirs as they are sent",
             crate::context::PREBUILD_MAX_PROMPTS
         )
+    } else if units.iter().any(Option::is_none) {
+        "; the units of a closed loop stopped by duration build theirs as they are sent".into()
     } else {
         String::new()
     };

@@ -192,6 +192,7 @@ async fn run_unit<T: ToolExec + Send + 'static>(
     template: &UnitTemplate,
     in_flight: &InFlight,
     id: String,
+    point: usize,
     t: UnitTicket,
 ) -> TrajectoryRecord {
     let exec = UnitExec {
@@ -208,7 +209,7 @@ async fn run_unit<T: ToolExec + Send + 'static>(
             plan.index = u32::try_from(t.index).unwrap_or(u32::MAX);
             run_trajectory(&exec, &*env.tools, &env.ctx, &plan).await
         }
-        UnitTemplate::Context(c) => context_unit(&exec, &env.ctx, c, id, t.index).await,
+        UnitTemplate::Context(c) => context_unit(&exec, &env.ctx, c, id, point, t.index).await,
     }
 }
 
@@ -232,7 +233,7 @@ impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
         };
         let id = trajectory_id(&env.job_id, self.sweep, self.point, t.index);
         let task = tokio::spawn(async move {
-            let mut rec = run_unit(&env, &template, &in_flight, id, t).await;
+            let mut rec = run_unit(&env, &template, &in_flight, id, point, t).await;
             compact_unit(&mut rec, env.keep_answers);
             let checks = if env.checks.is_empty() {
                 Vec::new()
@@ -306,10 +307,11 @@ async fn context_unit<E: LlmExecutor>(
     ctx: &DriverCtx,
     plan: &ContextPlan,
     id: String,
+    point: usize,
     k: u64,
 ) -> TrajectoryRecord {
     let start_ns = exec.now_ns();
-    let (size, r) = plan.unit_spec(k);
+    let (size, r) = plan.unit_spec(point, k);
     let mut rec = TrajectoryRecord {
         id: id.clone(),
         index: u32::try_from(k).unwrap_or(u32::MAX),
@@ -546,10 +548,41 @@ mod tests {
     #[test]
     fn context_units_cycle_size_major_with_fresh_repeat_indices() {
         let p = plan(vec![256, 1024], 2);
-        let got: Vec<(usize, u64)> = (0..6).map(|k| p.unit_spec(k)).collect();
+        let got: Vec<(usize, u64)> = (0..6).map(|k| p.unit_spec(0, k)).collect();
         assert_eq!(
             got,
             vec![(256, 0), (256, 1), (1024, 0), (1024, 1), (256, 2), (256, 3)]
         );
+        // A later point: the same sizes in the same order, repeat indices of its own.
+        let s = crate::context::POINT_REPEAT_STRIDE;
+        let got: Vec<(usize, u64)> = (0..3).map(|k| p.unit_spec(2, k)).collect();
+        assert_eq!(got, vec![(256, 2 * s), (256, 2 * s + 1), (1024, 2 * s)]);
+    }
+
+    /// The prompt text of unit `k` of point `point`.
+    async fn prompt(p: &ContextPlan, point: usize, k: u64) -> String {
+        let (size, r) = p.unit_spec(point, k);
+        let req = p.request("s::j#p0.0", size, r).await;
+        req.messages[0]["content"].as_str().unwrap().to_string()
+    }
+
+    /// A later point's prompts are new to an engine's prefix cache, as the first point's
+    /// were; a shared-prefix job shares one prompt per size across every point.
+    #[tokio::test]
+    async fn each_point_sends_prompts_of_its_own_unless_the_prefix_is_shared() {
+        let mut p = plan(vec![256], 1);
+        let first: Vec<String> =
+            futures_util::future::join_all((0..4).map(|k| prompt(&p, 0, k))).await;
+        let second: Vec<String> =
+            futures_util::future::join_all((0..4).map(|k| prompt(&p, 1, k))).await;
+        for a in &second {
+            assert!(
+                !first.contains(a),
+                "a point-1 prompt repeats one of point 0"
+            );
+            assert_eq!(a.len(), first[0].len(), "the same size");
+        }
+        p.shared_prefix = true;
+        assert_eq!(prompt(&p, 0, 0).await, prompt(&p, 1, 3).await);
     }
 }
