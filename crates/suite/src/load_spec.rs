@@ -183,10 +183,12 @@ impl LoadPoint {
                 format!("trace arrivals, concurrency <= {c}")
             }
             (None, c) => format!("concurrency {}", c.unwrap_or(1)),
-            (Some(r), None) => format!("rate {r}/s {}", self.arrival.as_str()),
-            (Some(r), Some(c)) => {
-                format!("rate {r}/s {}, concurrency <= {c}", self.arrival.as_str())
-            }
+            (Some(r), None) => format!("rate {}/s {}", rate_text(r), self.arrival.as_str()),
+            (Some(r), Some(c)) => format!(
+                "rate {}/s {}, concurrency <= {c}",
+                rate_text(r),
+                self.arrival.as_str()
+            ),
         }
     }
 }
@@ -257,7 +259,7 @@ impl LoadSpec {
             parts.push(format!("concurrency {c}"));
         }
         if let Some(r) = self.rate {
-            parts.push(format!("rate {r}/s"));
+            parts.push(format!("rate {}/s", rate_text(r)));
         }
         match &self.sweep {
             Some(Sweep::Concurrency(v)) => parts.push(format!("sweep concurrency {v:?}")),
@@ -270,6 +272,16 @@ impl LoadSpec {
             parts.push("streaming aggregation".into());
         }
         parts.join(", ")
+    }
+}
+
+/// An arrival rate as labels print it: plain decimal from 0.001 to 10^9 (`2.5`), else in
+/// scientific notation (`1e-300`), never a line of 300 digits.
+pub fn rate_text(r: f64) -> String {
+    if r == 0.0 || (1e-3..1e9).contains(&r.abs()) {
+        format!("{r}")
+    } else {
+        format!("{r:e}")
     }
 }
 
@@ -336,6 +348,9 @@ mod tests {
         assert_eq!(p[1].concurrency, Some(3));
         assert_eq!(p[1].mode(), LoopMode::Open);
         assert_eq!(p[1].label(), "rate 2/s poisson, concurrency <= 3");
+        assert_eq!(rate_text(2.5), "2.5");
+        assert_eq!(rate_text(1e-300), "1e-300");
+        assert_eq!(rate_text(1.5e12), "1.5e12");
         let open = LoadSpec {
             rate: Some(5.0),
             ..spec()
