@@ -231,10 +231,19 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     // The jobs not finalized as they ended (their figures need the run's end) are reported
     // after the artifacts are written, in job order.
     let deferred: Vec<bool> = reports.iter().map(Option::is_none).collect();
-    // Read once: an interrupt that arrives during finalization (every job already ended)
-    // changes no outcome; the report, the timeline's last span and its summary all state
-    // the same one.
-    let cancelled = ctx.cancelled.load(Ordering::Relaxed);
+    // Read once, so the report, the timeline's last span and its summary state one outcome.
+    // An interrupt that cut nothing short (it arrived after every job had ended) leaves the
+    // run's outcome as its jobs decided it.
+    let signalled = ctx.cancelled.load(Ordering::Relaxed);
+    let cancelled = cut_short(
+        signalled,
+        graded
+            .iter()
+            .map(|g| g.executed.interrupted || g.executed.cancelled_before_start),
+    );
+    if signalled && !cancelled {
+        eprintln!("interrupt: every job had already ended; the run's outcome stands");
+    }
     capture.phase(Phase::Finalization);
     let mut report = report::build(
         &run_id,
@@ -288,6 +297,13 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
         run_dir,
         report,
     }
+}
+
+/// Whether an interrupt (`signalled`) cancelled the run: it did when it cut some job short
+/// (`jobs_cut`: each job interrupted before its end or never started). One that arrived
+/// after every job had ended cancelled nothing.
+fn cut_short(signalled: bool, mut jobs_cut: impl Iterator<Item = bool>) -> bool {
+    signalled && jobs_cut.any(|c| c)
 }
 
 /// Installs Ctrl-C and SIGTERM handlers that set the returned flag (second signal: exit
@@ -406,5 +422,21 @@ pub(crate) async fn wait_flag(flag: &AtomicBool) {
             _ = notified => {}
             _ = tokio::time::sleep(FLAG_FALLBACK) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod cancellation_tests {
+    use super::cut_short;
+
+    #[test]
+    fn an_interrupt_cancels_the_run_only_where_it_cut_a_job_short() {
+        assert!(cut_short(true, [false, true].into_iter()));
+        assert!(
+            !cut_short(true, [false, false].into_iter()),
+            "after every job ended"
+        );
+        assert!(!cut_short(false, [true].into_iter()), "no interrupt");
+        assert!(!cut_short(true, std::iter::empty()));
     }
 }
