@@ -386,3 +386,39 @@ fn a_points_rates_are_over_its_measured_window_not_its_warm_up() {
         "{per_s}"
     );
 }
+
+/// A warm-up request that fails is in the job's failure codes, and a note says it is a
+/// warm-up one, left out of every statistic and gate: the job passes on its measured
+/// requests. The simulator drops every second request mid-stream: of three units, the
+/// second (a warm-up) fails.
+#[test]
+fn a_failed_warm_up_request_is_named_in_the_notes() {
+    let cwd = tempfile::tempdir().unwrap();
+    let (mut sim, url) = support::spawn_sim(cwd.path(), &["--fault-disconnect-every", "2"]);
+    support::write(
+        cwd.path(),
+        "w.toml",
+        &format!(
+            "name = \"w\"\nendpoint = \"{url}\"\nmodel = \"inferscope-sim\"\n[[jobs]]\n\
+             name = \"c\"\nkind = \"context\"\nsizes = [16]\ncount = 3\nwarmup = 2\n\
+             concurrency = 1\nmax_tokens = 8\n"
+        ),
+    );
+    let out = cwd.path().join("run");
+    let o = support::run(
+        cwd.path(),
+        &["run", "w.toml", "--out", out.to_str().unwrap()],
+    );
+    sim.kill().unwrap();
+    sim.wait().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", support::describe(&o));
+    let rep = report(&out);
+    let job = support::job(&rep, "w::c");
+    assert_eq!(
+        job["failure_codes"],
+        serde_json::json!([{"code": "disconnect", "count": 1}]),
+        "{job:#}"
+    );
+    let notes = job["notes"].to_string();
+    assert!(notes.contains("warm-up: 1 request(s) failed"), "{notes}");
+}

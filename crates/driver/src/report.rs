@@ -794,6 +794,20 @@ fn job_report(
         ),
     };
     notes.extend(workload_notes::counters_low_confidence(&trajectories));
+    let warm_failed = match &e.load_units {
+        Some(u) => u.warmup_failures.clone(),
+        None => requests
+            .iter()
+            .filter(|r| !r.is_success() && warm.contains(r.request_id.as_str()))
+            .fold(BTreeMap::new(), |mut m, r| {
+                let code = r
+                    .failure_code
+                    .unwrap_or(crate::model::FailureCode::Cancelled);
+                *m.entry(code).or_default() += 1;
+                m
+            }),
+    };
+    notes.extend(workload_notes::warmup_failures(&warm_failed));
     JobReport {
         id: e.job.job.id.clone(),
         kind: job_kind(e),
@@ -1195,6 +1209,25 @@ pub fn write_artifacts(
 /// The console notes of issue 27's workload figures.
 mod workload_notes {
     use crate::stats::JobStats;
+
+    /// `warm-up: N request(s) failed (connect ×2, …)`, when any did: they are in
+    /// `failure_codes`, yet no statistic or gate counts them.
+    pub(super) fn warmup_failures(
+        failed: &std::collections::BTreeMap<crate::model::FailureCode, u64>,
+    ) -> Option<String> {
+        let n: u64 = failed.values().sum();
+        (n > 0).then(|| {
+            let codes: Vec<String> = failed
+                .iter()
+                .map(|(c, k)| format!("{} ×{k}", c.as_str()))
+                .collect();
+            format!(
+                "warm-up: {n} request(s) failed ({}): they are in failure_codes, and left out \
+                 of every statistic and gate like every warm-up request",
+                codes.join(", ")
+            )
+        })
+    }
 
     /// `N of M fixed-length requests came back short`, when any did.
     pub(super) fn short_outputs(s: &JobStats) -> Option<String> {

@@ -131,6 +131,8 @@ pub struct LoadUnits {
     pub unfinished: BTreeMap<&'static str, (u64, String)>,
     /// Failed requests by failure code.
     pub failure_codes: BTreeMap<FailureCode, u64>,
+    /// Of those, the warm-up requests' (in `failure_codes` too; left out of statistics).
+    pub warmup_failures: BTreeMap<FailureCode, u64>,
     /// Units graded, and those whose checks all passed.
     pub graded: (u64, u64),
     /// The earliest send of any request, ns.
@@ -344,6 +346,10 @@ impl Writer {
         warm.sort();
         for mut c in warm {
             c.rec.warmup = true;
+            if !c.rec.is_success() {
+                let code = c.rec.failure_code.unwrap_or(FailureCode::Cancelled);
+                *self.out.warmup_failures.entry(code).or_default() += 1;
+            }
             let (job, rec) = (self.env.job_index, &c.rec);
             self.env.sink.with(|w| w.append(job, rec));
             if let Some(st) = &mut self.out.streamed {
