@@ -595,6 +595,25 @@ async fn oversized_response_head_is_head_too_large() {
     }
 }
 
+/// The preflight's `GET /models` answered with a head too large to read is a response
+/// that is not a model list, not an endpoint that does not answer.
+#[tokio::test]
+async fn an_oversized_models_head_is_an_invalid_response_not_unreachable() {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-pad: {}\r\n\
+         content-length: 2\r\nconnection: close\r\n\r\n{{}}",
+        "a".repeat(600_000)
+    );
+    let (base, _rx) = serve(vec![vec![w(&head)]]).await;
+    let client = inferscope_bench::client::Client::new(config(&base)).unwrap();
+    match client.list_models().await {
+        Err(inferscope_bench::client::ClientError::InvalidResponse { reason, .. }) => {
+            assert!(reason.contains("head_too_large"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn no_response_head_within_request_timeout_is_timeout() {
     let (base, _rx) = serve(vec![vec![Sleep(10_000)]]).await;

@@ -606,9 +606,19 @@ impl Client {
         }
         let timeout = self.config.request_timeout;
         let fut = async {
-            let resp = rb.send().await.map_err(|e| ClientError::Request {
-                url: url.clone(),
-                reason: describe(&e),
+            let resp = rb.send().await.map_err(|e| {
+                // The server answered, with a head too large to read: not unreachable.
+                if is_head_too_large(&e) {
+                    ClientError::InvalidResponse {
+                        url: url.clone(),
+                        reason: "the response head is too large to read (head_too_large)".into(),
+                    }
+                } else {
+                    ClientError::Request {
+                        url: url.clone(),
+                        reason: describe(&e),
+                    }
+                }
             })?;
             let status = resp.status();
             let body = resp.bytes().await.map_err(|e| ClientError::Request {
