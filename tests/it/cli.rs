@@ -1391,3 +1391,32 @@ fn console_numbers_steps_per_trajectory_and_states_energy_and_concurrency_once()
     assert!(short[0].starts_with("power unavailable"), "{}", short[0]);
     assert!(short[0].split_whitespace().count() < 20, "{}", short[0]);
 }
+
+/// Missing is never 0: when no step has an energy figure of its own (every step shorter
+/// than the 200 ms sampling grid), the run's energy line says so and puts the whole run
+/// in unattributed, instead of "all steps 0 mJ".
+#[test]
+fn a_run_whose_steps_have_no_energy_figure_prints_no_zero_for_them() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "e.toml",
+        "name = \"e\"\n[telemetry]\nsample_period_ms = 200\n[[jobs]]\nname = \"c\"\n\
+         kind = \"context\"\nsizes = [16]\nrepeat = 20\nmax_tokens = 4\n",
+    );
+    let o = run(cwd.path(), &["run", "e.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let console = text(&o).0;
+    let line = console
+        .lines()
+        .find(|l| l.starts_with("energy (run):"))
+        .unwrap_or_else(|| panic!("no run energy line: {console}"));
+    assert!(
+        line.starts_with("energy (run): steps — (no step has an energy figure of its own)"),
+        "{line}"
+    );
+    assert_eq!(
+        mj_after(line, "unattributed "),
+        mj_after(line, "whole run ")
+    );
+}

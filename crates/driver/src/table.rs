@@ -186,7 +186,19 @@ fn run_energy_line(report: &RunReport) -> Option<String> {
         .attribution
         .as_ref()
         .map_or(1, |a| a.concurrency.max_trajectories_in_flight);
-    let steps: u64 = attributed.iter().filter_map(|m| m.total_energy_mj).sum();
+    let totals: Vec<u64> = attributed
+        .iter()
+        .filter_map(|m| m.total_energy_mj)
+        .collect();
+    if in_flight <= 1 && totals.is_empty() {
+        // Missing is never 0: no step has a figure of its own (each shorter than the
+        // sampling grid, or withheld), so all of the run's energy is unattributed.
+        return Some(format!(
+            "energy (run): steps — (no step has an energy figure of its own) + unattributed \
+             {whole} mJ = whole run {whole} mJ ({source})"
+        ));
+    }
+    let steps: u64 = totals.iter().sum();
     if in_flight <= 1 && steps <= whole {
         Some(format!(
             "energy (run): all steps {steps} mJ + unattributed {} mJ = whole run {whole} mJ \
