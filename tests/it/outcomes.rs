@@ -170,9 +170,17 @@ fn a_schedule_that_cannot_place_its_count_fails_and_says_so() {
          max_tokens = 4\nrate = 1e-12\narrival = \"constant\"\ncount = 3\n",
     );
     let out = cwd.path().join("run");
+    let junit = cwd.path().join("r.xml");
     let o = run(
         cwd.path(),
-        &["run", "r.toml", "--out", out.to_str().unwrap()],
+        &[
+            "run",
+            "r.toml",
+            "--out",
+            out.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(100), "{}", describe(&o));
     let r = report(&out);
@@ -184,12 +192,13 @@ fn a_schedule_that_cannot_place_its_count_fails_and_says_so() {
         .iter()
         .map(|n| n.as_str().unwrap())
         .collect();
+    // What failed the job leads its notes, and so JUnit's failure message.
     assert!(
-        notes
-            .iter()
-            .any(|n| n.starts_with("schedule: ") && n.contains("places 1 of its count of 3")),
+        notes[0].starts_with("schedule: ") && notes[0].contains("places 1 of its count of 3"),
         "{notes:?}"
     );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<failure message=\"note: schedule: "), "{xml}");
     assert!(
         support::text(&o).0.contains("places 1 of its count of 3"),
         "{}",

@@ -706,6 +706,9 @@ fn job_report(
             .map(|t| format!("{} stopped: {}", t.id, t.stop_reason.as_str()))
             .collect(),
     };
+    // Where the notes that can fail a job on their own start (units that did not finish, a
+    // schedule that cannot place its count): a failed job lists them first.
+    let decisive_from = notes.len();
     match (&e.load_units, &e.load) {
         // A load job's notes stay bounded: one line per stop reason, with a count and the
         // first unit (every unit's stop reason is a unit line of requests.jsonl).
@@ -723,6 +726,7 @@ fn job_report(
         .map(|l| l.schedule_notes())
         .unwrap_or_default();
     notes.extend(schedule.iter().cloned());
+    let decisive_to = notes.len();
     // Dropped SYNs inside a window are named, never left silently in TTFT (issue 33).
     if let Some(l) = &e.load {
         notes.extend(l.connect_notes());
@@ -742,6 +746,10 @@ fn job_report(
     } else {
         JobStatus::Fail
     };
+    if status == JobStatus::Fail {
+        // What failed the job leads its notes (a JUnit failure's message is the first).
+        notes[..decisive_to].rotate_left(decisive_from);
+    }
     let mut failure_codes: BTreeMap<crate::model::FailureCode, u64> = e
         .load_units
         .as_ref()
