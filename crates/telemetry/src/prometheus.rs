@@ -215,6 +215,10 @@ fn ts_ms(v: &Value) -> Option<u64> {
     (f.is_finite() && f >= 0.0 && ms.round() <= MAX_UNIX_MS as f64).then(|| ms.round() as u64)
 }
 
+/// The largest sample value accepted: 2^53, past which a float no longer holds every
+/// integer (a counter there would turn into a saturated or rounded token count).
+const MAX_EXACT_VALUE: f64 = 9_007_199_254_740_992.0;
+
 /// A sample value: Prometheus sends strings (`"42"`, `"NaN"`, `"+Inf"`).
 fn value_f64(v: &Value) -> Option<f64> {
     match v {
@@ -288,6 +292,12 @@ fn parse_matrix(v: &Value) -> R<Vec<MatrixSeries>> {
             }
             let val = value_f64(&pair[1])
                 .ok_or(format!("result[{k}].values[{j}]: value is not a number"))?;
+            if val.is_finite() && val.abs() > MAX_EXACT_VALUE {
+                return Err(format!(
+                    "result[{k}].values[{j}]: value {val:e} is past 2^53, the largest count a \
+                     float holds exactly (no engine counts that far: a damaged answer)"
+                ));
+            }
             pts.push((t, val));
         }
         out.push((labels, pts));
@@ -1066,11 +1076,16 @@ mod tests {
             (r#"[18446744073709.552,"5"]"#, "between 0 and"),
             (r#"[4102444800.001,"5"]"#, "between 0 and"),
             (r#"[-1,"5"]"#, "between 0 and"),
+            // Values no engine counts to: they would saturate into a token delta.
+            (r#"[1760000000,"1e300"]"#, "past 2^53"),
+            (r#"[1760000000,"18446744073709551616"]"#, "past 2^53"),
+            (r#"[1760000000,"9007199254740994"]"#, "past 2^53"),
         ] {
             let e = answer(values).unwrap_err();
             assert!(e.contains("r.json") && e.contains(says), "{values}: {e}");
         }
         assert!(answer(r#"[1760000000,"5"],[1760000000.2,"6"]"#).is_ok());
+        assert!(answer(r#"[1760000000,"9007199254740992"]"#).is_ok());
     }
 
     #[test]
