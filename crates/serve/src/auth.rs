@@ -148,7 +148,13 @@ impl Token {
                 let bytes = opened
                     .read(crate::fsio::limits::TOKEN_FILE_BYTES)
                     .map_err(unreadable)?;
-                Self::new(&String::from_utf8(bytes).map_err(|_| TokenError::Invalid)?)
+                // The file is named (never the token).
+                let invalid = || TokenError::Unreadable {
+                    path: p.display().to_string(),
+                    reason: TokenError::Invalid.to_string(),
+                };
+                let text = String::from_utf8(bytes).map_err(|_| invalid())?;
+                Self::new(&text).map_err(|_| invalid())
             }
             (None, Some(v)) => Self::new(v),
             (None, None) => Err(TokenError::Missing),
@@ -207,6 +213,15 @@ mod tests {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         let t = Token::load(Some(&p), Some("ignored-when-a-file-is-given")).unwrap();
         assert!(t.accepts(Some(format!("Bearer {T}").as_bytes())));
+        // A file holding a bad token is named in the error (the token never is).
+        let bad = dir.path().join("bad");
+        std::fs::write(&bad, "ab\n").unwrap();
+        std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = Token::load(Some(&bad), None).unwrap_err().to_string();
+        assert!(
+            e.contains(&bad.display().to_string()) && e.contains("visible ASCII"),
+            "{e}"
+        );
         assert!(matches!(
             Token::load(Some(&dir.path().join("nope")), None),
             Err(TokenError::Unreadable { .. })
