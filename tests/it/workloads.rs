@@ -968,3 +968,144 @@ fn agentic_replies_without_usage_are_counted_by_the_suites_tokenizer() {
     sim.kill().unwrap();
     sim.wait().unwrap();
 }
+
+/// Runs `check` and `run` of `w.toml` in `cwd` against a tripwire endpoint: both exit 2
+/// with `message` in their output, `run` connects to nothing and writes no report.
+fn refused_before_any_request(cwd: &std::path::Path, message: &str) {
+    let wire = support::Tripwire::new();
+    let suite = std::fs::read_to_string(cwd.join("w.toml")).unwrap();
+    write(
+        cwd,
+        "w.toml",
+        &format!("endpoint = \"{}\"\n{suite}", wire.base_url()),
+    );
+    let o = run(cwd, &["check", "w.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(format!("{out}{err}").contains(message), "{out}{err}");
+    let dir = cwd.join("run");
+    let o = run(cwd, &["run", "w.toml", "--out", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(format!("{out}{err}").contains(message), "{out}{err}");
+    assert!(!dir.join("report.json").exists(), "no report is written");
+    assert_eq!(wire.accepted(), 0, "nothing is sent");
+}
+
+/// Break-it review: a Mooncake trace whose scaled length or block was past the prompt cap
+/// passed `check`, then `run` aborted allocating the prompt (SIGABRT, no report.json).
+#[test]
+fn a_dataset_length_or_block_past_the_prompt_cap_is_refused_before_any_request() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(
+        cwd.path(),
+        "fixtures/m11.jsonl",
+        "{\"timestamp\":0,\"input_length\":512,\"output_length\":10,\"hash_ids\":[0]}\n",
+    );
+    for (keys, message) in [
+        (
+            "length_scale = 1e9",
+            "m11.jsonl:1: field `input_length`: 512 × length_scale 1000000000 → \
+             512000000000 prompt tokens; a prompt size must be at most 10000000 tokens",
+        ),
+        (
+            "block_tokens = 2000000000",
+            "w.toml:9:69: `block_tokens` must be at most 10000000 tokens",
+        ),
+    ] {
+        write(
+            cwd.path(),
+            "w.toml",
+            &dataset_suite(
+                &format!("{{ path = \"m11.jsonl\", format = \"mooncake\", {keys} }}"),
+                "",
+            ),
+        );
+        refused_before_any_request(cwd.path(), message);
+    }
+}
+
+/// Break-it review: a JSONL message without `content` or with an unknown `role` passed
+/// `check` and went to the engine.
+#[test]
+fn a_dataset_message_without_content_or_with_an_unknown_role_is_a_located_error() {
+    let cwd = tempfile::tempdir().unwrap();
+    for (body, message) in [
+        (
+            "{\"prompt\": \"a\"}\n{\"messages\": [{\"role\": \"user\"}]}\n",
+            "d.jsonl:2: field `messages[0].content`: missing",
+        ),
+        (
+            "{\"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}\n",
+            "d.jsonl:1: field `messages[0].role`: \"wizard\" is not `system`, `user`, \
+             `assistant`, `tool` or `developer`",
+        ),
+    ] {
+        write(cwd.path(), "fixtures/d.jsonl", body);
+        write(
+            cwd.path(),
+            "w.toml",
+            &dataset_suite("{ path = \"d.jsonl\", format = \"jsonl\" }", ""),
+        );
+        refused_before_any_request(cwd.path(), message);
+    }
+}
+
+/// Break-it review: `sizes = [1000000000000]` said the job had no `sizes` and that the
+/// value was not a non-negative integer; it is one error, the prompt cap's.
+#[test]
+fn a_prompt_size_past_u32_is_one_error_naming_the_cap() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(cwd.path(), "w.toml", &sized_suite("", "[1000000000000]"));
+    let o = run(cwd.path(), &["check", "w.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (out, err) = text(&o);
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains("w.toml:8:10: a prompt size must be at most 10000000 tokens"),
+        "{all}"
+    );
+    assert!(!all.contains("has no `sizes`"), "{all}");
+    assert!(!all.contains("non-negative integer"), "{all}");
+    assert_eq!(all.matches("error:").count(), 1, "one error: {all}");
+}
+
+/// Break-it review: a `tokenizer` that is a symlink passed `check` (exit 0), then `run`
+/// failed its setup (exit 96): it is a `check` error naming the field.
+#[cfg(unix)]
+#[test]
+fn a_tokenizer_that_is_a_symlink_is_refused_before_any_request() {
+    let cwd = tempfile::tempdir().unwrap();
+    write(cwd.path(), "tok.json", "{}");
+    std::os::unix::fs::symlink("tok.json", cwd.path().join("lnk.json")).unwrap();
+    write(
+        cwd.path(),
+        "w.toml",
+        &sized_suite("tokenizer = \"lnk.json\"", "[8]"),
+    );
+    refused_before_any_request(
+        cwd.path(),
+        "w.toml:3:13: `tokenizer`: lnk.json is a symlink",
+    );
+    // `run --tokenizer` is refused the same way.
+    write(cwd.path(), "w.toml", &sized_suite("", "[8]"));
+    let dir = cwd.path().join("run2");
+    let o = run(
+        cwd.path(),
+        &[
+            "run",
+            "w.toml",
+            "--tokenizer",
+            "lnk.json",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let (out, err) = text(&o);
+    assert!(
+        format!("{out}{err}").contains("--tokenizer: `tokenizer`: lnk.json is a symlink"),
+        "{out}{err}"
+    );
+    assert!(!dir.join("report.json").exists());
+}

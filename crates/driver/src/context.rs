@@ -92,17 +92,14 @@ pub const PREBUILD_MAX_PROMPTS: u64 = 4096;
 /// ([`ContextPlan::unit_spec`]).
 pub const POINT_REPEAT_STRIDE: u64 = 1 << 20;
 
-/// `round(v × scale)`, at least 1.
-fn scaled(v: u64, scale: f64) -> u64 {
-    ((v as f64 * scale).round() as u64).max(1)
-}
-
 /// A Mooncake request's prompt (issue 27): block `i` is seeded filler of `block` tokens
 /// (4 bytes each) from `seed` and hash id `i` alone, so equal ids give byte-identical
 /// blocks and requests share exactly the prefixes the trace recorded. The chat template's
 /// `[head, tail]` bytes count in the blocks: block 0 gives up its first `head` bytes to the
 /// template's head, and the text is cut to `tokens × 4 − head − tail` bytes (the last block
 /// partial), so the templated prompt is `tokens × 4` bytes with its blocks on the trace's.
+/// Only the bytes kept are built: a block's filler is a prefix of a longer one from its
+/// seed, so the last block used is synthesized only as far as the cut.
 pub fn block_prompt(
     seed: u64,
     hash_ids: &[u64],
@@ -110,31 +107,26 @@ pub fn block_prompt(
     tokens: u64,
     template: [u32; 2],
 ) -> String {
-    let mut out = String::with_capacity((tokens as usize).saturating_mul(BYTES_PER_TOKEN));
-    for &id in hash_ids {
-        out.push_str(&filler(crate::stats::mix64(seed ^ id), block as usize, &[]));
-    }
     let (head, tail) = (template[0] as usize, template[1] as usize);
-    let len = (tokens as usize)
+    let keep = (tokens as usize)
         .saturating_mul(BYTES_PER_TOKEN)
-        .saturating_sub(head + tail)
-        .min(out.len().saturating_sub(head));
+        .saturating_sub(head + tail);
+    // Bytes of the blocks' concatenation the text needs: the head given up, then `keep`.
+    let need = head.saturating_add(keep);
+    let mut out = String::with_capacity(need);
+    for &id in hash_ids {
+        let left = need.saturating_sub(out.len());
+        if left == 0 {
+            break;
+        }
+        let t = (block as usize).min(left.div_ceil(BYTES_PER_TOKEN));
+        out.push_str(&filler(crate::stats::mix64(seed ^ id), t, &[]));
+    }
+    let len = keep.min(out.len().saturating_sub(head));
     // The built-in vocabulary is ASCII: every byte offset is a char boundary.
     out.drain(..head.min(out.len()));
     out.truncate(len);
     out
-}
-
-/// A Mooncake entry's asked prompt tokens: its length scaled, kept within its `k` blocks of
-/// `b` (`((k − 1) × b, k × b]`) and at least what puts the chat template's tail in the last
-/// block (and head and tail in a single one), so the first `k − 1` blocks stay whole.
-fn block_length(input_tokens: u64, d: &crate::suite::Dataset, b: u64, k: u64) -> u64 {
-    let [head, tail] = d.template_bytes.map(u64::from);
-    let full = (k.max(1) - 1) * b;
-    let least = (full + tail.div_ceil(4).max(1)).max((head + tail).div_ceil(4));
-    scaled(input_tokens, d.length_scale)
-        .max(least)
-        .min(k.max(1) * b)
 }
 
 impl ContextPlan {
@@ -161,9 +153,8 @@ impl ContextPlan {
                 input_tokens,
                 hash_ids,
             } => {
-                let b = scaled(u64::from(d.block_tokens), d.length_scale);
-                let k = hash_ids.len() as u64;
-                let len = block_length(*input_tokens, d, b, k);
+                let b = d.block_size();
+                let len = d.block_prompt_tokens(*input_tokens, hash_ids.len() as u64);
                 asked = Some(len);
                 vec![
                     json!({"role": "user", "content": block_prompt(self.seed, hash_ids, b, len, d.template_bytes)}),
@@ -184,7 +175,7 @@ impl ContextPlan {
         };
         let mut shape = self.shape.clone();
         if let Some(t) = e.output_tokens {
-            let t = scaled(u64::from(t), d.length_scale);
+            let t = d.output_tokens(t);
             shape.output_tokens = Some(u32::try_from(t).unwrap_or(u32::MAX));
         }
         shape.apply(&mut req);
@@ -454,6 +445,45 @@ mod tests {
             &plain[64..127],
             "block 1 on, shifted, cut at the tail"
         );
+    }
+
+    #[test]
+    fn block_prompt_builds_only_the_bytes_it_keeps() {
+        // Break-it review: the whole block was synthesized before the cut, so a huge
+        // `block_tokens` aborted the run on the allocation (and 20M-token blocks took
+        // seconds for a 512-token prompt).
+        let seed = crate::stats::mix64(3 ^ 7);
+        assert_eq!(
+            block_prompt(3, &[7, 8], 1 << 40, 8, [0, 0]),
+            filler(seed, 8, &[])
+        );
+        assert_eq!(
+            block_prompt(3, &[7, 8], 1 << 40, 8, [5, 7]),
+            filler(seed, 8, &[])[5..32 - 7]
+        );
+        // The same bytes as building every block whole, then cutting.
+        let whole = |ids: &[u64], block: u64, tokens: u64, [h, t]: [u32; 2]| {
+            let mut out: String = ids
+                .iter()
+                .map(|&id| filler(crate::stats::mix64(3 ^ id), block as usize, &[]))
+                .collect();
+            let (h, t) = (h as usize, t as usize);
+            let len = (tokens as usize * 4)
+                .saturating_sub(h + t)
+                .min(out.len().saturating_sub(h));
+            out.drain(..h.min(out.len()));
+            out.truncate(len);
+            out
+        };
+        for tokens in [1, 3, 16, 17, 33, 40, 48, 60] {
+            for template in [[0, 0], [17, 33], [3, 0], [0, 5], [63, 64]] {
+                assert_eq!(
+                    block_prompt(3, &[7, 8, 9], 16, tokens, template),
+                    whole(&[7, 8, 9], 16, tokens, template),
+                    "{tokens} tokens, template {template:?}"
+                );
+            }
+        }
     }
 
     #[test]

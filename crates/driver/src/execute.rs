@@ -1301,7 +1301,7 @@ fn dataset_note(d: &crate::suite::Dataset) -> String {
     if d.format == crate::suite::dataset::DatasetFormat::Mooncake {
         s.push_str(&format!(
             "; prompts synthesized from hash ids, blocks of {} tokens (4 bytes each)",
-            ((f64::from(d.block_tokens) * d.length_scale).round() as u64).max(1)
+            d.block_size()
         ));
         let [head, tail] = d.template_bytes;
         if head + tail > 0 {

@@ -3,7 +3,8 @@
 //! caller reads the bytes; every error names the file, the line and the field.
 //!
 //! - `jsonl`: one object a line, `prompt` (a string: one user message) or `messages` (an
-//!   OpenAI messages array), optional `output_tokens` (≥ 1).
+//!   OpenAI messages array: each a `role` of [`ROLES`] and a `content` string or array of
+//!   content parts), optional `output_tokens` (≥ 1).
 //! - `sharegpt`: a JSON array (or JSONL) of `{"conversations": [{"from", "value"}, …]}`;
 //!   the first `human` turn is the prompt, and the reply after it gives the output length
 //!   (its bytes / 4, rounded up: an estimate). With `turns = "all"`, every `human` turn is
@@ -214,7 +215,70 @@ fn jsonl_entry(l: &str) -> Parsed {
             );
         }
     };
+    for (i, m) in messages.iter().enumerate() {
+        message(m).map_err(|(field, why)| format!("field `messages[{i}]{field}`: {why}"))?;
+    }
     Ok((DatasetPrompt::Messages(messages), j.output_tokens))
+}
+
+/// The OpenAI chat roles a dataset message may have.
+pub const ROLES: [&str; 5] = ["system", "user", "assistant", "tool", "developer"];
+
+/// Checks one OpenAI chat message: an object with a known `role` and a `content` that is
+/// a string or an array of content parts (objects with a string `type`; a `text` part
+/// has a string `text`). An `assistant` message with `tool_calls` may leave `content` out
+/// or null. The problem as (the field below the message, why).
+fn message(m: &Value) -> Result<(), (String, String)> {
+    let Some(obj) = m.as_object() else {
+        return Err((String::new(), "a message must be an object".into()));
+    };
+    let role = match obj.get("role") {
+        None => return Err((".role".into(), "missing".into())),
+        Some(Value::String(r)) if ROLES.contains(&r.as_str()) => r.as_str(),
+        Some(other) => {
+            return Err((
+                ".role".into(),
+                format!("{other} is not `system`, `user`, `assistant`, `tool` or `developer`"),
+            ));
+        }
+    };
+    let calls = obj
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .is_some_and(|c| !c.is_empty());
+    match obj.get("content") {
+        Some(Value::String(_)) => Ok(()),
+        Some(Value::Array(parts)) => {
+            for (k, part) in parts.iter().enumerate() {
+                let at = format!(".content[{k}]");
+                match part.get("type").and_then(Value::as_str) {
+                    Some("text") if !part.get("text").is_some_and(Value::is_string) => {
+                        return Err((
+                            format!("{at}.text"),
+                            "a `text` part needs a string `text`".into(),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        return Err((
+                            format!("{at}.type"),
+                            "a content part is an object with a string `type`".into(),
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+        None | Some(Value::Null) if role == "assistant" && calls => Ok(()),
+        None => Err((
+            ".content".into(),
+            "missing (a string or an array of content parts)".into(),
+        )),
+        Some(other) => Err((
+            ".content".into(),
+            format!("{other} is not a string or an array of content parts"),
+        )),
+    }
 }
 
 #[derive(Deserialize)]
@@ -403,7 +467,13 @@ fn mooncake(text: &str, file: &str, block: u64) -> Result<Vec<DatasetEntry>, Str
                 input_tokens: m.input_length,
                 hash_ids: m.hash_ids,
             },
-            output_tokens: Some(u32::try_from(m.output_length.max(1)).unwrap_or(u32::MAX)),
+            output_tokens: Some(u32::try_from(m.output_length.max(1)).map_err(|_| {
+                at(format!(
+                    "field `output_length`: {} tokens is more than {}",
+                    m.output_length,
+                    u32::MAX
+                ))
+            })?),
             timestamp_ms: Some(m.timestamp),
         });
     }
@@ -438,6 +508,75 @@ mod tests {
         assert!(e.starts_with("d.jsonl:1: field `text`"), "{e}");
         let e = err("{}\n", DatasetFormat::Jsonl);
         assert!(e.starts_with("d.jsonl:1: field `prompt`"), "{e}");
+    }
+
+    #[test]
+    fn jsonl_messages_need_a_known_role_and_a_content_and_are_located() {
+        // Break-it review: a message without `content` or with an unknown `role` passed
+        // `check` and went to the engine.
+        let ok = [
+            r#"{"messages": [{"role": "developer", "content": "d"}, {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "x"}}]}]}"#,
+            r#"{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c", "content": "r"}, {"role": "assistant", "tool_calls": [{"id": "d", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]}"#,
+        ];
+        for l in ok {
+            parse(l.as_bytes(), DatasetFormat::Jsonl, "d", 4).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let bad = [
+            (
+                r#"{"messages": [{"role": "user"}]}"#,
+                "d.jsonl:2: field `messages[0].content`: missing",
+            ),
+            (
+                r#"{"messages": [{"role": "wizard", "content": "x"}]}"#,
+                "d.jsonl:2: field `messages[0].role`: \"wizard\" is not `system`, `user`, \
+                 `assistant`, `tool` or `developer`",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": "x"}, {"content": "y"}]}"#,
+                "d.jsonl:2: field `messages[1].role`: missing",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": 3}]}"#,
+                "d.jsonl:2: field `messages[0].content`: 3 is not a string",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": null}]}"#,
+                "d.jsonl:2: field `messages[0].content`: null is not a string",
+            ),
+            (
+                r#"{"messages": [{"role": "assistant", "tool_calls": []}]}"#,
+                "d.jsonl:2: field `messages[0].content`: missing",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"text": "a"}]}]}"#,
+                "d.jsonl:2: field `messages[0].content[0].type`",
+            ),
+            (
+                r#"{"messages": [{"role": "user", "content": [{"type": "text"}]}]}"#,
+                "d.jsonl:2: field `messages[0].content[0].text`",
+            ),
+            (
+                r#"{"messages": ["hi"]}"#,
+                "d.jsonl:2: field `messages[0]`: a message must be an object",
+            ),
+        ];
+        for (l, want) in bad {
+            let m = err(
+                &format!("{{\"prompt\": \"a\"}}\n{l}\n"),
+                DatasetFormat::Jsonl,
+            );
+            assert!(m.starts_with(want), "{l}: {m}");
+        }
+    }
+
+    #[test]
+    fn a_mooncake_output_length_past_u32_is_located_not_clamped() {
+        let l = "{\"timestamp\": 0, \"input_length\": 4, \"output_length\": 5000000000, \"hash_ids\": [1]}\n";
+        let m = err(l, DatasetFormat::Mooncake);
+        assert!(
+            m.starts_with("d.jsonl:1: field `output_length`: 5000000000 tokens"),
+            "{m}"
+        );
     }
 
     #[test]

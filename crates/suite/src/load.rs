@@ -173,10 +173,16 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Suite, Vec<SuiteError>>
 
 /// Whether a validation error at `path` only repeats a value already reported and
 /// removed: the same path, or the table that directly held it (`jobs[1]` for a refused
-/// `jobs[1].mode`, `gates.ttft_ms` for a refused `gates.ttft_ms.p99`) (pure).
+/// `jobs[1].mode`, `gates.ttft_ms` for a refused `gates.ttft_ms.p99`). A refused array
+/// element removed its whole array ([`prune`]), so it counts as the array (`jobs[0]` for a
+/// refused `jobs[0].sizes[0]`: not also "has no `sizes`") (pure).
 fn echoes_removed(path: Option<&str>, removed: &[String]) -> bool {
     let Some(p) = path else { return false };
     removed.iter().any(|r| {
+        let mut r = r.as_str();
+        while let Some(i) = r.rfind('[').filter(|_| r.ends_with(']')) {
+            r = &r[..i];
+        }
         r == p
             || r.strip_prefix(p)
                 .and_then(|rest| rest.strip_prefix('.'))

@@ -434,6 +434,90 @@ pub struct Dataset {
     pub entries: Arc<Vec<crate::dataset::DatasetEntry>>,
 }
 
+/// `round(v × scale)`, at least 1 (a float past `u64::MAX` saturates).
+pub fn scaled_length(v: u64, scale: f64) -> u64 {
+    ((v as f64 * scale).round() as u64).max(1)
+}
+
+impl Dataset {
+    /// A Mooncake block's tokens, scaled: `round(block_tokens × length_scale)`, at least 1.
+    pub fn block_size(&self) -> u64 {
+        scaled_length(u64::from(self.block_tokens), self.length_scale)
+    }
+
+    /// The prompt tokens a Mooncake entry of `input_tokens` over `k` hash ids asks for:
+    /// its length scaled, kept within its `k` blocks (`((k − 1) × b, k × b]` for the
+    /// scaled block `b`) and at least what puts the chat template's tail in the last block
+    /// (and head and tail in a single one), so the first `k − 1` blocks stay whole.
+    pub fn block_prompt_tokens(&self, input_tokens: u64, k: u64) -> u64 {
+        let b = self.block_size();
+        let [head, tail] = self.template_bytes.map(u64::from);
+        let full = (k.max(1) - 1).saturating_mul(b);
+        let least = full
+            .saturating_add(tail.div_ceil(4).max(1))
+            .max((head + tail).div_ceil(4));
+        scaled_length(input_tokens, self.length_scale)
+            .max(least)
+            .min(k.max(1).saturating_mul(b))
+    }
+
+    /// An entry's fixed output length, scaled by `length_scale`.
+    pub fn output_tokens(&self, recorded: u32) -> u64 {
+        scaled_length(u64::from(recorded), self.length_scale)
+    }
+
+    /// Every entry's prompt and output lengths, as sent (scaled), are at most
+    /// [`MAX_PROMPT_TOKENS`]: the prompt is built in memory, and a larger length is an
+    /// allocation failure at run time, not a benchmark. The first entry past it, as
+    /// `file:line: field …` (`file` names the file).
+    pub fn check_lengths(&self, file: &str) -> Result<(), String> {
+        use crate::dataset::{DatasetFormat, DatasetPrompt};
+        let cap = u64::from(MAX_PROMPT_TOKENS);
+        // `512` as recorded, or `512 × length_scale 1000 → 512000` as sent.
+        let sent_as = |n: u64, sent: u64| {
+            if self.length_scale == 1.0 && sent == n {
+                n.to_string()
+            } else {
+                format!("{n} × length_scale {} → {sent}", self.length_scale)
+            }
+        };
+        for e in self.entries.iter() {
+            if let DatasetPrompt::Blocks {
+                input_tokens,
+                hash_ids,
+            } = &e.prompt
+            {
+                let sent = self.block_prompt_tokens(*input_tokens, hash_ids.len() as u64);
+                if sent > cap {
+                    return Err(format!(
+                        "{file}:{}: field `input_length`: {} prompt tokens; a prompt size must \
+                         be at most {MAX_PROMPT_TOKENS} tokens",
+                        e.line,
+                        sent_as(*input_tokens, sent)
+                    ));
+                }
+            }
+            if let Some(t) = e.output_tokens {
+                let sent = self.output_tokens(t);
+                if sent > cap {
+                    let (field, basis) = match self.format {
+                        DatasetFormat::Jsonl => ("output_tokens", ""),
+                        DatasetFormat::Sharegpt => ("conversations", " (a reply's bytes / 4)"),
+                        DatasetFormat::Mooncake => ("output_length", ""),
+                    };
+                    return Err(format!(
+                        "{file}:{}: field `{field}`: {} output tokens{basis}; an output length \
+                         must be at most {MAX_PROMPT_TOKENS} tokens",
+                        e.line,
+                        sent_as(u64::from(t), sent)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Settings of a SWE job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweJob {
@@ -464,7 +548,9 @@ pub enum TokenizerSource {
 }
 
 impl TokenizerSource {
-    /// Parses a `tokenizer` value; a path must name an existing file.
+    /// Parses a `tokenizer` value; a path must name an existing regular file, not a
+    /// symlink (the bounded reader never follows one: accepting it here would only fail
+    /// the run's setup).
     pub fn parse(value: &str, base: &std::path::Path) -> Result<Self, String> {
         match value {
             "bytes" => Ok(Self::Bytes),
@@ -472,14 +558,19 @@ impl TokenizerSource {
             "" => Err("`tokenizer` is empty: `bytes`, `endpoint` or a tokenizer.json path".into()),
             p => {
                 let path = base.join(p);
-                if path.is_file() {
-                    Ok(Self::File(path))
-                } else {
-                    Err(format!(
+                let kind = std::fs::symlink_metadata(&path).map(|m| m.file_type());
+                match kind {
+                    Ok(t) if t.is_file() => Ok(Self::File(path)),
+                    Ok(t) if t.is_symlink() => Err(format!(
+                        "`tokenizer`: {} is a symlink (symlinks are not followed: name the \
+                         file itself)",
+                        path.display()
+                    )),
+                    _ => Err(format!(
                         "`tokenizer`: {} is not a file (`bytes`, `endpoint` or a \
                          tokenizer.json path)",
                         path.display()
-                    ))
+                    )),
                 }
             }
         }

@@ -114,7 +114,7 @@ pub(crate) struct RawJob {
     pub script: Option<Vec<RawScriptStep>>,
     pub replay: Option<RawReplay>,
     // context
-    pub sizes: Option<Vec<u32>>,
+    pub sizes: Option<Vec<u64>>,
     pub shared_prefix: Option<bool>,
     pub filler: Option<String>,
     pub dataset: Option<RawDataset>,
@@ -140,7 +140,7 @@ pub(crate) struct RawJob {
 pub(crate) struct RawDataset {
     pub path: String,
     pub format: crate::dataset::DatasetFormat,
-    pub block_tokens: Option<u32>,
+    pub block_tokens: Option<u64>,
     pub length_scale: Option<f64>,
     pub template_bytes: Option<[u32; 2]>,
     pub time_scale: Option<f64>,

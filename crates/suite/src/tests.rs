@@ -1678,3 +1678,142 @@ fn a_refused_value_is_not_also_reported_missing() {
         assert_ne!(got[0].0, SuiteErrorKind::MissingField, "{errs:#?}");
     }
 }
+
+// ---------------------------------------------------------------- dataset and size caps
+
+/// A suite with one context job reading `fixtures/{file}` as `dataset = { … keys }`.
+fn dataset_job(file: &str, keys: &str) -> String {
+    format!(
+        "[[jobs]]\nname = \"c\"\nkind = \"context\"\n\
+         dataset = {{ path = \"{file}\", {keys} }}\n"
+    )
+}
+
+#[test]
+fn a_dataset_length_or_block_past_the_prompt_cap_is_a_located_error() {
+    // Break-it review: `length_scale = 1e9` or `block_tokens = 2000000000` passed `check`
+    // and `run` aborted allocating the prompt (no report).
+    let p = Project::new();
+    let fx = p.dir.path().join("fixtures");
+    std::fs::write(
+        fx.join("m.jsonl"),
+        "{\"timestamp\":0,\"input_length\":5,\"output_length\":1,\"hash_ids\":[1]}\n\
+         {\"timestamp\":1,\"input_length\":512,\"output_length\":10,\"hash_ids\":[2]}\n",
+    )
+    .unwrap();
+    let cases = [
+        (
+            "format = \"mooncake\", length_scale = 1e9",
+            "jobs[0].dataset.path",
+            "m.jsonl:1: field `input_length`: 5 × length_scale 1000000000 → 5000000000 \
+             prompt tokens; a prompt size must be at most 10000000 tokens",
+        ),
+        (
+            // 512 × 20000 = 10,240,000 tokens: line 2 only.
+            "format = \"mooncake\", length_scale = 20000.0",
+            "jobs[0].dataset.path",
+            "m.jsonl:2: field `input_length`: 512 × length_scale 20000 → 10240000 prompt \
+             tokens; a prompt size must be at most 10000000 tokens",
+        ),
+        (
+            "format = \"mooncake\", block_tokens = 2000000000",
+            "jobs[0].dataset.block_tokens",
+            "`block_tokens` must be at most 10000000 tokens",
+        ),
+        (
+            // Past u32: the same message, not a type error.
+            "format = \"mooncake\", block_tokens = 1000000000000",
+            "jobs[0].dataset.block_tokens",
+            "`block_tokens` must be at most 10000000 tokens",
+        ),
+    ];
+    for (keys, path, message) in cases {
+        let text = dataset_job("m.jsonl", keys);
+        let errs = parse_all(&text, &p.origin()).expect_err(keys);
+        assert_eq!(errs.len(), 1, "{keys}: {errs:#?}");
+        assert_eq!(
+            errs[0].kind(),
+            SuiteErrorKind::InvalidValue,
+            "{keys}: {errs:#?}"
+        );
+        assert_eq!(errs[0].path(), Some(path), "{keys}: {errs:#?}");
+        assert_eq!(errs[0].line(), Some(4), "{keys}: {errs:#?}");
+        assert!(errs[0].to_string().contains(message), "{keys}: {}", errs[0]);
+    }
+    // Scaled output lengths have the same cap.
+    std::fs::write(
+        fx.join("o.jsonl"),
+        "{\"prompt\": \"a\", \"output_tokens\": 8}\n{\"prompt\": \"b\", \"output_tokens\": 6000}\n",
+    )
+    .unwrap();
+    let text = dataset_job("o.jsonl", "format = \"jsonl\", length_scale = 2000.0");
+    let e = p.err(&text);
+    assert_eq!(e.path(), Some("jobs[0].dataset.path"), "{e}");
+    assert!(
+        e.to_string().contains(
+            "o.jsonl:2: field `output_tokens`: 6000 × length_scale 2000 → 12000000 output \
+             tokens; an output length must be at most 10000000 tokens"
+        ),
+        "{e}"
+    );
+    // At the cap it loads.
+    let text = dataset_job("m.jsonl", "format = \"mooncake\", block_tokens = 10000000");
+    p.parse(&text).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_prompt_size_past_u32_is_the_one_cap_error() {
+    // Break-it review: `sizes = [1000000000000]` said "has no `sizes`" (false) and "expected
+    // a non-negative integer" (it is one).
+    let p = Project::new();
+    for (sizes, message) in [
+        (
+            "[16, 1000000000000]",
+            "a prompt size must be at most 10000000 tokens",
+        ),
+        (
+            "[16, 20000000]",
+            "a prompt size must be at most 10000000 tokens",
+        ),
+        ("[-1]", "expected a non-negative integer"),
+    ] {
+        let text = CONTEXT.replace("[16]", sizes);
+        let errs = parse_all(&text, &p.origin()).expect_err(sizes);
+        assert_eq!(errs.len(), 1, "{sizes}: {errs:#?}");
+        assert!(
+            errs[0].to_string().contains(message),
+            "{sizes}: {}",
+            errs[0]
+        );
+        assert!(
+            errs[0]
+                .path()
+                .is_some_and(|x| x.starts_with("jobs[0].sizes[")),
+            "{sizes}: {errs:#?}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_tokenizer_path_that_is_a_symlink_is_a_located_error() {
+    // Break-it review: a symlinked tokenizer.json passed `check`, then `run` failed its
+    // setup reading it (the bounded reader never follows a symlink).
+    let p = Project::new();
+    let suites = p.dir.path().join("suites");
+    std::fs::write(suites.join("tok.json"), "{}").unwrap();
+    std::os::unix::fs::symlink("tok.json", suites.join("lnk.json")).unwrap();
+    let text = format!("tokenizer = \"lnk.json\"\n{CONTEXT}");
+    let e = p.err(&text);
+    assert_at(
+        &e,
+        SuiteErrorKind::InvalidValue,
+        &text,
+        "\"lnk.json\"",
+        "tokenizer",
+    );
+    assert!(e.to_string().contains("is a symlink"), "{e}");
+    // The file itself is accepted.
+    p.parse(&format!("tokenizer = \"tok.json\"\n{CONTEXT}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+}

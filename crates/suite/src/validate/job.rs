@@ -605,13 +605,18 @@ fn context(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<ContextJob> {
     }
     // The filler is built in memory (4 bytes per token): an unbounded size is an
     // allocation failure and an abort at run time, not a benchmark.
-    if let Some(k) = sizes.iter().position(|s| *s > MAX_PROMPT_TOKENS) {
+    // Read as u64 so a size past u32 gets this message, not a type error.
+    if let Some(k) = sizes.iter().position(|s| *s > u64::from(MAX_PROMPT_TOKENS)) {
         return Err(ctx.at_value(
             &format!("{p}.sizes[{k}]"),
             K::InvalidValue,
             format!("a prompt size must be at most {MAX_PROMPT_TOKENS} tokens"),
         ));
     }
+    let sizes: Vec<u32> = sizes
+        .into_iter()
+        .map(|s| u32::try_from(s).unwrap_or(MAX_PROMPT_TOKENS))
+        .collect();
     let filler = match &j.filler {
         None => None,
         Some(f) => Some(fx.path(ctx, &format!("{p}.filler"), f, Want::File)?),
@@ -628,7 +633,7 @@ fn context(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<ContextJob> {
 /// so a bad line is a located error before any request.
 fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) -> R<Dataset> {
     let path = fx.path(ctx, &format!("{p}.dataset.path"), &d.path, Want::File)?;
-    let block_tokens = d.block_tokens.unwrap_or(DEFAULT_BLOCK_TOKENS);
+    let block_tokens = d.block_tokens.unwrap_or(u64::from(DEFAULT_BLOCK_TOKENS));
     if block_tokens == 0 {
         return Err(ctx.at_value(
             &format!("{p}.dataset.block_tokens"),
@@ -636,6 +641,17 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
             "`block_tokens` must be at least 1".into(),
         ));
     }
+    // A block is synthesized in memory, as a prompt is: the prompt sizes' cap.
+    let Some(block_tokens) = u32::try_from(block_tokens)
+        .ok()
+        .filter(|b| *b <= MAX_PROMPT_TOKENS)
+    else {
+        return Err(ctx.at_value(
+            &format!("{p}.dataset.block_tokens"),
+            K::InvalidValue,
+            format!("`block_tokens` must be at most {MAX_PROMPT_TOKENS} tokens"),
+        ));
+    };
     let length_scale = d.length_scale.unwrap_or(1.0);
     if !(length_scale.is_finite() && length_scale > 0.0) {
         return Err(ctx.at_value(
@@ -672,7 +688,7 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
     let entries =
         crate::dataset::parse_turns(&bytes, d.format, &file, u64::from(block_tokens), turns)
             .map_err(|m| bad(format!("dataset {m}")))?;
-    Ok(Dataset {
+    let dataset = Dataset {
         path,
         format: d.format,
         block_tokens,
@@ -681,7 +697,11 @@ fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) 
         time_scale,
         turns,
         entries: std::sync::Arc::new(entries),
-    })
+    };
+    dataset
+        .check_lengths(&file)
+        .map_err(|m| bad(format!("dataset {m}")))?;
+    Ok(dataset)
 }
 
 /// `dataset.time_scale`: a number > 0, for a Mooncake trace (the format with timestamps).
