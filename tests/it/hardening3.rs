@@ -109,6 +109,104 @@ fn snippets_never_show_credential_like_values() {
     assert!(!out.contains("ghp_0123456789"), "echoed\n{out}");
 }
 
+/// Secrets in a suite error's message and snippet: a type error quoted the bad string
+/// (`invalid type: string "sk-…"`) under its masked snippet, and an unknown variant or a
+/// duplicate name did too; a secret-looking key inside an inline table
+/// (`env = { OPENAI_API_KEY = "…" }`) and the value after `--api-key` in an array were
+/// shown in the snippet. `check` and `run --message-format json` show none of them, and
+/// the message still names the field and what it expects.
+#[test]
+fn suite_errors_never_echo_secrets_in_messages_or_structured_values() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wrong_type = |v: &str| {
+        format!(
+            "name=\"s\"\n[[jobs]]\nname=\"c\"\nkind=\"context\"\nsizes=[8]\nmax_tokens = \"{v}\"\n"
+        )
+    };
+    let swe = |command: &str, line: &str| {
+        format!(
+            "name=\"s\"\n[[jobs]]\nname=\"h\"\nkind=\"swe\"\ncommand={command}\n{line}timeout_s = -1\n"
+        )
+    };
+    let cases = [
+        (
+            wrong_type("sk-proj-SECRETabc123def456ghi789"),
+            "SECRETabc123def456ghi789",
+            ":6:14: wrong type for `jobs[0].max_tokens`: invalid type: a string (32 characters), \
+             expected a non-negative integer",
+        ),
+        (
+            wrong_type("Zq9xK2mP7vL4nR8t"),
+            "Zq9xK2mP7vL4nR8t",
+            ":6:14: wrong type for `jobs[0].max_tokens`: invalid type: a string (16 characters)",
+        ),
+        (
+            "name=\"s\"\n[[jobs]]\nname=\"c\"\nkind=\"context\"\nsizes=[\"Bearer SECRETxyz\"]\n"
+                .to_string(),
+            "SECRETxyz",
+            ":5:8: wrong type for `jobs[0].sizes[0]`: invalid type: a string (16 characters)",
+        ),
+        (
+            "name=\"s\"\n[[jobs]]\nname=\"c\"\nkind=\"sk-proj-SECRETabc123def456ghi789\"\nsizes=[8]\n"
+                .to_string(),
+            "SECRETabc123def456ghi789",
+            ":4:6: invalid value for `jobs[0].kind`",
+        ),
+        (
+            swe("[\"x\"]", "env = { OPENAI_API_KEY = \"SECRETenv123\" }\n"),
+            "SECRETenv123",
+            ":7:13: `jobs[0].timeout_s` must be a positive number of seconds",
+        ),
+        (
+            swe("[\"x\"]", "env = { token = \"SECRETenv124\" }\n"),
+            "SECRETenv124",
+            ":7:13:",
+        ),
+        (
+            swe("[\"x\"]", "env = { GITHUB_TOKEN = \"SECRETenv125\" }\n"),
+            "SECRETenv125",
+            ":7:13:",
+        ),
+        (
+            swe("[\"x\"]", "env = { DB_PASSWORD = \"SECRETenv126\" }\n"),
+            "SECRETenv126",
+            ":7:13:",
+        ),
+        (
+            swe("[\"x\"]", "env = { ANTHROPIC_API_KEY = \"SECRETenv127\" }\n"),
+            "SECRETenv127",
+            ":7:13:",
+        ),
+        (
+            swe("[\"x\",\"--api-key\",\"SECRETarg123\"]", ""),
+            "SECRETarg123",
+            ":6:13: `jobs[0].timeout_s` must be a positive number of seconds",
+        ),
+        (
+            swe("[\n  \"x\",\n  \"--token\",\n  \"SECRETarg124\",\n  5,\n]", ""),
+            "SECRETarg124",
+            ":9:3: wrong type for `jobs[0].command[3]`",
+        ),
+    ];
+    for (i, (body, secret, want)) in cases.iter().enumerate() {
+        let name = format!("leak{i}.toml");
+        write(tmp.path(), &name, body);
+        for args in [
+            vec!["check", name.as_str()],
+            vec!["run", name.as_str(), "--message-format", "json"],
+        ] {
+            let o = run(tmp.path(), &args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", describe(&o));
+            let out = all(&o);
+            assert!(
+                out.contains(&format!("{name}{want}")),
+                "{args:?}: {want}\n{out}"
+            );
+            assert!(!out.contains(secret), "{args:?}: {secret} echoed\n{out}");
+        }
+    }
+}
+
 /// Item 5: 8,000 unknown keys are reported (the old cost was errors × file size: over
 /// 90 s); at most 50 are printed, with the count of the rest and the total. Timing is in
 /// `benchmarks/suite_errors.rs`, not here.

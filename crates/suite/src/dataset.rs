@@ -182,12 +182,14 @@ fn typed<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
+        // A string value is never quoted back (`invalid type: a string (12 characters)`).
+        let shown = crate::redact::serde_strings(&inner.to_string()).into_owned();
         if inner.is_syntax() || inner.is_eof() {
-            format!("not JSON: {inner}")
+            format!("not JSON: {shown}")
         } else if path == "." {
-            format!("{inner}")
+            shown
         } else {
-            format!("field `{path}`: {inner}")
+            format!("field `{path}`: {shown}")
         }
     })
 }

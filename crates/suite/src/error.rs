@@ -98,6 +98,9 @@ struct Inner {
     location: Option<Location>,
     path: Option<String>,
     message: String,
+    /// What the snippet of a located error masks ([`crate::redact::hidden_values`]): its
+    /// message and hint never show it.
+    hidden: Vec<String>,
     hint: Option<String>,
     kind: SuiteErrorKind,
     label: String,
@@ -203,21 +206,49 @@ fn bounded_message(message: &str) -> String {
 }
 
 /// The bytes of the lines a snippet of `span` prints (its lines with one line of context
-/// either side) and the 0-based line they start at, when they fit
+/// either side), the 0-based line they start at, and whether they fit
 /// [`MAX_SNIPPET_LINE_BYTES`] and [`MAX_SNIPPET_BYTES`] (pure).
 fn snippet_lines(
     text: &str,
     lines: &LineStarts,
     span: &std::ops::Range<usize>,
-) -> Option<(std::ops::Range<usize>, usize)> {
+) -> (std::ops::Range<usize>, usize, bool) {
     let start = span.start.min(text.len());
     let end = span.end.clamp(start, text.len());
     let first = lines.line(start).saturating_sub(1);
     let last = (lines.line(end.saturating_sub(1).max(start)) + 1).min(lines.0.len() - 1);
     let r = lines.span(text, first, last);
     let shown = &text[r.clone()];
-    (shown.len() <= MAX_SNIPPET_BYTES && shown.lines().all(|l| l.len() <= MAX_SNIPPET_LINE_BYTES))
-        .then_some((r, first))
+    let fits = shown.len() <= MAX_SNIPPET_BYTES
+        && shown.lines().all(|l| l.len() <= MAX_SNIPPET_LINE_BYTES);
+    (r, first, fits)
+}
+
+/// Lines before a snippet read with it when masking, at most: the start of a multi-line
+/// array whose flag (`"--api-key",`) names a value the snippet shows.
+const LEAD_LINES: usize = 8;
+
+/// Bytes of suite text masked for one error at most (its snippet's lines and the lines
+/// before them): past this, its message hides credential-looking words only.
+const MAX_MASKED_BYTES: usize = 64 << 10;
+
+/// The start of the text masked with a snippet starting at 0-based line `first`: up to
+/// [`LEAD_LINES`] lines before it, back to the nearest that starts a statement (a bare
+/// key or a `[table]` header), each within [`MAX_SNIPPET_LINE_BYTES`] (pure).
+fn lead_start(text: &str, lines: &LineStarts, first: usize) -> usize {
+    let mut lead = first;
+    while lead > 0 && first - lead < LEAD_LINES {
+        let r = lines.span(text, lead - 1, lead - 1);
+        if r.len() > MAX_SNIPPET_LINE_BYTES {
+            break;
+        }
+        lead -= 1;
+        let t = text[r].trim_start();
+        if t.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '[') {
+            break;
+        }
+    }
+    lines.0[lead]
 }
 
 impl SuiteError {
@@ -248,6 +279,7 @@ impl SuiteError {
                 location: None,
                 path: None,
                 message: bounded_message(&message),
+                hidden: Vec::new(),
                 hint: None,
                 kind,
                 label: String::new(),
@@ -290,13 +322,25 @@ impl SuiteError {
                 | SuiteErrorKind::UnknownTable
                 | SuiteErrorKind::WrongKindField
         );
-        let source = (kind != SuiteErrorKind::Secret)
-            .then(|| snippet_lines(text, lines, &span))
-            .flatten()
-            .map(|(r, line)| {
+        // The snippet's lines are masked with a few lines before them (the start of a
+        // multi-line array: `"--api-key",` hides the next line). The message never shows
+        // what the snippet masks: every credential-looking word, and the values masked
+        // under known keys (the message of an unknown key names keys, never a value).
+        let (r, line, fits) = snippet_lines(text, lines, &span);
+        let lead = lead_start(text, lines, line);
+        let around = (r.end - lead <= MAX_MASKED_BYTES).then(|| &text[lead..r.end]);
+        let shown = around.map(|t| crate::redact::mask_source(t, unknown));
+        let hidden = match (around, shown.as_deref()) {
+            (Some(t), Some(m)) if !unknown => crate::redact::hidden_values(t, m),
+            _ => Vec::new(),
+        };
+        let source = shown
+            .filter(|_| kind != SuiteErrorKind::Secret && fits)
+            .and_then(|m| m.get(r.start - lead..).map(str::to_string))
+            .map(|shown| {
                 Arc::new(Snippet {
                     name: file.display().to_string(),
-                    text: crate::redact::mask_source(&text[r.clone()], unknown),
+                    text: shown,
                     offset: r.start,
                     line,
                 })
@@ -306,7 +350,8 @@ impl SuiteError {
                 file,
                 location: Some(location),
                 path,
-                message: bounded_message(&message),
+                message: bounded_message(&crate::redact::mask_message(&message, &hidden)),
+                hidden,
                 hint: None,
                 label: default_label(kind).to_string(),
                 kind,
@@ -317,7 +362,8 @@ impl SuiteError {
 
     /// Adds a hint (did-you-mean or fix).
     pub(crate) fn with_hint(mut self, hint: Option<String>) -> Self {
-        self.inner.hint = hint.map(|h| bounded_message(&h));
+        self.inner.hint =
+            hint.map(|h| bounded_message(&crate::redact::mask_message(&h, &self.inner.hidden)));
         self
     }
 

@@ -286,7 +286,10 @@ fn deepest_line(text: &str) -> Range<usize> {
 fn serde_error(e: &toml::de::Error, ctx: &Ctx) -> SuiteError {
     let span = e.span().unwrap_or(0..0);
     let path = ctx.index.path_at(&span).map(str::to_string);
-    let msg = e.message().trim();
+    // A string value is never quoted back (it may be a key pasted in the wrong place):
+    // `invalid type: a string (31 characters), expected …`.
+    let msg = crate::redact::serde_strings(e.message().trim());
+    let msg = msg.as_ref();
     let where_ = |p: &Option<String>| match p.as_deref() {
         None | Some("") => "the top level".to_string(),
         Some(p) => format!("`{p}`"),
