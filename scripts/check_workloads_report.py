@@ -48,10 +48,13 @@ def check(report, run_dir, source, suite="smollm2-workloads"):
     cts = [(r.get("ota"), r.get("ct"), "short_output" in r.get("w", [])) for r in fixed]
     if cts != [(64, 64, False)] * 3:
         problems.append(f"fixed: (asked, completion_tokens, short_output) = {cts}")
-    other = sorted({w for r in fixed for w in r.get("w", []) if w != "short_output"})
-    if other:
-        print(f"check_workloads_report: fixed: other request warnings (not failed on): {other}")
     return problems
+
+
+def other_warnings(run_dir, suite="smollm2-workloads"):
+    """The `fixed` job's request warnings other than `short_output` (printed, not failed on)."""
+    fixed = requests_of(run_dir, f"{suite}::fixed")
+    return sorted({w for r in fixed for w in r.get("w", []) if w != "short_output"})
 
 
 def trajectory_steps(report, trajectory=None):
@@ -113,6 +116,7 @@ def self_test():
         with open(os.path.join(d, "requests.jsonl"), "w") as f:
             f.write("\n".join(json.dumps(x) for x in lines) + "\n")
         assert check(rep, d, "t") == [], check(rep, d, "t")
+        assert other_warnings(d) == ["retried_stale_connection"], other_warnings(d)
         lines[2]["pt"] = 513
         lines[-1] = {"j": 1, "ota": 64, "ct": 20, "w": ["short_output"]}
         with open(os.path.join(d, "requests.jsonl"), "w") as f:
@@ -145,6 +149,9 @@ def main(argv):
     with open(argv[1], encoding="utf-8") as f:
         report = json.load(f)
     problems = check(report, run_dir, argv[2], *argv[3:])
+    other = other_warnings(run_dir, *argv[3:])
+    if other:
+        print(f"check_workloads_report: fixed: other request warnings (not failed on): {other}")
     for p in problems:
         print(f"check_workloads_report: {p}", file=sys.stderr)
     if not problems:
