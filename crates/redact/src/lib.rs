@@ -219,7 +219,7 @@ pub fn looks_like_credential(word: &str) -> bool {
 }
 
 /// Byte ranges of the credential-looking words of `text` ([`looks_like_credential`], and
-/// the word after `Bearer`: `Authorization: Bearer abc`; words split at whitespace,
+/// the word after `Bearer` or `Basic`: `Authorization: Bearer abc`; words split at whitespace,
 /// quotes, `=`, `,`, brackets and braces) (pure).
 fn credential_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     let split = |c: char| {
@@ -238,9 +238,9 @@ fn credential_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
                 if after_bearer || looks_like_credential(word) {
                     out.push(s..i);
                 }
-                after_bearer = word
-                    .trim_matches(|c: char| !c.is_ascii_alphanumeric())
-                    .eq_ignore_ascii_case("bearer");
+                let w = word.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+                // `Basic` carries base64 user:password, `Bearer` a token.
+                after_bearer = w.eq_ignore_ascii_case("bearer") || w.eq_ignore_ascii_case("basic");
                 start = None;
             }
             (false, None) => start = Some(i),
@@ -483,7 +483,16 @@ pub fn mask_source(text: &str, unknown: bool) -> String {
     {
         mask(&mut bytes, r);
     }
+    // Under a table header whose name has a secret-like segment (`[jobs.credentials]`),
+    // every value is masked.
+    let mut secret_table = false;
     for (start, end) in line_spans(text) {
+        if let Some(name) = table_header(&text[start..end]) {
+            secret_table = name
+                .split('.')
+                .any(|seg| is_secret_key(seg.trim().trim_matches(['"', '\''])));
+            continue;
+        }
         let Some((key, v)) = key_value(text, start) else {
             if unknown && is_continuation(&text[start..end]) {
                 mask(&mut bytes, start..end);
@@ -495,7 +504,12 @@ pub fn mask_source(text: &str, unknown: bool) -> String {
         let value = text[v.clone()].trim_matches(['"', '\'', ' ']);
         let bad_env_name =
             leaf.ends_with("_env") && !value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if unknown || bad_env_name || is_secret_key(leaf) || key.split('.').any(is_secret_key) {
+        if unknown
+            || secret_table
+            || bad_env_name
+            || is_secret_key(leaf)
+            || key.split('.').any(is_secret_key)
+        {
             mask(&mut bytes, v);
         } else {
             let raw = &text[v.clone()];
@@ -533,6 +547,28 @@ pub fn mask_source(text: &str, unknown: bool) -> String {
     // only where the range itself was cut mid-character, which `key_value` and the scans
     // never do (they cut at ASCII delimiters).
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The name of a TOML table header line (`[a.b]` or `[[a.b]]`, an optional comment after),
+/// or `None` for any other line (a line of a multi-line array that starts with `[` holds a
+/// `,`, a quote-less value or a nested bracket, and is not taken for one).
+fn table_header(line: &str) -> Option<&str> {
+    let t = line.trim();
+    let end = t.rfind(']')?;
+    let rest = t[end + 1..].trim_start();
+    if !(rest.is_empty() || rest.starts_with('#')) {
+        return None;
+    }
+    let t = &t[..=end];
+    let inner = t
+        .strip_prefix("[[")
+        .and_then(|r| r.strip_suffix("]]"))
+        .or_else(|| t.strip_prefix('[').and_then(|r| r.strip_suffix(']')))?;
+    let ok = !inner.trim().is_empty()
+        && inner
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '"' | '\''));
+    ok.then_some(inner.trim())
 }
 
 /// Whether `c` ends a word of message text ([`mask_message`], [`hidden_values`]):
@@ -963,6 +999,26 @@ mod tests {
                 assert!(!masked(&t).contains(v), "{t}");
             }
         }
+    }
+
+    /// Every value under a secret-named table header is masked, up to the next header;
+    /// the word after `Basic` is masked as after `Bearer`.
+    #[test]
+    fn values_under_a_secret_table_and_basic_credentials_are_masked() {
+        let t = "name = \"s\"\n[jobs.credentials]\nfoo = \"plainvalue1\"\nbar = 42\n\
+                 [jobs.other]  # a comment\nbaz = \"shownvalue\"\n";
+        let m = masked(t);
+        assert!(!m.contains("plainvalue1") && !m.contains("42"), "{m}");
+        assert!(
+            m.contains("shownvalue") && m.contains("name = \"s\""),
+            "{m}"
+        );
+        let m = masked("h = \"use Basic dXNlcjpwdw== here\"\n");
+        assert!(!m.contains("dXNlcjpwdw") && m.contains("Basic"), "{m}");
+        assert_eq!(table_header("[[jobs]]"), Some("jobs"));
+        assert_eq!(table_header("  [a.\"b c\"] # x"), Some("a.\"b c\""));
+        assert_eq!(table_header("[1, 2]"), None);
+        assert_eq!(table_header("x = [1]"), None);
     }
 
     /// A serde message never quotes a string value: it gives its size.
