@@ -102,6 +102,32 @@ pub struct ScriptOptions {
     pub capture_timeline: bool,
 }
 
+/// The longest `--start-delay-s`: `run --start-at` refuses an instant more than 24 h ahead.
+pub const MAX_START_DELAY_S: u64 = 86_400;
+
+/// Whether `var` is an environment variable the shard pods set themselves (the
+/// `INFERSCOPE_` ones, `CI`, `JOB_COMPLETION_INDEX`) or their shell needs (`PATH`, `HOME`,
+/// …): a suite's `api_key_env` must name another, or the key replaces it.
+pub fn reserved_env(var: &str) -> bool {
+    var.starts_with("INFERSCOPE_")
+        || matches!(
+            var,
+            "CI" | "JOB_COMPLETION_INDEX"
+                | "PATH"
+                | "HOME"
+                | "SHELL"
+                | "IFS"
+                | "PWD"
+                | "USER"
+                | "HOSTNAME"
+                | "LANG"
+                | "LC_ALL"
+                | "TMPDIR"
+                | "ENV"
+                | "TERM"
+        )
+}
+
 /// The shell script of a shard pod: the shard K from `JOB_COMPLETION_INDEX`, the run, and
 /// its exit status mapped (a written run directory is a success of the pod).
 pub fn shard_script(mode: PartitionMode, opts: &ScriptOptions) -> String {
@@ -413,6 +439,16 @@ pub fn command(args: K8sArgs) -> i32 {
         Ok(mut s) => s.remove(0),
         Err(code) => return code,
     };
+    if let Some(var) = &suite.api_key_env
+        && reserved_env(var)
+    {
+        return bad(format!(
+            "{}: field `api_key_env`: {var:?} is a variable the shard pods set or their \
+             shell needs; the API key would replace it (and be printed where it is shown): \
+             name another variable, such as OPENAI_API_KEY",
+            args.suite.display()
+        ));
+    }
     if args.partition_mode == PartitionMode::Shard && suite.jobs.iter().all(|j| j.load.is_none()) {
         return bad(format!(
             "--partition-mode shard: {} has no load job (a job with concurrency, rate, \
@@ -429,6 +465,13 @@ pub fn command(args: K8sArgs) -> i32 {
             Ok(_) => t.trim().to_string(),
             Err(e) => return bad(e),
         },
+        None if args.start_delay_s > MAX_START_DELAY_S => {
+            return bad(format!(
+                "--start-delay-s {}: more than {MAX_START_DELAY_S} s (24 h); every shard's \
+                 `run --start-at` refuses a start that far ahead",
+                args.start_delay_s
+            ));
+        }
         None => {
             let ns = now.saturating_add(args.start_delay_s.saturating_mul(1_000_000_000));
             format!(

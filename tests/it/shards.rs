@@ -875,3 +875,52 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
         );
     }
 }
+
+/// `k8s` refuses what every shard pod would fail on: an `api_key_env` naming a variable
+/// the pods set or their shell needs (the key would replace it and be printed), and a
+/// `--start-delay-s` past the 24 h that `run --start-at` accepts.
+#[test]
+fn k8s_refuses_a_colliding_key_variable_and_a_start_past_a_day() {
+    let tmp = tempfile::tempdir().unwrap();
+    for var in ["INFERSCOPE_RUNS", "PATH", "JOB_COMPLETION_INDEX", "CI"] {
+        let suite = support::write(
+            tmp.path(),
+            "k.toml",
+            &format!(
+                "name = \"k\"\nendpoint = \"http://engine:8000/v1\"\nmodel = \"m\"\n\
+                 api_key_env = \"{var}\"\n[[jobs]]\nname = \"one\"\nkind = \"context\"\n\
+                 sizes = [16]\n"
+            ),
+        );
+        let o = run(
+            &repo(),
+            &[
+                "k8s",
+                suite.to_str().unwrap(),
+                "--shards",
+                "2",
+                "--image",
+                "i",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{var}: {}", describe(&o));
+        assert!(o.stdout.is_empty(), "{var}: no manifest");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("field `api_key_env`"), "{var}: {err}");
+    }
+    let o = run(
+        &repo(),
+        &[
+            "k8s",
+            "suites/load.toml",
+            "--shards",
+            "2",
+            "--image",
+            "i",
+            "--start-delay-s",
+            "86401",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--start-delay-s 86401"));
+}
