@@ -42,6 +42,14 @@ def _llm_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
             if s.get("kind") == "llm_call"]
 
 
+# suites/vllm.toml's shared_prefix job: sizes [512, 1024, 2048], each sent 3 times.
+SP_SIZES = 3
+SP_REPEAT = 3
+# Unflagged sequential LLM steps that must be compared with usage (the suite has 28; 24-25
+# were proven in every measured run): a check that compares none cannot pass.
+MIN_AGREED = 8
+
+
 def check(report: dict[str, Any], proc_counts: list[int], block: int) -> tuple[list[str], list[str]]:
     """Pure check: (table lines, failures)."""
     out: list[str] = []
@@ -92,6 +100,10 @@ def check(report: dict[str, Any], proc_counts: list[int], block: int) -> tuple[l
                 fails.append(f"shared_prefix step {s.get('step_id')}: {c} of {pt} tokens cached, "
                              f"expected {want} ({'cold' if pt not in seen else 'whole blocks'})")
             seen.add(pt)
+        counts = {pt: sum(1 for s in steps if s.get("prompt_tokens") == pt) for pt in seen}
+        if len(counts) < SP_SIZES or any(n != SP_REPEAT for n in counts.values()):
+            fails.append(f"shared_prefix: steps per prompt size {counts}: expected at least "
+                         f"{SP_SIZES} sizes, each {SP_REPEAT} times (one cold, the repeats cached)")
         out.append("shared_prefix: " + ", ".join(f"{s.get('cached_tokens')}/{s.get('prompt_tokens')}" for s in steps))
     # 4. per-step counters against usage
     agreed = flagged = 0
@@ -101,7 +113,10 @@ def check(report: dict[str, Any], proc_counts: list[int], block: int) -> tuple[l
         for s in _llm_steps(j):
             a = s.get("attribution") or {}
             u = a.get("usage") or {}
-            if a.get("counters_low_confidence"):
+            why = a.get("counters_low_confidence")
+            if why is not None:
+                if not (isinstance(why, str) and why.strip()):
+                    fails.append(f"{j['id']} step {s.get('step_id')}: flagged without a reason ({why!r})")
                 flagged += 1
                 continue
             pairs = [("prompt", a.get("prompt_tokens_delta"), u.get("prompt_tokens")),
@@ -113,6 +128,9 @@ def check(report: dict[str, Any], proc_counts: list[int], block: int) -> tuple[l
                              + "; ".join(bad))
             else:
                 agreed += 1
+    if agreed < MIN_AGREED:
+        fails.append(f"per-step counters: only {agreed} unflagged LLM steps compared with usage "
+                     f"({flagged} flagged); at least {MIN_AGREED} must be")
     out.append(f"per-step counters: {agreed} LLM steps equal to usage, {flagged} flagged low confidence")
     # 5. load sweep
     ld = _job(report, "vllm::load")
@@ -154,7 +172,9 @@ def self_test() -> int:
             "proc": {"status": {"state": "ok"}, "include_descendants": True}},
         "jobs": [
             {"id": "vllm::shared_prefix", "trajectories": [{"steps": [
-                step(1, 512, 0), step(2, 512, 480), step(3, 512, 480)]}]},
+                step(1, 512, 0), step(2, 512, 480), step(3, 512, 480),
+                step(4, 1024, 0), step(5, 1024, 992), step(6, 1024, 992),
+                step(7, 2048, 0), step(8, 2048, 2016), step(9, 2048, 2016)]}]},
             {"id": "vllm::load", "load": {}, "stats": {"short_outputs": 0},
              "sweep": {"points": [{"concurrency": c, "label": f"c{c}",
                                    "stats": {"succeeded": 7, "failed": 0}} for c in (1, 2, 4)]}},
@@ -173,6 +193,16 @@ def self_test() -> int:
     assert any("prompt delta 0" in x for x in check(bad, [4], 32)[1])
     bad["jobs"][0]["trajectories"][0]["steps"][2]["attribution"]["counters_low_confidence"] = "short"
     assert not check(bad, [4], 32)[1]
+    # A flag without a reason; every step flagged (nothing compared); a missing repeat.
+    bad["jobs"][0]["trajectories"][0]["steps"][2]["attribution"]["counters_low_confidence"] = ""
+    assert any("without a reason" in x for x in check(bad, [4], 32)[1])
+    bad = json.loads(json.dumps(good))
+    for st in bad["jobs"][0]["trajectories"][0]["steps"]:
+        st["attribution"]["counters_low_confidence"] = "x"
+    assert any("only 0 unflagged" in x for x in check(bad, [4], 32)[1])
+    bad = json.loads(json.dumps(good))
+    del bad["jobs"][0]["trajectories"][0]["steps"][8]
+    assert any("steps per prompt size" in x for x in check(bad, [4], 32)[1])
     bad = json.loads(json.dumps(good))
     bad["telemetry"]["metrics"]["gauges"]["requests_running"]["engines"] = {"": {}}
     assert any("engine" in x for x in check(bad, [4], 32)[1])
