@@ -131,21 +131,37 @@ _vllm_free_port() {
 }
 
 # Stop PID: SIGTERM (the API server takes its engine processes down), up to 20 s, then
-# SIGKILL to its process group.
+# SIGKILL to its process group; and SIGKILL to any process of the group that outlived its
+# leader (an engine process whose API server exited first, or died during start-up).
 _vllm_kill_pid() {
     local pid="$1" i
-    srv_alive "$pid" || { wait "$pid" 2>/dev/null || true; return 0; }
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 200); do
-        srv_alive "$pid" || break
-        sleep 0.1
-    done
     if srv_alive "$pid"; then
-        _vllm_log "server $pid ignored SIGTERM for 20 s; sending SIGKILL to its group"
-        kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+        kill -TERM "$pid" 2>/dev/null || true
+        for i in $(seq 1 200); do
+            srv_alive "$pid" || break
+            sleep 0.1
+        done
+        if srv_alive "$pid"; then
+            _vllm_log "server $pid ignored SIGTERM for 20 s; sending SIGKILL to its group"
+        fi
     fi
+    kill -KILL -- "-$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     _vllm_log "stopped vLLM (pid $pid)"
+}
+
+# _vllm_watchdog SERVER_PID: the server runs in its own session (so its whole process tree
+# can be signalled as one group), out of reach of a kill of the caller's group. A watchdog
+# in the server's session ends it when the shell that started it is gone (a CI timeout or
+# an OOM kill runs no EXIT trap): SIGTERM to the group, SIGKILL 20 s later.
+_vllm_watchdog() {
+    setsid bash -c '
+        while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done
+        kill -0 "$2" 2>/dev/null || exit 0
+        kill -TERM -- "-$2" 2>/dev/null
+        for i in $(seq 1 20); do kill -0 "$2" 2>/dev/null || break; sleep 1; done
+        kill -KILL -- "-$2" 2>/dev/null
+    ' vllm-watchdog "$$" "$1" >/dev/null 2>&1 </dev/null &
 }
 
 # vllm_start MODEL_DIR: start the OpenAI server (its own process group), wait for
@@ -172,11 +188,13 @@ vllm_start() {
         --chat-template "$VLLM_REPO/fixtures/smollm2/chatml-tools.jinja" "${extra[@]}" \
         >"$VLLM_LOG" 2>&1 </dev/null &
     VLLM_PID=$!
+    _vllm_watchdog "$VLLM_PID"
     local started=$SECONDS
     deadline=$((SECONDS + timeout))
     while :; do
         if ! srv_alive "$VLLM_PID"; then
             wait "$VLLM_PID" 2>/dev/null || true
+            kill -KILL -- "-$VLLM_PID" 2>/dev/null || true
             _vllm_log "vLLM exited during start-up; log tail ($VLLM_LOG):"
             tail -n 40 "$VLLM_LOG" >&2
             VLLM_PID=""

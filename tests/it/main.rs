@@ -34,6 +34,7 @@ mod review;
 mod secrets;
 mod serve;
 mod serve_hostile;
+mod server_scripts;
 mod shards;
 mod sigint;
 mod sim;
