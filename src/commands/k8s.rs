@@ -149,9 +149,22 @@ pub fn shard_script(mode: PartitionMode, opts: &ScriptOptions) -> String {
     format!(
         "set -u\n\
          k=$((JOB_COMPLETION_INDEX + 1))\n\
+         out=\"$INFERSCOPE_RUNS/shard-$k\"\n\
+         {SET_ASIDE}\
+         set_aside \"$out\" \"shard-$k\"\n\
          status=0\n\
+         stopped=0\n\
          inferscope-bench run \"$INFERSCOPE_SUITE\" {flag}{extra} \
-         --start-at \"$INFERSCOPE_START_AT\" --out \"$INFERSCOPE_RUNS/shard-$k\" || status=$?\n\
+         --start-at \"$INFERSCOPE_START_AT\" --out \"$out\" &\n\
+         pid=$!\n\
+         # The shell is the container's PID 1: it passes the kubelet's SIGTERM on to the\n\
+         # run, which cancels, writes its run directory and exits.\n\
+         trap 'stopped=1; kill -TERM \"$pid\" 2>/dev/null' TERM INT\n\
+         wait \"$pid\" || status=$?\n\
+         while kill -0 \"$pid\" 2>/dev/null; do status=0; wait \"$pid\" || status=$?; done\n\
+         # Stopped (an eviction, a node drain): fail the pod, so the Job's DisruptionTarget\n\
+         # rule retries it; the retry sets this attempt's directory aside.\n\
+         [ \"$stopped\" = 1 ] && exit 143\n\
          # 0 passed, 100 a job or gate failed, 96 a setup error: the run directory holds the\n\
          # result and the merge reports it. Anything else (2: bad input, artifacts not\n\
          # written) fails the pod.\n\
@@ -159,11 +172,26 @@ pub fn shard_script(mode: PartitionMode, opts: &ScriptOptions) -> String {
     )
 }
 
+/// The shell function both pods use to move an earlier attempt's directory (a retried
+/// pod's, or a re-applied Job's) to `$INFERSCOPE_RUNS/earlier/NAME.N`, never read as this
+/// run's and never matched by the merge's `shard-*`.
+const SET_ASIDE: &str = "set_aside() {\n\
+    [ -e \"$1\" ] || return 0\n\
+    mkdir -p \"$INFERSCOPE_RUNS/earlier\"\n\
+    n=1\n\
+    while [ -e \"$INFERSCOPE_RUNS/earlier/$2.$n\" ]; do n=$((n + 1)); done\n\
+    mv \"$1\" \"$INFERSCOPE_RUNS/earlier/$2.$n\"\n\
+    echo \"earlier attempt's $2 kept as earlier/$2.$n\" >&2\n\
+}\n";
+
 /// The shell script of the merge pod.
 pub fn merge_script() -> String {
-    "set -u\n\
-     exec inferscope-bench merge \"$INFERSCOPE_RUNS\"/shard-* --out \"$INFERSCOPE_RUNS/merged\"\n"
-        .to_string()
+    format!(
+        "set -u\n\
+         {SET_ASIDE}\
+         set_aside \"$INFERSCOPE_RUNS/merged\" merged\n\
+         exec inferscope-bench merge \"$INFERSCOPE_RUNS\"/shard-* --out \"$INFERSCOPE_RUNS/merged\"\n"
+    )
 }
 
 /// Whether `s` is a DNS-1123 label of at most `max` characters.

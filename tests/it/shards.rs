@@ -924,3 +924,80 @@ fn k8s_refuses_a_colliding_key_variable_and_a_start_past_a_day() {
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--start-delay-s 86401"));
 }
+
+/// A shard pod stopped by the kubelet (SIGTERM to its shell, the container's PID 1) passes
+/// the signal to its run, which writes a cancelled run directory, and fails (143) so the
+/// Job's DisruptionTarget rule retries it; the retry, and a re-applied Job's pods and
+/// merge, set the earlier attempt's directory aside under `earlier/` and run again.
+#[test]
+fn a_stopped_or_retried_shard_pod_sets_its_earlier_attempt_aside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = support::write(
+        tmp.path(),
+        "s.toml",
+        "name = \"s\"\n[[jobs]]\nname = \"c\"\nkind = \"context\"\nsizes = [16]\n\
+         max_tokens = 64\nconcurrency = 1\ncount = 20\n",
+    );
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let start_at = format!("{}.000", now.as_secs());
+    let o = run(
+        &repo(),
+        &[
+            "k8s",
+            suite.to_str().unwrap(),
+            "--shards",
+            "1",
+            "--image",
+            "local",
+            "--start-at",
+            &start_at,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let docs: Vec<Value> = serde_norway::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let (shard_script, shard_env) = container(&docs[3]);
+    let (merge_script, merge_env) = container(&docs[4]);
+    let runs = tmp.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let report_of = |dir: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+    };
+
+    // Stopped mid-run: the run is cancelled, the pod fails with 143.
+    let child = pod(&shard_script, &shard_env, &runs, Some(0))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on the child's pid; no memory is touched.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(143), "{}", describe(&o));
+    assert_eq!(report_of(&runs.join("shard-1"))["cancelled"], true);
+
+    // The retry: the cancelled attempt is set aside, the shard runs to its end.
+    let o = pod(&shard_script, &shard_env, &runs, Some(0))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("kept as earlier/shard-1.1"));
+    assert_eq!(
+        report_of(&runs.join("earlier/shard-1.1"))["cancelled"],
+        true
+    );
+    assert_eq!(report_of(&runs.join("shard-1"))["cancelled"], false);
+
+    // The merge, then a re-applied merge: the first merged run is set aside.
+    for _ in 0..2 {
+        let o = pod(&merge_script, &merge_env, &runs, None)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    }
+    assert!(runs.join("earlier/merged.1/report.json").is_file());
+    assert!(runs.join("merged/report.json").is_file());
+}
