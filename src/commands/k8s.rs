@@ -219,6 +219,43 @@ fn dns_subdomain(s: &str) -> bool {
 /// wait --timeout` reads it) and the kubectl image (non-empty). Without the check,
 /// `--memory lots` or `--api-key-secret "a b"` made manifests that every cluster refuses
 /// (issue 34).
+/// The least `--memory` a shard pod may get: 64 MiB (the run's own peak is ~15 MiB; a
+/// value such as `2` or `500m` is bytes, not gigabytes).
+const MIN_MEMORY_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+/// The most: 16 TiB.
+const MAX_MEMORY_BYTES: f64 = 16.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// The value of a Kubernetes quantity (`500m` = 0.5, `2Gi` = 2^31, `1e3` = 1000), or `None`
+/// when `v` is not one.
+fn quantity_value(v: &str) -> Option<f64> {
+    let re = regex::Regex::new(
+        r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$",
+    )
+    .expect("a valid pattern");
+    let c = re.captures(v)?;
+    let n: f64 = c[1].parse().ok()?;
+    let scale = match c.get(2).map_or("", |m| m.as_str()) {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        e => 10f64.powi(e[1..].parse::<i32>().ok()?),
+    };
+    Some(n * scale)
+}
+
 fn check_cluster_values(args: &K8sArgs) -> Result<(), String> {
     for (flag, v) in [
         ("--api-key-secret", &args.api_key_secret),
@@ -231,23 +268,39 @@ fn check_cluster_values(args: &K8sArgs) -> Result<(), String> {
             ));
         }
     }
-    let quantity = regex::Regex::new(
-        r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$",
-    )
-    .expect("a valid pattern");
-    for (flag, v) in [("--cpu", &args.cpu), ("--memory", &args.memory)] {
-        if !quantity.is_match(v) {
+    for (flag, v, (min, max), what, range) in [
+        (
+            "--cpu",
+            &args.cpu,
+            (0.001, 1024.0),
+            "CPU cores (such as `500m`, `2`)",
+            "1m to 1024 cores",
+        ),
+        (
+            "--memory",
+            &args.memory,
+            (MIN_MEMORY_BYTES, MAX_MEMORY_BYTES),
+            "bytes (such as `512Mi`, `2Gi`)",
+            "64Mi to 16Ti",
+        ),
+    ] {
+        let Some(n) = quantity_value(v) else {
+            return Err(format!("{flag} {v:?}: not a Kubernetes quantity of {what}"));
+        };
+        if !(min..=max).contains(&n) {
             return Err(format!(
-                "{flag} {v:?}: not a Kubernetes quantity (such as `500m`, `2`, `2Gi`)"
+                "{flag} {v:?}: {n} {}, outside {range}: a quantity of {what}",
+                if flag == "--cpu" { "cores" } else { "bytes" }
             ));
         }
     }
     let duration = regex::Regex::new(r"^(0|([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+$")
         .expect("a valid pattern");
-    if !duration.is_match(&args.wait_timeout) {
+    let nonzero = args.wait_timeout.chars().any(|c| matches!(c, '1'..='9'));
+    if !duration.is_match(&args.wait_timeout) || !nonzero {
         return Err(format!(
-            "--wait-timeout {:?}: not a duration as `kubectl wait --timeout` reads it \
-             (such as `90m`, `6h`, `1h30m`)",
+            "--wait-timeout {:?}: not a positive duration as `kubectl wait --timeout` reads \
+             it (such as `90m`, `6h`, `1h30m`)",
             args.wait_timeout
         ));
     }

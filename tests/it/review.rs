@@ -453,6 +453,14 @@ fn k8s_refuses_names_quantities_and_durations_no_cluster_accepts() {
         ("--wait-timeout", "forever"),
         ("--wait-timeout", "6"),
         ("--kubectl-image", " "),
+        // Quantities no shard can use: bytes, not gigabytes; no CPU; 10^8 cores; no wait.
+        ("--memory", "500m"),
+        ("--memory", "2"),
+        ("--memory", "0"),
+        ("--cpu", "0"),
+        ("--cpu", "100Mi"),
+        ("--wait-timeout", "0"),
+        ("--wait-timeout", "0s"),
     ] {
         let o = k8s(&[flag, value]);
         let all = describe(&o);
@@ -465,7 +473,7 @@ fn k8s_refuses_names_quantities_and_durations_no_cluster_accepts() {
     }
     for (flag, value) in [
         ("--memory", "512Mi"),
-        ("--memory", "1e3"),
+        ("--memory", "1e9"),
         ("--cpu", "500m"),
         ("--cpu", "0.5"),
         ("--api-key-secret", "team.api-key-1"),

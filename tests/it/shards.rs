@@ -407,9 +407,14 @@ fn k8s_manifests_read_the_same_in_yaml_1_1() {
                 "--runs-volume",
                 "off",
             ]);
-            // Valid values (issue 34: `k8s` refuses what no cluster accepts) that YAML 1.1
-            // or 1.2 reads as numbers when plain: an octal 017, a float 1e3.
-            args.extend(["--cpu=1e3", "--memory=017", "--wait-timeout=0"]);
+            // Valid values (`k8s` refuses what no cluster accepts) that YAML 1.1 or 1.2
+            // reads as numbers when plain: an octal 0170000000, floats 1e3 and 1e9.
+            let memory = if i % 2 == 0 {
+                "--memory=1e9"
+            } else {
+                "--memory=0170000000"
+            };
+            args.extend(["--cpu=1e3", memory, "--wait-timeout=90m"]);
         }
         let text = k8s_text(&repo(), &args, 2);
         let name = name.copied().unwrap_or("inferscope-bench");
