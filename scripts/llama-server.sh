@@ -203,14 +203,9 @@ _llama_pid_is_server() {
 
 # Stop a server by PID: SIGTERM, up to 10 s, then SIGKILL.
 _llama_kill_pid() {
-    local pid="$1" i
+    local pid="$1"
     _llama_pid_is_server "$pid" || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for i in $(seq 1 100); do
-        srv_alive "$pid" || break
-        sleep 0.1
-    done
-    if srv_alive "$pid"; then
+    if ! srv_term_wait "$pid" 10; then
         _llama_log "server $pid ignored SIGTERM for 10 s; sending SIGKILL"
         kill -KILL "$pid" 2>/dev/null || true
     fi

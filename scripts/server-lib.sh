@@ -1,6 +1,6 @@
 # server-lib.sh — what the engine scripts share (scripts/llama-server.sh, scripts/vllm.sh):
-# sourced, defines srv_http_status URL, srv_alive PID, srv_lock FILE MESSAGE and
-# srv_unlock; runs nothing.
+# sourced, defines srv_http_status URL, srv_alive PID, srv_term_wait PID SECONDS,
+# srv_lock FILE MESSAGE and srv_unlock; runs nothing.
 
 # GET a loopback URL; prints the HTTP status code (000 when unreachable). python3 only,
 # so a fresh machine without curl works too.
@@ -24,6 +24,18 @@ srv_alive() {
     stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
     stat="${stat##*) }"
     [ "${stat%% *}" != Z ]
+}
+
+# SIGTERM to PID, then wait up to SECONDS for it to go; false when it is still running.
+srv_term_wait() {
+    local i
+    srv_alive "$1" || return 0
+    kill -TERM "$1" 2>/dev/null || return 0
+    for i in $(seq 1 $(($2 * 10))); do
+        srv_alive "$1" || return 0
+        sleep 0.1
+    done
+    ! srv_alive "$1"
 }
 
 # Serialize work that shares a cache (two CI jobs on one machine): hold an exclusive flock

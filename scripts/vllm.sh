@@ -134,16 +134,9 @@ _vllm_free_port() {
 # SIGKILL to its process group; and SIGKILL to any process of the group that outlived its
 # leader (an engine process whose API server exited first, or died during start-up).
 _vllm_kill_pid() {
-    local pid="$1" i
-    if srv_alive "$pid"; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for i in $(seq 1 200); do
-            srv_alive "$pid" || break
-            sleep 0.1
-        done
-        if srv_alive "$pid"; then
-            _vllm_log "server $pid ignored SIGTERM for 20 s; sending SIGKILL to its group"
-        fi
+    local pid="$1"
+    if ! srv_term_wait "$pid" 20; then
+        _vllm_log "server $pid ignored SIGTERM for 20 s; sending SIGKILL to its group"
     fi
     kill -KILL -- "-$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true

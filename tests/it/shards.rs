@@ -503,6 +503,17 @@ fn container(doc: &Value) -> (String, Vec<(String, String)>) {
     (script, env)
 }
 
+/// The shard and merge containers' scripts and env of a `k8s` command's output (exit 0).
+type PodScript = (String, Vec<(String, String)>);
+fn pod_scripts(o: &std::process::Output) -> (PodScript, PodScript) {
+    assert_eq!(o.status.code(), Some(0), "{}", describe(o));
+    let text = String::from_utf8(o.stdout.clone()).unwrap();
+    let docs: Vec<Value> = serde_norway::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    (container(&docs[3]), container(&docs[4]))
+}
+
 /// Runs a pod's script with `sh -c` as Kubernetes would (its env, `runs` for the shared
 /// volume, `inferscope-bench` on PATH), in the repository (the image's working directory).
 fn pod(script: &str, env: &[(String, String)], runs: &Path, index: Option<u32>) -> Command {
@@ -579,13 +590,7 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
             &start_at,
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let text = String::from_utf8(o.stdout).unwrap();
-    let docs: Vec<Value> = serde_norway::Deserializer::from_str(&text)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .collect();
-    let (shard_script, shard_env) = container(&docs[3]);
-    let (merge_script, merge_env) = container(&docs[4]);
+    let ((shard_script, shard_env), (merge_script, merge_env)) = pod_scripts(&o);
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
     std::fs::create_dir_all(&runs).unwrap();
@@ -958,13 +963,7 @@ fn a_stopped_or_retried_shard_pod_sets_its_earlier_attempt_aside() {
             &start_at,
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let text = String::from_utf8(o.stdout).unwrap();
-    let docs: Vec<Value> = serde_norway::Deserializer::from_str(&text)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .collect();
-    let (shard_script, shard_env) = container(&docs[3]);
-    let (merge_script, merge_env) = container(&docs[4]);
+    let ((shard_script, shard_env), (merge_script, merge_env)) = pod_scripts(&o);
     let runs = tmp.path().join("runs");
     std::fs::create_dir_all(&runs).unwrap();
     let report_of = |dir: &Path| -> Value {
