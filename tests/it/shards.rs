@@ -296,19 +296,7 @@ fn k8s_manifests_validate_on_every_kubernetes_release_from_their_target() {
     }
 
     // Newer than the newest schema checked: written, with a note saying so.
-    let o = run(
-        &repo(),
-        &[
-            "k8s",
-            "suites/load.toml",
-            "--shards",
-            "2",
-            "--image",
-            "i",
-            "--kubernetes-version",
-            "1.99",
-        ],
-    );
+    let o = k8s_load(&["--kubernetes-version", "1.99"]);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     assert!(!o.stdout.is_empty(), "the manifests are written");
     assert!(
@@ -501,6 +489,13 @@ fn container(doc: &Value) -> (String, Vec<(String, String)>) {
         })
         .collect();
     (script, env)
+}
+
+/// `k8s suites/load.toml --shards 2 --image i EXTRA…`.
+fn k8s_load(extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["k8s", "suites/load.toml", "--shards", "2", "--image", "i"];
+    args.extend_from_slice(extra);
+    run(&repo(), &args)
 }
 
 /// The shard and merge containers' scripts and env of a `k8s` command's output (exit 0).
@@ -918,19 +913,7 @@ fn k8s_refuses_a_colliding_key_variable_and_a_start_past_a_day() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("field `api_key_env`"), "{var}: {err}");
     }
-    let o = run(
-        &repo(),
-        &[
-            "k8s",
-            "suites/load.toml",
-            "--shards",
-            "2",
-            "--image",
-            "i",
-            "--start-delay-s",
-            "86401",
-        ],
-    );
+    let o = k8s_load(&["--start-delay-s", "86401"]);
     assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--start-delay-s 86401"));
 }
