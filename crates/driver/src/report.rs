@@ -750,16 +750,21 @@ fn job_report(
         // What failed the job leads its notes (a JUnit failure's message is the first).
         notes[..decisive_to].rotate_left(decisive_from);
     }
-    let mut failure_codes: BTreeMap<crate::model::FailureCode, u64> = e
-        .load_units
-        .as_ref()
-        .map(|u| u.failure_codes.clone())
-        .unwrap_or_default();
+    // Failed requests by code, and of those the warm-up ones (a load job's units counted
+    // both as they ended).
+    let (mut failure_codes, mut warm_failed): (BTreeMap<crate::model::FailureCode, u64>, _) =
+        match &e.load_units {
+            Some(u) => (u.failure_codes.clone(), u.warmup_failures.clone()),
+            None => Default::default(),
+        };
     for r in requests.iter().filter(|r| !r.is_success()) {
         let code = r
             .failure_code
             .unwrap_or(crate::model::FailureCode::Cancelled);
         *failure_codes.entry(code).or_default() += 1;
+        if e.load_units.is_none() && warm.contains(r.request_id.as_str()) {
+            *warm_failed.entry(code).or_default() += 1;
+        }
     }
     let report_of = |i: usize, t: &TrajectoryRecord| {
         let graded_pass = g
@@ -802,19 +807,6 @@ fn job_report(
         ),
     };
     notes.extend(workload_notes::counters_low_confidence(&trajectories));
-    let warm_failed = match &e.load_units {
-        Some(u) => u.warmup_failures.clone(),
-        None => requests
-            .iter()
-            .filter(|r| !r.is_success() && warm.contains(r.request_id.as_str()))
-            .fold(BTreeMap::new(), |mut m, r| {
-                let code = r
-                    .failure_code
-                    .unwrap_or(crate::model::FailureCode::Cancelled);
-                *m.entry(code).or_default() += 1;
-                m
-            }),
-    };
     notes.extend(workload_notes::warmup_failures(&warm_failed));
     JobReport {
         id: e.job.job.id.clone(),
