@@ -27,9 +27,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
+#[path = "mock_http.rs"]
+mod mock_http;
 #[path = "reference_scan.rs"]
 mod reference_scan;
 
@@ -158,29 +160,13 @@ impl Mock {
         let mut buf: Vec<u8> = Vec::with_capacity(4096);
         let mut tmp = [0u8; 4096];
         loop {
-            let head_end = loop {
-                if let Some(p) = reference_scan::find(&buf, b"\r\n\r\n") {
-                    break p + 4;
-                }
-                match sock.read(&mut tmp).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
-                }
+            let Some((head, len)) = mock_http::read_request(&mut sock, &mut buf, &mut tmp).await
+            else {
+                return;
             };
-            let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < head_end + len {
-                match sock.read(&mut tmp).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
-                }
-            }
+            let head = head.to_ascii_lowercase();
             let body_read = Instant::now();
-            buf.drain(..head_end + len);
+            buf.drain(..len);
             let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
             if !head.starts_with("post ") {
                 let (status, body) = if path.ends_with("/models") {

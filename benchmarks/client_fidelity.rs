@@ -111,6 +111,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
+#[path = "mock_http.rs"]
+mod mock_http;
 #[path = "pin.rs"]
 mod pin;
 #[path = "reference_scan.rs"]
@@ -121,7 +123,7 @@ use inferscope_bench::stats::percentile;
 use inferscope_bench::telemetry::proc;
 use pin::pin_current_thread;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// Heap allocations (alloc, alloc_zeroed, realloc) made on the client runtime's threads.
@@ -279,16 +281,10 @@ impl Server {
         let mut tmp = vec![0u8; 16 * 1024];
         loop {
             // Read one request head + body.
-            let head_end = loop {
-                if let Some(p) = reference_scan::find(&buf, b"\r\n\r\n") {
-                    break p + 4;
-                }
-                match sock.read(&mut tmp).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
-                }
+            let Some((head, len)) = mock_http::read_request(&mut sock, &mut buf, &mut tmp).await
+            else {
+                return;
             };
-            let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
             let header = |name: &str| -> Option<String> {
                 head.lines().find_map(|l| {
                     let (k, v) = l.split_once(':')?;
@@ -297,17 +293,8 @@ impl Server {
                         .then(|| v.trim().to_string())
                 })
             };
-            let len: usize = header("content-length")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            while buf.len() < head_end + len {
-                match sock.read(&mut tmp).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
-                }
-            }
             let body_read_ns = self.clock.elapsed_ns();
-            buf.drain(..head_end + len);
+            buf.drain(..len);
             let request_id = header("x-request-id").unwrap_or_default();
             let warm = request_id.starts_with(WARM_PREFIX);
             let (ttft, itl, tokens) = if warm {

@@ -13,8 +13,11 @@ use std::time::Duration;
 
 use inferscope_client::{ChatRequest, Client, ClientConfig, RecordWarning};
 use inferscope_clock::RunClock;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+#[path = "../../../benchmarks/mock_http.rs"]
+mod mock_http;
 
 const SSE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n\
                    data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
@@ -26,28 +29,11 @@ async fn serve_conn(mut sock: TcpStream) {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     loop {
-        let head_end = loop {
-            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break p + 4;
-            }
-            match sock.read(&mut tmp).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&tmp[..n]),
-            }
+        let Some((head, len)) = mock_http::read_request(&mut sock, &mut buf, &mut tmp).await else {
+            return;
         };
-        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-        let len: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while buf.len() < head_end + len {
-            match sock.read(&mut tmp).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&tmp[..n]),
-            }
-        }
-        buf.drain(..head_end + len);
+        let head = head.to_ascii_lowercase();
+        buf.drain(..len);
         let (ct, body) = if head.starts_with("get ") {
             (
                 "application/json",
