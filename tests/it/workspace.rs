@@ -29,7 +29,6 @@ const MEMBERS: &[&str] = &[
     "inferscope-render",
     "inferscope-serve",
     "inferscope-sim",
-    "inferscope-stats",
     "inferscope-suite",
     "inferscope-telemetry",
     "inferscope-timeline",
@@ -43,7 +42,6 @@ const PURE: &[&str] = &[
     "inferscope-model",
     "inferscope-redact",
     "inferscope-render",
-    "inferscope-stats",
 ];
 
 /// Crates a pure crate must never depend on, at any depth.

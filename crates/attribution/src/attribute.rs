@@ -14,7 +14,7 @@ use super::metrics::{
     StepAttribution, StepDeviceEnergy, StepMetrics, TrajectoryAttribution, TrajectoryMetrics,
     TrajectoryOutcome, WithheldTrajectory, WithholdReason, in_flight_phrase,
 };
-use inferscope_stats::total_if_complete;
+use inferscope_model::stats::{cache_hit_rate, total_if_complete};
 
 /// The statement printed next to measured figures
 /// (docs/measurement.md "The wall: controlled concurrency only").
@@ -366,8 +366,8 @@ impl<'a> Attributor<'a> {
                     } else {
                         None
                     },
-                    cache_hit_rate: ratio(cache_hits_delta, cache_queries_delta),
-                    usage_cache_hit_rate: ratio(u.cached_tokens, u.prompt_tokens),
+                    cache_hit_rate: cache_hit_rate(cache_hits_delta, cache_queries_delta),
+                    usage_cache_hit_rate: cache_hit_rate(u.cached_tokens, u.prompt_tokens),
                     counters_low_confidence: None,
                 },
             });

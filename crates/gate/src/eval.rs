@@ -364,7 +364,7 @@ pub fn validate_overhead(spec: &OverheadSpec) -> Result<(), Vec<SpecProblem>> {
 mod tests {
     use super::*;
     use crate::verdict::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, JobOutcome, Outcome, exit_status};
-    use inferscope_stats::{AggregateParams, JobStats, RequestFigures};
+    use inferscope_model::stats::{AggregateParams, JobStats, RequestFigures};
 
     fn spec(toml_src: &str) -> GateSpec {
         toml::from_str(toml_src).unwrap()

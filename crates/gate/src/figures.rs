@@ -6,8 +6,8 @@
 //! when the value is missing, a `reason` (no power source, no usage, no successful request).
 //! Missing is `None`, never 0.
 
+use inferscope_model::stats::{JobStats, Summary};
 use inferscope_model::{Basis, TokenSource};
-use inferscope_stats::{JobStats, Summary};
 
 /// A gated figure: the report model's [`Figure`] of an `f64` in the unit of its bound.
 pub type Figure = inferscope_model::Figure<f64>;

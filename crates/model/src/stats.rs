@@ -20,8 +20,10 @@
 //! client), windows in integer nanoseconds from the run clock, rates per second.
 //! Missing is `None` (JSON `null`), never 0.
 //!
-//! Moved here from `crate::stats` (which re-exports it): the statistics are part of the
-//! report model.
+//! The statistics are part of the report model: `JobStats` is a field of every job's
+//! report. The one seed mixer that makes seeded sampling reproducible ([`mix64`]) lives here
+//! too: load points' arrival seeds, shard seeds and the simulator's per-prompt generators
+//! all derive from it.
 
 use serde::{Deserialize, Serialize};
 
@@ -93,6 +95,18 @@ pub fn total_if_complete(counts: impl IntoIterator<Item = Option<u64>>) -> Optio
     counts
         .into_iter()
         .try_fold(0u64, |total, c| Some(total.saturating_add(c?)))
+}
+
+/// The prefix-cache hit rate: cached prompt tokens over prompt tokens, as a fraction
+/// (C12). `None` when either count is unknown or there were no prompt tokens: an
+/// unreported count is unknown, never a miss. The one definition behind a job's
+/// `cache_hit_rate` (sums over its requests), a step's usage and counter hit rates and the
+/// per-step tables.
+pub fn cache_hit_rate(cached: Option<u64>, prompt: Option<u64>) -> Option<f64> {
+    match (cached, prompt) {
+        (Some(c), Some(p)) if p > 0 => Some(c as f64 / p as f64),
+        _ => None,
+    }
 }
 
 /// Distribution summary of one population (units are the samples' units, e.g. ms).
@@ -644,7 +658,7 @@ impl Tally {
             output_tokens,
             output_tokens_coverage: ratio(self.server_out, n_ok),
             output_tokens_per_s,
-            cache_hit_rate: ratio(self.cached_sum, self.prompt_sum),
+            cache_hit_rate: cache_hit_rate(Some(self.cached_sum), Some(self.prompt_sum)),
             cache_reporting_requests: self.cache_n,
             cache_hit_coverage: ratio(self.cache_n, n_ok),
             schedule_lag_ms: pops.schedule_lag,
@@ -656,6 +670,15 @@ impl Tally {
             prompt_tokens_diff_max: self.prompt_diff,
         }
     }
+}
+
+/// splitmix64 finalizer: a bijective 64-bit mixer (Steele, Lea & Flood, "Fast splittable
+/// pseudorandom number generators", 2014). Stable across runs, hosts and Rust versions, so
+/// a seed derived with it names the same stream everywhere.
+pub fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -948,5 +971,25 @@ mod tests {
             Some(1.0),
             "cached is capped at the prompt"
         );
+    }
+
+    /// A hit rate needs both counts and some prompt tokens: unknown is never a miss.
+    #[test]
+    fn cache_hit_rate_needs_both_counts_and_a_prompt() {
+        assert_eq!(cache_hit_rate(Some(3), Some(4)), Some(0.75));
+        assert_eq!(cache_hit_rate(Some(0), Some(4)), Some(0.0));
+        assert_eq!(cache_hit_rate(Some(0), Some(0)), None);
+        assert_eq!(cache_hit_rate(None, Some(4)), None);
+        assert_eq!(cache_hit_rate(Some(3), None), None);
+    }
+
+    /// splitmix64's published finalizer on fixed inputs: a changed constant or shift would
+    /// silently re-seed every saved load schedule and shard assignment.
+    #[test]
+    fn mix64_is_the_splitmix64_finalizer() {
+        assert_eq!(mix64(0), 0);
+        // First output of splitmix64 seeded with 0: mix64(0 + golden gamma).
+        assert_eq!(mix64(0x9E37_79B9_7F4A_7C15), 0xe220_a839_7b1d_cdaf);
+        assert_ne!(mix64(1), mix64(2));
     }
 }

@@ -3,10 +3,10 @@
 //! into the library.
 use inferscope_gate::spec::GateSpec;
 use inferscope_gate::{Figure, FigureSet, evaluate};
+use inferscope_model::stats::{AggregateParams, JobStats, RequestFigures};
 use inferscope_model::{
     Basis, FailureCode, FailureCount, GradingCheck, JobEnergy, JobKind, JobReport, JobStatus,
 };
-use inferscope_stats::{AggregateParams, JobStats, RequestFigures};
 
 fn energy_unavailable() -> JobEnergy {
     let f = || Figure::missing(Basis::Unavailable, "no power source: no GPU");

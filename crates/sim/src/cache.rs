@@ -23,7 +23,7 @@ const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// splitmix64 finalizer (a bijective 64-bit mixer), shared with the load and shard seeds.
-pub use inferscope_stats::mix64;
+pub use inferscope_model::stats::mix64;
 
 #[inline]
 fn fnv_bytes(mut h: u64, bytes: &[u8]) -> u64 {

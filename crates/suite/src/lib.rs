@@ -40,8 +40,8 @@ use std::path::Path;
 // The workspace crates the schema reads, under the names its modules use.
 use inferscope_fsio as fsio;
 use inferscope_gate as gate;
+use inferscope_model::stats;
 use inferscope_redact as redact;
-use inferscope_stats as stats;
 use inferscope_telemetry as telemetry;
 use inferscope_timeline as timeline;
 
