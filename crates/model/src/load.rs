@@ -6,6 +6,41 @@ use serde::{Deserialize, Serialize};
 use super::basis::{Basis, TokenSource};
 use super::stats::{JobStats, Summary};
 
+/// How open-loop arrivals are spaced: the suite's `arrival` key and `jobs[].load.arrival`,
+/// spelled the same in both (`poisson`, `constant`, `trace`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Exponential inter-arrival gaps of mean `1 / rate` (a Poisson process), seeded.
+    #[default]
+    Poisson,
+    /// Evenly spaced: arrival `i` at `i / rate` seconds.
+    Constant,
+    /// At a dataset's recorded timestamps times its `time_scale` (set by the dataset, no
+    /// rate).
+    Trace,
+}
+
+impl Arrival {
+    /// `poisson`, `constant` or `trace` (the suite's and the report's spelling).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arrival::Poisson => "poisson",
+            Arrival::Constant => "constant",
+            Arrival::Trace => "trace",
+        }
+    }
+}
+
+/// Reads an arrival as its spelling (`poisson`, …), for code that still compares
+/// `jobs[].load.arrival` with strings (`arrival.as_deref() == Some("constant")`).
+impl std::ops::Deref for Arrival {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
 /// When a load point stops starting new units (units in flight always finish).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -39,8 +74,8 @@ pub struct LoadReport {
     pub concurrency: Option<u32>,
     /// Configured `rate`, units/s (`null` = closed loop).
     pub rate: Option<f64>,
-    /// `poisson` or `constant` (`null` for a closed loop).
-    pub arrival: Option<String>,
+    /// `poisson`, `constant` or `trace` (`null` for a closed loop).
+    pub arrival: Option<Arrival>,
     /// Stop rule per point.
     pub stop: Stop,
     /// Warm-up requests per point.
@@ -225,4 +260,20 @@ pub struct SweepReport {
     pub values: Vec<f64>,
     /// One summary per point that ran.
     pub points: Vec<PointSummary>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Arrival;
+
+    /// The report and the suite spell an arrival the same way, as `as_str` does.
+    #[test]
+    fn arrival_spellings() {
+        for a in [Arrival::Poisson, Arrival::Constant, Arrival::Trace] {
+            let json = serde_json::to_string(&a).unwrap();
+            assert_eq!(json, format!("\"{}\"", a.as_str()));
+            assert_eq!(serde_json::from_str::<Arrival>(&json).unwrap(), a);
+        }
+        assert!(serde_json::from_str::<Arrival>("\"Poisson\"").is_err());
+    }
 }

@@ -21,33 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::stats::mix64;
 
-/// How open-loop arrivals are spaced.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arrival {
-    /// Exponential inter-arrival gaps of mean `1 / rate` (a Poisson process), seeded.
-    #[default]
-    Poisson,
-    /// Evenly spaced: arrival `i` at `i / rate` seconds.
-    Constant,
-    /// At a dataset's recorded timestamps times its `time_scale` (issue 27; set by the
-    /// dataset, no rate).
-    Trace,
-}
-
-impl Arrival {
-    /// `poisson` or `constant` (the suite's spelling).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Arrival::Poisson => "poisson",
-            Arrival::Constant => "constant",
-            Arrival::Trace => "trace",
-        }
-    }
-}
-
-/// When a load point stops starting new units: the report model's.
-pub use inferscope_model::load::Stop;
+/// How open-loop arrivals are spaced, and when a load point stops starting new units: the
+/// report model's.
+pub use inferscope_model::load::{Arrival, Stop};
 
 /// The variable a sweep varies, with its values in run order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

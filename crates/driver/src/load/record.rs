@@ -113,7 +113,7 @@ pub fn load_report(run: &LoadRun, warmup_requests: Vec<String>) -> LoadReport {
         unit: run.unit.to_string(),
         concurrency: s.concurrency,
         rate: s.rate,
-        arrival: s.is_open().then(|| s.arrival.as_str().to_string()),
+        arrival: s.is_open().then_some(s.arrival),
         stop: s.stop,
         warmup: s.warmup,
         client_max_connections: run.client_max_connections as u64,
