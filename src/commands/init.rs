@@ -43,27 +43,7 @@ fn bad(message: String) -> Failure {
 async fn init(args: &InitArgs) -> Result<(), Failure> {
     let endpoint = crate::suite::normalize_endpoint(&args.endpoint)
         .map_err(|m| bad(format!("ENDPOINT {m}")))?;
-    let api_key = match &args.api_key_env {
-        None => None,
-        Some(var) if !is_env_name(var) => {
-            // The value is not shown: a key pasted in place of the name is a secret.
-            return Err(bad(
-                "--api-key-env: not an environment variable name (letters, digits and `_`, \
-                 not starting with a digit; the value is not shown); name the variable that \
-                 holds the key, never the key"
-                    .to_string(),
-            ));
-        }
-        Some(var) => match std::env::var(var) {
-            Ok(v) if !v.is_empty() => Some(v),
-            _ => {
-                return Err(bad(format!(
-                    "--api-key-env {var}: the variable is not set (init sends its value to list \
-                     the endpoint's models; the suite will hold only its name)"
-                )));
-            }
-        },
-    };
+    let api_key = api_key_from_env(args.api_key_env.as_deref())?;
     refuse_existing(&args.out, args.force)?;
 
     let secrets: Vec<&str> = api_key.iter().map(String::as_str).collect();
@@ -109,38 +89,7 @@ async fn init(args: &InitArgs) -> Result<(), Failure> {
             }
             m.clone()
         }
-        None => {
-            let Some(first) = listed.first() else {
-                return Err((
-                    EXIT_SETUP_ERROR,
-                    format!(
-                        "{endpoint} lists no model (GET {endpoint}/models answered an empty \
-                         list); pass --model NAME; nothing was written"
-                    ),
-                ));
-            };
-            if redact_known(first, &secrets) != *first {
-                return Err((
-                    EXIT_SETUP_ERROR,
-                    "the endpoint's first model id holds the API key; pass --model NAME; \
-                     nothing was written"
-                        .to_string(),
-                ));
-            }
-            if listed.len() > 1 {
-                let others: Vec<String> = listed[1..]
-                    .iter()
-                    .map(|m| redact_known(m, &secrets))
-                    .collect();
-                eprintln!(
-                    "note: {endpoint} lists {} models; using the first, `{first}` (the others: \
-                     {}); pass --model NAME to choose another",
-                    listed.len(),
-                    others.join(", ")
-                );
-            }
-            first.clone()
-        }
+        None => first_listed_model(&endpoint, &listed, &secrets)?,
     };
     let name = suite_name(&args.out);
     let text = starter_suite(&StarterSuite {
@@ -162,6 +111,68 @@ async fn init(args: &InitArgs) -> Result<(), Failure> {
         args.out.display()
     );
     Ok(())
+}
+
+/// The API key held by the variable `--api-key-env` names: `None` without the option; an
+/// error when the name is not a variable name (the value is never shown: a key pasted in
+/// place of the name is a secret) or the variable is unset or empty.
+fn api_key_from_env(api_key_env: Option<&str>) -> Result<Option<String>, Failure> {
+    match api_key_env {
+        None => Ok(None),
+        // The value is not shown: a key pasted in place of the name is a secret.
+        Some(var) if !is_env_name(var) => Err(bad(
+            "--api-key-env: not an environment variable name (letters, digits and `_`, \
+             not starting with a digit; the value is not shown); name the variable that \
+             holds the key, never the key"
+                .to_string(),
+        )),
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.is_empty() => Ok(Some(v)),
+            _ => Err(bad(format!(
+                "--api-key-env {var}: the variable is not set (init sends its value to list \
+                 the endpoint's models; the suite will hold only its name)"
+            ))),
+        },
+    }
+}
+
+/// The model a suite is written for when `--model` is not given: the first the endpoint
+/// lists (a note names the others), unless it lists none or the id holds the API key.
+fn first_listed_model(
+    endpoint: &str,
+    listed: &[String],
+    secrets: &[&str],
+) -> Result<String, Failure> {
+    let Some(first) = listed.first() else {
+        return Err((
+            EXIT_SETUP_ERROR,
+            format!(
+                "{endpoint} lists no model (GET {endpoint}/models answered an empty \
+                 list); pass --model NAME; nothing was written"
+            ),
+        ));
+    };
+    if redact_known(first, secrets) != *first {
+        return Err((
+            EXIT_SETUP_ERROR,
+            "the endpoint's first model id holds the API key; pass --model NAME; \
+             nothing was written"
+                .to_string(),
+        ));
+    }
+    if listed.len() > 1 {
+        let others: Vec<String> = listed[1..]
+            .iter()
+            .map(|m| redact_known(m, secrets))
+            .collect();
+        eprintln!(
+            "note: {endpoint} lists {} models; using the first, `{first}` (the others: \
+             {}); pass --model NAME to choose another",
+            listed.len(),
+            others.join(", ")
+        );
+    }
+    Ok(first.clone())
 }
 
 fn plural(n: usize, what: &str) -> String {

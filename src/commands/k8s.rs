@@ -320,17 +320,67 @@ pub struct SuiteFacts {
 /// The manifests as JSON values, in apply order: ServiceAccount, Role, RoleBinding, the
 /// Indexed Job, the merge Job. `start_at` is the `--start-at` text every shard gets.
 pub fn manifests(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Value> {
-    let name = &args.name;
-    let shards_job = format!("{name}-shards");
+    let [service_account, role, binding] = merge_rbac(&args.name);
+    vec![
+        service_account,
+        role,
+        binding,
+        shards_job(args, facts, start_at),
+        merge_job(args),
+    ]
+}
+
+/// The labels of every object of run `name` in `role` (`shard` or `merge`).
+fn labels(name: &str, role: &str) -> Value {
+    json!({
+        "app.kubernetes.io/name": "inferscope-bench",
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/component": role,
+    })
+}
+
+/// The runs volume (`--runs-volume`) every pod mounts.
+fn runs_volume(args: &K8sArgs) -> Value {
+    json!([{
+        "name": "runs",
+        "persistentVolumeClaim": {"claimName": args.runs_volume},
+    }])
+}
+
+/// Where every pod mounts the runs volume.
+fn runs_mount() -> Value {
+    json!([{"name": "runs", "mountPath": RUNS_MOUNT}])
+}
+
+/// The merge Job's ServiceAccount, and the Role and RoleBinding that let it watch jobs
+/// (it waits for the shards' Job to complete).
+fn merge_rbac(name: &str) -> [Value; 3] {
     let merge = format!("{name}-merge");
-    let labels = |role: &str| {
-        json!({
-            "app.kubernetes.io/name": "inferscope-bench",
-            "app.kubernetes.io/instance": name,
-            "app.kubernetes.io/component": role,
-        })
-    };
-    let runs_dir = format!("{RUNS_MOUNT}/{name}");
+    let service_account = json!({
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": merge, "labels": labels(name, "merge")},
+    });
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": merge, "labels": labels(name, "merge")},
+        "rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}],
+    });
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": merge, "labels": labels(name, "merge")},
+        "subjects": [{"kind": "ServiceAccount", "name": merge}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": merge},
+    });
+    [service_account, role, binding]
+}
+
+/// The environment of a shard's container: the suite, shard count, runs directory and
+/// start time, the endpoint and model overrides, and the API key from its Secret.
+fn shard_env(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Value> {
+    let runs_dir = format!("{RUNS_MOUNT}/{}", args.name);
     let mut shard_env = vec![
         json!({"name": "INFERSCOPE_SUITE", "value": args.suite.to_string_lossy()}),
         json!({"name": "INFERSCOPE_SHARDS", "value": args.shards.to_string()}),
@@ -351,34 +401,19 @@ pub fn manifests(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Valu
             "valueFrom": {"secretKeyRef": {"name": args.api_key_secret, "key": "api-key"}},
         }));
     }
-    let volume = json!([{
-        "name": "runs",
-        "persistentVolumeClaim": {"claimName": args.runs_volume},
-    }]);
-    let mount = json!([{"name": "runs", "mountPath": RUNS_MOUNT}]);
+    shard_env
+}
+
+/// The Indexed Job of the shards: one pod per shard, at most one per node.
+fn shards_job(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Value {
+    let name = &args.name;
+    let shards_job = format!("{name}-shards");
+    let labels = |role: &str| labels(name, role);
     let resources = json!({
         "requests": {"cpu": args.cpu, "memory": args.memory},
         "limits": {"cpu": args.cpu, "memory": args.memory},
     });
-    let service_account = json!({
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": merge, "labels": labels("merge")},
-    });
-    let role = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": merge, "labels": labels("merge")},
-        "rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}],
-    });
-    let binding = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": merge, "labels": labels("merge")},
-        "subjects": [{"kind": "ServiceAccount", "name": merge}],
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": merge},
-    });
-    let shards = json!({
+    json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": shards_job, "labels": labels("shard")},
@@ -413,16 +448,24 @@ pub fn manifests(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Valu
                             model: args.model.is_some(),
                             capture_timeline: args.capture_timeline,
                         })],
-                        "env": shard_env,
+                        "env": shard_env(args, facts, start_at),
                         "resources": resources,
-                        "volumeMounts": mount,
+                        "volumeMounts": runs_mount(),
                     }],
-                    "volumes": volume,
+                    "volumes": runs_volume(args),
                 },
             },
         },
-    });
-    let merge_job = json!({
+    })
+}
+
+/// The merge Job: waits for the shards' Job to complete, then merges their runs.
+fn merge_job(args: &K8sArgs) -> Value {
+    let name = &args.name;
+    let shards_job = format!("{name}-shards");
+    let merge = format!("{name}-merge");
+    let labels = |role: &str| labels(name, role);
+    json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": merge, "labels": labels("merge")},
@@ -457,14 +500,13 @@ pub fn manifests(args: &K8sArgs, facts: &SuiteFacts, start_at: &str) -> Vec<Valu
                             "requests": {"cpu": "1", "memory": "1Gi"},
                             "limits": {"cpu": "1", "memory": "2Gi"},
                         },
-                        "volumeMounts": mount,
+                        "volumeMounts": runs_mount(),
                     }],
-                    "volumes": volume,
+                    "volumes": runs_volume(args),
                 },
             },
         },
-    });
-    vec![service_account, role, binding, shards, merge_job]
+    })
 }
 
 /// The manifests as one multi-document YAML text, for Kubernetes `target` or newer; every

@@ -162,43 +162,9 @@ pub fn parse_devices(text: &str, devices: Option<&[u32]>) -> Result<InferscopeEv
         return Err("not an inferscope report: the top level is not a JSON object".into());
     }
     let anchor = opt_u64_field(&r, "report", "reference_instant_unix_ns")?;
-    let gpu = match samples(&r, "gpu_timeline")? {
-        None => None,
-        Some((arr, period)) => {
-            let mut out = Vec::with_capacity(arr.len());
-            for (i, v) in arr.iter().enumerate() {
-                let at = format!("gpu_timeline.samples[{i}]");
-                let index = u64_field(v, &at, "device_index")?;
-                out.push(GpuSample {
-                    elapsed_ns: u64_field(v, &at, "elapsed_ns")?,
-                    device_index: u32::try_from(index)
-                        .map_err(|_| format!("{at}.device_index {index} is out of range"))?,
-                    power_draw_milliwatts: opt_u64_field(v, &at, "power_draw_milliwatts")?,
-                    memory_used_bytes: opt_u64_field(v, &at, "memory_used_bytes")?,
-                    utilization_percent: opt_u64_field(v, &at, "utilization_percent")?
-                        .map(|u| u.min(100) as u32),
-                });
-            }
-            Some((out, period))
-        }
-    };
-    let counters = |name: &str, keys: [&str; 2]| -> Result<CounterRows, String> {
-        let Some((arr, period)) = samples(&r, name)? else {
-            return Ok(None);
-        };
-        let mut out = Vec::with_capacity(arr.len());
-        for (i, v) in arr.iter().enumerate() {
-            let at = format!("{name}.samples[{i}]");
-            out.push((
-                u64_field(v, &at, "elapsed_ns")?,
-                u64_field(v, &at, keys[0])?,
-                u64_field(v, &at, keys[1])?,
-            ));
-        }
-        Ok(Some((out, period)))
-    };
-    let kv = counters("kvcache_timeline", ["hits", "queries"])?;
-    let phase = counters("phase_timeline", ["prompt_tokens", "generation_tokens"])?;
+    let gpu = gpu_samples(&r)?;
+    let kv = counter_rows(&r, "kvcache_timeline", ["hits", "queries"])?;
+    let phase = counter_rows(&r, "phase_timeline", ["prompt_tokens", "generation_tokens"])?;
     if gpu.is_none() && kv.is_none() && phase.is_none() {
         return Err(
             "no gpu_timeline, kvcache_timeline or phase_timeline: the report holds no timeline to join"
@@ -214,78 +180,160 @@ pub fn parse_devices(text: &str, devices: Option<&[u32]>) -> Result<InferscopeEv
         }
         None => None,
     };
-
     let power = match &gpu {
         None => None,
-        Some((g, period)) => {
-            let mut devices: Vec<u32> = g.iter().map(|s| s.device_index).collect();
-            devices.sort_unstable();
-            devices.dedup();
-            for d in &devices {
-                sorted(
-                    &format!("gpu_timeline (device {d})"),
-                    g.iter()
-                        .filter(|s| s.device_index == *d)
-                        .map(|s| s.elapsed_ns),
-                )?;
-            }
-            times.extend(g.iter().map(|s| s.elapsed_ns));
-            let id = |index: u32| devices.iter().position(|d| *d == index).unwrap_or(0) as u32;
-            let samples: Vec<PowerSample> = g
-                .iter()
-                .map(|s| {
-                    let mw = s.power_draw_milliwatts.filter(|p| *p > 0);
-                    PowerSample {
-                        elapsed_ns: s.elapsed_ns,
-                        device: id(s.device_index),
-                        power_mw: mw,
-                        power_basis: mw.map(|_| PowerBasis::Averaged1s),
-                        energy_mj: None,
-                        energy_epoch: None,
-                        memory_used_bytes: s.memory_used_bytes,
-                        utilization_gpu_pct: s.utilization_percent,
-                        utilization_memory_pct: None,
-                    }
-                })
-                .collect();
-            notes.push(format!(
-                "power: gpu_timeline, {} sample(s) on {} device(s), NVML power_usage() (basis averaged_1s)",
-                samples.len(),
-                devices.len()
-            ));
-            let mut t = PowerTimeline {
-                gpu_status: Some(SourceStatus::Ok),
-                period_ns: *period,
-                devices: devices
-                    .iter()
-                    .enumerate()
-                    .map(|(k, index)| PowerDevice {
-                        index: Some(*index),
-                        ..PowerDevice::plain(
-                            k as u32,
-                            PowerDeviceKind::Nvml,
-                            format!("gpu{index}"),
-                            Some(PowerBasis::Averaged1s),
-                        )
-                    })
-                    .collect(),
-                sample_count: samples.len() as u64,
-                dropped: 0,
-                gpu_notes: Vec::new(),
-                samples,
-            };
-            t.compute_energy();
-            Some(t)
-        }
+        Some((g, period)) => Some(power_timeline(g, *period, &mut notes, &mut times)?),
     };
+    let metrics = metrics_timeline(&kv, &phase, &mut notes, &mut times)?;
+    if anchor.is_none() {
+        notes.push(
+            "the report has no reference_instant_unix_ns (written before inferscope's ADR-013): \
+             step markers cannot be placed on its clock"
+                .into(),
+        );
+    }
+    let start = times.iter().copied().min().unwrap_or(0);
+    let end = times.iter().copied().max().unwrap_or(0);
+    Ok(InferscopeEvidence {
+        telemetry: TelemetryRun {
+            clock_domain_id: "inferscope-report".into(),
+            reference_instant_unix_ns: anchor.unwrap_or(0),
+            started_elapsed_ns: start,
+            stopped_elapsed_ns: end,
+            proc: None,
+            power,
+            metrics,
+            prometheus: None,
+        },
+        anchor,
+        notes,
+    })
+}
 
-    // Counters: one sample per distinct elapsed_ns, each with the counters read then.
+/// The samples of the report's `gpu_timeline` with its period; `None` without one.
+fn gpu_samples(r: &Value) -> Result<Option<(Vec<GpuSample>, u64)>, String> {
+    let Some((arr, period)) = samples(r, "gpu_timeline")? else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(arr.len());
+    for (i, v) in arr.iter().enumerate() {
+        let at = format!("gpu_timeline.samples[{i}]");
+        let index = u64_field(v, &at, "device_index")?;
+        out.push(GpuSample {
+            elapsed_ns: u64_field(v, &at, "elapsed_ns")?,
+            device_index: u32::try_from(index)
+                .map_err(|_| format!("{at}.device_index {index} is out of range"))?,
+            power_draw_milliwatts: opt_u64_field(v, &at, "power_draw_milliwatts")?,
+            memory_used_bytes: opt_u64_field(v, &at, "memory_used_bytes")?,
+            utilization_percent: opt_u64_field(v, &at, "utilization_percent")?
+                .map(|u| u.min(100) as u32),
+        });
+    }
+    Ok(Some((out, period)))
+}
+
+/// The rows `(elapsed_ns, keys[0], keys[1])` of the report's counter timeline `name`, with
+/// its period; `None` without one.
+fn counter_rows(r: &Value, name: &str, keys: [&str; 2]) -> Result<CounterRows, String> {
+    let Some((arr, period)) = samples(r, name)? else {
+        return Ok(None);
+    };
+    let mut out = Vec::with_capacity(arr.len());
+    for (i, v) in arr.iter().enumerate() {
+        let at = format!("{name}.samples[{i}]");
+        out.push((
+            u64_field(v, &at, "elapsed_ns")?,
+            u64_field(v, &at, keys[0])?,
+            u64_field(v, &at, keys[1])?,
+        ));
+    }
+    Ok(Some((out, period)))
+}
+
+/// The power timeline of the GPU samples `g` (NVML `power_usage()`, basis averaged_1s),
+/// one device per `device_index`, with its energy computed; each device's samples must be
+/// in time order. Adds the sample times to `times` and a note on the source.
+fn power_timeline(
+    g: &[GpuSample],
+    period: u64,
+    notes: &mut Vec<String>,
+    times: &mut Vec<u64>,
+) -> Result<PowerTimeline, String> {
+    let mut devices: Vec<u32> = g.iter().map(|s| s.device_index).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    for d in &devices {
+        sorted(
+            &format!("gpu_timeline (device {d})"),
+            g.iter()
+                .filter(|s| s.device_index == *d)
+                .map(|s| s.elapsed_ns),
+        )?;
+    }
+    times.extend(g.iter().map(|s| s.elapsed_ns));
+    let id = |index: u32| devices.iter().position(|d| *d == index).unwrap_or(0) as u32;
+    let samples: Vec<PowerSample> = g
+        .iter()
+        .map(|s| {
+            let mw = s.power_draw_milliwatts.filter(|p| *p > 0);
+            PowerSample {
+                elapsed_ns: s.elapsed_ns,
+                device: id(s.device_index),
+                power_mw: mw,
+                power_basis: mw.map(|_| PowerBasis::Averaged1s),
+                energy_mj: None,
+                energy_epoch: None,
+                memory_used_bytes: s.memory_used_bytes,
+                utilization_gpu_pct: s.utilization_percent,
+                utilization_memory_pct: None,
+            }
+        })
+        .collect();
+    notes.push(format!(
+        "power: gpu_timeline, {} sample(s) on {} device(s), NVML power_usage() (basis averaged_1s)",
+        samples.len(),
+        devices.len()
+    ));
+    let mut t = PowerTimeline {
+        gpu_status: Some(SourceStatus::Ok),
+        period_ns: period,
+        devices: devices
+            .iter()
+            .enumerate()
+            .map(|(k, index)| PowerDevice {
+                index: Some(*index),
+                ..PowerDevice::plain(
+                    k as u32,
+                    PowerDeviceKind::Nvml,
+                    format!("gpu{index}"),
+                    Some(PowerBasis::Averaged1s),
+                )
+            })
+            .collect(),
+        sample_count: samples.len() as u64,
+        dropped: 0,
+        gpu_notes: Vec::new(),
+        samples,
+    };
+    t.compute_energy();
+    Ok(t)
+}
+
+/// The counter timeline of the prefix-cache (`kv`) and token (`phase`) rows: one sample per
+/// distinct `elapsed_ns`, each with the counters read then; `None` without either. Each
+/// timeline must be in time order. Adds the sample times to `times` and a note per source.
+fn metrics_timeline(
+    kv: &CounterRows,
+    phase: &CounterRows,
+    notes: &mut Vec<String>,
+    times: &mut Vec<u64>,
+) -> Result<Option<MetricsTimeline>, String> {
     let mut by_time: BTreeMap<u64, CounterValues> = BTreeMap::new();
     let mut period = 0u64;
     type Set = fn(&mut CounterValues, u64, u64);
     let timelines: [(&CounterRows, &str, &str, Set); 2] = [
         (
-            &kv,
+            kv,
             "prefix cache",
             "kvcache_timeline (hits, queries)",
             |c, a, b| {
@@ -294,7 +342,7 @@ pub fn parse_devices(text: &str, devices: Option<&[u32]>) -> Result<InferscopeEv
             },
         ),
         (
-            &phase,
+            phase,
             "tokens",
             "phase_timeline (prompt_tokens, generation_tokens)",
             |c, a, b| {
@@ -314,7 +362,7 @@ pub fn parse_devices(text: &str, devices: Option<&[u32]>) -> Result<InferscopeEv
         notes.push(format!("{what}: {source}, {} sample(s)", rows.len()));
     }
     times.extend(by_time.keys().copied());
-    let metrics = (kv.is_some() || phase.is_some()).then(|| {
+    Ok((kv.is_some() || phase.is_some()).then(|| {
         let samples: Vec<MetricsSample> = by_time
             .into_iter()
             .map(|(t, counters)| MetricsSample {
@@ -352,28 +400,5 @@ pub fn parse_devices(text: &str, devices: Option<&[u32]>) -> Result<InferscopeEv
             prometheus: None,
             samples,
         }
-    });
-    if anchor.is_none() {
-        notes.push(
-            "the report has no reference_instant_unix_ns (written before inferscope's ADR-013): \
-             step markers cannot be placed on its clock"
-                .into(),
-        );
-    }
-    let start = times.iter().copied().min().unwrap_or(0);
-    let end = times.iter().copied().max().unwrap_or(0);
-    Ok(InferscopeEvidence {
-        telemetry: TelemetryRun {
-            clock_domain_id: "inferscope-report".into(),
-            reference_instant_unix_ns: anchor.unwrap_or(0),
-            started_elapsed_ns: start,
-            stopped_elapsed_ns: end,
-            proc: None,
-            power,
-            metrics,
-            prometheus: None,
-        },
-        anchor,
-        notes,
-    })
+    }))
 }

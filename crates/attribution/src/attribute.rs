@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::index::{Prepared, doubled_to_mj};
+use super::index::{CounterIndex, Prepared, doubled_to_mj};
 use super::input::{
     AVERAGED_POWER_WINDOW_NS, AttributionInput, CounterName, PowerBasis, StepUsage,
 };
@@ -223,186 +223,39 @@ impl<'a> Attributor<'a> {
         let p = &self.prepared;
         let basis = self.condition.energy_basis;
         let power_label = power_source_label(p.power.iter().map(|x| x.basis));
-        let any_averaged = p.power.iter().any(|x| x.basis == PowerBasis::Averaged1s);
-        let counter = |n: CounterName| p.counter(n);
-        let (c_prompt, c_gen, c_q, c_h) = (
-            counter(CounterName::PromptTokens),
-            counter(CounterName::GenerationTokens),
-            counter(CounterName::PrefixCacheQueries),
-            counter(CounterName::PrefixCacheHits),
-        );
-
-        let mut device_steps_mj = vec![0u64; p.devices.len()];
-        let mut device_llm_mj = vec![None::<u64>; p.devices.len()];
-        let mut device_tool_mj = vec![None::<u64>; p.devices.len()];
-        // Search cursors, one per series: kept steps are usually in time order, so each
-        // window's search starts where the previous one's did (a merge sweep).
-        let mut power_hint = vec![0usize; p.power.len()];
-        let mut energy_hint = vec![0usize; p.energy.len()];
-        let mut counter_hint = [0usize; 4];
-        let mut steps = Vec::with_capacity(classified.kept.len());
-        for k in &classified.kept {
-            let (s, e) = (k.start, k.end);
-            let duration_ns = e - s;
-            let llm_step = k.marker.kind == StepKind::LlmCall;
-            let mut samples_by_source = Vec::with_capacity(p.devices.len() * 2 + p.counters.len());
-            let mut devices = Vec::with_capacity(p.devices.len());
-            let mut energy = None::<u64>;
-            // A device with a power series but no segment inside the window makes a sum
-            // over the others partial: the step's figure is then withheld (each device's
-            // own figure stays in `devices`).
-            let mut partial = false;
-            let (mut min_samples, mut min_covered) = (None::<u64>, None::<u64>);
-            for (di, slot) in p.devices.iter().enumerate() {
-                let pw = slot
-                    .power
-                    .map(|i| (&p.power[i], p.power[i].window(s, e, &mut power_hint[i])));
-                let ce = slot
-                    .energy
-                    .map(|i| p.energy[i].window(s, e, &mut energy_hint[i]));
-                let dev_energy = pw
-                    .filter(|(_, w)| w.covered_ns > 0)
-                    .map(|(_, w)| doubled_to_mj(w.doubled));
-                if let Some(mj) = dev_energy {
-                    device_steps_mj[di] += mj;
-                    if llm_step {
-                        device_llm_mj[di] = Some(device_llm_mj[di].unwrap_or(0) + mj);
-                    } else {
-                        device_tool_mj[di] = Some(device_tool_mj[di].unwrap_or(0) + mj);
-                    }
-                    energy = Some(energy.unwrap_or(0) + mj);
-                } else if pw.is_some() {
-                    partial = true;
-                }
-                if let Some((_, w)) = pw {
-                    min_samples = Some(
-                        min_samples.map_or(w.samples_in_window, |m| m.min(w.samples_in_window)),
-                    );
-                    min_covered = Some(min_covered.map_or(w.covered_ns, |m| m.min(w.covered_ns)));
-                    samples_by_source.push(SourceSamples {
-                        source_kind: SourceKind::Power,
-                        source: slot.device.to_string(),
-                        samples_in_window: w.samples_in_window,
-                    });
-                }
-                if let Some(c) = ce {
-                    samples_by_source.push(SourceSamples {
-                        source_kind: SourceKind::EnergyCounter,
-                        source: slot.device.to_string(),
-                        samples_in_window: c.samples_in_window,
-                    });
-                }
-                devices.push(StepDeviceEnergy {
-                    device: slot.device.to_string(),
-                    power_basis: pw.map(|(x, _)| x.basis),
-                    samples_in_window: pw.map(|(_, w)| w.samples_in_window),
-                    covered_ns: pw.map(|(_, w)| w.covered_ns),
-                    energy_mj: dev_energy,
-                    counter_samples_in_window: ce.map(|c| c.samples_in_window),
-                    counter_energy_mj: ce.and_then(|c| c.energy_mj),
-                    counter_epoch_resets: ce.and_then(|c| c.energy_mj.map(|_| c.resets)),
-                });
-            }
-            // The counter sum covers every device or none: a device with energy in this
-            // window on either basis (or a counter series) but no counter figure makes the
-            // sum partial, so it is withheld (never a partial sum shown as whole).
-            let counted: Vec<Option<u64>> = devices
-                .iter()
-                .filter(|d| d.energy_mj.is_some() || d.counter_samples_in_window.is_some())
-                .map(|d| d.counter_energy_mj)
-                .collect();
-            let counter_energy =
-                total_if_complete(counted.iter().copied()).filter(|_| !counted.is_empty());
-            let mut delta = |c: Option<&super::index::CounterIndex<'_>>, hint: &mut usize| {
-                c.and_then(|c| {
-                    let (n, d) = c.window(s, e, hint);
-                    samples_by_source.push(SourceSamples {
-                        source_kind: SourceKind::Counter,
-                        source: c.name.label().to_string(),
-                        samples_in_window: n,
-                    });
-                    d
-                })
-            };
-            let [h_prompt, h_gen, h_q, h_h] = &mut counter_hint;
-            let prompt_tokens_delta = delta(c_prompt, h_prompt);
-            let generation_tokens_delta = delta(c_gen, h_gen);
-            let cache_queries_delta = delta(c_q, h_q);
-            let cache_hits_delta = delta(c_h, h_h);
-            let u = usage.get(&k.marker.step_id).copied().unwrap_or_default();
-            let llm = k.marker.kind == StepKind::LlmCall;
-            let energy = energy.filter(|_| !partial);
-            steps.push(StepMetrics {
-                step_id: k.marker.step_id,
-                kind: k.marker.kind,
-                name: k.marker.name.clone(),
-                start_elapsed_ns: s,
-                end_elapsed_ns: e,
-                duration_ns,
-                energy_mj: energy,
-                energy_basis: basis,
-                attribution: StepAttribution {
-                    samples_in_window: min_samples,
-                    samples_by_source,
-                    coverage: min_covered
-                        .filter(|_| duration_ns > 0)
-                        .map(|c| c as f64 / duration_ns as f64),
-                    power_basis: power_label,
-                    low_confidence: any_averaged && duration_ns < AVERAGED_POWER_WINDOW_NS,
-                    counter_energy_mj: counter_energy,
-                    devices,
-                    prompt_tokens_delta,
-                    generation_tokens_delta,
-                    cache_hits_delta,
-                    cache_queries_delta,
-                    usage: u,
-                    tokens_per_joule: if llm {
-                        per_joule(generation_tokens_delta, energy)
-                    } else {
-                        None
-                    },
-                    usage_tokens_per_joule: if llm {
-                        per_joule(u.completion_tokens, energy)
-                    } else {
-                        None
-                    },
-                    cache_hit_rate: cache_hit_rate(cache_hits_delta, cache_queries_delta),
-                    usage_cache_hit_rate: cache_hit_rate(u.cached_tokens, u.prompt_tokens),
-                    counters_low_confidence: None,
-                },
-            });
-        }
-
-        // Run level, per device: whole − Σ steps, exactly.
+        let series = StepSeries {
+            counters: [
+                p.counter(CounterName::PromptTokens),
+                p.counter(CounterName::GenerationTokens),
+                p.counter(CounterName::PrefixCacheQueries),
+                p.counter(CounterName::PrefixCacheHits),
+            ],
+            power_label,
+            any_averaged: p.power.iter().any(|x| x.basis == PowerBasis::Averaged1s),
+        };
+        let mut cursors = Cursors {
+            power: vec![0; p.power.len()],
+            energy: vec![0; p.energy.len()],
+            counter: [0; 4],
+        };
+        let mut sums = DeviceSums {
+            steps_mj: vec![0; p.devices.len()],
+            llm_mj: vec![None; p.devices.len()],
+            tool_mj: vec![None; p.devices.len()],
+        };
+        let steps: Vec<StepMetrics> = classified
+            .kept
+            .iter()
+            .map(|k| self.step_metrics(k, usage, &series, &mut cursors, &mut sums))
+            .collect();
         let run = self.input.run_window;
-        let mut devices = Vec::with_capacity(p.devices.len());
-        for (di, slot) in p.devices.iter().enumerate() {
-            let whole = self.whole.get(di).copied().flatten();
-            let whole_mj = whole.filter(|w| w.1 > 0).map(|w| doubled_to_mj(w.2));
-            let steps_mj = whole_mj.map(|_| device_steps_mj[di]);
-            let ce = slot
-                .energy
-                .map(|i| p.energy[i].window(run.start_elapsed_ns, run.end_elapsed_ns, &mut 0));
-            let counter_mj = ce.and_then(|c| c.energy_mj);
-            devices.push(DeviceRunEnergy {
-                device: slot.device.to_string(),
-                power_basis: slot.power.map(|i| p.power[i].basis),
-                samples_in_run: whole.map(|w| w.0),
-                whole_run_energy_mj: whole_mj,
-                steps_energy_mj: steps_mj,
-                unattributed_energy_mj: whole_mj.zip(steps_mj).map(|(w, s)| w - s),
-                counter_samples_in_run: ce.map(|c| c.samples_in_window),
-                counter_energy_mj: counter_mj,
-                counter_epoch_resets: ce.and_then(|c| c.energy_mj.map(|_| c.resets)),
-                counter_to_trapezoid_ratio: ratio(counter_mj, whole_mj),
-            });
-        }
+        let devices = self.run_devices(&sums);
 
         // Totals from the per-device step figures: a step whose own sum is withheld (one
         // device lacked a segment) still counts the devices that had one, so steps plus
         // unattributed reconcile to the whole run exactly, per device and in total.
-        let llm_energy_mj = sum_some(device_llm_mj.iter().copied());
-        let tool_energy_mj = sum_some(device_tool_mj.iter().copied());
+        let llm_energy_mj = sum_some(sums.llm_mj.iter().copied());
+        let tool_energy_mj = sum_some(sums.tool_mj.iter().copied());
         let total_energy_mj = sum_some([llm_energy_mj, tool_energy_mj].into_iter());
         let whole_run_energy_mj = sum_some(devices.iter().map(|d| d.whole_run_energy_mj));
         let unattributed_energy_mj = sum_some(devices.iter().map(|d| d.unattributed_energy_mj));
@@ -453,6 +306,247 @@ impl<'a> Attributor<'a> {
             },
         }
     }
+
+    /// One kept step's figures: its window of every power, energy-counter and engine
+    /// counter series, its usage, and what they make (energy, tokens per joule, hit rates).
+    /// Adds the step's per-device energy to `sums`.
+    fn step_metrics(
+        &self,
+        k: &KeptStep<'_>,
+        usage: &BTreeMap<u64, StepUsage>,
+        series: &StepSeries<'_, 'a>,
+        cursors: &mut Cursors,
+        sums: &mut DeviceSums,
+    ) -> StepMetrics {
+        let (s, e) = (k.start, k.end);
+        let duration_ns = e - s;
+        let llm = k.marker.kind == StepKind::LlmCall;
+        let StepDevices {
+            devices,
+            mut samples_by_source,
+            energy,
+            min_samples,
+            min_covered,
+        } = self.step_devices(s, e, llm, cursors, sums);
+        // The counter sum covers every device or none: a device with energy in this
+        // window on either basis (or a counter series) but no counter figure makes the
+        // sum partial, so it is withheld (never a partial sum shown as whole).
+        let counted: Vec<Option<u64>> = devices
+            .iter()
+            .filter(|d| d.energy_mj.is_some() || d.counter_samples_in_window.is_some())
+            .map(|d| d.counter_energy_mj)
+            .collect();
+        let counter_energy =
+            total_if_complete(counted.iter().copied()).filter(|_| !counted.is_empty());
+        let mut delta = |c: Option<&CounterIndex<'_>>, hint: &mut usize| {
+            c.and_then(|c| {
+                let (n, d) = c.window(s, e, hint);
+                samples_by_source.push(SourceSamples {
+                    source_kind: SourceKind::Counter,
+                    source: c.name.label().to_string(),
+                    samples_in_window: n,
+                });
+                d
+            })
+        };
+        let [c_prompt, c_gen, c_q, c_h] = series.counters;
+        let [h_prompt, h_gen, h_q, h_h] = &mut cursors.counter;
+        let prompt_tokens_delta = delta(c_prompt, h_prompt);
+        let generation_tokens_delta = delta(c_gen, h_gen);
+        let cache_queries_delta = delta(c_q, h_q);
+        let cache_hits_delta = delta(c_h, h_h);
+        let u = usage.get(&k.marker.step_id).copied().unwrap_or_default();
+        StepMetrics {
+            step_id: k.marker.step_id,
+            kind: k.marker.kind,
+            name: k.marker.name.clone(),
+            start_elapsed_ns: s,
+            end_elapsed_ns: e,
+            duration_ns,
+            energy_mj: energy,
+            energy_basis: self.condition.energy_basis,
+            attribution: StepAttribution {
+                samples_in_window: min_samples,
+                samples_by_source,
+                coverage: min_covered
+                    .filter(|_| duration_ns > 0)
+                    .map(|c| c as f64 / duration_ns as f64),
+                power_basis: series.power_label,
+                low_confidence: series.any_averaged && duration_ns < AVERAGED_POWER_WINDOW_NS,
+                counter_energy_mj: counter_energy,
+                devices,
+                prompt_tokens_delta,
+                generation_tokens_delta,
+                cache_hits_delta,
+                cache_queries_delta,
+                usage: u,
+                tokens_per_joule: if llm {
+                    per_joule(generation_tokens_delta, energy)
+                } else {
+                    None
+                },
+                usage_tokens_per_joule: if llm {
+                    per_joule(u.completion_tokens, energy)
+                } else {
+                    None
+                },
+                cache_hit_rate: cache_hit_rate(cache_hits_delta, cache_queries_delta),
+                usage_cache_hit_rate: cache_hit_rate(u.cached_tokens, u.prompt_tokens),
+                counters_low_confidence: None,
+            },
+        }
+    }
+
+    /// The window `s..e` of every device's power and energy-counter series: each device's
+    /// figures, the samples per source, and the step's energy summed over the devices
+    /// (withheld when a device with a power series has no segment inside the window: a sum
+    /// over the others would be partial; each device's own figure stays in `devices`).
+    /// Adds each device's energy to `sums`, under the LLM or the tool steps.
+    fn step_devices(
+        &self,
+        s: u64,
+        e: u64,
+        llm_step: bool,
+        cursors: &mut Cursors,
+        sums: &mut DeviceSums,
+    ) -> StepDevices {
+        let p = &self.prepared;
+        let mut out = StepDevices {
+            devices: Vec::with_capacity(p.devices.len()),
+            samples_by_source: Vec::with_capacity(p.devices.len() * 2 + p.counters.len()),
+            energy: None,
+            min_samples: None,
+            min_covered: None,
+        };
+        let mut partial = false;
+        for (di, slot) in p.devices.iter().enumerate() {
+            let pw = slot
+                .power
+                .map(|i| (&p.power[i], p.power[i].window(s, e, &mut cursors.power[i])));
+            let ce = slot
+                .energy
+                .map(|i| p.energy[i].window(s, e, &mut cursors.energy[i]));
+            let dev_energy = pw
+                .filter(|(_, w)| w.covered_ns > 0)
+                .map(|(_, w)| doubled_to_mj(w.doubled));
+            if let Some(mj) = dev_energy {
+                sums.steps_mj[di] += mj;
+                let by_kind = if llm_step {
+                    &mut sums.llm_mj[di]
+                } else {
+                    &mut sums.tool_mj[di]
+                };
+                *by_kind = Some(by_kind.unwrap_or(0) + mj);
+                out.energy = Some(out.energy.unwrap_or(0) + mj);
+            } else if pw.is_some() {
+                partial = true;
+            }
+            if let Some((_, w)) = pw {
+                out.min_samples = Some(
+                    out.min_samples
+                        .map_or(w.samples_in_window, |m| m.min(w.samples_in_window)),
+                );
+                out.min_covered = Some(
+                    out.min_covered
+                        .map_or(w.covered_ns, |m| m.min(w.covered_ns)),
+                );
+                out.samples_by_source.push(SourceSamples {
+                    source_kind: SourceKind::Power,
+                    source: slot.device.to_string(),
+                    samples_in_window: w.samples_in_window,
+                });
+            }
+            if let Some(c) = ce {
+                out.samples_by_source.push(SourceSamples {
+                    source_kind: SourceKind::EnergyCounter,
+                    source: slot.device.to_string(),
+                    samples_in_window: c.samples_in_window,
+                });
+            }
+            out.devices.push(StepDeviceEnergy {
+                device: slot.device.to_string(),
+                power_basis: pw.map(|(x, _)| x.basis),
+                samples_in_window: pw.map(|(_, w)| w.samples_in_window),
+                covered_ns: pw.map(|(_, w)| w.covered_ns),
+                energy_mj: dev_energy,
+                counter_samples_in_window: ce.map(|c| c.samples_in_window),
+                counter_energy_mj: ce.and_then(|c| c.energy_mj),
+                counter_epoch_resets: ce.and_then(|c| c.energy_mj.map(|_| c.resets)),
+            });
+        }
+        if partial {
+            out.energy = None;
+        }
+        out
+    }
+
+    /// The run level, per device: the whole run's energy, the steps' share of it (`sums`)
+    /// and the rest, unattributed (whole − Σ steps, exactly), beside the energy counter's
+    /// figure over the run.
+    fn run_devices(&self, sums: &DeviceSums) -> Vec<DeviceRunEnergy> {
+        let p = &self.prepared;
+        let run = self.input.run_window;
+        let mut devices = Vec::with_capacity(p.devices.len());
+        for (di, slot) in p.devices.iter().enumerate() {
+            let whole = self.whole.get(di).copied().flatten();
+            let whole_mj = whole.filter(|w| w.1 > 0).map(|w| doubled_to_mj(w.2));
+            let steps_mj = whole_mj.map(|_| sums.steps_mj[di]);
+            let ce = slot
+                .energy
+                .map(|i| p.energy[i].window(run.start_elapsed_ns, run.end_elapsed_ns, &mut 0));
+            let counter_mj = ce.and_then(|c| c.energy_mj);
+            devices.push(DeviceRunEnergy {
+                device: slot.device.to_string(),
+                power_basis: slot.power.map(|i| p.power[i].basis),
+                samples_in_run: whole.map(|w| w.0),
+                whole_run_energy_mj: whole_mj,
+                steps_energy_mj: steps_mj,
+                unattributed_energy_mj: whole_mj.zip(steps_mj).map(|(w, s)| w - s),
+                counter_samples_in_run: ce.map(|c| c.samples_in_window),
+                counter_energy_mj: counter_mj,
+                counter_epoch_resets: ce.and_then(|c| c.energy_mj.map(|_| c.resets)),
+                counter_to_trapezoid_ratio: ratio(counter_mj, whole_mj),
+            });
+        }
+        devices
+    }
+}
+
+/// What every step of a trajectory reads besides its own window: the engine counters
+/// (prompt tokens, generation tokens, prefix-cache queries, prefix-cache hits, in that
+/// order) and the power basis of the series.
+struct StepSeries<'p, 'a> {
+    counters: [Option<&'p CounterIndex<'a>>; 4],
+    power_label: Option<PowerBasisLabel>,
+    any_averaged: bool,
+}
+
+/// Search cursors, one per series: kept steps are usually in time order, so each window's
+/// search starts where the previous one's did (a merge sweep).
+struct Cursors {
+    power: Vec<usize>,
+    energy: Vec<usize>,
+    counter: [usize; 4],
+}
+
+/// Each device's energy summed over the kept steps: all of them, the LLM steps' and the
+/// tool steps' (`None` while no step of that kind had a segment on the device).
+struct DeviceSums {
+    steps_mj: Vec<u64>,
+    llm_mj: Vec<Option<u64>>,
+    tool_mj: Vec<Option<u64>>,
+}
+
+/// One step's slices of the device series ([`Attributor::step_devices`]).
+struct StepDevices {
+    devices: Vec<StepDeviceEnergy>,
+    samples_by_source: Vec<SourceSamples>,
+    /// The step's energy over every device; `None` without any, or when partial.
+    energy: Option<u64>,
+    /// The fewest power samples any device had inside the window.
+    min_samples: Option<u64>,
+    /// The least time any device's power segments covered inside the window, ns.
+    min_covered: Option<u64>,
 }
 
 /// Sum of the present values; `None` when none is present (saturating: only the

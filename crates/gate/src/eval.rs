@@ -46,8 +46,17 @@ struct ScalarGate<'a> {
 /// | `max_short_output_rate` | `short_output_rate` | `<=` | fraction |
 pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
     let when = spec.when_unavailable.unwrap_or_default();
-    let mut out = Vec::new();
+    let mut out = built_in_verdicts(spec, figures);
+    out.extend(latency_verdicts(spec, figures, when));
+    out.extend(scalar_verdicts(spec, figures, when));
+    out
+}
 
+/// The gates every job has without declaring them: at least one successful request (when
+/// counted), no failed request unless `max_error_rate` is declared, and a harness exit
+/// status of 0 (when a harness ran).
+fn built_in_verdicts(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
+    let mut out = Vec::new();
     if let Some(n) = figures.successful_requests {
         out.push(judge(
             SUCCESSFUL_REQUESTS_GATE,
@@ -92,7 +101,13 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
             true,
         ));
     }
+    out
+}
 
+/// The declared percentile bounds of the latency figures (`ttft_ms.p99 = 50` …), each
+/// verdict carrying the figure's error bound when it was streamed.
+fn latency_verdicts(spec: &GateSpec, figures: &FigureSet, when: WhenUnavailable) -> Vec<Verdict> {
+    let mut out = Vec::new();
     let latency: [(&str, &Option<PercentileBounds>, &LatencyFigures); 4] = [
         ("ttft_ms", &spec.ttft_ms, &figures.ttft_ms),
         ("itl_ms", &spec.itl_ms, &figures.itl_ms),
@@ -128,7 +143,13 @@ pub fn evaluate(spec: &GateSpec, figures: &FigureSet) -> Vec<Verdict> {
             }
         }
     }
+    out
+}
 
+/// The declared bounds of the scalar figures (`max_error_rate`, `min_cache_hit_rate`, …);
+/// a cache-hit-rate verdict says how many requests reported cached tokens.
+fn scalar_verdicts(spec: &GateSpec, figures: &FigureSet, when: WhenUnavailable) -> Vec<Verdict> {
+    let mut out = Vec::new();
     let scalar = [
         ScalarGate {
             gate: "max_error_rate",

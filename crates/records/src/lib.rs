@@ -9,6 +9,7 @@
 //! and SHA-256 must match at the end. Every error names the file and, for a line, its
 //! number and field.
 
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -182,97 +183,20 @@ fn read_file(
     ids: &[&str],
     mut f: impl FnMut(usize, Line),
 ) -> Result<(), String> {
-    if meta.path != REQUESTS_FILE {
-        return Err(format!(
-            "report.json names the records file {:?}; only {REQUESTS_FILE:?} is read",
-            meta.path
-        ));
-    }
-    if !is_readable_schema(&meta.schema) {
-        return Err(format!(
-            "unknown schema {:?} (this version reads {REQUESTS_SCHEMA:?} and v1)",
-            meta.schema
-        ));
-    }
-    if meta.bytes > limits::REQUESTS_BYTES {
-        return Err(format!(
-            "report.json says {} bytes, above the limit of {}",
-            meta.bytes,
-            fsio::human_bytes(limits::REQUESTS_BYTES)
-        ));
-    }
-    let opened = fsio::Root::open(run_dir, true)
-        .and_then(|r| r.open_file(&[REQUESTS_FILE]))
-        .map_err(|e| match e {
-            fsio::ReadError::NotFound => {
-                "not found: report.json lists per-request records in it".to_string()
-            }
-            e => e.to_string(),
-        })?;
-    let len = opened.meta.len();
-    if len != meta.bytes {
-        let what = if len < meta.bytes {
-            "truncated"
-        } else {
-            "longer than recorded"
-        };
-        return Err(format!(
-            "{what}: {len} bytes, report.json says {} bytes",
-            meta.bytes
-        ));
-    }
-    let mut reader = BufReader::new(opened.file.take(meta.bytes.saturating_add(1)));
+    check_entry(meta)?;
+    let mut reader = BufReader::new(open_checked(run_dir, meta)?);
     let mut hasher = Sha256::new();
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut records = 0u64;
     let mut units = 0u64;
     let mut header: Option<RequestsHeader> = None;
-    loop {
-        buf.clear();
-        let n = (&mut reader)
-            .take(limits::REQUESTS_LINE_BYTES + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| format!("unreadable ({})", e.kind()))?;
-        if n == 0 {
-            break;
-        }
+    while read_line(&mut reader, &mut buf, line_no + 1)? {
         line_no += 1;
-        if buf.last() != Some(&b'\n') {
-            if n as u64 > limits::REQUESTS_LINE_BYTES {
-                return Err(format!(
-                    "line {line_no}: longer than the limit of {}",
-                    fsio::human_bytes(limits::REQUESTS_LINE_BYTES)
-                ));
-            }
-            return Err(format!("line {line_no}: truncated (no line end)"));
-        }
         hasher.update(&buf);
         let line = &buf[..buf.len() - 1];
         match &header {
-            None => {
-                let h: RequestsHeader = serde_json::from_slice(line)
-                    .map_err(|e| format!("line {line_no}: not a requests header: {e}"))?;
-                if h.schema != meta.schema {
-                    return Err(format!(
-                        "line {line_no}: field `schema`: {:?} is not the schema report.json \
-                         states ({:?})",
-                        h.schema, meta.schema
-                    ));
-                }
-                if h.run_id != run_id {
-                    return Err(format!(
-                        "line {line_no}: field `run_id`: {:?} is not this run's ({run_id:?})",
-                        h.run_id
-                    ));
-                }
-                if h.jobs != ids {
-                    return Err(format!(
-                        "line {line_no}: field `jobs`: does not list report.json's jobs"
-                    ));
-                }
-                header = Some(h);
-            }
+            None => header = Some(check_header(line, line_no, meta, run_id, ids)?),
             Some(h)
                 if h.schema != inferscope_model::records::REQUESTS_SCHEMA_V1
                     && line.starts_with(UNIT_LINE_PREFIX) =>
@@ -305,6 +229,117 @@ fn read_file(
     if header.is_none() {
         return Err("empty: no header line".into());
     }
+    check_totals(meta, records, units, &hex::encode(hasher.finalize()))
+}
+
+/// What report.json's `requests_file` entry says, checked before the file is opened: its
+/// path, a schema this version reads, and a length within the limit.
+fn check_entry(meta: &RequestsFile) -> Result<(), String> {
+    if meta.path != REQUESTS_FILE {
+        return Err(format!(
+            "report.json names the records file {:?}; only {REQUESTS_FILE:?} is read",
+            meta.path
+        ));
+    }
+    if !is_readable_schema(&meta.schema) {
+        return Err(format!(
+            "unknown schema {:?} (this version reads {REQUESTS_SCHEMA:?} and v1)",
+            meta.schema
+        ));
+    }
+    if meta.bytes > limits::REQUESTS_BYTES {
+        return Err(format!(
+            "report.json says {} bytes, above the limit of {}",
+            meta.bytes,
+            fsio::human_bytes(limits::REQUESTS_BYTES)
+        ));
+    }
+    Ok(())
+}
+
+/// Opens the records file under `run_dir` and checks its length against the entry's; the
+/// reader it returns stops one byte past the recorded length.
+fn open_checked(run_dir: &Path, meta: &RequestsFile) -> Result<std::io::Take<File>, String> {
+    let opened = fsio::Root::open(run_dir, true)
+        .and_then(|r| r.open_file(&[REQUESTS_FILE]))
+        .map_err(|e| match e {
+            fsio::ReadError::NotFound => {
+                "not found: report.json lists per-request records in it".to_string()
+            }
+            e => e.to_string(),
+        })?;
+    let len = opened.meta.len();
+    if len != meta.bytes {
+        let what = if len < meta.bytes {
+            "truncated"
+        } else {
+            "longer than recorded"
+        };
+        return Err(format!(
+            "{what}: {len} bytes, report.json says {} bytes",
+            meta.bytes
+        ));
+    }
+    Ok(opened.file.take(meta.bytes.saturating_add(1)))
+}
+
+/// Reads line `line_no` into `buf`, line end included: `false` at the end of the file; an
+/// error for a line over the limit or one without a line end.
+fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, line_no: usize) -> Result<bool, String> {
+    buf.clear();
+    let n = reader
+        .take(limits::REQUESTS_LINE_BYTES + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| format!("unreadable ({})", e.kind()))?;
+    if n == 0 {
+        return Ok(false);
+    }
+    if buf.last() != Some(&b'\n') {
+        if n as u64 > limits::REQUESTS_LINE_BYTES {
+            return Err(format!(
+                "line {line_no}: longer than the limit of {}",
+                fsio::human_bytes(limits::REQUESTS_LINE_BYTES)
+            ));
+        }
+        return Err(format!("line {line_no}: truncated (no line end)"));
+    }
+    Ok(true)
+}
+
+/// The file's first line: a header of the schema report.json states, for this run and
+/// its jobs.
+fn check_header(
+    line: &[u8],
+    line_no: usize,
+    meta: &RequestsFile,
+    run_id: &str,
+    ids: &[&str],
+) -> Result<RequestsHeader, String> {
+    let h: RequestsHeader = serde_json::from_slice(line)
+        .map_err(|e| format!("line {line_no}: not a requests header: {e}"))?;
+    if h.schema != meta.schema {
+        return Err(format!(
+            "line {line_no}: field `schema`: {:?} is not the schema report.json \
+             states ({:?})",
+            h.schema, meta.schema
+        ));
+    }
+    if h.run_id != run_id {
+        return Err(format!(
+            "line {line_no}: field `run_id`: {:?} is not this run's ({run_id:?})",
+            h.run_id
+        ));
+    }
+    if h.jobs != ids {
+        return Err(format!(
+            "line {line_no}: field `jobs`: does not list report.json's jobs"
+        ));
+    }
+    Ok(h)
+}
+
+/// The counts and the SHA-256 of a file read to its end, against report.json's entry.
+fn check_totals(meta: &RequestsFile, records: u64, units: u64, sha: &str) -> Result<(), String> {
     if records != meta.records {
         return Err(format!(
             "{records} records, report.json says {}",
@@ -317,7 +352,6 @@ fn read_file(
             meta.units
         ));
     }
-    let sha = hex::encode(hasher.finalize());
     if sha != meta.sha256 {
         return Err(format!(
             "SHA-256 {sha} does not match report.json's {}",
