@@ -1,5 +1,5 @@
 //! The vocabulary of provenance: what a figure rests on ([`Basis`]), where a token count
-//! came from ([`TokenSource`], [`TokenEstimate`]), what an energy figure is
+//! came from ([`TokenSource`], [`TokenEstimate`]; a count with its source, [`TokenCount`]), what an energy figure is
 //! ([`EnergyBasis`]), what one power reading means ([`PowerBasis`], [`PowerBasisLabel`]) and
 //! what supplied power for a run at all ([`PowerSource`]).
 //!
@@ -163,6 +163,85 @@ pub struct TokenEstimate {
     pub tokens: u64,
     /// How they were estimated.
     pub method: EstimateMethod,
+}
+
+/// An output-token count with where it came from: the server's `usage`, or the client's
+/// estimate. The one shape of "n tokens, server-reported or estimated", for one request
+/// or summed over many (a sum with any estimate in it is an estimate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TokenCount {
+    /// Tokens.
+    pub tokens: u64,
+    /// Whose count it is.
+    pub source: TokenSource,
+}
+
+impl TokenCount {
+    /// `tokens` the server reported.
+    pub fn server(tokens: u64) -> TokenCount {
+        TokenCount {
+            tokens,
+            source: TokenSource::Server,
+        }
+    }
+
+    /// `tokens` the client estimated or not.
+    pub fn of(tokens: u64, estimated: bool) -> TokenCount {
+        TokenCount {
+            tokens,
+            source: TokenSource::estimated(estimated),
+        }
+    }
+
+    /// A response's count: the server's `completion_tokens`, else the client's estimate;
+    /// `None` when neither exists.
+    pub fn of_usage(
+        completion_tokens: Option<u64>,
+        estimate: Option<TokenEstimate>,
+    ) -> Option<TokenCount> {
+        match (completion_tokens, estimate) {
+            (Some(n), _) => Some(TokenCount::server(n)),
+            (None, Some(e)) => Some(TokenCount {
+                tokens: e.tokens,
+                source: TokenSource::ClientEstimate,
+            }),
+            (None, None) => None,
+        }
+    }
+
+    /// The count is the client's estimate.
+    pub fn is_estimate(self) -> bool {
+        self.source == TokenSource::ClientEstimate
+    }
+
+    /// The [`Basis`] of a figure made of this count.
+    pub fn basis(self) -> Basis {
+        self.source.basis()
+    }
+
+    /// The sum of two counts (saturating: server counts are untrusted input), an estimate
+    /// when either is.
+    pub fn plus(self, other: TokenCount) -> TokenCount {
+        TokenCount {
+            tokens: self.tokens.saturating_add(other.tokens),
+            source: self.source.and(other.source),
+        }
+    }
+
+    /// The total of counts that must all be known: `None` as soon as one is `None` (a
+    /// partial sum is not a total); `server(0)` for none.
+    pub fn total(counts: impl IntoIterator<Item = Option<TokenCount>>) -> Option<TokenCount> {
+        counts
+            .into_iter()
+            .try_fold(TokenCount::server(0), |sum, c| Some(sum.plus(c?)))
+    }
+}
+
+/// The pair form `(tokens, source)`, for callers that still destructure one.
+impl From<TokenCount> for (u64, TokenSource) {
+    fn from(c: TokenCount) -> (u64, TokenSource) {
+        (c.tokens, c.source)
+    }
 }
 
 /// What an energy figure is (docs/measurement.md "The wall: controlled concurrency only"; the
@@ -359,6 +438,41 @@ mod tests {
         assert_eq!(
             PowerSource::of_bases([PowerBasis::Instant, PowerBasis::Simulated]),
             Some(PowerSource::Simulated)
+        );
+    }
+
+    /// A total needs every count; an estimate anywhere makes it an estimate; sums of
+    /// untrusted counts saturate.
+    #[test]
+    fn token_counts_total_and_combine() {
+        let est = TokenCount::of(3, true);
+        assert_eq!(TokenCount::total([]), Some(TokenCount::server(0)));
+        assert_eq!(
+            TokenCount::total([Some(TokenCount::server(2)), Some(est)]),
+            Some(TokenCount::of(5, true))
+        );
+        assert_eq!(TokenCount::total([Some(TokenCount::server(2)), None]), None);
+        assert_eq!(
+            TokenCount::server(u64::MAX).plus(TokenCount::server(1)),
+            TokenCount::server(u64::MAX)
+        );
+        let estimate = TokenEstimate {
+            tokens: 7,
+            method: EstimateMethod::Utf8BytesDiv4,
+        };
+        assert_eq!(
+            TokenCount::of_usage(Some(4), Some(estimate)),
+            Some(TokenCount::server(4))
+        );
+        assert_eq!(
+            TokenCount::of_usage(None, Some(estimate)),
+            Some(TokenCount::of(7, true))
+        );
+        assert_eq!(TokenCount::of_usage(None, None), None);
+        assert!(est.is_estimate() && est.basis() == Basis::ClientEstimate);
+        assert_eq!(
+            <(u64, TokenSource)>::from(est),
+            (3, TokenSource::ClientEstimate)
         );
     }
 

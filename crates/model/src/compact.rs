@@ -15,7 +15,7 @@
 //! Size: [`CompactFigures`] is 80 bytes, plus 4 bytes a gap; a request of 64 tokens
 //! (63 gaps) holds 332 bytes (`tests::a_request_holds_at_most_its_fixed_part_and_4_bytes_a_gap`).
 
-use super::basis::TokenSource;
+use super::basis::{TokenCount, TokenSource};
 use super::request::RequestRecord;
 use super::stats::{AggregateParams, FigureRow, JobStats, RequestFigures, Summary, ns_to_ms};
 
@@ -152,8 +152,8 @@ pub struct FiguresNs<'a> {
     pub itl_ns: &'a [u64],
     /// TPOT, ms.
     pub tpot_ms: Option<f64>,
-    /// Output tokens and whether the count is the client's estimate.
-    pub output_tokens: Option<(u64, bool)>,
+    /// Output tokens and their source.
+    pub output_tokens: Option<TokenCount>,
     /// Prompt tokens.
     pub prompt_tokens: Option<u64>,
     /// Cached prompt tokens.
@@ -177,9 +177,7 @@ impl<'a> FiguresNs<'a> {
             schedule_lag_ns: Some(r.schedule_lag_ns()),
             itl_ns: &r.itl_ns,
             tpot_ms: r.tpot().map(|t| t.0),
-            output_tokens: r
-                .output_tokens()
-                .map(|(n, s)| (n, s == TokenSource::ClientEstimate)),
+            output_tokens: r.output_token_count(),
             prompt_tokens: r.prompt_tokens,
             cached_tokens: r.cached_tokens,
             short_output: r.short_output(),
@@ -207,13 +205,13 @@ impl CompactFigureSet {
         let ttfo_ns = put(f.ttfo_ns, HAS_TTFO);
         let e2e_ns = put(f.e2e_ns, HAS_E2E);
         let schedule_lag_ns = put(f.schedule_lag_ns, HAS_LAG);
-        let output_tokens = put(f.output_tokens.map(|t| t.0), HAS_OUT);
+        let output_tokens = put(f.output_tokens.map(|t| t.tokens), HAS_OUT);
         let prompt_tokens = put(f.prompt_tokens, HAS_PROMPT);
         let cached_tokens = put(f.cached_tokens, HAS_CACHED);
         if f.ok {
             flags |= OK;
         }
-        if f.output_tokens.is_some_and(|t| t.1) {
+        if f.output_tokens.is_some_and(TokenCount::is_estimate) {
             flags |= ESTIMATED;
         }
         if let Some(short) = f.short_output {
@@ -285,15 +283,19 @@ impl CompactFigureSet {
 
     /// The output tokens of the successful requests and their source: `None` when one has
     /// no count (a partial sum is not a total); `Some((0, server))` without any.
+    pub fn output_token_count(&self) -> Option<TokenCount> {
+        TokenCount::total(
+            self.requests
+                .iter()
+                .filter(|r| r.ok())
+                .map(|r| r.output_token_count()),
+        )
+    }
+
+    /// [`CompactFigureSet::output_token_count`] as a `(tokens, source)` pair, for the
+    /// callers that still destructure one.
     pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
-        let mut total = 0u64;
-        let mut source = TokenSource::Server;
-        for r in self.requests.iter().filter(|r| r.ok()) {
-            let n = r.output_tokens()?;
-            total = total.saturating_add(n);
-            source = source.and(TokenSource::estimated(r.output_tokens_estimated()));
-        }
-        Some((total, source))
+        self.output_token_count().map(Into::into)
     }
 
     /// Every request with its ITL gaps (ns), in push order.
@@ -400,7 +402,9 @@ impl RequestFigures {
                 schedule_lag_ns: f.schedule_lag_ms.map(ns),
                 itl_ns: &itl,
                 tpot_ms: f.tpot_ms,
-                output_tokens: f.output_tokens.map(|t| (t, f.output_tokens_estimated)),
+                output_tokens: f
+                    .output_tokens
+                    .map(|t| TokenCount::of(t, f.output_tokens_estimated)),
                 prompt_tokens: f.prompt_tokens,
                 cached_tokens: f.cached_tokens,
                 short_output: f.short_output,
@@ -418,15 +422,15 @@ mod tests {
 
     /// The f64 path of today: a record's figures as `RequestFigures` (ms).
     fn figures(r: &RequestRecord) -> RequestFigures {
-        let tokens = r.output_tokens();
+        let tokens = r.output_token_count();
         RequestFigures {
             ok: r.is_success(),
             ttft_ms: r.ttft_ms(),
             itl_ms: r.itl_ms(),
             tpot_ms: r.tpot().map(|t| t.0),
             e2e_ms: r.e2e_ms(),
-            output_tokens: tokens.map(|t| t.0),
-            output_tokens_estimated: tokens.is_some_and(|t| t.1 == TokenSource::ClientEstimate),
+            output_tokens: tokens.map(|t| t.tokens),
+            output_tokens_estimated: tokens.is_some_and(TokenCount::is_estimate),
             prompt_tokens: r.prompt_tokens,
             cached_tokens: r.cached_tokens,
             schedule_lag_ms: Some(r.schedule_lag_ns() as f64 / 1e6),

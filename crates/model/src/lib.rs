@@ -10,7 +10,7 @@
 //! - [`step`]: ONE step shape, [`StepReport`], inside [`TrajectoryReport`]; [`StepKind`],
 //!   [`StepStatus`], [`StopReason`], [`ToolErrorCode`].
 //! - [`request`]: [`RequestRecord`] and the one [`FailureCode`] set.
-//! - [`basis`] and [`figure`]: [`Basis`], [`TokenSource`], [`EnergyBasis`],
+//! - [`basis`] and [`figure`]: [`Basis`], [`TokenSource`], [`TokenCount`], [`EnergyBasis`],
 //!   [`PowerSource`], and [`Figure`] — a value with its basis, side by side.
 //! - [`gate`]: [`Verdict`] (with the basis of its figure).
 //! - [`stats`]: percentiles and [`JobStats`].
@@ -45,8 +45,8 @@ pub use attribution::{
     TrajectoryOutcome,
 };
 pub use basis::{
-    Basis, EnergyBasis, EstimateMethod, PowerBasis, PowerBasisLabel, PowerSource, TokenEstimate,
-    TokenSource,
+    Basis, EnergyBasis, EstimateMethod, PowerBasis, PowerBasisLabel, PowerSource, TokenCount,
+    TokenEstimate, TokenSource,
 };
 pub use figure::{Figure, basis_text, tokens_per_joule};
 pub use gate::{Comparison, Outcome, Verdict};

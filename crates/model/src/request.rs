@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::basis::{EstimateMethod, TokenEstimate, TokenSource};
+use super::basis::{EstimateMethod, TokenCount, TokenEstimate, TokenSource};
 
 /// Outcome of one request (field cases C07, C12): `success` only when the stream ended with
 /// `data: [DONE]`, or with a clean EOF after a `finish_reason`, and no in-band error was seen.
@@ -663,8 +663,8 @@ impl RequestRecord {
         let choices = u64::from(self.choices_requested.unwrap_or(1).max(1));
         let short = self.is_success()
             && self
-                .output_tokens()
-                .is_some_and(|(n, _)| n < u64::from(asked).saturating_mul(choices));
+                .output_token_count()
+                .is_some_and(|c| c.tokens < u64::from(asked).saturating_mul(choices));
         if short && !self.warnings.contains(&RecordWarning::ShortOutput) {
             self.warnings.push(RecordWarning::ShortOutput);
         }
@@ -733,17 +733,19 @@ impl RequestRecord {
 
     /// Output tokens and their source: the server's `completion_tokens`, else the client
     /// estimate; `None` when neither exists.
+    pub fn output_token_count(&self) -> Option<TokenCount> {
+        TokenCount::of_usage(self.completion_tokens, self.completion_tokens_estimate)
+    }
+
+    /// [`RequestRecord::output_token_count`] as a `(tokens, source)` pair, for the callers
+    /// that still destructure one.
     pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
-        match (self.completion_tokens, self.completion_tokens_estimate) {
-            (Some(n), _) => Some((n, TokenSource::Server)),
-            (None, Some(e)) => Some((e.tokens, TokenSource::ClientEstimate)),
-            (None, None) => None,
-        }
+        self.output_token_count().map(Into::into)
     }
 
     /// Where the output-token count came from; `None` without one.
     pub fn token_source(&self) -> Option<TokenSource> {
-        self.output_tokens().map(|(_, s)| s)
+        self.output_token_count().map(|c| c.source)
     }
 
     /// Schedule lag `send_ns - scheduled_ns` in ns (0 when sent early).
@@ -786,7 +788,7 @@ impl RequestRecord {
     pub fn tpot(&self) -> Option<(f64, TokenSource)> {
         let first = self.ttft_ns?;
         let last = self.last_token_ns?;
-        let (n, source) = self.output_tokens()?;
+        let TokenCount { tokens: n, source } = self.output_token_count()?;
         if n <= 1 {
             return None;
         }
@@ -890,7 +892,13 @@ mod tests {
             tokens: 4,
             method: EstimateMethod::Utf8BytesDiv4,
         });
-        assert_eq!(r.output_tokens(), Some((4, TokenSource::ClientEstimate)));
+        assert_eq!(
+            r.output_token_count(),
+            Some(TokenCount {
+                tokens: 4,
+                source: TokenSource::ClientEstimate
+            })
+        );
         assert_eq!(r.tpot(), Some((10.0, TokenSource::ClientEstimate)));
         assert_eq!(r.tpot_ms(), None, "a server-only TPOT ignores estimates");
         let json = serde_json::to_string(&r).unwrap();

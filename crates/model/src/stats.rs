@@ -27,7 +27,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::basis::{Basis, TokenSource};
+use super::basis::{Basis, TokenCount, TokenSource};
 use super::figure::Figure;
 
 /// The percentile method, recorded in every artifact that carries a percentile (C26):
@@ -370,6 +370,11 @@ pub trait FigureRow {
     fn output_tokens(&self) -> Option<u64>;
     /// The output-token count is the client's estimate.
     fn output_tokens_estimated(&self) -> bool;
+    /// Output tokens with their source (the two above together).
+    fn output_token_count(&self) -> Option<TokenCount> {
+        self.output_tokens()
+            .map(|n| TokenCount::of(n, self.output_tokens_estimated()))
+    }
     /// Prompt tokens (server usage).
     fn prompt_tokens(&self) -> Option<u64>;
     /// Cached prompt tokens (server usage).
@@ -500,9 +505,8 @@ pub struct Tally {
     ok: u64,
     server_out: u64,
     out_complete: bool,
-    out_sum: u64,
-    out_any: bool,
-    out_estimated: bool,
+    /// The sum of the counts seen so far; `None` before the first.
+    out: Option<TokenCount>,
     tpot_any: bool,
     tpot_estimated: bool,
     cache_n: u64,
@@ -522,9 +526,7 @@ impl Default for Tally {
             ok: 0,
             server_out: 0,
             out_complete: true,
-            out_sum: 0,
-            out_any: false,
-            out_estimated: false,
+            out: None,
             tpot_any: false,
             tpot_estimated: false,
             cache_n: 0,
@@ -555,12 +557,10 @@ impl Tally {
         // Server-reported counts are untrusted input: sums saturate instead of
         // overflowing (a hostile `usage` of u64::MAX must not panic or wrap), and a request
         // never counts more cached tokens than its prompt had (hit rate within 0..=1).
-        match r.output_tokens() {
-            Some(n) => {
-                self.out_sum = self.out_sum.saturating_add(n);
-                self.out_any = true;
-                self.out_estimated |= est;
-                self.server_out += u64::from(!est);
+        match r.output_token_count() {
+            Some(c) => {
+                self.out = Some(self.out.map_or(c, |sum| sum.plus(c)));
+                self.server_out += u64::from(!c.is_estimate());
             }
             None => self.out_complete = false,
         }
@@ -598,9 +598,14 @@ impl Tally {
 
     /// The successful requests' output tokens and whose counts they are: `None` when there
     /// is no successful request or one has no count (a partial sum is not a total).
+    pub fn output_token_count(&self) -> Option<TokenCount> {
+        (self.ok > 0 && self.out_complete).then(|| self.out.unwrap_or(TokenCount::server(0)))
+    }
+
+    /// [`Tally::output_token_count`] as a `(tokens, source)` pair, for the callers that
+    /// still destructure one.
     pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
-        (self.ok > 0 && self.out_complete)
-            .then(|| (self.out_sum, TokenSource::estimated(self.out_estimated)))
+        self.output_token_count().map(Into::into)
     }
 
     /// The job's statistics from these counts and the populations' summaries.
@@ -610,10 +615,8 @@ impl Tally {
         let window_s = params.window_ns as f64 / 1e9;
         let per_s = |count: f64| (params.window_ns > 0).then(|| count / window_s);
         let ratio = |num: u64, den: u64| (den > 0).then(|| num as f64 / den as f64);
-        let source = |any: bool, est: bool| any.then(|| TokenSource::estimated(est));
-
-        let out_total = (n_ok > 0 && self.out_complete).then_some(self.out_sum);
-        let out_source = source(self.out_any, self.out_estimated);
+        let out_total = self.output_token_count().map(|c| c.tokens);
+        let out_source = self.out.map(|c| c.source);
         let out_basis = out_source.map_or(Basis::ServerReported, TokenSource::basis);
         let out_reason = if n_ok == 0 {
             "no successful requests"
@@ -641,7 +644,10 @@ impl Tally {
                 "no request with more than one output token"
             },
         )
-        .with_tokens(source(self.tpot_any, self.tpot_estimated));
+        .with_tokens(
+            self.tpot_any
+                .then(|| TokenSource::estimated(self.tpot_estimated)),
+        );
 
         JobStats {
             requests: n_req,

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::attribution::{AttributionOutcome, StepAttribution, TrajectoryAttribution};
-use super::basis::{TokenEstimate, TokenSource};
+use super::basis::{TokenCount, TokenEstimate, TokenSource};
 use super::figure::Figure;
 use super::request::FailureCode;
 
@@ -239,12 +239,14 @@ impl StepReport {
     }
 
     /// The step's output-token count and its source: the server's, else the estimate.
+    pub fn output_token_count(&self) -> Option<TokenCount> {
+        TokenCount::of_usage(self.completion_tokens, self.completion_tokens_estimate)
+    }
+
+    /// [`StepReport::output_token_count`] as a `(tokens, source)` pair, for the callers
+    /// that still destructure one.
     pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
-        match (self.completion_tokens, self.completion_tokens_estimate) {
-            (Some(n), _) => Some((n, TokenSource::Server)),
-            (None, Some(e)) => Some((e.tokens, TokenSource::ClientEstimate)),
-            (None, None) => None,
-        }
+        self.output_token_count().map(Into::into)
     }
 }
 

@@ -293,7 +293,7 @@ mod tests {
                 schedule_lag_ns: Some(i * 10_000),
                 itl_ns: &gaps,
                 tpot_ms: Some(1.0 + i as f64 / 1000.0),
-                output_tokens: Some((11, i % 7 == 0)),
+                output_tokens: Some(crate::TokenCount::of(11, i % 7 == 0)),
                 prompt_tokens: Some(100),
                 cached_tokens: Some(i % 50),
                 ..Default::default()
