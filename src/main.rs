@@ -23,6 +23,10 @@ fn main() {
         }
     };
     let code = runtime.block_on(inferscope_bench::commands::dispatch(cli.command));
-    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    // A second Ctrl-C / SIGTERM aborted the command: exit at once, leaving whatever the
+    // runtime still runs where it stands; otherwise give it two seconds to wind down.
+    if code != 130 {
+        runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    }
     std::process::exit(code);
 }

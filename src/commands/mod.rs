@@ -97,7 +97,25 @@ async fn dispatch_inner(cmd: Command) -> i32 {
     }
 }
 
-pub use crate::run_dir::{check_new_or_empty_dir, load_report, read_report};
-pub use crate::run_dir::{load_report_with_requests, read_report_with_requests};
+pub use crate::run_dir::{check_new_or_empty_dir, read_report, read_report_with_requests};
 pub use crate::suite::diagnose::{load_all, no_job_selected, print_suite_error};
 pub use run::resolve_run;
+
+/// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
+/// returns the exit status [`crate::gate::EXIT_BAD_INPUT`] (2) as the error.
+pub fn load_report(run_dir: &std::path::Path) -> Result<crate::model::RunReport, i32> {
+    read_report(run_dir).map_err(|e| {
+        eprintln!("error: {e}");
+        crate::gate::EXIT_BAD_INPUT
+    })
+}
+
+/// [`read_report_with_requests`] for a command (see [`load_report`]).
+pub fn load_report_with_requests(
+    run_dir: &std::path::Path,
+) -> Result<crate::model::RunReport, i32> {
+    read_report_with_requests(run_dir).map_err(|e| {
+        eprintln!("error: {e}");
+        crate::gate::EXIT_BAD_INPUT
+    })
+}

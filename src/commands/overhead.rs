@@ -70,12 +70,19 @@ pub async fn command(args: OverheadRequest) -> i32 {
     println!("{}", render::header(&plan, &budgets));
     let total = 1 + 2 * pairs;
     let mut done = 0u32;
-    let cancelled = runner::install_signal_flag();
-    let report = measure(&plan, &budgets, cancelled, |m| {
+    let interrupts =
+        runner::install_signal_handler(runner::events::EventSink::new(vec![Box::new(
+            crate::reporter::Diagnostics::new(std::io::stderr()),
+        )]));
+    let measured = measure(&plan, &budgets, interrupts.cancelled.clone(), |m| {
         done += 1;
         eprintln!("  run {done:>2}/{total}  {}", render::run_brief(m));
-    })
-    .await;
+    });
+    // A second signal abandons the measurement where it stands.
+    let report = tokio::select! {
+        r = measured => r,
+        () = interrupts.aborted() => return 130,
+    };
     print!("{}", render_text(&report));
     if args.out.is_some() {
         let p = dir.join("overhead.json");

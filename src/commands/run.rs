@@ -133,35 +133,43 @@ pub async fn command(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
         eprintln!("error: --out {}: {e}", dir.display());
         return EXIT_BAD_INPUT;
     }
-    // The reporters: the console or JSON lines on stdout, and the JUnit file.
-    let mut reporters: Vec<Box<dyn runner::events::Reporter>> = vec![match args.message_format {
-        MessageFormat::Human => {
-            Box::new(crate::reporter::Human::new(std::io::stdout(), Style::PLAIN))
-        }
-        MessageFormat::Json => Box::new(crate::reporter::Json::new(std::io::stdout())),
-    }];
+    // The reporters: the diagnostics on stderr, the console or JSON lines on stdout, and
+    // the JUnit file, under the progress bar.
+    let mut reporters: Vec<Box<dyn runner::events::Reporter>> = vec![
+        Box::new(crate::reporter::Diagnostics::new(std::io::stderr())),
+        match args.message_format {
+            MessageFormat::Human => {
+                Box::new(crate::reporter::Human::new(std::io::stdout(), Style::PLAIN))
+            }
+            MessageFormat::Json => Box::new(crate::reporter::Json::new(std::io::stdout())),
+        },
+    ];
     let junit_error = args.junit.as_ref().map(|path| {
         let (r, error) = crate::reporter::Junit::new(path.clone());
         reporters.push(Box::new(r));
         (path, error)
     });
-    let cancelled = runner::install_signal_flag();
-    let outcome = runner::run_with(
+    let events =
+        runner::events::EventSink::new(vec![Box::new(crate::reporter::Progress::new(reporters))]);
+    let interrupts = runner::install_signal_handler(events.clone());
+    let run = runner::run_with(
         RunOptions {
             suites: resolved,
             out: args.out.clone(),
-            progress: true,
             sink_override: None,
-            quiet: false,
         },
-        cancelled,
+        interrupts.cancelled.clone(),
         runner::RunExtras {
             baseline,
             shard,
-            events: runner::events::EventSink::new(reporters),
+            events,
         },
-    )
-    .await;
+    );
+    // A second signal abandons the run where it stands.
+    let outcome = tokio::select! {
+        o = run => o,
+        () = interrupts.aborted() => return 130,
+    };
     let mut exit_status = outcome.exit_status;
     if let Some((path, error)) = junit_error
         && let Some(e) = error

@@ -6,8 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
 use crate::agentic::{AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory};
 use crate::baseline::Baseline;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
@@ -527,19 +525,15 @@ impl Session {
     /// (`JobFinished`) before the next job starts.
     pub async fn execute_jobs(
         &self,
-        opts: &RunOptions,
         ctx: &DriverCtx,
         events: &super::events::EventSink,
         baseline: Option<&Baseline>,
     ) -> Vec<FinishedJob> {
         use super::events::RunEvent;
-        let total: usize = self.suites.iter().map(|s| s.resolved.jobs.len()).sum();
-        let bar = progress_bar(total as u64, opts.progress && !opts.quiet);
         let mut out = Vec::new();
         let mut cancelling = false;
         for (si, s) in self.suites.iter().enumerate() {
             for job in &s.resolved.jobs {
-                bar.set_message(job.job.id.clone());
                 if ctx.is_cancelled() && !cancelling {
                     cancelling = true;
                     events.emit(RunEvent::RunCancelling);
@@ -597,20 +591,18 @@ impl Session {
                 ctx.capture.grading_end(span);
                 let report = if self.streams() {
                     let r = self.finalize(&graded, baseline).await;
-                    // Printed above the progress bar, which is redrawn under it.
-                    bar.suspend(|| events.emit(RunEvent::JobFinished(Box::new(r.clone()))));
+                    events.emit(RunEvent::JobFinished(Box::new(r.clone())));
                     Some(r)
                 } else {
                     None
                 };
                 out.push(FinishedJob { graded, report });
-                bar.inc(1);
             }
         }
         if ctx.is_cancelled() && !cancelling {
             events.emit(RunEvent::RunCancelling);
         }
-        bar.finish_and_clear();
+        events.emit(RunEvent::JobsEnded);
         out
     }
 
@@ -1346,21 +1338,4 @@ fn pool_size(rs: &ResolvedSuite) -> usize {
         .filter_map(|j| j.job.load.as_ref())
         .map(|l| l.max_concurrency().map_or(256, |c| c as usize))
         .fold(64, usize::max)
-}
-
-fn progress_bar(len: u64, wanted: bool) -> ProgressBar {
-    use std::io::IsTerminal;
-    let ci = std::env::var("CI")
-        .map(|v| v == "true" || v == "1")
-        .unwrap_or(false);
-    if !wanted || ci || !std::io::stderr().is_terminal() {
-        return ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
-    }
-    let pb = ProgressBar::new(len);
-    pb.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    pb.enable_steady_tick(Duration::from_millis(120));
-    pb
 }

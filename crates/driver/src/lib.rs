@@ -68,12 +68,8 @@ pub struct RunOptions {
     pub suites: Vec<ResolvedSuite>,
     /// `--out DIR`: artifacts go exactly here; default `target/inferscope/runs/<run_id>`.
     pub out: Option<PathBuf>,
-    /// Show an indicatif progress bar (hidden anyway when not a terminal or `CI=true`).
-    pub progress: bool,
     /// Capture sink override for the overhead command's negative controls.
     pub sink_override: Option<execute::SinkChoice>,
-    /// Print job lines while running (false for the overhead command's inner runs).
-    pub quiet: bool,
 }
 
 /// Inputs of a run beyond [`RunOptions`] (issue 8): kept apart so existing callers of
@@ -152,8 +148,10 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     let capture = if capture_on {
         match execute::make_sink(&clock, &run_id, &tool_names, opts.sink_override.as_ref()) {
             Ok(sink) => Capture::on(sink),
-            Err(e) => {
-                eprintln!("warning: timeline capture disabled: {e}");
+            Err(reason) => {
+                extras
+                    .events
+                    .emit(events::RunEvent::CaptureDisabled { reason });
                 Capture::off()
             }
         }
@@ -219,7 +217,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     // Each job is graded and, when the run streams, finalized and reported as it ends
     // (docs/architecture.md "Order, and what is final when").
     let finished = session
-        .execute_jobs(&opts, &ctx, &events, extras.baseline.as_ref())
+        .execute_jobs(&ctx, &events, extras.baseline.as_ref())
         .await;
     if ctx.cancelled.load(Ordering::Relaxed) {
         capture.cancel_open_spans();
@@ -242,7 +240,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
             .map(|g| g.executed.interrupted || g.executed.cancelled_before_start),
     );
     if signalled && !cancelled {
-        eprintln!("interrupt: every job had already ended; the run's outcome stands");
+        events.emit(events::RunEvent::InterruptCutNothing);
     }
     capture.phase(Phase::Finalization);
     let mut report = report::build(
@@ -280,7 +278,10 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     let exit_status = match writes {
         Ok(_) => report.summary.exit_status,
         Err(e) => {
-            eprintln!("error: writing artifacts to {}: {e}", run_dir.display());
+            events.emit(events::RunEvent::ArtifactsNotWritten {
+                run_dir: run_dir.clone(),
+                error: e.to_string(),
+            });
             crate::gate::EXIT_BAD_INPUT
         }
     };
@@ -306,11 +307,33 @@ fn cut_short(signalled: bool, mut jobs_cut: impl Iterator<Item = bool>) -> bool 
     signalled && jobs_cut.any(|c| c)
 }
 
-/// Installs Ctrl-C and SIGTERM handlers that set the returned flag (second signal: exit
-/// 130 at once).
-pub fn install_signal_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
+/// What Ctrl-C and SIGTERM mean for a run ([`install_signal_handler`]): the first sets
+/// [`Interrupts::cancelled`] (no new work starts; what exists is finalized), the second
+/// aborts ([`Interrupts::aborted`]): the caller stops waiting for the run and decides the
+/// exit (the binary exits 130, `ExitCode::INTERRUPTED`).
+#[derive(Debug, Clone)]
+pub struct Interrupts {
+    /// Set by the first signal: the run's cancellation flag.
+    pub cancelled: Arc<AtomicBool>,
+    abort: Arc<tokio::sync::Notify>,
+}
+
+impl Interrupts {
+    /// Resolves when a second signal has arrived (at once if one already has).
+    pub async fn aborted(&self) {
+        self.abort.notified().await;
+    }
+}
+
+/// Installs Ctrl-C and SIGTERM handlers: the first signal sets the returned
+/// [`Interrupts::cancelled`] and emits [`events::RunEvent::Interrupted`] to `events`; a
+/// second one resolves [`Interrupts::aborted`].
+pub fn install_signal_handler(events: events::EventSink) -> Interrupts {
+    let interrupts = Interrupts {
+        cancelled: Arc::new(AtomicBool::new(false)),
+        abort: Arc::new(tokio::sync::Notify::new()),
+    };
+    let i = interrupts.clone();
     tokio::spawn(async move {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -322,14 +345,16 @@ pub fn install_signal_flag() -> Arc<AtomicBool> {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
             }
-            if f.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
+            if i.cancelled.swap(true, Ordering::SeqCst) {
+                // A permit is stored if nobody waits yet: `aborted` then resolves at once.
+                i.abort.notify_one();
+                continue;
             }
             CANCELLED.notify_waiters();
-            eprintln!("\ninterrupt: finishing in-flight work and finalizing (again to abort)");
+            events.emit(events::RunEvent::Interrupted);
         }
     });
-    flag
+    interrupts
 }
 
 /// Sleep helper used by drivers that honour cancellation while waiting.
