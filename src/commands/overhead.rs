@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::gate::EXIT_BAD_INPUT;
+use crate::model::exit::ExitCode;
 use crate::overhead::{OverheadPlan, OverheadRequest, measure, render, render_text};
 use crate::runner;
 
@@ -35,7 +35,7 @@ fn work_dir(out: Option<&Path>) -> std::io::Result<(PathBuf, Option<tempfile::Te
 pub async fn command(args: OverheadRequest) -> i32 {
     if args.pairs == Some(0) {
         eprintln!("error: --pairs: at least 1 pair");
-        return EXIT_BAD_INPUT;
+        return ExitCode::BAD_INPUT;
     }
     let overrides = crate::suite::RunOverrides {
         endpoint: args.endpoint.clone(),
@@ -58,7 +58,7 @@ pub async fn command(args: OverheadRequest) -> i32 {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: overhead work directory: {e}");
-            return EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     let plan = OverheadPlan {
@@ -81,7 +81,7 @@ pub async fn command(args: OverheadRequest) -> i32 {
     // A second signal abandons the measurement where it stands.
     let report = tokio::select! {
         r = measured => r,
-        () = interrupts.aborted() => return 130,
+        () = interrupts.aborted() => return ExitCode::INTERRUPTED,
     };
     print!("{}", render_text(&report));
     if args.out.is_some() {

@@ -55,6 +55,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::RunClock;
+use crate::model::exit::ExitCode;
 use crate::suite::ResolvedSuite;
 use crate::timeline::Phase;
 
@@ -87,10 +88,10 @@ pub struct RunExtras {
 
 /// What a run produced.
 pub struct RunOutcome {
-    /// Exit status: 0 all jobs and gates passed, 100 any failed or the run was cancelled,
-    /// 96 a setup error (preflight), 2 when the artifacts could not be written to the run
-    /// directory (the run's figures are then only on the console, so CI must not read it
-    /// as a pass).
+    /// Exit status ([`ExitCode`]): `OK` all jobs and gates passed, `FAILED` any failed or
+    /// the run was cancelled, `SETUP_ERROR` a setup error (preflight), `BAD_INPUT` when the
+    /// artifacts could not be written to the run directory (the run's figures are then
+    /// only on the console, so CI must not read it as a pass).
     pub exit_status: i32,
     /// The run directory.
     pub run_dir: PathBuf,
@@ -258,7 +259,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
         if report.jobs.is_empty() && !report.cancelled {
             // A partition may hold no job: that shard has nothing to do, which is not bad
             // input (every K must still leave its run directory for `merge`).
-            report.summary.exit_status = 0;
+            report.summary.exit_status = ExitCode::OK;
         }
     }
     // The executed trajectories (every request's full record, response text included)
@@ -282,7 +283,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
                 run_dir: run_dir.clone(),
                 error: e.to_string(),
             });
-            crate::gate::EXIT_BAD_INPUT
+            ExitCode::BAD_INPUT
         }
     };
     session.shutdown().await;
@@ -310,7 +311,7 @@ fn cut_short(signalled: bool, mut jobs_cut: impl Iterator<Item = bool>) -> bool 
 /// What Ctrl-C and SIGTERM mean for a run ([`install_signal_handler`]): the first sets
 /// [`Interrupts::cancelled`] (no new work starts; what exists is finalized), the second
 /// aborts ([`Interrupts::aborted`]): the caller stops waiting for the run and decides the
-/// exit (the binary exits 130, `ExitCode::INTERRUPTED`).
+/// exit (the binary exits [`ExitCode::INTERRUPTED`]).
 #[derive(Debug, Clone)]
 pub struct Interrupts {
     /// Set by the first signal: the run's cancellation flag.
