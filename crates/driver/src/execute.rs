@@ -643,135 +643,22 @@ impl Session {
         {
             sim.state().clear_prefix_cache();
         }
-        let exec = NetExec {
-            client,
-            clock: &self.clock,
-            cancelled: &ctx.cancelled,
-        };
-        let j = &job.job;
-        let seed = s.resolved.suite.seed;
-        match &j.kind {
+        let tools = (client, tools);
+        match &job.job.kind {
             JobKind::Agentic(a) => {
-                let tool_names: Vec<String> = if a.tools.is_empty() {
-                    let mut v: Vec<String> = a.script.iter().map(|x| x.tool.clone()).collect();
-                    v.dedup();
-                    v
-                } else {
-                    a.tools.clone()
-                };
-                let offered = tools.openai_tools(&tool_names);
-                if let Some(spec) = &j.load {
-                    let template = UnitTemplate::Agentic(agentic_plan(j, a, s, &offered, 0, seed));
-                    self.run_load_job(
-                        &mut ex,
-                        s,
-                        (client, tools),
-                        ctx,
-                        spec,
-                        template,
-                        report_slot,
-                    )
+                self.run_agentic_job(&mut ex, s, tools, ctx, (&job.job, a), report_slot)
                     .await;
-                    ex.end_ns = self.clock.elapsed_ns();
-                    return ex;
-                }
-                if let Some(src) = &a.replay {
-                    ex.notes.push(replay_note(src, s));
-                    let count_failures = crate::tokens::CountFailures::default();
-                    for r in 0..j.repeat.max(1) {
-                        if ctx.is_cancelled() {
-                            break;
-                        }
-                        let mut plan = replay_plan(j, src, s, r, seed);
-                        plan.count_failures = count_failures.clone();
-                        ex.trajectories.push(run_replay(&exec, ctx, &plan).await);
-                    }
-                    ex.notes.extend(count_failures.note());
-                    ex.end_ns = self.clock.elapsed_ns();
-                    return ex;
-                }
-                for r in 0..j.repeat.max(1) {
-                    if ctx.is_cancelled() {
-                        break;
-                    }
-                    let plan = agentic_plan(j, a, s, &offered, r, seed);
-                    let t = run_trajectory(&exec, &Tools(tools), ctx, &plan).await;
-                    ex.trajectories.push(t);
-                }
             }
             JobKind::Context(c) => {
-                let words = match &c.filler {
-                    Some(p) => match crate::fsio::read(p, crate::fsio::limits::TOOL_FILE_BYTES)
-                        .map_err(|e| e.to_string())
-                        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".into()))
-                    {
-                        Ok(t) => t.split_whitespace().map(str::to_string).collect(),
-                        Err(e) => {
-                            ex.notes
-                                .push(format!("filler {}: {e}; built-in words used", p.display()));
-                            vec![]
-                        }
-                    },
-                    None => vec![],
-                };
-                let plan = ContextPlan {
-                    job_id: j.id.clone(),
-                    model: s.model.clone(),
-                    sizes: c.sizes.iter().map(|&x| x as usize).collect(),
-                    repeat: j.repeat.max(1),
-                    shared_prefix: c.shared_prefix,
-                    seed,
-                    words,
-                    max_tokens: Some(j.max_tokens),
-                    temperature: Some(j.temperature),
-                    n: j.n,
-                    shape: request_shape(j, &s.resolved.suite),
-                    tokens: s.prompt_tokens.clone(),
-                    dataset: c.dataset.clone(),
-                    count_failures: Default::default(),
-                    prebuilt: Default::default(),
-                };
-                let count_failures = plan.count_failures.clone();
-                if let Some(d) = &c.dataset {
-                    ex.notes.push(dataset_note(d));
-                }
-                ex.notes.push(match &s.prompt_tokens {
-                    Some(t) => format!(
-                        "prompt sizes: counted by the {} source, {} tokens of chat template \
-                         measured in the preflight (sizes are the prompt tokens the server \
-                         reports)",
-                        t.label, t.overhead
-                    ),
-                    None => "prompt sizes: the bytes/4 estimate (4 bytes a token), not the \
-                             engine's tokens; set `tokenizer` for exact sizes"
-                        .into(),
-                });
-                if let Some(spec) = &j.load {
-                    ex.notes.extend(prebuild_prompts(&plan, spec).await);
-                    let template = UnitTemplate::Context(plan);
-                    self.run_load_job(
-                        &mut ex,
-                        s,
-                        (client, tools),
-                        ctx,
-                        spec,
-                        template,
-                        report_slot,
-                    )
+                self.run_context_job(&mut ex, s, tools, ctx, (&job.job, c), report_slot)
                     .await;
-                    ex.notes.extend(count_failures.note());
-                    ex.end_ns = self.clock.elapsed_ns();
-                    return ex;
-                }
-                ex.trajectories.push(run_context(&exec, ctx, &plan).await);
-                ex.notes.extend(count_failures.note());
             }
             JobKind::Swe(w) => {
-                for r in 0..j.repeat.max(1) {
+                for r in 0..job.job.repeat.max(1) {
                     if ctx.is_cancelled() {
                         break;
                     }
-                    let (t, o) = self.run_swe(s, j, w, r, ctx).await;
+                    let (t, o) = self.run_swe(s, &job.job, w, r, ctx).await;
                     ex.trajectories.push(t);
                     ex.harness = Some(o);
                 }
@@ -779,6 +666,113 @@ impl Session {
         }
         ex.end_ns = self.clock.elapsed_ns();
         ex
+    }
+
+    /// An agentic job's trajectories: under load, replayed from a recorded source, or
+    /// scripted, `repeat` times (until cancelled).
+    async fn run_agentic_job(
+        &self,
+        ex: &mut ExecutedJob,
+        s: &SuiteRuntime,
+        (client, tools): (&Client, &Arc<ToolRegistry>),
+        ctx: &DriverCtx,
+        (j, a): (&crate::suite::Job, &crate::suite::AgenticJob),
+        report_slot: (usize, &super::events::EventSink),
+    ) {
+        let seed = s.resolved.suite.seed;
+        let tool_names: Vec<String> = if a.tools.is_empty() {
+            let mut v: Vec<String> = a.script.iter().map(|x| x.tool.clone()).collect();
+            v.dedup();
+            v
+        } else {
+            a.tools.clone()
+        };
+        let offered = tools.openai_tools(&tool_names);
+        if let Some(spec) = &j.load {
+            let template = UnitTemplate::Agentic(agentic_plan(j, a, s, &offered, 0, seed));
+            self.run_load_job(ex, s, (client, tools), ctx, spec, template, report_slot)
+                .await;
+            return;
+        }
+        let exec = self.net_exec(client, ctx);
+        if let Some(src) = &a.replay {
+            ex.notes.push(replay_note(src, s));
+            let count_failures = crate::tokens::CountFailures::default();
+            for r in 0..j.repeat.max(1) {
+                if ctx.is_cancelled() {
+                    break;
+                }
+                let mut plan = replay_plan(j, src, s, r, seed);
+                plan.count_failures = count_failures.clone();
+                ex.trajectories.push(run_replay(&exec, ctx, &plan).await);
+            }
+            ex.notes.extend(count_failures.note());
+            return;
+        }
+        for r in 0..j.repeat.max(1) {
+            if ctx.is_cancelled() {
+                break;
+            }
+            let plan = agentic_plan(j, a, s, &offered, r, seed);
+            let t = run_trajectory(&exec, &Tools(tools), ctx, &plan).await;
+            ex.trajectories.push(t);
+        }
+    }
+
+    /// A context job: its prompt-size note, then one sweep of its sizes, or the sweep
+    /// under load.
+    async fn run_context_job(
+        &self,
+        ex: &mut ExecutedJob,
+        s: &SuiteRuntime,
+        tools: (&Client, &Arc<ToolRegistry>),
+        ctx: &DriverCtx,
+        (j, c): (&crate::suite::Job, &crate::suite::ContextJob),
+        report_slot: (usize, &super::events::EventSink),
+    ) {
+        let words = filler_words(c, &mut ex.notes);
+        let plan = ContextPlan {
+            job_id: j.id.clone(),
+            model: s.model.clone(),
+            sizes: c.sizes.iter().map(|&x| x as usize).collect(),
+            repeat: j.repeat.max(1),
+            shared_prefix: c.shared_prefix,
+            seed: s.resolved.suite.seed,
+            words,
+            max_tokens: Some(j.max_tokens),
+            temperature: Some(j.temperature),
+            n: j.n,
+            shape: request_shape(j, &s.resolved.suite),
+            tokens: s.prompt_tokens.clone(),
+            dataset: c.dataset.clone(),
+            count_failures: Default::default(),
+            prebuilt: Default::default(),
+        };
+        let count_failures = plan.count_failures.clone();
+        if let Some(d) = &c.dataset {
+            ex.notes.push(dataset_note(d));
+        }
+        ex.notes.push(prompt_sizes_note(s));
+        if let Some(spec) = &j.load {
+            ex.notes.extend(prebuild_prompts(&plan, spec).await);
+            let template = UnitTemplate::Context(plan);
+            self.run_load_job(ex, s, tools, ctx, spec, template, report_slot)
+                .await;
+        } else {
+            let exec = self.net_exec(tools.0, ctx);
+            ex.trajectories.push(run_context(&exec, ctx, &plan).await);
+        }
+        ex.notes.extend(count_failures.note());
+    }
+
+    /// The executor of a job's requests: its suite's client on the run clock, racing the
+    /// run's cancellation.
+    fn net_exec<'a>(&'a self, client: &'a Client, ctx: &'a DriverCtx) -> NetExec<'a> {
+        NetExec {
+            client,
+            clock: &self.clock,
+            cancelled: &ctx.cancelled,
+        }
     }
 
     /// Runs a job under load (issue 8): every point of its sweep, its units concurrently
@@ -1318,6 +1312,40 @@ fn dataset_note(d: &crate::suite::Dataset) -> String {
         }
     ));
     s
+}
+
+/// A context job's filler words: its `filler` file's words, or none (the built-in words)
+/// when it has none or it cannot be read, which a note says.
+fn filler_words(c: &crate::suite::ContextJob, notes: &mut Vec<String>) -> Vec<String> {
+    let Some(p) = &c.filler else {
+        return vec![];
+    };
+    match crate::fsio::read(p, crate::fsio::limits::TOOL_FILE_BYTES)
+        .map_err(|e| e.to_string())
+        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".into()))
+    {
+        Ok(t) => t.split_whitespace().map(str::to_string).collect(),
+        Err(e) => {
+            notes.push(format!("filler {}: {e}; built-in words used", p.display()));
+            vec![]
+        }
+    }
+}
+
+/// How a context job's prompt sizes are counted: the suite's token source with the chat
+/// template's overhead, or the bytes/4 estimate.
+fn prompt_sizes_note(s: &SuiteRuntime) -> String {
+    match &s.prompt_tokens {
+        Some(t) => format!(
+            "prompt sizes: counted by the {} source, {} tokens of chat template \
+             measured in the preflight (sizes are the prompt tokens the server \
+             reports)",
+            t.label, t.overhead
+        ),
+        None => "prompt sizes: the bytes/4 estimate (4 bytes a token), not the \
+                 engine's tokens; set `tokenizer` for exact sizes"
+            .into(),
+    }
 }
 
 /// A job's [`RequestShape`]: its `output_tokens` and the suite's `extra_body` (issue 27).

@@ -135,51 +135,14 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     let clock = RunClock::start();
     let run_id = new_run_id(&clock);
     let run_dir = opts.out.clone().unwrap_or_else(|| default_run_dir(&run_id));
-    let capture_on = opts.suites.iter().any(|s| s.capture_timeline.value);
-    let tool_names: Vec<String> = {
-        let mut v: Vec<String> = opts
-            .suites
-            .iter()
-            .flat_map(|s| s.suite.tools.iter().map(|t| t.name.clone()))
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let capture = if capture_on {
-        match execute::make_sink(&clock, &run_id, &tool_names, opts.sink_override.as_ref()) {
-            Ok(sink) => Capture::on(sink),
-            Err(reason) => {
-                extras
-                    .events
-                    .emit(events::RunEvent::CaptureDisabled { reason });
-                Capture::off()
-            }
-        }
-    } else {
-        Capture::off()
-    };
+    let capture = start_capture(&opts, &clock, &run_id, &extras.events);
     let ctx = DriverCtx {
         next_step_id: Arc::new(AtomicU64::new(0)),
         cancelled: cancelled.clone(),
         capture: capture.clone(),
     };
     let events = extras.events.clone();
-    let simulated = opts
-        .suites
-        .iter()
-        .any(|r| matches!(r.endpoint.value, crate::suite::EndpointSetting::Simulated));
-    events.emit(events::RunEvent::RunStarted {
-        jobs: opts.suites.iter().map(|r| r.jobs.len()).sum(),
-        suites: opts.suites.len(),
-        endpoint: match opts.suites.first().map(|r| &r.endpoint.value) {
-            Some(crate::suite::EndpointSetting::Url(u)) if !simulated => {
-                crate::render::EndpointLabel::Url(u.clone())
-            }
-            _ => crate::render::EndpointLabel::Simulated,
-        },
-        shard: extras.shard.as_ref().map(crate::shard::describe_run),
-    });
+    events.emit(run_started(&opts, extras.shard.as_ref()));
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
     session.shard = extras.shard.as_ref().and_then(|s| s.spec);
     // `requests.jsonl` is open from the start: load units stream their records to it as
@@ -200,21 +163,11 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     session.preflight().await;
     // A run whose every suite failed set-up or the preflight starts no sampler and no
     // measured window: its jobs are `setup_error` and it exits 96.
-    let mut released_ns = None;
-    if session.any_runnable() {
-        session.start_telemetry();
-        if let Some(t) = extras.shard.as_ref().and_then(|s| s.start_at_unix_ns) {
-            // `--start-at`: the first request waits for the shards' common instant, on the
-            // run clock (the anchor maps the wall-clock instant onto it).
-            let target = t.saturating_sub(clock.reference_instant_unix_ns());
-            tokio::select! {
-                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(clock.instant_at(target))) => {}
-                _ = wait_flag(&ctx.cancelled) => {}
-            }
-            released_ns = Some(clock.elapsed_ns());
-        }
-        capture.phase(Phase::RequestExecution);
-    }
+    let released_ns = if session.any_runnable() {
+        open_window(&mut session, extras.shard.as_ref(), &clock, &ctx).await
+    } else {
+        None
+    };
     // Each job is graded and, when the run streams, finalized and reported as it ends
     // (docs/architecture.md "Order, and what is final when").
     let finished = session
@@ -299,6 +252,79 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
         run_dir,
         report,
     }
+}
+
+/// The run's timeline capture: on when a suite asks for it and its sink can be made (the
+/// sink knows every suite's tool names); when the sink cannot be made the run goes on
+/// without capture and says so ([`events::RunEvent::CaptureDisabled`]).
+fn start_capture(
+    opts: &RunOptions,
+    clock: &RunClock,
+    run_id: &str,
+    events: &events::EventSink,
+) -> Capture {
+    if !opts.suites.iter().any(|s| s.capture_timeline.value) {
+        return Capture::off();
+    }
+    let mut tool_names: Vec<String> = opts
+        .suites
+        .iter()
+        .flat_map(|s| s.suite.tools.iter().map(|t| t.name.clone()))
+        .collect();
+    tool_names.sort();
+    tool_names.dedup();
+    match execute::make_sink(clock, run_id, &tool_names, opts.sink_override.as_ref()) {
+        Ok(sink) => Capture::on(sink),
+        Err(reason) => {
+            events.emit(events::RunEvent::CaptureDisabled { reason });
+            Capture::off()
+        }
+    }
+}
+
+/// The run's first event: how many jobs and suites, the first suite's endpoint (the
+/// simulator when any suite is simulated) and the shard line.
+fn run_started(opts: &RunOptions, shard: Option<&crate::shard::ShardRun>) -> events::RunEvent {
+    let simulated = opts
+        .suites
+        .iter()
+        .any(|r| matches!(r.endpoint.value, crate::suite::EndpointSetting::Simulated));
+    events::RunEvent::RunStarted {
+        jobs: opts.suites.iter().map(|r| r.jobs.len()).sum(),
+        suites: opts.suites.len(),
+        endpoint: match opts.suites.first().map(|r| &r.endpoint.value) {
+            Some(crate::suite::EndpointSetting::Url(u)) if !simulated => {
+                crate::render::EndpointLabel::Url(u.clone())
+            }
+            _ => crate::render::EndpointLabel::Simulated,
+        },
+        shard: shard.map(crate::shard::describe_run),
+    }
+}
+
+/// Opens the measured window of a run with something to run: starts the samplers, waits
+/// for `--start-at` (unless cancelled) and enters the request-execution phase. Returns
+/// when a `--start-at` wait released the run, on the run clock.
+async fn open_window(
+    session: &mut execute::Session,
+    shard: Option<&crate::shard::ShardRun>,
+    clock: &RunClock,
+    ctx: &DriverCtx,
+) -> Option<u64> {
+    session.start_telemetry();
+    let mut released_ns = None;
+    if let Some(t) = shard.and_then(|s| s.start_at_unix_ns) {
+        // `--start-at`: the first request waits for the shards' common instant, on the
+        // run clock (the anchor maps the wall-clock instant onto it).
+        let target = t.saturating_sub(clock.reference_instant_unix_ns());
+        tokio::select! {
+            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(clock.instant_at(target))) => {}
+            _ = wait_flag(&ctx.cancelled) => {}
+        }
+        released_ns = Some(clock.elapsed_ns());
+    }
+    ctx.capture.phase(Phase::RequestExecution);
+    released_ns
 }
 
 /// Whether an interrupt (`signalled`) cancelled the run: it did when it cut some job short
