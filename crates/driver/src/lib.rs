@@ -480,6 +480,54 @@ pub(crate) async fn wait_flag(flag: &AtomicBool) {
 #[cfg(test)]
 mod cancellation_tests {
     use super::cut_short;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    /// Records the events it receives.
+    struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl super::events::Reporter for Recorder {
+        fn on_event(&mut self, event: &super::events::RunEvent) {
+            self.0.lock().unwrap().push(format!("{event:?}"));
+        }
+    }
+
+    /// Waits, up to 10 s, until `what` holds.
+    async fn until(what: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !what() {
+            assert!(std::time::Instant::now() < deadline, "timed out");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The first SIGINT cancels and says so as an event; the second aborts, which the
+    /// caller sees through `aborted` (the driver itself never exits the process). Each
+    /// nextest test is a process of its own: the signals reach only this test.
+    #[tokio::test]
+    async fn a_first_signal_cancels_and_a_second_aborts() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = super::events::EventSink::new(vec![Box::new(Recorder(seen.clone()))]);
+        let interrupts = super::install_signal_handler(sink);
+        let raise = || {
+            // SAFETY: signalling this process, whose SIGINT the handler above consumes.
+            assert_eq!(unsafe { libc::kill(libc::getpid(), libc::SIGINT) }, 0);
+        };
+        // The handler task (on this test's one thread) installs its handlers as soon as
+        // this task first waits.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        raise();
+        until(|| interrupts.cancelled.load(Ordering::SeqCst)).await;
+        until(|| !seen.lock().unwrap().is_empty()).await;
+        assert_eq!(*seen.lock().unwrap(), ["Interrupted"]);
+        let aborted = tokio::time::timeout(Duration::from_millis(200), interrupts.aborted()).await;
+        assert!(aborted.is_err(), "one signal does not abort");
+        raise();
+        tokio::time::timeout(Duration::from_secs(10), interrupts.aborted())
+            .await
+            .expect("the second signal aborts");
+        assert_eq!(seen.lock().unwrap().len(), 1, "the abort is no event");
+    }
 
     #[test]
     fn an_interrupt_cancels_the_run_only_where_it_cut_a_job_short() {
