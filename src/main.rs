@@ -1,6 +1,7 @@
 //! `inferscope-bench`: a thin binary over the library (see `inferscope_bench::commands`).
 
 use clap::Parser;
+use inferscope_bench::model::exit::ExitCode;
 
 fn main() {
     let cli = inferscope_bench::cli::Cli::parse();
@@ -19,10 +20,14 @@ fn main() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            std::process::exit(1);
+            std::process::exit(ExitCode::ERROR);
         }
     };
     let code = runtime.block_on(inferscope_bench::commands::dispatch(cli.command));
-    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    // A second Ctrl-C / SIGTERM aborted the command: exit at once, leaving whatever the
+    // runtime still runs where it stands; otherwise give it two seconds to wind down.
+    if code != ExitCode::INTERRUPTED {
+        runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    }
     std::process::exit(code);
 }

@@ -1,7 +1,8 @@
 //! The run's reporters ([`crate::runner::events::Reporter`]): the human console
-//! ([`Human`]), `--message-format json` lines ([`Json`]) and the JUnit file ([`Junit`]).
-//! Each turns the driver's events into output on its own writer; the renderers they call
-//! are in [`crate::render`].
+//! ([`Human`]), `--message-format json` lines ([`Json`]), the JUnit file ([`Junit`]), the
+//! run's diagnostics on stderr ([`Diagnostics`]) and the progress bar ([`Progress`]).
+//! Each turns the driver's events into output on its own writer (the driver prints
+//! nothing); the renderers they call are in [`crate::render`].
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -76,7 +77,12 @@ impl<W: Write + Send> Reporter for Human<W> {
                 .and_then(|()| writeln!(o, "run directory: {}", run_dir.display())),
             RunEvent::JobStarted { .. }
             | RunEvent::StepFinished { .. }
-            | RunEvent::RunCancelling => Ok(()),
+            | RunEvent::RunCancelling
+            | RunEvent::CaptureDisabled { .. }
+            | RunEvent::Interrupted
+            | RunEvent::JobsEnded
+            | RunEvent::InterruptCutNothing
+            | RunEvent::ArtifactsNotWritten { .. } => Ok(()),
         };
         let _ = o.flush();
     }
@@ -178,6 +184,126 @@ impl Reporter for Junit {
                 .error
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e);
+        }
+    }
+}
+
+/// The run's diagnostics, one line each, on `out` (stderr in the CLI, whatever the message
+/// format): a timeline capture that could not start, the first Ctrl-C / SIGTERM, a signal
+/// that came after every job had ended, and artifacts that could not be written.
+pub struct Diagnostics<W: Write + Send> {
+    out: W,
+}
+
+impl<W: Write + Send> Diagnostics<W> {
+    /// A diagnostics reporter writing to `out`.
+    pub fn new(out: W) -> Self {
+        Self { out }
+    }
+
+    /// The writer.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+impl<W: Write + Send> Reporter for Diagnostics<W> {
+    fn on_event(&mut self, event: &RunEvent) {
+        let o = &mut self.out;
+        let _ = match event {
+            RunEvent::CaptureDisabled { reason } => {
+                writeln!(o, "warning: timeline capture disabled: {reason}")
+            }
+            // On a line of its own, after the terminal's `^C`.
+            RunEvent::Interrupted => writeln!(
+                o,
+                "\ninterrupt: finishing in-flight work and finalizing (again to abort)"
+            ),
+            RunEvent::InterruptCutNothing => writeln!(
+                o,
+                "interrupt: every job had already ended; the run's outcome stands"
+            ),
+            RunEvent::ArtifactsNotWritten { run_dir, error } => writeln!(
+                o,
+                "error: writing artifacts to {}: {error}",
+                run_dir.display()
+            ),
+            _ => Ok(()),
+        };
+        let _ = o.flush();
+    }
+}
+
+/// The progress bar on stderr (`{spinner} [elapsed] bar done/jobs job-id`), drawn from the
+/// first job's start until every job has ended, around the reporters it wraps: a job's
+/// block and the interrupt line are printed above the bar, which is redrawn under them.
+/// Hidden when stderr is not a terminal or `CI` is `true` or `1`.
+pub struct Progress {
+    inner: Vec<Box<dyn Reporter>>,
+    shown: bool,
+    jobs: u64,
+    started: u64,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    /// A progress bar around `inner` (each event goes on to them, in order), shown when
+    /// stderr is a terminal and `CI` is not set.
+    pub fn new(inner: Vec<Box<dyn Reporter>>) -> Self {
+        use std::io::IsTerminal;
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        Self {
+            inner,
+            shown: !ci && std::io::stderr().is_terminal(),
+            jobs: 0,
+            started: 0,
+            bar: None,
+        }
+    }
+}
+
+/// The bar itself, for `len` jobs.
+fn progress_bar(len: u64) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressStyle};
+    let pb = ProgressBar::new(len);
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
+    pb
+}
+
+impl Reporter for Progress {
+    fn on_event(&mut self, event: &RunEvent) {
+        match event {
+            RunEvent::RunStarted { jobs, .. } => self.jobs = *jobs as u64,
+            RunEvent::JobStarted { id } if self.shown => {
+                let jobs = self.jobs;
+                let bar = self.bar.get_or_insert_with(|| progress_bar(jobs));
+                // The jobs before this one have ended.
+                bar.set_position(self.started);
+                bar.set_message(id.clone());
+                self.started += 1;
+            }
+            _ => {}
+        }
+        let inner = &mut self.inner;
+        let deliver = |inner: &mut Vec<Box<dyn Reporter>>| {
+            for r in inner.iter_mut() {
+                r.on_event(event);
+            }
+        };
+        match (&self.bar, event) {
+            (Some(bar), RunEvent::JobFinished(_) | RunEvent::Interrupted) => {
+                bar.suspend(|| deliver(inner));
+            }
+            _ => deliver(inner),
+        }
+        if matches!(event, RunEvent::JobsEnded)
+            && let Some(bar) = self.bar.take()
+        {
+            bar.finish_and_clear();
         }
     }
 }
@@ -404,5 +530,84 @@ mod tests {
             bad.on_event(&e);
         }
         assert!(err.lock().unwrap().is_some());
+    }
+
+    /// The driver's diagnostics are the reporter's lines, word for word as the CLI prints
+    /// them on stderr; the console and JSON reporters write none of them.
+    #[test]
+    fn diagnostics_are_written_as_lines_of_their_own() {
+        let events = [
+            RunEvent::CaptureDisabled {
+                reason: "no space".into(),
+            },
+            RunEvent::Interrupted,
+            RunEvent::InterruptCutNothing,
+            RunEvent::ArtifactsNotWritten {
+                run_dir: "runs/r1".into(),
+                error: "read-only file system".into(),
+            },
+        ];
+        let mut d = Diagnostics::new(Vec::new());
+        let mut h = Human::new(Vec::new(), Style::PLAIN);
+        let mut j = Json::new(Vec::new());
+        for e in &events {
+            d.on_event(e);
+            h.on_event(e);
+            j.on_event(e);
+        }
+        assert_eq!(
+            String::from_utf8(d.into_inner()).unwrap(),
+            "warning: timeline capture disabled: no space\n\
+             \ninterrupt: finishing in-flight work and finalizing (again to abort)\n\
+             interrupt: every job had already ended; the run's outcome stands\n\
+             error: writing artifacts to runs/r1: read-only file system\n"
+        );
+        assert!(h.into_inner().is_empty());
+        assert!(j.into_inner().is_empty());
+        let mut d = Diagnostics::new(Vec::new());
+        for e in run_events(None) {
+            d.on_event(&e);
+        }
+        assert!(
+            d.into_inner().is_empty(),
+            "a run's other events are not diagnostics"
+        );
+    }
+
+    /// Shared writer for the reporters a [`Progress`] wraps.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The progress bar hands every event on to the reporters it wraps, in order: what
+    /// they write is what they write alone.
+    #[test]
+    fn the_progress_bar_passes_every_event_on_in_order() {
+        let (wrapped, alone) = (Shared::default(), Shared::default());
+        let mut p = Progress::new(vec![
+            Box::new(Human::new(wrapped.clone(), Style::PLAIN)),
+            Box::new(Diagnostics::new(wrapped.clone())),
+        ]);
+        let mut h = Human::new(alone.clone(), Style::PLAIN);
+        let mut d = Diagnostics::new(alone.clone());
+        let mut events = run_events(None);
+        events.insert(2, RunEvent::Interrupted);
+        for e in &events {
+            p.on_event(e);
+            h.on_event(e);
+            d.on_event(e);
+        }
+        let (w, a) = (wrapped.0.lock().unwrap(), alone.0.lock().unwrap());
+        assert!(!w.is_empty());
+        assert_eq!(String::from_utf8_lossy(&w), String::from_utf8_lossy(&a));
     }
 }

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use crate::model::exit::ExitCode;
+
 use crate::baseline::{Baseline, path_for, replaced_note};
 
 /// `baseline save RUN_DIR --name NAME`: writes `.inferscope/baselines/NAME.json` under the
@@ -12,9 +14,9 @@ use crate::baseline::{Baseline, path_for, replaced_note};
 pub fn save(run_dir: &Path, name: &str) -> i32 {
     if let Err(e) = path_for(Path::new("."), name) {
         eprintln!("error: {e}");
-        return crate::gate::EXIT_BAD_INPUT;
+        return ExitCode::BAD_INPUT;
     }
-    let report = match crate::run_dir::load_report(run_dir) {
+    let report = match super::load_report(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -23,7 +25,7 @@ pub fn save(run_dir: &Path, name: &str) -> i32 {
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");
-            return crate::gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     let figures: usize = b.jobs.iter().map(|j| j.figures.len()).sum();
@@ -42,7 +44,7 @@ pub fn save(run_dir: &Path, name: &str) -> i32 {
             report.jobs.len(),
             statuses.join(", ")
         );
-        return crate::gate::EXIT_BAD_INPUT;
+        return ExitCode::BAD_INPUT;
     }
     // Read what is replaced before the write (CI flows re-save a name on purpose; say so).
     let replaced = path_for(Path::new("."), name)
@@ -59,11 +61,11 @@ pub fn save(run_dir: &Path, name: &str) -> i32 {
                 b.jobs.len(),
                 p.display()
             );
-            0
+            ExitCode::OK
         }
         Err(e) => {
             eprintln!("error: {e}");
-            crate::gate::EXIT_BAD_INPUT
+            ExitCode::BAD_INPUT
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::load_all;
+use crate::model::exit::ExitCode;
 
 /// Runs `check`.
 pub fn command(paths: &[PathBuf]) -> i32 {
@@ -17,7 +18,7 @@ pub fn command(paths: &[PathBuf]) -> i32 {
                     s.tools.len()
                 );
             }
-            0
+            ExitCode::OK
         }
         Err(code) => code,
     }

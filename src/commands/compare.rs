@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use crate::model::exit::ExitCode;
+
 use crate::baseline::{
     Baseline, JobComparison, JobCoverage, compare_summaries, job_coverage, render_comparison,
     stream_summaries,
@@ -18,9 +20,9 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
         || regression_pct.is_some_and(|p| !(p.is_finite() && p >= 0.0))
     {
         eprintln!("error: --noise-pct and --regression-pct must be finite numbers >= 0");
-        return crate::gate::EXIT_BAD_INPUT;
+        return ExitCode::BAD_INPUT;
     }
-    let report = match crate::run_dir::load_report(run_dir) {
+    let report = match super::load_report(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -28,7 +30,7 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");
-            return crate::gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     // The records are streamed, never all held (issue 19).
@@ -36,7 +38,7 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
         Ok(s) => s.into_iter().flatten().collect::<Vec<_>>(),
         Err(e) => {
             eprintln!("error: {e}");
-            return crate::gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     let jobs = compare_summaries(&baseline, &summaries, noise_pct);
@@ -62,7 +64,7 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
                     shared.len(),
                     shared.join(", ")
                 );
-                return crate::gate::EXIT_BAD_INPUT;
+                return ExitCode::BAD_INPUT;
             }
             eprintln!(
                 "error: baseline `{name}` (saved from run {}) shares no job with run {}: \
@@ -73,7 +75,7 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
                 base_jobs.join(", "),
                 run_jobs.join(", ")
             );
-            return crate::gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
         JobCoverage::Partial(missing) => eprintln!(
             "note: {} of run {}'s {} jobs are not in baseline `{name}` and are not \
@@ -96,8 +98,8 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
                 "regression: {worst:.1}% > --regression-pct {}",
                 crate::gate::format_number(bound)
             );
-            crate::gate::EXIT_FAILED
+            ExitCode::FAILED
         }
-        _ => 0,
+        _ => ExitCode::OK,
     }
 }

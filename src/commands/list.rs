@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::{load_all, no_job_selected};
+use crate::model::exit::ExitCode;
 use crate::suite;
 
 /// Runs `list`.
@@ -32,7 +33,7 @@ pub fn command(
                     println!("{}  {}", j.id, j.kind_name().as_str());
                 }
             }
-            0
+            ExitCode::OK
         }
         Err(code) => code,
     }

@@ -1,6 +1,7 @@
 //! The subcommands behind the CLI: each takes parsed arguments and returns the process
-//! exit status (0 ok, 100 a job/gate failed or the run was cancelled, 96 a setup error —
-//! the endpoint failed the preflight —, 2 bad input, 1 integrity error, 3 inconclusive).
+//! exit status, one of [`ExitCode`]'s (0 ok, 100 a job/gate failed or the run was
+//! cancelled, 96 a setup error — the endpoint failed the preflight —, 2 bad input, 1 an
+//! integrity or delivery error, 3 inconclusive, 130 aborted by a second signal).
 //! Console output goes to stdout; diagnostics to stderr.
 
 pub mod baseline;
@@ -19,6 +20,7 @@ pub mod timeline;
 pub mod trajectory;
 
 use crate::cli::{Command, TimelineCommand};
+use crate::model::exit::ExitCode;
 
 /// Runs one parsed command.
 // Boxed at the library's edge (the binary polls it): an unboxed `impl Future` would be
@@ -97,7 +99,44 @@ async fn dispatch_inner(cmd: Command) -> i32 {
     }
 }
 
-pub use crate::run_dir::{check_new_or_empty_dir, load_report, read_report};
-pub use crate::run_dir::{load_report_with_requests, read_report_with_requests};
+pub use crate::run_dir::{check_new_or_empty_dir, read_report, read_report_with_requests};
 pub use crate::suite::diagnose::{load_all, no_job_selected, print_suite_error};
 pub use run::resolve_run;
+
+/// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
+/// returns the exit status [`ExitCode::BAD_INPUT`] (2) as the error.
+pub fn load_report(run_dir: &std::path::Path) -> Result<crate::model::RunReport, i32> {
+    read_report(run_dir).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::BAD_INPUT
+    })
+}
+
+/// [`read_report_with_requests`] for a command (see [`load_report`]).
+pub fn load_report_with_requests(
+    run_dir: &std::path::Path,
+) -> Result<crate::model::RunReport, i32> {
+    read_report_with_requests(run_dir).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::BAD_INPUT
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ExitCode;
+
+    /// The gate crate's exit constants, which the suite loader and the gates still return,
+    /// are [`ExitCode`]'s values.
+    #[test]
+    fn the_gate_crates_exit_statuses_are_exit_codes() {
+        use crate::gate::{
+            EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SETUP_ERROR,
+        };
+        assert_eq!(EXIT_OK, ExitCode::OK);
+        assert_eq!(EXIT_BAD_INPUT, ExitCode::BAD_INPUT);
+        assert_eq!(EXIT_INCONCLUSIVE, ExitCode::INCONCLUSIVE);
+        assert_eq!(EXIT_SETUP_ERROR, ExitCode::SETUP_ERROR);
+        assert_eq!(EXIT_FAILED, ExitCode::FAILED);
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::gate::EXIT_BAD_INPUT;
+use crate::model::exit::ExitCode;
 use crate::overhead::{OverheadPlan, OverheadRequest, measure, render, render_text};
 use crate::runner;
 
@@ -35,7 +35,7 @@ fn work_dir(out: Option<&Path>) -> std::io::Result<(PathBuf, Option<tempfile::Te
 pub async fn command(args: OverheadRequest) -> i32 {
     if args.pairs == Some(0) {
         eprintln!("error: --pairs: at least 1 pair");
-        return EXIT_BAD_INPUT;
+        return ExitCode::BAD_INPUT;
     }
     let overrides = crate::suite::RunOverrides {
         endpoint: args.endpoint.clone(),
@@ -58,7 +58,7 @@ pub async fn command(args: OverheadRequest) -> i32 {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: overhead work directory: {e}");
-            return EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     let plan = OverheadPlan {
@@ -70,12 +70,19 @@ pub async fn command(args: OverheadRequest) -> i32 {
     println!("{}", render::header(&plan, &budgets));
     let total = 1 + 2 * pairs;
     let mut done = 0u32;
-    let cancelled = runner::install_signal_flag();
-    let report = measure(&plan, &budgets, cancelled, |m| {
+    let interrupts =
+        runner::install_signal_handler(runner::events::EventSink::new(vec![Box::new(
+            crate::reporter::Diagnostics::new(std::io::stderr()),
+        )]));
+    let measured = measure(&plan, &budgets, interrupts.cancelled.clone(), |m| {
         done += 1;
         eprintln!("  run {done:>2}/{total}  {}", render::run_brief(m));
-    })
-    .await;
+    });
+    // A second signal abandons the measurement where it stands.
+    let report = tokio::select! {
+        r = measured => r,
+        () = interrupts.aborted() => return ExitCode::INTERRUPTED,
+    };
     print!("{}", render_text(&report));
     if args.out.is_some() {
         let p = dir.join("overhead.json");

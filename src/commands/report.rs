@@ -6,8 +6,8 @@ use std::path::Path;
 use super::merge;
 use super::{load_report, load_report_with_requests};
 use crate::cli::ReportFormat;
-use crate::gate::EXIT_BAD_INPUT;
 use crate::model::RunReport;
+use crate::model::exit::ExitCode;
 use crate::render;
 use crate::telemetry::TelemetryRun;
 use crate::timeline::{CounterTrack, TraceMeta};
@@ -35,11 +35,11 @@ pub async fn command(
         Err(code) => return code,
     };
     match (report(&rep, run_dir, format, output), otlp) {
-        (0, Some((url, encoding))) => {
+        (ExitCode::OK, Some((url, encoding))) => {
             if crate::otlp::send_report(&rep, url, encoding).await {
-                0
+                ExitCode::OK
             } else {
-                1
+                ExitCode::ERROR
             }
         }
         (code, _) => code,
@@ -60,14 +60,14 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return EXIT_BAD_INPUT;
+                    return ExitCode::BAD_INPUT;
                 }
             };
             match render::junit_xml_with(rep, &counts) {
                 Ok(x) => x,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return 1;
+                    return ExitCode::ERROR;
                 }
             }
         }
@@ -91,14 +91,14 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             Ok(v) => v,
             Err(e) => {
                 eprintln!("error: {e}");
-                return EXIT_BAD_INPUT;
+                return ExitCode::BAD_INPUT;
             }
         },
         ReportFormat::Perfetto => match perfetto(run_dir, rep) {
             Ok(v) => v,
             Err(e) => {
                 eprintln!("error: {e}");
-                return EXIT_BAD_INPUT;
+                return ExitCode::BAD_INPUT;
             }
         },
     };
@@ -129,20 +129,20 @@ fn write_output(output: Option<&Path>, bytes: &[u8]) -> i32 {
         Some(p) => match std::fs::write(p, bytes) {
             Ok(()) => {
                 println!("wrote {}", p.display());
-                0
+                ExitCode::OK
             }
             Err(e) => {
                 eprintln!("error: {}: {e}", p.display());
-                EXIT_BAD_INPUT
+                ExitCode::BAD_INPUT
             }
         },
         None => {
             let mut out = std::io::stdout().lock();
             match out.write_all(bytes).and_then(|()| out.flush()) {
-                Ok(()) => 0,
+                Ok(()) => ExitCode::OK,
                 Err(e) => {
                     eprintln!("error: standard output: {e}");
-                    EXIT_BAD_INPUT
+                    ExitCode::BAD_INPUT
                 }
             }
         }

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::check_new_or_empty_dir;
 use crate::cli::{MessageFormat, RunArgs};
-use crate::gate::EXIT_BAD_INPUT;
+use crate::model::exit::ExitCode;
 use crate::render::Style;
 use crate::runner::{self, RunOptions};
 use crate::suite::{ResolvedSuite, RunOverrides};
@@ -33,7 +33,7 @@ pub fn resolve_run(args: &RunArgs) -> Result<Vec<ResolvedSuite>, i32> {
     if let Some(t) = &args.tokenizer {
         let source = crate::suite::TokenizerSource::parse(t, Path::new("")).map_err(|m| {
             eprintln!("error: --tokenizer: {m}");
-            EXIT_BAD_INPUT
+            ExitCode::BAD_INPUT
         })?;
         for s in &mut resolved {
             s.suite.tokenizer = source.clone();
@@ -76,7 +76,7 @@ pub async fn command(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
-            return EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     let baseline = match &after.baseline {
@@ -85,7 +85,7 @@ pub async fn command(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             Ok(b) => Some(b),
             Err(e) => {
                 eprintln!("error: --baseline: {e}");
-                return EXIT_BAD_INPUT;
+                return ExitCode::BAD_INPUT;
             }
         },
     };
@@ -109,59 +109,67 @@ pub async fn command(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
                     .join(", "),
                 selected.join(", ")
             );
-            return EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     }
     if let Err(e) = check_output_paths(&args) {
         eprintln!("error: {e}");
-        return EXIT_BAD_INPUT;
+        return ExitCode::BAD_INPUT;
     }
     if let Err(e) = crate::runner::execute::capture_max_events_from_env() {
         eprintln!("error: {e}");
-        return EXIT_BAD_INPUT;
+        return ExitCode::BAD_INPUT;
     }
     if args.dry_run {
         for r in &resolved {
             println!("{}", r.dry_run_text());
         }
         println!("dry run: nothing was sent");
-        return 0;
+        return ExitCode::OK;
     }
     if let Some(dir) = &args.out
         && let Err(e) = std::fs::create_dir_all(dir)
     {
         eprintln!("error: --out {}: {e}", dir.display());
-        return EXIT_BAD_INPUT;
+        return ExitCode::BAD_INPUT;
     }
-    // The reporters: the console or JSON lines on stdout, and the JUnit file.
-    let mut reporters: Vec<Box<dyn runner::events::Reporter>> = vec![match args.message_format {
-        MessageFormat::Human => {
-            Box::new(crate::reporter::Human::new(std::io::stdout(), Style::PLAIN))
-        }
-        MessageFormat::Json => Box::new(crate::reporter::Json::new(std::io::stdout())),
-    }];
+    // The reporters: the diagnostics on stderr, the console or JSON lines on stdout, and
+    // the JUnit file, under the progress bar.
+    let mut reporters: Vec<Box<dyn runner::events::Reporter>> = vec![
+        Box::new(crate::reporter::Diagnostics::new(std::io::stderr())),
+        match args.message_format {
+            MessageFormat::Human => {
+                Box::new(crate::reporter::Human::new(std::io::stdout(), Style::PLAIN))
+            }
+            MessageFormat::Json => Box::new(crate::reporter::Json::new(std::io::stdout())),
+        },
+    ];
     let junit_error = args.junit.as_ref().map(|path| {
         let (r, error) = crate::reporter::Junit::new(path.clone());
         reporters.push(Box::new(r));
         (path, error)
     });
-    let cancelled = runner::install_signal_flag();
-    let outcome = runner::run_with(
+    let events =
+        runner::events::EventSink::new(vec![Box::new(crate::reporter::Progress::new(reporters))]);
+    let interrupts = runner::install_signal_handler(events.clone());
+    let run = runner::run_with(
         RunOptions {
             suites: resolved,
             out: args.out.clone(),
-            progress: true,
             sink_override: None,
-            quiet: false,
         },
-        cancelled,
+        interrupts.cancelled.clone(),
         runner::RunExtras {
             baseline,
             shard,
-            events: runner::events::EventSink::new(reporters),
+            events,
         },
-    )
-    .await;
+    );
+    // A second signal abandons the run where it stands.
+    let outcome = tokio::select! {
+        o = run => o,
+        () = interrupts.aborted() => return ExitCode::INTERRUPTED,
+    };
     let mut exit_status = outcome.exit_status;
     if let Some((path, error)) = junit_error
         && let Some(e) = error
@@ -170,7 +178,7 @@ pub async fn command(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             .take()
     {
         eprintln!("error: --junit {}: {e}", path.display());
-        exit_status = EXIT_BAD_INPUT;
+        exit_status = ExitCode::BAD_INPUT;
     }
     if let Some(url) = &after.otlp_endpoint {
         // Delivery problems are reported and never change the run's result.

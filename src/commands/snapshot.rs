@@ -3,14 +3,14 @@
 
 use std::path::Path;
 
-use crate::gate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::harness::snapshot::{SnapshotWrite, write_pending};
+use crate::model::exit::ExitCode;
 
 /// `inferscope-bench snapshot RUN_DIR --into DIR`: exit 0 when every job's snapshot
 /// matches its accepted `.snap`, 100 when any is new or changed (a `.snap.new` was
 /// written: review with `cargo insta review`), 2 bad input.
 pub fn command(run_dir: &Path, into: &Path) -> i32 {
-    let report = match crate::run_dir::load_report_with_requests(run_dir) {
+    let report = match super::load_report_with_requests(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -18,7 +18,7 @@ pub fn command(run_dir: &Path, into: &Path) -> i32 {
         Ok(w) => w,
         Err(e) => {
             eprintln!("error: writing snapshots into {}: {e}", into.display());
-            return EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     let mut pending = 0;
@@ -39,8 +39,8 @@ pub fn command(run_dir: &Path, into: &Path) -> i32 {
         println!(
             "{pending} snapshot(s) pending: review with `cargo insta review` (accept renames .snap.new to .snap)"
         );
-        EXIT_FAILED
+        ExitCode::FAILED
     } else {
-        EXIT_OK
+        ExitCode::OK
     }
 }

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::merge;
+use crate::model::exit::ExitCode;
 
 /// Runs `timeline verify`: prints the verdict; exit 0 valid, 1 integrity error, 2
 /// unavailable.
@@ -12,13 +13,13 @@ pub fn verify(run_dir: &Path) -> i32 {
         // verified against its own report (1 when any fails, else 2 when any is
         // unavailable, else 0).
         Some(shards) => {
-            let mut code = 0;
+            let mut code = ExitCode::OK;
             for (k, dir) in shards {
                 let r = crate::timeline::verify_run(&dir);
                 println!("shard {k}: {r}");
                 code = match (code, r.exit_code()) {
-                    (1, _) | (_, 1) => 1,
-                    (c, 0) => c,
+                    (ExitCode::ERROR, _) | (_, ExitCode::ERROR) => ExitCode::ERROR,
+                    (c, ExitCode::OK) => c,
                     (_, e) => e,
                 };
             }

@@ -60,8 +60,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::gate::format_number;
 use crate::gate::spec::OverheadSpec;
-use crate::gate::{EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, format_number};
+use crate::model::exit::ExitCode;
 
 /// The GPU memory the runner process held, from the NVML process lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -396,9 +397,9 @@ impl Evaluation {
     /// 0 pass, 100 fail, 3 inconclusive.
     pub fn exit_status(&self) -> i32 {
         match self.outcome {
-            OverheadOutcome::Pass => EXIT_OK,
-            OverheadOutcome::Fail => EXIT_FAILED,
-            OverheadOutcome::Inconclusive | OverheadOutcome::Unavailable => EXIT_INCONCLUSIVE,
+            OverheadOutcome::Pass => ExitCode::OK,
+            OverheadOutcome::Fail => ExitCode::FAILED,
+            OverheadOutcome::Inconclusive | OverheadOutcome::Unavailable => ExitCode::INCONCLUSIVE,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! The suite runs `1 + 2·N` times in this process: one discarded capture-off warm-up run
 //! (first-run costs: page faults, lazy statics, connection pools), then N interleaved
 //! pairs of a capture-off run A and a capture-on run B, counterbalanced A B · B A · A B …
-//! (each a full [`crate::runner::run`] with `quiet`, no progress bar, and its own
+//! (each a full [`crate::runner::run`] with no console, no progress bar, and its own
 //! directory under the work directory; [`analysis`] says why the order alternates). With a
 //! negative control the capture-on runs use a deliberately bad sink
 //! ([`crate::timeline::BlockingSink`], [`crate::timeline::DiskWriteSink`]).
@@ -185,15 +185,20 @@ async fn one_run(
     let rss_reset = measure::reset_peak_rss();
     let cpu0 = measure::process_cpu_ns();
     let t0 = Instant::now();
-    let outcome = runner::run(
+    let outcome = runner::run_with(
         RunOptions {
             suites: with_capture(&plan.suites, capture),
             out: Some(out),
-            progress: false,
             sink_override,
-            quiet: true,
         },
         cancelled.clone(),
+        // No console: only the run's diagnostics, on stderr.
+        runner::RunExtras {
+            events: runner::events::EventSink::new(vec![Box::new(
+                crate::reporter::Diagnostics::new(std::io::stderr()),
+            )]),
+            ..runner::RunExtras::default()
+        },
     )
     .await;
     let wall_ns = t0.elapsed().as_nanos() as u64;

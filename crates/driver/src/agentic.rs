@@ -291,121 +291,174 @@ pub async fn run_trajectory<E: LlmExecutor, T: ToolExec>(
         messages.push(json!({"role": "system", "content": s}));
     }
     messages.push(json!({"role": "user", "content": plan.task}));
-    let mut steps = Vec::new();
-    let mut tools_called = Vec::new();
-    let mut final_answer = None;
-    let case_id = plan.trajectory_id.as_str();
-    let now = || exec.now_ns();
-
+    let mut t = Trajectory {
+        messages,
+        steps: Vec::new(),
+        tools_called: Vec::new(),
+        final_answer: None,
+    };
     let stop_reason = match &plan.script {
-        Some(script) => {
-            let mut reason = StopReason::FinalAnswer;
-            for (k, (tool, args)) in script.iter().enumerate() {
-                if ctx.is_cancelled() {
-                    reason = StopReason::Cancelled;
-                    break;
-                }
-                let mut step = llm_step(exec, ctx, case_id, &request(plan, &messages, k)).await;
-                plan.refine_estimate(&mut step).await;
-                let ok = step.status == StepStatus::Completed;
-                let stop = stop_of(&step);
-                steps.push(step);
-                if !ok {
-                    reason = stop;
-                    break;
-                }
-                let id = format!("call_{k}");
-                let args_text = args.to_string();
-                messages.push(assistant_tool_message(
-                    None,
-                    &[(id.clone(), tool.clone(), args_text.clone())],
-                ));
-                let (tstep, out) =
-                    tool_step(tools, ctx, now, case_id, (&id, tool, &args_text)).await;
-                steps.push(tstep);
-                tools_called.push(tool.clone());
-                messages.push(json!({"role": "tool", "tool_call_id": id, "content": out.content}));
-            }
-            if reason == StopReason::FinalAnswer {
-                if ctx.is_cancelled() {
-                    reason = StopReason::Cancelled;
-                } else {
-                    let mut step =
-                        llm_step(exec, ctx, case_id, &request(plan, &messages, script.len())).await;
-                    plan.refine_estimate(&mut step).await;
-                    if step.status == StepStatus::Completed {
-                        final_answer = step.request.as_ref().map(|r| r.output.text.clone());
-                    } else {
-                        reason = stop_of(&step);
-                    }
-                    steps.push(step);
-                }
-            }
-            reason
-        }
-        None => {
-            let mut reason = StopReason::MaxSteps;
-            let mut last_call: Option<(String, Value)> = None;
-            let mut repeats = 0u32;
-            'outer: for n in 0..plan.max_steps as usize {
-                if ctx.is_cancelled() {
-                    reason = StopReason::Cancelled;
-                    break;
-                }
-                let mut step = llm_step(exec, ctx, case_id, &request(plan, &messages, n)).await;
-                plan.refine_estimate(&mut step).await;
-                let ok = step.status == StepStatus::Completed;
-                let output = step.request.as_ref().map(|r| r.output.clone());
-                let stop = stop_of(&step);
-                steps.push(step);
-                if !ok {
-                    reason = stop;
-                    break;
-                }
-                let output = output.unwrap_or_default();
-                if output.tool_calls.is_empty() {
-                    final_answer = Some(output.text);
-                    reason = StopReason::FinalAnswer;
-                    break;
-                }
-                let calls: Vec<(String, String, String)> = output
-                    .tool_calls
-                    .iter()
-                    .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
-                    .collect();
-                messages.push(assistant_tool_message(Some(&output.text), &calls));
-                for (id, name, args) in &calls {
-                    let key = (name.clone(), parsed_args(args));
-                    repeats = if last_call.as_ref() == Some(&key) {
-                        repeats + 1
-                    } else {
-                        1
-                    };
-                    last_call = Some(key);
-                    if repeats >= plan.max_repeated_tool_calls.max(1) {
-                        reason = StopReason::RepeatedToolCall;
-                        break 'outer;
-                    }
-                    let (tstep, out) = tool_step(tools, ctx, now, case_id, (id, name, args)).await;
-                    steps.push(tstep);
-                    tools_called.push(name.clone());
-                    messages
-                        .push(json!({"role": "tool", "tool_call_id": id, "content": out.content}));
-                }
-            }
-            reason
-        }
+        Some(script) => t.run_script(exec, tools, ctx, plan, script).await,
+        None => t.run_model_led(exec, tools, ctx, plan).await,
     };
     TrajectoryRecord {
         id: plan.trajectory_id.clone(),
         index: plan.index,
         stop_reason,
-        steps,
-        tools_called,
-        final_answer,
+        steps: t.steps,
+        tools_called: t.tools_called,
+        final_answer: t.final_answer,
         stdout: None,
         start_ns,
         end_ns: exec.now_ns(),
+    }
+}
+
+/// What a trajectory accumulates as it runs: the conversation sent with each request, its
+/// steps, the tools it called and the model's final answer.
+struct Trajectory {
+    messages: Vec<Value>,
+    steps: Vec<StepRecord>,
+    tools_called: Vec<String>,
+    final_answer: Option<String>,
+}
+
+impl Trajectory {
+    /// The LLM step of request `k` of the conversation so far, its output estimate refined.
+    async fn llm_step<E: LlmExecutor>(
+        &self,
+        exec: &E,
+        ctx: &DriverCtx,
+        plan: &AgenticPlan,
+        k: usize,
+    ) -> StepRecord {
+        let mut step = llm_step(
+            exec,
+            ctx,
+            &plan.trajectory_id,
+            &request(plan, &self.messages, k),
+        )
+        .await;
+        plan.refine_estimate(&mut step).await;
+        step
+    }
+
+    /// Runs tool call `call` (id, name, arguments) as a step and adds its result to the
+    /// conversation.
+    async fn call_tool<E: LlmExecutor, T: ToolExec>(
+        &mut self,
+        exec: &E,
+        tools: &T,
+        ctx: &DriverCtx,
+        plan: &AgenticPlan,
+        (id, name, args): (&str, &str, &str),
+    ) {
+        let now = || exec.now_ns();
+        let (tstep, out) = tool_step(tools, ctx, now, &plan.trajectory_id, (id, name, args)).await;
+        self.steps.push(tstep);
+        self.tools_called.push(name.to_string());
+        self.messages
+            .push(json!({"role": "tool", "tool_call_id": id, "content": out.content}));
+    }
+
+    /// A scripted trajectory: each request is answered by calling the script's next tool,
+    /// then one last request for the final answer. Stops early when a request fails or
+    /// the run is cancelled.
+    async fn run_script<E: LlmExecutor, T: ToolExec>(
+        &mut self,
+        exec: &E,
+        tools: &T,
+        ctx: &DriverCtx,
+        plan: &AgenticPlan,
+        script: &[(String, Value)],
+    ) -> StopReason {
+        for (k, (tool, args)) in script.iter().enumerate() {
+            if ctx.is_cancelled() {
+                return StopReason::Cancelled;
+            }
+            let step = self.llm_step(exec, ctx, plan, k).await;
+            let ok = step.status == StepStatus::Completed;
+            let stop = stop_of(&step);
+            self.steps.push(step);
+            if !ok {
+                return stop;
+            }
+            let id = format!("call_{k}");
+            let args_text = args.to_string();
+            self.messages.push(assistant_tool_message(
+                None,
+                &[(id.clone(), tool.clone(), args_text.clone())],
+            ));
+            self.call_tool(exec, tools, ctx, plan, (&id, tool, &args_text))
+                .await;
+        }
+        if ctx.is_cancelled() {
+            return StopReason::Cancelled;
+        }
+        let step = self.llm_step(exec, ctx, plan, script.len()).await;
+        let mut reason = StopReason::FinalAnswer;
+        if step.status == StepStatus::Completed {
+            self.final_answer = step.request.as_ref().map(|r| r.output.text.clone());
+        } else {
+            reason = stop_of(&step);
+        }
+        self.steps.push(step);
+        reason
+    }
+
+    /// A trajectory the model leads: each answer's tool calls are run and sent back, until
+    /// an answer without tool calls (the final answer), a failed request, the same call
+    /// repeated `max_repeated_tool_calls` times in a row, `max_steps` requests, or
+    /// cancellation.
+    async fn run_model_led<E: LlmExecutor, T: ToolExec>(
+        &mut self,
+        exec: &E,
+        tools: &T,
+        ctx: &DriverCtx,
+        plan: &AgenticPlan,
+    ) -> StopReason {
+        let mut last_call: Option<(String, Value)> = None;
+        let mut repeats = 0u32;
+        for n in 0..plan.max_steps as usize {
+            if ctx.is_cancelled() {
+                return StopReason::Cancelled;
+            }
+            let step = self.llm_step(exec, ctx, plan, n).await;
+            let ok = step.status == StepStatus::Completed;
+            let output = step.request.as_ref().map(|r| r.output.clone());
+            let stop = stop_of(&step);
+            self.steps.push(step);
+            if !ok {
+                return stop;
+            }
+            let output = output.unwrap_or_default();
+            if output.tool_calls.is_empty() {
+                self.final_answer = Some(output.text);
+                return StopReason::FinalAnswer;
+            }
+            let calls: Vec<(String, String, String)> = output
+                .tool_calls
+                .iter()
+                .map(|c| (c.id.clone(), c.name.clone(), c.arguments.clone()))
+                .collect();
+            self.messages
+                .push(assistant_tool_message(Some(&output.text), &calls));
+            for (id, name, args) in &calls {
+                let key = (name.clone(), parsed_args(args));
+                repeats = if last_call.as_ref() == Some(&key) {
+                    repeats + 1
+                } else {
+                    1
+                };
+                last_call = Some(key);
+                if repeats >= plan.max_repeated_tool_calls.max(1) {
+                    return StopReason::RepeatedToolCall;
+                }
+                self.call_tool(exec, tools, ctx, plan, (id, name, args))
+                    .await;
+            }
+        }
+        StopReason::MaxSteps
     }
 }
 

@@ -3,10 +3,19 @@
 //! console, `--message-format json` and JUnit are reporters
 //! ([`crate::render::reporter`]); none of them reads the run any other way.
 //!
-//! Order: `RunStarted`; then per job `JobStarted`, its `StepFinished` events (one per
-//! step, in step order, when the job's execution ends) and its `JobFinished`, delivered
-//! before the next job's `JobStarted`; `RunCancelling` once, when the first job after a
-//! signal is reached; `RunFinished` last, after the artifacts are written.
+//! The driver prints nothing itself: what it used to say on stderr (a capture that could not
+//! start, an interrupt, artifacts that could not be written) and the progress of its jobs
+//! are events too, which the reporters turn into lines and a progress bar.
+//!
+//! Order: `CaptureDisabled` (if the capture sink could not be made) before `RunStarted`;
+//! then per job `JobStarted`, its `StepFinished` events (one per step, in step order, when
+//! the job's execution ends) and its `JobFinished`, delivered before the next job's
+//! `JobStarted`; `RunCancelling` once, when the first job after a signal is reached;
+//! `JobsEnded` when every job has ended; then `InterruptCutNothing` (a signal that came
+//! after every job had ended) and `ArtifactsNotWritten` where they apply; `RunFinished`
+//! last, after the artifacts are written. `Interrupted` comes from the signal handler
+//! ([`crate::install_signal_handler`]) at the moment of the first signal, wherever the run
+//! is.
 //! `JobFinished` carries the job's final report — `report.json` holds exactly it: the job
 //! is graded, joined with the samples taken up to its end and gated as it ends
 //! ([`crate::report::finalize_job`]). Only a run whose engine counters come from a
@@ -52,6 +61,29 @@ pub enum RunEvent {
     },
     /// Ctrl-C / SIGTERM was observed: no new work starts.
     RunCancelling,
+    /// Timeline capture was asked for, but its sink could not be made: the run goes on
+    /// without capture.
+    CaptureDisabled {
+        /// Why the sink could not be made.
+        reason: String,
+    },
+    /// The first Ctrl-C / SIGTERM arrived: in-flight work finishes and what exists is
+    /// finalized; a second signal aborts ([`crate::Interrupts::aborted`]).
+    Interrupted,
+    /// Every selected job has ended (run, cut short or not run): execution is over and the
+    /// run's finalization begins.
+    JobsEnded,
+    /// A signal arrived after every job had ended: it cut nothing short, and the run's
+    /// outcome stands as its jobs decided it.
+    InterruptCutNothing,
+    /// The artifacts could not be written to the run directory: the run's figures are only
+    /// in the events, and the run exits with bad input.
+    ArtifactsNotWritten {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// The write error.
+        error: String,
+    },
     /// A job's final report (the one `report.json` holds), as the job ends.
     JobFinished(Box<JobReport>),
     /// The run ended and its artifacts are written.
@@ -99,5 +131,73 @@ impl EventSink {
         for rep in r.iter_mut() {
             rep.on_event(&event);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Every `.rs` file under `dir`.
+    fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                sources(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// Whether `text` prints: a print macro or a progress bar.
+    fn prints(text: &str) -> Vec<&'static str> {
+        [
+            "println!",
+            "eprintln!",
+            "print!",
+            "eprint!",
+            "indicatif",
+            "dbg!",
+        ]
+        .into_iter()
+        .filter(|m| {
+            text.match_indices(m).any(|(i, _)| {
+                // `eprintln!` contains `println!`: a match must start a word.
+                !text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+            })
+        })
+        .collect()
+    }
+
+    #[test]
+    fn the_check_finds_a_print() {
+        assert_eq!(prints("eprintln!(\"x\")"), ["eprintln!"]);
+        assert_eq!(
+            prints("let bar = indicatif::ProgressBar::new(3);"),
+            ["indicatif"]
+        );
+        assert!(prints("events.emit(RunEvent::Interrupted)").is_empty());
+    }
+
+    /// The driver prints nothing and draws no progress bar: the reporters do, from its
+    /// events. `report.rs` keeps its one warning until the report leaves the driver.
+    #[test]
+    fn the_driver_prints_nothing() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let mut found = Vec::new();
+        for f in files {
+            let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            if rel == "report.rs" || rel == "events.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            for m in prints(&text) {
+                found.push(format!("{rel}: {m}"));
+            }
+        }
+        assert!(found.is_empty(), "{found:#?}");
     }
 }

@@ -6,8 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
 use crate::agentic::{AgenticPlan, DriverCtx, LlmExecutor, ToolExec, ToolOutcome, run_trajectory};
 use crate::baseline::Baseline;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
@@ -527,19 +525,15 @@ impl Session {
     /// (`JobFinished`) before the next job starts.
     pub async fn execute_jobs(
         &self,
-        opts: &RunOptions,
         ctx: &DriverCtx,
         events: &super::events::EventSink,
         baseline: Option<&Baseline>,
     ) -> Vec<FinishedJob> {
         use super::events::RunEvent;
-        let total: usize = self.suites.iter().map(|s| s.resolved.jobs.len()).sum();
-        let bar = progress_bar(total as u64, opts.progress && !opts.quiet);
         let mut out = Vec::new();
         let mut cancelling = false;
         for (si, s) in self.suites.iter().enumerate() {
             for job in &s.resolved.jobs {
-                bar.set_message(job.job.id.clone());
                 if ctx.is_cancelled() && !cancelling {
                     cancelling = true;
                     events.emit(RunEvent::RunCancelling);
@@ -597,20 +591,18 @@ impl Session {
                 ctx.capture.grading_end(span);
                 let report = if self.streams() {
                     let r = self.finalize(&graded, baseline).await;
-                    // Printed above the progress bar, which is redrawn under it.
-                    bar.suspend(|| events.emit(RunEvent::JobFinished(Box::new(r.clone()))));
+                    events.emit(RunEvent::JobFinished(Box::new(r.clone())));
                     Some(r)
                 } else {
                     None
                 };
                 out.push(FinishedJob { graded, report });
-                bar.inc(1);
             }
         }
         if ctx.is_cancelled() && !cancelling {
             events.emit(RunEvent::RunCancelling);
         }
-        bar.finish_and_clear();
+        events.emit(RunEvent::JobsEnded);
         out
     }
 
@@ -651,135 +643,22 @@ impl Session {
         {
             sim.state().clear_prefix_cache();
         }
-        let exec = NetExec {
-            client,
-            clock: &self.clock,
-            cancelled: &ctx.cancelled,
-        };
-        let j = &job.job;
-        let seed = s.resolved.suite.seed;
-        match &j.kind {
+        let tools = (client, tools);
+        match &job.job.kind {
             JobKind::Agentic(a) => {
-                let tool_names: Vec<String> = if a.tools.is_empty() {
-                    let mut v: Vec<String> = a.script.iter().map(|x| x.tool.clone()).collect();
-                    v.dedup();
-                    v
-                } else {
-                    a.tools.clone()
-                };
-                let offered = tools.openai_tools(&tool_names);
-                if let Some(spec) = &j.load {
-                    let template = UnitTemplate::Agentic(agentic_plan(j, a, s, &offered, 0, seed));
-                    self.run_load_job(
-                        &mut ex,
-                        s,
-                        (client, tools),
-                        ctx,
-                        spec,
-                        template,
-                        report_slot,
-                    )
+                self.run_agentic_job(&mut ex, s, tools, ctx, (&job.job, a), report_slot)
                     .await;
-                    ex.end_ns = self.clock.elapsed_ns();
-                    return ex;
-                }
-                if let Some(src) = &a.replay {
-                    ex.notes.push(replay_note(src, s));
-                    let count_failures = crate::tokens::CountFailures::default();
-                    for r in 0..j.repeat.max(1) {
-                        if ctx.is_cancelled() {
-                            break;
-                        }
-                        let mut plan = replay_plan(j, src, s, r, seed);
-                        plan.count_failures = count_failures.clone();
-                        ex.trajectories.push(run_replay(&exec, ctx, &plan).await);
-                    }
-                    ex.notes.extend(count_failures.note());
-                    ex.end_ns = self.clock.elapsed_ns();
-                    return ex;
-                }
-                for r in 0..j.repeat.max(1) {
-                    if ctx.is_cancelled() {
-                        break;
-                    }
-                    let plan = agentic_plan(j, a, s, &offered, r, seed);
-                    let t = run_trajectory(&exec, &Tools(tools), ctx, &plan).await;
-                    ex.trajectories.push(t);
-                }
             }
             JobKind::Context(c) => {
-                let words = match &c.filler {
-                    Some(p) => match crate::fsio::read(p, crate::fsio::limits::TOOL_FILE_BYTES)
-                        .map_err(|e| e.to_string())
-                        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".into()))
-                    {
-                        Ok(t) => t.split_whitespace().map(str::to_string).collect(),
-                        Err(e) => {
-                            ex.notes
-                                .push(format!("filler {}: {e}; built-in words used", p.display()));
-                            vec![]
-                        }
-                    },
-                    None => vec![],
-                };
-                let plan = ContextPlan {
-                    job_id: j.id.clone(),
-                    model: s.model.clone(),
-                    sizes: c.sizes.iter().map(|&x| x as usize).collect(),
-                    repeat: j.repeat.max(1),
-                    shared_prefix: c.shared_prefix,
-                    seed,
-                    words,
-                    max_tokens: Some(j.max_tokens),
-                    temperature: Some(j.temperature),
-                    n: j.n,
-                    shape: request_shape(j, &s.resolved.suite),
-                    tokens: s.prompt_tokens.clone(),
-                    dataset: c.dataset.clone(),
-                    count_failures: Default::default(),
-                    prebuilt: Default::default(),
-                };
-                let count_failures = plan.count_failures.clone();
-                if let Some(d) = &c.dataset {
-                    ex.notes.push(dataset_note(d));
-                }
-                ex.notes.push(match &s.prompt_tokens {
-                    Some(t) => format!(
-                        "prompt sizes: counted by the {} source, {} tokens of chat template \
-                         measured in the preflight (sizes are the prompt tokens the server \
-                         reports)",
-                        t.label, t.overhead
-                    ),
-                    None => "prompt sizes: the bytes/4 estimate (4 bytes a token), not the \
-                             engine's tokens; set `tokenizer` for exact sizes"
-                        .into(),
-                });
-                if let Some(spec) = &j.load {
-                    ex.notes.extend(prebuild_prompts(&plan, spec).await);
-                    let template = UnitTemplate::Context(plan);
-                    self.run_load_job(
-                        &mut ex,
-                        s,
-                        (client, tools),
-                        ctx,
-                        spec,
-                        template,
-                        report_slot,
-                    )
+                self.run_context_job(&mut ex, s, tools, ctx, (&job.job, c), report_slot)
                     .await;
-                    ex.notes.extend(count_failures.note());
-                    ex.end_ns = self.clock.elapsed_ns();
-                    return ex;
-                }
-                ex.trajectories.push(run_context(&exec, ctx, &plan).await);
-                ex.notes.extend(count_failures.note());
             }
             JobKind::Swe(w) => {
-                for r in 0..j.repeat.max(1) {
+                for r in 0..job.job.repeat.max(1) {
                     if ctx.is_cancelled() {
                         break;
                     }
-                    let (t, o) = self.run_swe(s, j, w, r, ctx).await;
+                    let (t, o) = self.run_swe(s, &job.job, w, r, ctx).await;
                     ex.trajectories.push(t);
                     ex.harness = Some(o);
                 }
@@ -787,6 +666,113 @@ impl Session {
         }
         ex.end_ns = self.clock.elapsed_ns();
         ex
+    }
+
+    /// An agentic job's trajectories: under load, replayed from a recorded source, or
+    /// scripted, `repeat` times (until cancelled).
+    async fn run_agentic_job(
+        &self,
+        ex: &mut ExecutedJob,
+        s: &SuiteRuntime,
+        (client, tools): (&Client, &Arc<ToolRegistry>),
+        ctx: &DriverCtx,
+        (j, a): (&crate::suite::Job, &crate::suite::AgenticJob),
+        report_slot: (usize, &super::events::EventSink),
+    ) {
+        let seed = s.resolved.suite.seed;
+        let tool_names: Vec<String> = if a.tools.is_empty() {
+            let mut v: Vec<String> = a.script.iter().map(|x| x.tool.clone()).collect();
+            v.dedup();
+            v
+        } else {
+            a.tools.clone()
+        };
+        let offered = tools.openai_tools(&tool_names);
+        if let Some(spec) = &j.load {
+            let template = UnitTemplate::Agentic(agentic_plan(j, a, s, &offered, 0, seed));
+            self.run_load_job(ex, s, (client, tools), ctx, spec, template, report_slot)
+                .await;
+            return;
+        }
+        let exec = self.net_exec(client, ctx);
+        if let Some(src) = &a.replay {
+            ex.notes.push(replay_note(src, s));
+            let count_failures = crate::tokens::CountFailures::default();
+            for r in 0..j.repeat.max(1) {
+                if ctx.is_cancelled() {
+                    break;
+                }
+                let mut plan = replay_plan(j, src, s, r, seed);
+                plan.count_failures = count_failures.clone();
+                ex.trajectories.push(run_replay(&exec, ctx, &plan).await);
+            }
+            ex.notes.extend(count_failures.note());
+            return;
+        }
+        for r in 0..j.repeat.max(1) {
+            if ctx.is_cancelled() {
+                break;
+            }
+            let plan = agentic_plan(j, a, s, &offered, r, seed);
+            let t = run_trajectory(&exec, &Tools(tools), ctx, &plan).await;
+            ex.trajectories.push(t);
+        }
+    }
+
+    /// A context job: its prompt-size note, then one sweep of its sizes, or the sweep
+    /// under load.
+    async fn run_context_job(
+        &self,
+        ex: &mut ExecutedJob,
+        s: &SuiteRuntime,
+        tools: (&Client, &Arc<ToolRegistry>),
+        ctx: &DriverCtx,
+        (j, c): (&crate::suite::Job, &crate::suite::ContextJob),
+        report_slot: (usize, &super::events::EventSink),
+    ) {
+        let words = filler_words(c, &mut ex.notes);
+        let plan = ContextPlan {
+            job_id: j.id.clone(),
+            model: s.model.clone(),
+            sizes: c.sizes.iter().map(|&x| x as usize).collect(),
+            repeat: j.repeat.max(1),
+            shared_prefix: c.shared_prefix,
+            seed: s.resolved.suite.seed,
+            words,
+            max_tokens: Some(j.max_tokens),
+            temperature: Some(j.temperature),
+            n: j.n,
+            shape: request_shape(j, &s.resolved.suite),
+            tokens: s.prompt_tokens.clone(),
+            dataset: c.dataset.clone(),
+            count_failures: Default::default(),
+            prebuilt: Default::default(),
+        };
+        let count_failures = plan.count_failures.clone();
+        if let Some(d) = &c.dataset {
+            ex.notes.push(dataset_note(d));
+        }
+        ex.notes.push(prompt_sizes_note(s));
+        if let Some(spec) = &j.load {
+            ex.notes.extend(prebuild_prompts(&plan, spec).await);
+            let template = UnitTemplate::Context(plan);
+            self.run_load_job(ex, s, tools, ctx, spec, template, report_slot)
+                .await;
+        } else {
+            let exec = self.net_exec(tools.0, ctx);
+            ex.trajectories.push(run_context(&exec, ctx, &plan).await);
+        }
+        ex.notes.extend(count_failures.note());
+    }
+
+    /// The executor of a job's requests: its suite's client on the run clock, racing the
+    /// run's cancellation.
+    fn net_exec<'a>(&'a self, client: &'a Client, ctx: &'a DriverCtx) -> NetExec<'a> {
+        NetExec {
+            client,
+            clock: &self.clock,
+            cancelled: &ctx.cancelled,
+        }
     }
 
     /// Runs a job under load (issue 8): every point of its sweep, its units concurrently
@@ -1328,6 +1314,40 @@ fn dataset_note(d: &crate::suite::Dataset) -> String {
     s
 }
 
+/// A context job's filler words: its `filler` file's words, or none (the built-in words)
+/// when it has none or it cannot be read, which a note says.
+fn filler_words(c: &crate::suite::ContextJob, notes: &mut Vec<String>) -> Vec<String> {
+    let Some(p) = &c.filler else {
+        return vec![];
+    };
+    match crate::fsio::read(p, crate::fsio::limits::TOOL_FILE_BYTES)
+        .map_err(|e| e.to_string())
+        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".into()))
+    {
+        Ok(t) => t.split_whitespace().map(str::to_string).collect(),
+        Err(e) => {
+            notes.push(format!("filler {}: {e}; built-in words used", p.display()));
+            vec![]
+        }
+    }
+}
+
+/// How a context job's prompt sizes are counted: the suite's token source with the chat
+/// template's overhead, or the bytes/4 estimate.
+fn prompt_sizes_note(s: &SuiteRuntime) -> String {
+    match &s.prompt_tokens {
+        Some(t) => format!(
+            "prompt sizes: counted by the {} source, {} tokens of chat template \
+             measured in the preflight (sizes are the prompt tokens the server \
+             reports)",
+            t.label, t.overhead
+        ),
+        None => "prompt sizes: the bytes/4 estimate (4 bytes a token), not the \
+                 engine's tokens; set `tokenizer` for exact sizes"
+            .into(),
+    }
+}
+
 /// A job's [`RequestShape`]: its `output_tokens` and the suite's `extra_body` (issue 27).
 fn request_shape(j: &crate::suite::Job, suite: &crate::suite::Suite) -> RequestShape {
     RequestShape {
@@ -1346,21 +1366,4 @@ fn pool_size(rs: &ResolvedSuite) -> usize {
         .filter_map(|j| j.job.load.as_ref())
         .map(|l| l.max_concurrency().map_or(256, |c| c as usize))
         .fold(64, usize::max)
-}
-
-fn progress_bar(len: u64, wanted: bool) -> ProgressBar {
-    use std::io::IsTerminal;
-    let ci = std::env::var("CI")
-        .map(|v| v == "true" || v == "1")
-        .unwrap_or(false);
-    if !wanted || ci || !std::io::stderr().is_terminal() {
-        return ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
-    }
-    let pb = ProgressBar::new(len);
-    pb.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    pb.enable_steady_tick(Duration::from_millis(120));
-    pb
 }

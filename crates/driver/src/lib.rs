@@ -55,6 +55,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::RunClock;
+use crate::model::exit::ExitCode;
 use crate::suite::ResolvedSuite;
 use crate::timeline::Phase;
 
@@ -68,12 +69,8 @@ pub struct RunOptions {
     pub suites: Vec<ResolvedSuite>,
     /// `--out DIR`: artifacts go exactly here; default `target/inferscope/runs/<run_id>`.
     pub out: Option<PathBuf>,
-    /// Show an indicatif progress bar (hidden anyway when not a terminal or `CI=true`).
-    pub progress: bool,
     /// Capture sink override for the overhead command's negative controls.
     pub sink_override: Option<execute::SinkChoice>,
-    /// Print job lines while running (false for the overhead command's inner runs).
-    pub quiet: bool,
 }
 
 /// Inputs of a run beyond [`RunOptions`] (issue 8): kept apart so existing callers of
@@ -91,10 +88,10 @@ pub struct RunExtras {
 
 /// What a run produced.
 pub struct RunOutcome {
-    /// Exit status: 0 all jobs and gates passed, 100 any failed or the run was cancelled,
-    /// 96 a setup error (preflight), 2 when the artifacts could not be written to the run
-    /// directory (the run's figures are then only on the console, so CI must not read it
-    /// as a pass).
+    /// Exit status ([`ExitCode`]): `OK` all jobs and gates passed, `FAILED` any failed or
+    /// the run was cancelled, `SETUP_ERROR` a setup error (preflight), `BAD_INPUT` when the
+    /// artifacts could not be written to the run directory (the run's figures are then
+    /// only on the console, so CI must not read it as a pass).
     pub exit_status: i32,
     /// The run directory.
     pub run_dir: PathBuf,
@@ -138,49 +135,14 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     let clock = RunClock::start();
     let run_id = new_run_id(&clock);
     let run_dir = opts.out.clone().unwrap_or_else(|| default_run_dir(&run_id));
-    let capture_on = opts.suites.iter().any(|s| s.capture_timeline.value);
-    let tool_names: Vec<String> = {
-        let mut v: Vec<String> = opts
-            .suites
-            .iter()
-            .flat_map(|s| s.suite.tools.iter().map(|t| t.name.clone()))
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let capture = if capture_on {
-        match execute::make_sink(&clock, &run_id, &tool_names, opts.sink_override.as_ref()) {
-            Ok(sink) => Capture::on(sink),
-            Err(e) => {
-                eprintln!("warning: timeline capture disabled: {e}");
-                Capture::off()
-            }
-        }
-    } else {
-        Capture::off()
-    };
+    let capture = start_capture(&opts, &clock, &run_id, &extras.events);
     let ctx = DriverCtx {
         next_step_id: Arc::new(AtomicU64::new(0)),
         cancelled: cancelled.clone(),
         capture: capture.clone(),
     };
     let events = extras.events.clone();
-    let simulated = opts
-        .suites
-        .iter()
-        .any(|r| matches!(r.endpoint.value, crate::suite::EndpointSetting::Simulated));
-    events.emit(events::RunEvent::RunStarted {
-        jobs: opts.suites.iter().map(|r| r.jobs.len()).sum(),
-        suites: opts.suites.len(),
-        endpoint: match opts.suites.first().map(|r| &r.endpoint.value) {
-            Some(crate::suite::EndpointSetting::Url(u)) if !simulated => {
-                crate::render::EndpointLabel::Url(u.clone())
-            }
-            _ => crate::render::EndpointLabel::Simulated,
-        },
-        shard: extras.shard.as_ref().map(crate::shard::describe_run),
-    });
+    events.emit(run_started(&opts, extras.shard.as_ref()));
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
     session.shard = extras.shard.as_ref().and_then(|s| s.spec);
     // `requests.jsonl` is open from the start: load units stream their records to it as
@@ -201,25 +163,15 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     session.preflight().await;
     // A run whose every suite failed set-up or the preflight starts no sampler and no
     // measured window: its jobs are `setup_error` and it exits 96.
-    let mut released_ns = None;
-    if session.any_runnable() {
-        session.start_telemetry();
-        if let Some(t) = extras.shard.as_ref().and_then(|s| s.start_at_unix_ns) {
-            // `--start-at`: the first request waits for the shards' common instant, on the
-            // run clock (the anchor maps the wall-clock instant onto it).
-            let target = t.saturating_sub(clock.reference_instant_unix_ns());
-            tokio::select! {
-                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(clock.instant_at(target))) => {}
-                _ = wait_flag(&ctx.cancelled) => {}
-            }
-            released_ns = Some(clock.elapsed_ns());
-        }
-        capture.phase(Phase::RequestExecution);
-    }
+    let released_ns = if session.any_runnable() {
+        open_window(&mut session, extras.shard.as_ref(), &clock, &ctx).await
+    } else {
+        None
+    };
     // Each job is graded and, when the run streams, finalized and reported as it ends
     // (docs/architecture.md "Order, and what is final when").
     let finished = session
-        .execute_jobs(&opts, &ctx, &events, extras.baseline.as_ref())
+        .execute_jobs(&ctx, &events, extras.baseline.as_ref())
         .await;
     if ctx.cancelled.load(Ordering::Relaxed) {
         capture.cancel_open_spans();
@@ -242,7 +194,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
             .map(|g| g.executed.interrupted || g.executed.cancelled_before_start),
     );
     if signalled && !cancelled {
-        eprintln!("interrupt: every job had already ended; the run's outcome stands");
+        events.emit(events::RunEvent::InterruptCutNothing);
     }
     capture.phase(Phase::Finalization);
     let mut report = report::build(
@@ -260,7 +212,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
         if report.jobs.is_empty() && !report.cancelled {
             // A partition may hold no job: that shard has nothing to do, which is not bad
             // input (every K must still leave its run directory for `merge`).
-            report.summary.exit_status = 0;
+            report.summary.exit_status = ExitCode::OK;
         }
     }
     // The executed trajectories (every request's full record, response text included)
@@ -280,8 +232,11 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     let exit_status = match writes {
         Ok(_) => report.summary.exit_status,
         Err(e) => {
-            eprintln!("error: writing artifacts to {}: {e}", run_dir.display());
-            crate::gate::EXIT_BAD_INPUT
+            events.emit(events::RunEvent::ArtifactsNotWritten {
+                run_dir: run_dir.clone(),
+                error: e.to_string(),
+            });
+            ExitCode::BAD_INPUT
         }
     };
     session.shutdown().await;
@@ -299,6 +254,79 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     }
 }
 
+/// The run's timeline capture: on when a suite asks for it and its sink can be made (the
+/// sink knows every suite's tool names); when the sink cannot be made the run goes on
+/// without capture and says so ([`events::RunEvent::CaptureDisabled`]).
+fn start_capture(
+    opts: &RunOptions,
+    clock: &RunClock,
+    run_id: &str,
+    events: &events::EventSink,
+) -> Capture {
+    if !opts.suites.iter().any(|s| s.capture_timeline.value) {
+        return Capture::off();
+    }
+    let mut tool_names: Vec<String> = opts
+        .suites
+        .iter()
+        .flat_map(|s| s.suite.tools.iter().map(|t| t.name.clone()))
+        .collect();
+    tool_names.sort();
+    tool_names.dedup();
+    match execute::make_sink(clock, run_id, &tool_names, opts.sink_override.as_ref()) {
+        Ok(sink) => Capture::on(sink),
+        Err(reason) => {
+            events.emit(events::RunEvent::CaptureDisabled { reason });
+            Capture::off()
+        }
+    }
+}
+
+/// The run's first event: how many jobs and suites, the first suite's endpoint (the
+/// simulator when any suite is simulated) and the shard line.
+fn run_started(opts: &RunOptions, shard: Option<&crate::shard::ShardRun>) -> events::RunEvent {
+    let simulated = opts
+        .suites
+        .iter()
+        .any(|r| matches!(r.endpoint.value, crate::suite::EndpointSetting::Simulated));
+    events::RunEvent::RunStarted {
+        jobs: opts.suites.iter().map(|r| r.jobs.len()).sum(),
+        suites: opts.suites.len(),
+        endpoint: match opts.suites.first().map(|r| &r.endpoint.value) {
+            Some(crate::suite::EndpointSetting::Url(u)) if !simulated => {
+                crate::render::EndpointLabel::Url(u.clone())
+            }
+            _ => crate::render::EndpointLabel::Simulated,
+        },
+        shard: shard.map(crate::shard::describe_run),
+    }
+}
+
+/// Opens the measured window of a run with something to run: starts the samplers, waits
+/// for `--start-at` (unless cancelled) and enters the request-execution phase. Returns
+/// when a `--start-at` wait released the run, on the run clock.
+async fn open_window(
+    session: &mut execute::Session,
+    shard: Option<&crate::shard::ShardRun>,
+    clock: &RunClock,
+    ctx: &DriverCtx,
+) -> Option<u64> {
+    session.start_telemetry();
+    let mut released_ns = None;
+    if let Some(t) = shard.and_then(|s| s.start_at_unix_ns) {
+        // `--start-at`: the first request waits for the shards' common instant, on the
+        // run clock (the anchor maps the wall-clock instant onto it).
+        let target = t.saturating_sub(clock.reference_instant_unix_ns());
+        tokio::select! {
+            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(clock.instant_at(target))) => {}
+            _ = wait_flag(&ctx.cancelled) => {}
+        }
+        released_ns = Some(clock.elapsed_ns());
+    }
+    ctx.capture.phase(Phase::RequestExecution);
+    released_ns
+}
+
 /// Whether an interrupt (`signalled`) cancelled the run: it did when it cut some job short
 /// (`jobs_cut`: each job interrupted before its end or never started). One that arrived
 /// after every job had ended cancelled nothing.
@@ -306,11 +334,33 @@ fn cut_short(signalled: bool, mut jobs_cut: impl Iterator<Item = bool>) -> bool 
     signalled && jobs_cut.any(|c| c)
 }
 
-/// Installs Ctrl-C and SIGTERM handlers that set the returned flag (second signal: exit
-/// 130 at once).
-pub fn install_signal_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
+/// What Ctrl-C and SIGTERM mean for a run ([`install_signal_handler`]): the first sets
+/// [`Interrupts::cancelled`] (no new work starts; what exists is finalized), the second
+/// aborts ([`Interrupts::aborted`]): the caller stops waiting for the run and decides the
+/// exit (the binary exits [`ExitCode::INTERRUPTED`]).
+#[derive(Debug, Clone)]
+pub struct Interrupts {
+    /// Set by the first signal: the run's cancellation flag.
+    pub cancelled: Arc<AtomicBool>,
+    abort: Arc<tokio::sync::Notify>,
+}
+
+impl Interrupts {
+    /// Resolves when a second signal has arrived (at once if one already has).
+    pub async fn aborted(&self) {
+        self.abort.notified().await;
+    }
+}
+
+/// Installs Ctrl-C and SIGTERM handlers: the first signal sets the returned
+/// [`Interrupts::cancelled`] and emits [`events::RunEvent::Interrupted`] to `events`; a
+/// second one resolves [`Interrupts::aborted`].
+pub fn install_signal_handler(events: events::EventSink) -> Interrupts {
+    let interrupts = Interrupts {
+        cancelled: Arc::new(AtomicBool::new(false)),
+        abort: Arc::new(tokio::sync::Notify::new()),
+    };
+    let i = interrupts.clone();
     tokio::spawn(async move {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -322,14 +372,16 @@ pub fn install_signal_flag() -> Arc<AtomicBool> {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
             }
-            if f.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
+            if i.cancelled.swap(true, Ordering::SeqCst) {
+                // A permit is stored if nobody waits yet: `aborted` then resolves at once.
+                i.abort.notify_one();
+                continue;
             }
             CANCELLED.notify_waiters();
-            eprintln!("\ninterrupt: finishing in-flight work and finalizing (again to abort)");
+            events.emit(events::RunEvent::Interrupted);
         }
     });
-    flag
+    interrupts
 }
 
 /// Sleep helper used by drivers that honour cancellation while waiting.
@@ -428,6 +480,54 @@ pub(crate) async fn wait_flag(flag: &AtomicBool) {
 #[cfg(test)]
 mod cancellation_tests {
     use super::cut_short;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    /// Records the events it receives.
+    struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl super::events::Reporter for Recorder {
+        fn on_event(&mut self, event: &super::events::RunEvent) {
+            self.0.lock().unwrap().push(format!("{event:?}"));
+        }
+    }
+
+    /// Waits, up to 10 s, until `what` holds.
+    async fn until(what: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !what() {
+            assert!(std::time::Instant::now() < deadline, "timed out");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The first SIGINT cancels and says so as an event; the second aborts, which the
+    /// caller sees through `aborted` (the driver itself never exits the process). Each
+    /// nextest test is a process of its own: the signals reach only this test.
+    #[tokio::test]
+    async fn a_first_signal_cancels_and_a_second_aborts() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = super::events::EventSink::new(vec![Box::new(Recorder(seen.clone()))]);
+        let interrupts = super::install_signal_handler(sink);
+        let raise = || {
+            // SAFETY: signalling this process, whose SIGINT the handler above consumes.
+            assert_eq!(unsafe { libc::kill(libc::getpid(), libc::SIGINT) }, 0);
+        };
+        // The handler task (on this test's one thread) installs its handlers as soon as
+        // this task first waits.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        raise();
+        until(|| interrupts.cancelled.load(Ordering::SeqCst)).await;
+        until(|| !seen.lock().unwrap().is_empty()).await;
+        assert_eq!(*seen.lock().unwrap(), ["Interrupted"]);
+        let aborted = tokio::time::timeout(Duration::from_millis(200), interrupts.aborted()).await;
+        assert!(aborted.is_err(), "one signal does not abort");
+        raise();
+        tokio::time::timeout(Duration::from_secs(10), interrupts.aborted())
+            .await
+            .expect("the second signal aborts");
+        assert_eq!(seen.lock().unwrap().len(), 1, "the abort is no event");
+    }
 
     #[test]
     fn an_interrupt_cancels_the_run_only_where_it_cut_a_job_short() {

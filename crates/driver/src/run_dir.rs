@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use crate::attribution::{MarkerFile, parse_marker_file};
-use crate::gate::EXIT_BAD_INPUT;
 use crate::model::RunReport;
 
 /// `report.json`: the typed report, written last.
@@ -81,23 +80,6 @@ pub fn read_report_with_requests(run_dir: &Path) -> Result<RunReport, String> {
     let mut rep = read_report(run_dir)?;
     crate::records::read_into(run_dir, &mut rep)?;
     Ok(rep)
-}
-
-/// [`read_report_with_requests`] for a command (see [`load_report`]).
-pub fn load_report_with_requests(run_dir: &Path) -> Result<RunReport, i32> {
-    read_report_with_requests(run_dir).map_err(|e| {
-        eprintln!("error: {e}");
-        EXIT_BAD_INPUT
-    })
-}
-
-/// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
-/// returns the exit status [`EXIT_BAD_INPUT`] (2) as the error.
-pub fn load_report(run_dir: &Path) -> Result<RunReport, i32> {
-    read_report(run_dir).map_err(|e| {
-        eprintln!("error: {e}");
-        EXIT_BAD_INPUT
-    })
 }
 
 /// Error reading a marker file from disk: I/O, or its contents.

@@ -274,9 +274,7 @@ pub fn run_job(cfg: &HarnessConfig, file: &Path, job_id: &str) -> Result<TrialRu
         RunOptions {
             suites: vec![resolved],
             out: Some(run_dir.clone()),
-            progress: false,
             sink_override: None,
-            quiet: true,
         },
         Arc::new(AtomicBool::new(false)),
     ));

@@ -26,6 +26,7 @@ pub mod attribution;
 pub mod baseline;
 pub mod basis;
 pub mod compact;
+pub mod exit;
 pub mod figure;
 pub mod gate;
 pub mod job;

@@ -80,9 +80,7 @@ pub async fn run_suite(path: &Path, filter: Option<&str>, out: &Path) -> RunOutc
         RunOptions {
             suites: vec![resolved],
             out: Some(out.to_path_buf()),
-            progress: false,
             sink_override: None,
-            quiet: true,
         },
         Arc::new(AtomicBool::new(false)),
     )

@@ -363,6 +363,91 @@ pub struct LoadOutcome {
     pub units: LoadUnits,
 }
 
+/// The record of a point this shard runs no unit of: empty, at `now`, its kept-unit range
+/// empty at `at`.
+fn empty_point(point: super::LoadPoint, now: u64, at: usize) -> PointRecord {
+    PointRecord {
+        point,
+        start_ns: now,
+        end_ns: now,
+        trajectories: at..at,
+        units_started: 0,
+        not_started: 0,
+        stopped_early: false,
+        unscheduled: 0,
+        max_units_in_flight: 0,
+        max_requests_in_flight: 0,
+        connections: None,
+    }
+}
+
+/// A point's executor plan: its concurrency cap, its stop, and its arrivals (a dataset's
+/// timestamps, else the open loop's offsets from the point's seed); with the units a
+/// counted stop asks for beyond the arrivals (unscheduled).
+fn point_plan(
+    template: &UnitTemplate,
+    point: &super::LoadPoint,
+    suite_seed: u64,
+    job_index: usize,
+) -> (PointPlan, u64) {
+    let arrivals = trace_arrivals(template, point.stop).or_else(|| {
+        point.rate.map(|r| {
+            arrival_offsets_ns(
+                point.arrival,
+                r,
+                point_seed(suite_seed, job_index, point.index),
+                point.stop,
+            )
+        })
+    });
+    let unscheduled = match (&arrivals, point.stop) {
+        (Some(a), Stop::Count(n)) => n.saturating_sub(a.len() as u64),
+        _ => 0,
+    };
+    let plan = PointPlan {
+        concurrency: point.concurrency,
+        arrivals,
+        stop: point.stop,
+    };
+    (plan, unscheduled)
+}
+
+/// Runs a point's units with its connections counted: the pool warmed before the window,
+/// the connections opened inside it.
+async fn run_point_connected<T: ToolExec + Send + 'static>(
+    env: &LoadEnv<T>,
+    plan: &PointPlan,
+    units: &Units<T>,
+    timer: &ClockTimer<'_>,
+) -> (
+    super::exec::PointRun<<Units<T> as UnitRunner>::Output>,
+    crate::model::load::PointConnections,
+) {
+    // Connections before the window (issue 33 item 3): a pool at the point's
+    // concurrency cap, opened at a bounded rate; an uncapped open loop has no known
+    // size and opens its connections as its arrivals need them.
+    let warm = match plan.concurrency {
+        Some(c) if !env.ctx.is_cancelled() => Some(
+            env.client
+                .warm_pool(usize::try_from(c).unwrap_or(usize::MAX))
+                .await,
+        ),
+        _ => None,
+    };
+    let before = env.client.connect_counts();
+    let run = run_point(plan, units, timer, &env.ctx.cancelled).await;
+    let in_window = env.client.connect_counts().since(before);
+    let connections = crate::model::load::PointConnections {
+        warm_wanted: warm.map(|w| w.wanted),
+        warm_opened: warm.map_or(0, |w| w.opened),
+        warm_failed: warm.map_or(0, |w| w.failed),
+        warm_ns: warm.map_or(0, |w| w.elapsed_ns),
+        opened_in_window: in_window.opened,
+        connect_retransmits: in_window.retransmits,
+    };
+    (run, connections)
+}
+
 /// Runs every point of `spec` in order (stopping at cancellation); see [`LoadOutcome`].
 pub async fn run_load<T: ToolExec + Send + 'static>(
     env: LoadEnv<T>,
@@ -405,19 +490,7 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
                     // so (the share's note); the point is recorded empty.
                     let _ = writer.send(UnitMsg::Point { warmup: 0 }).await;
                     let now = env.clock.elapsed_ns();
-                    points.push(PointRecord {
-                        point: mine,
-                        start_ns: now,
-                        end_ns: now,
-                        trajectories: trajectories.len()..trajectories.len(),
-                        units_started: 0,
-                        not_started: 0,
-                        stopped_early: false,
-                        unscheduled: 0,
-                        max_units_in_flight: 0,
-                        max_requests_in_flight: 0,
-                        connections: None,
-                    });
+                    points.push(empty_point(mine, now, trajectories.len()));
                     continue;
                 }
                 (mine, stride, offset)
@@ -428,25 +501,7 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
                 warmup: point.warmup,
             })
             .await;
-        let arrivals = trace_arrivals(&template, point.stop).or_else(|| {
-            point.rate.map(|r| {
-                arrival_offsets_ns(
-                    point.arrival,
-                    r,
-                    point_seed(env.suite_seed, env.job_index, point.index),
-                    point.stop,
-                )
-            })
-        });
-        let unscheduled = match (&arrivals, point.stop) {
-            (Some(a), Stop::Count(n)) => n.saturating_sub(a.len() as u64),
-            _ => 0,
-        };
-        let plan = PointPlan {
-            concurrency: point.concurrency,
-            arrivals,
-            stop: point.stop,
-        };
+        let (plan, unscheduled) = point_plan(&template, &point, env.suite_seed, env.job_index);
         let units = Units {
             env: Arc::clone(&env),
             template: Arc::clone(&template),
@@ -457,28 +512,7 @@ pub async fn run_load<T: ToolExec + Send + 'static>(
             index_offset: offset,
             writer: writer.clone(),
         };
-        // Connections before the window (issue 33 item 3): a pool at the point's
-        // concurrency cap, opened at a bounded rate; an uncapped open loop has no known
-        // size and opens its connections as its arrivals need them.
-        let warm = match point.concurrency {
-            Some(c) if !env.ctx.is_cancelled() => Some(
-                env.client
-                    .warm_pool(usize::try_from(c).unwrap_or(usize::MAX))
-                    .await,
-            ),
-            _ => None,
-        };
-        let before = env.client.connect_counts();
-        let run = run_point(&plan, &units, &timer, &env.ctx.cancelled).await;
-        let in_window = env.client.connect_counts().since(before);
-        let connections = crate::model::load::PointConnections {
-            warm_wanted: warm.map(|w| w.wanted),
-            warm_opened: warm.map_or(0, |w| w.opened),
-            warm_failed: warm.map_or(0, |w| w.failed),
-            warm_ns: warm.map_or(0, |w| w.elapsed_ns),
-            opened_in_window: in_window.opened,
-            connect_retransmits: in_window.retransmits,
-        };
+        let (run, connections) = run_point_connected(&env, &plan, &units, &timer).await;
         let first = trajectories.len();
         let started = run.finished;
         for k in run.units.into_iter().filter_map(|u| u.output) {

@@ -110,6 +110,90 @@ pub struct PointRun<O> {
     pub stopped_early: bool,
 }
 
+/// Whether a closed loop started at `t0` still has units to start: fewer than its count
+/// have started, or its duration has not run out.
+fn closed_more(stop: Stop, t0: u64, started: u64, now: u64) -> bool {
+    match stop {
+        Stop::Count(n) => started < n,
+        Stop::Duration(d) => now < t0.saturating_add(d),
+    }
+}
+
+/// Which of a point's units wait to start, have started, or never will: the executor's
+/// bookkeeping between its wake-ups.
+struct Admission {
+    /// Point start, ns (the origin of the arrival offsets).
+    t0: u64,
+    /// Units due, not yet started (waiting for a free slot).
+    queue: VecDeque<UnitTicket>,
+    /// Units started.
+    started: u64,
+    /// The next open-loop arrival not yet queued.
+    next_arrival: usize,
+    /// Units that will never start because of cancellation.
+    not_started: u64,
+    /// Cancellation stopped the point before its stop rule did.
+    stopped_early: bool,
+}
+
+impl Admission {
+    /// Queues the units due at `now`: the open loop's arrivals whose time has come (the
+    /// rest count as not started once `stop_now`), or closed-loop units while the point
+    /// has slots (`cap` less the `running` ones) and units left.
+    fn admit(&mut self, plan: &PointPlan, cap: usize, running: usize, now: u64, stop_now: bool) {
+        let t0 = self.t0;
+        match &plan.arrivals {
+            Some(offsets) => {
+                while self.next_arrival < offsets.len()
+                    && t0.saturating_add(offsets[self.next_arrival]) <= now
+                {
+                    self.queue.push_back(UnitTicket {
+                        index: self.next_arrival as u64,
+                        scheduled_ns: t0.saturating_add(offsets[self.next_arrival]),
+                    });
+                    self.next_arrival += 1;
+                }
+                if stop_now {
+                    self.not_started += (offsets.len() - self.next_arrival) as u64;
+                    self.next_arrival = offsets.len();
+                }
+            }
+            None => {
+                while !stop_now
+                    && running + self.queue.len() < cap
+                    && closed_more(plan.stop, t0, self.started + self.queue.len() as u64, now)
+                {
+                    self.queue.push_back(UnitTicket {
+                        index: self.started + self.queue.len() as u64,
+                        scheduled_ns: now,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Cancellation was seen at `now`: counts what the plan still held (until a count
+    /// finds the point stopped early) and drops the queued units as not started.
+    fn cancel(&mut self, plan: &PointPlan, now: u64) {
+        if !self.stopped_early {
+            let (unqueued, early) = match (&plan.arrivals, plan.stop) {
+                (Some(_), _) => (0, self.not_started > 0 || !self.queue.is_empty()),
+                (None, Stop::Count(n)) => {
+                    let left = n.saturating_sub(self.started + self.queue.len() as u64);
+                    (left, left > 0 || !self.queue.is_empty())
+                }
+                (None, Stop::Duration(_)) => {
+                    (0, closed_more(plan.stop, self.t0, self.started, now))
+                }
+            };
+            self.not_started += unqueued;
+            self.stopped_early = early;
+        }
+        self.not_started += self.queue.len() as u64;
+        self.queue.clear();
+    }
+}
+
 /// Runs one point: see the module docs.
 pub async fn run_point<R: UnitRunner, T: Timer>(
     plan: &PointPlan,
@@ -123,73 +207,31 @@ pub async fn run_point<R: UnitRunner, T: Timer>(
         (Some(_), None) => usize::MAX,
         (None, None) => 1,
     };
-    let closed_more = |started: u64, now: u64| match plan.stop {
-        Stop::Count(n) => started < n,
-        Stop::Duration(d) => now < t0.saturating_add(d),
+    let mut a = Admission {
+        t0,
+        queue: VecDeque::new(),
+        started: 0,
+        next_arrival: 0,
+        not_started: 0,
+        stopped_early: false,
     };
     let mut running = FuturesUnordered::new();
-    let mut queue: VecDeque<UnitTicket> = VecDeque::new();
     let mut done: Vec<UnitDone<R::Output>> = Vec::new();
-    let mut started = 0u64;
-    let mut next_arrival = 0usize;
     let mut max_in_flight = 0usize;
-    let mut not_started = 0u64;
     let mut finished = 0u64;
-    let mut stopped_early = false;
     let mut last_end = t0;
     loop {
         let now = timer.now_ns();
         let stop_now = cancelled.load(Ordering::Relaxed);
-        match &plan.arrivals {
-            Some(offsets) => {
-                while next_arrival < offsets.len()
-                    && t0.saturating_add(offsets[next_arrival]) <= now
-                {
-                    queue.push_back(UnitTicket {
-                        index: next_arrival as u64,
-                        scheduled_ns: t0.saturating_add(offsets[next_arrival]),
-                    });
-                    next_arrival += 1;
-                }
-                if stop_now {
-                    not_started += (offsets.len() - next_arrival) as u64;
-                    next_arrival = offsets.len();
-                }
-            }
-            None => {
-                while !stop_now
-                    && running.len() + queue.len() < cap
-                    && closed_more(started + queue.len() as u64, now)
-                {
-                    queue.push_back(UnitTicket {
-                        index: started + queue.len() as u64,
-                        scheduled_ns: now,
-                    });
-                }
-            }
-        }
-        if stop_now && !stopped_early {
-            // Counted once: what the plan still held when cancellation was seen.
-            let (unqueued, early) = match (&plan.arrivals, plan.stop) {
-                (Some(_), _) => (0, not_started > 0 || !queue.is_empty()),
-                (None, Stop::Count(n)) => {
-                    let left = n.saturating_sub(started + queue.len() as u64);
-                    (left, left > 0 || !queue.is_empty())
-                }
-                (None, Stop::Duration(_)) => (0, closed_more(started, now)),
-            };
-            not_started += unqueued;
-            stopped_early = early;
-        }
+        a.admit(plan, cap, running.len(), now, stop_now);
         if stop_now {
-            not_started += queue.len() as u64;
-            queue.clear();
+            a.cancel(plan, now);
         }
         while running.len() < cap {
-            let Some(ticket) = queue.pop_front() else {
+            let Some(ticket) = a.queue.pop_front() else {
                 break;
             };
-            started += 1;
+            a.started += 1;
             running.push(async move {
                 let started_ns = timer.now_ns();
                 let output = runner.run(ticket).await;
@@ -205,10 +247,11 @@ pub async fn run_point<R: UnitRunner, T: Timer>(
         let next_due = plan
             .arrivals
             .as_ref()
-            .and_then(|o| o.get(next_arrival))
+            .and_then(|o| o.get(a.next_arrival))
             .map(|o| t0.saturating_add(*o));
-        if running.is_empty() && queue.is_empty() && next_due.is_none() {
-            let more = plan.arrivals.is_none() && !stop_now && closed_more(started, now);
+        if running.is_empty() && a.queue.is_empty() && next_due.is_none() {
+            let more =
+                plan.arrivals.is_none() && !stop_now && closed_more(plan.stop, t0, a.started, now);
             if !more {
                 break;
             }
@@ -234,8 +277,8 @@ pub async fn run_point<R: UnitRunner, T: Timer>(
         units: done,
         finished,
         max_in_flight: u32::try_from(max_in_flight).unwrap_or(u32::MAX),
-        not_started,
-        stopped_early,
+        not_started: a.not_started,
+        stopped_early: a.stopped_early,
     }
 }
 
