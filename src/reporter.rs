@@ -210,26 +210,15 @@ impl<W: Write + Send> Diagnostics<W> {
 impl<W: Write + Send> Reporter for Diagnostics<W> {
     fn on_event(&mut self, event: &RunEvent) {
         let o = &mut self.out;
-        let _ = match event {
-            RunEvent::CaptureDisabled { reason } => {
-                writeln!(o, "warning: timeline capture disabled: {reason}")
-            }
-            // On a line of its own, after the terminal's `^C`.
-            RunEvent::Interrupted => writeln!(
-                o,
-                "\ninterrupt: finishing in-flight work and finalizing (again to abort)"
-            ),
-            RunEvent::InterruptCutNothing => writeln!(
-                o,
-                "interrupt: every job had already ended; the run's outcome stands"
-            ),
-            RunEvent::ArtifactsNotWritten { run_dir, error } => writeln!(
-                o,
-                "error: writing artifacts to {}: {error}",
-                run_dir.display()
-            ),
-            _ => Ok(()),
-        };
+        if let Some(line) = event.diagnostic() {
+            // An interrupt's line starts on a line of its own, after the terminal's `^C`.
+            let lead = if matches!(event, RunEvent::Interrupted) {
+                "\n"
+            } else {
+                ""
+            };
+            let _ = writeln!(o, "{lead}{line}");
+        }
         let _ = o.flush();
     }
 }

@@ -95,6 +95,29 @@ pub enum RunEvent {
     },
 }
 
+impl RunEvent {
+    /// The diagnostic line this event stands for, if it is one (a capture that could not
+    /// start, an interrupt, artifacts that could not be written): the text only, without
+    /// a line end. Reporters decide where it goes; the driver never prints it.
+    pub fn diagnostic(&self) -> Option<String> {
+        Some(match self {
+            RunEvent::CaptureDisabled { reason } => {
+                format!("warning: timeline capture disabled: {reason}")
+            }
+            RunEvent::Interrupted => {
+                "interrupt: finishing in-flight work and finalizing (again to abort)".into()
+            }
+            RunEvent::InterruptCutNothing => {
+                "interrupt: every job had already ended; the run's outcome stands".into()
+            }
+            RunEvent::ArtifactsNotWritten { run_dir, error } => {
+                format!("error: writing artifacts to {}: {error}", run_dir.display())
+            }
+            _ => return None,
+        })
+    }
+}
+
 /// Receives a run's events.
 pub trait Reporter: Send {
     /// Handles one event (reporters write what they write; they never fail the run).

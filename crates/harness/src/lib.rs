@@ -270,13 +270,17 @@ pub fn run_job(cfg: &HarnessConfig, file: &Path, job_id: &str) -> Result<TrialRu
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
-    let outcome = rt.block_on(runner::run(
+    let outcome = rt.block_on(runner::run_with(
         RunOptions {
             suites: vec![resolved],
             out: Some(run_dir.clone()),
             sink_override: None,
         },
         Arc::new(AtomicBool::new(false)),
+        runner::RunExtras {
+            events: runner::events::EventSink::new(vec![Box::new(StderrDiagnostics)]),
+            ..Default::default()
+        },
     ));
     rt.shutdown_background();
     Ok(TrialRun {
@@ -285,6 +289,18 @@ pub fn run_job(cfg: &HarnessConfig, file: &Path, job_id: &str) -> Result<TrialRu
         simulated,
         tmp,
     })
+}
+
+/// A trial's diagnostics (a capture that could not start, artifacts that could not be
+/// written) on stderr, where the test harness shows a failing trial's output.
+struct StderrDiagnostics;
+
+impl runner::events::Reporter for StderrDiagnostics {
+    fn on_event(&mut self, event: &runner::events::RunEvent) {
+        if let Some(line) = event.diagnostic() {
+            eprintln!("{line}");
+        }
+    }
 }
 
 /// The failure message of a job that did not pass: one line per failing verdict
