@@ -20,7 +20,7 @@ pub fn save(run_dir: &Path, name: &str) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    // The records are streamed, never all held (issue 19).
+    // The records are streamed, never all held.
     let b = match Baseline::from_run_dir(run_dir, &report, name) {
         Ok(b) => b,
         Err(e) => {

@@ -33,7 +33,7 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
             return ExitCode::BAD_INPUT;
         }
     };
-    // The records are streamed, never all held (issue 19).
+    // The records are streamed, never all held.
     let summaries = match stream_summaries(run_dir, &report, |_| true) {
         Ok(s) => s.into_iter().flatten().collect::<Vec<_>>(),
         Err(e) => {

@@ -1,5 +1,5 @@
 //! `k8s SUITE --shards N --image IMAGE`: Kubernetes manifests that run a suite as N shards
-//! and merge them, built on Kubernetes' own primitives (issue 17 item 3):
+//! and merge them, built on Kubernetes' own primitives:
 //!
 //! - an **Indexed Job** (`completionMode: Indexed`, `completions = parallelism = N`) whose
 //!   pod `i` runs `run --partition KIND:(i+1)/N` (or `--shard (i+1)/N`) from the
@@ -217,8 +217,7 @@ fn dns_subdomain(s: &str) -> bool {
 /// manifest takes verbatim: a Secret and a claim name (DNS subdomains), CPU and memory
 /// (non-negative Kubernetes quantities), the wait's timeout (a Go duration, as `kubectl
 /// wait --timeout` reads it) and the kubectl image (non-empty). Without the check,
-/// `--memory lots` or `--api-key-secret "a b"` made manifests that every cluster refuses
-/// (issue 34).
+/// `--memory lots` or `--api-key-secret "a b"` made manifests that every cluster refuses.
 /// The least `--memory` a shard pod may get: 64 MiB (the run's own peak is ~15 MiB; a
 /// value such as `2` or `500m` is bytes, not gigabytes).
 const MIN_MEMORY_BYTES: f64 = 64.0 * 1024.0 * 1024.0;

@@ -1,5 +1,4 @@
-//! The public inferscope project's report JSON as offline input to the step-attribution join (docs/measurement.md)
-//! (issue 16 item 3).
+//! The public inferscope project's report JSON as offline input to the step-attribution join (docs/measurement.md).
 //!
 //! inferscope (`is-report`'s `Report`, and the `ResourceReport` of its sample-only mode)
 //! writes its raw timelines beside the derived figures. The join reads, and needs, only:
@@ -101,8 +100,8 @@ fn sorted(label: &str, times: impl Iterator<Item = u64>) -> Result<(), String> {
 
 /// Keeps the samples of `devices` (the `device_index` values the run used, as
 /// `gpu_devices` selects them for a live run) and says so; without a filter a report of
-/// several devices is summed over all of them, and a note says that too (issue 29 item
-/// 7: idle devices of a TP=2 run on a 4-GPU host added 20.7 % to a step's energy).
+/// several devices is summed over all of them, and a note says that too (idle
+/// devices of a TP=2 run on a 4-GPU host added 20.7 % to a step's energy).
 /// `Err` names a listed device the report has no sample of.
 fn select_devices(
     g: Vec<GpuSample>,

@@ -1,5 +1,5 @@
 //! `inferscope-bench overhead SUITE [--pairs N] [--negative-control blocking-sink|disk-write-sink]`:
-//! the measured overhead gate of timeline capture (docs/ci.md, docs/artifacts.md, issue 6 item 2).
+//! the measured overhead gate of timeline capture (docs/ci.md, docs/artifacts.md).
 //!
 //! The suite runs `1 + 2·N` times in this process: one discarded capture-off warm-up run
 //! (first-run costs: page faults, lazy statics, connection pools), then N interleaved
@@ -205,7 +205,7 @@ async fn one_run(
     let cpu1 = measure::process_cpu_ns();
     let peak_rss_bytes = measure::peak_rss_bytes();
     let gpu = measure::runner_gpu_bytes();
-    // A load job's records are in requests.jsonl (streamed as its units ended, issue 19).
+    // A load job's records are in requests.jsonl (streamed as its units ended).
     let mut with_records = outcome.report.clone();
     if let Err(e) = crate::records::read_into(&outcome.run_dir, &mut with_records) {
         eprintln!("warning: overhead: {e}");

@@ -19,7 +19,7 @@
 //! - a clean end with neither `finish_reason` nor `[DONE]` fails it with
 //!   `incomplete_stream` (C07 D).
 //!
-//! **Several choices** (`n > 1`, issue 13 item 5): every choice is tracked by its
+//! **Several choices** (`n > 1`): every choice is tracked by its
 //! `choices[].index` (a choice without one takes its position in the array), with its own
 //! text, reasoning, tool calls, finish reason, TTFT, TTFO and ITL. The request's output
 //! (what drivers and graders read) is choice 0 (the lowest index seen, if the server sent no
@@ -27,7 +27,7 @@
 //! fewer choices come back than were asked for, the record carries
 //! [`RecordWarning::ChoiceCountMismatch`].
 //!
-//! **Parsing** (issue 19). A data event is read into a typed view of exactly the fields
+//! **Parsing**. A data event is read into a typed view of exactly the fields
 //! read here ([`ChunkView`]), borrowing every string that has no escapes: no
 //! `serde_json::Value` tree, no map. The common chunk shapes are read by a one-pass
 //! scanner (`scan`: skips every other member without building it, decodes escapes only
@@ -156,7 +156,7 @@ pub struct RequestHead {
     /// The `n` the request asked for (`None`: not sent, one choice).
     pub choices_requested: Option<u32>,
     /// How long the request waited on a connection opened for it, ns (`None`: it went
-    /// out on an open one; issue 33 item 3).
+    /// out on an open one).
     pub connect_ns: Option<u64>,
     /// That connect itself took 0.9 s or more (a dropped SYN waited out).
     pub connect_retransmit: bool,
@@ -843,7 +843,7 @@ fn error_text_from_data(data: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// The typed chunk view (issue 19): exactly the fields the accumulator reads.
+// The typed chunk view: exactly the fields the accumulator reads.
 // ---------------------------------------------------------------------------------------
 
 /// A JSON string, borrowed from the event when it has no escapes.

@@ -1,4 +1,4 @@
-//! Connections as a phase of their own (issue 33 item 3).
+//! Connections as a phase of their own.
 //!
 //! reqwest opens connections inside `execute`, so a request that has to open one pays the
 //! connect (and TLS handshake) inside its TTFT, and a dropped SYN (a server's full listen
@@ -34,7 +34,7 @@ use hyper_util::client::legacy::connect::{Connection, HttpInfo};
 
 pub use inferscope_model::request::CONNECT_RETRANSMIT_NS;
 
-/// Connects a client keeps in progress at once (issue 33 item 3): the rest wait for a
+/// Connects a client keeps in progress at once: the rest wait for a
 /// slot, so opening many connections together (a warm pool at c = 1024, an open loop's
 /// burst) never puts more SYNs in flight than a server's listen backlog (128 by default on
 /// Linux, `somaxconn` caps it) can take while its accept loop catches up. A request's

@@ -145,7 +145,7 @@ pub struct ChatRequest {
     /// `seed`; omitted when `None`.
     pub seed: Option<u64>,
     /// `n`, the number of choices; omitted when `None` (one choice). With more than one,
-    /// each choice is measured on its own and choice 0 is the output (issue 13 item 5).
+    /// each choice is measured on its own and choice 0 is the output.
     pub n: Option<u32>,
     /// Streamed (SSE) or not.
     pub stream: bool,
@@ -153,10 +153,10 @@ pub struct ChatRequest {
     /// `tools`, `stream` or `stream_options`.
     pub extra: Map<String, Value>,
     /// Not sent: the fixed output length (per choice) the request asks for through
-    /// `max_tokens` and the engine's switches (issue 27), stamped on its record by the
+    /// `max_tokens` and the engine's switches, stamped on its record by the
     /// driver ([`RequestRecord::set_asked`]).
     pub output_tokens_asked: Option<u32>,
-    /// Not sent: the prompt tokens the request was built to have (issue 27).
+    /// Not sent: the prompt tokens the request was built to have.
     pub prompt_tokens_asked: Option<u64>,
 }
 
@@ -290,7 +290,7 @@ pub struct Client {
     config: ClientConfig,
     /// Streamed bodies being read right now, over this client and its clones.
     streams_in_flight: Arc<InFlight>,
-    /// The connections the pool opened, timed (issue 33 item 3).
+    /// The connections the pool opened, timed.
     connects: Arc<ConnectLog>,
 }
 
@@ -368,14 +368,14 @@ async fn drain_ready<S: futures_util::Stream<Item = Result<Bytes, E>> + Unpin, E
 /// starts a burst and yields as before; at saturation, where a response arrives in a few
 /// network reads, the stream no longer rotates through every other stream's task between
 /// two chunks of one read. What a read inside a burst costs the others: its parse (about
-/// 0.1 µs per event) runs before their stamps (issue 19, BENCHMARKS.md "Client cost").
+/// 0.1 µs per event) runs before their stamps (BENCHMARKS.md "Client cost").
 const BURST_NS: u64 = 1_000_000;
 
 /// Yields once by waking itself: the task goes to the back of its worker's run queue, so
 /// every task already runnable (the other streams whose reads completed in this tick, and
 /// their connection tasks) runs before it continues. Unlike `tokio::task::yield_now`, it
 /// does not wait for the next I/O driver poll, which costs a syscall and keeps every
-/// stream's state out of cache longer (issue 19, BENCHMARKS.md).
+/// stream's state out of cache longer (BENCHMARKS.md).
 struct YieldOnce(bool);
 
 impl std::future::Future for YieldOnce {
@@ -475,7 +475,7 @@ impl Client {
             // No certificate store for an endpoint that never does TLS (every URL this
             // client requests is under `base_url`, redirects are off): the platform
             // verifier reads every system CA certificate when the client is built, several
-            // ms and MiB of a one-request run (issue 33 item 4).
+            // ms and MiB of a one-request run.
             builder = builder.tls_certs_only(std::iter::empty());
         }
         let http = builder
@@ -527,7 +527,7 @@ impl Client {
         self.connects.counts()
     }
 
-    /// Opens `n` connections before a measured window (issue 33 item 3): `n` concurrent
+    /// Opens `n` connections before a measured window: `n` concurrent
     /// `GET {base_url}/models`, started together so that each checks out a connection of
     /// its own, at most [`crate::connect::MAX_CONNECTS_IN_FLIGHT`] connecting at once (the
     /// connector's own bound), each response held until all have their heads, then every
@@ -657,7 +657,7 @@ impl Client {
     }
 
     /// `POST {root}{path}` with the JSON `body`, where `root` is the base URL without its
-    /// trailing `/v1` (the engines serve `/tokenize` there, issue 27); the answer's JSON.
+    /// trailing `/v1` (the engines serve `/tokenize` there); the answer's JSON.
     /// The body read is bounded ([`MAX_AUX_BODY_BYTES`]) and the whole exchange by
     /// `request_timeout`. Errors as [`Client::list_models`]'s.
     pub async fn post_root_json(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
@@ -726,7 +726,7 @@ impl Client {
 
     /// Serializes `req` for [`Client::send`]: the body, and the id header checked. Do it
     /// before the request's scheduled instant, so that a wave of sends does only the
-    /// sending (issue 19). An encoding problem is kept and reported by `send` as a failed
+    /// sending. An encoding problem is kept and reported by `send` as a failed
     /// record.
     pub fn prepare(&self, req: &ChatRequest) -> PreparedRequest {
         PreparedRequest {

@@ -1,4 +1,4 @@
-//! OpenAI-compatible streaming HTTP client (docs/architecture.md `client`, issue 2 item 3).
+//! OpenAI-compatible streaming HTTP client (docs/architecture.md `client`).
 //!
 //! - [`accumulate`]: the pure stream accumulator (typed chunk view, token events,
 //!   TTFT/TTFO/ITL per choice, usage, in-band errors, tool-call assembly) — field cases C01,
@@ -9,7 +9,7 @@
 //! - [`record`]: [`RequestRecord`] and the closed vocabularies ([`FailureCode`], ...),
 //!   re-exported from the report model ([`inferscope_model::request`]).
 //! - [`connect`]: connections as a phase of their own: each one reqwest opens is timed, and
-//!   the request that waited on it records `connect_ns` (issue 33 item 3).
+//!   the request that waited on it records `connect_ns`.
 //! - [`tool_calls`]: tool-call delta assembly by index and id — C09.
 //!
 //! Semantics follow docs/field-cases.md "Definitions": times are

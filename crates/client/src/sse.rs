@@ -1,6 +1,6 @@
 //! SSE framing with per-event arrival times: the project's own framer ([`SseFramer`]).
 //!
-//! Pipeline (issue 2 item 3, issue 19; docs/measurement.md "Per request (client timing)";
+//! Pipeline (docs/measurement.md "Per request (client timing)";
 //! cases C03, C04, C05, C30):
 //!
 //! ```text
@@ -15,11 +15,11 @@
 //!                       in one reused scratch string)
 //! ```
 //!
-//! **Why its own framer.** Until issue 19 the field parsing was eventsource-stream 0.2.3's,
+//! **Why its own framer.** Until the framer of its own, the field parsing was eventsource-stream 0.2.3's,
 //! behind a splitter of this module. That crate re-parsed its buffer with nom for every
 //! read, copied the remainder after every line and built three `String`s per event; at
-//! saturation the framer cost about a fifth of the client's CPU (issue 19's profile), and
-//! this one about 1.5 % (issue 19's perf profile, in the history of BENCHMARKS.md "Client cost"). The SSE field grammar is small and this module already had to normalize line
+//! saturation the framer cost about a fifth of the client's CPU (a perf profile), and
+//! this one about 1.5 % (the same profile, in the history of BENCHMARKS.md "Client cost"). The SSE field grammar is small and this module already had to normalize line
 //! endings, drop the BOM (the crate panicked on one) and bound memory itself, so the field
 //! parsing moved here. A property test checks it against eventsource-stream (a
 //! dev-dependency) on arbitrary streams and read splits.

@@ -1,4 +1,4 @@
-//! Connections as a phase of their own (issue 33 item 3), against a loopback server.
+//! Connections as a phase of their own, against a loopback server.
 //!
 //! - A dropped SYN: the server's listen backlog is tiny and full when the request
 //!   connects, so Linux drops the SYN and the client retransmits it after 1 s. The request

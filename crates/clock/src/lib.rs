@@ -32,7 +32,7 @@ impl RunClock {
         let origin = Instant::now();
         let wall = SystemTime::now();
         // The anchor's read bracket: the wall clock was read within this many ns after the
-        // reference instant (the bound of this host's own anchor error; issue 17).
+        // reference instant (the bound of this host's own anchor error).
         let anchor_read_ns = u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let reference_instant_unix_ns = wall
             .duration_since(UNIX_EPOCH)

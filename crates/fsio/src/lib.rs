@@ -1,4 +1,4 @@
-//! The one bounded, no-follow, non-blocking file reader (issue 15 item 1).
+//! The one bounded, no-follow, non-blocking file reader.
 //!
 //! Every path that opens an artifact or an input — `serve`'s store, `timeline verify`,
 //! `report`, `trajectory`, `baseline save`, `compare`, baseline files, suite files,
@@ -59,8 +59,8 @@ pub mod limits {
     /// One line of `requests.jsonl`: a record keeps at most 2¹⁹ inter-token gaps over
     /// all its choices (`model::request::MAX_RECORDED_GAPS`), written twice at most (the
     /// request's list and its choices' lists), 21 bytes each at most, plus 2 MiB for
-    /// every other field; a 128k-token answer (about 1 MB of gaps) is an ordinary line
-    /// (issue 29 item 8). A test in `inferscope-records` holds the worst case under it.
+    /// every other field; a 128k-token answer (about 1 MB of gaps) is an ordinary line.
+    /// A test in `inferscope-records` holds the worst case under it.
     pub const REQUESTS_LINE_BYTES: u64 = 24 << 20;
 }
 
@@ -457,7 +457,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     }
 
-    /// The four hostile files of issue 15 (FIFO, symlink to /dev/zero, sparse oversized
+    /// Four hostile files (FIFO, symlink to /dev/zero, sparse oversized
     /// file, symlink outside the root) and a good file, under `root`.
     fn hostile(root: &Path) {
         std::fs::create_dir_all(root.join("sub")).unwrap();

@@ -1,5 +1,5 @@
-//! [`evaluate`]: a job's [`FigureSet`] against its merged [`GateSpec`] (docs/measurement.md,
-//! issue 6 item 1), and [`validate_spec`] for `check` / bad-input detection.
+//! [`evaluate`]: a job's [`FigureSet`] against its merged [`GateSpec`] (docs/measurement.md),
+//! and [`validate_spec`] for `check` / bad-input detection.
 
 use super::figures::{Figure, FigureSet, LatencyFigures};
 use super::spec::{GateSpec, OverheadSpec, PercentileBounds, WhenUnavailable};
@@ -439,7 +439,7 @@ mod tests {
         assert_eq!(JobOutcome::from_verdicts(&v, true), JobOutcome::Fail);
     }
 
-    /// Issue 19: a gate on a streamed percentile says so in its verdict line and carries
+    /// A gate on a streamed percentile says so in its verdict line and carries
     /// the bound in its JSON; an exact one does neither.
     #[test]
     fn a_gate_on_a_streamed_percentile_carries_its_bound() {
@@ -663,7 +663,7 @@ mod tests {
         assert_eq!(errs[0].gate, "min_tokens_per_joule");
     }
 
-    /// Issue 13 item 4: a failed request fails its job unless the gates declare a tolerated
+    /// A failed request fails its job unless the gates declare a tolerated
     /// error rate (today half the requests answered 429/503 and every job passed).
     #[test]
     fn a_failed_request_fails_the_job_unless_an_error_rate_is_tolerated() {
@@ -697,7 +697,7 @@ mod tests {
         );
     }
 
-    /// Issue 13 item 4: an SWE job's harness exit is its own verdict (basis `harness`),
+    /// An SWE job's harness exit is its own verdict (basis `harness`),
     /// never a stand-in `successful_requests = 1`.
     #[test]
     fn an_swe_harness_exit_is_its_own_verdict() {
@@ -721,7 +721,7 @@ mod tests {
         assert_eq!(v[0].message, "harness_exit_code = 1 != bound 0 (harness)");
     }
 
-    /// Issue 13 item 2: a gate on a figure from client-estimated tokens says so.
+    /// A gate on a figure from client-estimated tokens says so.
     #[test]
     fn a_gate_on_an_estimated_figure_says_so() {
         let mut r = RequestFigures::from_token_arrivals(&[10.0, 20.0, 30.0], Some(5), Some(31.0));

@@ -25,7 +25,7 @@ pub struct LatencyFigures {
     pub p99: Figure,
     /// Mean, ms.
     pub mean: Figure,
-    /// The error bound of all five when they were streamed (issue 19); `None` when exact.
+    /// The error bound of all five when they were streamed; `None` when exact.
     pub bound: Option<inferscope_model::SummaryBound>,
 }
 
@@ -94,8 +94,8 @@ pub struct FigureSet {
     pub energy_per_trajectory_j: Figure,
     /// Worst regression against the saved baseline, percent (positive = worse).
     pub regression_pct: Figure,
-    /// Fraction (0..=1) of the successful fixed-length requests that came back short
-    /// (issue 27); basis: whose output-token counts they are.
+    /// Fraction (0..=1) of the successful fixed-length requests that came back short;
+    /// basis: whose output-token counts they are.
     pub short_output_rate: Figure,
 }
 

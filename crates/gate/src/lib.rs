@@ -1,5 +1,5 @@
 //! Gate evaluation: job figures against `[gates]` bounds → verdicts → job outcome → exit
-//! status (docs/measurement.md, issue 6 item 1, issue 2 item 8). Pure logic, no I/O.
+//! status (docs/measurement.md). Pure logic, no I/O.
 //!
 //! - [`spec`]: the `[gates]` / `[overhead]` declarations (parsed from suites).
 //! - [`figures`]: the measured figures a gate reads ([`FigureSet`], [`Figure`]), each with

@@ -1,4 +1,4 @@
-//! Verdicts, job outcomes and exit statuses (docs/measurement.md, issue 2 item 8, issue 6 item 1).
+//! Verdicts, job outcomes and exit statuses (docs/measurement.md).
 //! The verdict type is the report model's ([`inferscope_model::Verdict`]); [`judge`] makes one.
 
 use super::figures::Figure;
@@ -16,7 +16,7 @@ pub const EXIT_BAD_INPUT: i32 = 2;
 /// `/models` not found, model not listed, auth refused) or a suite could not be set up;
 /// nothing was measured. nextest's `SETUP_ERROR` (96), distinct from a failed run (100).
 pub const EXIT_SETUP_ERROR: i32 = 96;
-/// Exit status of `overhead` when the noise is wider than the budget (issue 6 item 2):
+/// Exit status of `overhead` when the noise is wider than the budget:
 /// never a pass on noisy evidence.
 pub const EXIT_INCONCLUSIVE: i32 = 3;
 

@@ -1,5 +1,5 @@
 //! The nextest harness: every job of `suites/*.toml` as a libtest-mimic trial named
-//! `suite::job` (issue 6 items 3–4; docs/architecture.md "The harness crate").
+//! `suite::job` (docs/architecture.md "The harness crate").
 //!
 //! A trial runs its one job through [`runner::run`] (own tokio runtime, quiet,
 //! artifacts in a temporary directory kept on failure) and passes when the job passes:
@@ -339,7 +339,7 @@ fn run_trial(cfg: &HarnessConfig, file: &Path, job_id: &str) -> Result<(), Faile
         .filter(|_| run.simulated || cfg.snapshot_real_endpoints);
     if let Some(dir) = snapshot_dir {
         // A load job's records and unit lines are in requests.jsonl (streamed as its units
-        // ended, issue 19): the snapshot counts them from there.
+        // ended): the snapshot counts them from there.
         let mut with_records = run.report.clone();
         if let Err(e) = crate::records::read_into(&run.run_dir, &mut with_records) {
             let kept = run.keep();

@@ -1,4 +1,4 @@
-//! Redacted trajectory reports for snapshot testing with insta (issue 6 item 4).
+//! Redacted trajectory reports for snapshot testing with insta.
 //!
 //! [`redacted_job_report`] turns one job of a run's `report.json` into a JSON document
 //! that is stable across runs of a deterministic endpoint (the built-in simulator with a
@@ -532,7 +532,7 @@ mod tests {
         }
     }
 
-    /// Issue 13 item 7: the snapshot records whether each step's energy is accounted for,
+    /// The snapshot records whether each step's energy is accounted for,
     /// so energy disappearing (no power source, attribution withheld) changes it.
     #[test]
     fn step_energy_presence_is_recorded() {

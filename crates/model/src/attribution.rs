@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::basis::{EnergyBasis, PowerBasis, PowerBasisLabel};
 use super::step::StepKind;
 
-/// Canonical engine counters (issue 5 item 2; engine profiles map vLLM / SGLang / llama.cpp
+/// Canonical engine counters (engine profiles map vLLM / SGLang / llama.cpp
 /// families onto these names, docs/measurement.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -141,7 +141,7 @@ pub struct StepDeviceEnergy {
     pub counter_epoch_resets: Option<u64>,
 }
 
-/// The step-attribution figures (docs/measurement.md) of one step, beside its identity (issue 5's corrections: `Option`
+/// The step-attribution figures (docs/measurement.md) of one step, beside its identity (`Option`
 /// deltas, per-source samples, exact usage beside the counter deltas, counter-basis energy).
 /// The step's trapezoid energy and its basis are the step's [`super::StepReport::energy`]
 /// figure (and [`StepMetrics::energy_mj`] in the join's own rows).
@@ -469,7 +469,7 @@ pub struct DeviceRunEnergy {
 }
 
 /// Per-trajectory totals, reconciliation and condition (docs/measurement.md `TrajectoryMetrics` less
-/// its steps, with issue 5's corrections).
+/// its steps).
 ///
 /// Reconciliation (asserted in tests): `whole_run_energy_mj ==
 /// total_energy_mj.unwrap_or(0) + unattributed_energy_mj` whenever `whole_run_energy_mj`

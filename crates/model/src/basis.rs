@@ -139,7 +139,7 @@ pub enum EstimateMethod {
     /// vocabularies.
     #[serde(rename = "utf8_bytes_div_4")]
     Utf8BytesDiv4,
-    /// The suite's tokenizer (issue 27: `tokenizer` = a tokenizer.json or the engine's
+    /// The suite's tokenizer (`tokenizer` = a tokenizer.json or the engine's
     /// `/tokenize`) over reasoning, visible text and tool calls, concatenated as above.
     #[serde(rename = "tokenizer")]
     Tokenizer,

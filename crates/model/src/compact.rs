@@ -1,5 +1,5 @@
-//! Compact per-request figures: what exact statistics keep in memory per request
-//! (issue 19), instead of a [`RequestFigures`] with an `f64` ITL vector or a whole
+//! Compact per-request figures: what exact statistics keep in memory per request,
+//! instead of a [`RequestFigures`] with an `f64` ITL vector or a whole
 //! [`RequestRecord`].
 //!
 //! Resolution (documented for users in `docs/figures.md`): every latency is kept as
@@ -52,7 +52,7 @@ pub struct CompactFigures {
     /// Gaps of this request in the set's gap list (in order, after the previous request's).
     gaps: u32,
     flags: u16,
-    /// Reported − asked prompt tokens, saturated to `i32` (issue 27).
+    /// Reported − asked prompt tokens, saturated to `i32`.
     prompt_diff: i32,
 }
 
@@ -158,9 +158,9 @@ pub struct FiguresNs<'a> {
     pub prompt_tokens: Option<u64>,
     /// Cached prompt tokens.
     pub cached_tokens: Option<u64>,
-    /// A fixed output length was asked: whether it came back short (issue 27).
+    /// A fixed output length was asked: whether it came back short.
     pub short_output: Option<bool>,
-    /// Reported − asked prompt tokens (issue 27).
+    /// Reported − asked prompt tokens.
     pub prompt_tokens_diff: Option<i64>,
 }
 
@@ -461,7 +461,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Issue 19: every exact figure of the compact path equals today's f64 path on the
+        /// Every exact figure of the compact path equals today's f64 path on the
         /// same records (to the bit), including gaps past the u32 range.
         #[test]
         fn compact_stats_equal_the_f64_path(
@@ -500,7 +500,7 @@ mod tests {
         }
     }
 
-    /// Issue 19: the per-request state exact statistics retain is compact: a fixed
+    /// The per-request state exact statistics retain is compact: a fixed
     /// 80-byte part and 4 bytes a gap, however long the run.
     #[test]
     fn a_request_holds_at_most_its_fixed_part_and_4_bytes_a_gap() {

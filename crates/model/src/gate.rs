@@ -109,7 +109,7 @@ pub struct Verdict {
     /// `ttft_ms.p99 = 812.4 ms > bound 500 ms (client timing)`; a streamed percentile
     /// says so after its value (`= 41.2 ms ±0.05 % (streaming) <= bound 50 ms`).
     pub message: String,
-    /// The error bound of a streamed figure (issue 19: `aggregation = "streaming"`);
+    /// The error bound of a streamed figure (`aggregation = "streaming"`);
     /// absent for an exact one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_bound: Option<crate::stats::SummaryBound>,

@@ -171,7 +171,7 @@ pub struct HarnessReport {
 }
 
 /// The provenance of an SWE harness's step markers (`INFERSCOPE_STEPS_FILE`), in
-/// `report.json` under `jobs[].harness.steps_file` (issue 15 item 8): nothing a harness
+/// `report.json` under `jobs[].harness.steps_file`: nothing a harness
 /// wrote is lost silently.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepsFileReport {
@@ -257,7 +257,7 @@ pub struct JobReport {
     /// Trajectories. For a load job only the first trajectory of each point (a sample
     /// the step tables, the dashboard and OTLP show; bounded whatever the run's size):
     /// every unit is in [`JobReport::units`] and every request in `requests`, both lines
-    /// of `requests.jsonl` (issue 19).
+    /// of `requests.jsonl`.
     pub trajectories: Vec<TrajectoryReport>,
     /// Every unit of a load job (empty for a sequential job, whose trajectories are all in
     /// `trajectories`). Not in `report.json`: unit lines of `requests.jsonl`, filled like

@@ -1,5 +1,5 @@
 //! The report model: every type `report.json` is made of, and the vocabulary every output
-//! uses (issue 13). A leaf crate of the workspace (`inferscope-model`): it depends on no
+//! uses. A leaf crate of the workspace (`inferscope-model`): it depends on no
 //! other crate of the workspace and only on `serde`, `serde_json` and
 //! `serde_path_to_error` (tests/it/workspace.rs holds it to that).
 //!
@@ -16,7 +16,7 @@
 //! - [`stats`]: percentiles and [`JobStats`].
 //! - [`attribution`]: the step-attribution figures (docs/measurement.md).
 //! - [`load`], [`baseline`], [`telemetry`]: the curve, comparisons, sampler summaries.
-//! - [`shard`]: a shard's identity and a merged run's per-shard sections (issue 17).
+//! - [`shard`]: a shard's identity and a merged run's per-shard sections.
 //!
 //! Every `Option` serializes as `null`, never skipped; maps are `BTreeMap`s and objects
 //! are structs, so the JSON order never depends on serde_json's `preserve_order`, and a

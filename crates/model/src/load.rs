@@ -197,14 +197,14 @@ pub struct PointFacts {
     /// The point's trajectory kept in `jobs[].trajectories[]` (its first unit; none when
     /// no unit started). Every unit of the point is a unit line of `requests.jsonl`.
     pub trajectories: Vec<String>,
-    /// The point's connections (issue 33 item 3): the warm pool opened before its window
+    /// The point's connections: the warm pool opened before its window
     /// and the connections opened inside it. Absent in reports written before, and for
     /// points merged from shards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<PointConnections>,
 }
 
-/// `jobs[].sweep.points[].connections` (issue 33 item 3; docs/artifacts.md).
+/// `jobs[].sweep.points[].connections` (docs/artifacts.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PointConnections {
     /// Connections the warm pool asked for before the window: the point's concurrency

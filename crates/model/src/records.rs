@@ -1,4 +1,4 @@
-//! The compact per-request line of `requests.jsonl` (issue 19): one line per
+//! The compact per-request line of `requests.jsonl`: one line per
 //! [`RequestRecord`], beside `report.json` in the run directory.
 //!
 //! Encoding (documented for users in `docs/artifacts.md`):
@@ -24,7 +24,7 @@ use super::request::{ChoiceRecord, FailureCode, RecordWarning, RequestRecord, Re
 use super::step::StopReason;
 
 /// One unit (trajectory or request) of a load job, as `requests.jsonl` keeps it: what a
-/// user needs per unit once `report.json` holds the job's summaries only (issue 19). Its
+/// user needs per unit once `report.json` holds the job's summaries only. Its
 /// requests are the job's request lines whose id starts with the unit's id (`#` written
 /// `.t`, see `docs/artifacts.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,7 +27,7 @@ pub enum RequestStatus {
 /// runner's steps and the timeline's end events (serialized in snake_case; `as_str` gives
 /// the same text).
 ///
-/// Source: issue 2 item 3 ("typed failure code"), field cases C03, C07, C30; the set is listed in
+/// Source: field cases C03, C07, C30; the set is listed in
 /// docs/artifacts.md "Timeline capture rules" (a code from a closed set, never exception text).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -36,7 +36,7 @@ pub enum FailureCode {
     /// connection closed before the response head.
     Connect,
     /// The response head (status line and headers) exceeded the client's head limit: the
-    /// server answered, with a head too large to read (issue 30 item 7).
+    /// server answered, with a head too large to read.
     HeadTooLarge,
     /// The server answered with a non-2xx status; [`RequestRecord::http_status`] keeps it.
     HttpStatus,
@@ -139,20 +139,19 @@ pub enum RecordWarning {
     /// `send_ns` is the second send, `scheduled_ns` keeps the original due time.
     RetriedStaleConnection,
     /// The response carried more choices than the request's `n` asked for, or (a
-    /// successful one) fewer; `choices` lists what came back (issue 13 item 5).
+    /// successful one) fewer; `choices` lists what came back.
     ChoiceCountMismatch,
     /// The response had more token events than the [`MAX_RECORDED_GAPS`] inter-token gaps
-    /// a record keeps: `token_event_count` counts them all, `itl` holds the first ones
-    /// (issue 29 item 8).
+    /// a record keeps: `token_event_count` counts them all, `itl` holds the first ones.
     ItlTruncated,
     /// The request asked for a fixed output length (`output_tokens`) and came back with
-    /// fewer output tokens (server `usage`, else the client's estimate) than asked
-    /// (issue 27): the engine ignored the switch or stopped early.
+    /// fewer output tokens (server `usage`, else the client's estimate) than asked:
+    /// the engine ignored the switch or stopped early.
     ShortOutput,
     /// Opening the request's connection took [`CONNECT_RETRANSMIT_NS`] or more
     /// (`connect_ns`): Linux retransmits an unanswered SYN after 1 s, so on loopback or a
     /// LAN this is a dropped SYN (a full listen backlog) waited out inside the request's
-    /// TTFT (issue 33 item 3).
+    /// TTFT.
     ConnectRetransmit,
 }
 
@@ -190,7 +189,7 @@ pub struct AssistantOutput {
     /// Tool calls assembled by index and id, in order of first appearance.
     pub tool_calls: Vec<ToolCall>,
     /// Bytes of visible text received beyond the [`MAX_KEPT_TEXT_BYTES`] kept in `text`
-    /// (counted, not kept; issue 29 item 8). 0 when the whole text is kept.
+    /// (counted, not kept). 0 when the whole text is kept.
     pub text_omitted_bytes: u64,
     /// Bytes of reasoning received beyond the [`MAX_KEPT_TEXT_BYTES`] kept in `reasoning`.
     pub reasoning_omitted_bytes: u64,
@@ -280,7 +279,7 @@ pub fn estimate_all<'a>(outputs: impl IntoIterator<Item = &'a AssistantOutput>) 
     }
 }
 
-/// One choice of a response with several (`n > 1`, issue 13 item 5): its own timing on the
+/// One choice of a response with several (`n > 1`): its own timing on the
 /// run clock (absolute `elapsed_ns`, like the request's) and outcome. The request-level
 /// figures of [`RequestRecord`] stay defined over all choices (TTFT = first token event of
 /// any choice); its output is choice 0's.
@@ -303,7 +302,7 @@ pub struct ChoiceRecord {
     /// Number of tool calls assembled for this choice.
     pub tool_call_count: u64,
     /// Bytes of this choice's visible text as received (kept or not); `null` when not
-    /// known (a record read from a file written before issue 29). Never the text itself.
+    /// known (a record read from a file written before records carried it). Never the text itself.
     #[serde(default)]
     pub text_bytes: Option<u64>,
     /// This choice's content; never serialized.
@@ -431,7 +430,7 @@ pub fn redact_secrets(text: &str, secrets: &[&str]) -> String {
 /// 4 bytes are ignored) replaced by `[redacted]`, nothing else changed (pure). For server
 /// strings a run stores that are not error text (a response's `model` or
 /// `finish_reason`, a tool call's id, a listed model): a server may echo the key back in
-/// any of them (issue 30 item 3).
+/// any of them.
 pub fn redact_known(text: &str, secrets: &[&str]) -> String {
     let mut out = text.to_string();
     for s in secrets.iter().filter(|s| s.len() >= 4) {
@@ -587,18 +586,18 @@ pub struct RequestRecord {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warmup: bool,
     /// The fixed output length the request asked for (`output_tokens`, per choice);
-    /// absent when it asked for none (issue 27).
+    /// absent when it asked for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens_asked: Option<u32>,
     /// The prompt tokens the request was built to have (a context job's size under a
-    /// tokenizer source, chat template included); absent when none was asked (issue 27).
+    /// tokenizer source, chat template included); absent when none was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_asked: Option<u64>,
     /// How long this request waited on a connection being opened for it (TCP connect,
     /// plus the TLS handshake for `https`), ns: from the later of its send and the
     /// connect's start to the connect's end. Part of its TTFT, which still counts from
     /// `send_ns`. Absent when it went out on a connection already open (a warm pool, a
-    /// kept-alive connection), never 0 (issue 33 item 3).
+    /// kept-alive connection), never 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_ns: Option<u64>,
     /// Response content (choice 0's); never serialized.
@@ -652,7 +651,7 @@ impl RequestRecord {
         }
     }
 
-    /// Records what the request asked for (issue 27): the fixed output length per choice
+    /// Records what the request asked for: the fixed output length per choice
     /// and the prompt size it was built to. A successful request whose output-token count
     /// (server `usage`, else the client's estimate) is below `output_tokens × choices`
     /// gets [`RecordWarning::ShortOutput`]; one without any count is not judged.
@@ -671,7 +670,7 @@ impl RequestRecord {
     }
 
     /// Whether the request came back short of the fixed output length it asked for;
-    /// `None` when it asked for none (issue 27).
+    /// `None` when it asked for none.
     pub fn short_output(&self) -> Option<bool> {
         self.output_tokens_asked
             .map(|_| self.warnings.contains(&RecordWarning::ShortOutput))
@@ -692,7 +691,7 @@ impl RequestRecord {
         }
     }
 
-    /// `prompt_tokens − prompt_tokens_asked` when both are known (issue 27).
+    /// `prompt_tokens − prompt_tokens_asked` when both are known.
     pub fn prompt_tokens_diff(&self) -> Option<i64> {
         let (got, asked) = (self.prompt_tokens?, self.prompt_tokens_asked?);
         Some((i128::from(got) - i128::from(asked)).clamp(i64::MIN.into(), i64::MAX.into()) as i64)
@@ -714,7 +713,7 @@ impl RequestRecord {
         r
     }
 
-    /// Every server string of the record made fit to store (issue 30 item 3): the error
+    /// Every server string of the record made fit to store: the error
     /// text through [`redact_secrets`], and `finish_reason`, `response_model` and each
     /// choice's `finish_reason` with the `secrets` (the run's API key) redacted.
     pub fn redact_server_text(&mut self, secrets: &[&str]) {

@@ -8,7 +8,7 @@ use super::job::{JobReport, JobStatus, SetupError};
 use super::shard::{MergeReport, ShardIdentity};
 use super::telemetry::TelemetrySummary;
 
-/// Schema id of `report.json`. v2 (issue 13) is the typed model: every figure with its
+/// Schema id of `report.json`. v2 is the typed model: every figure with its
 /// basis, statuses as closed enums, the step-attribution attribution (docs/measurement.md) inside each trajectory and
 /// step. v1 files are not read: readers refuse them with [`ReportError::UnsupportedSchema`].
 pub const REPORT_SCHEMA: &str = "inferscope-bench.report/v3";
@@ -242,7 +242,7 @@ pub struct RunReport {
     pub requests_file: Option<RequestsFile>,
 }
 
-/// `report.json`'s `requests_file`: what a reader must find in `requests.jsonl` (issue 19).
+/// `report.json`'s `requests_file`: what a reader must find in `requests.jsonl`.
 /// A file of another length, hash or record count is refused, naming the difference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestsFile {
@@ -357,7 +357,7 @@ impl std::error::Error for ReportError {}
 mod tests {
     use super::*;
 
-    /// Issue 19: the console and JUnit line of a capture that dropped events, and nothing
+    /// The console and JUnit line of a capture that dropped events, and nothing
     /// when none was dropped or capture was off.
     #[test]
     fn the_partial_line_names_how_many_events_were_dropped() {

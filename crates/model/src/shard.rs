@@ -1,4 +1,4 @@
-//! Runs beyond one machine as reported (issue 17): a shard's identity (`report.json`
+//! Runs beyond one machine as reported: a shard's identity (`report.json`
 //! `shard`) and a merged run's per-shard sections (`report.json` `merge`).
 //!
 //! A shard is one process with its own clock domain and anchor. Its identity names how

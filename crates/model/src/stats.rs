@@ -137,7 +137,7 @@ pub struct Summary {
     pub bound: Option<SummaryBound>,
 }
 
-/// The error bound of a streamed [`Summary`] (issue 19), beside its figures in
+/// The error bound of a streamed [`Summary`], beside its figures in
 /// `report.json` and printed after every percentile it qualifies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummaryBound {
@@ -231,7 +231,7 @@ pub struct RequestFigures {
     /// Whether a request that asked for a fixed output length came back short
     /// ([`crate::request::RecordWarning::ShortOutput`]); `None` when it asked for none.
     pub short_output: Option<bool>,
-    /// Reported − asked prompt tokens (issue 27); `None` unless both are known.
+    /// Reported − asked prompt tokens; `None` unless both are known.
     pub prompt_tokens_diff: Option<i64>,
 }
 
@@ -284,7 +284,7 @@ impl AggregateParams {
     }
 }
 
-/// Statistics of one job's requests (report.json per job; issue 2 item 9).
+/// Statistics of one job's requests (report.json per job).
 ///
 /// Every `Option` is `None` (JSON `null`) when its population is empty or its input was
 /// never reported; counts are exact integers.
@@ -340,14 +340,14 @@ pub struct JobStats {
     /// [`PERCENTILE_METHOD`].
     pub percentile_method: String,
     /// Successful requests that asked for a fixed output length (`output_tokens`) and
-    /// came back shorter (issue 27); absent when none asked.
+    /// came back shorter; absent when none asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_outputs: Option<u64>,
     /// `short_outputs` over the successful requests that asked for a fixed length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_output_rate: Option<f64>,
     /// The largest difference (by magnitude, signed: reported − asked) between the prompt
-    /// tokens a successful request was built to and those the server reported (issue 27);
+    /// tokens a successful request was built to and those the server reported;
     /// absent when no request knew both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_diff_max: Option<i64>,
@@ -381,9 +381,9 @@ pub trait FigureRow {
     fn cached_tokens(&self) -> Option<u64>;
     /// Schedule lag, ms.
     fn schedule_lag_ms(&self) -> Option<f64>;
-    /// A fixed output length was asked: whether the output came back short (issue 27).
+    /// A fixed output length was asked: whether the output came back short.
     fn short_output(&self) -> Option<bool>;
-    /// Reported − asked prompt tokens (issue 27).
+    /// Reported − asked prompt tokens.
     fn prompt_tokens_diff(&self) -> Option<i64>;
 }
 
@@ -925,7 +925,7 @@ mod tests {
         assert_eq!(s.output_tokens_coverage, Some(0.5));
     }
 
-    /// Issue 13 item 2: without server usage, output tokens, tokens/s and TPOT are the
+    /// Without server usage, output tokens, tokens/s and TPOT are the
     /// client's estimate and say so; the coverage counts only server-reported requests.
     #[test]
     fn estimated_counts_label_every_derived_figure() {

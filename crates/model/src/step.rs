@@ -208,7 +208,7 @@ pub struct StepReport {
 
 impl TrajectoryReport {
     /// The server strings of every step (`finish_reason`, `response_model`,
-    /// `tool_call_id`) with the `secrets` (the run's API key) redacted (issue 30 item 3).
+    /// `tool_call_id`) with the `secrets` (the run's API key) redacted.
     pub fn redact_server_text(&mut self, secrets: &[&str]) {
         use crate::request::redact_known_in;
         for st in &mut self.steps {

@@ -1,4 +1,4 @@
-//! Streaming aggregation (issue 19, opt-in: a load job's `aggregation = "streaming"` or
+//! Streaming aggregation (opt-in: a load job's `aggregation = "streaming"` or
 //! `run --aggregation streaming`): each latency population is an HDR histogram
 //! ([`hdrhistogram`], [`SIGNIFICANT_FIGURES`] significant figures) instead of every sample,
 //! so a soak run's statistics take the same memory after a million requests as after a
@@ -247,7 +247,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Issue 19: every streamed figure lies within its stated bound of the exact figure
+        /// Every streamed figure lies within its stated bound of the exact figure
         /// of the same samples (small and large values, gaps past the u32 range).
         #[test]
         fn streamed_percentiles_lie_within_their_bound_of_the_exact_ones(

@@ -1,6 +1,6 @@
 //! OTLP export of a run's trajectories: the official `opentelemetry-proto` messages
 //! (`ExportTraceServiceRequest`, prost-generated), written as OTLP/HTTP protobuf (gzip) or
-//! OTLP/JSON, and delivered to a collector ([`send`]). Issue 8 item 3, issue 18.
+//! OTLP/JSON, and delivered to a collector ([`send`]).
 //!
 //! Shape: one resource (`service.name = inferscope-bench`, the run id, clock domain and
 //! anchor, whether the endpoint was simulated) with [`SCHEMA_URL`], one scope (also with

@@ -79,7 +79,7 @@ pub async fn send(
     timeout: Duration,
 ) -> Result<SendOutcome, String> {
     let url = traces_url(endpoint);
-    // Messages name the URL without its userinfo (issue 15 item 5) — everything before
+    // Messages name the URL without its userinfo — everything before
     // its last `@`, so a password with a space or a `/` is hidden too — and without its
     // query or fragment.
     let shown = inferscope_redact::url_shown(&url);

@@ -1,4 +1,4 @@
-//! `requests.jsonl`: the run's per-request records beside `report.json` (issue 19).
+//! `requests.jsonl`: the run's per-request records beside `report.json`.
 //!
 //! [`RecordsWriter`] streams compact lines ([`inferscope_model::records`]) to disk through a
 //! bounded buffer, hashing as it writes; [`RecordsWriter::finish`] gives the
@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 4);
     }
 
-    /// Issue 29 item 8: a 128k-token streamed answer (131,071 gaps of about 20 ms, 8
+    /// A 128k-token streamed answer (131,071 gaps of about 20 ms, 8
     /// digits each: a line of about 1.2 MB, above the old 1 MiB bound) is written and read
     /// back like any other record, every gap exact.
     #[test]

@@ -1,4 +1,4 @@
-//! Redaction and bounded excerpts for every message the product prints (issue 15 item 5):
+//! Redaction and bounded excerpts for every message the product prints:
 //! URL userinfo (`http://user:pw@host` → `http://***@host`), values under secret-looking
 //! keys (`api_key`, `token`, `password`, `secret`, `authorization`, …) at a line's start,
 //! inside inline tables and after a secret flag in an array, credential-looking words, and
@@ -34,7 +34,7 @@ fn ends_url(c: u8) -> bool {
 /// before a `://` to the first after it; its userinfo is everything before the *last*
 /// `@` in it, after its `scheme://` when it starts with a well-formed one (else from its
 /// start: `user:pa://ss@host` hides `user:pa` too). A password may hold an unencoded
-/// `/`, `?` or `#` (issue 30 item 2): stopping at the first of those, as the authority
+/// `/`, `?` or `#`: stopping at the first of those, as the authority
 /// does in a well-formed URL, would leave such a password shown. A query holding `@` is
 /// redacted with it (the safe side).
 fn userinfo_ranges(s: &str) -> Vec<std::ops::Range<usize>> {
@@ -63,7 +63,7 @@ fn userinfo_ranges(s: &str) -> Vec<std::ops::Range<usize>> {
 /// One URL value (a whole endpoint setting, not free text) with everything before its
 /// last `@` after a well-formed `scheme://` (or from the start, without one) shown as
 /// `***`: whatever the value holds (a space, a quote, a bad scheme), no password in it is
-/// shown (issue 30 item 2; pure).
+/// shown (pure).
 pub fn url_value(s: &str) -> Cow<'_, str> {
     let Some(at) = s.rfind('@') else {
         return Cow::Borrowed(s);
@@ -786,7 +786,7 @@ mod tests {
         );
     }
 
-    /// Issue 30 item 2: a password holding an unencoded `/`, `?` or `#` is redacted too.
+    /// A password holding an unencoded `/`, `?` or `#` is redacted too.
     #[test]
     fn userinfo_ends_at_the_last_at_sign() {
         for (url, shown) in [
@@ -860,7 +860,7 @@ mod tests {
         assert_eq!(m.find("foo"), t.find("foo"));
     }
 
-    /// Issue 30 item 4: a key pasted as an `…_env` value, credential-looking words anywhere,
+    /// A key pasted as an `…_env` value, credential-looking words anywhere,
     /// and the continuation lines of an unknown key's multi-line value are never shown.
     #[test]
     fn credential_like_values_are_masked() {

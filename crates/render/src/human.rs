@@ -290,7 +290,7 @@ mod tests {
         );
     }
 
-    /// Issue 13 item 4: a job stopped part-way by Ctrl-C is CANCELLED (never PASS), and a
+    /// A job stopped part-way by Ctrl-C is CANCELLED (never PASS), and a
     /// job whose endpoint failed the preflight is SETUP ERROR with its cause.
     #[test]
     fn cancelled_and_setup_error_status_words() {

@@ -1,4 +1,4 @@
-//! `--message-format json` (issue 6 item 5): one JSON object per line — one per job, then
+//! `--message-format json`: one JSON object per line — one per job, then
 //! one summary object. Missing values are `null`, never omitted. The objects are structs
 //! (their key order is their field order, whatever serde_json's features).
 //!

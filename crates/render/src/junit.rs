@@ -1,4 +1,4 @@
-//! JUnit XML (`--junit FILE`, `report --format junit`; issue 6 item 5, issue 18) written
+//! JUnit XML (`--junit FILE`, `report --format junit`) written
 //! with quick-junit 0.8, as nextest does (docs/architecture.md), and valid
 //! against the Jenkins `junit-10.xsd` (pytest's copy; `tests/junit_schema.rs` validates
 //! with `xmlschema`).
@@ -73,8 +73,7 @@ pub fn junit_report(report: &RunReport) -> Report {
 
 /// What JUnit reads of a job's per-request records: how many there were and how many
 /// failed to connect (an endpoint never reached). Counted while the records are streamed
-/// ([`RequestCounts::add`]), so a run of any size renders without holding its records
-/// (issue 19).
+/// ([`RequestCounts::add`]), so a run of any size renders without holding its records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RequestCounts {
     /// Requests.
@@ -119,8 +118,8 @@ pub fn junit_report_with(report: &RunReport, counts: &[RequestCounts]) -> Report
                     s.extra.insert("hostname".into(), h.into());
                 }
                 s.add_properties(run_properties(report));
-                // A capture that dropped events says so in words, as the console does
-                // (issue 19); the `capture` property stays the quality.
+                // A capture that dropped events says so in words, as the console does;
+                // the `capture` property stays the quality.
                 if let Some(line) = report.capture.partial_line() {
                     s.set_system_err(line);
                 }
@@ -263,7 +262,7 @@ fn test_case(job: &JobReport, count: RequestCounts) -> TestCase {
 
 fn summary_line(name: &str, s: &Option<Summary>) -> String {
     match s {
-        // A streamed summary states its bound after its figures (issue 19).
+        // A streamed summary states its bound after its figures.
         Some(s) => format!(
             "{name}: n={} mean={} p50={} p90={} p95={} p99={}{}",
             s.count,
@@ -487,7 +486,7 @@ mod tests {
         assert!(xml.contains("status: not_run"), "{xml}");
     }
 
-    /// Issue 13 item 4: a job stopped part-way is a JUnit `<error type="cancelled">`, never
+    /// A job stopped part-way is a JUnit `<error type="cancelled">`, never
     /// a success; a setup error is `<error type="setup_error">`.
     #[test]
     fn a_cancelled_job_is_an_error_not_a_success() {
@@ -502,7 +501,7 @@ mod tests {
         assert_eq!((r.tests, r.failures, r.errors), (1, 0, 1));
     }
 
-    /// Issue 18: an endpoint that never answered is an `<error>` (the job could not be
+    /// An endpoint that never answered is an `<error>` (the job could not be
     /// measured), not a `<failure>` of its gates; a server that answered with errors is.
     #[test]
     fn an_unreachable_endpoint_is_an_error_and_a_failing_server_a_failure() {

@@ -1,5 +1,5 @@
 //! Renderers of a run's job results (pure: every function returns a `String`; the caller
-//! writes it). Issue 2 item 8, issue 6 item 5, docs/measurement.md, docs/architecture.md
+//! writes it). See docs/measurement.md and docs/architecture.md.
 //!
 //! - [`view`]: [`EndpointLabel`]. Every renderer reads the report model itself
 //!   ([`inferscope_model::JobReport`], [`inferscope_model::SummaryReport`]); the reason lines they

@@ -1,4 +1,4 @@
-//! A Markdown summary for pull-request comments (issue 6 item 5, issue 7 item 4):
+//! A Markdown summary for pull-request comments :
 //! a heading with the plain `N passed, N failed` counts, the endpoint, one table row per job
 //! (status, requests, key figures, verdict counts) and a list of each failed or noted job's
 //! reasons. Missing figures show as `—` (never 0). Artifact text is escaped: `|` in cells,
@@ -23,7 +23,7 @@ fn cell(s: &str) -> String {
 
 fn pair(s: &Option<Summary>, a: fn(&Summary) -> f64, b: fn(&Summary) -> f64) -> String {
     match s {
-        // A streamed summary states its bound beside the figures (issue 19).
+        // A streamed summary states its bound beside the figures.
         Some(s) => format!(
             "{} / {}{}",
             format_number(a(s)),

@@ -1,4 +1,4 @@
-//! A one-pass reader of the common chunk shapes into the typed [`ChunkView`] (issue 19).
+//! A one-pass reader of the common chunk shapes into the typed [`ChunkView`].
 //!
 //! [`scan_chunk`] walks one data event's bytes once, reading the members the accumulator
 //! uses and skipping every other value without building anything; strings are borrowed
@@ -36,7 +36,7 @@ pub(super) fn scan_chunk(data: &str) -> Option<ChunkView<'_>> {
 /// read here, `false` when it was not (then `view` holds whatever was read before the
 /// scan stopped, and the caller discards it). The views are filled in place at every
 /// level, never built and returned: a chunk's view is a few hundred bytes, and moving it
-/// up through each level of the scan was a fifth of the parse (issue 19, BENCHMARKS.md
+/// up through each level of the scan was a fifth of the parse (BENCHMARKS.md
 /// "Client cost").
 pub(super) fn scan_into<'a>(data: &'a str, view: &mut ChunkView<'a>) -> bool {
     let mut p = Scanner {
@@ -51,7 +51,7 @@ pub(super) fn scan_into<'a>(data: &'a str, view: &mut ChunkView<'a>) -> bool {
     p.i == p.b.len()
 }
 
-/// The last content chunk's bytes around its content string (issue 19). A streamed
+/// The last content chunk's bytes around its content string. A streamed
 /// response repeats one chunk shape: every content chunk of a vLLM or SGLang stream is
 /// `{"id":…,"object":…,"created":…,"model":…,"choices":[{"index":0,"delta":{"content":"`,
 /// the text, then `"},"logprobs":null,"finish_reason":null}]}`, byte for byte the same

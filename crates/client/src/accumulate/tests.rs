@@ -785,7 +785,7 @@ fn non_streamed_body_is_parsed() {
     assert_eq!(r.error.as_deref(), Some("nope"));
 }
 
-/// Issue 18: the response's `model` is recorded (the first one named; OTLP's
+/// The response's `model` is recorded (the first one named; OTLP's
 /// `gen_ai.response.model`), and an implausible one (control characters, too long) is left
 /// out rather than kept.
 #[test]
@@ -833,7 +833,7 @@ fn the_response_model_is_the_first_one_named() {
     assert_eq!(odd.failure_code, None);
 }
 
-// ---- Several choices (issue 13 item 5) ----------------------------------------------------
+// ---- Several choices ----------------------------------------------------
 
 fn head_n(n: u32) -> RequestHead {
     RequestHead {
@@ -1045,7 +1045,7 @@ fn non_streamed_body_with_two_choices() {
     assert!(r.warnings.is_empty());
 }
 
-// ---- The typed view and the lenient reading agree on odd shapes (issue 19) ---------------
+// ---- The typed view and the lenient reading agree on odd shapes ---------------
 
 #[test]
 fn odd_shapes_read_as_before() {
@@ -1847,7 +1847,7 @@ mod content_memo_limits {
     }
 }
 
-/// Issue 29 item 8: a response longer than what the client keeps. The visible text is
+/// A response longer than what the client keeps. The visible text is
 /// kept up to `MAX_KEPT_TEXT_BYTES` (cut at a character boundary), the rest counted, and
 /// the token estimate still counts every byte received; reasoning is bounded apart.
 #[test]
@@ -1882,7 +1882,7 @@ fn a_long_answer_keeps_a_bounded_text_and_counts_the_rest() {
     assert_eq!(r.token_event_count, 5);
 }
 
-/// Issue 29 item 8: a record keeps at most `MAX_RECORDED_GAPS` inter-token gaps; the
+/// A record keeps at most `MAX_RECORDED_GAPS` inter-token gaps; the
 /// token events beyond are counted, and the record says `itl_truncated`.
 #[test]
 fn gaps_beyond_the_recorded_bound_are_counted_not_kept() {
