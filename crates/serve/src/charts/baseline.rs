@@ -5,10 +5,10 @@
 use crate::model::Basis;
 use crate::model::baseline::{FigureSummary, JobComparison};
 
-use super::bounded;
 use super::draw::{self, BLUE, Frame, GREY, Key, Side, WIDTH};
 use super::scale::{Axis, TARGET_TICKS, coord, exact, num};
 use super::svg::Node;
+use super::svg::bounded;
 
 const TOP: f64 = 50.0;
 const PANEL_H: f64 = 300.0;

@@ -4,10 +4,10 @@
 
 use crate::model::{Basis, StepKind, StepReport, TrajectoryReport};
 
-use super::bounded;
 use super::draw::{self, BLUE, Frame, Key, ORANGE, Side, WIDTH};
 use super::scale::{Axis, TARGET_TICKS, exact, num};
 use super::svg::Node;
+use super::svg::bounded;
 
 const TOP: f64 = 50.0;
 const PANEL_H: f64 = 170.0;
