@@ -577,8 +577,6 @@ const TOLERATED: &[(&str, &str, &str)] = &[
     ("src", "commands::merge", "commands::report"),
     ("src", "commands::report", "commands::merge"),
     // Not yet cut (this change works through them).
-    ("crates/client/src", "accumulate", "accumulate::scan"),
-    ("crates/client/src", "accumulate::scan", "accumulate"),
     ("crates/suite/src", "keys", "load"),
     ("crates/suite/src", "load", "keys"),
     ("crates/suite/src", "load", "validate"),
