@@ -5,12 +5,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::super::ctx::Ctx;
+use super::super::error::SuiteErrorKind as K;
 use super::super::fields::did_you_mean;
-use super::super::load::Ctx;
 use super::super::model::*;
 use super::super::raw::{RawJob, RawScriptStep};
+use super::checks::{R, check_job_id, check_name, gate_spec, is_env_name, seconds, unknown_tool};
 use super::fixtures::{Fixtures, Want};
-use super::{K, R, check_job_id, check_name, gate_spec, is_env_name, seconds, unknown_tool};
 use crate::grade::{Check, CheckProblem, CheckTarget};
 use crate::json::schema::validate_arguments;
 use crate::json::{json_values_equal, table_to_json};

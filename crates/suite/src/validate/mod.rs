@@ -1,24 +1,22 @@
 //! Semantic validation: defaults, names, cross-references, fixture files (the schema's
 //! list of validation errors, each located at the offending key or value).
 
+mod checks;
 mod fixtures;
 mod job;
 mod tool;
 
-use std::collections::BTreeSet;
 use std::path::Path;
-use std::time::Duration;
 
+use super::ctx::Ctx;
 use super::error::{SuiteError, SuiteErrorKind, location_in};
-use super::fields::did_you_mean;
-use super::load::Ctx;
 use super::model::*;
 use super::raw::RawSuite;
-use crate::gate::spec::GateSpec;
 use fixtures::Fixtures;
 
-type R<T> = Result<T, SuiteError>;
 use SuiteErrorKind as K;
+pub(crate) use checks::is_env_name;
+use checks::{R, check_name, check_suite_name_len, first_problem, gate_spec, seconds};
 
 /// Turns the deserialized file into a [`Suite`], or every problem found: one per
 /// top-level key, per tool and per job (a job or tool reports its first problem; a job's
@@ -271,37 +269,6 @@ fn keep<T>(errs: &mut Vec<SuiteError>, r: R<T>) -> Option<T> {
     r.map_err(|e| errs.push(e)).ok()
 }
 
-/// Checks one `[gates]` table as written at `table` (`gates` or `jobs[i].gates`) with
-/// [`crate::gate::validate_spec`]; the first problem in file order, located at its value
-/// and naming `where_` (the suite's table or the job's).
-fn gate_spec(ctx: &Ctx, table: &str, where_: &str, spec: &GateSpec) -> R<()> {
-    match crate::gate::validate_spec(spec) {
-        Ok(()) => Ok(()),
-        Err(problems) => Err(first_problem(ctx, table, where_, problems)),
-    }
-}
-
-/// The [`SpecProblem`](crate::gate::SpecProblem) earliest in the file as a located
-/// error at `{table}.{gate}`.
-fn first_problem(
-    ctx: &Ctx,
-    table: &str,
-    where_: &str,
-    problems: Vec<crate::gate::SpecProblem>,
-) -> SuiteError {
-    problems
-        .into_iter()
-        .map(|p| {
-            ctx.at_value(
-                &format!("{table}.{}", p.gate),
-                K::InvalidValue,
-                format!("`{}` in {where_}: {}", p.gate, p.problem),
-            )
-        })
-        .min_by_key(|e| e.location().map_or(usize::MAX, |l| l.offset))
-        .expect("validation returns at least one problem")
-}
-
 fn duplicate(ctx: &Ctx, what: &str, name: &str, at: &str, first: &str) -> SuiteError {
     let line = ctx
         .index
@@ -312,74 +279,6 @@ fn duplicate(ctx: &Ctx, what: &str, name: &str, at: &str, first: &str) -> SuiteE
         None => format!("duplicate {what} name `{name}`"),
     };
     ctx.at_value(at, K::Duplicate, msg)
-}
-
-/// `[A-Za-z0-9_.-]+`: suite and job names (they form job ids `suite::job`).
-fn check_name(n: &str) -> Result<(), String> {
-    if !n.is_empty()
-        && n.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} is not a valid name: use letters, digits, `_`, `.` and `-`",
-            shown(n)
-        ))
-    }
-}
-
-/// A name for messages: `name` itself, or its first 24 characters and its length in
-/// bytes when longer (a 5000-character name is not worth echoing).
-fn shown(name: &str) -> String {
-    const SHOWN: usize = 24;
-    if name.chars().count() <= SHOWN {
-        format!("`{name}`")
-    } else {
-        let head: String = name.chars().take(SHOWN).collect();
-        format!("`{head}…` ({} bytes)", name.len())
-    }
-}
-
-/// A suite name short enough that `NAME::J` (a one-character job) fits
-/// [`MAX_JOB_ID_LEN`].
-fn check_suite_name_len(n: &str) -> Result<(), String> {
-    let max = MAX_JOB_ID_LEN - "::".len() - 1;
-    if n.len() <= max {
-        Ok(())
-    } else {
-        Err(format!(
-            "suite name {} is too long: at most {max} bytes, since job ids \
-             `suite::job` may be at most {MAX_JOB_ID_LEN} bytes (the timeline's \
-             {}-byte id limit less {MAX_ID_SUFFIX_LEN} for the step suffixes)",
-            shown(n),
-            crate::timeline::ids::MAX_ID_LEN
-        ))
-    }
-}
-
-/// Job id `id` (`suite::job`) is at most [`MAX_JOB_ID_LEN`] bytes and a valid timeline id
-/// ([`is_valid_id`](crate::timeline::ids::is_valid_id)).
-fn check_job_id(id: &str, job: &str) -> Result<(), String> {
-    if id.len() <= MAX_JOB_ID_LEN && crate::timeline::ids::is_valid_id(id) {
-        Ok(())
-    } else {
-        Err(format!(
-            "job name {} is too long: the job id `suite::job` it makes is {} bytes, at \
-             most {MAX_JOB_ID_LEN} (the timeline's {}-byte id limit less \
-             {MAX_ID_SUFFIX_LEN} for the step suffixes)",
-            shown(job),
-            id.len(),
-            crate::timeline::ids::MAX_ID_LEN
-        ))
-    }
-}
-
-pub(crate) fn is_env_name(s: &str) -> bool {
-    let mut c = s.chars();
-    c.next()
-        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
-        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
 /// An `http(s)://host...` base URL without a trailing slash. A URL holding `@` anywhere
@@ -415,18 +314,6 @@ pub fn normalize_endpoint(e: &str) -> Result<String, String> {
         return Err(format!("`{t}` has no host"));
     }
     Ok(t.trim_end_matches('/').to_string())
-}
-
-fn seconds(ctx: &Ctx, key: &str, v: Option<f64>, default: f64) -> R<Duration> {
-    let s = v.unwrap_or(default);
-    match Duration::try_from_secs_f64(s) {
-        Ok(d) if s > 0.0 => Ok(d),
-        _ => Err(ctx.at_value(
-            key,
-            K::InvalidValue,
-            format!("`{key}` must be a positive number of seconds"),
-        )),
-    }
 }
 
 fn telemetry(ctx: &Ctx, t: super::raw::RawTelemetry) -> R<Telemetry> {
@@ -601,31 +488,4 @@ fn prometheus(ctx: &Ctx, p: super::raw::RawPrometheus) -> R<PrometheusSource> {
         selector: selector.trim().to_string(),
         wait_s,
     })
-}
-
-/// An unknown-tool error with a did-you-mean hint or the list of declared tools.
-fn unknown_tool(ctx: &Ctx, at: &str, name: &str, tools: &[ToolSpec]) -> SuiteError {
-    let hint = did_you_mean(name, tools.iter().map(|t| t.name.as_str()))
-        .map(|s| format!("did you mean `{s}`?"))
-        .or_else(|| {
-            let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-            Some(if names.is_empty() {
-                "the suite declares no `[[tools]]`".to_string()
-            } else {
-                format!(
-                    "declared tools: {}",
-                    names
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
-        });
-    ctx.at_value(
-        at,
-        K::UnknownReference,
-        format!("unknown tool `{name}`: not declared in `[[tools]]`"),
-    )
-    .with_hint(hint)
 }

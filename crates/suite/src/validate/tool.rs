@@ -4,11 +4,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::super::load::Ctx;
+use super::super::ctx::Ctx;
+use super::super::error::SuiteErrorKind as K;
 use super::super::model::{ResponseBody, ToolResponse, ToolSource, ToolSpec};
 use super::super::raw::RawTool;
+use super::checks::R;
 use super::fixtures::{Fixtures, Want};
-use super::{K, R};
 use crate::json::schema::{check_parameters_shape, validate_arguments};
 use crate::json::table_to_json;
 
