@@ -17,6 +17,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::cache::block_hashes;
+use super::config::SimConfig;
 use super::fault::{FAULT_HEADER, Faults};
 use super::generate::{
     Completion, PlanError, effective_seed, jitter_rng_seed, plan_completion, token_schedule_us,
@@ -238,41 +239,62 @@ fn completion_message(c: &Completion) -> Value {
     }
 }
 
-async fn chat_completions(st: Arc<SimState>, headers: &HeaderMap, body: Bytes) -> Response {
-    let number = st.next_request_number();
-    let cfg = st.config();
-    let mut faults = Faults::for_request(&cfg.faults, number);
-    if let Some(v) = headers.get(FAULT_HEADER) {
-        let parsed = v
-            .to_str()
-            .map_err(|_| format!("{FAULT_HEADER}: not ASCII"))
-            .and_then(Faults::parse_header);
-        match parsed {
-            Ok(f) => faults = faults.merge(f),
-            Err(e) => return bad_request(e),
-        }
-    }
-    let req: ChatRequest = match serde_json::from_slice(&body) {
+/// The faults to inject into request `number`: the configured rules, merged with the
+/// request's fault header ([`FAULT_HEADER`]); `Err` says what is wrong with the header.
+fn request_faults(cfg: &SimConfig, number: u64, headers: &HeaderMap) -> Result<Faults, String> {
+    let faults = Faults::for_request(&cfg.faults, number);
+    let Some(v) = headers.get(FAULT_HEADER) else {
+        return Ok(faults);
+    };
+    let parsed = v
+        .to_str()
+        .map_err(|_| format!("{FAULT_HEADER}: not ASCII"))
+        .and_then(Faults::parse_header);
+    parsed.map(|f| faults.merge(f))
+}
+
+/// The request body read as a chat request the simulator serves, or the error answer
+/// (400 for a bad body or an unsupported parameter, 404 for another model).
+fn read_request(cfg: &SimConfig, body: &[u8]) -> Result<ChatRequest, Box<Response>> {
+    let req: ChatRequest = match serde_json::from_slice(body) {
         Ok(r) => r,
-        Err(e) => return bad_request(format!("invalid request body: {e}")),
+        Err(e) => return Err(Box::new(bad_request(format!("invalid request body: {e}")))),
     };
     if req.model != cfg.model {
-        return error_response(
+        return Err(Box::new(error_response(
             StatusCode::NOT_FOUND,
             "NotFoundError",
             format!("The model `{}` does not exist.", req.model),
             Some("model"),
-        );
+        )));
     }
     if req.messages.is_empty() {
-        return bad_request("`messages` must not be empty".into());
+        return Err(Box::new(bad_request("`messages` must not be empty".into())));
     }
     if req.n.is_some_and(|n| n != 1) {
-        return bad_request("the simulator supports only n = 1".into());
+        return Err(Box::new(bad_request(
+            "the simulator supports only n = 1".into(),
+        )));
     }
     if req.output_cap() == Some(0) {
-        return bad_request("max_tokens must be at least 1".into());
+        return Err(Box::new(bad_request(
+            "max_tokens must be at least 1".into(),
+        )));
     }
+    Ok(req)
+}
+
+async fn chat_completions(st: Arc<SimState>, headers: &HeaderMap, body: Bytes) -> Response {
+    let number = st.next_request_number();
+    let cfg = st.config();
+    let faults = match request_faults(cfg, number, headers) {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    let req = match read_request(cfg, &body) {
+        Ok(r) => r,
+        Err(r) => return *r,
+    };
     let prompt = render_prompt(&req.messages, req.tools());
     let completion = match plan_completion(cfg, &req, &prompt) {
         Ok(c) => c,
