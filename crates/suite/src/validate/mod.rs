@@ -11,7 +11,7 @@ use std::path::Path;
 use super::ctx::Ctx;
 use super::error::{SuiteError, SuiteErrorKind, location_in};
 use super::model::*;
-use super::raw::RawSuite;
+use super::raw::{RawJob, RawSuite, RawTool};
 use fixtures::Fixtures;
 
 use SuiteErrorKind as K;
@@ -23,70 +23,8 @@ use checks::{R, check_name, check_suite_name_len, first_problem, gate_spec, seco
 /// reference to a tool that itself failed validation is not reported again).
 pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite, Vec<SuiteError>> {
     let mut errs: Vec<SuiteError> = Vec::new();
-    let name = match &raw.name {
-        Some(n) => {
-            keep(
-                &mut errs,
-                check_name(n)
-                    .and_then(|()| check_suite_name_len(n))
-                    .map_err(|m| ctx.at_value("name", K::InvalidValue, m)),
-            );
-            n.clone()
-        }
-        None => {
-            let stem = origin
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            keep(
-                &mut errs,
-                check_name(&stem)
-                    .and_then(|()| check_suite_name_len(&stem))
-                    .map_err(|m| {
-                        ctx.err(
-                            0..0,
-                            K::InvalidValue,
-                            Some("name".into()),
-                            format!("the suite is named after its file, and {m}"),
-                        )
-                        .with_hint(Some("set `name = \"...\"` at the top of the suite".into()))
-                    }),
-            );
-            stem
-        }
-    };
-    let endpoint = match &raw.endpoint {
-        None => None,
-        Some(e) => match normalize_endpoint(e) {
-            Ok(e) => Some(e),
-            Err(m) => {
-                errs.push(ctx.at_value("endpoint", K::InvalidValue, m));
-                None
-            }
-        },
-    };
-    if let Some(m) = &raw.model
-        && m.trim().is_empty()
-    {
-        errs.push(ctx.at_value("model", K::InvalidValue, "`model` is empty".into()));
-    }
-    if let Some(var) = &raw.api_key_env
-        && !is_env_name(var)
-    {
-        // Never echo the value: it may be the key itself.
-        errs.push(
-            ctx.at_value(
-                "api_key_env",
-                K::InvalidValue,
-                "`api_key_env` must be the NAME of an environment variable \
-                 (letters, digits and `_`), not a key"
-                    .into(),
-            )
-            .with_hint(Some(
-                "for example `api_key_env = \"OPENAI_API_KEY\"`".into(),
-            )),
-        );
-    }
+    let name = suite_name(ctx, raw.name.as_deref(), origin, &mut errs);
+    let endpoint = check_endpoint_model_key(ctx, &raw, &mut errs);
     let request_timeout = keep(
         &mut errs,
         seconds(
@@ -145,62 +83,8 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
     };
 
     // Duplicate names are found over every entry, valid or not.
-    let mut tools = Vec::new();
-    let mut tool_names: Vec<String> = Vec::new();
-    let mut failed_tools = false;
-    for (i, t) in raw.tools.into_iter().enumerate() {
-        let first = tool_names.iter().position(|n| *n == t.name);
-        tool_names.push(t.name.clone());
-        if let Some(first) = first {
-            errs.push(duplicate(
-                ctx,
-                "tool",
-                &t.name,
-                &format!("tools[{i}].name"),
-                &format!("tools[{first}].name"),
-            ));
-            continue;
-        }
-        match tool::tool(ctx, &fx, i, t) {
-            Ok(spec) => tools.push(spec),
-            Err(e) => {
-                errs.push(e);
-                failed_tools = true;
-            }
-        }
-    }
-
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut job_names: Vec<String> = Vec::new();
-    let mut any_job = false;
-    for (i, j) in raw.jobs.into_iter().enumerate() {
-        any_job = true;
-        let first = job_names.iter().position(|n| *n == j.name);
-        job_names.push(j.name.clone());
-        if let Some(first) = first {
-            errs.push(duplicate(
-                ctx,
-                "job",
-                &j.name,
-                &format!("jobs[{i}].name"),
-                &format!("jobs[{first}].name"),
-            ));
-            continue;
-        }
-        match job::job(ctx, &fx, &tools, &name, i, j) {
-            Ok(job) => jobs.push(job),
-            // A tool that failed is already reported; naming it again is noise.
-            Err(e) if failed_tools && e.kind() == K::UnknownReference => {}
-            Err(e) => errs.push(e),
-        }
-    }
-    if !any_job {
-        errs.push(ctx.at_key(
-            "jobs",
-            K::MissingField,
-            "a suite needs at least one `[[jobs]]` table".into(),
-        ));
-    }
+    let (tools, failed_tools) = validate_tools(ctx, &fx, raw.tools, &mut errs);
+    let jobs = validate_jobs(ctx, &fx, &tools, &name, raw.jobs, failed_tools, &mut errs);
     let (Some(request_timeout), Some(idle_timeout), Some(telemetry), true) =
         (request_timeout, idle_timeout, telemetry, errs.is_empty())
     else {
@@ -262,6 +146,167 @@ fn extra_body(ctx: &Ctx, t: Option<&toml::Table>) -> R<serde_json::Map<String, s
     }
     crate::json::table_to_json(t)
         .map_err(|m| ctx.at_value("extra_body", K::InvalidValue, format!("`extra_body`: {m}")))
+}
+
+/// The suite's name: `name` when set, else the file's stem; an invalid or too long one is
+/// an error in `errs` (and still returned).
+fn suite_name(ctx: &Ctx, name: Option<&str>, origin: &Path, errs: &mut Vec<SuiteError>) -> String {
+    match name {
+        Some(n) => {
+            keep(
+                errs,
+                check_name(n)
+                    .and_then(|()| check_suite_name_len(n))
+                    .map_err(|m| ctx.at_value("name", K::InvalidValue, m)),
+            );
+            n.to_string()
+        }
+        None => {
+            let stem = origin
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            keep(
+                errs,
+                check_name(&stem)
+                    .and_then(|()| check_suite_name_len(&stem))
+                    .map_err(|m| {
+                        ctx.err(
+                            0..0,
+                            K::InvalidValue,
+                            Some("name".into()),
+                            format!("the suite is named after its file, and {m}"),
+                        )
+                        .with_hint(Some("set `name = \"...\"` at the top of the suite".into()))
+                    }),
+            );
+            stem
+        }
+    }
+}
+
+/// The endpoint URL normalized (`None` when unset or invalid), with an error in `errs`
+/// for an invalid endpoint, an empty `model` and an `api_key_env` that is not a variable
+/// name.
+fn check_endpoint_model_key(
+    ctx: &Ctx,
+    raw: &RawSuite,
+    errs: &mut Vec<SuiteError>,
+) -> Option<String> {
+    let endpoint = match &raw.endpoint {
+        None => None,
+        Some(e) => match normalize_endpoint(e) {
+            Ok(e) => Some(e),
+            Err(m) => {
+                errs.push(ctx.at_value("endpoint", K::InvalidValue, m));
+                None
+            }
+        },
+    };
+    if let Some(m) = &raw.model
+        && m.trim().is_empty()
+    {
+        errs.push(ctx.at_value("model", K::InvalidValue, "`model` is empty".into()));
+    }
+    if let Some(var) = &raw.api_key_env
+        && !is_env_name(var)
+    {
+        // Never echo the value: it may be the key itself.
+        errs.push(
+            ctx.at_value(
+                "api_key_env",
+                K::InvalidValue,
+                "`api_key_env` must be the NAME of an environment variable \
+                 (letters, digits and `_`), not a key"
+                    .into(),
+            )
+            .with_hint(Some(
+                "for example `api_key_env = \"OPENAI_API_KEY\"`".into(),
+            )),
+        );
+    }
+    endpoint
+}
+
+/// Every `[[tools]]` entry validated: the valid tools, and whether any failed. A duplicate
+/// name (found over every entry, valid or not) or a tool's first problem goes to `errs`.
+fn validate_tools(
+    ctx: &Ctx,
+    fx: &Fixtures,
+    raw_tools: Vec<RawTool>,
+    errs: &mut Vec<SuiteError>,
+) -> (Vec<ToolSpec>, bool) {
+    let mut tools = Vec::new();
+    let mut tool_names: Vec<String> = Vec::new();
+    let mut failed_tools = false;
+    for (i, t) in raw_tools.into_iter().enumerate() {
+        let first = tool_names.iter().position(|n| *n == t.name);
+        tool_names.push(t.name.clone());
+        if let Some(first) = first {
+            errs.push(duplicate(
+                ctx,
+                "tool",
+                &t.name,
+                &format!("tools[{i}].name"),
+                &format!("tools[{first}].name"),
+            ));
+            continue;
+        }
+        match tool::tool(ctx, fx, i, t) {
+            Ok(spec) => tools.push(spec),
+            Err(e) => {
+                errs.push(e);
+                failed_tools = true;
+            }
+        }
+    }
+    (tools, failed_tools)
+}
+
+/// Every `[[jobs]]` entry of suite `suite` validated against `tools`: the valid jobs. A
+/// duplicate name, a job's first problem (except a reference to a tool that failed, already
+/// reported) or a suite without jobs goes to `errs`.
+fn validate_jobs(
+    ctx: &Ctx,
+    fx: &Fixtures,
+    tools: &[ToolSpec],
+    suite: &str,
+    raw_jobs: Vec<RawJob>,
+    failed_tools: bool,
+    errs: &mut Vec<SuiteError>,
+) -> Vec<Job> {
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut job_names: Vec<String> = Vec::new();
+    let mut any_job = false;
+    for (i, j) in raw_jobs.into_iter().enumerate() {
+        any_job = true;
+        let first = job_names.iter().position(|n| *n == j.name);
+        job_names.push(j.name.clone());
+        if let Some(first) = first {
+            errs.push(duplicate(
+                ctx,
+                "job",
+                &j.name,
+                &format!("jobs[{i}].name"),
+                &format!("jobs[{first}].name"),
+            ));
+            continue;
+        }
+        match job::job(ctx, fx, tools, suite, i, j) {
+            Ok(job) => jobs.push(job),
+            // A tool that failed is already reported; naming it again is noise.
+            Err(e) if failed_tools && e.kind() == K::UnknownReference => {}
+            Err(e) => errs.push(e),
+        }
+    }
+    if !any_job {
+        errs.push(ctx.at_key(
+            "jobs",
+            K::MissingField,
+            "a suite needs at least one `[[jobs]]` table".into(),
+        ));
+    }
+    jobs
 }
 
 /// `r`'s value, or `None` with its error kept in `errs`.
