@@ -476,10 +476,10 @@ impl Crate {
         }
         let mut edge = |from: &ModPath, scope: &[String], path: &[String]| {
             let to = self.resolve(scope, path, FUEL);
-            if let Some(to) = to.and_then(|m| self.modules.get(&m)) {
-                if to != from {
-                    g.get_mut(&display(from)).unwrap().insert(display(to));
-                }
+            if let Some(to) = to.and_then(|m| self.modules.get(&m))
+                && to != from
+            {
+                g.get_mut(&display(from)).unwrap().insert(display(to));
             }
         };
         for (file, paths) in &self.paths {
