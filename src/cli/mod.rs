@@ -450,3 +450,6 @@ fn parse_partition(s: &str) -> Result<crate::shard::Partition, String> {
 fn parse_shard(s: &str) -> Result<crate::shard::ShardSpec, String> {
     s.parse()
 }
+
+#[cfg(test)]
+mod tests;

@@ -528,7 +528,9 @@ impl DetailInputs {
         }
         let samples = dir.samples_sources();
         let times = match &samples {
-            SamplesState::Ok(s) => super::runs::read_lane_times(dir, s),
+            SamplesState::Ok(s) => {
+                view::LaneTimes::of_files(super::runs::read_lane_files(dir, s), s)
+            }
             _ => view::LaneTimes::default(),
         };
         DetailInputs {

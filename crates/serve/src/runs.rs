@@ -678,11 +678,23 @@ impl RunDir {
     }
 }
 
-/// Reads the sample times of every lane (blocking I/O; bounded by
-/// [`MAX_SAMPLES_FILE_BYTES`] per file). A file that cannot be read leaves its lanes empty
-/// and records the fault.
-pub fn read_lane_times(dir: &RunDir, s: &SamplesSources) -> super::view::LaneTimes {
-    use crate::telemetry::{MetricsSample, PowerSample, ProcSample};
+/// The sample files a run's lanes are drawn from, as read.
+#[derive(Debug, Default)]
+pub struct LaneFiles {
+    /// `samples/gpu.jsonl`.
+    pub power: Vec<crate::telemetry::PowerSample>,
+    /// `samples/proc.jsonl`.
+    pub proc: Vec<crate::telemetry::ProcSample>,
+    /// `samples/metrics.jsonl`.
+    pub metrics: Vec<crate::telemetry::MetricsSample>,
+    /// A sample file that could not be read (its fault; its samples are left empty).
+    pub fault: Option<ArtifactFault>,
+}
+
+/// Reads the sample files of every lane `s` lists (blocking I/O; bounded by
+/// [`MAX_SAMPLES_FILE_BYTES`] per file). A file that cannot be read is left empty and its
+/// fault recorded.
+pub fn read_lane_files(dir: &RunDir, s: &SamplesSources) -> LaneFiles {
     fn read<T: DeserializeOwned>(
         dir: &RunDir,
         present: bool,
@@ -698,21 +710,15 @@ pub fn read_lane_times(dir: &RunDir, s: &SamplesSources) -> super::view::LaneTim
         })
     }
     let mut fault = None;
-    let power: Vec<PowerSample> = read(dir, s.power.is_some(), SampleFile::Power, &mut fault);
-    let proc: Vec<ProcSample> = read(dir, s.proc.is_some(), SampleFile::Proc, &mut fault);
-    let metrics: Vec<MetricsSample> =
-        read(dir, s.metrics.is_some(), SampleFile::Metrics, &mut fault);
-    let samples = super::view::LaneSamples {
-        power: &power,
-        proc: &proc,
-        clk_tck: s.proc.as_ref().and_then(|p| p.clk_tck),
-        metrics: &metrics,
-    };
-    let quantities =
-        super::view::lane_quantities(s.power.as_ref(), s.proc.as_ref(), s.metrics.as_ref());
-    let mut t = super::view::LaneTimes::of(&quantities, &samples);
-    t.fault = fault;
-    t
+    let power = read(dir, s.power.is_some(), SampleFile::Power, &mut fault);
+    let proc = read(dir, s.proc.is_some(), SampleFile::Proc, &mut fault);
+    let metrics = read(dir, s.metrics.is_some(), SampleFile::Metrics, &mut fault);
+    LaneFiles {
+        power,
+        proc,
+        metrics,
+        fault,
+    }
 }
 
 /// Parses JSON lines (pure); blank lines are skipped; the first bad line is the fault.

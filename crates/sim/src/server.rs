@@ -16,15 +16,17 @@ use serde_json::{Value, json};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
-use super::SimState;
 use super::cache::block_hashes;
+use super::config::SimConfig;
 use super::fault::{FAULT_HEADER, Faults};
 use super::generate::{
-    Completion, FinishReason, PlanError, effective_seed, jitter_rng_seed, plan_completion,
-    token_schedule_us, ttft_us,
+    Completion, PlanError, effective_seed, jitter_rng_seed, plan_completion, token_schedule_us,
+    ttft_us,
 };
 use super::metrics::Counters;
 use super::prompt::{ChatRequest, render_prompt, tokenize};
+use super::request::RequestGuard;
+use super::state::SimState;
 use super::stream::{ChunkEncoder, SimBody, TimedBody, Usage, build_stream, fault_cut};
 
 /// Largest accepted request body (long-context prompts), bytes.
@@ -209,103 +211,6 @@ async fn acquire_slot(st: &SimState) -> Option<OwnedSemaphorePermit> {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Prefill,
-    Decode,
-    Ended,
-}
-
-/// One admitted request's share of the engine state: running gauge, KV blocks, power
-/// (prefill → decode → ended) and the token/success counters. Dropping it before the
-/// end (client gone, fault) counts the request as `abort`.
-pub(crate) struct RequestGuard {
-    state: Arc<SimState>,
-    phase: Phase,
-    prompt_tokens: u64,
-    kv_blocks: u64,
-    permit: Option<OwnedSemaphorePermit>,
-}
-
-impl RequestGuard {
-    fn admit(
-        state: Arc<SimState>,
-        permit: Option<OwnedSemaphorePermit>,
-        prompt_tokens: u64,
-        cached_tokens: u64,
-        kv_blocks: u64,
-    ) -> Self {
-        let c = &state.counters;
-        Counters::add(&c.prefix_cache_queries, prompt_tokens);
-        Counters::add(&c.prefix_cache_hits, cached_tokens);
-        Counters::add(&c.running, 1);
-        Counters::add(&c.kv_blocks_in_use, kv_blocks);
-        state.meter.change(1, 0);
-        Self {
-            state,
-            phase: Phase::Prefill,
-            prompt_tokens,
-            kv_blocks,
-            permit,
-        }
-    }
-
-    /// Prefill ends: the prompt counts as processed, power switches to decode.
-    pub(crate) fn first_token(&mut self) {
-        if self.phase == Phase::Prefill {
-            self.phase = Phase::Decode;
-            self.state.meter.change(-1, 1);
-            Counters::add(&self.state.counters.prompt_tokens, self.prompt_tokens);
-        }
-    }
-
-    /// `n` completion tokens were sent.
-    pub(crate) fn generated(&mut self, n: u64) {
-        Counters::add(&self.state.counters.generation_tokens, n);
-    }
-
-    /// The request finished normally.
-    pub(crate) fn finish(&mut self, reason: FinishReason) {
-        if self.phase == Phase::Ended {
-            return;
-        }
-        self.first_token();
-        let c = &self.state.counters;
-        match reason {
-            FinishReason::Length => Counters::add(&c.success_length, 1),
-            FinishReason::Stop | FinishReason::ToolCalls => Counters::add(&c.success_stop, 1),
-        }
-        self.end();
-    }
-
-    /// The request ended abnormally (no-op once ended).
-    pub(crate) fn abort(&mut self) {
-        if self.phase != Phase::Ended {
-            Counters::add(&self.state.counters.success_abort, 1);
-            self.end();
-        }
-    }
-
-    fn end(&mut self) {
-        match self.phase {
-            Phase::Prefill => self.state.meter.change(-1, 0),
-            Phase::Decode => self.state.meter.change(0, -1),
-            Phase::Ended => return,
-        }
-        self.phase = Phase::Ended;
-        let c = &self.state.counters;
-        Counters::sub(&c.running, 1);
-        Counters::sub(&c.kv_blocks_in_use, self.kv_blocks);
-        self.permit.take();
-    }
-}
-
-impl Drop for RequestGuard {
-    fn drop(&mut self) {
-        self.abort();
-    }
-}
-
 async fn sleep_until_us(start: Instant, at_us: u64) {
     if at_us > 0 {
         let deadline = start + Duration::from_micros(at_us);
@@ -334,41 +239,62 @@ fn completion_message(c: &Completion) -> Value {
     }
 }
 
-async fn chat_completions(st: Arc<SimState>, headers: &HeaderMap, body: Bytes) -> Response {
-    let number = st.next_request_number();
-    let cfg = st.config();
-    let mut faults = Faults::for_request(&cfg.faults, number);
-    if let Some(v) = headers.get(FAULT_HEADER) {
-        let parsed = v
-            .to_str()
-            .map_err(|_| format!("{FAULT_HEADER}: not ASCII"))
-            .and_then(Faults::parse_header);
-        match parsed {
-            Ok(f) => faults = faults.merge(f),
-            Err(e) => return bad_request(e),
-        }
-    }
-    let req: ChatRequest = match serde_json::from_slice(&body) {
+/// The faults to inject into request `number`: the configured rules, merged with the
+/// request's fault header ([`FAULT_HEADER`]); `Err` says what is wrong with the header.
+fn request_faults(cfg: &SimConfig, number: u64, headers: &HeaderMap) -> Result<Faults, String> {
+    let faults = Faults::for_request(&cfg.faults, number);
+    let Some(v) = headers.get(FAULT_HEADER) else {
+        return Ok(faults);
+    };
+    let parsed = v
+        .to_str()
+        .map_err(|_| format!("{FAULT_HEADER}: not ASCII"))
+        .and_then(Faults::parse_header);
+    parsed.map(|f| faults.merge(f))
+}
+
+/// The request body read as a chat request the simulator serves, or the error answer
+/// (400 for a bad body or an unsupported parameter, 404 for another model).
+fn read_request(cfg: &SimConfig, body: &[u8]) -> Result<ChatRequest, Box<Response>> {
+    let req: ChatRequest = match serde_json::from_slice(body) {
         Ok(r) => r,
-        Err(e) => return bad_request(format!("invalid request body: {e}")),
+        Err(e) => return Err(Box::new(bad_request(format!("invalid request body: {e}")))),
     };
     if req.model != cfg.model {
-        return error_response(
+        return Err(Box::new(error_response(
             StatusCode::NOT_FOUND,
             "NotFoundError",
             format!("The model `{}` does not exist.", req.model),
             Some("model"),
-        );
+        )));
     }
     if req.messages.is_empty() {
-        return bad_request("`messages` must not be empty".into());
+        return Err(Box::new(bad_request("`messages` must not be empty".into())));
     }
     if req.n.is_some_and(|n| n != 1) {
-        return bad_request("the simulator supports only n = 1".into());
+        return Err(Box::new(bad_request(
+            "the simulator supports only n = 1".into(),
+        )));
     }
     if req.output_cap() == Some(0) {
-        return bad_request("max_tokens must be at least 1".into());
+        return Err(Box::new(bad_request(
+            "max_tokens must be at least 1".into(),
+        )));
     }
+    Ok(req)
+}
+
+async fn chat_completions(st: Arc<SimState>, headers: &HeaderMap, body: Bytes) -> Response {
+    let number = st.next_request_number();
+    let cfg = st.config();
+    let faults = match request_faults(cfg, number, headers) {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    let req = match read_request(cfg, &body) {
+        Ok(r) => r,
+        Err(r) => return *r,
+    };
     let prompt = render_prompt(&req.messages, req.tools());
     let completion = match plan_completion(cfg, &req, &prompt) {
         Ok(c) => c,

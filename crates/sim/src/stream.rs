@@ -21,7 +21,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::fault::Faults;
 use super::generate::{Completion, FinishReason};
-use super::server::RequestGuard;
+use super::request::RequestGuard;
 
 /// Token usage of one response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -75,6 +75,84 @@ fn secs(d: std::time::Duration) -> String {
     d.as_secs_f64().to_string()
 }
 
+/// The `[telemetry]` rows: periods, metrics and its URL (given, derived from the endpoint
+/// `endpoint`, or the simulator's), the engine process, GPUs and Prometheus.
+fn telemetry_rows(r: &mut Rows<'_>, endpoint: &EndpointSetting) {
+    let t = &r.suite.telemetry;
+    r.file("telemetry.sample_period_ms", t.sample_period_ms);
+    r.file("telemetry.metrics_period_ms", t.metrics_period_ms);
+    r.file("telemetry.metrics", t.metrics);
+    let metrics_url = match (&t.metrics_url, endpoint) {
+        _ if !t.metrics => "none (metrics off)".to_string(),
+        (Some(u), _) => u.clone(),
+        (None, EndpointSetting::Url(u)) => metrics_url_for(u),
+        (None, EndpointSetting::Simulated) => "the simulator's /metrics".to_string(),
+    };
+    r.file("telemetry.metrics_url", metrics_url);
+    r.file(
+        "telemetry.engine_pid",
+        t.engine_pid.map_or("none".to_string(), |p| p.to_string()),
+    );
+    r.file("telemetry.include_descendants", t.include_descendants);
+    r.file("telemetry.gpu", t.gpu.as_str());
+    r.file(
+        "telemetry.gpu_devices",
+        match &t.gpu_devices {
+            None => "none (CUDA_VISIBLE_DEVICES, else every GPU)".to_string(),
+            Some(l) => format!(
+                "[{}]",
+                l.iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+    );
+    r.file(
+        "telemetry.prometheus",
+        match &t.prometheus {
+            None => "none".to_string(),
+            Some(p) => format!(
+                "{} selector {} (queried after the run, wait up to {} s)",
+                p.url,
+                if p.selector.is_empty() {
+                    "none"
+                } else {
+                    &p.selector
+                },
+                p.wait_s
+            ),
+        },
+    );
+}
+
+/// One row per tool: its response source and latency.
+fn tool_rows(r: &mut Rows<'_>) {
+    let s = r.suite;
+    for tool in &r.suite.tools {
+        let source = match &tool.source {
+            ToolSource::File(p) => format!("response_file {}", rel(s, p)),
+            ToolSource::ReadRoot {
+                root,
+                path_argument,
+            } => format!(
+                "read_root {} (path_argument `{path_argument}`)",
+                rel(s, root)
+            ),
+            ToolSource::Table { responses, default } => {
+                let d = match default {
+                    None => "none".to_string(),
+                    Some(ResponseBody::Text(_)) => "text".to_string(),
+                    Some(ResponseBody::File(p)) => rel(s, p),
+                };
+                format!("{} response(s), default {d}", responses.len())
+            }
+        };
+        let v = format!("{source}, latency_ms {}", tool.latency.as_millis());
+        r.fact(&format!("tools.{}", tool.name), v);
+    }
+}
+
 impl ResolvedSuite {
     /// Suite-wide settings in display order: identity and paths, endpoint, model,
     /// `api_key_env`, `capture_timeline`, seed, engine, timeouts, telemetry, gates,
@@ -123,76 +201,10 @@ impl ResolvedSuite {
         r.file("request_timeout_s", secs(s.request_timeout));
         r.file("idle_timeout_s", secs(s.idle_timeout));
         r.file("max_event_bytes", s.max_event_bytes);
-        let t = &s.telemetry;
-        r.file("telemetry.sample_period_ms", t.sample_period_ms);
-        r.file("telemetry.metrics_period_ms", t.metrics_period_ms);
-        r.file("telemetry.metrics", t.metrics);
-        let metrics_url = match (&t.metrics_url, &self.endpoint.value) {
-            _ if !t.metrics => "none (metrics off)".to_string(),
-            (Some(u), _) => u.clone(),
-            (None, EndpointSetting::Url(u)) => metrics_url_for(u),
-            (None, EndpointSetting::Simulated) => "the simulator's /metrics".to_string(),
-        };
-        r.file("telemetry.metrics_url", metrics_url);
-        r.file(
-            "telemetry.engine_pid",
-            t.engine_pid.map_or("none".to_string(), |p| p.to_string()),
-        );
-        r.file("telemetry.include_descendants", t.include_descendants);
-        r.file("telemetry.gpu", t.gpu.as_str());
-        r.file(
-            "telemetry.gpu_devices",
-            match &t.gpu_devices {
-                None => "none (CUDA_VISIBLE_DEVICES, else every GPU)".to_string(),
-                Some(l) => format!(
-                    "[{}]",
-                    l.iter()
-                        .map(|d| d.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            },
-        );
-        r.file(
-            "telemetry.prometheus",
-            match &t.prometheus {
-                None => "none".to_string(),
-                Some(p) => format!(
-                    "{} selector {} (queried after the run, wait up to {} s)",
-                    p.url,
-                    if p.selector.is_empty() {
-                        "none"
-                    } else {
-                        &p.selector
-                    },
-                    p.wait_s
-                ),
-            },
-        );
+        telemetry_rows(&mut r, &self.endpoint.value);
         r.file("gates", flatten(&s.gates));
         r.file("overhead", flatten(&s.overhead));
-        for tool in &s.tools {
-            let source = match &tool.source {
-                ToolSource::File(p) => format!("response_file {}", rel(s, p)),
-                ToolSource::ReadRoot {
-                    root,
-                    path_argument,
-                } => format!(
-                    "read_root {} (path_argument `{path_argument}`)",
-                    rel(s, root)
-                ),
-                ToolSource::Table { responses, default } => {
-                    let d = match default {
-                        None => "none".to_string(),
-                        Some(ResponseBody::Text(_)) => "text".to_string(),
-                        Some(ResponseBody::File(p)) => rel(s, p),
-                    };
-                    format!("{} response(s), default {d}", responses.len())
-                }
-            };
-            let v = format!("{source}, latency_ms {}", tool.latency.as_millis());
-            r.fact(&format!("tools.{}", tool.name), v);
-        }
+        tool_rows(&mut r);
         r.push(
             "filter",
             self.filter.as_deref().unwrap_or("none"),

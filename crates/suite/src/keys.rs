@@ -5,10 +5,10 @@
 
 use toml::de::{DeTable, DeValue};
 
+use super::ctx::Ctx;
 use super::doc::{array_tables, join, sorted_entries, str_of};
 use super::error::{SuiteError, SuiteErrorKind};
 use super::fields::{did_you_mean, struct_fields};
-use super::load::Ctx;
 use super::model::JobKindName;
 use super::raw::{
     RawJob, RawPrometheus, RawResponse, RawScriptStep, RawSuite, RawSweep, RawTelemetry, RawTool,

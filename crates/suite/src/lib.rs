@@ -20,6 +20,7 @@ pub mod dataset;
 pub mod diagnose;
 // The JSON helpers (leaf) and the checks' grading live with the schema that parses them
 // (`[[jobs.checks]]`, tool `arguments_schema`); see docs/architecture.md.
+mod ctx;
 mod doc;
 mod dry_run;
 mod error;

@@ -75,6 +75,65 @@ pub struct EnergySummary {
 
 const NS_PER_S: u128 = 1_000_000_000;
 
+/// The counter's increase over one interval `a → b` of `dt` ns, when it can be trusted,
+/// and the post-reset value when the counter went down (a new epoch); a reset or an
+/// implausible jump is counted on `s`.
+fn counter_delta(
+    a: EnergyPoint,
+    b: EnergyPoint,
+    dt: u128,
+    s: &mut EnergySummary,
+) -> (Option<u64>, Option<u64>) {
+    match (a.energy_mj, b.energy_mj) {
+        (Some(e0), Some(e1)) if e1 >= e0 => {
+            let allowed = MAX_PLAUSIBLE_POWER_MW as u128 * (dt + NS_PER_S) / NS_PER_S;
+            if ((e1 - e0) as u128) <= allowed {
+                (Some(e1 - e0), None)
+            } else {
+                s.counter_anomalies += 1;
+                (None, None)
+            }
+        }
+        (Some(_), Some(e1)) => {
+            s.counter_resets += 1;
+            (None, Some(e1))
+        }
+        _ => (None, None),
+    }
+}
+
+/// The warnings of a summary, in their fixed order: power only (`power_only`: no counter
+/// at all), counter resets, implausible jumps, samples without the counter
+/// (`missing_counter`), intervals with neither (a lower bound).
+fn push_warnings(s: &mut EnergySummary, power_only: bool, missing_counter: bool) {
+    if power_only {
+        s.warnings
+            .push("energy counter not available: whole-run energy from power integration".into());
+    }
+    if s.counter_resets > 0 {
+        s.warnings.push(format!(
+            "energy counter decreased {} time(s): new epoch; those intervals use power integration",
+            s.counter_resets
+        ));
+    }
+    if s.counter_anomalies > 0 {
+        s.warnings.push(format!(
+            "energy counter jumped implausibly {} time(s): those intervals use power integration",
+            s.counter_anomalies
+        ));
+    }
+    if missing_counter {
+        s.warnings
+            .push("energy counter missing in some samples: power integration there".into());
+    }
+    if s.intervals_missing > 0 && s.energy_mj.is_some() {
+        s.warnings.push(format!(
+            "{} interval(s) without counter or power: energy is a lower bound",
+            s.intervals_missing
+        ));
+    }
+}
+
 /// Computes the whole-run energy of one device from its samples in time order (C19):
 /// device 0 (counter NotSupported, power 100/200/200/100 W at 0/100/200/300 ms) → 50 000 mJ by
 /// `power_integration`; device 1 (nothing) → `None`, `not_supported`, coverage 0; device 2
@@ -134,24 +193,7 @@ pub fn whole_run_energy(points: &[EnergyPoint]) -> EnergySummary {
             covered_ns += dt;
             any_all_power = true;
         }
-        let mut reset_floor: Option<u64> = None;
-        let counter = match (a.energy_mj, b.energy_mj) {
-            (Some(e0), Some(e1)) if e1 >= e0 => {
-                let allowed = MAX_PLAUSIBLE_POWER_MW as u128 * (dt + NS_PER_S) / NS_PER_S;
-                if ((e1 - e0) as u128) <= allowed {
-                    Some(e1 - e0)
-                } else {
-                    s.counter_anomalies += 1;
-                    None
-                }
-            }
-            (Some(_), Some(e1)) => {
-                s.counter_resets += 1;
-                reset_floor = Some(e1);
-                None
-            }
-            _ => None,
-        };
+        let (counter, reset_floor) = counter_delta(a, b, dt, &mut s);
         match (counter, trap) {
             (Some(d), _) => {
                 counter_total = counter_total.saturating_add(d);
@@ -199,31 +241,6 @@ pub fn whole_run_energy(points: &[EnergyPoint]) -> EnergySummary {
     if span > 0 {
         s.power_coverage = Some((covered_ns as f64 / span as f64).clamp(0.0, 1.0));
     }
-    if !any_energy && any_power {
-        s.warnings
-            .push("energy counter not available: whole-run energy from power integration".into());
-    }
-    if s.counter_resets > 0 {
-        s.warnings.push(format!(
-            "energy counter decreased {} time(s): new epoch; those intervals use power integration",
-            s.counter_resets
-        ));
-    }
-    if s.counter_anomalies > 0 {
-        s.warnings.push(format!(
-            "energy counter jumped implausibly {} time(s): those intervals use power integration",
-            s.counter_anomalies
-        ));
-    }
-    if warned_missing_counter {
-        s.warnings
-            .push("energy counter missing in some samples: power integration there".into());
-    }
-    if s.intervals_missing > 0 && s.energy_mj.is_some() {
-        s.warnings.push(format!(
-            "{} interval(s) without counter or power: energy is a lower bound",
-            s.intervals_missing
-        ));
-    }
+    push_warnings(&mut s, any_power && !any_energy, warned_missing_counter);
     s
 }

@@ -19,7 +19,7 @@
 //! the join leaves it out ((the root package's `runner::energy::attribution_input`)): its steps' energy
 //! is `null`, never a measured figure.
 
-use super::power::{GpuDevice, GpuIdentity};
+use super::power::{GpuDevice, GpuIdentity, MigState};
 use serde::{Deserialize, Serialize};
 
 /// One entry of `gpu_devices` (or of `CUDA_VISIBLE_DEVICES`).
@@ -61,16 +61,6 @@ impl GpuSelection {
             cuda_device_order: std::env::var("CUDA_DEVICE_ORDER").ok(),
         }
     }
-}
-
-/// MIG state of a physical GPU as NVML reports it (`nvmlDeviceGetMigMode`, and the UUIDs of
-/// its MIG device handles).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MigState {
-    /// MIG mode is currently enabled.
-    pub enabled: bool,
-    /// UUIDs of the MIG instances on this GPU (`MIG-…`), as far as NVML lists them.
-    pub instances: Vec<String>,
 }
 
 /// One selected GPU and what may be said of it.

@@ -71,11 +71,11 @@ pub mod summary;
 
 pub use counters::{CounterIncrease, CounterTracker, counter_increase};
 pub use energy::{EnergyMethod, EnergyPoint, EnergySummary, whole_run_energy};
-pub use gpu::{GpuSelection, GpuSelector, MigState, select_gpus};
+pub use gpu::{GpuSelection, GpuSelector, select_gpus};
 pub use metrics::{CounterValues, MetricsSample, MetricsTracker, ResetFlags};
 pub use power::{
-    FnProbe, GpuDevice, GpuIdentity, GpuSampler, PowerBasis, PowerDevice, PowerDeviceKind,
-    PowerProbe, PowerSample, ProbeReading, ProbeSampler, QueryError, probe_fn,
+    FnProbe, GpuDevice, GpuIdentity, GpuSampler, MigState, PowerBasis, PowerDevice,
+    PowerDeviceKind, PowerProbe, PowerSample, ProbeReading, ProbeSampler, QueryError, probe_fn,
 };
 pub use proc::{ProcSample, clk_tck};
 pub use profile::{CanonicalSnapshot, CounterId, EngineProfile, map_exposition};

@@ -138,7 +138,7 @@ pub struct PowerDevice {
     pub energy: Option<super::energy::EnergySummary>,
     /// MIG state of a GPU (`null` for probes and for GPUs that report none).
     #[serde(default)]
-    pub mig: Option<super::gpu::MigState>,
+    pub mig: Option<MigState>,
     /// `null` when per-step energy may be attributed to this device; otherwise why not (a
     /// GPU in MIG mode: whole-GPU power only). Such a device keeps its lane but never gets
     /// a per-step figure.
@@ -182,6 +182,16 @@ pub enum QueryError {
     Lost(String),
     /// Anything else (count, retry next period).
     Failed(String),
+}
+
+/// MIG state of a physical GPU as NVML reports it (`nvmlDeviceGetMigMode`, and the UUIDs of
+/// its MIG device handles).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigState {
+    /// MIG mode is currently enabled.
+    pub enabled: bool,
+    /// UUIDs of the MIG instances on this GPU (`MIG-…`), as far as NVML lists them.
+    pub instances: Vec<String>,
 }
 
 /// Identity of a GPU.
@@ -318,7 +328,7 @@ pub struct GpuSampler<D: GpuDevice> {
     id: u32,
     book: FieldBook,
     basis: Option<PowerBasis>,
-    mig: Option<super::gpu::MigState>,
+    mig: Option<MigState>,
     not_attributable: Option<String>,
 }
 
@@ -337,10 +347,15 @@ impl<D: GpuDevice> GpuSampler<D> {
 
     /// A sampler of a selected device ([`super::gpu::select_gpus`]): its MIG state and
     /// whether it is attributable travel into [`PowerDevice`].
-    pub fn selected(sel: super::gpu::SelectedGpu<D>, id: u32) -> Self {
-        let mut s = Self::new(sel.device, id);
-        s.mig = sel.mig;
-        s.not_attributable = sel.not_attributable;
+    pub fn selected(
+        dev: D,
+        id: u32,
+        mig: Option<MigState>,
+        not_attributable: Option<String>,
+    ) -> Self {
+        let mut s = Self::new(dev, id);
+        s.mig = mig;
+        s.not_attributable = not_attributable;
         s
     }
 

@@ -436,134 +436,162 @@ pub fn map_exposition(
     let spec = spec(effective).expect("non-auto profile has a spec");
 
     for id in CounterId::ALL {
-        let alternatives = spec.counters[id as usize];
-        let chosen = alternatives
-            .iter()
-            .enumerate()
-            .find(|(_, alt)| alt.iter().all(|f| expo.counter(f).is_some()));
-        let Some((alt_idx, alt)) = chosen else {
-            continue;
-        };
-        snap.mapping.insert(id.name().to_string(), alt.join(" + "));
-        if alt_idx >= spec.fallback_from[id as usize] {
-            snap.notes.push(format!(
-                "{}: using fallback {} ({} not exposed)",
-                id.name(),
-                alt.join(" + "),
-                alternatives[..spec.fallback_from[id as usize]]
-                    .iter()
-                    .map(|a| a.join(" + "))
-                    .collect::<Vec<_>>()
-                    .join(" or ")
-            ));
-        }
-        let mut total: u64 = 0;
-        let mut ok = true;
-        let mut created: CreatedSignature = Vec::new();
-        for fname in alt.iter() {
-            let fam = expo.counter(fname).expect("checked above");
-            let is_counter = fam.metric_type == MetricType::Counter;
-            let (vals, note) =
-                select_series(fam, served_model, |suf| suf.is_empty() || suf == "_total");
-            if let Some(n) = note {
-                snap.notes.push(n);
-                ok = false;
-                break;
-            }
-            if !is_counter {
-                snap.notes.push(format!(
-                    "{fname}: no # TYPE line; read as a counter by name"
-                ));
-            }
-            if vals.is_empty() {
-                // Declared (`# TYPE`) but no series: nothing was counted, so the counter is
-                // missing (null), never 0.
-                snap.notes.push(format!(
-                    "{fname}: declared but exposes no series; {} is null",
-                    id.name()
-                ));
-                ok = false;
-                break;
-            }
-            let v = sum_dedup(&vals, spec.dedupe_labels);
-            if !v.is_finite() || v < 0.0 {
-                snap.non_finite.push(id.name().to_string());
-                ok = false;
-                break;
-            }
-            if v.fract() != 0.0 {
-                snap.notes
-                    .push(format!("{fname}: non-integral counter value {v}; floored"));
-            }
-            total = total.saturating_add(v.floor() as u64);
-            let (cr, _) = select_series(fam, served_model, |suf| suf == "_created");
-            for s in cr {
-                created.push((
-                    format!("{}|{}", fam.name, series_key(&s.labels, &[])),
-                    s.value.to_bits(),
-                ));
-            }
-        }
-        if ok {
-            created.sort();
-            snap.counters[id as usize] = CounterReading {
-                value: Some(total),
-                created,
-            };
-        }
+        read_counter(expo, spec, id, served_model, &mut snap);
     }
-
     for (gname, fams) in spec.gauges {
-        let Some(fam) = fams.iter().find_map(|f| expo.gauge(f)) else {
-            continue;
-        };
-        snap.mapping.insert(gname.to_string(), fam.name.clone());
-        let (vals, note) = select_series(fam, served_model, |suf| suf.is_empty());
-        if let Some(n) = note {
-            snap.notes.push(n);
-            snap.gauges.insert(gname.to_string(), None);
-            continue;
-        }
-        if vals.is_empty() {
-            snap.gauges.insert(gname.to_string(), None);
-            continue;
-        }
-        // One value per engine (labels other than the model's and the de-duplicated ones;
-        // the largest of duplicates), never summed across engines: 0.25 and 0.5 of two
-        // data-parallel engines are two readings, not 0.75.
-        let mut drop: Vec<&str> = vec!["model_name", "model"];
-        drop.extend(spec.dedupe_labels);
-        let mut engines: BTreeMap<String, Vec<&super::prom::MetricSample>> = BTreeMap::new();
-        for s in &vals {
-            engines
-                .entry(series_key(&s.labels, &drop))
-                .or_default()
-                .push(s);
-        }
-        let mut values: BTreeMap<String, Option<f64>> = BTreeMap::new();
-        for (engine, samples) in engines {
-            let v = sum_dedup(&samples, spec.dedupe_labels);
-            if !v.is_finite() && !snap.non_finite.iter().any(|n| n == gname) {
-                snap.non_finite.push(gname.to_string());
-            }
-            values.insert(engine, v.is_finite().then_some(v));
-        }
-        if values.len() == 1 {
-            let (engine, v) = values.into_iter().next().expect("one engine");
-            snap.gauges.insert(gname.to_string(), v);
-            if !engine.is_empty() {
-                let one = BTreeMap::from([(engine, v)]);
-                snap.gauge_engines.insert(gname.to_string(), one);
-            }
-        } else {
-            snap.gauges.insert(gname.to_string(), None);
-            snap.gauge_engines.insert(gname.to_string(), values);
-        }
+        read_gauge(expo, spec, gname, fams, served_model, &mut snap);
     }
     if let Some((family, label)) = spec.block_size {
         read_block_size(expo, family, label, &mut snap);
     }
     snap
+}
+
+/// Reads canonical counter `id` into `snap`: the first alternative of `spec` whose
+/// families are all declared, summed over the served model's series (with the mapping, a
+/// fallback note and the `_created` signature); left `None` with a note or a non-finite
+/// mark when a family has no usable value.
+fn read_counter(
+    expo: &Exposition,
+    spec: &ProfileSpec,
+    id: CounterId,
+    served_model: Option<&str>,
+    snap: &mut CanonicalSnapshot,
+) {
+    let alternatives = spec.counters[id as usize];
+    let chosen = alternatives
+        .iter()
+        .enumerate()
+        .find(|(_, alt)| alt.iter().all(|f| expo.counter(f).is_some()));
+    let Some((alt_idx, alt)) = chosen else {
+        return;
+    };
+    snap.mapping.insert(id.name().to_string(), alt.join(" + "));
+    if alt_idx >= spec.fallback_from[id as usize] {
+        snap.notes.push(format!(
+            "{}: using fallback {} ({} not exposed)",
+            id.name(),
+            alt.join(" + "),
+            alternatives[..spec.fallback_from[id as usize]]
+                .iter()
+                .map(|a| a.join(" + "))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ));
+    }
+    let mut total: u64 = 0;
+    let mut ok = true;
+    let mut created: CreatedSignature = Vec::new();
+    for fname in alt.iter() {
+        let fam = expo.counter(fname).expect("checked above");
+        let is_counter = fam.metric_type == MetricType::Counter;
+        let (vals, note) =
+            select_series(fam, served_model, |suf| suf.is_empty() || suf == "_total");
+        if let Some(n) = note {
+            snap.notes.push(n);
+            ok = false;
+            break;
+        }
+        if !is_counter {
+            snap.notes.push(format!(
+                "{fname}: no # TYPE line; read as a counter by name"
+            ));
+        }
+        if vals.is_empty() {
+            // Declared (`# TYPE`) but no series: nothing was counted, so the counter is
+            // missing (null), never 0.
+            snap.notes.push(format!(
+                "{fname}: declared but exposes no series; {} is null",
+                id.name()
+            ));
+            ok = false;
+            break;
+        }
+        let v = sum_dedup(&vals, spec.dedupe_labels);
+        if !v.is_finite() || v < 0.0 {
+            snap.non_finite.push(id.name().to_string());
+            ok = false;
+            break;
+        }
+        if v.fract() != 0.0 {
+            snap.notes
+                .push(format!("{fname}: non-integral counter value {v}; floored"));
+        }
+        total = total.saturating_add(v.floor() as u64);
+        let (cr, _) = select_series(fam, served_model, |suf| suf == "_created");
+        for s in cr {
+            created.push((
+                format!("{}|{}", fam.name, series_key(&s.labels, &[])),
+                s.value.to_bits(),
+            ));
+        }
+    }
+    if ok {
+        created.sort();
+        snap.counters[id as usize] = CounterReading {
+            value: Some(total),
+            created,
+        };
+    }
+}
+
+/// Reads gauge `gname` into `snap` from the first of `fams` the exposition declares: one
+/// value per engine, never summed across engines (a single engine's value in `gauges`; with
+/// several, `None` there and each engine's value in `gauge_engines`); `None` when the
+/// series cannot be selected.
+fn read_gauge(
+    expo: &Exposition,
+    spec: &ProfileSpec,
+    gname: &str,
+    fams: &[&str],
+    served_model: Option<&str>,
+    snap: &mut CanonicalSnapshot,
+) {
+    let Some(fam) = fams.iter().find_map(|f| expo.gauge(f)) else {
+        return;
+    };
+    snap.mapping.insert(gname.to_string(), fam.name.clone());
+    let (vals, note) = select_series(fam, served_model, |suf| suf.is_empty());
+    if let Some(n) = note {
+        snap.notes.push(n);
+        snap.gauges.insert(gname.to_string(), None);
+        return;
+    }
+    if vals.is_empty() {
+        snap.gauges.insert(gname.to_string(), None);
+        return;
+    }
+    // One value per engine (labels other than the model's and the de-duplicated ones;
+    // the largest of duplicates), never summed across engines: 0.25 and 0.5 of two
+    // data-parallel engines are two readings, not 0.75.
+    let mut drop: Vec<&str> = vec!["model_name", "model"];
+    drop.extend(spec.dedupe_labels);
+    let mut engines: BTreeMap<String, Vec<&super::prom::MetricSample>> = BTreeMap::new();
+    for s in &vals {
+        engines
+            .entry(series_key(&s.labels, &drop))
+            .or_default()
+            .push(s);
+    }
+    let mut values: BTreeMap<String, Option<f64>> = BTreeMap::new();
+    for (engine, samples) in engines {
+        let v = sum_dedup(&samples, spec.dedupe_labels);
+        if !v.is_finite() && !snap.non_finite.iter().any(|n| n == gname) {
+            snap.non_finite.push(gname.to_string());
+        }
+        values.insert(engine, v.is_finite().then_some(v));
+    }
+    if values.len() == 1 {
+        let (engine, v) = values.into_iter().next().expect("one engine");
+        snap.gauges.insert(gname.to_string(), v);
+        if !engine.is_empty() {
+            let one = BTreeMap::from([(engine, v)]);
+            snap.gauge_engines.insert(gname.to_string(), one);
+        }
+    } else {
+        snap.gauges.insert(gname.to_string(), None);
+        snap.gauge_engines.insert(gname.to_string(), values);
+    }
 }
 
 /// Reads the KV-cache block size from the `label` of gauge `family` (every engine's

@@ -416,6 +416,81 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// The text exposition of each series' newest sample at or before `now` (families in
+/// name order, each typed once), and the oldest of those samples' times; `cursor` keeps
+/// each series' position between calls for ascending `now`.
+fn exposition_at(series: &[RawSeries], cursor: &mut [usize], now: u64) -> (String, u64) {
+    let mut text = String::new();
+    let mut oldest = now;
+    let mut typed: Vec<&str> = Vec::new();
+    let mut order: Vec<usize> = (0..series.len()).collect();
+    order.sort_by(|a, b| series[*a].family.cmp(&series[*b].family));
+    for i in order {
+        let s = &series[i];
+        while cursor[i] < s.points.len() && s.points[cursor[i]].0 <= now {
+            cursor[i] += 1;
+        }
+        let Some(&(ts, v)) = cursor[i].checked_sub(1).map(|k| &s.points[k]) else {
+            continue;
+        };
+        oldest = oldest.min(ts);
+        if !typed.contains(&s.family.as_str()) {
+            typed.push(&s.family);
+            let kind = if s.counter { "counter" } else { "gauge" };
+            let _ = writeln!(text, "# TYPE {} {kind}", s.family);
+        }
+        let name = if s.counter {
+            format!("{}_total", s.family)
+        } else {
+            s.family.clone()
+        };
+        let labels: Vec<String> = s
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+            .collect();
+        let _ = writeln!(text, "{name}{{{}}} {v}", labels.join(","));
+    }
+    (text, oldest)
+}
+
+/// The stored series' scrape gaps (stale or absent steps) as the timeline's gaps, at most
+/// [`MAX_GAPS`], those before the reference instant `reference_ns` left out.
+fn push_scrape_gaps(series: &[RawSeries], reference_ns: u64, t: &mut MetricsTimeline) {
+    for s in series {
+        for (a, b, kind) in &s.gaps {
+            if t.gaps.len() >= MAX_GAPS {
+                break;
+            }
+            if let Some(at) = ms_after_reference(*a, reference_ns) {
+                let what = if *kind == "stale" {
+                    "newest sample older than twice the scrape interval"
+                } else {
+                    "no value (stale marker: target down or series gone)"
+                };
+                t.gaps.push(ScrapeGap {
+                    elapsed_ns: at as u64,
+                    reason: format!(
+                        "{kind}: {}{{{}}} from {a} to {b} unix ms: {what}",
+                        s.name,
+                        s.labels
+                            .iter()
+                            .map(|(k, v)| format!("{k}=\"{v}\""))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// Nanoseconds from the reference instant `reference_ns` (unix ns) to `ms` (unix ms);
+/// `None` before it.
+fn ms_after_reference(ms: u64, reference_ns: u64) -> Option<u128> {
+    (ms as u128 * 1_000_000).checked_sub(reference_ns as u128)
+}
+
 /// Builds the timeline from stored samples: one [`super::MetricsSample`] per distinct
 /// timestamp, through the engine profile (module docs).
 fn build_timeline(
@@ -431,8 +506,7 @@ fn build_timeline(
         .collect();
     times.sort_unstable();
     times.dedup();
-    let ref_ms_ns =
-        |ms: u64| (ms as u128 * 1_000_000).checked_sub(reference_instant_unix_ns as u128);
+    let ref_ms_ns = |ms: u64| ms_after_reference(ms, reference_instant_unix_ns);
     let mut before = 0u64;
     let mut tracker = MetricsTracker::new();
     let mut cursor = vec![0usize; series.len()];
@@ -450,38 +524,7 @@ fn build_timeline(
         .max()
         .unwrap_or(global_first);
     for &now in &times {
-        // Each series' newest sample at or before `now`.
-        let mut text = String::new();
-        let mut oldest = now;
-        let mut typed: Vec<&str> = Vec::new();
-        let mut order: Vec<usize> = (0..series.len()).collect();
-        order.sort_by(|a, b| series[*a].family.cmp(&series[*b].family));
-        for i in order {
-            let s = &series[i];
-            while cursor[i] < s.points.len() && s.points[cursor[i]].0 <= now {
-                cursor[i] += 1;
-            }
-            let Some(&(ts, v)) = cursor[i].checked_sub(1).map(|k| &s.points[k]) else {
-                continue;
-            };
-            oldest = oldest.min(ts);
-            if !typed.contains(&s.family.as_str()) {
-                typed.push(&s.family);
-                let kind = if s.counter { "counter" } else { "gauge" };
-                let _ = writeln!(text, "# TYPE {} {kind}", s.family);
-            }
-            let name = if s.counter {
-                format!("{}_total", s.family)
-            } else {
-                s.family.clone()
-            };
-            let labels: Vec<String> = s
-                .labels
-                .iter()
-                .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-                .collect();
-            let _ = writeln!(text, "{name}{{{}}} {v}", labels.join(","));
-        }
+        let (text, oldest) = exposition_at(series, &mut cursor, now);
         if now < ready_at {
             continue;
         }
@@ -512,32 +555,7 @@ fn build_timeline(
             "{before} stored sample time(s) before the run's reference instant left out"
         ));
     }
-    for s in series {
-        for (a, b, kind) in &s.gaps {
-            if t.gaps.len() >= MAX_GAPS {
-                break;
-            }
-            if let Some(at) = ref_ms_ns(*a) {
-                let what = if *kind == "stale" {
-                    "newest sample older than twice the scrape interval"
-                } else {
-                    "no value (stale marker: target down or series gone)"
-                };
-                t.gaps.push(ScrapeGap {
-                    elapsed_ns: at as u64,
-                    reason: format!(
-                        "{kind}: {}{{{}}} from {a} to {b} unix ms: {what}",
-                        s.name,
-                        s.labels
-                            .iter()
-                            .map(|(k, v)| format!("{k}=\"{v}\""))
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    ),
-                });
-            }
-        }
-    }
+    push_scrape_gaps(series, reference_instant_unix_ns, &mut t);
     t.counter_resets = tracker.resets();
     t.sample_count = t.samples.len() as u64;
     t.scrapes_ok = t.sample_count;

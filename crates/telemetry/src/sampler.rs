@@ -621,7 +621,12 @@ fn power_thread(
                     None => {
                         gpu_status = Some(SourceStatus::Ok);
                         for (i, sel) in choice.selected.into_iter().enumerate() {
-                            gpus.push(GpuSampler::selected(sel, i as u32));
+                            gpus.push(GpuSampler::selected(
+                                sel.device,
+                                i as u32,
+                                sel.mig,
+                                sel.not_attributable,
+                            ));
                         }
                     }
                 }

@@ -142,14 +142,12 @@ fn meta_event(name: &str, pid: u64, tid: u64, args: Value) -> Value {
     json!({"ph": "M", "name": name, "pid": pid, "tid": tid, "args": args})
 }
 
-/// Builds the trace (see the module doc). `events` in `seq` order, as the reader returns
-/// them.
-pub fn perfetto_trace(
-    events: &[TimelineEvent],
-    counters: &[CounterTrack],
+/// The metadata events that name and order the run's process and threads (phases, loose
+/// spans) and each job's process with a thread per trajectory, and each trajectory's track.
+fn metadata_events<'a>(
     meta: &TraceMeta,
-    tracks: &TraceTracks,
-) -> Value {
+    tracks: &'a TraceTracks,
+) -> (Vec<Value>, HashMap<&'a str, Track>) {
     let mut out: Vec<Value> = vec![
         meta_event(
             "process_name",
@@ -193,6 +191,70 @@ pub fn perfetto_trace(
             thread_of.entry(t.as_str()).or_insert(Track { pid, tid });
         }
     }
+    (out, thread_of)
+}
+
+/// Places closed spans on their threads: complete events, which nest only when no two
+/// overlap partially (a span that starts inside the previous one and ends after it is an
+/// async slice instead), with a request's TTFT slice inside it.
+fn place_closed<'e>(
+    mut closed: Vec<(Track, &'e TimelineEvent, &'e TimelineEvent)>,
+    tracks: &TraceTracks,
+    timed: &mut Vec<(u64, Value)>,
+) {
+    closed.sort_by_key(|(t, s, end)| (*t, s.elapsed_ns, std::cmp::Reverse(end.elapsed_ns)));
+    let mut open: Vec<(Track, u64)> = Vec::new();
+    for (track, s, end) in closed {
+        open.retain(|(t, until)| *t == track && *until > s.elapsed_ns);
+        let crosses = open
+            .last()
+            .is_some_and(|(_, until)| end.elapsed_ns > *until);
+        if crosses {
+            timed.push((s.elapsed_ns, async_event("b", s, end, track)));
+            timed.push((end.elapsed_ns, async_event("e", s, end, track)));
+            continue;
+        }
+        open.push((track, end.elapsed_ns));
+        let family = s.kind.family();
+        timed.push((
+            s.elapsed_ns,
+            json!({"ph": "X", "name": s.name, "cat": cat(family), "pid": track.pid,
+                   "tid": track.tid, "ts": us(s.elapsed_ns),
+                   "dur": us(end.elapsed_ns.saturating_sub(s.elapsed_ns)),
+                   "args": {"start": start_args(s), "end": end_args(end)}}),
+        ));
+        // TTFT: from the request's send to its first token, inside the request's slice.
+        let ttft = s
+            .request_id
+            .as_deref()
+            .and_then(|r| tracks.ttft.get(r))
+            .copied()
+            .filter(|&(send, first)| {
+                send >= s.elapsed_ns && send <= first && first <= end.elapsed_ns
+            });
+        if family == SpanFamily::Request
+            && let Some((send, first)) = ttft
+        {
+            timed.push((
+                send,
+                json!({"ph": "X", "name": "ttft", "cat": "ttft", "pid": track.pid,
+                       "tid": track.tid, "ts": us(send), "dur": us(first - send),
+                       "args": {"ttft_ms": (first - send) as f64 / 1e6,
+                                "request_id": s.request_id}}),
+            ));
+        }
+    }
+}
+
+/// Builds the trace (see the module doc). `events` in `seq` order, as the reader returns
+/// them.
+pub fn perfetto_trace(
+    events: &[TimelineEvent],
+    counters: &[CounterTrack],
+    meta: &TraceMeta,
+    tracks: &TraceTracks,
+) -> Value {
+    let (mut out, thread_of) = metadata_events(meta, tracks);
     let track_of = |e: &TimelineEvent| -> Track {
         e.case_id
             .as_deref()
@@ -260,50 +322,7 @@ pub fn perfetto_trace(
             ));
         }
     }
-    // Complete events nest on their thread only when no two overlap partially: a span
-    // that starts inside the previous one and ends after it is an async slice instead.
-    closed.sort_by_key(|(t, s, end)| (*t, s.elapsed_ns, std::cmp::Reverse(end.elapsed_ns)));
-    let mut open: Vec<(Track, u64)> = Vec::new();
-    for (track, s, end) in closed {
-        open.retain(|(t, until)| *t == track && *until > s.elapsed_ns);
-        let crosses = open
-            .last()
-            .is_some_and(|(_, until)| end.elapsed_ns > *until);
-        if crosses {
-            timed.push((s.elapsed_ns, async_event("b", s, end, track)));
-            timed.push((end.elapsed_ns, async_event("e", s, end, track)));
-            continue;
-        }
-        open.push((track, end.elapsed_ns));
-        let family = s.kind.family();
-        timed.push((
-            s.elapsed_ns,
-            json!({"ph": "X", "name": s.name, "cat": cat(family), "pid": track.pid,
-                   "tid": track.tid, "ts": us(s.elapsed_ns),
-                   "dur": us(end.elapsed_ns.saturating_sub(s.elapsed_ns)),
-                   "args": {"start": start_args(s), "end": end_args(end)}}),
-        ));
-        // TTFT: from the request's send to its first token, inside the request's slice.
-        let ttft = s
-            .request_id
-            .as_deref()
-            .and_then(|r| tracks.ttft.get(r))
-            .copied()
-            .filter(|&(send, first)| {
-                send >= s.elapsed_ns && send <= first && first <= end.elapsed_ns
-            });
-        if family == SpanFamily::Request
-            && let Some((send, first)) = ttft
-        {
-            timed.push((
-                send,
-                json!({"ph": "X", "name": "ttft", "cat": "ttft", "pid": track.pid,
-                       "tid": track.tid, "ts": us(send), "dur": us(first - send),
-                       "args": {"ttft_ms": (first - send) as f64 / 1e6,
-                                "request_id": s.request_id}}),
-            ));
-        }
-    }
+    place_closed(closed, tracks, &mut timed);
     for track in counters {
         let name = format!("{} ({})", track.name, track.unit);
         for &(t, v) in &track.points {

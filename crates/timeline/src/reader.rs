@@ -377,23 +377,13 @@ struct SpanState {
     ended: bool,
 }
 
-/// Checks the bytes of `events.jsonl` against `manifest` (pure), filling `report`'s
-/// events, errors, gaps and unknown-end spans.
-pub(crate) fn check_events(manifest: &TimelineManifest, bytes: &[u8], report: &mut VerifyReport) {
-    let complete = manifest.quality == Quality::Complete;
-    // `verify` reads no events under an unknown schema; a direct caller gets v2's rules.
-    let version = SchemaVersion::of(&manifest.schema).unwrap_or(SchemaVersion::V2);
-    let bounds: Bounds = manifest.bounds;
-    if manifest.dropped_count > 0 {
-        report.gap(Gap::DroppedEvents {
-            count: manifest.dropped_count,
-        });
-    }
-    if manifest.rejected_count > 0 {
-        report.gap(Gap::RejectedEvents {
-            count: manifest.rejected_count,
-        });
-    }
+/// The lines of `events.jsonl`, with an error for a missing final newline and for a
+/// line count other than the manifest's event count.
+fn event_lines<'b>(
+    manifest: &TimelineManifest,
+    bytes: &'b [u8],
+    report: &mut VerifyReport,
+) -> Vec<&'b [u8]> {
     if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
         report.error(None, None, ErrorKind::MissingFinalNewline);
     }
@@ -413,6 +403,130 @@ pub(crate) fn check_events(manifest: &TimelineManifest, bytes: &[u8], report: &m
             },
         );
     }
+    lines
+}
+
+/// Pairs event `e` (file line `ln`) with its span: a start opens it (once; its parent
+/// known), an end closes it (once, with the start's family, name and parent). In a complete
+/// capture a missing start or parent is an error; in a partial one it is a gap.
+fn check_span(
+    e: &TimelineEvent,
+    ln: Option<u64>,
+    complete: bool,
+    spans: &mut HashMap<u64, SpanState>,
+    report: &mut VerifyReport,
+) {
+    let seq = Some(e.seq);
+    let family = e.kind.family();
+    if e.kind.is_start() {
+        if spans.contains_key(&e.span_id) {
+            report.error(
+                ln,
+                seq,
+                ErrorKind::DuplicateSpanStart { span_id: e.span_id },
+            );
+        } else {
+            if let Some(p) = e.parent_span_id {
+                match spans.get(&p) {
+                    None if complete => report.error(
+                        ln,
+                        seq,
+                        ErrorKind::UnknownParent {
+                            span_id: e.span_id,
+                            parent: p,
+                        },
+                    ),
+                    None => report.gap(Gap::MissingParent {
+                        span_id: e.span_id,
+                        parent: p,
+                    }),
+                    Some(_) => {}
+                }
+            }
+            spans.insert(
+                e.span_id,
+                SpanState {
+                    family,
+                    name: e.name.clone(),
+                    parent: e.parent_span_id,
+                    ended: false,
+                },
+            );
+        }
+    } else {
+        match spans.get_mut(&e.span_id) {
+            None if complete => {
+                report.error(ln, seq, ErrorKind::UnmatchedEnd { span_id: e.span_id })
+            }
+            None => report.gap(Gap::MissingStart {
+                span_id: e.span_id,
+                seq: e.seq,
+            }),
+            Some(s) if s.ended => {
+                report.error(ln, seq, ErrorKind::DuplicateEnd { span_id: e.span_id })
+            }
+            Some(s) if s.family != family || s.name != e.name || s.parent != e.parent_span_id => {
+                report.error(ln, seq, ErrorKind::EndMismatch { span_id: e.span_id })
+            }
+            Some(s) => s.ended = true,
+        }
+    }
+}
+
+/// The spans left open at the end of the file: errors in a complete capture, their count
+/// against the manifest's, and the report's unknown-end spans in id order.
+fn check_unclosed(
+    manifest: &TimelineManifest,
+    complete: bool,
+    spans: &HashMap<u64, SpanState>,
+    report: &mut VerifyReport,
+) {
+    let mut open: Vec<u64> = spans
+        .iter()
+        .filter(|(_, s)| !s.ended)
+        .map(|(id, _)| *id)
+        .collect();
+    open.sort_unstable();
+    if complete {
+        for &span_id in &open {
+            report.error(
+                None,
+                None,
+                ErrorKind::UnclosedSpanInCompleteCapture { span_id },
+            );
+        }
+    }
+    if open.len() as u64 != manifest.unclosed_span_count {
+        report.error(
+            None,
+            None,
+            ErrorKind::UnclosedCountMismatch {
+                manifest: manifest.unclosed_span_count,
+                actual: open.len() as u64,
+            },
+        );
+    }
+    report.unknown_end_spans = open;
+}
+
+/// Checks the bytes of `events.jsonl` against `manifest` (pure), filling `report`'s
+/// events, errors, gaps and unknown-end spans.
+pub(crate) fn check_events(manifest: &TimelineManifest, bytes: &[u8], report: &mut VerifyReport) {
+    let complete = manifest.quality == Quality::Complete;
+    // `verify` reads no events under an unknown schema; a direct caller gets v2's rules.
+    let version = SchemaVersion::of(&manifest.schema).unwrap_or(SchemaVersion::V2);
+    let bounds: Bounds = manifest.bounds;
+    if manifest.dropped_count > 0 {
+        report.gap(Gap::DroppedEvents {
+            count: manifest.dropped_count,
+        });
+    }
+    if manifest.rejected_count > 0 {
+        report.gap(Gap::RejectedEvents {
+            count: manifest.rejected_count,
+        });
+    }
+    let lines = event_lines(manifest, bytes, report);
     let mut spans: HashMap<u64, SpanState> = HashMap::new();
     let mut prev_seq = 0u64;
     let mut prev_elapsed = 0u64;
@@ -486,88 +600,8 @@ pub(crate) fn check_events(manifest: &TimelineManifest, bytes: &[u8], report: &m
         if e.wall_time_utc != wall {
             report.error(ln, seq, ErrorKind::WallTimeMismatch);
         }
-        let family = e.kind.family();
-        if e.kind.is_start() {
-            if spans.contains_key(&e.span_id) {
-                report.error(
-                    ln,
-                    seq,
-                    ErrorKind::DuplicateSpanStart { span_id: e.span_id },
-                );
-            } else {
-                if let Some(p) = e.parent_span_id {
-                    match spans.get(&p) {
-                        None if complete => report.error(
-                            ln,
-                            seq,
-                            ErrorKind::UnknownParent {
-                                span_id: e.span_id,
-                                parent: p,
-                            },
-                        ),
-                        None => report.gap(Gap::MissingParent {
-                            span_id: e.span_id,
-                            parent: p,
-                        }),
-                        Some(_) => {}
-                    }
-                }
-                spans.insert(
-                    e.span_id,
-                    SpanState {
-                        family,
-                        name: e.name.clone(),
-                        parent: e.parent_span_id,
-                        ended: false,
-                    },
-                );
-            }
-        } else {
-            match spans.get_mut(&e.span_id) {
-                None if complete => {
-                    report.error(ln, seq, ErrorKind::UnmatchedEnd { span_id: e.span_id })
-                }
-                None => report.gap(Gap::MissingStart {
-                    span_id: e.span_id,
-                    seq: e.seq,
-                }),
-                Some(s) if s.ended => {
-                    report.error(ln, seq, ErrorKind::DuplicateEnd { span_id: e.span_id })
-                }
-                Some(s)
-                    if s.family != family || s.name != e.name || s.parent != e.parent_span_id =>
-                {
-                    report.error(ln, seq, ErrorKind::EndMismatch { span_id: e.span_id })
-                }
-                Some(s) => s.ended = true,
-            }
-        }
+        check_span(&e, ln, complete, &mut spans, report);
         report.events.push(e);
     }
-    let mut open: Vec<u64> = spans
-        .iter()
-        .filter(|(_, s)| !s.ended)
-        .map(|(id, _)| *id)
-        .collect();
-    open.sort_unstable();
-    if complete {
-        for &span_id in &open {
-            report.error(
-                None,
-                None,
-                ErrorKind::UnclosedSpanInCompleteCapture { span_id },
-            );
-        }
-    }
-    if open.len() as u64 != manifest.unclosed_span_count {
-        report.error(
-            None,
-            None,
-            ErrorKind::UnclosedCountMismatch {
-                manifest: manifest.unclosed_span_count,
-                actual: open.len() as u64,
-            },
-        );
-    }
-    report.unknown_end_spans = open;
+    check_unclosed(manifest, complete, &spans, report);
 }

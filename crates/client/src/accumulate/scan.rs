@@ -19,7 +19,7 @@
 
 use std::borrow::Cow;
 
-use super::{ChoiceView, Choices, ChunkView, DeltaView, JStr, ToolDeltas};
+use super::view::{ChoiceView, Choices, ChunkView, DeltaView, JStr, ToolDeltas};
 
 /// Deepest nesting read here (serde_json's own limit is 128); deeper input goes to serde.
 const MAX_DEPTH: u32 = 64;

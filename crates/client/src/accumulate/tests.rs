@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::record::{RecordWarning, RequestStatus, TokenSource};
+use std::borrow::Cow;
 
 const MS: u64 = 1_000_000;
 

@@ -3,12 +3,12 @@
 //! verdict above the pair. A figure of the baseline this run lacks is drawn as missing.
 
 use crate::model::Basis;
-use crate::model::baseline::{FigureSummary, JobComparison};
+use crate::model::baseline::{FigureChange, FigureSummary, JobComparison};
 
-use super::bounded;
 use super::draw::{self, BLUE, Frame, GREY, Key, Side, WIDTH};
 use super::scale::{Axis, TARGET_TICKS, coord, exact, num};
 use super::svg::Node;
+use super::svg::bounded;
 
 const TOP: f64 = 50.0;
 const PANEL_H: f64 = 300.0;
@@ -41,6 +41,71 @@ fn ci_words(s: &FigureSummary) -> String {
         end(s.ci_high),
         s.n
     )
+}
+
+/// The paired bars of one figure at band centre `cx` (bars `w` wide): the baseline `name`'s
+/// bar and this run's, each with its interval whisker, and the change with its verdict above.
+fn figure_pair(
+    fc: &FigureChange,
+    fig: &str,
+    name: &str,
+    cx: f64,
+    w: f64,
+    axis: &Axis,
+    f: &Frame,
+) -> Node {
+    let change = fc.change_pct.map_or_else(
+        || "change n/a".to_string(),
+        |p| format!("{}{} %", if p > 0.0 { "+" } else { "" }, num(p)),
+    );
+    let mut pair = Node::new("g")
+        .attr("class", "chart-pair")
+        .attr("data-figure", fig.to_string())
+        .attr("data-verdict", fc.verdict.label())
+        .attr("data-basis", Basis::Baseline.name());
+    if let Some(p) = fc.change_pct {
+        pair = pair.attr("data-change-pct", exact(p));
+    }
+    for (series, s, x, color) in [
+        ("baseline", &fc.baseline, cx - w - 1.0, GREY),
+        ("current", &fc.current, cx + 1.0, BLUE),
+    ] {
+        let top = axis.px(s.value, f.y0, f.y1);
+        let who = if series == "baseline" {
+            format!("baseline {name}")
+        } else {
+            "this run".to_string()
+        };
+        let b = draw::bar(x, w, f.y0, top, color)
+            .attr("data-series", series)
+            .attr("data-figure", fig.to_string())
+            .attr("data-value", exact(s.value))
+            .attr("data-unit", "ms");
+        let b = draw::basis_attrs(b, Basis::ClientTiming, None).title(format!(
+            "{fig}, {who}: {} ms ({}; client timing)",
+            num(s.value),
+            ci_words(s)
+        ));
+        pair = pair.child(b);
+        if let (Some(lo), Some(hi)) = (s.ci_low, s.ci_high) {
+            pair = pair.child(whisker(x + w / 2.0, axis, f, lo, hi));
+        }
+    }
+    let top = [&fc.baseline, &fc.current]
+        .iter()
+        .flat_map(|s| [Some(s.value), s.ci_high].into_iter().flatten())
+        .fold(0.0, f64::max);
+    pair = pair.child(
+        draw::text(
+            cx,
+            axis.px(top, f.y0, f.y1) - 6.0,
+            format!("{change} {}", fc.verdict.label()),
+            "middle",
+        )
+        .attr("class", "chart-verdict")
+        .attr("font-size", "10"),
+    );
+    pair
 }
 
 /// The chart of `job_id`'s comparison `c` (at least one figure or missing figure).
@@ -101,58 +166,7 @@ pub fn chart(job_id: &str, c: &JobComparison, simulated: bool) -> Node {
     for (i, fc) in c.figures.iter().enumerate() {
         let cx = f.x0 + band * (i as f64 + 0.5);
         let fig = &names[i];
-        let change = fc.change_pct.map_or_else(
-            || "change n/a".to_string(),
-            |p| format!("{}{} %", if p > 0.0 { "+" } else { "" }, num(p)),
-        );
-        let mut pair = Node::new("g")
-            .attr("class", "chart-pair")
-            .attr("data-figure", fig.clone())
-            .attr("data-verdict", fc.verdict.label())
-            .attr("data-basis", Basis::Baseline.name());
-        if let Some(p) = fc.change_pct {
-            pair = pair.attr("data-change-pct", exact(p));
-        }
-        for (series, s, x, color) in [
-            ("baseline", &fc.baseline, cx - w - 1.0, GREY),
-            ("current", &fc.current, cx + 1.0, BLUE),
-        ] {
-            let top = axis.px(s.value, f.y0, f.y1);
-            let who = if series == "baseline" {
-                format!("baseline {name}")
-            } else {
-                "this run".to_string()
-            };
-            let b = draw::bar(x, w, f.y0, top, color)
-                .attr("data-series", series)
-                .attr("data-figure", fig.clone())
-                .attr("data-value", exact(s.value))
-                .attr("data-unit", "ms");
-            let b = draw::basis_attrs(b, Basis::ClientTiming, None).title(format!(
-                "{fig}, {who}: {} ms ({}; client timing)",
-                num(s.value),
-                ci_words(s)
-            ));
-            pair = pair.child(b);
-            if let (Some(lo), Some(hi)) = (s.ci_low, s.ci_high) {
-                pair = pair.child(whisker(x + w / 2.0, &axis, &f, lo, hi));
-            }
-        }
-        let top = [&fc.baseline, &fc.current]
-            .iter()
-            .flat_map(|s| [Some(s.value), s.ci_high].into_iter().flatten())
-            .fold(0.0, f64::max);
-        pair = pair.child(
-            draw::text(
-                cx,
-                axis.px(top, f.y0, f.y1) - 6.0,
-                format!("{change} {}", fc.verdict.label()),
-                "middle",
-            )
-            .attr("class", "chart-verdict")
-            .attr("font-size", "10"),
-        );
-        marks = marks.child(pair);
+        marks = marks.child(figure_pair(fc, fig, &name, cx, w, &axis, &f));
     }
     for (k, m) in c.missing.iter().enumerate() {
         let i = c.figures.len() + k;

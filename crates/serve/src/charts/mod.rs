@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::model::RunReport;
 
 use super::runs::ReportState;
-use svg::{Node, escape};
+use svg::{Node, bounded, escape};
 
 /// Schema id of [`ChartsPage`].
 pub const CHARTS_SCHEMA: &str = "inferscope-bench.serve.charts/v1";
@@ -74,12 +74,6 @@ pub struct ChartsPage {
     /// The charts and notes.
     #[serde(flatten)]
     pub charts: Charts,
-}
-
-/// Text from a report as a chart shows it: control characters removed, at most `max`
-/// characters (escaped when written, [`svg::escape`]).
-pub fn bounded(s: &str, max: usize) -> String {
-    s.chars().filter(|c| !c.is_control()).take(max).collect()
 }
 
 fn note(kind: &'static str, text: impl Into<String>) -> ChartNote {

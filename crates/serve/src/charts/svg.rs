@@ -131,6 +131,12 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// Text from a report as a chart shows it: control characters removed, at most `max`
+/// characters (escaped when written, [`escape`]).
+pub fn bounded(s: &str, max: usize) -> String {
+    s.chars().filter(|c| !c.is_control()).take(max).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

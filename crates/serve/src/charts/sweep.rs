@@ -6,12 +6,12 @@ use crate::model::load::{PointSummary, SweepReport};
 use crate::model::stats::Summary;
 use crate::model::{Basis, JobReport, TokenSource};
 
-use super::bounded;
 use super::draw::{
     self, BLUE, Frame, GREEN, Key, ORANGE, PURPLE, Shape, Side, Style, VERMILLION, WIDTH,
 };
 use super::scale::{Axis, TARGET_TICKS, exact};
 use super::svg::Node;
+use super::svg::bounded;
 
 const PANEL_W: f64 = WIDTH / 2.0;
 const PANEL_H: f64 = 250.0;

@@ -4,10 +4,10 @@
 
 use crate::model::{Basis, StepKind, StepReport, TrajectoryReport};
 
-use super::bounded;
 use super::draw::{self, BLUE, Frame, Key, ORANGE, Side, WIDTH};
 use super::scale::{Axis, TARGET_TICKS, exact, num};
 use super::svg::Node;
+use super::svg::bounded;
 
 const TOP: f64 = 50.0;
 const PANEL_H: f64 = 170.0;
@@ -95,23 +95,15 @@ fn cache_hit(s: &StepReport) -> Bar {
     }
 }
 
-/// The chart of trajectory `t` of job `job_id`; `of` is how many trajectories the job
-/// has (the subtitle says which one is drawn).
-pub fn chart(job_id: &str, t: &TrajectoryReport, of: usize, simulated: bool) -> Node {
-    let job_id = bounded(job_id, 128);
-    let steps: Vec<&StepReport> = t.steps.iter().filter(|s| !s.warmup).collect();
-    let shown = &steps[..steps.len().min(MAX_CHART_STEPS)];
-    let traj = bounded(&t.id, 160);
-    let title = format!("{traj} · steps: time, energy and prefix-cache hit");
-    let mut bases: Vec<&str> = shown.iter().map(|s| s.energy.basis.label()).collect();
-    bases.sort_unstable();
-    bases.dedup();
-    let subtitle = format!(
+/// The chart's subtitle: how many steps (and how many drawn), which trajectory of the job,
+/// the energy bases, and the simulator's caveat.
+fn subtitle(steps: usize, shown: usize, of: usize, bases: &[&str], simulated: bool) -> String {
+    format!(
         "{} step(s){}{}. Duration: client timing; energy: {}; cache hit: server-reported. \
          n/a marks a missing figure (hover for its reason).{}",
-        steps.len(),
-        if steps.len() > shown.len() {
-            format!(", the first {} drawn", shown.len())
+        steps,
+        if steps > shown {
+            format!(", the first {shown} drawn")
         } else {
             String::new()
         },
@@ -126,7 +118,21 @@ pub fn chart(job_id: &str, t: &TrajectoryReport, of: usize, simulated: bool) -> 
         } else {
             ""
         }
-    );
+    )
+}
+
+/// The chart of trajectory `t` of job `job_id`; `of` is how many trajectories the job
+/// has (the subtitle says which one is drawn).
+pub fn chart(job_id: &str, t: &TrajectoryReport, of: usize, simulated: bool) -> Node {
+    let job_id = bounded(job_id, 128);
+    let steps: Vec<&StepReport> = t.steps.iter().filter(|s| !s.warmup).collect();
+    let shown = &steps[..steps.len().min(MAX_CHART_STEPS)];
+    let traj = bounded(&t.id, 160);
+    let title = format!("{traj} · steps: time, energy and prefix-cache hit");
+    let mut bases: Vec<&str> = shown.iter().map(|s| s.energy.basis.label()).collect();
+    bases.sort_unstable();
+    bases.dedup();
+    let subtitle = subtitle(steps.len(), shown.len(), of, &bases, simulated);
     let labels: Vec<String> = (1..=shown.len()).map(|i| i.to_string()).collect();
     let panels: [Panel; 3] = [
         ("duration", "Duration (ms)", "ms", duration, None),

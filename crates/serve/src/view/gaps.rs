@@ -15,15 +15,8 @@ fn elapsed_of_seq(t: &VerifiedTimeline, seq: u64) -> Option<u64> {
         .map(|i| t.events[i].elapsed_ns)
 }
 
-/// Every gap marker of a run (pure), in display order.
-pub fn gap_markers(
-    report: &ReportView,
-    timeline_state: &TimelineState,
-    timeline: &TimelineView,
-    telemetry: &TelemetryView,
-    scrape_failures: u64,
-) -> Vec<GapMarker> {
-    let mut out = Vec::new();
+/// The markers of the report itself: missing or refused, or cancelled.
+fn report_markers(report: &ReportView, out: &mut Vec<GapMarker>) {
     if report.state != "ok" {
         out.push(GapMarker::new(
             "report_missing",
@@ -39,6 +32,11 @@ pub fn gap_markers(
             "Run cancelled (Ctrl-C): jobs stopped early; the capture holds what existed",
         ));
     }
+}
+
+/// The marker of a timeline that cannot be shown: unavailable, or failing its integrity
+/// check.
+fn timeline_markers(timeline: &TimelineView, out: &mut Vec<GapMarker>) {
     match timeline.state {
         "unavailable" => {
             let why = match timeline.reason {
@@ -73,103 +71,122 @@ pub fn gap_markers(
         }
         _ => {}
     }
-    if let TimelineState::Ok(t) = timeline_state {
-        let m = &t.manifest;
-        if m.quality == Quality::Partial {
-            out.push(GapMarker::new(
-                "capture_partial",
-                format!("Capture partial: {}", timeline.quality_reasons.join(", ")),
-            ));
-        }
-        if m.dropped_count > 0 {
-            let d = &m.dropped;
-            let mut parts = Vec::new();
-            for (n, what) in [
-                (d.capacity, "event bound"),
-                (d.byte_budget, "byte budget"),
-                (d.event_too_large, "event too large"),
-                (d.slot_contention + d.unwritten, "lost"),
-            ] {
-                if n > 0 {
-                    parts.push(format!("{n} at {what}"));
-                }
-            }
-            let mut g = GapMarker::new(
-                "dropped_events",
-                format!(
-                    "{} events dropped ({}); spans after the drop are missing or have an unknown end",
-                    m.dropped_count,
-                    parts.join(", ")
-                ),
-            );
-            g.count = Some(m.dropped_count);
-            out.push(g);
-        }
-        if m.rejected_count > 0 {
-            let mut g = GapMarker::new(
-                "rejected_events",
-                format!("{} events rejected by validation", m.rejected_count),
-            );
-            g.count = Some(m.rejected_count);
-            out.push(g);
-        }
-        for gap in &t.gaps {
-            match gap {
-                Gap::SeqGap { previous, next } => {
-                    let mut g = GapMarker::new(
-                        "seq_gap",
-                        format!("Events {}–{} missing", previous + 1, next - 1),
-                    );
-                    g.start_ns = elapsed_of_seq(t, *previous);
-                    g.end_ns = elapsed_of_seq(t, *next);
-                    g.count = Some(next - previous - 1);
-                    out.push(g);
-                }
-                Gap::MissingStart { span_id, seq } => {
-                    let mut g = GapMarker::new(
-                        "missing_start",
-                        format!("Span {span_id}: end without its start (unknown duration)"),
-                    );
-                    g.end_ns = elapsed_of_seq(t, *seq);
-                    out.push(g);
-                }
-                Gap::MissingParent { span_id, parent } => {
-                    out.push(GapMarker::new(
-                        "missing_parent",
-                        format!("Span {span_id}: parent span {parent} not in the capture"),
-                    ));
-                }
-                Gap::DroppedEvents { .. } | Gap::RejectedEvents { .. } => {}
+}
+
+/// The markers of a verified capture `t`: partial quality, dropped and rejected events,
+/// sequence gaps and spans with a missing start, parent or end, and a clock domain other
+/// than the report's.
+fn capture_markers(
+    t: &VerifiedTimeline,
+    report: &ReportView,
+    timeline: &TimelineView,
+    out: &mut Vec<GapMarker>,
+) {
+    let m = &t.manifest;
+    if m.quality == Quality::Partial {
+        out.push(GapMarker::new(
+            "capture_partial",
+            format!("Capture partial: {}", timeline.quality_reasons.join(", ")),
+        ));
+    }
+    if m.dropped_count > 0 {
+        let d = &m.dropped;
+        let mut parts = Vec::new();
+        for (n, what) in [
+            (d.capacity, "event bound"),
+            (d.byte_budget, "byte budget"),
+            (d.event_too_large, "event too large"),
+            (d.slot_contention + d.unwritten, "lost"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{n} at {what}"));
             }
         }
-        for id in &t.unknown_end_spans {
-            let start = t
-                .events
-                .iter()
-                .find(|e| e.span_id == *id && e.kind.is_start());
-            let mut g = GapMarker::new(
-                "unknown_end",
-                format!(
-                    "Span {id} ({}): started, end unknown",
-                    start.map(|e| e.name.as_str()).unwrap_or("?")
-                ),
-            );
-            g.start_ns = start.map(|e| e.elapsed_ns);
-            g.lane = start.and_then(|e| e.case_id.clone());
-            out.push(g);
-        }
-        if let Some(rd) = &report.clock_domain
-            && Some(rd) != timeline.clock_domain.as_ref()
-        {
-            out.push(GapMarker::new(
-                "clock_domain_mismatch",
-                format!(
-                    "Clock-domain mismatch: timeline {} vs report {rd}; not compared",
-                    timeline.clock_domain.as_deref().unwrap_or("?")
-                ),
-            ));
+        let mut g = GapMarker::new(
+            "dropped_events",
+            format!(
+                "{} events dropped ({}); spans after the drop are missing or have an unknown end",
+                m.dropped_count,
+                parts.join(", ")
+            ),
+        );
+        g.count = Some(m.dropped_count);
+        out.push(g);
+    }
+    if m.rejected_count > 0 {
+        let mut g = GapMarker::new(
+            "rejected_events",
+            format!("{} events rejected by validation", m.rejected_count),
+        );
+        g.count = Some(m.rejected_count);
+        out.push(g);
+    }
+    for gap in &t.gaps {
+        match gap {
+            Gap::SeqGap { previous, next } => {
+                let mut g = GapMarker::new(
+                    "seq_gap",
+                    format!("Events {}–{} missing", previous + 1, next - 1),
+                );
+                g.start_ns = elapsed_of_seq(t, *previous);
+                g.end_ns = elapsed_of_seq(t, *next);
+                g.count = Some(next - previous - 1);
+                out.push(g);
+            }
+            Gap::MissingStart { span_id, seq } => {
+                let mut g = GapMarker::new(
+                    "missing_start",
+                    format!("Span {span_id}: end without its start (unknown duration)"),
+                );
+                g.end_ns = elapsed_of_seq(t, *seq);
+                out.push(g);
+            }
+            Gap::MissingParent { span_id, parent } => {
+                out.push(GapMarker::new(
+                    "missing_parent",
+                    format!("Span {span_id}: parent span {parent} not in the capture"),
+                ));
+            }
+            Gap::DroppedEvents { .. } | Gap::RejectedEvents { .. } => {}
         }
     }
+    for id in &t.unknown_end_spans {
+        let start = t
+            .events
+            .iter()
+            .find(|e| e.span_id == *id && e.kind.is_start());
+        let mut g = GapMarker::new(
+            "unknown_end",
+            format!(
+                "Span {id} ({}): started, end unknown",
+                start.map(|e| e.name.as_str()).unwrap_or("?")
+            ),
+        );
+        g.start_ns = start.map(|e| e.elapsed_ns);
+        g.lane = start.and_then(|e| e.case_id.clone());
+        out.push(g);
+    }
+    if let Some(rd) = &report.clock_domain
+        && Some(rd) != timeline.clock_domain.as_ref()
+    {
+        out.push(GapMarker::new(
+            "clock_domain_mismatch",
+            format!(
+                "Clock-domain mismatch: timeline {} vs report {rd}; not compared",
+                timeline.clock_domain.as_deref().unwrap_or("?")
+            ),
+        ));
+    }
+}
+
+/// The markers of resource telemetry: samples in another clock domain, telemetry or a
+/// source unavailable, intervals without samples.
+fn telemetry_markers(
+    report: &ReportView,
+    timeline: &TimelineView,
+    telemetry: &TelemetryView,
+    out: &mut Vec<GapMarker>,
+) {
     match telemetry.state {
         "ok" | "fault" if telemetry.aligned == Some(false) => {
             let mut g = GapMarker::new(
@@ -236,6 +253,23 @@ pub fn gap_markers(
             out.push(g);
         }
     }
+}
+
+/// Every gap marker of a run (pure), in display order.
+pub fn gap_markers(
+    report: &ReportView,
+    timeline_state: &TimelineState,
+    timeline: &TimelineView,
+    telemetry: &TelemetryView,
+    scrape_failures: u64,
+) -> Vec<GapMarker> {
+    let mut out = Vec::new();
+    report_markers(report, &mut out);
+    timeline_markers(timeline, &mut out);
+    if let TimelineState::Ok(t) = timeline_state {
+        capture_markers(t, report, timeline, &mut out);
+    }
+    telemetry_markers(report, timeline, telemetry, &mut out);
     if scrape_failures > 0 {
         let mut g = GapMarker::new(
             "failed_scrapes",

@@ -6,7 +6,7 @@ use crate::telemetry::{
     PowerTimeline, ProcSample, ProcTimeline, SourceStatus,
 };
 
-use super::super::runs::{ArtifactFault, SamplesSources, SamplesState};
+use super::super::runs::{ArtifactFault, LaneFiles, SamplesSources, SamplesState};
 use super::*;
 
 /// Intervals without samples (pure): before the first sample, between samples, and after
@@ -75,6 +75,21 @@ impl LaneTimes {
                 .collect(),
             fault: None,
         }
+    }
+
+    /// The times of every lane `s` lists in the sample files read for a run
+    /// ([`super::super::runs::read_lane_files`]); a file's fault stays on the result.
+    pub fn of_files(files: LaneFiles, s: &SamplesSources) -> Self {
+        let samples = LaneSamples {
+            power: &files.power,
+            proc: &files.proc,
+            clk_tck: s.proc.as_ref().and_then(|p| p.clk_tck),
+            metrics: &files.metrics,
+        };
+        let quantities = lane_quantities(s.power.as_ref(), s.proc.as_ref(), s.metrics.as_ref());
+        let mut t = Self::of(&quantities, &samples);
+        t.fault = files.fault;
+        t
     }
 
     fn times(&self, lane_id: &str) -> Vec<u64> {

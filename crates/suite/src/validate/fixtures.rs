@@ -2,9 +2,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use super::super::ctx::Ctx;
 use super::super::error::SuiteError;
-use super::super::load::Ctx;
-use super::{K, R};
+use super::super::error::SuiteErrorKind as K;
+use super::checks::R;
 
 /// The fixtures root and fixture-path checks.
 pub(super) struct Fixtures {

@@ -5,12 +5,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::super::ctx::Ctx;
+use super::super::error::SuiteErrorKind as K;
 use super::super::fields::did_you_mean;
-use super::super::load::Ctx;
 use super::super::model::*;
 use super::super::raw::{RawJob, RawScriptStep};
+use super::checks::{R, check_job_id, check_name, gate_spec, is_env_name, seconds, unknown_tool};
 use super::fixtures::{Fixtures, Want};
-use super::{K, R, check_job_id, check_name, gate_spec, is_env_name, seconds, unknown_tool};
 use crate::grade::{Check, CheckProblem, CheckTarget};
 use crate::json::schema::validate_arguments;
 use crate::json::{json_values_equal, table_to_json};
@@ -140,6 +141,66 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
             "`rate` must be a positive number of arrivals per second".into(),
         ));
     }
+    let sweep = load_sweep(ctx, p, j)?;
+    let open = j.rate.is_some() || matches!(sweep, Some(Sweep::Rate(_)));
+    if j.arrival.is_some_and(|a| a != Arrival::Trace) && !open {
+        return Err(ctx
+            .at_value(
+                &at("arrival"),
+                K::InvalidValue,
+                "`arrival` shapes an open loop and needs `rate`".into(),
+            )
+            .with_hint(Some(
+                "add `rate = R` (arrivals per second), or drop `arrival` for a closed loop".into(),
+            )));
+    }
+    if j.arrival == Some(Arrival::Trace) && !timed(kind) {
+        return Err(invalid(
+            "arrival",
+            "`arrival = \"trace\"` replays a dataset's timestamps: set `dataset.time_scale`".into(),
+        ));
+    }
+    if open && timed(kind) {
+        return Err(invalid(
+            if j.rate.is_some() {
+                "rate"
+            } else {
+                "sweep.rate"
+            },
+            "the dataset's `time_scale` gives the arrivals: a rate would be a second schedule"
+                .into(),
+        ));
+    }
+    let stop = load_stop(ctx, p, j, kind, repeat)?;
+    let warmup = j.warmup.unwrap_or(0);
+    if let (JobKind::Context(_), Stop::Count(n)) = (kind, stop)
+        && warmup >= n
+    {
+        return Err(invalid(
+            "warmup",
+            format!("`warmup = {warmup}` would exclude every one of the {n} requests per point"),
+        ));
+    }
+    Ok(Some(LoadSpec {
+        concurrency: j.concurrency,
+        rate: j.rate,
+        arrival: if timed(kind) {
+            Arrival::Trace
+        } else {
+            j.arrival.unwrap_or_default()
+        },
+        stop,
+        warmup,
+        sweep,
+        aggregation: j.aggregation.unwrap_or_default(),
+    }))
+}
+
+/// A load job's `sweep`: one of `concurrency` or `rate`, not empty, every value valid, and
+/// not a key the job also sets itself.
+fn load_sweep(ctx: &Ctx, p: &str, j: &RawJob) -> R<Option<Sweep>> {
+    let at = |k: &str| format!("{p}.{k}");
+    let invalid = |k: &str, m: String| ctx.at_value(&at(k), K::InvalidValue, m);
     // One swept key's checks, in order: the sweep is not empty, every value is valid (the
     // first bad one is named by position), and the job does not also set the key itself.
     let sweep_checks =
@@ -161,7 +222,7 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
             }
             Ok(())
         };
-    let sweep = match &j.sweep {
+    Ok(match &j.sweep {
         None => None,
         Some(sw) => Some(match (&sw.concurrency, &sw.rate) {
             (Some(_), Some(_)) => {
@@ -205,37 +266,15 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
                 Sweep::Rate(r.clone())
             }
         }),
-    };
-    let open = j.rate.is_some() || matches!(sweep, Some(Sweep::Rate(_)));
-    if j.arrival.is_some_and(|a| a != Arrival::Trace) && !open {
-        return Err(ctx
-            .at_value(
-                &at("arrival"),
-                K::InvalidValue,
-                "`arrival` shapes an open loop and needs `rate`".into(),
-            )
-            .with_hint(Some(
-                "add `rate = R` (arrivals per second), or drop `arrival` for a closed loop".into(),
-            )));
-    }
-    if j.arrival == Some(Arrival::Trace) && !timed(kind) {
-        return Err(invalid(
-            "arrival",
-            "`arrival = \"trace\"` replays a dataset's timestamps: set `dataset.time_scale`".into(),
-        ));
-    }
-    if open && timed(kind) {
-        return Err(invalid(
-            if j.rate.is_some() {
-                "rate"
-            } else {
-                "sweep.rate"
-            },
-            "the dataset's `time_scale` gives the arrivals: a rate would be a second schedule"
-                .into(),
-        ));
-    }
-    let stop = match (j.count, j.duration_s) {
+    })
+}
+
+/// When a load point stops: after `count` units (not with `repeat`) or `duration_s`
+/// seconds, not both; by default `repeat` trajectories or the context job's units × `repeat`.
+fn load_stop(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Stop> {
+    let at = |k: &str| format!("{p}.{k}");
+    let invalid = |k: &str, m: String| ctx.at_value(&at(k), K::InvalidValue, m);
+    Ok(match (j.count, j.duration_s) {
         (Some(_), Some(_)) => {
             return Err(invalid(
                 "duration_s",
@@ -271,29 +310,7 @@ fn load(ctx: &Ctx, p: &str, j: &RawJob, kind: &JobKind, repeat: u32) -> R<Option
             JobKind::Context(c) => c.units_per_repeat() as u64 * u64::from(repeat),
             _ => u64::from(repeat),
         }),
-    };
-    let warmup = j.warmup.unwrap_or(0);
-    if let (JobKind::Context(_), Stop::Count(n)) = (kind, stop)
-        && warmup >= n
-    {
-        return Err(invalid(
-            "warmup",
-            format!("`warmup = {warmup}` would exclude every one of the {n} requests per point"),
-        ));
-    }
-    Ok(Some(LoadSpec {
-        concurrency: j.concurrency,
-        rate: j.rate,
-        arrival: if timed(kind) {
-            Arrival::Trace
-        } else {
-            j.arrival.unwrap_or_default()
-        },
-        stop,
-        warmup,
-        sweep,
-        aggregation: j.aggregation.unwrap_or_default(),
-    }))
+    })
 }
 
 /// A context job whose dataset replays recorded timestamps (`time_scale`): an open loop.

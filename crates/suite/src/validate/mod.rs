@@ -1,94 +1,30 @@
 //! Semantic validation: defaults, names, cross-references, fixture files (the schema's
 //! list of validation errors, each located at the offending key or value).
 
+mod checks;
 mod fixtures;
 mod job;
 mod tool;
 
-use std::collections::BTreeSet;
 use std::path::Path;
-use std::time::Duration;
 
+use super::ctx::Ctx;
 use super::error::{SuiteError, SuiteErrorKind, location_in};
-use super::fields::did_you_mean;
-use super::load::Ctx;
 use super::model::*;
-use super::raw::RawSuite;
-use crate::gate::spec::GateSpec;
+use super::raw::{RawJob, RawSuite, RawTool};
 use fixtures::Fixtures;
 
-type R<T> = Result<T, SuiteError>;
 use SuiteErrorKind as K;
+pub(crate) use checks::is_env_name;
+use checks::{R, check_name, check_suite_name_len, first_problem, gate_spec, seconds};
 
 /// Turns the deserialized file into a [`Suite`], or every problem found: one per
 /// top-level key, per tool and per job (a job or tool reports its first problem; a job's
 /// reference to a tool that itself failed validation is not reported again).
 pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite, Vec<SuiteError>> {
     let mut errs: Vec<SuiteError> = Vec::new();
-    let name = match &raw.name {
-        Some(n) => {
-            keep(
-                &mut errs,
-                check_name(n)
-                    .and_then(|()| check_suite_name_len(n))
-                    .map_err(|m| ctx.at_value("name", K::InvalidValue, m)),
-            );
-            n.clone()
-        }
-        None => {
-            let stem = origin
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            keep(
-                &mut errs,
-                check_name(&stem)
-                    .and_then(|()| check_suite_name_len(&stem))
-                    .map_err(|m| {
-                        ctx.err(
-                            0..0,
-                            K::InvalidValue,
-                            Some("name".into()),
-                            format!("the suite is named after its file, and {m}"),
-                        )
-                        .with_hint(Some("set `name = \"...\"` at the top of the suite".into()))
-                    }),
-            );
-            stem
-        }
-    };
-    let endpoint = match &raw.endpoint {
-        None => None,
-        Some(e) => match normalize_endpoint(e) {
-            Ok(e) => Some(e),
-            Err(m) => {
-                errs.push(ctx.at_value("endpoint", K::InvalidValue, m));
-                None
-            }
-        },
-    };
-    if let Some(m) = &raw.model
-        && m.trim().is_empty()
-    {
-        errs.push(ctx.at_value("model", K::InvalidValue, "`model` is empty".into()));
-    }
-    if let Some(var) = &raw.api_key_env
-        && !is_env_name(var)
-    {
-        // Never echo the value: it may be the key itself.
-        errs.push(
-            ctx.at_value(
-                "api_key_env",
-                K::InvalidValue,
-                "`api_key_env` must be the NAME of an environment variable \
-                 (letters, digits and `_`), not a key"
-                    .into(),
-            )
-            .with_hint(Some(
-                "for example `api_key_env = \"OPENAI_API_KEY\"`".into(),
-            )),
-        );
-    }
+    let name = suite_name(ctx, raw.name.as_deref(), origin, &mut errs);
+    let endpoint = check_endpoint_model_key(ctx, &raw, &mut errs);
     let request_timeout = keep(
         &mut errs,
         seconds(
@@ -147,62 +83,8 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
     };
 
     // Duplicate names are found over every entry, valid or not.
-    let mut tools = Vec::new();
-    let mut tool_names: Vec<String> = Vec::new();
-    let mut failed_tools = false;
-    for (i, t) in raw.tools.into_iter().enumerate() {
-        let first = tool_names.iter().position(|n| *n == t.name);
-        tool_names.push(t.name.clone());
-        if let Some(first) = first {
-            errs.push(duplicate(
-                ctx,
-                "tool",
-                &t.name,
-                &format!("tools[{i}].name"),
-                &format!("tools[{first}].name"),
-            ));
-            continue;
-        }
-        match tool::tool(ctx, &fx, i, t) {
-            Ok(spec) => tools.push(spec),
-            Err(e) => {
-                errs.push(e);
-                failed_tools = true;
-            }
-        }
-    }
-
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut job_names: Vec<String> = Vec::new();
-    let mut any_job = false;
-    for (i, j) in raw.jobs.into_iter().enumerate() {
-        any_job = true;
-        let first = job_names.iter().position(|n| *n == j.name);
-        job_names.push(j.name.clone());
-        if let Some(first) = first {
-            errs.push(duplicate(
-                ctx,
-                "job",
-                &j.name,
-                &format!("jobs[{i}].name"),
-                &format!("jobs[{first}].name"),
-            ));
-            continue;
-        }
-        match job::job(ctx, &fx, &tools, &name, i, j) {
-            Ok(job) => jobs.push(job),
-            // A tool that failed is already reported; naming it again is noise.
-            Err(e) if failed_tools && e.kind() == K::UnknownReference => {}
-            Err(e) => errs.push(e),
-        }
-    }
-    if !any_job {
-        errs.push(ctx.at_key(
-            "jobs",
-            K::MissingField,
-            "a suite needs at least one `[[jobs]]` table".into(),
-        ));
-    }
+    let (tools, failed_tools) = validate_tools(ctx, &fx, raw.tools, &mut errs);
+    let jobs = validate_jobs(ctx, &fx, &tools, &name, raw.jobs, failed_tools, &mut errs);
     let (Some(request_timeout), Some(idle_timeout), Some(telemetry), true) =
         (request_timeout, idle_timeout, telemetry, errs.is_empty())
     else {
@@ -266,40 +148,170 @@ fn extra_body(ctx: &Ctx, t: Option<&toml::Table>) -> R<serde_json::Map<String, s
         .map_err(|m| ctx.at_value("extra_body", K::InvalidValue, format!("`extra_body`: {m}")))
 }
 
-/// `r`'s value, or `None` with its error kept in `errs`.
-fn keep<T>(errs: &mut Vec<SuiteError>, r: R<T>) -> Option<T> {
-    r.map_err(|e| errs.push(e)).ok()
-}
-
-/// Checks one `[gates]` table as written at `table` (`gates` or `jobs[i].gates`) with
-/// [`crate::gate::validate_spec`]; the first problem in file order, located at its value
-/// and naming `where_` (the suite's table or the job's).
-fn gate_spec(ctx: &Ctx, table: &str, where_: &str, spec: &GateSpec) -> R<()> {
-    match crate::gate::validate_spec(spec) {
-        Ok(()) => Ok(()),
-        Err(problems) => Err(first_problem(ctx, table, where_, problems)),
+/// The suite's name: `name` when set, else the file's stem; an invalid or too long one is
+/// an error in `errs` (and still returned).
+fn suite_name(ctx: &Ctx, name: Option<&str>, origin: &Path, errs: &mut Vec<SuiteError>) -> String {
+    match name {
+        Some(n) => {
+            keep(
+                errs,
+                check_name(n)
+                    .and_then(|()| check_suite_name_len(n))
+                    .map_err(|m| ctx.at_value("name", K::InvalidValue, m)),
+            );
+            n.to_string()
+        }
+        None => {
+            let stem = origin
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            keep(
+                errs,
+                check_name(&stem)
+                    .and_then(|()| check_suite_name_len(&stem))
+                    .map_err(|m| {
+                        ctx.err(
+                            0..0,
+                            K::InvalidValue,
+                            Some("name".into()),
+                            format!("the suite is named after its file, and {m}"),
+                        )
+                        .with_hint(Some("set `name = \"...\"` at the top of the suite".into()))
+                    }),
+            );
+            stem
+        }
     }
 }
 
-/// The [`SpecProblem`](crate::gate::SpecProblem) earliest in the file as a located
-/// error at `{table}.{gate}`.
-fn first_problem(
+/// The endpoint URL normalized (`None` when unset or invalid), with an error in `errs`
+/// for an invalid endpoint, an empty `model` and an `api_key_env` that is not a variable
+/// name.
+fn check_endpoint_model_key(
     ctx: &Ctx,
-    table: &str,
-    where_: &str,
-    problems: Vec<crate::gate::SpecProblem>,
-) -> SuiteError {
-    problems
-        .into_iter()
-        .map(|p| {
+    raw: &RawSuite,
+    errs: &mut Vec<SuiteError>,
+) -> Option<String> {
+    let endpoint = match &raw.endpoint {
+        None => None,
+        Some(e) => match normalize_endpoint(e) {
+            Ok(e) => Some(e),
+            Err(m) => {
+                errs.push(ctx.at_value("endpoint", K::InvalidValue, m));
+                None
+            }
+        },
+    };
+    if let Some(m) = &raw.model
+        && m.trim().is_empty()
+    {
+        errs.push(ctx.at_value("model", K::InvalidValue, "`model` is empty".into()));
+    }
+    if let Some(var) = &raw.api_key_env
+        && !is_env_name(var)
+    {
+        // Never echo the value: it may be the key itself.
+        errs.push(
             ctx.at_value(
-                &format!("{table}.{}", p.gate),
+                "api_key_env",
                 K::InvalidValue,
-                format!("`{}` in {where_}: {}", p.gate, p.problem),
+                "`api_key_env` must be the NAME of an environment variable \
+                 (letters, digits and `_`), not a key"
+                    .into(),
             )
-        })
-        .min_by_key(|e| e.location().map_or(usize::MAX, |l| l.offset))
-        .expect("validation returns at least one problem")
+            .with_hint(Some(
+                "for example `api_key_env = \"OPENAI_API_KEY\"`".into(),
+            )),
+        );
+    }
+    endpoint
+}
+
+/// Every `[[tools]]` entry validated: the valid tools, and whether any failed. A duplicate
+/// name (found over every entry, valid or not) or a tool's first problem goes to `errs`.
+fn validate_tools(
+    ctx: &Ctx,
+    fx: &Fixtures,
+    raw_tools: Vec<RawTool>,
+    errs: &mut Vec<SuiteError>,
+) -> (Vec<ToolSpec>, bool) {
+    let mut tools = Vec::new();
+    let mut tool_names: Vec<String> = Vec::new();
+    let mut failed_tools = false;
+    for (i, t) in raw_tools.into_iter().enumerate() {
+        let first = tool_names.iter().position(|n| *n == t.name);
+        tool_names.push(t.name.clone());
+        if let Some(first) = first {
+            errs.push(duplicate(
+                ctx,
+                "tool",
+                &t.name,
+                &format!("tools[{i}].name"),
+                &format!("tools[{first}].name"),
+            ));
+            continue;
+        }
+        match tool::tool(ctx, fx, i, t) {
+            Ok(spec) => tools.push(spec),
+            Err(e) => {
+                errs.push(e);
+                failed_tools = true;
+            }
+        }
+    }
+    (tools, failed_tools)
+}
+
+/// Every `[[jobs]]` entry of suite `suite` validated against `tools`: the valid jobs. A
+/// duplicate name, a job's first problem (except a reference to a tool that failed, already
+/// reported) or a suite without jobs goes to `errs`.
+fn validate_jobs(
+    ctx: &Ctx,
+    fx: &Fixtures,
+    tools: &[ToolSpec],
+    suite: &str,
+    raw_jobs: Vec<RawJob>,
+    failed_tools: bool,
+    errs: &mut Vec<SuiteError>,
+) -> Vec<Job> {
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut job_names: Vec<String> = Vec::new();
+    let mut any_job = false;
+    for (i, j) in raw_jobs.into_iter().enumerate() {
+        any_job = true;
+        let first = job_names.iter().position(|n| *n == j.name);
+        job_names.push(j.name.clone());
+        if let Some(first) = first {
+            errs.push(duplicate(
+                ctx,
+                "job",
+                &j.name,
+                &format!("jobs[{i}].name"),
+                &format!("jobs[{first}].name"),
+            ));
+            continue;
+        }
+        match job::job(ctx, fx, tools, suite, i, j) {
+            Ok(job) => jobs.push(job),
+            // A tool that failed is already reported; naming it again is noise.
+            Err(e) if failed_tools && e.kind() == K::UnknownReference => {}
+            Err(e) => errs.push(e),
+        }
+    }
+    if !any_job {
+        errs.push(ctx.at_key(
+            "jobs",
+            K::MissingField,
+            "a suite needs at least one `[[jobs]]` table".into(),
+        ));
+    }
+    jobs
+}
+
+/// `r`'s value, or `None` with its error kept in `errs`.
+fn keep<T>(errs: &mut Vec<SuiteError>, r: R<T>) -> Option<T> {
+    r.map_err(|e| errs.push(e)).ok()
 }
 
 fn duplicate(ctx: &Ctx, what: &str, name: &str, at: &str, first: &str) -> SuiteError {
@@ -312,74 +324,6 @@ fn duplicate(ctx: &Ctx, what: &str, name: &str, at: &str, first: &str) -> SuiteE
         None => format!("duplicate {what} name `{name}`"),
     };
     ctx.at_value(at, K::Duplicate, msg)
-}
-
-/// `[A-Za-z0-9_.-]+`: suite and job names (they form job ids `suite::job`).
-fn check_name(n: &str) -> Result<(), String> {
-    if !n.is_empty()
-        && n.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} is not a valid name: use letters, digits, `_`, `.` and `-`",
-            shown(n)
-        ))
-    }
-}
-
-/// A name for messages: `name` itself, or its first 24 characters and its length in
-/// bytes when longer (a 5000-character name is not worth echoing).
-fn shown(name: &str) -> String {
-    const SHOWN: usize = 24;
-    if name.chars().count() <= SHOWN {
-        format!("`{name}`")
-    } else {
-        let head: String = name.chars().take(SHOWN).collect();
-        format!("`{head}…` ({} bytes)", name.len())
-    }
-}
-
-/// A suite name short enough that `NAME::J` (a one-character job) fits
-/// [`MAX_JOB_ID_LEN`].
-fn check_suite_name_len(n: &str) -> Result<(), String> {
-    let max = MAX_JOB_ID_LEN - "::".len() - 1;
-    if n.len() <= max {
-        Ok(())
-    } else {
-        Err(format!(
-            "suite name {} is too long: at most {max} bytes, since job ids \
-             `suite::job` may be at most {MAX_JOB_ID_LEN} bytes (the timeline's \
-             {}-byte id limit less {MAX_ID_SUFFIX_LEN} for the step suffixes)",
-            shown(n),
-            crate::timeline::ids::MAX_ID_LEN
-        ))
-    }
-}
-
-/// Job id `id` (`suite::job`) is at most [`MAX_JOB_ID_LEN`] bytes and a valid timeline id
-/// ([`is_valid_id`](crate::timeline::ids::is_valid_id)).
-fn check_job_id(id: &str, job: &str) -> Result<(), String> {
-    if id.len() <= MAX_JOB_ID_LEN && crate::timeline::ids::is_valid_id(id) {
-        Ok(())
-    } else {
-        Err(format!(
-            "job name {} is too long: the job id `suite::job` it makes is {} bytes, at \
-             most {MAX_JOB_ID_LEN} (the timeline's {}-byte id limit less \
-             {MAX_ID_SUFFIX_LEN} for the step suffixes)",
-            shown(job),
-            id.len(),
-            crate::timeline::ids::MAX_ID_LEN
-        ))
-    }
-}
-
-pub(crate) fn is_env_name(s: &str) -> bool {
-    let mut c = s.chars();
-    c.next()
-        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
-        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
 /// An `http(s)://host...` base URL without a trailing slash. A URL holding `@` anywhere
@@ -415,18 +359,6 @@ pub fn normalize_endpoint(e: &str) -> Result<String, String> {
         return Err(format!("`{t}` has no host"));
     }
     Ok(t.trim_end_matches('/').to_string())
-}
-
-fn seconds(ctx: &Ctx, key: &str, v: Option<f64>, default: f64) -> R<Duration> {
-    let s = v.unwrap_or(default);
-    match Duration::try_from_secs_f64(s) {
-        Ok(d) if s > 0.0 => Ok(d),
-        _ => Err(ctx.at_value(
-            key,
-            K::InvalidValue,
-            format!("`{key}` must be a positive number of seconds"),
-        )),
-    }
 }
 
 fn telemetry(ctx: &Ctx, t: super::raw::RawTelemetry) -> R<Telemetry> {
@@ -601,31 +533,4 @@ fn prometheus(ctx: &Ctx, p: super::raw::RawPrometheus) -> R<PrometheusSource> {
         selector: selector.trim().to_string(),
         wait_s,
     })
-}
-
-/// An unknown-tool error with a did-you-mean hint or the list of declared tools.
-fn unknown_tool(ctx: &Ctx, at: &str, name: &str, tools: &[ToolSpec]) -> SuiteError {
-    let hint = did_you_mean(name, tools.iter().map(|t| t.name.as_str()))
-        .map(|s| format!("did you mean `{s}`?"))
-        .or_else(|| {
-            let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-            Some(if names.is_empty() {
-                "the suite declares no `[[tools]]`".to_string()
-            } else {
-                format!(
-                    "declared tools: {}",
-                    names
-                        .iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
-        });
-    ctx.at_value(
-        at,
-        K::UnknownReference,
-        format!("unknown tool `{name}`: not declared in `[[tools]]`"),
-    )
-    .with_hint(hint)
 }
