@@ -16,7 +16,7 @@ pub fn save(run_dir: &Path, name: &str) -> i32 {
         eprintln!("error: {e}");
         return ExitCode::BAD_INPUT;
     }
-    let report = match super::load_report(run_dir) {
+    let report = match super::run_dir::load_report(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };

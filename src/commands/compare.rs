@@ -22,7 +22,7 @@ pub fn command(run_dir: &Path, name: &str, noise_pct: f64, regression_pct: Optio
         eprintln!("error: --noise-pct and --regression-pct must be finite numbers >= 0");
         return ExitCode::BAD_INPUT;
     }
-    let report = match super::load_report(run_dir) {
+    let report = match super::run_dir::load_report(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };

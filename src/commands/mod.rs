@@ -14,13 +14,13 @@ pub mod merge;
 pub mod overhead;
 pub mod report;
 pub mod run;
+pub mod run_dir;
 pub mod sim;
 pub mod snapshot;
 pub mod timeline;
 pub mod trajectory;
 
 use crate::cli::{Command, TimelineCommand};
-use crate::model::exit::ExitCode;
 
 /// Runs one parsed command.
 // Boxed at the library's edge (the binary polls it): an unboxed `impl Future` would be
@@ -103,28 +103,9 @@ pub use crate::run_dir::{check_new_or_empty_dir, read_report, read_report_with_r
 pub use crate::suite::diagnose::{load_all, no_job_selected, print_suite_error};
 pub use run::resolve_run;
 
-/// [`read_report`] for a command: on failure prints `error: PATH: REASON` to stderr and
-/// returns the exit status [`ExitCode::BAD_INPUT`] (2) as the error.
-pub fn load_report(run_dir: &std::path::Path) -> Result<crate::model::RunReport, i32> {
-    read_report(run_dir).map_err(|e| {
-        eprintln!("error: {e}");
-        ExitCode::BAD_INPUT
-    })
-}
-
-/// [`read_report_with_requests`] for a command (see [`load_report`]).
-pub fn load_report_with_requests(
-    run_dir: &std::path::Path,
-) -> Result<crate::model::RunReport, i32> {
-    read_report_with_requests(run_dir).map_err(|e| {
-        eprintln!("error: {e}");
-        ExitCode::BAD_INPUT
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use super::ExitCode;
+    use crate::model::exit::ExitCode;
 
     /// The gate crate's exit constants, which the suite loader and the gates still return,
     /// are [`ExitCode`]'s values.

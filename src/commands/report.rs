@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::merge;
-use super::{load_report, load_report_with_requests};
+use super::run_dir::{load_report, load_report_with_requests};
 use crate::cli::ReportFormat;
 use crate::model::RunReport;
 use crate::model::exit::ExitCode;

@@ -10,7 +10,7 @@ use crate::model::exit::ExitCode;
 /// matches its accepted `.snap`, 100 when any is new or changed (a `.snap.new` was
 /// written: review with `cargo insta review`), 2 bad input.
 pub fn command(run_dir: &Path, into: &Path) -> i32 {
-    let report = match super::load_report_with_requests(run_dir) {
+    let report = match super::run_dir::load_report_with_requests(run_dir) {
         Ok(r) => r,
         Err(code) => return code,
     };
