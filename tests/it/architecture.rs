@@ -585,11 +585,6 @@ const TOLERATED: &[(&str, &str, &str)] = &[
     ("crates/driver/src", "report", "load::units"),
     ("src", "commands::merge", "commands::report"),
     ("src", "commands::report", "commands::merge"),
-    // In crates/model, whose files another change is rewriting: cut there.
-    ("crates/model/src", "attribution", "step"),
-    ("crates/model/src", "run", "shard"),
-    ("crates/model/src", "shard", "run"),
-    ("crates/model/src", "step", "attribution"),
 ];
 
 /// Every source dir checked: the root package's `src/` and each `crates/*/src`.

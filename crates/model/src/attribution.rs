@@ -14,7 +14,7 @@ use std::ops::{Deref, DerefMut};
 use serde::{Deserialize, Serialize};
 
 use super::basis::{EnergyBasis, PowerBasis, PowerBasisLabel};
-use super::step::StepKind;
+use super::step_kind::StepKind;
 
 /// Canonical engine counters (engine profiles map vLLM / SGLang / llama.cpp
 /// families onto these names, docs/measurement.md).

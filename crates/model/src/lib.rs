@@ -25,6 +25,7 @@
 pub mod attribution;
 pub mod baseline;
 pub mod basis;
+pub mod capture;
 pub mod compact;
 pub mod exit;
 pub mod figure;
@@ -37,6 +38,7 @@ pub mod run;
 pub mod shard;
 pub mod stats;
 pub mod step;
+pub mod step_kind;
 pub mod streaming;
 pub mod telemetry;
 

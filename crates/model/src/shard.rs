@@ -11,8 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::attribution::RunAttributionSummary;
+use super::capture::{CaptureReport, PowerReport};
 use super::job::{JobEnergy, JobStatus};
-use super::run::{CaptureReport, PowerReport};
 
 /// How the work was divided among shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

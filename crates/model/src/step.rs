@@ -9,26 +9,7 @@ use super::attribution::{AttributionOutcome, StepAttribution, TrajectoryAttribut
 use super::basis::{TokenCount, TokenEstimate, TokenSource};
 use super::figure::Figure;
 use super::request::FailureCode;
-
-/// Kind of a step (marker (docs/artifacts.md) kinds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepKind {
-    /// One LLM call (a chat-completions request).
-    LlmCall,
-    /// One tool execution (no tokens flow; its window carries idle or tool energy).
-    Tool,
-}
-
-impl StepKind {
-    /// The marker label: `llm_call` or `tool`.
-    pub fn label(self) -> &'static str {
-        match self {
-            StepKind::LlmCall => "llm_call",
-            StepKind::Tool => "tool",
-        }
-    }
-}
+pub use super::step_kind::StepKind;
 
 /// How a step ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
