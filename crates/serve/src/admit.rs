@@ -1,4 +1,4 @@
-//! Connection admission (issue 30 item 1): who may hold one of the server's connection
+//! Connection admission: who may hold one of the server's connection
 //! slots. Pure bookkeeping, no I/O; the accept loop ([`super::http`]) calls it under a
 //! mutex.
 //!

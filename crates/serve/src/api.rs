@@ -1,5 +1,5 @@
-//! Response bodies of the API and their bounds (issue 7 item 2;
-//! docs/artifacts.md "The dashboard API"): a timeline page
+//! Response bodies of the API and their bounds
+//! (docs/artifacts.md "The dashboard API"): a timeline page
 //! (`GET /v1/benchmark-timeline?run_id=<id>&after_seq=0&limit=500`) holds at most 1,000 events
 //! and 1 MiB, with a cursor to the next page while more follow. Pure: pages are cut from data
 //! already read and verified.

@@ -1,4 +1,4 @@
-//! The page packaged in the binary (issue 7 item 3): plain HTML, CSS and JavaScript, no
+//! The page packaged in the binary: plain HTML, CSS and JavaScript, no
 //! framework, nothing fetched from another origin.
 
 /// `GET /`.

@@ -1,4 +1,4 @@
-//! The API token (issue 7 item 1; docs/artifacts.md "The dashboard API"):
+//! The API token (docs/artifacts.md "The dashboard API"):
 //! loaded once from `--token-file` or the `INFERSCOPE_TOKEN` environment variable, and
 //! compared in constant time against the `Authorization: Bearer <token>` header.
 //!
@@ -37,7 +37,7 @@ pub enum TokenError {
         mode: u32,
     },
     /// The token file is owned by another user (not this process's effective user, not
-    /// root): refused, as ssh refuses a key another user owns (issue 30 item 10).
+    /// root): refused, as ssh refuses a key another user owns.
     #[error(
         "token file {path} is owned by uid {owner}, neither you (uid {me}) nor root; a \
          token file must be your own: chown {me} {path}"
@@ -229,7 +229,7 @@ mod tests {
         assert_eq!(format!("{t:?}"), "Token(<redacted>)");
     }
 
-    /// Issue 15 item 7: a group/world-readable token file is refused (as ssh refuses such a
+    /// A group/world-readable token file is refused (as ssh refuses such a
     /// key), and a FIFO, a symlink to /dev/zero or an oversized sparse file never blocks
     /// or is read.
     #[test]
@@ -265,7 +265,7 @@ mod tests {
         assert!(e.to_string().contains("larger than its limit"), "{e}");
     }
 
-    /// Issue 30 item 10: a 0600 token file owned by another user is refused (ssh's rule:
+    /// A 0600 token file owned by another user is refused (ssh's rule:
     /// yours or root's). Run as root, the file is given to uid 65534; as another user the
     /// rule itself is checked (no file of another user can be made).
     #[test]

@@ -1,5 +1,5 @@
 //! `inferscope-bench report RUN_DIR --format html`: the dashboard's view of one run as one
-//! self-contained file for CI artifacts (issue 7 item 4). The page's own CSS and
+//! self-contained file for CI artifacts. The page's own CSS and
 //! JavaScript are inlined and the run's data is embedded as a
 //! `<script type="application/json">` block, escaped so that no artifact text can close
 //! the block or be parsed as markup; a `Content-Security-Policy` meta element allows

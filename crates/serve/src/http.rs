@@ -1,5 +1,5 @@
 //! The HTTP layer on hyper: the accept loop, a small router (method and path segments),
-//! the authentication guard, handlers and security headers (issue 7 items 1–3).
+//! the authentication guard, handlers and security headers (docs/security.md).
 //!
 //! Order of checks for every request: (1) the guard — every path except the public
 //! page shell (`/`, `/app.js`, `/style.css`, which carry no run data) and `/health`

@@ -1,6 +1,6 @@
 //! `inferscope-bench serve`: a read-only, authenticated API over retained run directories
 //! and one packaged page (docs/artifacts.md "The dashboard API"; requirement ids R009–R011,
-//! T003–T004 in docs/artifacts.md "Requirement ids"; docs/dashboard.md; issue 7).
+//! T003–T004 in docs/artifacts.md "Requirement ids"; docs/dashboard.md).
 //!
 //! ```text
 //! inferscope-bench serve --runs target/inferscope/runs [--bind 127.0.0.1:8787] [--token-file FILE]

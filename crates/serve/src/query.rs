@@ -1,5 +1,5 @@
 //! Strict query-string parsing for the API (docs/artifacts.md "The dashboard API": unknown or
-//! repeated keys and bad limits are errors; issue 7 item 2). Pure: no I/O.
+//! repeated keys and bad limits are errors). Pure: no I/O.
 //!
 //! Rules: the raw query is at most [`MAX_QUERY_BYTES`] bytes; pairs are separated by `&`
 //! and written `key=value`; keys and values are percent-decoded exactly once (`%252e`

@@ -1,5 +1,5 @@
 //! The run store: retained run directories under one runs root, addressed by `run_id`
-//! only (docs/artifacts.md; issue 7 item 1; field case C29).
+//! only (docs/artifacts.md; field case C29).
 //!
 //! - A `run_id` has the syntax `[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}` ([`is_valid_run_id`]):
 //!   no `/`, no `\`, no `%`, no NUL, and never `.` or `..`. It names a directory

@@ -1,4 +1,4 @@
-//! A stream whose writes may stall at most a set time (issue 30 item 1): a client that
+//! A stream whose writes may stall at most a set time: a client that
 //! stops reading its responses fills the socket's buffers, the server's write waits, and
 //! after [`super::http::WRITE_STALL_TIMEOUT`] without progress the write fails with
 //! `TimedOut`, which closes the connection and frees its slot. Reads are passed through

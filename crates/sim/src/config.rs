@@ -1,7 +1,7 @@
 //! Simulator configuration: latency model, prefix cache, tool behaviour, faults and the
 //! simulated power model (the `inferscope-bench sim` flags are `crate::cli::SimArgs`).
 //!
-//! Source: issue 2 item 6 and docs/architecture.md (the built-in simulator is the embedded default
+//! Source: docs/architecture.md (the built-in simulator is the embedded default
 //! endpoint and the test double). The latency model follows llm-d-inference-sim's
 //! `per-token` calculator (docs/measurement.md): only uncached prompt
 //! tokens cost prefill time.

@@ -1,5 +1,5 @@
 //! The built-in OpenAI-compatible simulator: the embedded default endpoint and the
-//! project's test double (issue 2 item 6; docs/architecture.md). It never stands in for a
+//! project's test double (docs/architecture.md). It never stands in for a
 //! measurement of a real engine: every consumer labels its figures `simulated`.
 //!
 //! What it does:

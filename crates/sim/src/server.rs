@@ -134,7 +134,7 @@ fn error_response(
     json_response(status, &body)
 }
 
-/// `POST /tokenize` in vLLM's shape (issue 27): `{"prompt": TEXT}` is tokenized as it
+/// `POST /tokenize` in vLLM's shape: `{"prompt": TEXT}` is tokenized as it
 /// is, `{"messages": [...]}` (and `tools`) rendered with the chat template and its
 /// generation prompt first; the answer is `{"count", "max_model_len", "tokens"}`.
 fn tokenize_route(body: &[u8]) -> Response {

@@ -1,4 +1,4 @@
-//! A context job's `dataset` (issue 27): the prompts of a JSONL file, a ShareGPT file or a
+//! A context job's `dataset`: the prompts of a JSONL file, a ShareGPT file or a
 //! Mooncake trace, read and checked when the suite loads, before any request. Pure: the
 //! caller reads the bytes; every error names the file, the line and the field.
 //!

@@ -17,7 +17,7 @@ pub fn print_suite_error(e: &SuiteError) {
     }
 }
 
-/// Errors printed per suite file at most; the rest are counted (issue 30 item 5).
+/// Errors printed per suite file at most; the rest are counted.
 pub const MAX_PRINTED_ERRORS: usize = 50;
 
 /// Prints the first [`MAX_PRINTED_ERRORS`] of one file's `errors` (in file order), then

@@ -1,5 +1,5 @@
-//! The `run --dry-run` preview: every resolved setting with its source (issue 2 item 2;
-//! docs/suite.md), as structured rows and as text.
+//! The `run --dry-run` preview: every resolved setting with its source
+//! (docs/suite.md), as structured rows and as text.
 
 use std::fmt::Write as _;
 use std::path::Path;

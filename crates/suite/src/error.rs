@@ -107,7 +107,7 @@ struct Inner {
     source: Option<Arc<Snippet>>,
 }
 
-/// The few lines of a suite file a located error shows (issue 30 item 5): the lines of
+/// The few lines of a suite file a located error shows: the lines of
 /// its span with one line of context either side, masked ([`crate::redact::mask_source`]),
 /// read by miette at their place in the file (offsets and line numbers of the file). An
 /// error holds these lines only, never a copy of the file, so reporting N errors costs N
@@ -150,7 +150,7 @@ impl SourceCode for Snippet {
 }
 
 /// The byte offset where each line of a suite file starts, built once per file so that
-/// placing an error costs a binary search, not a scan of the file (issue 30 item 5).
+/// placing an error costs a binary search, not a scan of the file.
 #[derive(Debug, Clone)]
 pub(crate) struct LineStarts(Vec<usize>);
 

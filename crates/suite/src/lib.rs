@@ -1,6 +1,6 @@
 //! Suite files: TOML schema, validation with located errors, resolution of run settings.
 //!
-//! The contract is docs/suite.md (issue 2 item 2). Loading is strict:
+//! The contract is docs/suite.md. Loading is strict:
 //! every table rejects unknown keys with file:line:col and a did-you-mean hint, keys of
 //! another job kind are errors, wrong types and the schema's semantic rules (duplicate
 //! names, unknown tools, missing operands, invalid regexes and JSON paths, missing

@@ -153,8 +153,8 @@ fn prune(t: &mut DeTable<'_>, at: usize) -> bool {
     hit.is_some_and(|k| t.remove(&k).is_some())
 }
 
-/// [`prune`] for every offset of `at` (sorted) in one walk of the document (issue 30 item
-/// 5: one walk per error made 8,000 errors cost 8,000 walks): each offset removes the
+/// [`prune`] for every offset of `at` (sorted) in one walk of the document (one
+/// walk per error made 8,000 errors cost 8,000 walks): each offset removes the
 /// innermost entry whose key or value holds it, found in a nested table first; `done`
 /// marks the offsets already used (one entry each).
 fn prune_all(t: &mut DeTable<'_>, at: &[usize], done: &mut [bool]) {

@@ -1,4 +1,4 @@
-//! Load settings of one job, as validated from the suite (pure data; issue 8 item 1).
+//! Load settings of one job, as validated from the suite (pure data).
 //!
 //! A job with any load key (`concurrency`, `rate`, `arrival`, `duration_s`, `count`,
 //! `warmup`, `sweep`) runs under the load executor (`load::exec`) instead of the
@@ -67,7 +67,7 @@ impl Sweep {
     }
 }
 
-/// How a load job's statistics are aggregated (issue 19): `exact` (the default) keeps
+/// How a load job's statistics are aggregated: `exact` (the default) keeps
 /// every request's compact figures and computes every percentile exactly; `streaming`
 /// keeps one HDR histogram per population (memory flat in the request count) and states
 /// each percentile's error bound beside it.

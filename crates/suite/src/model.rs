@@ -162,7 +162,7 @@ pub enum AgenticMode {
     Model,
     /// A fixed trajectory (`[[jobs.script]]`), then one final graded LLM call.
     Scripted,
-    /// A recorded trajectory's shape (`replay = { run, trajectory }`, issue 27): prompts
+    /// A recorded trajectory's shape (`replay = { run, trajectory }`): prompts
     /// synthesized to the recorded sizes, fixed outputs, tools as sleeps.
     Replay,
 }
@@ -290,13 +290,13 @@ pub struct Job {
     pub max_tokens: u32,
     /// Sampling temperature (default 0.0).
     pub temperature: f64,
-    /// `output_tokens` (agentic and context jobs; issue 27): every request asks for exactly
+    /// `output_tokens` (agentic and context jobs): every request asks for exactly
     /// this many output tokens per choice (`max_tokens` = this, plus the engines'
     /// `ignore_eos` / `min_tokens`); `None` = the `max_tokens` cap only.
     pub output_tokens: Option<u32>,
     /// Choices per LLM call (`n`, 1..=[`MAX_CHOICES`]; agentic and context jobs): `None`
     /// sends no `n` (one choice). With more than one, each choice is measured on its own
-    /// and choice 0 drives the trajectory and is graded (issue 13 item 5).
+    /// and choice 0 drives the trajectory and is graded.
     pub n: Option<u32>,
     /// Trajectories (agentic), sweeps (context) or runs (swe); default 1.
     pub repeat: u32,
@@ -389,7 +389,7 @@ pub struct ContextJob {
     pub shared_prefix: bool,
     /// Filler source under the fixtures root; `None` = built-in filler.
     pub filler: Option<PathBuf>,
-    /// `dataset` (issue 27): the prompts of a file instead of `sizes` (then empty).
+    /// `dataset`: the prompts of a file instead of `sizes` (then empty).
     pub dataset: Option<Dataset>,
 }
 
@@ -407,7 +407,7 @@ pub const DEFAULT_BLOCK_TOKENS: u32 = 512;
 /// Largest dataset file read, bytes.
 pub const MAX_DATASET_BYTES: u64 = 256 * 1024 * 1024;
 
-/// A context job's `dataset`, read and checked at load (issue 27).
+/// A context job's `dataset`, read and checked at load.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dataset {
     /// The file (under the fixtures root).
@@ -531,7 +531,7 @@ pub struct SweJob {
     pub env: BTreeMap<String, String>,
 }
 
-/// `tokenizer` (issue 27): where a context job's prompt tokens are counted, so that its
+/// `tokenizer`: where a context job's prompt tokens are counted, so that its
 /// `sizes` are the prompt tokens the server reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum TokenizerSource {
@@ -618,10 +618,10 @@ pub struct Suite {
     pub idle_timeout: Duration,
     /// Largest accepted SSE event, bytes (default 16 MiB, field case C30).
     pub max_event_bytes: u64,
-    /// `tokenizer` (issue 27): where prompt tokens are counted (default the bytes/4
+    /// `tokenizer`: where prompt tokens are counted (default the bytes/4
     /// estimate); `run --tokenizer` overrides it.
     pub tokenizer: TokenizerSource,
-    /// `[extra_body]` (issue 27): members added to every chat request body, after the
+    /// `[extra_body]`: members added to every chat request body, after the
     /// product's own (never `model`, `messages`, `tools`, `stream`, `stream_options`).
     pub extra_body: serde_json::Map<String, serde_json::Value>,
     /// `[telemetry]` with defaults.

@@ -134,7 +134,7 @@ pub(crate) struct RawJob {
 }
 
 /// `dataset = { path, format, block_tokens, length_scale, template_bytes, time_scale, turns }` of
-/// a context job (issue 27).
+/// a context job.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawDataset {
@@ -147,7 +147,7 @@ pub(crate) struct RawDataset {
     pub turns: Option<crate::dataset::Turns>,
 }
 
-/// `replay = { run, trajectory }` of an agentic job (issue 27).
+/// `replay = { run, trajectory }` of an agentic job.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawReplay {
@@ -205,13 +205,13 @@ pub(crate) fn kind_job_keys(kind: JobKindName) -> &'static [&'static str] {
     }
 }
 
-/// Request keys (issue 13 item 5): settings of the chat requests the tool itself sends,
+/// Request keys: settings of the chat requests the tool itself sends,
 /// accepted by the kinds in [`load_kinds`] (an SWE harness sends its own requests).
 pub(crate) fn request_job_keys() -> &'static [&'static str] {
     &["n", "output_tokens"]
 }
 
-/// Load keys (issue 8): accepted by the kinds in [`load_kinds`].
+/// Load keys: accepted by the kinds in [`load_kinds`].
 pub(crate) fn load_job_keys() -> &'static [&'static str] {
     &[
         "concurrency",

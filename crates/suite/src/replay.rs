@@ -1,4 +1,4 @@
-//! Issue 27 item 4: the shape of a recorded agentic trajectory, read from a run directory's
+//! The shape of a recorded agentic trajectory, read from a run directory's
 //! `report.json` (bounded, no symlink below the run directory, schema-checked): per LLM step
 //! the prompt tokens the server reported, how many of them are the previous LLM step's
 //! prompt (prefix growth), the output tokens and the think time before it; per tool step

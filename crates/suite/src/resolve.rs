@@ -1,5 +1,5 @@
 //! Run-time resolution: suite values, CLI flags and defaults → every effective setting
-//! with its source (issue 2 item 2: `run --dry-run` previews every resolved setting,
+//! with its source (`run --dry-run` previews every resolved setting,
 //! `capture_timeline` included; docs/suite.md).
 
 use std::ffi::OsString;
@@ -50,7 +50,7 @@ pub enum EndpointSetting {
     Url(String),
 }
 
-/// Command-line overrides of `run` (issue 2 item 2).
+/// Command-line overrides of `run`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunOverrides {
     /// `--endpoint URL`: replaces the suite's endpoint (and the simulator).

@@ -1007,7 +1007,7 @@ fn miette_rendering_shows_the_line_label_and_hint() {
         "{pretty}"
     );
     assert_eq!(pretty.matches("did you mean").count(), 1, "{pretty}");
-    // The value under an unknown key is never echoed (issue 15): masked in the snippet.
+    // The value under an unknown key is never echoed: masked in the snippet.
     assert!(pretty.contains("max_stpes = *\n"), "{pretty}");
     let out = render(&e);
     assert!(out.contains("suite::unknown_field"), "{out}");
@@ -1230,7 +1230,7 @@ fn metrics_url_default_replaces_v1() {
     assert_eq!(metrics_url_for("http://h:8000"), "http://h:8000/metrics");
 }
 
-// ---------------------------------------------------------------- load keys (issue 8)
+// ---------------------------------------------------------------- load keys
 
 #[test]
 fn load_keys_parse_into_a_load_spec() {
@@ -1307,7 +1307,7 @@ fn load_key_typos_are_located_with_a_hint() {
         "jobs[0].arrival",
     );
     assert_eq!(e.hint(), Some("did you mean `poisson`?"));
-    // Issue 19: `aggregation` is validated like every other key, located at its value.
+    // `aggregation` is validated like every other key, located at its value.
     let text = with_tools(&format!("{AGENTIC}count = 4\naggregation = \"steaming\"\n"));
     let e = p.err(&text);
     assert_at(

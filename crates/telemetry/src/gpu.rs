@@ -1,4 +1,4 @@
-//! Which GPUs a run may attribute, and which it can only show (issue 16 item 4).
+//! Which GPUs a run may attribute, and which it can only show.
 //!
 //! Selection, in order of precedence:
 //! 1. `[telemetry] gpu_devices = [0, "GPU-…"]`: NVML indices (the numbering `nvidia-smi`

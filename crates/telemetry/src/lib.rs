@@ -1,5 +1,5 @@
 //! Resource telemetry: samplers on their own threads, into bounded memory, stamped with
-//! `elapsed_ns` from the run's shared [`RunClock`](inferscope_clock::RunClock) (docs/samples.md; issue 5 item 2; docs/architecture.md).
+//! `elapsed_ns` from the run's shared [`RunClock`](inferscope_clock::RunClock) (docs/samples.md; docs/architecture.md).
 //!
 //! Sources:
 //! - **proc** — `/proc/<pid>` of the engine, optionally with its descendants: RSS bytes,
@@ -292,7 +292,7 @@ pub struct ScrapeGap {
     pub reason: String,
 }
 
-/// An exposition line that did not parse, located (issue 29 item 6).
+/// An exposition line that did not parse, located.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParseErrorAt {
     /// The scrape, counting successful scrapes from 1 (a Prometheus timeline: the sample).
@@ -468,7 +468,7 @@ mod parse_error_tests {
         }
     }
 
-    /// Issue 29 item 6: exposition lines that do not parse are counted and located —
+    /// Exposition lines that do not parse are counted and located —
     /// their scrape and line in the timeline (sources.json) and one note per line.
     #[test]
     fn parse_errors_name_their_scrape_and_line() {

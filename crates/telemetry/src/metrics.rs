@@ -159,8 +159,8 @@ pub const ACCEPT: &str =
     "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1";
 
 /// Builds the scrape client for `url`: short timeouts, no proxy (the engine is scraped
-/// directly). For a plain `http://` URL no certificate store is loaded (issue 33 item 4:
-/// the platform verifier reads every system CA certificate when the client is built, a
+/// directly). For a plain `http://` URL no certificate store is loaded
+/// (the platform verifier reads every system CA certificate when the client is built, a
 /// few ms and MiB a client that never does TLS has no use for).
 pub(crate) fn build_client(
     timeout: std::time::Duration,

@@ -1,4 +1,4 @@
-//! A Prometheus server as a metrics source (issue 16 item 2).
+//! A Prometheus server as a metrics source.
 //!
 //! Where engines run behind a cluster, the benchmark host cannot scrape each engine, but a
 //! Prometheus server already does. With `[telemetry] prometheus = { url = "…", selector =
@@ -1071,7 +1071,7 @@ pub fn timeline_from_saved(
 mod tests {
     use super::*;
 
-    /// Issue 30 item 9: points out of time order, repeated times, and absurd times
+    /// Points out of time order, repeated times, and absurd times
     /// (past 2100, or far enough to wrap in ns) are refused, naming the point.
     #[test]
     fn saved_answers_with_disordered_or_absurd_times_are_refused() {

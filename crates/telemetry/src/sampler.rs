@@ -48,7 +48,7 @@ impl StopSignal {
         self.cv.notify_all();
     }
 
-    /// Asks every sampler for one sample now, out of its schedule (issue 33 item 4: a
+    /// Asks every sampler for one sample now, out of its schedule (a
     /// job's figures wait for a sample at or after its end; without this, up to one
     /// sampling period).
     fn poke(&self) {
@@ -224,7 +224,7 @@ struct Configured {
 
 /// Starts the configured samplers and returns once each has taken its first sample (or
 /// failed to start); the threads stamp samples with `clock`. Never fails: a source that cannot
-/// run reports it in its status. Source: issue 5 item 2, docs/samples.md.
+/// run reports it in its status. Source: docs/samples.md.
 pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
     let stop = Arc::new(StopSignal::default());
     let started_elapsed_ns = clock.elapsed_ns();
@@ -331,7 +331,7 @@ impl TelemetryHandle {
 
     /// Whether a source the step-attribution join reads is configured: power (GPUs and
     /// probes) or engine counters (`/metrics`, a Prometheus server). Without one the join
-    /// has nothing to attribute, so a load job keeps no unit's spans for it (issue 19).
+    /// has nothing to attribute, so a load job keeps no unit's spans for it.
     pub fn feeds_step_join(&self) -> bool {
         self.configured.power.is_some()
             || self.configured.metrics.is_some()
@@ -408,7 +408,7 @@ impl TelemetryHandle {
             let newest = m.samples.last().map(|s| s.elapsed_ns);
             // An endpoint that never answered a scrape (no `/metrics` at all: 404, refused)
             // and failed again after `end_ns` will not cover it: waiting the whole bound
-            // (a period + 250 ms) for it would only delay every job (issue 33 item 4).
+            // (a period + 250 ms) for it would only delay every job.
             let never_answers =
                 m.scrapes_ok == 0 && m.gaps.last().is_some_and(|g| g.elapsed_ns >= end_ns);
             if !covers(newest, end_ns) && !never_answers {
@@ -853,7 +853,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    /// Issue 33 item 4: a poke gets a sample now instead of at the next period, and the
+    /// A poke gets a sample now instead of at the next period, and the
     /// schedule goes on; a stop ends the loop after one last sample.
     #[test]
     fn a_poke_samples_now_and_a_stop_ends_the_loop() {

@@ -151,7 +151,7 @@ mod tests {
         }
     }
 
-    /// Issue 13 item 6: a gauge over two data-parallel engines is kept per engine with its
+    /// A gauge over two data-parallel engines is kept per engine with its
     /// max and mean — never summed (0.25 + 0.5 used to read 0.75).
     #[test]
     fn gauges_of_several_engines_are_kept_per_engine_never_summed() {

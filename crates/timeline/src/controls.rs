@@ -1,5 +1,5 @@
 //! NEGATIVE CONTROLS for the overhead gate (docs/measurement.md "Runner overhead (`overhead`)":
-//! a blocking or disk-writing sink must fail the gate; docs/ci.md; issue 6 §2).
+//! a blocking or disk-writing sink must fail the gate; docs/ci.md).
 //!
 //! These sinks are deliberately bad. They exist only so `inferscope-bench overhead
 //! --negative-control blocking-sink|disk-write-sink` can prove the overhead gate detects a

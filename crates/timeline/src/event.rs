@@ -116,7 +116,7 @@ impl From<TimelineEventV1> for TimelineEvent {
     }
 }
 
-/// The closed set of event kinds (docs/artifacts.md event table; harness kinds for SWE jobs, issue 4).
+/// The closed set of event kinds (docs/artifacts.md event table; harness kinds for SWE jobs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {

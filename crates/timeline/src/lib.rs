@@ -2,7 +2,7 @@
 //! durable artifact and its validating reader, and the Perfetto export.
 //!
 //! Sources: docs/artifacts.md "Timeline capture rules", the requirement ids R001–R008 and
-//! T001–T002 (docs/artifacts.md "Requirement ids"), issue 4.
+//! T001–T002 (docs/artifacts.md "Requirement ids").
 //!
 //! Lifecycle, as the lead wires it:
 //! 1. before the measured window: [`TimelineSink::with_run_clock`] (preallocates), and

@@ -3,8 +3,7 @@
 //! timeline ids, optional telemetry session id, start UTC, clock-domain id, event count,
 //! dropped count, capture quality, bounded reason codes, and the events file's relative
 //! path, byte length and SHA-256), plus the
-//! capture bounds and the measured window's `/proc/self/io` evidence (docs/artifacts.md, issue 4
-//! "Done when").
+//! capture bounds and the measured window's `/proc/self/io` evidence (docs/artifacts.md).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Chrome / Perfetto trace export (issue 4 §6, issue 18; docs/artifacts.md "Exports"): the JSON
+//! Chrome / Perfetto trace export (docs/artifacts.md "Exports"): the JSON
 //! object format `{"traceEvents": [...], "displayTimeUnit": "ms"}` of the Trace Event
 //! Format, which ui.perfetto.dev and chrome://tracing open.
 //!

@@ -1,5 +1,5 @@
 //! Persistence of a finalized capture, after the measured window only
-//! (docs/artifacts.md "Timeline capture rules"; issue 4 §3): `timeline/events.jsonl` then
+//! (docs/artifacts.md "Timeline capture rules"): `timeline/events.jsonl` then
 //! `timeline/manifest.json`, each written to a temp file in the same directory, fsynced, renamed
 //! into place, and the directory fsynced. The manifest is written last and never overwritten, so a
 //! run killed before or during persistence leaves no manifest (the reader then says `unavailable`).

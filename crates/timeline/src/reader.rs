@@ -1,4 +1,4 @@
-//! The validating reader (issue 4 §5; docs/artifacts.md checks reused by the API): manifest
+//! The validating reader (docs/artifacts.md checks reused by the API): manifest
 //! presence, schema, byte length and SHA-256 of the events file, strict JSON of every
 //! line (unknown fields, negative and non-integer numbers rejected), line size, sequence
 //! order and duplicates, clock order, clock domain and wall-time binding to the manifest

@@ -118,7 +118,7 @@ struct Hot {
 }
 
 /// One preallocated event slot. Cache-line aligned, so that two producers writing
-/// neighbouring slots (consecutive `seq`s) never share a line (issue 19: the two-producer
+/// neighbouring slots (consecutive `seq`s) never share a line (the two-producer
 /// insert tail).
 #[repr(align(64))]
 struct Slot {

@@ -187,7 +187,7 @@
           }
         });
       }
-      // The charts (issue 32): SVG element trees drawn by the server from report.json.
+      // The charts: SVG element trees drawn by the server from report.json.
       jobs.push(api("/v1/charts?run_id=" + encodeURIComponent(runId)).then(function (c) { b.charts = c; }, function (err) {
         b.charts = { charts: [], notes: [{ kind: "error", text: "Charts unavailable: " + (err && err.message ? err.message : String(err)) }] };
       }));
@@ -582,7 +582,7 @@
     return btn;
   }
 
-  // A merged run (issue 17): one lane group per shard, its trajectories' steps from the
+  // A merged run: one lane group per shard, its trajectories' steps from the
   // report, placed on the merged axis (each shard's times shifted by its unix anchor); the
   // group title states the clock domain, the shift and the anchor uncertainty.
   function renderShardGroups(root, d, groups, range) {
@@ -1063,7 +1063,7 @@
   // One gate row: the figure rounded as the console rounds it.
   function verdictText(v) {
     var value = v.value === null || v.value === undefined ? "unavailable" : num(v.value);
-    // A streamed percentile states its bound after its value (issue 19).
+    // A streamed percentile states its bound after its value.
     if (v.error_bound) value += " " + v.error_bound;
     return v.gate + " " + v.outcome + " (" + value + " " + v.comparison + " " + num(v.bound) + (v.unit ? " " + v.unit : "") +
       "; " + v.basis + (v.tokens === "client_estimate" ? ", tokens client-estimated" : "") + ")";

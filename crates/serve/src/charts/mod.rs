@@ -1,4 +1,4 @@
-//! The charts of a run (issue 32 item 2; docs/charts.md), pure: a report in, SVG out.
+//! The charts of a run (docs/charts.md), pure: a report in, SVG out.
 //!
 //! - a load sweep's latency–throughput curves ([`sweep`]): TTFT, ITL and E2E p50/p99
 //!   against concurrency or arrival rate, output tokens/s and goodput on a second axis;

@@ -3,7 +3,7 @@
 //! with a text alternative; quality, drops, gaps and missing associations shown; resource
 //! lanes kept apart per host and device), docs/samples.md "The clock" (values of different
 //! clock domains are never subtracted); requirement ids R003, R010, R011, T004
-//! (docs/artifacts.md "Requirement ids"); issue 7 items 2–3.
+//! (docs/artifacts.md "Requirement ids").
 //!
 //! Nothing here copies free text from an artifact into the view except texts written by
 //! this product itself (source status reasons, truncated); names and ids pass their
@@ -61,7 +61,7 @@ pub fn clock_domain_label(id: &str) -> String {
     }
 }
 
-/// Grading checks one job's detail shows at most (issue 30 item 8: a report of many long
+/// Grading checks one job's detail shows at most (a report of many long
 /// checks made a 1.09 MiB answer); the rest are counted in `grading_omitted`.
 pub const MAX_GRADING_SHOWN: usize = 100;
 
@@ -144,7 +144,7 @@ pub struct ReportView {
     pub capture: Option<CaptureView>,
     /// Jobs.
     pub jobs: Vec<JobView>,
-    /// A merged run's shards (issue 17): one lane group each, aligned by the shards' unix
+    /// A merged run's shards: one lane group each, aligned by the shards' unix
     /// anchors; empty for a single run.
     pub shards: Vec<ShardView>,
 }
@@ -234,7 +234,7 @@ pub struct JobView {
     #[serde(skip_serializing_if = "is_zero")]
     pub grading_omitted: u64,
     /// Failed requests per failure code: one entry per code, counts summed (a report that
-    /// lists a code many times still makes one entry; issue 30 item 8).
+    /// lists a code many times still makes one entry).
     pub failure_codes: Vec<crate::model::FailureCount>,
     /// Trajectories.
     pub trajectories: Vec<TrajectoryView>,

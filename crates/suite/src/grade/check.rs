@@ -55,8 +55,8 @@ pub enum CheckTarget {
     FinalAnswer,
     /// The harness process's stdout (swe).
     Stdout,
-    /// The final answer's choice of this `index` (`n > 1`; the check's `choice` key,
-    /// issue 29 item 5); choice 0 is the final answer itself.
+    /// The final answer's choice of this `index` (`n > 1`; the check's `choice` key);
+    /// choice 0 is the final answer itself.
     #[serde(skip_deserializing)]
     Choice(u32),
 }
@@ -138,7 +138,7 @@ pub struct CheckError {
     pub problem: CheckProblem,
 }
 
-/// A compiled check (issue 2 item 5: contains, regex, equals, tool called, JSON path).
+/// A compiled check (contains, regex, equals, tool called, JSON path).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(try_from = "RawCheck")]
 pub enum Check {

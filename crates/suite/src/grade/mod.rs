@@ -1,4 +1,4 @@
-//! Deterministic grading of a job's outcome (docs/suite.md "`[[jobs.checks]]`"; issue 2 item 5).
+//! Deterministic grading of a job's outcome (docs/suite.md "`[[jobs.checks]]`").
 //!
 //! A suite's `[[jobs.checks]]` tables deserialize into [`Check`]s (schema:
 //! docs/suite.md "`[[jobs.checks]]`"); regexes and JSON paths are compiled when the suite

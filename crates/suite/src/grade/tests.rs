@@ -1,4 +1,4 @@
-//! Tests of check parsing and evaluation (issue 2 item 5).
+//! Tests of check parsing and evaluation.
 
 use serde_json::json;
 

@@ -104,7 +104,7 @@ pub(super) fn job(
     })
 }
 
-/// The load keys of a job (issue 8; see `crate::load`, the driver that runs them): `None` when none is set.
+/// The load keys of a job (see `crate::load`, the driver that runs them): `None` when none is set.
 ///
 /// Rules: `concurrency` ≥ 1; `rate` finite > 0; `arrival` needs a rate (or a rate sweep);
 /// one of `count` (≥ 1) or `duration_s` (> 0), and `count` not with `repeat`; a sweep sets
@@ -319,7 +319,7 @@ fn timed(kind: &JobKind) -> bool {
 }
 
 /// `value` or the default, which must be at least 1.
-/// `output_tokens` (issue 27): ≥ 1, and not beside `max_tokens` (it sets `max_tokens`).
+/// `output_tokens`: ≥ 1, and not beside `max_tokens` (it sets `max_tokens`).
 fn output_tokens(ctx: &Ctx, p: &str, j: &RawJob) -> R<Option<u32>> {
     let Some(n) = j.output_tokens else {
         return Ok(None);
@@ -646,7 +646,7 @@ fn context(ctx: &Ctx, fx: &Fixtures, p: &str, j: &mut RawJob) -> R<ContextJob> {
     })
 }
 
-/// `dataset` (issue 27): the file under the fixtures root, read (bounded) and parsed now,
+/// `dataset`: the file under the fixtures root, read (bounded) and parsed now,
 /// so a bad line is a located error before any request.
 fn dataset(ctx: &Ctx, fx: &Fixtures, p: &str, d: super::super::raw::RawDataset) -> R<Dataset> {
     let path = fx.path(ctx, &format!("{p}.dataset.path"), &d.path, Want::File)?;

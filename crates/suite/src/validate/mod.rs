@@ -124,7 +124,7 @@ pub(crate) fn validate(raw: RawSuite, ctx: &Ctx, origin: &Path) -> Result<Suite,
     })
 }
 
-/// `[extra_body]` as a JSON object (issue 27); a member the product writes itself and
+/// `[extra_body]` as a JSON object; a member the product writes itself and
 /// never lets a suite replace (`model`, `messages`, `tools`, `stream`, `stream_options`)
 /// is an error at its key.
 fn extra_body(ctx: &Ctx, t: Option<&toml::Table>) -> R<serde_json::Map<String, serde_json::Value>> {
@@ -328,7 +328,7 @@ fn duplicate(ctx: &Ctx, what: &str, name: &str, at: &str, first: &str) -> SuiteE
 
 /// An `http(s)://host...` base URL without a trailing slash. A URL holding `@` anywhere
 /// is refused as one with credentials (a password may hold an unencoded `/`, `?` or `#`,
-/// so the authority's end cannot be trusted; issue 30 item 2), and the message shows it
+/// so the authority's end cannot be trusted), and the message shows it
 /// with everything before its last `@` as `***`.
 ///
 /// A query or fragment is refused too: request paths are appended to the base URL, so
