@@ -1,5 +1,5 @@
-//! Evidence from elsewhere as input to the offline step-attribution join (docs/measurement.md) (`inferscope-bench
-//! trajectory`): a run's `samples/` directory (or any tool's, written to
+//! Evidence from elsewhere as input to the offline step-attribution join
+//! (`inferscope-bench trajectory`, docs/measurement.md): a run's `samples/` directory (or any tool's, written to
 //! `docs/samples.md`), saved Prometheus `query_range` answers
 //! ([`crate::telemetry::prometheus::timeline_from_saved`]), or the public inferscope
 //! project's report JSON ([`inferscope`]). Each becomes the same sampled timelines

@@ -118,7 +118,7 @@ fn agentic_suite_on_the_simulator_passes_and_writes_exactly_into_out() {
         assert_eq!(j["status"], "pass", "{}", j["id"]);
         assert!(j["stats"]["succeeded"].as_u64().unwrap() > 0);
     }
-    // steps.jsonl: the marker (docs/artifacts.md) fields on every line, ids unique.
+    // steps.jsonl: the step-marker fields (docs/artifacts.md) on every line, ids unique.
     let steps = std::fs::read_to_string(out.join("steps.jsonl")).unwrap();
     let mut ids = std::collections::BTreeSet::new();
     for l in steps.lines() {

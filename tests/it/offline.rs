@@ -1,4 +1,4 @@
-//! The ready suites load, and the offline step-attribution join (docs/measurement.md) (`trajectory --samples --steps`)
+//! The ready suites load, and the offline step-attribution join (`trajectory --samples --steps`)
 //! reproduces the run's own per-step energy attribution exactly from the artifacts.
 
 use crate::support;

@@ -465,7 +465,7 @@ fn many_jobs_run(root: &Path, name: &str, jobs: usize, steps_per_job: Option<usi
 fn run_detail_is_paged_within_1_mib() {
     let tmp = tempfile::tempdir().unwrap();
     many_jobs_run(tmp.path(), "big", 1200, None);
-    // Each job ~13 MB (a v2 step without its step-attribution breakdown (docs/measurement.md) is ~515 bytes): far over a
+    // Each job ~13 MB (a v2 step without its step-attribution breakdown is ~515 bytes): far over a
     // page, and both under the 32 MiB report read limit.
     many_jobs_run(tmp.path(), "huge-job", 2, Some(25_000));
     let srv = start(tmp.path(), ServeLimits::default());

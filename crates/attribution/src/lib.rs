@@ -4,7 +4,7 @@
 //! ([`inferscope_model::attribution`]).
 //!
 //! # The join
-//! A driver writes step markers (docs/artifacts.md) (unix-epoch ns, [`StepMarker`]); each window maps
+//! A driver writes step markers (unix-epoch ns, [`StepMarker`]; docs/artifacts.md); each window maps
 //! onto the run's timeline as `t − reference_instant_unix_ns` (`elapsed_ns`, docs/samples.md). Every
 //! series is then sliced by binary search over prefix sums built once per run
 //! ([`Attributor`]):

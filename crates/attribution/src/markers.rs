@@ -18,7 +18,7 @@ use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
-/// Kind of a step (marker (docs/artifacts.md) field `kind`): the report model's.
+/// Kind of a step (a step marker's `kind` field, docs/artifacts.md): the report model's.
 pub use inferscope_model::StepKind;
 
 /// One step marker (docs/artifacts.md) as written in `steps.jsonl`.
@@ -157,7 +157,7 @@ fn line_message(e: &serde_json::Error) -> String {
     inferscope_redact::excerpt(&e.to_string())
 }
 
-/// Reads marker (docs/artifacts.md) JSONL bytes leniently (pure): every valid line is kept; a last
+/// Reads step-marker JSONL (docs/artifacts.md) bytes leniently (pure): every valid line is kept; a last
 /// line without its newline that does not parse is a truncated tail; other bad lines
 /// (invalid JSON, fields, UTF-8) are rejected with their line numbers.
 ///
@@ -205,7 +205,7 @@ pub fn parse_marker_file(bytes: &[u8]) -> MarkerFile {
     f
 }
 
-/// Parses marker (docs/artifacts.md) JSONL text strictly (pure): the markers of
+/// Parses step-marker JSONL (docs/artifacts.md) text strictly (pure): the markers of
 /// [`parse_marker_file`] when no line was rejected and none was cut off.
 ///
 /// Errors: [`MarkerFileError`] listing every bad line (1-based) up to

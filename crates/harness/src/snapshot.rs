@@ -5,7 +5,7 @@
 //! fixed seed): it keeps the structure, step kinds and names, step statuses and failure
 //! codes, token counts from each response's own usage (prompt, cached, completion),
 //! finish and stop reasons, grading results, gate outcomes, bounds and bases, the power
-//! source, and the step-attribution attribution (docs/measurement.md) status and bases; it redacts what varies from run
+//! source, and the step attribution (docs/measurement.md) status and bases; it redacts what varies from run
 //! to run:
 //!
 //! | field | snapshot | why |

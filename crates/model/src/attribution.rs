@@ -1,4 +1,4 @@
-//! The step-attribution attribution (docs/measurement.md) as reported (moved here from `attribution::metrics`, which the
+//! The step attribution (docs/measurement.md) as reported (moved here from `attribution::metrics`, which the
 //! join fills in): per-step figures ([`StepAttribution`], inside each
 //! [`super::StepReport`]), per-trajectory totals and reconciliation
 //! ([`TrajectoryAttribution`]), the typed outcome ([`AttributionOutcome`]: attributed or

@@ -9,7 +9,7 @@ use super::shard::{MergeReport, ShardIdentity};
 use super::telemetry::TelemetrySummary;
 
 /// Schema id of `report.json`. v2 is the typed model: every figure with its
-/// basis, statuses as closed enums, the step-attribution attribution (docs/measurement.md) inside each trajectory and
+/// basis, statuses as closed enums, the step attribution (docs/measurement.md) inside each trajectory and
 /// step. v1 files are not read: readers refuse them with [`ReportError::UnsupportedSchema`].
 pub const REPORT_SCHEMA: &str = "inferscope-bench.report/v3";
 

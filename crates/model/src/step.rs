@@ -113,7 +113,7 @@ impl StopReason {
 /// One step of a trajectory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepReport {
-    /// Run-unique step id (also the marker (docs/artifacts.md) `step_id`).
+    /// Run-unique step id (also the `step_id` of its step marker).
     pub step_id: u64,
     /// `llm_call` or `tool`.
     pub kind: StepKind,
@@ -139,8 +139,8 @@ pub struct StepReport {
     /// runner's own steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_step_id: Option<u64>,
-    /// How the step ended; `null` when the step is known only from an marker (docs/artifacts.md) (an
-    /// SWE harness's own markers say when a step ran, not how it ended).
+    /// How the step ended; `null` when the step is known only from a step marker (an
+    /// SWE harness's own markers say when a step ran, not how it ended; docs/artifacts.md).
     pub status: Option<StepStatus>,
     /// Failure code, `null` on success.
     pub failure_code: Option<FailureCode>,
@@ -260,7 +260,7 @@ pub struct TrajectoryReport {
     pub tokens_per_joule: Figure<f64>,
     /// Steps, in order.
     pub steps: Vec<StepReport>,
-    /// The trajectory's step-attribution attribution (docs/measurement.md): totals, reconciliation, drops, condition; or
+    /// The trajectory's step attribution (docs/measurement.md): totals, reconciliation, drops, condition; or
     /// why it was withheld. `null` without telemetry. In a merged run it stays in its
     /// shard's clock domain (joined against that shard's samples).
     pub attribution: Option<AttributionOutcome<TrajectoryAttribution>>,

@@ -115,7 +115,7 @@ fn inferscope_report_reproduces_hand_computed_step_deltas() {
     );
 }
 
-/// A report written before inferscope's step-attribution has (docs/measurement.md) no anchor: withheld, never joined.
+/// A report written before inferscope's reports carried an anchor has none: withheld, never joined.
 #[test]
 fn inferscope_report_without_anchor_is_withheld() {
     let dir = tempfile::tempdir().unwrap();
