@@ -16,7 +16,6 @@ use crate::attribution::{
 };
 use crate::clock::RunClock;
 use crate::execute::{GradedJob, SuiteRuntime};
-use crate::load::curve::{EnergyPoint, window_energy_mj};
 use crate::model::attribution::{CountedStep, ScrapeSpan, counters_low_confidence};
 use crate::model::load::{WindowEnergy, WindowMethod};
 use crate::model::{
@@ -329,13 +328,20 @@ pub fn markers_and_usage<'a>(
     (markers, usage)
 }
 
+/// One device's samples for window energy ([`attr::device_window_energy`]).
+struct DeviceSeries {
+    label: String,
+    power: Vec<attr::PowerSample>,
+    counter: Vec<EnergyCounterSample>,
+}
+
 /// The run's energy: every join's outcome by trajectory id, its groups, the power report,
 /// and each device's samples for window energy.
 pub struct RunEnergy {
     power: PowerReport,
     outcomes: HashMap<String, TrajectoryOutcome>,
     groups: Vec<AttributionGroup>,
-    devices: Vec<(String, Vec<EnergyPoint>)>,
+    devices: Vec<DeviceSeries>,
     /// Scrapes of the engine counters the join read (empty without), by answer instant.
     scrapes: Vec<ScrapeSpan>,
     /// First-token instants of every request of the run, sorted.
@@ -412,22 +418,28 @@ impl RunEnergy {
                 p.devices
                     .iter()
                     .filter(|d| d.not_attributable.is_none())
-                    .map(|d| {
-                        let pts: Vec<EnergyPoint> = p
+                    .map(|d| DeviceSeries {
+                        label: d.label.clone(),
+                        power: p
                             .device_samples(d.device)
-                            .map(|s| EnergyPoint {
-                                elapsed_ns: s.elapsed_ns,
-                                power_mw: s.power_mw,
-                                energy_mj: s.energy_mj,
-                                epoch: s.energy_epoch,
+                            .filter_map(|s| {
+                                Some(attr::PowerSample {
+                                    elapsed_ns: s.elapsed_ns,
+                                    power_mw: s.power_mw?,
+                                })
                             })
-                            .collect();
-                        (d.label.clone(), pts)
+                            .collect(),
+                        counter: p
+                            .device_samples(d.device)
+                            .filter_map(|s| {
+                                Some(EnergyCounterSample {
+                                    elapsed_ns: s.elapsed_ns,
+                                    energy_mj: s.energy_mj?,
+                                })
+                            })
+                            .collect(),
                     })
-                    .filter(|(_, pts)| {
-                        pts.iter()
-                            .any(|s| s.power_mw.is_some() || s.energy_mj.is_some())
-                    })
+                    .filter(|d| !d.power.is_empty() || !d.counter.is_empty())
                     .collect()
             })
             .unwrap_or_default();
@@ -549,8 +561,8 @@ impl RunEnergy {
     }
 
     /// Device energy over `[start_ns, end_ns]`, summed over every device that has samples:
-    /// each device's counter delta between the samples bracketing the window, else its
-    /// power trapezoid over the segments inside it. `Err` with the reason when there is no
+    /// each device's energy by the one window integral a step's energy takes too
+    /// ([`attr::device_window_energy`]: its counter figure, else its power trapezoid). `Err` with the reason when there is no
     /// power source, or when some device cannot cover the window (a sum over the others
     /// would be partial, so none is given).
     pub fn window(&self, start_ns: u64, end_ns: u64) -> Result<WindowEnergy, String> {
@@ -558,13 +570,14 @@ impl RunEnergy {
             return Err(self.no_power());
         }
         let mut parts = Vec::with_capacity(self.devices.len());
-        for (label, d) in &self.devices {
-            match window_energy_mj(d, start_ns, end_ns) {
+        for d in &self.devices {
+            match attr::device_window_energy(&d.power, &d.counter, start_ns, end_ns) {
                 Some(p) => parts.push(p),
                 None => {
                     return Err(format!(
-                        "device {label} has no samples covering the window (a sum over the \
-                         other devices would be partial)"
+                        "device {} has no samples covering the window (a sum over the \
+                         other devices would be partial)",
+                        d.label
                     ));
                 }
             }
