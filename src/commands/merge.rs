@@ -27,9 +27,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use crate::report::status::{StatusFacts, job_status};
 use sha2::{Digest, Sha256};
 
-use crate::baseline::compare::regression_figure;
 use crate::gate::{EXIT_BAD_INPUT, FigureSet, JobOutcome};
 use crate::model::figure::Figure;
 use crate::model::load::{Goodput, GoodputCriteria, LoadReport, PointSummary, SweepReport};
@@ -42,7 +42,8 @@ use crate::model::{
     Basis, CaptureReport, FailureCount, JobEnergy, JobReport, JobStatus, PowerReport, Quality,
     REPORT_SCHEMA, RequestRecord, RunReport, SummaryReport, TrajectoryReport,
 };
-use crate::runner::load::curve::{PointFacts, PointRequest};
+use crate::report::baseline::compare::regression_figure;
+use crate::report::curve::{PointFacts, PointRequest};
 use crate::runner::load::{LoadPoint, Stop, goodput_criteria, summarize_point};
 use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
 
@@ -431,7 +432,7 @@ fn window_rates(
     if let Some(g) = goodput {
         let good = inside
             .iter()
-            .filter(|(_, f, _)| crate::runner::load::curve::meets(&g.criteria, f))
+            .filter(|(_, f, _)| crate::report::curve::meets(&g.criteria, f))
             .count();
         g.rps = Some(good as f64 / secs);
     }
@@ -489,9 +490,8 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         .collect();
 
     // Points: one per configured point, from the union of its requests.
-    let gates: crate::gate::spec::GateSpec =
-        serde_json::from_value(parts[0].share.gates.clone()).unwrap_or_default();
-    let criteria: Option<GoodputCriteria> = goodput_criteria(&gates);
+    let gates = &parts[0].share.gates;
+    let criteria: Option<GoodputCriteria> = goodput_criteria(gates);
     let base_load = base.load.clone();
     let arrival = match base_load.as_ref().and_then(|l| l.arrival.as_deref()) {
         Some("constant") => crate::runner::load::Arrival::Constant,
@@ -647,7 +647,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     figures.tokens_per_joule = energy.tokens_per_joule.clone();
     figures.energy_per_trajectory_j = energy.energy_per_trajectory_j.clone();
     figures.regression_pct = regression_figure(None, None, &base.id);
-    let verdicts = crate::runner::report::job_verdicts(&gates, &figures, false);
+    let verdicts = crate::runner::report::job_verdicts(gates, &figures, false);
     let grading: Vec<crate::model::GradingCheck> = parts
         .iter()
         .flat_map(|p| {
@@ -663,19 +663,11 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     let grading_passed = grading.iter().all(|g| g.passed);
     let unfinished = units.iter().any(|u| !u.stop_reason.finished());
     let statuses: Vec<JobStatus> = parts.iter().map(|p| p.job.status).collect();
-    let status = if statuses.iter().all(|s| *s == JobStatus::NotRun) {
-        JobStatus::NotRun
-    } else if statuses.contains(&JobStatus::SetupError) {
-        JobStatus::SetupError
-    } else if statuses.contains(&JobStatus::Cancelled) || statuses.contains(&JobStatus::NotRun) {
-        JobStatus::Cancelled
-    } else if JobOutcome::from_verdicts(&verdicts, grading_passed) == JobOutcome::Pass
-        && !unfinished
-    {
-        JobStatus::Pass
-    } else {
-        JobStatus::Fail
-    };
+    let status = job_status(&StatusFacts::of_shards(
+        &statuses,
+        JobOutcome::from_verdicts(&verdicts, grading_passed),
+        !unfinished,
+    ));
     let mut codes: BTreeMap<crate::model::FailureCode, u64> = BTreeMap::new();
     for p in parts {
         for c in &p.job.failure_codes {
@@ -1111,54 +1103,6 @@ pub fn shard_dirs(run_dir: &Path) -> Option<Vec<(u32, PathBuf)>> {
             .map(|s| (s.k, run_dir.join("shards").join(s.k.to_string())))
             .collect(),
     )
-}
-
-/// The Perfetto trace of a merged run: every shard's own trace (its verified timeline and
-/// samples) as its own process (pid K, named `shard K/N`), its times shifted by the
-/// shard's offset onto the merged axis. A shard without a readable timeline is an error
-/// naming it.
-pub fn perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
-    let m = rep.merge.as_ref().ok_or("not a merged run")?;
-    let mut events = Vec::new();
-    for s in &m.shards {
-        let dir = run_dir.join(&s.dir);
-        let shard = crate::run_dir::read_report_with_requests(&dir)?;
-        let text =
-            super::report::perfetto(&dir, &shard).map_err(|e| format!("shard {}: {e}", s.k))?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        let off_us = s.offset_ns as f64 / 1000.0;
-        for mut e in v["traceEvents"].as_array().cloned().unwrap_or_default() {
-            // Each shard's processes (its run, its jobs) keep their own tracks: pid
-            // `K * 1000 + pid`, named after the shard.
-            let pid = e["pid"].as_u64().unwrap_or(1);
-            e["pid"] = serde_json::json!(u64::from(s.k) * 1000 + pid);
-            if let Some(ts) = e["ts"].as_f64() {
-                e["ts"] = serde_json::json!(ts + off_us);
-            }
-            if e["name"] == "process_name" {
-                let name = e["args"]["name"].as_str().unwrap_or("").to_string();
-                let name = if pid == 1 {
-                    format!("shard {}/{} ({})", s.k, m.n, s.run_id)
-                } else {
-                    format!("shard {}/{} · {name}", s.k, m.n)
-                };
-                e["args"]["name"] = serde_json::json!(name);
-            }
-            events.push(e);
-        }
-    }
-    let v = serde_json::json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-        "otherData": {
-            "generator": "inferscope-bench",
-            "run_id": rep.run_id,
-            "clock_domain_id": rep.clock_domain_id,
-            "reference_instant_unix_ns": rep.reference_instant_unix_ns,
-            "alignment": m.alignment.statement,
-        },
-    });
-    serde_json::to_string(&v).map_err(|e| e.to_string())
 }
 
 /// The `merge` command: exit 2 when the shards do not belong together or a directory

@@ -27,6 +27,7 @@ const MEMBERS: &[&str] = &[
     "inferscope-records",
     "inferscope-redact",
     "inferscope-render",
+    "inferscope-report",
     "inferscope-serve",
     "inferscope-sim",
     "inferscope-stats",
@@ -43,6 +44,7 @@ const PURE: &[&str] = &[
     "inferscope-model",
     "inferscope-redact",
     "inferscope-render",
+    "inferscope-report",
     "inferscope-stats",
 ];
 

@@ -30,9 +30,10 @@ pub mod shape;
 pub mod shard;
 pub mod steps;
 pub mod swe;
-pub mod table;
 pub mod tokens;
 pub mod tools;
+
+pub use inferscope_report::table;
 
 // The workspace crates the driver reads, under the names its modules use.
 use inferscope_attribution as attribution;
@@ -381,7 +382,7 @@ fn shard_identity(
             let l = g.executed.load.as_ref()?;
             (!l.shares.is_empty()).then(|| crate::model::shard::JobShare {
                 job: g.executed.job.job.id.clone(),
-                gates: serde_json::to_value(&g.executed.job.gates).unwrap_or_default(),
+                gates: g.executed.job.gates.clone(),
                 points: l.shares.clone(),
             })
         })

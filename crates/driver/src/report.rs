@@ -16,6 +16,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
+use inferscope_report::status::{StatusFacts, job_status};
+
 use crate::attribution::{StepMarker, step_markers_to_jsonl};
 use crate::baseline::{self, Baseline};
 use crate::capture::Capture;
@@ -25,7 +27,6 @@ use crate::energy::{self, RunEnergy};
 use crate::execute::{ExecutedJob, GradedJob, Session};
 use crate::gate::{self, FigureSet, JobOutcome};
 use crate::grade::CheckResult;
-use crate::load::curve::{PointFacts, summarize_point_compact};
 use crate::load::{LoadRun, goodput_criteria, load_report, sweep_report};
 use crate::model::attribution::CountedStep;
 use crate::model::compact::CompactFigureSet;
@@ -42,6 +43,7 @@ use crate::steps::{StepRecord, TrajectoryRecord};
 use crate::suite::GpuMode;
 use crate::telemetry::{TelemetryRun, TelemetrySnapshot};
 use crate::timeline::{IoCounters, ManifestInfo};
+use inferscope_report::curve::{PointFacts, summarize_point_compact};
 
 pub use crate::model::REPORT_SCHEMA as SCHEMA;
 
@@ -373,7 +375,7 @@ fn curve(
                 .and_then(|u| u.streamed.as_ref())
                 .and_then(|st| st.points.get(i));
             match streamed {
-                Some(sp) => crate::load::curve::summarize_point_streamed(
+                Some(sp) => inferscope_report::curve::summarize_point_streamed(
                     facts,
                     sp,
                     criteria.as_ref(),
@@ -731,21 +733,13 @@ fn job_report(
     if let Some(l) = &e.load {
         notes.extend(l.connect_notes());
     }
-    let status = if e.cancelled_before_start {
-        JobStatus::NotRun
-    } else if e.setup_error.is_some() {
-        JobStatus::SetupError
-    } else if e.interrupted {
-        JobStatus::Cancelled
-    } else if outcome == JobOutcome::Pass
-        && harness_ok
-        && unfinished.is_empty()
-        && schedule.is_empty()
-    {
-        JobStatus::Pass
-    } else {
-        JobStatus::Fail
-    };
+    let status = job_status(&StatusFacts {
+        not_run: e.cancelled_before_start,
+        setup_error: e.setup_error.is_some(),
+        cancelled: e.interrupted,
+        outcome,
+        complete: harness_ok && unfinished.is_empty() && schedule.is_empty(),
+    });
     if status == JobStatus::Fail {
         // What failed the job leads its notes (a JUnit failure's message is the first).
         notes[..decisive_to].rotate_left(decisive_from);
@@ -1045,9 +1039,9 @@ pub fn endpoint_label(report: &RunReport) -> EndpointLabel {
 }
 
 /// Per-step tables of every trajectory (printed after the job lines): see
-/// [`super::table::step_tables`].
+/// [`inferscope_report::table::step_tables`].
 pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
-    super::table::step_tables(report)
+    inferscope_report::table::step_tables(report)
 }
 
 /// The console notes of an SWE steps file: a truncated tail, every rejected line (by its

@@ -28,6 +28,7 @@ pub mod basis;
 pub mod compact;
 pub mod figure;
 pub mod gate;
+pub mod gate_spec;
 pub mod job;
 pub mod load;
 pub mod records;

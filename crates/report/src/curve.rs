@@ -30,6 +30,8 @@ use crate::model::compact::{CompactFigureSet, CompactFigures};
 pub use crate::model::load::{
     Goodput, GoodputCriteria, PointEnergy, PointFacts, PointSummary, WindowEnergy, WindowMethod,
 };
+use crate::model::stats::Tally;
+use crate::model::streaming::StreamingStats;
 use crate::stats::{AggregateParams, FigureRow, RequestFigures, Summary, total_if_complete};
 use std::ops::Range;
 
@@ -177,11 +179,11 @@ pub fn summarize_point_compact(
     }
 }
 
-/// [`summarize_point`] of a streaming point ([`super::units::StreamedPoint`]): the same
+/// [`summarize_point`] of a streaming point ([`StreamedPoint`]): the same
 /// figures from its histograms, every percentile with its error bound.
 pub fn summarize_point_streamed(
     facts: PointFacts,
-    p: &super::units::StreamedPoint,
+    p: &StreamedPoint,
     criteria: Option<&GoodputCriteria>,
     energy: Option<WindowEnergy>,
 ) -> PointSummary {
@@ -216,6 +218,31 @@ pub fn summarize_point_streamed(
         goodput,
         energy,
     }
+}
+
+/// A streaming load job's statistics : HDR histograms for the job and for
+/// each point, over the requests that are not warm-up; nothing grows with the requests.
+#[derive(Debug, Clone, Default)]
+pub struct StreamedUnits {
+    /// The job's measured (non-warm-up) requests.
+    pub job: StreamingStats,
+    /// Every request of the job, warm-up included (its output tokens, for the job energy).
+    pub all: Tally,
+    /// Per point, in the job's point order.
+    pub points: Vec<StreamedPoint>,
+}
+
+/// One point of a streaming load job.
+#[derive(Debug, Clone, Default)]
+pub struct StreamedPoint {
+    /// The point's measured requests.
+    pub stats: StreamingStats,
+    /// Every request of the point, warm-up included (the point window's output tokens).
+    pub all: Tally,
+    /// Warm-up requests (left out of `stats`).
+    pub warmup: u64,
+    /// Measured requests that met the job's goodput criteria.
+    pub good: u64,
 }
 
 /// Warm-up flags: `true` for the first `k` requests ordered by `(scheduled_ns, send_ns)`
