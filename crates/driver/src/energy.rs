@@ -15,7 +15,7 @@ use crate::attribution::{
     StepUsage, TrajectoryOutcome,
 };
 use crate::clock::RunClock;
-use crate::execute::{GradedJob, SuiteRuntime};
+use crate::job::{GradedJob, SuiteRuntime};
 use crate::model::attribution::{CountedStep, ScrapeSpan, counters_low_confidence};
 use crate::model::load::{WindowEnergy, WindowMethod};
 use crate::model::{

@@ -22,6 +22,7 @@ pub mod energy;
 pub mod events;
 pub mod execute;
 pub mod filler;
+pub mod job;
 pub mod load;
 pub mod replay;
 pub mod report;
@@ -249,7 +250,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     let mut report = report::build(
         &run_id,
         &clock,
-        &session,
+        &session.suites,
         &graded,
         reports,
         telemetry.as_ref(),

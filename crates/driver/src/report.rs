@@ -25,9 +25,9 @@ use crate::capture::Capture;
 use crate::client::RequestRecord;
 use crate::clock::{RunClock, unix_ns_to_rfc3339};
 use crate::energy::{self, RunEnergy};
-use crate::execute::{ExecutedJob, GradedJob, Session};
 use crate::gate::{self, FigureSet, JobOutcome};
 use crate::grade::CheckResult;
+use crate::job::{ExecutedJob, GradedJob, SuiteRuntime};
 use crate::load::{LoadRun, goodput_criteria, load_report, sweep_report};
 use crate::model::attribution::CountedStep;
 use crate::model::compact::CompactFigureSet;
@@ -848,12 +848,12 @@ fn job_stats(
 
 fn job_report(
     g: &GradedJob,
-    session: &Session,
+    suites: &[SuiteRuntime],
     run: &RunEnergy,
     baseline: Option<&Baseline>,
 ) -> JobReport {
     let e = &g.executed;
-    let suite = &session.suites[e.suite_index];
+    let suite = &suites[e.suite_index];
     let secrets = suite.secrets();
     let (requests, point_requests) = job_requests(e, &secrets);
     let duration_ns = e.end_ns.saturating_sub(e.start_ns);
@@ -1057,9 +1057,8 @@ fn job_kind(e: &ExecutedJob) -> JobKind {
 }
 
 /// Whether the first suite turned GPU sampling off (`[telemetry] gpu = "off"`).
-fn gpu_off(session: &Session) -> bool {
-    session
-        .suites
+fn gpu_off(suites: &[SuiteRuntime]) -> bool {
+    suites
         .first()
         .is_some_and(|s| s.resolved.suite.telemetry.gpu == GpuMode::Off)
 }
@@ -1071,14 +1070,14 @@ fn gpu_off(session: &Session) -> bool {
 /// window's tail is not covered, and no figure is extended over it.
 pub fn finalize_job(
     g: &GradedJob,
-    session: &Session,
+    suites: &[SuiteRuntime],
     snapshot: Option<&TelemetrySnapshot>,
     baseline: Option<&Baseline>,
 ) -> JobReport {
     let telemetry = snapshot.map(|s| &s.run);
-    let power = energy::power_report(telemetry, gpu_off(session));
+    let power = energy::power_report(telemetry, gpu_off(suites));
     let run = RunEnergy::attribute(std::slice::from_ref(g), telemetry, power);
-    let mut job = job_report(g, session, &run, baseline);
+    let mut job = job_report(g, suites, &run, baseline);
     if g.executed.status_ran() {
         let end_ms = g.executed.end_ns as f64 / 1e6;
         for (source, newest) in snapshot.iter().flat_map(|s| &s.uncovered) {
@@ -1104,7 +1103,7 @@ pub fn finalize_job(
 pub fn build(
     run_id: &str,
     clock: &RunClock,
-    session: &Session,
+    suites: &[SuiteRuntime],
     graded: &[GradedJob],
     reports: Vec<Option<JobReport>>,
     telemetry: Option<&TelemetryRun>,
@@ -1112,15 +1111,14 @@ pub fn build(
     baseline: Option<&Baseline>,
 ) -> RunReport {
     let end_ns = clock.elapsed_ns();
-    let power = energy::power_report(telemetry, gpu_off(session));
+    let power = energy::power_report(telemetry, gpu_off(suites));
     let run = RunEnergy::attribute(graded, telemetry, power);
     let jobs: Vec<JobReport> = graded
         .iter()
         .zip(reports)
-        .map(|(g, r)| r.unwrap_or_else(|| job_report(g, session, &run, baseline)))
+        .map(|(g, r)| r.unwrap_or_else(|| job_report(g, suites, &run, baseline)))
         .collect();
-    let endpoints: Vec<EndpointReport> = session
-        .suites
+    let endpoints: Vec<EndpointReport> = suites
         .iter()
         .map(|s| EndpointReport {
             suite: s.resolved.suite.name.clone(),
