@@ -1076,7 +1076,7 @@ pub fn finalize_job(
 ) -> JobReport {
     let telemetry = snapshot.map(|s| &s.run);
     let power = energy::power_report(telemetry, gpu_off(suites));
-    let run = RunEnergy::attribute(std::slice::from_ref(g), telemetry, power);
+    let run = energy::attribute_run_energy(std::slice::from_ref(g), telemetry, power);
     let mut job = job_report(g, suites, &run, baseline);
     if g.executed.status_ran() {
         let end_ms = g.executed.end_ns as f64 / 1e6;
@@ -1112,7 +1112,7 @@ pub fn build(
 ) -> RunReport {
     let end_ns = clock.elapsed_ns();
     let power = energy::power_report(telemetry, gpu_off(suites));
-    let run = RunEnergy::attribute(graded, telemetry, power);
+    let run = energy::attribute_run_energy(graded, telemetry, power);
     let jobs: Vec<JobReport> = graded
         .iter()
         .zip(reports)
@@ -1435,7 +1435,7 @@ mod tests {
             start_ns: 0,
             end_ns: 2,
         };
-        let run = RunEnergy::attribute(&[], None, energy::power_report(None, false));
+        let run = energy::attribute_run_energy(&[], None, energy::power_report(None, false));
         let r = trajectory_report(&t, None, &run, &HashSet::new());
         assert_eq!(r.completion_tokens.value, None);
         assert_eq!(

@@ -4,6 +4,8 @@
 //!
 //! - [`curve`]: a load point's summary (statistics, goodput, energy per output token) and
 //!   the curve's console table;
+//! - [`energy`]: device energy over windows, the jobs' energy figures and the run's
+//!   attribution summary;
 //! - [`table`]: the per-step console tables of a run's trajectories;
 //! - [`baseline`]: a job's figures with their spread, and the comparison with a baseline's;
 //! - [`status`]: the one rule that gives a job its status, for a run's jobs and for the
@@ -11,6 +13,7 @@
 
 pub mod baseline;
 pub mod curve;
+pub mod energy;
 pub mod status;
 pub mod table;
 
