@@ -40,6 +40,7 @@ pub use inferscope_otlp as otlp;
 pub use inferscope_records as records;
 pub use inferscope_redact as redact;
 pub use inferscope_render as render;
+pub use inferscope_report as report;
 pub use inferscope_serve as serve;
 pub use inferscope_sim as sim;
 pub use inferscope_suite as suite;

@@ -27,9 +27,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use crate::report::status::{StatusFacts, job_status};
 use sha2::{Digest, Sha256};
 
-use crate::baseline::compare::regression_figure;
 use crate::gate::{EXIT_BAD_INPUT, FigureSet, JobOutcome};
 use crate::model::figure::Figure;
 use crate::model::load::{Goodput, GoodputCriteria, LoadReport, PointSummary, SweepReport};
@@ -42,7 +42,8 @@ use crate::model::{
     Basis, CaptureReport, FailureCount, JobEnergy, JobReport, JobStatus, PowerReport, Quality,
     REPORT_SCHEMA, RequestRecord, RunReport, SummaryReport, TrajectoryReport,
 };
-use crate::runner::load::curve::{PointFacts, PointRequest};
+use crate::report::baseline::compare::regression_figure;
+use crate::report::curve::{PointFacts, PointRequest};
 use crate::runner::load::{LoadPoint, Stop, goodput_criteria, summarize_point};
 use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
 
@@ -431,104 +432,66 @@ fn window_rates(
     if let Some(g) = goodput {
         let good = inside
             .iter()
-            .filter(|(_, f, _)| crate::runner::load::curve::meets(&g.criteria, f))
+            .filter(|(_, f, _)| crate::report::curve::meets(&g.criteria, f))
             .count();
         g.rps = Some(good as f64 / secs);
     }
 }
 
 /// The merged job of the shards' parts of one shared load job.
-fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
-    let base = &parts[0].job;
-    let warm: HashSet<String> = parts
-        .iter()
-        .flat_map(|p| {
-            p.job
-                .load
-                .iter()
-                .flat_map(|l| l.warmup_requests.iter().cloned())
-        })
-        .collect();
-    // Trajectories and requests: the union, each trajectory in its point, by unit index.
-    // Units (requests.jsonl's unit lines) carry their point; report.json keeps each
-    // shard's sample trajectory of each point.
-    let mut units: Vec<UnitRecord> = parts
-        .iter()
-        .flat_map(|p| p.job.units.iter().cloned())
-        .collect();
-    units.sort_by_key(|u| (u.point, u.index));
-    let point_of: HashMap<String, usize> = units.iter().map(|u| (u.id.clone(), u.point)).collect();
-    let sample_point: HashMap<String, usize> = parts
-        .iter()
-        .flat_map(|p| p.job.sweep.iter().flat_map(|s| &s.points))
-        .flat_map(|p| p.trajectories.iter().map(move |t| (t.clone(), p.index)))
-        .collect();
-    let mut trajectories: Vec<TrajectoryReport> = parts
-        .iter()
-        .flat_map(|p| p.job.trajectories.iter().cloned())
-        .collect();
-    trajectories.sort_by_key(|t| (sample_point.get(&t.id).copied().unwrap_or(0), t.index));
-    let mut requests: Vec<RequestRecord> = parts
-        .iter()
-        .flat_map(|p| p.job.requests.iter().cloned())
-        .collect();
-    requests.sort_by_key(|r| (r.scheduled_ns, r.send_ns));
-    // One warm-up rule for the figures and the merged requests.jsonl: a request is
-    // warm-up when its record or its shard's report says so (a shard whose records lost
-    // their `wu` marks still has them in the merged file, as the report excludes them).
-    for r in &mut requests {
-        r.warmup |= warm.contains(&r.request_id);
-    }
-    let figs: Vec<(&RequestRecord, RequestFigures, bool)> = requests
-        .iter()
-        .map(|r| (r, crate::runner::report::figures(r), r.warmup))
-        .collect();
-    let req_point: Vec<Option<usize>> = request_trajectories(&requests, &units)
-        .into_iter()
-        .map(|t| t.and_then(|t| point_of.get(&t).copied()))
-        .collect();
+/// What merging one point of a load job reads: the job's union of the shards' units,
+/// requests (with their figures and points) and sample trajectories, and its settings.
+struct PointMerge<'a, 'p> {
+    parts: &'a [Part<'p>],
+    units: &'a [UnitRecord],
+    figs: &'a [(&'a RequestRecord, RequestFigures, bool)],
+    req_point: &'a [Option<usize>],
+    trajectories: &'a [TrajectoryReport],
+    sample_point: &'a HashMap<String, usize>,
+    values: &'a [f64],
+    arrival: crate::runner::load::Arrival,
+    stop: Stop,
+    warmup: u64,
+    criteria: Option<&'a GoodputCriteria>,
+}
 
-    // Points: one per configured point, from the union of its requests.
-    let gates: crate::gate::spec::GateSpec =
-        serde_json::from_value(parts[0].share.gates.clone()).unwrap_or_default();
-    let criteria: Option<GoodputCriteria> = goodput_criteria(&gates);
-    let base_load = base.load.clone();
-    let arrival = match base_load.as_ref().and_then(|l| l.arrival.as_deref()) {
-        Some("constant") => crate::runner::load::Arrival::Constant,
-        _ => crate::runner::load::Arrival::Poisson,
-    };
-    let stop = base_load.as_ref().map_or(Stop::Count(0), |l| l.stop);
-    let warmup = base_load.as_ref().map_or(0, |l| l.warmup);
-    let values = base
-        .sweep
-        .as_ref()
-        .map_or_else(Vec::new, |s| s.values.clone());
-    let mut points = Vec::new();
-    let mut job_windows = Vec::new();
-    let mut point_notes = Vec::new();
-    for (pi, share) in parts[0].share.points.iter().enumerate() {
+impl PointMerge<'_, '_> {
+    /// Point `pi` (its share `share` on the first shard) from the union of its requests:
+    /// its summary, the window every shard running it ran in (its rates are over it), and
+    /// a note when there is no such window.
+    fn point(
+        &self,
+        pi: usize,
+        share: &crate::model::shard::PointShare,
+    ) -> (PointSummary, Option<AlignedWindow>, Option<String>) {
         let configured = LoadPoint {
             index: share.index,
             concurrency: share.configured_concurrency,
             rate: share.configured_rate,
-            arrival,
-            stop: match (stop, share.configured_units) {
+            arrival: self.arrival,
+            stop: match (self.stop, share.configured_units) {
                 (Stop::Duration(d), _) => Stop::Duration(d),
                 (_, Some(u)) => Stop::Count(u),
                 (s, None) => s,
             },
-            warmup,
+            warmup: self.warmup,
         };
-        let in_point: Vec<&UnitRecord> = units.iter().filter(|u| u.point == share.index).collect();
-        let reqs: Vec<(&RequestRecord, RequestFigures, bool)> = figs
+        let in_point: Vec<&UnitRecord> = self
+            .units
             .iter()
-            .zip(&req_point)
+            .filter(|u| u.point == share.index)
+            .collect();
+        let reqs: Vec<(&RequestRecord, RequestFigures, bool)> = self
+            .figs
+            .iter()
+            .zip(self.req_point)
             .filter(|(_, p)| **p == Some(share.index))
             .map(|((r, f, w), _)| (*r, f.clone(), *w))
             .collect();
         // Each running shard's window of the point: its trajectories' first start to last
         // end, on the merged axis; the point's rates are over their overlap.
-        let shard_windows: Vec<(u64, u64)> = parts
+        let shard_windows: Vec<(u64, u64)> = self
+            .parts
             .iter()
             .filter(|p| p.share.points.get(pi).is_some_and(|s| s.runs))
             .filter_map(|p| {
@@ -539,18 +502,17 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             })
             .collect();
         let window = overlap(shard_windows.iter().copied());
-        match window {
-            Some(w) => job_windows.push(w),
-            None if !shard_windows.is_empty() => point_notes.push(format!(
+        let note = (window.is_none() && !shard_windows.is_empty()).then(|| {
+            format!(
                 "point {} ({}): the {} shards running it never all ran at once, so it has \
-                 no rate over a common window (req/s, tokens/s and goodput/s are null)",
+             no rate over a common window (req/s, tokens/s and goodput/s are null)",
                 share.index,
                 configured.label(),
                 shard_windows.len()
-            )),
-            None => {}
-        }
-        let (units, not_started) = parts
+            )
+        });
+        let (units, not_started) = self
+            .parts
             .iter()
             .filter_map(|p| {
                 p.job
@@ -565,7 +527,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             });
         let facts = PointFacts {
             index: share.index,
-            value: values.get(share.index).copied(),
+            value: self.values.get(share.index).copied(),
             label: configured.label(),
             concurrency: share.configured_concurrency,
             rate: share.configured_rate,
@@ -577,9 +539,10 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             units,
             units_not_started: not_started,
             window_ns: window.map_or(0, |w| w.duration_ns),
-            trajectories: trajectories
+            trajectories: self
+                .trajectories
                 .iter()
-                .filter(|t| sample_point.get(&t.id) == Some(&share.index))
+                .filter(|t| self.sample_point.get(&t.id) == Some(&share.index))
                 .map(|t| t.id.clone())
                 .collect(),
             // Each shard warmed its own pool: the merged point has no one figure.
@@ -592,12 +555,18 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
                 warmup: *w,
             })
             .collect();
-        let mut ps: PointSummary = summarize_point(facts, &preqs, criteria.as_ref(), None);
+        let mut ps: PointSummary = summarize_point(facts, &preqs, self.criteria, None);
         window_rates(&mut ps.stats, ps.goodput.as_mut(), &reqs, window);
-        points.push(ps);
+        (ps, window, note)
     }
+}
 
-    // The job: every non-warm-up request of every point; rates over the points' windows.
+/// A merged load job's statistics: every non-warm-up request of every point, its rates
+/// over the points' windows; `None` without such a request.
+fn merged_job_stats(
+    figs: &[(&RequestRecord, RequestFigures, bool)],
+    job_windows: &[AlignedWindow],
+) -> Option<JobStats> {
     let measured: Vec<RequestFigures> = figs
         .iter()
         .filter(|(_, _, w)| !w)
@@ -623,77 +592,24 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
         window_rates(st, None, &in_some, span);
         st.window_ns = window_ns;
     }
+    stats
+}
 
-    // Gates on the merged figures, with the job's own bounds.
-    let graded: Vec<bool> = units.iter().filter_map(|u| u.graded_pass).collect();
-    let grade_pass_rate = (!graded.is_empty())
-        .then(|| graded.iter().filter(|&&g| g).count() as f64 / graded.len() as f64);
-    let energy_basis = base.energy.energy_j.basis;
-    let per_shard =
-        "energy stays per shard (each shard's own devices): see merge.shards[].jobs[].energy";
-    let energy = JobEnergy {
-        energy_j: Figure::missing(energy_basis, per_shard),
-        tokens_per_joule: Figure::missing(energy_basis, per_shard),
-        energy_per_trajectory_j: Figure::missing(energy_basis, per_shard),
-    };
-    let mut figures = stats
-        .as_ref()
-        .map(FigureSet::from_job_stats)
-        .unwrap_or_default();
-    figures.grade_pass_rate = match grade_pass_rate {
-        Some(v) => Figure::finite(v, Basis::Grading),
-        None => Figure::missing(Basis::Grading, "no checks"),
-    };
-    figures.tokens_per_joule = energy.tokens_per_joule.clone();
-    figures.energy_per_trajectory_j = energy.energy_per_trajectory_j.clone();
-    figures.regression_pct = regression_figure(None, None, &base.id);
-    let verdicts = crate::runner::report::job_verdicts(&gates, &figures, false);
-    let grading: Vec<crate::model::GradingCheck> = parts
-        .iter()
-        .flat_map(|p| {
-            p.job
-                .grading
-                .iter()
-                .map(move |g| crate::model::GradingCheck {
-                    check: format!("shard {} {}", p.k, g.check),
-                    ..g.clone()
-                })
-        })
-        .collect();
-    let grading_passed = grading.iter().all(|g| g.passed);
-    let unfinished = units.iter().any(|u| !u.stop_reason.finished());
-    let statuses: Vec<JobStatus> = parts.iter().map(|p| p.job.status).collect();
-    let status = if statuses.iter().all(|s| *s == JobStatus::NotRun) {
-        JobStatus::NotRun
-    } else if statuses.contains(&JobStatus::SetupError) {
-        JobStatus::SetupError
-    } else if statuses.contains(&JobStatus::Cancelled) || statuses.contains(&JobStatus::NotRun) {
-        JobStatus::Cancelled
-    } else if JobOutcome::from_verdicts(&verdicts, grading_passed) == JobOutcome::Pass
-        && !unfinished
-    {
-        JobStatus::Pass
-    } else {
-        JobStatus::Fail
-    };
-    let mut codes: BTreeMap<crate::model::FailureCode, u64> = BTreeMap::new();
+/// Failed requests by code, summed over the shards' parts of one job.
+fn failure_code_sum(parts: &[Part<'_>]) -> BTreeMap<crate::model::FailureCode, u64> {
+    let mut codes = BTreeMap::new();
     for p in parts {
         for c in &p.job.failure_codes {
             *codes.entry(c.code).or_default() += c.count;
         }
     }
-    let mut notes = vec![format!(
-        "merged from {} shards: percentiles and goodput from the union of their requests; \
-         rates over the window in which every shard running a point was running (on the \
-         unix-aligned axis, each end uncertain by {} µs); {per_shard}",
-        parts.len(),
-        alignment_ns.div_ceil(1000)
-    )];
-    notes.extend(point_notes);
-    for p in parts {
-        notes.extend(p.job.notes.iter().map(|n| format!("shard {}: {n}", p.k)));
-    }
-    let load = base_load.map(|l| LoadReport {
+    codes
+}
+
+/// A merged load job's `load` section: the first shard's settings, the shards' client
+/// connections summed, the most points any shard ran, and every warm-up request.
+fn merged_load(l: LoadReport, parts: &[Part<'_>], warm: &HashSet<String>) -> LoadReport {
+    LoadReport {
         client_max_connections: parts
             .iter()
             .filter_map(|p| p.job.load.as_ref())
@@ -711,7 +627,211 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
             w
         },
         ..l
-    });
+    }
+}
+
+/// The union of the shards' parts of one load job, each shard's own records kept whole.
+struct ShardUnion {
+    /// Every request a shard's report calls warm-up.
+    warm: HashSet<String>,
+    /// Every unit, by point and unit index.
+    units: Vec<UnitRecord>,
+    /// The point of each sample trajectory report.json keeps.
+    sample_point: HashMap<String, usize>,
+    /// The sample trajectories, by point and index.
+    trajectories: Vec<TrajectoryReport>,
+    /// Every request, by scheduled then send time, warm-up marked.
+    requests: Vec<RequestRecord>,
+}
+
+impl ShardUnion {
+    fn of(parts: &[Part<'_>]) -> ShardUnion {
+        let warm: HashSet<String> = parts
+            .iter()
+            .flat_map(|p| {
+                p.job
+                    .load
+                    .iter()
+                    .flat_map(|l| l.warmup_requests.iter().cloned())
+            })
+            .collect();
+        // Trajectories and requests: the union, each trajectory in its point, by unit index.
+        // Units (requests.jsonl's unit lines) carry their point; report.json keeps each
+        // shard's sample trajectory of each point.
+        let mut units: Vec<UnitRecord> = parts
+            .iter()
+            .flat_map(|p| p.job.units.iter().cloned())
+            .collect();
+        units.sort_by_key(|u| (u.point, u.index));
+        let sample_point: HashMap<String, usize> = parts
+            .iter()
+            .flat_map(|p| p.job.sweep.iter().flat_map(|s| &s.points))
+            .flat_map(|p| p.trajectories.iter().map(move |t| (t.clone(), p.index)))
+            .collect();
+        let mut trajectories: Vec<TrajectoryReport> = parts
+            .iter()
+            .flat_map(|p| p.job.trajectories.iter().cloned())
+            .collect();
+        trajectories.sort_by_key(|t| (sample_point.get(&t.id).copied().unwrap_or(0), t.index));
+        let mut requests: Vec<RequestRecord> = parts
+            .iter()
+            .flat_map(|p| p.job.requests.iter().cloned())
+            .collect();
+        requests.sort_by_key(|r| (r.scheduled_ns, r.send_ns));
+        // One warm-up rule for the figures and the merged requests.jsonl: a request is
+        // warm-up when its record or its shard's report says so (a shard whose records lost
+        // their `wu` marks still has them in the merged file, as the report excludes them).
+        for r in &mut requests {
+            r.warmup |= warm.contains(&r.request_id);
+        }
+        ShardUnion {
+            warm,
+            units,
+            sample_point,
+            trajectories,
+            requests,
+        }
+    }
+}
+
+/// Every shard's grading rows of one job, each check named with its shard.
+fn shard_grading(parts: &[Part<'_>]) -> Vec<crate::model::GradingCheck> {
+    parts
+        .iter()
+        .flat_map(|p| {
+            p.job
+                .grading
+                .iter()
+                .map(move |g| crate::model::GradingCheck {
+                    check: format!("shard {} {}", p.k, g.check),
+                    ..g.clone()
+                })
+        })
+        .collect()
+}
+
+/// Why a merged job has no energy figure.
+const PER_SHARD_ENERGY: &str =
+    "energy stays per shard (each shard's own devices): see merge.shards[].jobs[].energy";
+
+/// The figures a merged load job's gates read: its merged statistics, its units' grading,
+/// its energy (per shard only); no baseline is compared.
+fn merged_figures(
+    stats: Option<&JobStats>,
+    grade_pass_rate: Option<f64>,
+    energy: &JobEnergy,
+    id: &str,
+) -> FigureSet {
+    let mut figures = stats.map(FigureSet::from_job_stats).unwrap_or_default();
+    figures.grade_pass_rate = match grade_pass_rate {
+        Some(v) => Figure::finite(v, Basis::Grading),
+        None => Figure::missing(Basis::Grading, "no checks"),
+    };
+    figures.tokens_per_joule = energy.tokens_per_joule.clone();
+    figures.energy_per_trajectory_j = energy.energy_per_trajectory_j.clone();
+    figures.regression_pct = regression_figure(None, None, id);
+    figures
+}
+
+/// A merged load job's notes: how it was merged, its points' notes, then every shard's
+/// own notes, each named with its shard.
+fn merged_notes(parts: &[Part<'_>], alignment_ns: u64, point_notes: Vec<String>) -> Vec<String> {
+    let mut notes = vec![format!(
+        "merged from {} shards: percentiles and goodput from the union of their requests; \
+         rates over the window in which every shard running a point was running (on the \
+         unix-aligned axis, each end uncertain by {} µs); {PER_SHARD_ENERGY}",
+        parts.len(),
+        alignment_ns.div_ceil(1000)
+    )];
+    notes.extend(point_notes);
+    for p in parts {
+        notes.extend(p.job.notes.iter().map(|n| format!("shard {}: {n}", p.k)));
+    }
+    notes
+}
+
+fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
+    let base = &parts[0].job;
+    let ShardUnion {
+        warm,
+        units,
+        sample_point,
+        trajectories,
+        requests,
+    } = ShardUnion::of(parts);
+    let point_of: HashMap<String, usize> = units.iter().map(|u| (u.id.clone(), u.point)).collect();
+    let figs: Vec<(&RequestRecord, RequestFigures, bool)> = requests
+        .iter()
+        .map(|r| (r, crate::runner::report::figures(r), r.warmup))
+        .collect();
+    let req_point: Vec<Option<usize>> = request_trajectories(&requests, &units)
+        .into_iter()
+        .map(|t| t.and_then(|t| point_of.get(&t).copied()))
+        .collect();
+
+    // Points: one per configured point, from the union of its requests.
+    let gates = &parts[0].share.gates;
+    let criteria: Option<GoodputCriteria> = goodput_criteria(gates);
+    let base_load = base.load.clone();
+    let arrival = match base_load.as_ref().and_then(|l| l.arrival.as_deref()) {
+        Some("constant") => crate::runner::load::Arrival::Constant,
+        _ => crate::runner::load::Arrival::Poisson,
+    };
+    let stop = base_load.as_ref().map_or(Stop::Count(0), |l| l.stop);
+    let warmup = base_load.as_ref().map_or(0, |l| l.warmup);
+    let values = base
+        .sweep
+        .as_ref()
+        .map_or_else(Vec::new, |s| s.values.clone());
+    let merge = PointMerge {
+        parts,
+        units: &units,
+        figs: &figs,
+        req_point: &req_point,
+        trajectories: &trajectories,
+        sample_point: &sample_point,
+        values: &values,
+        arrival,
+        stop,
+        warmup,
+        criteria: criteria.as_ref(),
+    };
+    let mut points = Vec::new();
+    let mut job_windows = Vec::new();
+    let mut point_notes = Vec::new();
+    for (pi, share) in parts[0].share.points.iter().enumerate() {
+        let (point, window, note) = merge.point(pi, share);
+        points.push(point);
+        job_windows.extend(window);
+        point_notes.extend(note);
+    }
+
+    let stats = merged_job_stats(&figs, &job_windows);
+
+    // Gates on the merged figures, with the job's own bounds.
+    let graded: Vec<bool> = units.iter().filter_map(|u| u.graded_pass).collect();
+    let grade_pass_rate = (!graded.is_empty())
+        .then(|| graded.iter().filter(|&&g| g).count() as f64 / graded.len() as f64);
+    let energy_basis = base.energy.energy_j.basis;
+    let energy = JobEnergy {
+        energy_j: Figure::missing(energy_basis, PER_SHARD_ENERGY),
+        tokens_per_joule: Figure::missing(energy_basis, PER_SHARD_ENERGY),
+        energy_per_trajectory_j: Figure::missing(energy_basis, PER_SHARD_ENERGY),
+    };
+    let figures = merged_figures(stats.as_ref(), grade_pass_rate, &energy, &base.id);
+    let verdicts = crate::runner::report::job_verdicts(gates, &figures, false);
+    let grading = shard_grading(parts);
+    let grading_passed = grading.iter().all(|g| g.passed);
+    let unfinished = units.iter().any(|u| !u.stop_reason.finished());
+    let statuses: Vec<JobStatus> = parts.iter().map(|p| p.job.status).collect();
+    let status = job_status(&StatusFacts::of_shards(
+        &statuses,
+        JobOutcome::from_verdicts(&verdicts, grading_passed),
+        !unfinished,
+    ));
+    let codes = failure_code_sum(parts);
+    let notes = merged_notes(parts, alignment_ns, point_notes);
+    let load = base_load.map(|l| merged_load(l, parts, &warm));
     let sweep = base.sweep.as_ref().map(|s| SweepReport {
         variable: s.variable.clone(),
         values: s.values.clone(),
@@ -751,27 +871,21 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
 
 /// Builds the merged report from the shards' reports (pure). `host_offset_ns` is the
 /// assumed wall-clock offset between hosts. Errors (exit 2) name what does not match.
-pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunReport, String> {
-    let shards = validate(inputs)?;
-    check_shards_are_distinct(&shards)?;
-    let ident = |i: &ShardInput| i.report.shard.clone().expect("validated");
-    let base = ident(shards[0]);
-    let anchor = shards
-        .iter()
-        .map(|s| s.report.reference_instant_unix_ns)
-        .min()
-        .unwrap_or(0);
+/// How the shards' times are aligned on the merged axis: by their unix anchors, within
+/// the anchors' read brackets on one host, or with the assumed offset between hosts.
+fn alignment_of(shards: &[&ShardInput], host_offset_ns: u64) -> Alignment {
     let hosts: BTreeSet<&str> = shards
         .iter()
         .map(|s| host_of(&s.report.clock_domain_id))
         .collect();
     let read = shards
         .iter()
-        .map(|s| ident(s).anchor_read_ns)
+        .filter_map(|s| s.report.shard.as_ref())
+        .map(|i| i.anchor_read_ns)
         .max()
         .unwrap_or(0);
     let same_host = hosts.len() <= 1;
-    let alignment = if same_host {
+    if same_host {
         Alignment {
             basis: "same_host".into(),
             uncertainty_ns: read,
@@ -793,14 +907,154 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
                 read.saturating_add(host_offset_ns) as f64 / 1e6
             ),
         }
-    };
-    let u = alignment.uncertainty_ns;
-    let offsets: Vec<u64> = shards
-        .iter()
-        .map(|s| s.report.reference_instant_unix_ns - anchor)
-        .collect();
+    }
+}
 
-    // Jobs on the merged axis.
+/// A note for each two points of merged job `j` whose units overlapped in time across
+/// shards (a shard with no share of one point went on to the next).
+fn overlapping_points(j: &JobReport) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(sw) = &j.sweep {
+        let win = |p: &PointSummary| {
+            let ts: Vec<&UnitRecord> = j.units.iter().filter(|u| u.point == p.index).collect();
+            Some((
+                ts.iter().map(|t| t.start_ns).min()?,
+                ts.iter().map(|t| t.end_ns).max()?,
+            ))
+        };
+        let ws: Vec<(usize, (u64, u64))> = sw
+            .points
+            .iter()
+            .filter_map(|p| Some((p.index, win(p)?)))
+            .collect();
+        for (a, (s1, e1)) in &ws {
+            for (b, (s2, e2)) in &ws {
+                if a < b && s1 < e2 && s2 < e1 {
+                    notes.push(format!(
+                        "{}: points {a} and {b} overlapped in time across shards (a shard \
+                         with no share of one point went on to the next): the endpoint \
+                         saw both loads at once; use duration_s stops and --start-at to \
+                         keep points aligned",
+                        j.id
+                    ));
+                }
+            }
+        }
+    }
+    notes
+}
+
+/// A shard's section of the merged report: its identity, its own run-level figures and
+/// its jobs, on the merged axis (`off` after the merged anchor; `window` its run).
+fn shard_section(
+    r: &RunReport,
+    id: &crate::model::shard::ShardIdentity,
+    off: u64,
+    window: AlignedWindow,
+) -> ShardSection {
+    ShardSection {
+        k: id.k,
+        run_id: r.run_id.clone(),
+        dir: format!("shards/{}", id.k),
+        clock_domain_id: r.clock_domain_id.clone(),
+        reference_instant_unix_ns: r.reference_instant_unix_ns,
+        offset_ns: off,
+        started_utc: r.started_utc.clone(),
+        tool: r.tool.clone(),
+        duration_ns: r.summary.duration_ns,
+        aligned: window,
+        start_at: id.start_at.clone(),
+        power: r.power.clone(),
+        attribution: r.attribution.clone(),
+        capture: r.capture.clone(),
+        cancelled: r.cancelled,
+        exit_status: r.summary.exit_status,
+        jobs: r
+            .jobs
+            .iter()
+            .map(|j| ShardJobSection {
+                id: j.id.clone(),
+                status: j.status,
+                start_ns: j.start_ns,
+                end_ns: j.end_ns,
+                duration_ns: j.duration_ns,
+                aligned: aligned(j.start_ns + off, j.end_ns + off),
+                requests: j.requests.len() as u64,
+                trajectories: unit_windows(j).len() as u64,
+                energy: j.energy.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The merged run's power report: the shards' when they all had the same source (their
+/// devices summed), else none, naming the sources.
+fn merged_power(shards: &[&ShardInput]) -> PowerReport {
+    let sources: BTreeSet<String> = shards.iter().map(|s| s.report.power.describe()).collect();
+    if sources.len() == 1 {
+        PowerReport {
+            devices: shards.iter().map(|s| s.report.power.devices).sum(),
+            not_attributable: shards
+                .iter()
+                .flat_map(|s| s.report.power.not_attributable.iter().cloned())
+                .collect(),
+            ..shards[0].report.power.clone()
+        }
+    } else {
+        PowerReport {
+            source: None,
+            reason: Some(format!(
+                "the shards differ ({}): see merge.shards[].power",
+                sources.into_iter().collect::<Vec<_>>().join(", ")
+            )),
+            devices: shards.iter().map(|s| s.report.power.devices).sum(),
+            not_attributable: shards
+                .iter()
+                .flat_map(|s| s.report.power.not_attributable.iter().cloned())
+                .collect(),
+        }
+    }
+}
+
+/// The merged run's capture report: the worst quality, the shards' counts summed (none
+/// when a shard has none).
+fn merged_capture(shards: &[&ShardInput]) -> CaptureReport {
+    let quality = shards
+        .iter()
+        .filter_map(|s| s.report.capture.quality)
+        .max_by_key(|q| match q {
+            Quality::Complete => 0,
+            Quality::Partial => 1,
+            Quality::Unavailable => 2,
+        });
+    let sum = |f: fn(&CaptureReport) -> Option<u64>| {
+        shards
+            .iter()
+            .map(|s| f(&s.report.capture))
+            .try_fold(0u64, |a, v| Some(a.saturating_add(v?)))
+    };
+    CaptureReport {
+        enabled: shards.iter().any(|s| s.report.capture.enabled),
+        quality,
+        events: sum(|c| c.events),
+        dropped: sum(|c| c.dropped),
+        rejected: sum(|c| c.rejected),
+        manifest: None,
+        window_write_bytes: sum(|c| c.window_write_bytes),
+        diagnostic: None,
+    }
+}
+
+/// Every selected job on the merged axis, in selection order: a load job shared by the
+/// shards (`--shard`) merged from their parts, any other job as the one shard that ran it
+/// reported it. `Err` when a job is missing, or ran in more than one partition.
+fn merged_jobs(
+    shards: &[&ShardInput],
+    base: &crate::model::shard::ShardIdentity,
+    offsets: &[u64],
+    u: u64,
+) -> Result<Vec<JobReport>, String> {
+    let ident = |i: &ShardInput| i.report.shard.clone().expect("validated");
     let shared: HashMap<&str, ()> = shards
         .iter()
         .flat_map(|s| {
@@ -813,7 +1067,6 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
         .map(|l| (l.job.as_str(), ()))
         .collect();
     let mut jobs = Vec::new();
-    let mut notes = Vec::new();
     for id in &base.selected_jobs {
         let mut parts: Vec<(usize, JobReport)> = Vec::new();
         for (i, s) in shards.iter().enumerate() {
@@ -869,6 +1122,51 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
             }
         }
     }
+    Ok(jobs)
+}
+
+/// How many trajectories of the merged jobs were in flight at once, across the shards
+/// and within one.
+fn merged_concurrency(jobs: &[JobReport], n: u32, u: u64) -> MergedConcurrency {
+    let trajs: Vec<(u64, u64, Option<u32>)> = jobs.iter().flat_map(unit_windows).collect();
+    let trajs = trajs.iter();
+    let max_all = max_overlap(trajs.clone().map(|t| (t.0, t.1)));
+    let max_one = (1..=n)
+        .map(|k| max_overlap(trajs.clone().filter(|t| t.2 == Some(k)).map(|t| (t.0, t.1))))
+        .max()
+        .unwrap_or(0);
+    MergedConcurrency {
+        max_trajectories_in_flight: max_all,
+        max_in_one_shard: max_one,
+        statement: format!(
+            "up to {max_all} trajectories in flight across {n} shards (counted on the \
+             unix-aligned axis, each time uncertain by {} µs), at most {max_one} within one \
+             shard; per-step energy is attributed per shard against its own devices (see \
+             each shard's attribution)",
+            u.div_ceil(1000)
+        ),
+    }
+}
+
+pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunReport, String> {
+    let shards = validate(inputs)?;
+    check_shards_are_distinct(&shards)?;
+    let ident = |i: &ShardInput| i.report.shard.clone().expect("validated");
+    let base = ident(shards[0]);
+    let anchor = shards
+        .iter()
+        .map(|s| s.report.reference_instant_unix_ns)
+        .min()
+        .unwrap_or(0);
+    let alignment = alignment_of(&shards, host_offset_ns);
+    let u = alignment.uncertainty_ns;
+    let offsets: Vec<u64> = shards
+        .iter()
+        .map(|s| s.report.reference_instant_unix_ns - anchor)
+        .collect();
+
+    let jobs = merged_jobs(&shards, &base, &offsets, u)?;
+    let mut notes = Vec::new();
     if base.mode == ShardMode::Shard {
         notes.push(
             "shard mode: each load job's figures come from the union of the shards' \
@@ -886,89 +1184,11 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
         let off = offsets[i];
         let window = aligned(off, off + r.summary.duration_ns);
         all.push((window.start_ns, window.end_ns));
-        sections.push(ShardSection {
-            k: id.k,
-            run_id: r.run_id.clone(),
-            dir: format!("shards/{}", id.k),
-            clock_domain_id: r.clock_domain_id.clone(),
-            reference_instant_unix_ns: r.reference_instant_unix_ns,
-            offset_ns: off,
-            started_utc: r.started_utc.clone(),
-            tool: r.tool.clone(),
-            duration_ns: r.summary.duration_ns,
-            aligned: window,
-            start_at: id.start_at.clone(),
-            power: r.power.clone(),
-            attribution: r.attribution.clone(),
-            capture: r.capture.clone(),
-            cancelled: r.cancelled,
-            exit_status: r.summary.exit_status,
-            jobs: r
-                .jobs
-                .iter()
-                .map(|j| ShardJobSection {
-                    id: j.id.clone(),
-                    status: j.status,
-                    start_ns: j.start_ns,
-                    end_ns: j.end_ns,
-                    duration_ns: j.duration_ns,
-                    aligned: aligned(j.start_ns + off, j.end_ns + off),
-                    requests: j.requests.len() as u64,
-                    trajectories: unit_windows(j).len() as u64,
-                    energy: j.energy.clone(),
-                })
-                .collect(),
-        });
+        sections.push(shard_section(r, &id, off, window));
     }
     // Point windows of different points that overlap across shards: the endpoint saw a mix.
-    for j in &jobs {
-        if let Some(sw) = &j.sweep {
-            let win = |p: &PointSummary| {
-                let ts: Vec<&UnitRecord> = j.units.iter().filter(|u| u.point == p.index).collect();
-                Some((
-                    ts.iter().map(|t| t.start_ns).min()?,
-                    ts.iter().map(|t| t.end_ns).max()?,
-                ))
-            };
-            let ws: Vec<(usize, (u64, u64))> = sw
-                .points
-                .iter()
-                .filter_map(|p| Some((p.index, win(p)?)))
-                .collect();
-            for (a, (s1, e1)) in &ws {
-                for (b, (s2, e2)) in &ws {
-                    if a < b && s1 < e2 && s2 < e1 {
-                        notes.push(format!(
-                            "{}: points {a} and {b} overlapped in time across shards (a shard \
-                             with no share of one point went on to the next): the endpoint \
-                             saw both loads at once; use duration_s stops and --start-at to \
-                             keep points aligned",
-                            j.id
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    let trajs: Vec<(u64, u64, Option<u32>)> = jobs.iter().flat_map(unit_windows).collect();
-    let trajs = trajs.iter();
-    let max_all = max_overlap(trajs.clone().map(|t| (t.0, t.1)));
-    let max_one = (1..=base.n)
-        .map(|k| max_overlap(trajs.clone().filter(|t| t.2 == Some(k)).map(|t| (t.0, t.1))))
-        .max()
-        .unwrap_or(0);
-    let concurrency = MergedConcurrency {
-        max_trajectories_in_flight: max_all,
-        max_in_one_shard: max_one,
-        statement: format!(
-            "up to {max_all} trajectories in flight across {} shards (counted on the \
-             unix-aligned axis, each time uncertain by {} µs), at most {max_one} within one \
-             shard; per-step energy is attributed per shard against its own devices (see \
-             each shard's attribution)",
-            base.n,
-            u.div_ceil(1000)
-        ),
-    };
+    notes.extend(jobs.iter().flat_map(overlapping_points));
+    let concurrency = merged_concurrency(&jobs, base.n, u);
 
     let cancelled = shards.iter().any(|s| s.report.cancelled);
     let duration_ns = shards
@@ -987,54 +1207,8 @@ pub fn merge_reports(inputs: &[ShardInput], host_offset_ns: u64) -> Result<RunRe
                 .and_then(|x| x.setup_error.clone())
         });
     }
-    let sources: BTreeSet<String> = shards.iter().map(|s| s.report.power.describe()).collect();
-    let power = if sources.len() == 1 {
-        PowerReport {
-            devices: shards.iter().map(|s| s.report.power.devices).sum(),
-            not_attributable: shards
-                .iter()
-                .flat_map(|s| s.report.power.not_attributable.iter().cloned())
-                .collect(),
-            ..first.power.clone()
-        }
-    } else {
-        PowerReport {
-            source: None,
-            reason: Some(format!(
-                "the shards differ ({}): see merge.shards[].power",
-                sources.into_iter().collect::<Vec<_>>().join(", ")
-            )),
-            devices: shards.iter().map(|s| s.report.power.devices).sum(),
-            not_attributable: shards
-                .iter()
-                .flat_map(|s| s.report.power.not_attributable.iter().cloned())
-                .collect(),
-        }
-    };
-    let quality = shards
-        .iter()
-        .filter_map(|s| s.report.capture.quality)
-        .max_by_key(|q| match q {
-            Quality::Complete => 0,
-            Quality::Partial => 1,
-            Quality::Unavailable => 2,
-        });
-    let sum = |f: fn(&CaptureReport) -> Option<u64>| {
-        shards
-            .iter()
-            .map(|s| f(&s.report.capture))
-            .try_fold(0u64, |a, v| Some(a.saturating_add(v?)))
-    };
-    let capture = CaptureReport {
-        enabled: shards.iter().any(|s| s.report.capture.enabled),
-        quality,
-        events: sum(|c| c.events),
-        dropped: sum(|c| c.dropped),
-        rejected: sum(|c| c.rejected),
-        manifest: None,
-        window_write_bytes: sum(|c| c.window_write_bytes),
-        diagnostic: None,
-    };
+    let power = merged_power(&shards);
+    let capture = merged_capture(&shards);
     let mut h = Sha256::new();
     for s in &shards {
         h.update(s.report.run_id.as_bytes());
@@ -1111,54 +1285,6 @@ pub fn shard_dirs(run_dir: &Path) -> Option<Vec<(u32, PathBuf)>> {
             .map(|s| (s.k, run_dir.join("shards").join(s.k.to_string())))
             .collect(),
     )
-}
-
-/// The Perfetto trace of a merged run: every shard's own trace (its verified timeline and
-/// samples) as its own process (pid K, named `shard K/N`), its times shifted by the
-/// shard's offset onto the merged axis. A shard without a readable timeline is an error
-/// naming it.
-pub fn perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
-    let m = rep.merge.as_ref().ok_or("not a merged run")?;
-    let mut events = Vec::new();
-    for s in &m.shards {
-        let dir = run_dir.join(&s.dir);
-        let shard = crate::run_dir::read_report_with_requests(&dir)?;
-        let text =
-            super::report::perfetto(&dir, &shard).map_err(|e| format!("shard {}: {e}", s.k))?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        let off_us = s.offset_ns as f64 / 1000.0;
-        for mut e in v["traceEvents"].as_array().cloned().unwrap_or_default() {
-            // Each shard's processes (its run, its jobs) keep their own tracks: pid
-            // `K * 1000 + pid`, named after the shard.
-            let pid = e["pid"].as_u64().unwrap_or(1);
-            e["pid"] = serde_json::json!(u64::from(s.k) * 1000 + pid);
-            if let Some(ts) = e["ts"].as_f64() {
-                e["ts"] = serde_json::json!(ts + off_us);
-            }
-            if e["name"] == "process_name" {
-                let name = e["args"]["name"].as_str().unwrap_or("").to_string();
-                let name = if pid == 1 {
-                    format!("shard {}/{} ({})", s.k, m.n, s.run_id)
-                } else {
-                    format!("shard {}/{} · {name}", s.k, m.n)
-                };
-                e["args"]["name"] = serde_json::json!(name);
-            }
-            events.push(e);
-        }
-    }
-    let v = serde_json::json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-        "otherData": {
-            "generator": "inferscope-bench",
-            "run_id": rep.run_id,
-            "clock_domain_id": rep.clock_domain_id,
-            "reference_instant_unix_ns": rep.reference_instant_unix_ns,
-            "alignment": m.alignment.statement,
-        },
-    });
-    serde_json::to_string(&v).map_err(|e| e.to_string())
 }
 
 /// The `merge` command: exit 2 when the shards do not belong together or a directory

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use super::merge;
 use super::run_dir::{load_report, load_report_with_requests};
 use crate::cli::ReportFormat;
 use crate::model::RunReport;
@@ -87,7 +86,7 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             }
             page
         }
-        ReportFormat::Perfetto if rep.merge.is_some() => match merge::perfetto(run_dir, rep) {
+        ReportFormat::Perfetto if rep.merge.is_some() => match merged_perfetto(run_dir, rep) {
             Ok(v) => v,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -214,5 +213,52 @@ pub fn perfetto(run_dir: &Path, report: &RunReport) -> Result<String, String> {
         dropped_count: Some(tl.manifest.dropped_count),
     };
     let v = crate::timeline::perfetto_trace(&tl.events, &counters, &meta, &trace_tracks(report));
+    serde_json::to_string(&v).map_err(|e| e.to_string())
+}
+
+/// The Perfetto trace of a merged run: every shard's own trace (its verified timeline and
+/// samples) as its own process (pid K, named `shard K/N`), its times shifted by the
+/// shard's offset onto the merged axis. A shard without a readable timeline is an error
+/// naming it.
+pub fn merged_perfetto(run_dir: &Path, rep: &RunReport) -> Result<String, String> {
+    let m = rep.merge.as_ref().ok_or("not a merged run")?;
+    let mut events = Vec::new();
+    for s in &m.shards {
+        let dir = run_dir.join(&s.dir);
+        let shard = crate::run_dir::read_report_with_requests(&dir)?;
+        let text = perfetto(&dir, &shard).map_err(|e| format!("shard {}: {e}", s.k))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        let off_us = s.offset_ns as f64 / 1000.0;
+        for mut e in v["traceEvents"].as_array().cloned().unwrap_or_default() {
+            // Each shard's processes (its run, its jobs) keep their own tracks: pid
+            // `K * 1000 + pid`, named after the shard.
+            let pid = e["pid"].as_u64().unwrap_or(1);
+            e["pid"] = serde_json::json!(u64::from(s.k) * 1000 + pid);
+            if let Some(ts) = e["ts"].as_f64() {
+                e["ts"] = serde_json::json!(ts + off_us);
+            }
+            if e["name"] == "process_name" {
+                let name = e["args"]["name"].as_str().unwrap_or("").to_string();
+                let name = if pid == 1 {
+                    format!("shard {}/{} ({})", s.k, m.n, s.run_id)
+                } else {
+                    format!("shard {}/{} · {name}", s.k, m.n)
+                };
+                e["args"]["name"] = serde_json::json!(name);
+            }
+            events.push(e);
+        }
+    }
+    let v = serde_json::json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "generator": "inferscope-bench",
+            "run_id": rep.run_id,
+            "clock_domain_id": rep.clock_domain_id,
+            "reference_instant_unix_ns": rep.reference_instant_unix_ns,
+            "alignment": m.alignment.statement,
+        },
+    });
     serde_json::to_string(&v).map_err(|e| e.to_string())
 }

@@ -27,6 +27,7 @@ const MEMBERS: &[&str] = &[
     "inferscope-records",
     "inferscope-redact",
     "inferscope-render",
+    "inferscope-report",
     "inferscope-serve",
     "inferscope-sim",
     "inferscope-suite",
@@ -42,6 +43,7 @@ const PURE: &[&str] = &[
     "inferscope-model",
     "inferscope-redact",
     "inferscope-render",
+    "inferscope-report",
 ];
 
 /// Crates a pure crate must never depend on, at any depth.

@@ -126,7 +126,7 @@ pub(crate) struct PowerIndex<'a> {
 }
 
 impl<'a> PowerIndex<'a> {
-    fn new(device: &'a str, basis: PowerBasis, samples: &'a [PowerSample]) -> Self {
+    pub(crate) fn new(device: &'a str, basis: PowerBasis, samples: &'a [PowerSample]) -> Self {
         let mut prefix = Vec::with_capacity(samples.len());
         let mut acc: u128 = 0;
         if !samples.is_empty() {
@@ -261,7 +261,7 @@ pub(crate) struct EnergyCounterIndex<'a> {
 }
 
 impl<'a> EnergyCounterIndex<'a> {
-    fn new(
+    pub(crate) fn new(
         device: &'a str,
         samples: &'a [EnergyCounterSample],
         power: Option<&PowerIndex<'_>>,

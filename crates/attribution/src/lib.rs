@@ -50,6 +50,7 @@ mod input;
 mod markers;
 mod metrics;
 mod table;
+mod window;
 
 pub use attribute::{
     APPORTIONED_STATEMENT, Attributor, CONTROLLED_CONCURRENCY_STATEMENT, StepKey, attribute,
@@ -73,3 +74,4 @@ pub use metrics::{
     WithholdReason, in_flight_phrase,
 };
 pub use table::{ABSENT, align_rows, render_outcome, render_step_table, render_withheld};
+pub use window::device_window_energy;

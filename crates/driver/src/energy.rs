@@ -6,31 +6,26 @@
 //! energy figures ([`RunEnergy::job_energy`], one definition for sequential and load jobs),
 //! and the offline `trajectory` command.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::attribution::{
     self as attr, AttributionInput, Concurrency, CounterName, CounterPoint, CounterSeries,
     EnergyCounterSample, EnergyCounterSeries, PowerSeries, RunWindow, StepKey, StepMarker,
-    StepUsage, TrajectoryOutcome,
+    StepUsage,
 };
 use crate::clock::RunClock;
-use crate::execute::{GradedJob, SuiteRuntime};
-use crate::load::curve::{EnergyPoint, window_energy_mj};
-use crate::model::attribution::{CountedStep, ScrapeSpan, counters_low_confidence};
-use crate::model::load::{WindowEnergy, WindowMethod};
-use crate::model::{
-    AttributionGroup, Basis, EnergyBasis, Figure, JobEnergy, PowerReport, PowerSource,
-    RunAttributionSummary, TokenSource, tokens_per_joule,
-};
+use crate::job::{GradedJob, SuiteRuntime};
+use crate::model::attribution::ScrapeSpan;
+use crate::model::{AttributionGroup, PowerReport, PowerSource};
 use crate::sim::SimHandle;
-use crate::stats::saturating_total;
 use crate::steps::TrajectoryRecord;
 use crate::suite::{EngineProfile as SuiteProfile, GpuMode};
 use crate::telemetry::{
     self, EngineProfile, GpuConfig, MetricsConfig, PowerBasis, PowerDeviceKind, ProbeReading,
     ProcConfig, TelemetryConfig, TelemetryHandle, TelemetryRun,
 };
+pub use inferscope_report::energy::{DeviceSeries, RunEnergy};
 
 fn profile(p: SuiteProfile, simulated: bool) -> EngineProfile {
     match p {
@@ -329,19 +324,6 @@ pub fn markers_and_usage<'a>(
     (markers, usage)
 }
 
-/// The run's energy: every join's outcome by trajectory id, its groups, the power report,
-/// and each device's samples for window energy.
-pub struct RunEnergy {
-    power: PowerReport,
-    outcomes: HashMap<String, TrajectoryOutcome>,
-    groups: Vec<AttributionGroup>,
-    devices: Vec<(String, Vec<EnergyPoint>)>,
-    /// Scrapes of the engine counters the join read (empty without), by answer instant.
-    scrapes: Vec<ScrapeSpan>,
-    /// First-token instants of every request of the run, sorted.
-    first_tokens: Vec<u64>,
-}
-
 /// The step-attribution join (docs/measurement.md) of `trajectories` at `declared` trajectories in flight.
 /// `observed` is what the caller counted in flight itself (a load point's executor; 0 for
 /// none): a load point that kept only some of its units still states the overlap of all.
@@ -365,293 +347,130 @@ fn join(
     ))
 }
 
-impl RunEnergy {
-    /// Joins every trajectory of the run: the sequential jobs' together at one trajectory
-    /// in flight (the runner runs them one at a time), each load point's on its own at the
-    /// point's declared concurrency (the join takes the larger of that and the overlap it
-    /// observes; above one every step is `apportioned`, also on the simulator). Without
-    /// telemetry nothing is joined.
-    pub fn attribute(
-        graded: &[GradedJob],
-        telemetry: Option<&TelemetryRun>,
-        power: PowerReport,
-    ) -> RunEnergy {
-        let mut out = RunEnergy {
-            power,
-            outcomes: HashMap::new(),
-            groups: Vec::new(),
-            devices: Vec::new(),
-            scrapes: Vec::new(),
-            first_tokens: Vec::new(),
-        };
-        let Some(t) = telemetry else { return out };
-        out.scrapes = t
-            .counter_timeline()
-            .map(|m| {
-                m.samples
-                    .iter()
-                    .map(|s| ScrapeSpan {
-                        sent_ns: s.request_sent_ns,
-                        answered_ns: s.elapsed_ns,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.first_tokens = graded
-            .iter()
-            .flat_map(|g| &g.executed.trajectories)
-            .flat_map(|t| &t.steps)
-            .filter_map(|s| s.request.as_ref()?.ttft_ns)
-            .collect();
-        out.first_tokens.sort_unstable();
-        out.devices = t
-            .power
-            .as_ref()
-            .map(|p| {
-                // A device that is not attributable enters no window either.
-                p.devices
-                    .iter()
-                    .filter(|d| d.not_attributable.is_none())
-                    .map(|d| {
-                        let pts: Vec<EnergyPoint> = p
-                            .device_samples(d.device)
-                            .map(|s| EnergyPoint {
-                                elapsed_ns: s.elapsed_ns,
-                                power_mw: s.power_mw,
-                                energy_mj: s.energy_mj,
-                                epoch: s.energy_epoch,
-                            })
-                            .collect();
-                        (d.label.clone(), pts)
-                    })
-                    .filter(|(_, pts)| {
-                        pts.iter()
-                            .any(|s| s.power_mw.is_some() || s.energy_mj.is_some())
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let seq: Vec<&TrajectoryRecord> = graded
-            .iter()
-            .filter(|g| g.executed.load.is_none())
-            .flat_map(|g| g.executed.trajectories.iter())
-            .collect();
-        let mut joins: Vec<(String, attr::RunAttribution)> = Vec::new();
-        if let Some(r) = join(t, &seq, 1, 0) {
-            joins.push(("sequential jobs".to_string(), r));
-        }
-        for g in graded {
-            let Some(l) = &g.executed.load else { continue };
-            for p in &l.points {
-                let trajs: Vec<&TrajectoryRecord> = g.executed.trajectories[p.trajectories.clone()]
-                    .iter()
-                    .collect();
-                if let Some(r) = join(t, &trajs, p.declared_concurrency(), p.max_units_in_flight) {
-                    joins.push((
-                        format!("{} · {}", g.executed.job.job.id, p.point.label()),
-                        r,
-                    ));
-                }
-            }
-        }
-        for (i, (label, r)) in joins.into_iter().enumerate() {
-            // A load point's group names its first trajectory only (the one report.json
-            // keeps, issue 19); the sequential jobs' group names every one.
-            let keep_all = i == 0 && label == "sequential jobs";
-            let mut ids = Vec::new();
-            let mut joined = 0u64;
-            for o in r.trajectories {
-                if let Some(id) = o.trajectory().cloned() {
-                    joined += 1;
-                    if keep_all || ids.is_empty() {
-                        ids.push(id.clone());
-                    }
-                    out.outcomes.insert(id, o);
-                }
-            }
-            out.groups.push(AttributionGroup {
-                group: label,
-                declared_max_trajectories_in_flight: r.declared_max_trajectories_in_flight,
-                observed_max_trajectories_in_flight: r.observed_max_trajectories_in_flight,
-                concurrency: r.concurrency,
-                trajectories: ids,
-                trajectories_joined: joined,
-            });
-        }
-        out
-    }
-
-    /// What supplied power.
-    pub fn power(&self) -> &PowerReport {
-        &self.power
-    }
-
-    /// Why LLM step `step`'s counter deltas may not be its own (`None`: they are, or the
-    /// run scraped no engine counters); the rule is [`counters_low_confidence`].
-    pub fn counters_low_confidence(&self, step: CountedStep) -> Option<String> {
-        if self.scrapes.is_empty() {
-            return None;
-        }
-        counters_low_confidence(step, &self.scrapes, &self.first_tokens)
-    }
-
-    /// The join's outcome for trajectory `id` (`None` without telemetry or markers).
-    pub fn outcome(&self, id: &str) -> Option<&TrajectoryOutcome> {
-        self.outcomes.get(id)
-    }
-
-    /// The run-level summary: the largest condition of any group, and the groups; `None`
-    /// when nothing was joined.
-    pub fn summary(&self) -> Option<RunAttributionSummary> {
-        if self.groups.is_empty() {
-            return None;
-        }
-        let declared = self
-            .groups
-            .iter()
-            .map(|g| g.declared_max_trajectories_in_flight)
-            .max()
-            .unwrap_or(1);
-        let observed = self
-            .groups
-            .iter()
-            .map(|g| g.observed_max_trajectories_in_flight)
-            .max()
-            .unwrap_or(0);
-        Some(RunAttributionSummary {
-            declared_max_trajectories_in_flight: declared,
-            observed_max_trajectories_in_flight: observed,
-            concurrency: attr::concurrency_condition(declared, Some(observed), self.power.source),
-            groups: self.groups.clone(),
-            // Every join of one run shares its run window: the same whole-run integral.
-            whole_run_energy_mj: self
-                .outcomes
-                .values()
-                .find_map(|o| o.metrics().and_then(|m| m.whole_run_energy_mj)),
-        })
-    }
-
-    /// The basis of energy figures taken at most `in_flight` trajectories in flight, or
-    /// [`Basis::Unavailable`] without a power source.
-    pub fn basis(&self, in_flight: u32) -> Basis {
-        EnergyBasis::of(in_flight, self.power.source).map_or(Basis::Unavailable, Basis::from)
-    }
-
-    /// Why energy is missing when there is no power source.
-    fn no_power(&self) -> String {
-        format!(
-            "no power source: {}",
-            self.power
-                .reason
-                .as_deref()
-                .unwrap_or("nothing supplied power readings")
-        )
-    }
-
-    /// Device energy over `[start_ns, end_ns]`, summed over every device that has samples:
-    /// each device's counter delta between the samples bracketing the window, else its
-    /// power trapezoid over the segments inside it. `Err` with the reason when there is no
-    /// power source, or when some device cannot cover the window (a sum over the others
-    /// would be partial, so none is given).
-    pub fn window(&self, start_ns: u64, end_ns: u64) -> Result<WindowEnergy, String> {
-        if self.power.source.is_none() || self.devices.is_empty() {
-            return Err(self.no_power());
-        }
-        let mut parts = Vec::with_capacity(self.devices.len());
-        for (label, d) in &self.devices {
-            match window_energy_mj(d, start_ns, end_ns) {
-                Some(p) => parts.push(p),
-                None => {
-                    return Err(format!(
-                        "device {label} has no samples covering the window (a sum over the \
-                         other devices would be partial)"
-                    ));
-                }
-            }
-        }
-        let method = if parts.iter().all(|p| p.1 == parts[0].1) {
-            parts[0].1
-        } else {
-            WindowMethod::Mixed
-        };
-        Ok(WindowEnergy {
-            energy_mj: saturating_total(parts.iter().map(|p| p.0)),
-            basis: self.basis(1),
-            method,
-        })
-    }
-
-    /// A job's energy figures — ONE definition for sequential and load jobs: `energy_j` is
-    /// the device energy over the job's `windows` (its run, or each load point's window),
-    /// summed; `tokens_per_joule` is `tokens` (the output tokens of the job's successful
-    /// requests in those windows, with their source) over it, basis `measured` or
-    /// `simulated` (a whole-window ratio); `energy_per_trajectory_j` is `energy_j` over the
-    /// `trajectories` run — the mean trajectory — `apportioned` when up to `in_flight > 1`
-    /// ran together. Every figure is missing with the reason when a window has no energy.
-    pub fn job_energy(
-        &self,
-        windows: &[(u64, u64)],
-        tokens: Option<(u64, TokenSource)>,
-        trajectories: u64,
-        in_flight: u32,
-    ) -> JobEnergy {
-        let basis = self.basis(1);
-        let per_traj_basis = self.basis(in_flight);
-        let energy: Result<u64, String> = if windows.is_empty() {
-            Err("the job ran no window".into())
-        } else {
-            windows
+/// Joins every trajectory of the run: the sequential jobs' together at one trajectory
+/// in flight (the runner runs them one at a time), each load point's on its own at the
+/// point's declared concurrency (the join takes the larger of that and the overlap it
+/// observes; above one every step is `apportioned`, also on the simulator). Without
+/// telemetry nothing is joined.
+pub fn attribute_run_energy(
+    graded: &[GradedJob],
+    telemetry: Option<&TelemetryRun>,
+    power: PowerReport,
+) -> RunEnergy {
+    let mut out = RunEnergy::new(power);
+    let Some(t) = telemetry else { return out };
+    out.scrapes = t
+        .counter_timeline()
+        .map(|m| {
+            m.samples
                 .iter()
-                .map(|&(s, e)| self.window(s, e).map(|w| w.energy_mj))
-                .collect::<Result<Vec<u64>, String>>()
-                .map(saturating_total)
-        };
-        let mj = match energy {
-            Ok(mj) => mj,
-            Err(why) => {
-                return JobEnergy {
-                    energy_j: Figure::missing(basis, why.clone()),
-                    tokens_per_joule: Figure::missing(basis, why.clone())
-                        .with_tokens(tokens.map(|t| t.1)),
-                    energy_per_trajectory_j: Figure::missing(per_traj_basis, why),
-                };
+                .map(|s| ScrapeSpan {
+                    sent_ns: s.request_sent_ns,
+                    answered_ns: s.elapsed_ns,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.first_tokens = graded
+        .iter()
+        .flat_map(|g| &g.executed.trajectories)
+        .flat_map(|t| &t.steps)
+        .filter_map(|s| s.request.as_ref()?.ttft_ns)
+        .collect();
+    out.first_tokens.sort_unstable();
+    out.devices = t
+        .power
+        .as_ref()
+        .map(|p| {
+            // A device that is not attributable enters no window either.
+            p.devices
+                .iter()
+                .filter(|d| d.not_attributable.is_none())
+                .map(|d| DeviceSeries {
+                    label: d.label.clone(),
+                    power: p
+                        .device_samples(d.device)
+                        .filter_map(|s| {
+                            Some(attr::PowerSample {
+                                elapsed_ns: s.elapsed_ns,
+                                power_mw: s.power_mw?,
+                            })
+                        })
+                        .collect(),
+                    counter: p
+                        .device_samples(d.device)
+                        .filter_map(|s| {
+                            Some(EnergyCounterSample {
+                                elapsed_ns: s.elapsed_ns,
+                                energy_mj: s.energy_mj?,
+                            })
+                        })
+                        .collect(),
+                })
+                .filter(|d| !d.power.is_empty() || !d.counter.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let seq: Vec<&TrajectoryRecord> = graded
+        .iter()
+        .filter(|g| g.executed.load.is_none())
+        .flat_map(|g| g.executed.trajectories.iter())
+        .collect();
+    let mut joins: Vec<(String, attr::RunAttribution)> = Vec::new();
+    if let Some(r) = join(t, &seq, 1, 0) {
+        joins.push(("sequential jobs".to_string(), r));
+    }
+    for g in graded {
+        let Some(l) = &g.executed.load else { continue };
+        for p in &l.points {
+            let trajs: Vec<&TrajectoryRecord> = g.executed.trajectories[p.trajectories.clone()]
+                .iter()
+                .collect();
+            if let Some(r) = join(t, &trajs, p.declared_concurrency(), p.max_units_in_flight) {
+                joins.push((
+                    format!("{} · {}", g.executed.job.job.id, p.point.label()),
+                    r,
+                ));
             }
-        };
-        let j = mj as f64 / 1000.0;
-        let tokens_per_joule = match tokens {
-            None => Figure::missing(basis, "a successful request has no output-token count"),
-            Some((t, src)) => Figure::finite_or(
-                tokens_per_joule(Some(t), Some(mj)),
-                basis,
-                if t == 0 {
-                    "no output tokens"
-                } else {
-                    "no energy in the job's windows"
-                },
-            )
-            .with_tokens(Some(src)),
-        };
-        JobEnergy {
-            energy_j: Figure::finite(j, basis),
-            tokens_per_joule,
-            energy_per_trajectory_j: if trajectories == 0 {
-                Figure::missing(per_traj_basis, "no trajectory ran")
-            } else {
-                Figure::finite(j / trajectories as f64, per_traj_basis)
-            },
         }
     }
+    for (i, (label, r)) in joins.into_iter().enumerate() {
+        // A load point's group names its first trajectory only (the one report.json
+        // keeps, issue 19); the sequential jobs' group names every one.
+        let keep_all = i == 0 && label == "sequential jobs";
+        let mut ids = Vec::new();
+        let mut joined = 0u64;
+        for o in r.trajectories {
+            if let Some(id) = o.trajectory().cloned() {
+                joined += 1;
+                if keep_all || ids.is_empty() {
+                    ids.push(id.clone());
+                }
+                out.outcomes.insert(id, o);
+            }
+        }
+        out.groups.push(AttributionGroup {
+            group: label,
+            declared_max_trajectories_in_flight: r.declared_max_trajectories_in_flight,
+            observed_max_trajectories_in_flight: r.observed_max_trajectories_in_flight,
+            concurrency: r.concurrency,
+            trajectories: ids,
+            trajectories_joined: joined,
+        });
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashMap};
 
     use super::*;
     use crate::attribution::{
         AttributionInput, Concurrency, PowerBasis, PowerSample, PowerSeries, RunAttribution,
         RunWindow, StepKind, StepMarker, attribute_run,
     };
+    use crate::model::{Basis, TokenSource};
 
     const A: u64 = 1_700_000_000_000_000_000;
     const MS: u64 = 1_000_000;
@@ -832,7 +651,7 @@ mod tests {
             p.describe(),
             "power unavailable (NVML library not found (libnvidia-ml.so.1))"
         );
-        let run = RunEnergy::attribute(&[], Some(&t), p);
+        let run = attribute_run_energy(&[], Some(&t), p);
         assert_eq!(run.basis(1), Basis::Unavailable);
         let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
         assert_eq!(e.tokens_per_joule.value, None);
@@ -894,7 +713,7 @@ mod tests {
                 "no attributable power device (gpu0: not attributable: gpu0 (GPU-x) is in MIG mode: …)"
             )
         );
-        let run = RunEnergy::attribute(&[], Some(&t), p);
+        let run = attribute_run_energy(&[], Some(&t), p);
         let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
         assert_eq!(e.energy_per_trajectory_j.value, None);
         assert_eq!(e.energy_per_trajectory_j.basis, Basis::Unavailable);
@@ -910,7 +729,7 @@ mod tests {
         let p = power_report(Some(&mixed), false);
         assert_eq!((p.source, p.devices), (Some(PowerSource::Nvml), 1));
         assert_eq!(p.not_attributable, named);
-        let run = RunEnergy::attribute(&[], Some(&mixed), p);
+        let run = attribute_run_energy(&[], Some(&mixed), p);
         // 100 W over 500 ms on the one attributable device: 50 J, not 100 J.
         let w = run.window(0, 500 * MS).unwrap();
         assert_eq!(w.energy_mj, 50_000);
@@ -924,7 +743,7 @@ mod tests {
             (device(0, "gpu0", PowerDeviceKind::Nvml), flat(0, 0, 1000)),
             (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 1000)),
         ]);
-        let run = RunEnergy::attribute(&[], Some(&two), power_report(Some(&two), false));
+        let run = attribute_run_energy(&[], Some(&two), power_report(Some(&two), false));
         let e = run.job_energy(&[(0, 500 * MS)], Some((100, TokenSource::Server)), 2, 1);
         // 2 devices × 100 W × 0.5 s = 100 J.
         assert_eq!(e.energy_j.value, Some(100.0));
@@ -958,7 +777,7 @@ mod tests {
             (device(0, "gpu0", PowerDeviceKind::Nvml), flat(0, 0, 1000)),
             (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 300)),
         ]);
-        let run = RunEnergy::attribute(&[], Some(&partial), power_report(Some(&partial), false));
+        let run = attribute_run_energy(&[], Some(&partial), power_report(Some(&partial), false));
         let e = run.job_energy(
             &[(400 * MS, 800 * MS)],
             Some((10, TokenSource::Server)),

@@ -22,6 +22,7 @@ pub mod energy;
 pub mod events;
 pub mod execute;
 pub mod filler;
+pub mod job;
 pub mod load;
 pub mod replay;
 pub mod report;
@@ -30,9 +31,10 @@ pub mod shape;
 pub mod shard;
 pub mod steps;
 pub mod swe;
-pub mod table;
 pub mod tokens;
 pub mod tools;
+
+pub use inferscope_report::table;
 
 // The workspace crates the driver reads, under the names its modules use.
 use inferscope_attribution as attribution;
@@ -200,7 +202,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     let mut report = report::build(
         &run_id,
         &clock,
-        &session,
+        &session.suites,
         &graded,
         reports,
         telemetry.as_ref(),
@@ -433,7 +435,7 @@ fn shard_identity(
             let l = g.executed.load.as_ref()?;
             (!l.shares.is_empty()).then(|| crate::model::shard::JobShare {
                 job: g.executed.job.job.id.clone(),
-                gates: serde_json::to_value(&g.executed.job.gates).unwrap_or_default(),
+                gates: g.executed.job.gates.clone(),
                 points: l.shares.clone(),
             })
         })

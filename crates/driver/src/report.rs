@@ -12,9 +12,12 @@
 //! `null` with a reason, never 0. No prompt, response or tool payload is written; a server's
 //! error text is kept bounded and redacted (never in the timeline).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::Path;
+
+use inferscope_report::status::{StatusFacts, job_status};
 
 use crate::attribution::{StepMarker, step_markers_to_jsonl};
 use crate::baseline::{self, Baseline};
@@ -22,10 +25,9 @@ use crate::capture::Capture;
 use crate::client::RequestRecord;
 use crate::clock::{RunClock, unix_ns_to_rfc3339};
 use crate::energy::{self, RunEnergy};
-use crate::execute::{ExecutedJob, GradedJob, Session};
 use crate::gate::{self, FigureSet, JobOutcome};
 use crate::grade::CheckResult;
-use crate::load::curve::{PointFacts, summarize_point_compact};
+use crate::job::{ExecutedJob, GradedJob, SuiteRuntime};
 use crate::load::{LoadRun, goodput_criteria, load_report, sweep_report};
 use crate::model::attribution::CountedStep;
 use crate::model::compact::CompactFigureSet;
@@ -42,6 +44,7 @@ use crate::steps::{StepRecord, TrajectoryRecord};
 use crate::suite::GpuMode;
 use crate::telemetry::{TelemetryRun, TelemetrySnapshot};
 use crate::timeline::{IoCounters, ManifestInfo};
+use inferscope_report::curve::{PointFacts, summarize_point_compact};
 
 pub use crate::model::REPORT_SCHEMA as SCHEMA;
 
@@ -373,7 +376,7 @@ fn curve(
                 .and_then(|u| u.streamed.as_ref())
                 .and_then(|st| st.points.get(i));
             match streamed {
-                Some(sp) => crate::load::curve::summarize_point_streamed(
+                Some(sp) => inferscope_report::curve::summarize_point_streamed(
                     facts,
                     sp,
                     criteria.as_ref(),
@@ -467,233 +470,70 @@ fn job_requests(
     (requests, ranges)
 }
 
-fn job_report(
-    g: &GradedJob,
-    session: &Session,
+/// The report of an SWE harness's outcome.
+fn harness_report(h: &crate::swe::SweOutcome) -> HarnessReport {
+    HarnessReport {
+        exit_code: h.exit_code,
+        timed_out: h.timed_out,
+        spawn_error: h.spawn_error.clone(),
+        steps_file: h.steps_file.clone(),
+    }
+}
+
+/// A job's energy notes: every device that is not attributable (a GPU in MIG mode, with
+/// the reason), whether the energy is simulated, and when per-step energy is apportioned.
+fn energy_notes(
     run: &RunEnergy,
-    baseline: Option<&Baseline>,
-) -> JobReport {
-    let e = &g.executed;
-    let suite = &session.suites[e.suite_index];
-    let secrets = suite.secrets();
-    let (requests, point_requests) = job_requests(e, &secrets);
-    let duration_ns = e.end_ns.saturating_sub(e.start_ns);
-    // Load jobs: warm-up requests stay recorded but leave every statistic, and rates are
-    // over the points' windows (not the gaps between points).
-    let warm_ids: Vec<String> = match (&e.load_units, &e.load) {
-        (Some(u), _) => u.warmup_ids.clone(),
-        (None, Some(l)) => warmup_ids(l, &requests, &point_requests),
-        (None, None) => Vec::new(),
-    };
-    let warm: HashSet<&str> = warm_ids.iter().map(String::as_str).collect();
-    let window_ns = e.load.as_ref().map_or(duration_ns, |l| {
-        l.points
-            .iter()
-            .enumerate()
-            .map(|(i, p)| p.measured_window_ns(measured_start(e, i)))
-            .sum()
-    });
-    // Exact statistics over the requests' compact figures (integer ns, issue 19): the
-    // same figures as the f64 path, without an f64 vector per request.
-    // A load job's were folded in as its units ended ([`LoadUnits`]).
-    let held;
-    let (set, warm_flags): (&CompactFigureSet, std::borrow::Cow<'_, [bool]>) = match &e.load_units {
-        Some(u) => (&u.figures, std::borrow::Cow::Borrowed(&u.warm)),
-        None => {
-            let mut s = CompactFigureSet::new();
-            for r in &requests {
-                s.push_record(r);
+    job_energy: &crate::model::JobEnergy,
+    in_flight: u32,
+) -> Vec<String> {
+    let mut notes: Vec<String> = run.power().not_attributable.clone();
+    match job_energy.energy_per_trajectory_j.basis {
+        Basis::Simulated => {
+            notes.push("energy is simulated (built-in simulator power model), not measured".into())
+        }
+        Basis::Apportioned => {
+            if job_energy.energy_j.basis == Basis::Simulated {
+                notes.push(
+                    "energy is simulated (built-in simulator power model), not measured".into(),
+                );
             }
-            held = s;
-            let flags = requests
-                .iter()
-                .map(|r| warm.contains(r.request_id.as_str()))
-                .collect();
-            (&held, std::borrow::Cow::Owned(flags))
+            notes.push(format!(
+                "{} (achieved per point in the curve): per-step energy is apportioned, \
+                 not measured, at every point with more than one in flight \
+                 (docs/measurement.md); J/out tok in the curve is window energy",
+                crate::attribution::in_flight_phrase(in_flight, None)
+            ));
         }
-    };
-    let streamed = e.load_units.as_ref().and_then(|u| u.streamed.as_ref());
-    let stats = match streamed {
-        // `aggregation = "streaming"`: from the histograms, every percentile with its bound.
-        Some(st) => {
-            (st.job.requests() > 0).then(|| st.job.stats(AggregateParams::new(window_ns.max(1))))
-        }
-        None => warm_flags
-            .iter()
-            .any(|w| !w)
-            .then(|| set.stats(|i| !warm_flags[i], AggregateParams::new(window_ns.max(1)))),
-    };
+        _ => {}
+    }
+    notes
+}
 
-    // Energy: one definition for sequential and load jobs (device energy over the job's
-    // windows); each load point's window is computed once for the job and the curve.
-    let point_windows: Vec<(u64, u64)> = e.load.as_ref().map_or_else(Vec::new, |l| {
-        l.points.iter().map(|p| (p.start_ns, p.end_ns)).collect()
-    });
-    let windows: Vec<(u64, u64)> = match &e.load {
-        Some(_) => point_windows.clone(),
-        None if e.status_ran() => vec![(e.start_ns, e.end_ns)],
-        None => Vec::new(),
-    };
-    let in_flight = e.load.as_ref().map_or(1, |l| {
-        l.points
-            .iter()
-            .map(|p| p.declared_concurrency())
-            .max()
-            .unwrap_or(1)
-    });
-    let is_swe = e.harness.is_some() || e.job.job.kind_name().as_str() == "swe";
-    let (tokens, units) = match &e.load_units {
-        Some(u) => (
-            match &u.streamed {
-                Some(st) if st.all.succeeded() == 0 => Some((0, TokenSource::Server)),
-                Some(st) => st.all.output_tokens(),
-                None => u.figures.output_tokens(),
-            },
-            u.units,
-        ),
-        None => (output_tokens(requests.iter()), e.trajectories.len() as u64),
-    };
-    let mut job_energy = run.job_energy(&windows, tokens, units, in_flight);
-    if is_swe {
-        job_energy.tokens_per_joule = Figure::missing(
-            job_energy.tokens_per_joule.basis,
-            "an SWE harness's own requests are not observed by the runner",
-        );
+/// The notes of an SWE harness's outcome, pushed onto `notes`; `true` when the harness
+/// succeeded (it ran, was not timed out and exited 0).
+fn harness_notes(h: &crate::swe::SweOutcome, notes: &mut Vec<String>) -> bool {
+    let mut ok = true;
+    if h.timed_out {
+        notes.push("harness timed out; its process group was killed".into());
+        ok = false;
+    } else if let Some(err) = &h.spawn_error {
+        notes.push(format!("harness: {err}"));
+        ok = false;
+    } else if h.exit_code != Some(0) {
+        ok = false;
     }
+    if let Some(f) = &h.steps_file {
+        notes.extend(steps_file_notes(f));
+    }
+    ok
+}
 
-    let mut figs = stats
-        .as_ref()
-        .map(FigureSet::from_job_stats)
-        .unwrap_or_default();
-    if is_swe {
-        // The harness talks to the endpoint itself: its exit status is its own verdict
-        // (basis `harness`), never a stand-in count of successful requests.
-        figs.successful_requests = None;
-        figs.requests = 0;
-        figs.harness_exit_code = Some(e.harness.as_ref().map_or_else(
-            || Figure::missing(Basis::Harness, "the harness did not run"),
-            harness_exit_figure,
-        ));
-        figs.error_rate = Figure::missing(
-            Basis::RequestOutcomes,
-            "an SWE harness's own requests are not observed by the runner",
-        );
-    }
-    figs.grade_pass_rate = match g.grade_pass_rate() {
-        Some(v) => Figure::finite(v, Basis::Grading),
-        None => Figure::missing(Basis::Grading, "no checks"),
-    };
-    figs.tokens_per_joule = job_energy.tokens_per_joule.clone();
-    figs.energy_per_trajectory_j = job_energy.energy_per_trajectory_j.clone();
-
-    let (load, sweep) = match &e.load {
-        Some(l) => {
-            let windows: Vec<Option<WindowEnergy>> = point_windows
-                .iter()
-                .map(|&(s, en)| run.window(s, en).ok())
-                .collect();
-            (
-                Some(load_report(l, warm_ids.clone())),
-                Some(sweep_report(
-                    &l.spec,
-                    curve(e, l, (set, &point_requests), &warm_flags, &windows),
-                )),
-            )
-        }
-        None => (None, None),
-    };
-    // A streaming job keeps no samples to compare (`compare RUN --baseline NAME` reads
-    // its requests.jsonl instead).
-    let comparison = baseline.filter(|_| streamed.is_none()).and_then(|b| {
-        let (samples, n, ok) = match &e.load_units {
-            Some(u) => baseline::samples_of_compact(&u.figures, &u.warm),
-            None => baseline::samples_of(requests.iter(), &warm, e.load.is_some()),
-        };
-        let summary = baseline::job_summary(&e.job.job.id, job_kind(e).as_str(), n, ok, &samples);
-        b.compare(&summary, baseline::DEFAULT_NOISE_PCT)
-    });
-    figs.regression_pct = baseline::compare::regression_figure(
-        comparison.as_ref(),
-        baseline.map(|b| b.name.as_str()),
-        &e.job.job.id,
-    );
-    let mut verdicts = job_verdicts(&e.job.gates, &figs, baseline.is_some());
-    let ran = e.status_ran();
-    if !ran {
-        // A job that never started was not judged: no verdict at all.
-        verdicts.clear();
-    }
-
-    let mut notes = e.notes.clone();
-    if let (Some(b), None) = (baseline, &comparison)
-        && ran
-    {
-        notes.push(if streamed.is_some() {
-            format!(
-                "baseline {}: not compared during the run (streaming aggregation keeps no \
-                 samples); `compare RUN_DIR --baseline {}` compares its requests.jsonl",
-                b.name, b.name
-            )
-        } else {
-            format!("baseline {} has no job {}", b.name, e.job.job.id)
-        });
-    }
-    if let Some(st) = streamed {
-        let b = crate::model::streaming::bound();
-        notes.push(format!(
-            "streaming aggregation: every percentile within{} of the exact one ({}); \
-             {} requests, every record in requests.jsonl",
-            b.suffix().trim_end_matches(" (streaming)"),
-            b.method,
-            st.all.requests()
-        ));
-    }
-    if e.cancelled_before_start {
-        notes.push("not run: cancelled before start".into());
-    }
-    notes.extend(stats.as_ref().and_then(workload_notes::short_outputs));
-    notes.extend(stats.as_ref().and_then(workload_notes::prompt_diff));
-    if ran {
-        // A GPU in MIG mode is named in every job's notes with the reason.
-        notes.extend(run.power().not_attributable.iter().cloned());
-        match job_energy.energy_per_trajectory_j.basis {
-            Basis::Simulated => notes
-                .push("energy is simulated (built-in simulator power model), not measured".into()),
-            Basis::Apportioned => {
-                if job_energy.energy_j.basis == Basis::Simulated {
-                    notes.push(
-                        "energy is simulated (built-in simulator power model), not measured".into(),
-                    );
-                }
-                notes.push(format!(
-                    "{} (achieved per point in the curve): per-step energy is apportioned, \
-                     not measured, at every point with more than one in flight \
-                     (docs/measurement.md); J/out tok in the curve is window energy",
-                    crate::attribution::in_flight_phrase(in_flight, None)
-                ));
-            }
-            _ => {}
-        }
-    }
-    let mut harness_ok = true;
-    if let Some(h) = &e.harness {
-        if h.timed_out {
-            notes.push("harness timed out; its process group was killed".into());
-            harness_ok = false;
-        } else if let Some(err) = &h.spawn_error {
-            notes.push(format!("harness: {err}"));
-            harness_ok = false;
-        } else if h.exit_code != Some(0) {
-            harness_ok = false;
-        }
-        if let Some(f) = &h.steps_file {
-            notes.extend(steps_file_notes(f));
-        }
-    }
-    let outcome = JobOutcome::from_verdicts(&verdicts, g.grading_passed());
-    // A trajectory that ended without its final answer (max_steps, a repeated tool call, a
-    // failed request, Ctrl-C) fails the job even without checks (C27).
-    let unfinished: Vec<String> = match &e.load_units {
+/// The units of a job that ended without their final answer (max_steps, a repeated tool
+/// call, a failed request, Ctrl-C), one line each: they fail the job even without checks
+/// (C27).
+fn unfinished_units(e: &ExecutedJob) -> Vec<String> {
+    match &e.load_units {
         Some(u) => u
             .unfinished
             .iter()
@@ -705,53 +545,19 @@ fn job_report(
             .filter(|t| !t.stop_reason.finished())
             .map(|t| format!("{} stopped: {}", t.id, t.stop_reason.as_str()))
             .collect(),
-    };
-    // Where the notes that can fail a job on their own start (units that did not finish, a
-    // schedule that cannot place its count): a failed job lists them first.
-    let decisive_from = notes.len();
-    match (&e.load_units, &e.load) {
-        // A load job's notes stay bounded: one line per stop reason, with a count and the
-        // first unit (every unit's stop reason is a unit line of requests.jsonl).
-        (Some(u), _) => notes.extend(unfinished_lines(&u.unfinished, u.units)),
-        (None, Some(_)) => notes.extend(unfinished_summary(&e.trajectories)),
-        (None, None) => notes.extend(unfinished.iter().cloned()),
     }
-    if e.interrupted {
-        notes.push(e.interruption_note());
-    }
-    // A schedule that cannot place its count fails the job (issue 29 item 10).
-    let schedule = e
-        .load
-        .as_ref()
-        .map(|l| l.schedule_notes())
-        .unwrap_or_default();
-    notes.extend(schedule.iter().cloned());
-    let decisive_to = notes.len();
-    // Dropped SYNs inside a window are named, never left silently in TTFT (issue 33).
-    if let Some(l) = &e.load {
-        notes.extend(l.connect_notes());
-    }
-    let status = if e.cancelled_before_start {
-        JobStatus::NotRun
-    } else if e.setup_error.is_some() {
-        JobStatus::SetupError
-    } else if e.interrupted {
-        JobStatus::Cancelled
-    } else if outcome == JobOutcome::Pass
-        && harness_ok
-        && unfinished.is_empty()
-        && schedule.is_empty()
-    {
-        JobStatus::Pass
-    } else {
-        JobStatus::Fail
-    };
-    if status == JobStatus::Fail {
-        // What failed the job leads its notes (a JUnit failure's message is the first).
-        notes[..decisive_to].rotate_left(decisive_from);
-    }
-    // Failed requests by code, and of those the warm-up ones (a load job's units counted
-    // both as they ended).
+}
+
+/// Failed requests by code, and of those the warm-up ones (a load job's units counted
+/// both as they ended).
+fn failure_counts(
+    e: &ExecutedJob,
+    requests: &[RequestRecord],
+    warm: &HashSet<&str>,
+) -> (
+    BTreeMap<crate::model::FailureCode, u64>,
+    BTreeMap<crate::model::FailureCode, u64>,
+) {
     let (mut failure_codes, mut warm_failed): (BTreeMap<crate::model::FailureCode, u64>, _) =
         match &e.load_units {
             Some(u) => (u.failure_codes.clone(), u.warmup_failures.clone()),
@@ -766,19 +572,33 @@ fn job_report(
             *warm_failed.entry(code).or_default() += 1;
         }
     }
+    (failure_codes, warm_failed)
+}
+
+/// The trajectory reports a job keeps, and its unit records. A load job keeps one
+/// trajectory report per point (its first unit) and one unit line per unit in
+/// requests.jsonl: report.json's size does not grow with the units.
+fn job_trajectories(
+    g: &GradedJob,
+    run: &RunEnergy,
+    warm: &HashSet<&str>,
+    secrets: &[&str],
+) -> (
+    Vec<TrajectoryReport>,
+    Vec<crate::model::records::UnitRecord>,
+) {
+    let e = &g.executed;
     let report_of = |i: usize, t: &TrajectoryRecord| {
         let graded_pass = g
             .checks
             .get(i)
             .filter(|c| !c.is_empty())
             .map(|c| c.iter().all(|r| r.passed));
-        let mut tr = trajectory_report(t, graded_pass, run, &warm);
-        tr.redact_server_text(&secrets);
+        let mut tr = trajectory_report(t, graded_pass, run, warm);
+        tr.redact_server_text(secrets);
         tr
     };
-    // A load job keeps one trajectory report per point (its first unit) and one unit line
-    // per unit in requests.jsonl: report.json's size does not grow with the units.
-    let (trajectories, units): (Vec<_>, _) = match &e.load {
+    match &e.load {
         Some(l) => (
             l.points
                 .iter()
@@ -805,7 +625,311 @@ fn job_report(
                 .collect(),
             Vec::new(),
         ),
+    }
+}
+
+/// A job's energy figures and the most trajectories it declared in flight: one
+/// definition for sequential and load jobs, the device energy over the job's windows (its
+/// run, or each load point's window).
+fn job_energy(
+    e: &ExecutedJob,
+    run: &RunEnergy,
+    requests: &[RequestRecord],
+    is_swe: bool,
+) -> (crate::model::JobEnergy, u32) {
+    let windows: Vec<(u64, u64)> = match &e.load {
+        Some(l) => l.points.iter().map(|p| (p.start_ns, p.end_ns)).collect(),
+        None if e.status_ran() => vec![(e.start_ns, e.end_ns)],
+        None => Vec::new(),
     };
+    let in_flight = e.load.as_ref().map_or(1, |l| {
+        l.points
+            .iter()
+            .map(|p| p.declared_concurrency())
+            .max()
+            .unwrap_or(1)
+    });
+    let (tokens, units) = match &e.load_units {
+        Some(u) => (
+            match &u.streamed {
+                Some(st) if st.all.succeeded() == 0 => Some((0, TokenSource::Server)),
+                Some(st) => st.all.output_tokens(),
+                None => u.figures.output_tokens(),
+            },
+            u.units,
+        ),
+        None => (output_tokens(requests.iter()), e.trajectories.len() as u64),
+    };
+    let mut job_energy = run.job_energy(&windows, tokens, units, in_flight);
+    if is_swe {
+        job_energy.tokens_per_joule = Figure::missing(
+            job_energy.tokens_per_joule.basis,
+            "an SWE harness's own requests are not observed by the runner",
+        );
+    }
+    (job_energy, in_flight)
+}
+
+/// The figures a job's gates read: its statistics, its grading and its energy (for an
+/// SWE job, the harness's exit code in place of the request counts it cannot observe).
+/// `regression_pct` is set by the caller, once the baseline is compared.
+fn job_figures(
+    g: &GradedJob,
+    stats: Option<&crate::stats::JobStats>,
+    job_energy: &crate::model::JobEnergy,
+    is_swe: bool,
+) -> FigureSet {
+    let e = &g.executed;
+    let mut figs = stats.map(FigureSet::from_job_stats).unwrap_or_default();
+    if is_swe {
+        // The harness talks to the endpoint itself: its exit status is its own verdict
+        // (basis `harness`), never a stand-in count of successful requests.
+        figs.successful_requests = None;
+        figs.requests = 0;
+        figs.harness_exit_code = Some(e.harness.as_ref().map_or_else(
+            || Figure::missing(Basis::Harness, "the harness did not run"),
+            harness_exit_figure,
+        ));
+        figs.error_rate = Figure::missing(
+            Basis::RequestOutcomes,
+            "an SWE harness's own requests are not observed by the runner",
+        );
+    }
+    figs.grade_pass_rate = match g.grade_pass_rate() {
+        Some(v) => Figure::finite(v, Basis::Grading),
+        None => Figure::missing(Basis::Grading, "no checks"),
+    };
+    figs.tokens_per_joule = job_energy.tokens_per_joule.clone();
+    figs.energy_per_trajectory_j = job_energy.energy_per_trajectory_j.clone();
+    figs
+}
+
+/// The comparison of job `e`'s figures (warm-up requests left out) with baseline `b`'s
+/// job of the same id; `None` when the baseline has no such job.
+fn compare_job_with(
+    b: &Baseline,
+    e: &ExecutedJob,
+    requests: &[RequestRecord],
+    warm: &HashSet<&str>,
+) -> Option<baseline::JobComparison> {
+    let (samples, n, ok) = match &e.load_units {
+        Some(u) => baseline::samples_of_compact(&u.figures, &u.warm),
+        None => baseline::samples_of(requests.iter(), warm, e.load.is_some()),
+    };
+    let summary = baseline::job_summary(&e.job.job.id, job_kind(e).as_str(), n, ok, &samples);
+    b.compare(&summary, baseline::DEFAULT_NOISE_PCT)
+}
+
+/// Why job `id` that ran was not compared with baseline `b`.
+fn uncompared_note(b: &Baseline, streamed: bool, id: &str) -> String {
+    if streamed {
+        format!(
+            "baseline {}: not compared during the run (streaming aggregation keeps no \
+             samples); `compare RUN_DIR --baseline {}` compares its requests.jsonl",
+            b.name, b.name
+        )
+    } else {
+        format!("baseline {} has no job {id}", b.name)
+    }
+}
+
+/// The note of a job aggregated by streaming: the error bound of its percentiles.
+fn streaming_note(st: &crate::load::units::StreamedUnits) -> String {
+    let b = crate::model::streaming::bound();
+    format!(
+        "streaming aggregation: every percentile within{} of the exact one ({}); \
+         {} requests, every record in requests.jsonl",
+        b.suffix().trim_end_matches(" (streaming)"),
+        b.method,
+        st.all.requests()
+    )
+}
+
+/// Job `e`'s status by the one rule ([`job_status`]), with the notes that can decide it
+/// pushed onto `notes` (units that did not finish, a schedule that could not place its
+/// count, an interruption); when the job fails they are moved to the front (a JUnit
+/// failure's message is the first note).
+fn status_with_notes(
+    e: &ExecutedJob,
+    outcome: JobOutcome,
+    harness_ok: bool,
+    notes: &mut Vec<String>,
+) -> JobStatus {
+    let unfinished = unfinished_units(e);
+    // Where the notes that can fail a job on their own start (units that did not finish, a
+    // schedule that cannot place its count): a failed job lists them first.
+    let decisive_from = notes.len();
+    match (&e.load_units, &e.load) {
+        // A load job's notes stay bounded: one line per stop reason, with a count and the
+        // first unit (every unit's stop reason is a unit line of requests.jsonl).
+        (Some(u), _) => notes.extend(unfinished_lines(&u.unfinished, u.units)),
+        (None, Some(_)) => notes.extend(unfinished_summary(&e.trajectories)),
+        (None, None) => notes.extend(unfinished.iter().cloned()),
+    }
+    if e.interrupted {
+        notes.push(e.interruption_note());
+    }
+    // A schedule that cannot place its count fails the job .
+    let schedule = e
+        .load
+        .as_ref()
+        .map(|l| l.schedule_notes())
+        .unwrap_or_default();
+    notes.extend(schedule.iter().cloned());
+    let decisive_to = notes.len();
+    // Dropped SYNs inside a window are named, never left silently in TTFT.
+    if let Some(l) = &e.load {
+        notes.extend(l.connect_notes());
+    }
+    let status = job_status(&StatusFacts {
+        not_run: e.cancelled_before_start,
+        setup_error: e.setup_error.is_some(),
+        cancelled: e.interrupted,
+        outcome,
+        complete: harness_ok && unfinished.is_empty() && schedule.is_empty(),
+    });
+    if status == JobStatus::Fail {
+        // What failed the job leads its notes (a JUnit failure's message is the first).
+        notes[..decisive_to].rotate_left(decisive_from);
+    }
+    status
+}
+
+/// A job's requests as compact figures (integer ns), with each one's warm-up flag: a
+/// load job's were folded in as its units ended ([`LoadUnits`]), a sequential job's are
+/// made here.
+fn figure_set<'a>(
+    e: &'a ExecutedJob,
+    requests: &[RequestRecord],
+    warm: &HashSet<&str>,
+) -> (Cow<'a, CompactFigureSet>, Cow<'a, [bool]>) {
+    if let Some(u) = &e.load_units {
+        return (Cow::Borrowed(&u.figures), Cow::Borrowed(&u.warm));
+    }
+    let mut set = CompactFigureSet::new();
+    for r in requests {
+        set.push_record(r);
+    }
+    let flags = requests
+        .iter()
+        .map(|r| warm.contains(r.request_id.as_str()))
+        .collect();
+    (Cow::Owned(set), Cow::Owned(flags))
+}
+
+/// A job's statistics over its requests that are not warm-up, exact over their compact
+/// figures (the same figures as the f64 path, without an f64 vector per request), or from
+/// the histograms with every percentile's bound under `aggregation = "streaming"`; rates
+/// are over the job's run, or a load job's points' windows (not the gaps between points).
+/// `None` when no request counts.
+fn job_stats(
+    e: &ExecutedJob,
+    streamed: Option<&crate::load::units::StreamedUnits>,
+    set: &CompactFigureSet,
+    warm_flags: &[bool],
+    duration_ns: u64,
+) -> Option<crate::stats::JobStats> {
+    let window_ns = e.load.as_ref().map_or(duration_ns, |l| {
+        l.points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| p.measured_window_ns(measured_start(e, i)))
+            .sum()
+    });
+    let params = AggregateParams::new(window_ns.max(1));
+    match streamed {
+        Some(st) => (st.job.requests() > 0).then(|| st.job.stats(params)),
+        None => warm_flags
+            .iter()
+            .any(|w| !w)
+            .then(|| set.stats(|i| !warm_flags[i], params)),
+    }
+}
+
+fn job_report(
+    g: &GradedJob,
+    suites: &[SuiteRuntime],
+    run: &RunEnergy,
+    baseline: Option<&Baseline>,
+) -> JobReport {
+    let e = &g.executed;
+    let suite = &suites[e.suite_index];
+    let secrets = suite.secrets();
+    let (requests, point_requests) = job_requests(e, &secrets);
+    let duration_ns = e.end_ns.saturating_sub(e.start_ns);
+    // Load jobs: warm-up requests stay recorded but leave every statistic, and rates are
+    // over the points' windows (not the gaps between points).
+    let warm_ids: Vec<String> = match (&e.load_units, &e.load) {
+        (Some(u), _) => u.warmup_ids.clone(),
+        (None, Some(l)) => warmup_ids(l, &requests, &point_requests),
+        (None, None) => Vec::new(),
+    };
+    let warm: HashSet<&str> = warm_ids.iter().map(String::as_str).collect();
+    let (set, warm_flags) = figure_set(e, &requests, &warm);
+    let set: &CompactFigureSet = &set;
+    let streamed = e.load_units.as_ref().and_then(|u| u.streamed.as_ref());
+    let stats = job_stats(e, streamed, set, &warm_flags, duration_ns);
+
+    let is_swe = e.harness.is_some() || e.job.job.kind_name().as_str() == "swe";
+    let (job_energy, in_flight) = job_energy(e, run, &requests, is_swe);
+    let mut figs = job_figures(g, stats.as_ref(), &job_energy, is_swe);
+
+    let (load, sweep) = match &e.load {
+        Some(l) => {
+            // Each point's window energy, by the same integral as the job's.
+            let windows: Vec<Option<WindowEnergy>> = l
+                .points
+                .iter()
+                .map(|p| run.window(p.start_ns, p.end_ns).ok())
+                .collect();
+            let points = curve(e, l, (set, &point_requests), &warm_flags, &windows);
+            (
+                Some(load_report(l, warm_ids.clone())),
+                Some(sweep_report(&l.spec, points)),
+            )
+        }
+        None => (None, None),
+    };
+    // A streaming job keeps no samples to compare (`compare RUN --baseline NAME` reads
+    // its requests.jsonl instead).
+    let comparison = baseline
+        .filter(|_| streamed.is_none())
+        .and_then(|b| compare_job_with(b, e, &requests, &warm));
+    figs.regression_pct = baseline::compare::regression_figure(
+        comparison.as_ref(),
+        baseline.map(|b| b.name.as_str()),
+        &e.job.job.id,
+    );
+    let mut verdicts = job_verdicts(&e.job.gates, &figs, baseline.is_some());
+    let ran = e.status_ran();
+    if !ran {
+        // A job that never started was not judged: no verdict at all.
+        verdicts.clear();
+    }
+
+    let mut notes = e.notes.clone();
+    if let (Some(b), None) = (baseline, &comparison)
+        && ran
+    {
+        notes.push(uncompared_note(b, streamed.is_some(), &e.job.job.id));
+    }
+    notes.extend(streamed.map(streaming_note));
+    if e.cancelled_before_start {
+        notes.push("not run: cancelled before start".into());
+    }
+    notes.extend(stats.as_ref().and_then(workload_notes::short_outputs));
+    notes.extend(stats.as_ref().and_then(workload_notes::prompt_diff));
+    if ran {
+        notes.extend(energy_notes(run, &job_energy, in_flight));
+    }
+    let harness_ok = e
+        .harness
+        .as_ref()
+        .is_none_or(|h| harness_notes(h, &mut notes));
+    let outcome = JobOutcome::from_verdicts(&verdicts, g.grading_passed());
+    let status = status_with_notes(e, outcome, harness_ok, &mut notes);
+    let (failure_codes, warm_failed) = failure_counts(e, &requests, &warm);
+    let (trajectories, units) = job_trajectories(g, run, &warm, &secrets);
     notes.extend(workload_notes::counters_low_confidence(&trajectories));
     notes.extend(workload_notes::warmup_failures(&warm_failed));
     JobReport {
@@ -832,12 +956,7 @@ fn job_report(
             .map(|(code, count)| FailureCount { code, count })
             .collect(),
         notes,
-        harness: e.harness.as_ref().map(|h| HarnessReport {
-            exit_code: h.exit_code,
-            timed_out: h.timed_out,
-            spawn_error: h.spawn_error.clone(),
-            steps_file: h.steps_file.clone(),
-        }),
+        harness: e.harness.as_ref().map(harness_report),
         load,
         sweep,
         baseline: comparison,
@@ -938,9 +1057,8 @@ fn job_kind(e: &ExecutedJob) -> JobKind {
 }
 
 /// Whether the first suite turned GPU sampling off (`[telemetry] gpu = "off"`).
-fn gpu_off(session: &Session) -> bool {
-    session
-        .suites
+fn gpu_off(suites: &[SuiteRuntime]) -> bool {
+    suites
         .first()
         .is_some_and(|s| s.resolved.suite.telemetry.gpu == GpuMode::Off)
 }
@@ -952,14 +1070,14 @@ fn gpu_off(session: &Session) -> bool {
 /// window's tail is not covered, and no figure is extended over it.
 pub fn finalize_job(
     g: &GradedJob,
-    session: &Session,
+    suites: &[SuiteRuntime],
     snapshot: Option<&TelemetrySnapshot>,
     baseline: Option<&Baseline>,
 ) -> JobReport {
     let telemetry = snapshot.map(|s| &s.run);
-    let power = energy::power_report(telemetry, gpu_off(session));
-    let run = RunEnergy::attribute(std::slice::from_ref(g), telemetry, power);
-    let mut job = job_report(g, session, &run, baseline);
+    let power = energy::power_report(telemetry, gpu_off(suites));
+    let run = energy::attribute_run_energy(std::slice::from_ref(g), telemetry, power);
+    let mut job = job_report(g, suites, &run, baseline);
     if g.executed.status_ran() {
         let end_ms = g.executed.end_ns as f64 / 1e6;
         for (source, newest) in snapshot.iter().flat_map(|s| &s.uncovered) {
@@ -985,7 +1103,7 @@ pub fn finalize_job(
 pub fn build(
     run_id: &str,
     clock: &RunClock,
-    session: &Session,
+    suites: &[SuiteRuntime],
     graded: &[GradedJob],
     reports: Vec<Option<JobReport>>,
     telemetry: Option<&TelemetryRun>,
@@ -993,15 +1111,14 @@ pub fn build(
     baseline: Option<&Baseline>,
 ) -> RunReport {
     let end_ns = clock.elapsed_ns();
-    let power = energy::power_report(telemetry, gpu_off(session));
-    let run = RunEnergy::attribute(graded, telemetry, power);
+    let power = energy::power_report(telemetry, gpu_off(suites));
+    let run = energy::attribute_run_energy(graded, telemetry, power);
     let jobs: Vec<JobReport> = graded
         .iter()
         .zip(reports)
-        .map(|(g, r)| r.unwrap_or_else(|| job_report(g, session, &run, baseline)))
+        .map(|(g, r)| r.unwrap_or_else(|| job_report(g, suites, &run, baseline)))
         .collect();
-    let endpoints: Vec<EndpointReport> = session
-        .suites
+    let endpoints: Vec<EndpointReport> = suites
         .iter()
         .map(|s| EndpointReport {
             suite: s.resolved.suite.name.clone(),
@@ -1045,9 +1162,9 @@ pub fn endpoint_label(report: &RunReport) -> EndpointLabel {
 }
 
 /// Per-step tables of every trajectory (printed after the job lines): see
-/// [`super::table::step_tables`].
+/// [`inferscope_report::table::step_tables`].
 pub fn trajectory_tables(report: &RunReport) -> Vec<String> {
-    super::table::step_tables(report)
+    inferscope_report::table::step_tables(report)
 }
 
 /// The console notes of an SWE steps file: a truncated tail, every rejected line (by its
@@ -1318,7 +1435,7 @@ mod tests {
             start_ns: 0,
             end_ns: 2,
         };
-        let run = RunEnergy::attribute(&[], None, energy::power_report(None, false));
+        let run = energy::attribute_run_energy(&[], None, energy::power_report(None, false));
         let r = trajectory_report(&t, None, &run, &HashSet::new());
         assert_eq!(r.completion_tokens.value, None);
         assert_eq!(

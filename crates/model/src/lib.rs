@@ -30,6 +30,7 @@ pub mod compact;
 pub mod exit;
 pub mod figure;
 pub mod gate;
+pub mod gate_spec;
 pub mod job;
 pub mod load;
 pub mod records;

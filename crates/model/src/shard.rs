@@ -128,7 +128,7 @@ pub struct JobShare {
     pub job: String,
     /// The job's effective `[gates]` (suite merged with job), so a merge judges the
     /// merged figures with the same bounds.
-    pub gates: serde_json::Value,
+    pub gates: crate::gate_spec::GateSpec,
     /// One share per point.
     pub points: Vec<PointShare>,
 }

@@ -14,8 +14,7 @@
 //! excluded), so a baseline can be saved from any finished run. Names are
 //! `[A-Za-z0-9_.-]+` (no path separators).
 
-pub mod compare;
-pub mod summary;
+pub use inferscope_report::baseline::{compare, summary};
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -19,7 +19,7 @@
 //! whole point window.
 
 pub mod arrival;
-pub mod curve;
+pub use inferscope_report::curve;
 pub mod drive;
 pub mod exec;
 pub mod record;

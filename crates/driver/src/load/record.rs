@@ -3,8 +3,8 @@
 
 use std::ops::Range;
 
-use super::curve::PointSummary;
 use super::spec::{LoadPoint, LoadSpec, Sweep};
+use inferscope_report::curve::PointSummary;
 
 /// One executed point of a load job.
 #[derive(Debug, Clone, PartialEq)]

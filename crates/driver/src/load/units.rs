@@ -21,14 +21,14 @@ use std::sync::{Arc, Mutex};
 
 use crate::client::RequestRecord;
 use crate::events::{EventSink, RunEvent};
-use crate::load::curve::{GoodputCriteria, meets_row};
 use crate::model::FailureCode;
 use crate::model::compact::CompactFigureSet;
 use crate::model::records::UnitRecord;
-use crate::model::stats::Tally;
 use crate::model::streaming::StreamingStats;
 use crate::records::RecordsWriter;
 use crate::steps::{StepStatus, StopReason, TrajectoryRecord};
+use inferscope_report::curve::{GoodputCriteria, meets_row};
+pub use inferscope_report::curve::{StreamedPoint, StreamedUnits};
 
 /// Bytes [`LoadUnits`] keeps per request besides its ITL gaps (4 bytes each): the compact
 /// figures and the warm-up flag.
@@ -143,31 +143,6 @@ pub struct LoadUnits {
     pub choice_mismatches: Vec<RequestRecord>,
     /// With `aggregation = "streaming"`: the histograms (and `figures` stays empty).
     pub streamed: Option<StreamedUnits>,
-}
-
-/// A streaming load job's statistics (issue 19 step 2): HDR histograms for the job and for
-/// each point, over the requests that are not warm-up; nothing grows with the requests.
-#[derive(Debug, Clone, Default)]
-pub struct StreamedUnits {
-    /// The job's measured (non-warm-up) requests.
-    pub job: StreamingStats,
-    /// Every request of the job, warm-up included (its output tokens, for the job energy).
-    pub all: Tally,
-    /// Per point, in the job's point order.
-    pub points: Vec<StreamedPoint>,
-}
-
-/// One point of a streaming load job.
-#[derive(Debug, Clone, Default)]
-pub struct StreamedPoint {
-    /// The point's measured requests.
-    pub stats: StreamingStats,
-    /// Every request of the point, warm-up included (the point window's output tokens).
-    pub all: Tally,
-    /// Warm-up requests (left out of `stats`).
-    pub warmup: u64,
-    /// Measured requests that met the job's goodput criteria.
-    pub good: u64,
 }
 
 impl LoadUnits {

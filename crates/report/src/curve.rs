@@ -13,9 +13,8 @@
 //!   not meet a bound on it; a request with no ITL gap or no TPOT (≤ 1 output token, C26)
 //!   does not violate one. `goodput_fraction = good / requests`, `goodput_rps = good /
 //!   window`. Without latency bounds goodput is `null` (missing, not 0);
-//! - **energy per output token**: the device energy over the point's window (energy-counter
-//!   delta between the samples bracketing the window, else the integer power trapezoid over
-//!   the segments inside it; summed over devices) divided by every output token the
+//! - **energy per output token**: the device energy over the point's window (the one window
+//!   integral of docs/measurement.md "Energy over a window", summed over devices) divided by every output token the
 //!   point's requests reported (warm-up included: they ran inside the window). It is a
 //!   window measurement at any concurrency — never a per-step attribution — labelled with
 //!   the power source's basis (`simulated` for the simulator);
@@ -31,6 +30,8 @@ use crate::model::compact::{CompactFigureSet, CompactFigures};
 pub use crate::model::load::{
     Goodput, GoodputCriteria, PointEnergy, PointFacts, PointSummary, WindowEnergy, WindowMethod,
 };
+use crate::model::stats::Tally;
+use crate::model::streaming::StreamingStats;
 use crate::stats::{AggregateParams, FigureRow, RequestFigures, Summary, total_if_complete};
 use std::ops::Range;
 
@@ -178,11 +179,11 @@ pub fn summarize_point_compact(
     }
 }
 
-/// [`summarize_point`] of a streaming point ([`super::units::StreamedPoint`]): the same
+/// [`summarize_point`] of a streaming point ([`StreamedPoint`]): the same
 /// figures from its histograms, every percentile with its error bound.
 pub fn summarize_point_streamed(
     facts: PointFacts,
-    p: &super::units::StreamedPoint,
+    p: &StreamedPoint,
     criteria: Option<&GoodputCriteria>,
     energy: Option<WindowEnergy>,
 ) -> PointSummary {
@@ -219,6 +220,31 @@ pub fn summarize_point_streamed(
     }
 }
 
+/// A streaming load job's statistics : HDR histograms for the job and for
+/// each point, over the requests that are not warm-up; nothing grows with the requests.
+#[derive(Debug, Clone, Default)]
+pub struct StreamedUnits {
+    /// The job's measured (non-warm-up) requests.
+    pub job: StreamingStats,
+    /// Every request of the job, warm-up included (its output tokens, for the job energy).
+    pub all: Tally,
+    /// Per point, in the job's point order.
+    pub points: Vec<StreamedPoint>,
+}
+
+/// One point of a streaming load job.
+#[derive(Debug, Clone, Default)]
+pub struct StreamedPoint {
+    /// The point's measured requests.
+    pub stats: StreamingStats,
+    /// Every request of the point, warm-up included (the point window's output tokens).
+    pub all: Tally,
+    /// Warm-up requests (left out of `stats`).
+    pub warmup: u64,
+    /// Measured requests that met the job's goodput criteria.
+    pub good: u64,
+}
+
 /// Warm-up flags: `true` for the first `k` requests ordered by `(scheduled_ns, send_ns)`
 /// (ties keep input order). `keys[i] = (scheduled_ns, send_ns)` of request `i`.
 pub fn warmup_flags(keys: &[(u64, u64)], k: u64) -> Vec<bool> {
@@ -238,63 +264,6 @@ fn tokens_cell(f: &crate::model::Figure<f64>) -> String {
         Some(v) if f.tokens == Some(TokenSource::ClientEstimate) => format!("~{v:.1}"),
         Some(v) => format!("{v:.1}"),
     }
-}
-
-/// One sample of a device's power series for [`window_energy_mj`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EnergyPoint {
-    /// ns from the reference instant.
-    pub elapsed_ns: u64,
-    /// Power, mW.
-    pub power_mw: Option<u64>,
-    /// Cumulative energy counter, mJ.
-    pub energy_mj: Option<u64>,
-    /// Counter epoch (changes when the counter reset).
-    pub epoch: Option<u32>,
-}
-
-/// Device energy over `[start_ns, end_ns]`, mJ, and the method: the counter delta between
-/// the last sample at or before the start and the first at or after the end (same epoch;
-/// it can include up to one sample period either side: it over-attributes rather than
-/// under-attributes), else the integer trapezoid `Σ (p₁ + p₂)·Δt / 2` over the segments fully
-/// inside the window (u128, floored to mJ once). `None` when neither is possible.
-pub fn window_energy_mj(
-    samples: &[EnergyPoint],
-    start_ns: u64,
-    end_ns: u64,
-) -> Option<(u64, WindowMethod)> {
-    let before = samples
-        .iter()
-        .filter(|s| s.elapsed_ns <= start_ns && s.energy_mj.is_some())
-        .max_by_key(|s| s.elapsed_ns);
-    let after = samples
-        .iter()
-        .filter(|s| s.elapsed_ns >= end_ns && s.energy_mj.is_some())
-        .min_by_key(|s| s.elapsed_ns);
-    if let (Some(a), Some(b)) = (before, after)
-        && a.epoch == b.epoch
-        && let (Some(ea), Some(eb)) = (a.energy_mj, b.energy_mj)
-        && eb >= ea
-    {
-        return Some((eb - ea, WindowMethod::Counter));
-    }
-    let inside: Vec<(u64, u64)> = samples
-        .iter()
-        .filter(|s| s.elapsed_ns >= start_ns && s.elapsed_ns <= end_ns)
-        .filter_map(|s| Some((s.elapsed_ns, s.power_mw?)))
-        .collect();
-    if inside.len() < 2 {
-        return None;
-    }
-    let doubled: u128 = inside
-        .windows(2)
-        .map(|w| u128::from(w[0].1 + w[1].1) * u128::from(w[1].0.saturating_sub(w[0].0)))
-        .sum();
-    // mW·ns = 1e-12 J = 1e-9 mJ; halve the doubled sum.
-    Some((
-        (doubled / 2 / 1_000_000_000) as u64,
-        WindowMethod::Trapezoid,
-    ))
 }
 
 /// The console table of a curve, e.g.
@@ -515,42 +484,6 @@ mod tests {
         assert_eq!(warmup_flags(&keys, 2), vec![false, true, true, false]);
         assert_eq!(warmup_flags(&keys, 0), vec![false; 4]);
         assert_eq!(warmup_flags(&keys, 9), vec![true; 4]);
-    }
-
-    #[test]
-    fn window_energy_counter_then_trapezoid() {
-        let p = |t: u64, mw: u64, mj: Option<u64>| EnergyPoint {
-            elapsed_ns: t,
-            power_mw: Some(mw),
-            energy_mj: mj,
-            epoch: mj.map(|_| 0),
-        };
-        let with_counter = [
-            p(0, 1000, Some(10)),
-            p(1_000_000_000, 1000, Some(1010)),
-            p(2_000_000_000, 1000, Some(2010)),
-        ];
-        assert_eq!(
-            window_energy_mj(&with_counter, 0, 2_000_000_000),
-            Some((2000, WindowMethod::Counter))
-        );
-        let no_counter = [
-            p(0, 1000, None),
-            p(1_000_000_000, 3000, None),
-            p(2_000_000_000, 3000, None),
-        ];
-        // (1000+3000)/2 W·s·1e-3 = 2 J over the first second + 3 J → 5000 mJ.
-        assert_eq!(
-            window_energy_mj(&no_counter, 0, 2_000_000_000),
-            Some((5000, WindowMethod::Trapezoid))
-        );
-        assert_eq!(window_energy_mj(&no_counter, 10, 20), None);
-        let mut reset = with_counter;
-        reset[2].epoch = Some(1);
-        assert_eq!(
-            window_energy_mj(&reset, 0, 2_000_000_000).map(|e| e.1),
-            Some(WindowMethod::Trapezoid)
-        );
     }
 
     #[test]
