@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::cli::InitArgs;
 use crate::client::{Client, ClientConfig};
-use crate::gate::{EXIT_BAD_INPUT, EXIT_OK, EXIT_SETUP_ERROR};
+use crate::model::exit::ExitCode;
 use crate::model::request::redact_known;
 
 /// How long `init` waits for the model list (the preflight's bound).
@@ -26,7 +26,7 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 /// a model list that serves the model.
 pub async fn command(args: InitArgs) -> i32 {
     match init(&args).await {
-        Ok(()) => EXIT_OK,
+        Ok(()) => ExitCode::OK,
         Err((code, message)) => {
             eprintln!("error: {message}");
             code
@@ -37,7 +37,7 @@ pub async fn command(args: InitArgs) -> i32 {
 type Failure = (i32, String);
 
 fn bad(message: String) -> Failure {
-    (EXIT_BAD_INPUT, message)
+    (ExitCode::BAD_INPUT, message)
 }
 
 async fn init(args: &InitArgs) -> Result<(), Failure> {
@@ -70,7 +70,7 @@ async fn init(args: &InitArgs) -> Result<(), Failure> {
         Err(e) => {
             let err = setup(Err(e), "").expect("a failed listing is a setup error");
             return Err((
-                EXIT_SETUP_ERROR,
+                ExitCode::SETUP_ERROR,
                 format!(
                     "{} ({}); nothing was written",
                     err.message,
@@ -83,7 +83,7 @@ async fn init(args: &InitArgs) -> Result<(), Failure> {
         Some(m) => {
             if let Some(err) = setup(Ok(listed.clone()), m) {
                 return Err((
-                    EXIT_SETUP_ERROR,
+                    ExitCode::SETUP_ERROR,
                     format!("{}; nothing was written", err.message),
                 ));
             }
@@ -145,7 +145,7 @@ fn first_listed_model(
 ) -> Result<String, Failure> {
     let Some(first) = listed.first() else {
         return Err((
-            EXIT_SETUP_ERROR,
+            ExitCode::SETUP_ERROR,
             format!(
                 "{endpoint} lists no model (GET {endpoint}/models answered an empty \
                  list); pass --model NAME; nothing was written"
@@ -154,7 +154,7 @@ fn first_listed_model(
     };
     if redact_known(first, secrets) != *first {
         return Err((
-            EXIT_SETUP_ERROR,
+            ExitCode::SETUP_ERROR,
             "the endpoint's first model id holds the API key; pass --model NAME; \
              nothing was written"
                 .to_string(),

@@ -27,8 +27,9 @@ mod yaml;
 
 use serde_json::{Value, json};
 
+use crate::model::exit::ExitCode;
+
 pub use crate::cli::{K8sArgs, KubeRelease, PartitionMode};
-use crate::gate::EXIT_BAD_INPUT;
 
 /// A Kubernetes feature the manifests use and the release whose API has it as they write it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -527,7 +528,7 @@ pub fn to_yaml(docs: &[Value], target: KubeRelease) -> Result<String, String> {
 pub fn command(args: K8sArgs) -> i32 {
     let bad = |m: String| {
         eprintln!("error: {m}");
-        EXIT_BAD_INPUT
+        ExitCode::BAD_INPUT
     };
     if !dns_label(&args.name, 50) {
         return bad(format!(

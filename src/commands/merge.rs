@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 use crate::report::status::{StatusFacts, job_status};
 use sha2::{Digest, Sha256};
 
-use crate::gate::{EXIT_BAD_INPUT, FigureSet, JobOutcome};
+use crate::gate::{FigureSet, JobOutcome};
+use crate::model::exit::ExitCode;
 use crate::model::figure::Figure;
 use crate::model::load::{Goodput, GoodputCriteria, LoadReport, PointSummary, SweepReport};
 use crate::model::records::UnitRecord;
@@ -1293,7 +1294,7 @@ pub fn shard_dirs(run_dir: &Path) -> Option<Vec<(u32, PathBuf)>> {
 pub fn command(dirs: &[PathBuf], out: &Path, host_offset_ms: f64) -> i32 {
     let fail = |m: String| {
         eprintln!("error: {m}");
-        EXIT_BAD_INPUT
+        ExitCode::BAD_INPUT
     };
     if !(host_offset_ms.is_finite() && host_offset_ms >= 0.0) {
         return fail(format!(

@@ -102,22 +102,3 @@ async fn dispatch_inner(cmd: Command) -> i32 {
 pub use crate::run_dir::{check_new_or_empty_dir, read_report, read_report_with_requests};
 pub use crate::suite::diagnose::{load_all, no_job_selected, print_suite_error};
 pub use run::resolve_run;
-
-#[cfg(test)]
-mod tests {
-    use crate::model::exit::ExitCode;
-
-    /// The gate crate's exit constants, which the suite loader and the gates still return,
-    /// are [`ExitCode`]'s values.
-    #[test]
-    fn the_gate_crates_exit_statuses_are_exit_codes() {
-        use crate::gate::{
-            EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SETUP_ERROR,
-        };
-        assert_eq!(EXIT_OK, ExitCode::OK);
-        assert_eq!(EXIT_BAD_INPUT, ExitCode::BAD_INPUT);
-        assert_eq!(EXIT_INCONCLUSIVE, ExitCode::INCONCLUSIVE);
-        assert_eq!(EXIT_SETUP_ERROR, ExitCode::SETUP_ERROR);
-        assert_eq!(EXIT_FAILED, ExitCode::FAILED);
-    }
-}

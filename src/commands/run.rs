@@ -79,39 +79,13 @@ pub async fn command(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
             return ExitCode::BAD_INPUT;
         }
     };
-    let baseline = match &after.baseline {
-        None => None,
-        Some(name) => match crate::baseline::Baseline::load(Path::new("."), name) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                eprintln!("error: --baseline: {e}");
-                return ExitCode::BAD_INPUT;
-            }
-        },
-    };
-    if let Some(b) = &baseline {
-        // As `compare`: a baseline that shares no selected job would compare nothing, and
-        // every `regression_pct` gate would be unavailable; refused before any request.
-        let selected: Vec<&str> = resolved
-            .iter()
-            .flat_map(|r| r.jobs.iter().map(|j| j.job.id.as_str()))
-            .collect();
-        if !selected.iter().any(|id| b.job(id).is_some()) {
-            eprintln!(
-                "error: --baseline {}: the baseline (saved from run {}) shares no job with \
-                 this run: it has [{}], the run selects [{}]",
-                b.name,
-                b.run_id,
-                b.jobs
-                    .iter()
-                    .map(|j| j.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                selected.join(", ")
-            );
+    let baseline = match load_baseline(after.baseline.as_deref(), &resolved) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
             return ExitCode::BAD_INPUT;
         }
-    }
+    };
     if let Err(e) = check_output_paths(&args) {
         eprintln!("error: {e}");
         return ExitCode::BAD_INPUT;
@@ -185,6 +159,36 @@ pub async fn command(args: RunArgs, after: crate::cli::RunAfterArgs) -> i32 {
         crate::otlp::send_report(&outcome.report, url, after.otlp_protocol.encoding()).await;
     }
     exit_status
+}
+
+/// `--baseline NAME`, loaded and checked against the selected jobs before any request: as
+/// in `compare`, a baseline that shares no selected job would compare nothing, and every
+/// `regression_pct` gate would be unavailable. The error is the message after `error: `.
+fn load_baseline(
+    name: Option<&str>,
+    resolved: &[crate::suite::ResolvedSuite],
+) -> Result<Option<crate::baseline::Baseline>, String> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    let b = crate::baseline::Baseline::load(Path::new("."), name)
+        .map_err(|e| format!("--baseline: {e}"))?;
+    let selected: Vec<&str> = resolved
+        .iter()
+        .flat_map(|r| r.jobs.iter().map(|j| j.job.id.as_str()))
+        .collect();
+    if !selected.iter().any(|id| b.job(id).is_some()) {
+        let has: Vec<&str> = b.jobs.iter().map(|j| j.id.as_str()).collect();
+        return Err(format!(
+            "--baseline {}: the baseline (saved from run {}) shares no job with this run: it has [{}], \
+             the run selects [{}]",
+            b.name,
+            b.run_id,
+            has.join(", "),
+            selected.join(", ")
+        ));
+    }
+    Ok(Some(b))
 }
 
 /// Checks `--out DIR` and `--junit FILE` before any request (exit 2 on error), so a run

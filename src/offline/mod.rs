@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::attribution as attr;
-use crate::gate;
+use crate::model::exit::ExitCode;
 use crate::runner::energy;
 use crate::telemetry::{EngineProfile, TelemetryRun, prometheus};
 
@@ -108,7 +108,7 @@ pub fn command(src: &OfflineSource, steps: &Path, out: Option<&Path>) -> i32 {
         Ok(m) => m,
         Err(e) => {
             eprintln!("error: {}: {e}", steps.display());
-            return gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     // Every rejected line is bad input, named by file and line; a half-written last line
@@ -118,7 +118,7 @@ pub fn command(src: &OfflineSource, steps: &Path, out: Option<&Path>) -> i32 {
         for p in file.problems(&shown) {
             eprintln!("error: {p}");
         }
-        return gate::EXIT_BAD_INPUT;
+        return ExitCode::BAD_INPUT;
     }
     for p in file.problems(&shown) {
         eprintln!("warning: {p}");
@@ -127,7 +127,7 @@ pub fn command(src: &OfflineSource, steps: &Path, out: Option<&Path>) -> i32 {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e}");
-            return gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     notes.extend(energy::not_attributable_devices(&t));
@@ -159,12 +159,12 @@ pub fn command(src: &OfflineSource, steps: &Path, out: Option<&Path>) -> i32 {
             Ok(j) => j,
             Err(e) => {
                 eprintln!("error: {e}");
-                return 1;
+                return ExitCode::ERROR;
             }
         };
         if let Err(e) = std::fs::write(p, json) {
             eprintln!("error: {}: {e}", p.display());
-            return gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
         println!("wrote {}", p.display());
     }

@@ -384,7 +384,7 @@ pub fn validate_overhead(spec: &OverheadSpec) -> Result<(), Vec<SpecProblem>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, JobOutcome, Outcome, exit_status};
+    use crate::verdict::{JobOutcome, Outcome};
     use inferscope_model::stats::{AggregateParams, JobStats, RequestFigures};
 
     fn spec(toml_src: &str) -> GateSpec {
@@ -794,17 +794,6 @@ mod tests {
         );
         let inf: OverheadSpec = toml::from_str("max_workload_effect_pct = inf").unwrap();
         assert!(validate_overhead(&inf).is_err());
-    }
-
-    #[test]
-    fn exit_status_codes() {
-        assert_eq!(exit_status(&[JobOutcome::Pass, JobOutcome::Pass]), EXIT_OK);
-        assert_eq!(
-            exit_status(&[JobOutcome::Pass, JobOutcome::Fail]),
-            EXIT_FAILED
-        );
-        assert_eq!(exit_status(&[]), EXIT_BAD_INPUT);
-        assert_eq!((EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT), (0, 100, 2));
     }
 
     #[test]

@@ -22,7 +22,4 @@ pub use eval::{
     validate_spec,
 };
 pub use figures::{Figure, FigureSet, LatencyFigures};
-pub use verdict::{
-    Comparison, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_SETUP_ERROR,
-    JobOutcome, Outcome, Verdict, exit_status, format_number, judge,
-};
+pub use verdict::{Comparison, JobOutcome, Outcome, Verdict, format_number, judge};

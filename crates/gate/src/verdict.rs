@@ -1,24 +1,10 @@
-//! Verdicts, job outcomes and exit statuses (docs/measurement.md).
+//! Verdicts and job outcomes (docs/measurement.md); exit statuses are
+//! [`inferscope_model::exit::ExitCode`]'s.
 //! The verdict type is the report model's ([`inferscope_model::Verdict`]); [`judge`] makes one.
 
 use super::figures::Figure;
 use super::spec::WhenUnavailable;
 use serde::{Deserialize, Serialize};
-
-/// Exit status: every job and every gate passed.
-pub const EXIT_OK: i32 = 0;
-/// Exit status: a job failed (gate, grading, or zero successful requests) — nextest's
-/// `TEST_RUN_FAILED`.
-pub const EXIT_FAILED: i32 = 100;
-/// Exit status: bad input (suite file, flags, invalid gate bound, no job selected).
-pub const EXIT_BAD_INPUT: i32 = 2;
-/// Exit status: a setup error — the endpoint failed the preflight (nothing listening,
-/// `/models` not found, model not listed, auth refused) or a suite could not be set up;
-/// nothing was measured. nextest's `SETUP_ERROR` (96), distinct from a failed run (100).
-pub const EXIT_SETUP_ERROR: i32 = 96;
-/// Exit status of `overhead` when the noise is wider than the budget:
-/// never a pass on noisy evidence.
-pub const EXIT_INCONCLUSIVE: i32 = 3;
 
 pub use inferscope_model::{Comparison, Outcome, Verdict};
 
@@ -120,19 +106,6 @@ impl JobOutcome {
     /// Whether this is `Pass`.
     pub fn passed(self) -> bool {
         self == JobOutcome::Pass
-    }
-}
-
-/// Exit status of a run: [`EXIT_OK`] when every job passed, [`EXIT_FAILED`] when any
-/// failed, [`EXIT_BAD_INPUT`] when no job ran (a filter that selects nothing must not pass CI
-/// silently; nextest likewise fails an empty run).
-pub fn exit_status(outcomes: &[JobOutcome]) -> i32 {
-    if outcomes.is_empty() {
-        EXIT_BAD_INPUT
-    } else if outcomes.iter().all(|o| o.passed()) {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
     }
 }
 

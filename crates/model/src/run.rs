@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::exit::ExitCode;
+
 use super::attribution::RunAttributionSummary;
 pub use super::capture::{CaptureReport, PowerReport, Quality};
 use super::job::{JobReport, JobStatus, SetupError};
@@ -96,15 +98,15 @@ impl SummaryReport {
 /// `SETUP_ERROR`); else any failed job is 100; a run that selected no job is 2; else 0.
 pub fn exit_status(s: &SummaryReport, no_jobs: bool, cancelled: bool) -> i32 {
     if cancelled || s.cancelled > 0 || s.not_run > 0 {
-        100
+        ExitCode::FAILED
     } else if s.setup_errors > 0 {
-        96
+        ExitCode::SETUP_ERROR
     } else if no_jobs {
-        2
+        ExitCode::BAD_INPUT
     } else if s.failed > 0 || s.jobs == 0 {
-        100
+        ExitCode::FAILED
     } else {
-        0
+        ExitCode::OK
     }
 }
 

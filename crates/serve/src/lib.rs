@@ -55,6 +55,8 @@ use inferscope_records as records;
 use inferscope_telemetry as telemetry;
 use inferscope_timeline as timeline;
 
+use inferscope_model::exit::ExitCode;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -96,7 +98,7 @@ async fn run_inner(args: ServeConfig) -> i32 {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
-            return crate::gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     if !args.bind.ip().is_loopback() {
@@ -110,14 +112,14 @@ async fn run_inner(args: ServeConfig) -> i32 {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: cannot listen on {}: {e}", args.bind);
-            return crate::gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     let addr = match server.local_addr() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("error: {e}");
-            return crate::gate::EXIT_BAD_INPUT;
+            return ExitCode::BAD_INPUT;
         }
     };
     // A closed stdout (a supervisor that read the first line) must not stop the server.

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::{ResolvedSuite, RunOverrides, Suite, SuiteError};
-use crate::gate::EXIT_BAD_INPUT;
+use inferscope_model::exit::ExitCode;
 
 /// Prints a suite error once: the one-line `error: file:line:col: message; hint` form,
 /// then (when the file's text can be shown) the source snippet with the labelled span.
@@ -59,11 +59,11 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Suite>, i32> {
         }
     }
     if failed {
-        return Err(EXIT_BAD_INPUT);
+        return Err(ExitCode::BAD_INPUT);
     }
     if let Err(e) = super::check_distinct_job_ids(&out) {
         print_suite_error(&e);
-        return Err(EXIT_BAD_INPUT);
+        return Err(ExitCode::BAD_INPUT);
     }
     Ok(out)
 }
@@ -77,7 +77,7 @@ pub fn no_job_selected(filter: Option<&str>) -> i32 {
             .map(|f| format!(" by --filter {f:?}"))
             .unwrap_or_default()
     );
-    EXIT_BAD_INPUT
+    ExitCode::BAD_INPUT
 }
 
 /// Loads and resolves the suites of a run with `overrides` (exit 2 on any problem,
@@ -88,7 +88,7 @@ pub fn resolve_for_run(
 ) -> Result<Vec<ResolvedSuite>, i32> {
     if let Err(e) = overrides.validate() {
         eprintln!("error: {e}");
-        return Err(EXIT_BAD_INPUT);
+        return Err(ExitCode::BAD_INPUT);
     }
     let suites = load_all(paths)?;
     let resolved: Vec<ResolvedSuite> = suites
@@ -98,7 +98,7 @@ pub fn resolve_for_run(
     for r in &resolved {
         if let Err(e) = r.check_endpoint_settings() {
             print_suite_error(&e);
-            return Err(EXIT_BAD_INPUT);
+            return Err(ExitCode::BAD_INPUT);
         }
     }
     if resolved.iter().all(|r| r.jobs.is_empty()) {

@@ -5,6 +5,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use inferscope_model::exit::ExitCode;
+
 use super::accounting::Quality;
 use super::event::{EventFault, TimelineEvent};
 use super::manifest::{
@@ -275,9 +277,9 @@ impl VerifyReport {
     /// Exit status of `timeline verify`: 0 ok, 1 integrity error, 2 unavailable/bad input.
     pub fn exit_code(&self) -> i32 {
         match self.status() {
-            VerifyStatus::Ok => 0,
-            VerifyStatus::IntegrityError => 1,
-            VerifyStatus::Unavailable => 2,
+            VerifyStatus::Ok => ExitCode::OK,
+            VerifyStatus::IntegrityError => ExitCode::ERROR,
+            VerifyStatus::Unavailable => ExitCode::BAD_INPUT,
         }
     }
 
