@@ -1,4 +1,4 @@
-//! Benchmark (issue 5): step attribution (docs/measurement.md) of 1,000,000 power samples × 10,000 steps,
+//! Benchmark: step attribution (docs/measurement.md) of 1,000,000 power samples × 10,000 steps,
 //! target < 200 ms on 2 cores, memory linear in the input.
 //!
 //! The fixture is one device sampled every 10 ms (1,000,000 samples = 10,000 s), its energy

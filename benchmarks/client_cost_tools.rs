@@ -1,4 +1,4 @@
-//! The two processes `benchmarks/client_cost_edges.py` runs beside the product (issue 33):
+//! The two processes `benchmarks/client_cost_edges.py` runs beside the product:
 //! a scripted mock and the anchor's bare reference client, each as its own process, so the
 //! product (`inferscope-bench run`) and the bare client are measured the same way (whole
 //! process CPU and peak RSS from `wait4`). Built by `cargo bench --bench client_cost_tools

@@ -43,7 +43,7 @@
 //! `FIDELITY_PIN_SERVER=none FIDELITY_PIN_CLIENT=none FIDELITY_IDLE_LATENCY_US=none`
 //! measures the machine as it comes.
 //!
-//! # Cost (issue 19)
+//! # Cost
 //! Every level also prints the client's cost: CPU per 1000 requests (the client runtime's
 //! threads' time on a CPU from `schedstat`, ns resolution; `utime + stime` ticks where the
 //! kernel has no schedstat), heap allocations per request on those threads (a counting
@@ -688,7 +688,7 @@ async fn one_request(clients: &Clients, under: Under, id: String, clock: &RunClo
 
 /// Whether the product's workers serialize each next request while the current one is
 /// in flight (`FIDELITY_PREPARE=ahead`, the default: the send path then does only the
-/// sending, issue 19) or when it is due (`inline`: `Client::chat`).
+/// sending) or when it is due (`inline`: `Client::chat`).
 fn prepare_ahead() -> bool {
     std::env::var("FIDELITY_PREPARE").as_deref() != Ok("inline")
 }

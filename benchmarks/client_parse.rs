@@ -1,4 +1,4 @@
-//! The client's per-response parsing cost, without a network (issue 19): one streamed
+//! The client's per-response parsing cost, without a network: one streamed
 //! response of 64 tokens in vLLM's shape (role chunk, one content chunk per token, finish
 //! chunk, usage-only chunk, `[DONE]`), one SSE event per read as hyper hands them over,
 //! through the product's framer and accumulator into a finished record — against the

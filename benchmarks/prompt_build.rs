@@ -1,4 +1,4 @@
-//! Benchmark (issue 27): the CPU cost per request of tokenizer-exact prompt building — one
+//! Benchmark: the CPU cost per request of tokenizer-exact prompt building — one
 //! context request's filler of exactly N tokens by a Hugging Face tokenizer.json
 //! (`inferscope_bench::runner::tokens::exact_filler`: the binary search over word ends and
 //! the pads, every count a full `encode_fast`), at N = 128, 512, 2048; beside it the

@@ -1,5 +1,5 @@
 //! Throughput of the built-in simulator: streamed chat completions per second at
-//! concurrency 32 with every simulated delay zero (issue 2, "Speed": at least 2,000
+//! concurrency 32 with every simulated delay zero ("Speed": at least 2,000
 //! streamed requests/s on 2 cores). Client and server share the machine, as in CI.
 //!
 //! Each request is a full SSE stream (role chunk, 17 content chunks, finish chunk, usage

@@ -1,4 +1,4 @@
-// Baselines (issue 8 item 2): `baseline save`, `compare`, `run --baseline` and the
+// Baselines: `baseline save`, `compare`, `run --baseline` and the
 // `[gates] regression_pct` gate, with the binary against in-process simulators
 // (`sim::spawn` on 127.0.0.1:0): an unchanged rerun on a fresh simulator is within noise,
 // a simulator with a larger TTFT is flagged regressed and fails the gate (exit 100).

@@ -1,4 +1,4 @@
-//! BENCHMARKS.md is a reference, not a notebook (issue 32 item 3): at most 300 lines, one
+//! BENCHMARKS.md is a reference, not a notebook: at most 300 lines, one
 //! table of current figures where every row names its basis, a method section that
 //! exists, a command whose scripts and benchmarks exist, a machine the page describes and
 //! a date; and every quoted reference to one of its sections (`BENCHMARKS.md "Client

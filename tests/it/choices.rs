@@ -1,4 +1,4 @@
-//! Several choices per response (issue 13 item 5) against a scripted loopback server that
+//! Several choices per response against a scripted loopback server that
 //! streams `n = 2` choices interleaved by `choices[].index`: through the client (the body
 //! asks for `n`, each choice is measured on its own, choice 0 is the output) and through
 //! the CLI (the suite key `n`, grading on choice 0, the per-choice record in
@@ -256,7 +256,7 @@ fn dry_run_shows_n() {
     );
 }
 
-/// Issue 29 item 5: with `n = 2` a check may name a choice — choice 1's
+/// With `n = 2` a check may name a choice — choice 1's
 /// text ("B1B2") is graded, a choice the response lacks fails saying so — and each
 /// choice's text length and finish reason reach the records (`text_bytes`,
 /// `finish_reason`; on main choice 1's text was lost).

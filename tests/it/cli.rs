@@ -1,4 +1,4 @@
-//! The command line as a user meets it (issue 2 "Done when", issue 6 item 5): the built
+//! The command line as a user meets it (issue 2 "Done when"): the built
 //! binary run in a temporary working directory against the built-in simulator or a
 //! loopback listener the test starts. Exit codes 0 / 100 / 2 (and 1 for `timeline
 //! verify`), the did-you-mean message, "nothing is sent" for bad input and `--dry-run`,
@@ -1101,7 +1101,7 @@ fn no_power_source_anywhere(r: &Value, console: &str) {
     }
     assert!(console.contains("energy basis —"), "{console}");
     assert!(!console.contains("energy basis measured"), "{console}");
-    // Issue 13 item 3: `gpu = "auto"` with no NVML is no power source, and the header
+    // `gpu = "auto"` with no NVML is no power source, and the header
     // says so with the reason, never `power nvml`.
     assert!(!console.contains("power nvml"), "{console}");
     assert!(console.contains("power unavailable ("), "{console}");
@@ -1126,7 +1126,7 @@ fn junit_schema_check(python: &Path, xsd: &Path, xml: &Path) -> Result<(), Strin
     }
 }
 
-/// Issue 18: the JUnit XML of every kind of outcome is valid against the Jenkins
+/// The JUnit XML of every kind of outcome is valid against the Jenkins
 /// `junit-10.xsd` (pytest 9.2.0's copy, validated by `xmlschema`, both installed by
 /// `.ci/run`), with `timestamp` and `hostname` on each test suite; a gate failure is a
 /// `<failure>`, an unreachable endpoint an `<error type="setup_error">`, a cancelled job an
@@ -1282,7 +1282,7 @@ fn mj_after(line: &str, key: &str) -> u64 {
         .unwrap()
 }
 
-/// Issue 18: the console numbers steps 1..n within each trajectory (not run-wide), gives
+/// The console numbers steps 1..n within each trajectory (not run-wide), gives
 /// each trajectory its own step total, and prints once per run the run's energy line (all
 /// steps + unattributed = whole run when one trajectory was in flight at a time) and one
 /// concurrency statement — a short line without a power source.

@@ -566,7 +566,7 @@ async fn connection_refused_is_connect() {
     assert!(r.end_ns.is_some());
 }
 
-/// Issue 30 item 7: a response head over hyper's limit (one 600 KB header here) is the
+/// A response head over hyper's limit (one 600 KB header here) is the
 /// server answering with a head too large to read, `head_too_large`, not `connect`
 /// ("endpoint unreachable" in JUnit). The same head within the limit is read.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Every reference to the project's documentation resolves (issue 14 item 5).
+//! Every reference to the project's documentation resolves.
 //!
 //! Scans `crates/`, `src/`, `tests/` and `benchmarks/` (`.rs` files), `README.md` and
 //! `docs/*.md`, and fails, naming `file:line`, on:

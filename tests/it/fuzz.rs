@@ -262,7 +262,7 @@ proptest! {
     }
 }
 
-/// Delimiters a password may hold unencoded (issue 30 item 2), as TOML basic-string text.
+/// Delimiters a password may hold unencoded, as TOML basic-string text.
 const PW_PARTS: &[&str] = &["/", "?", "#", " ", "\\\"", "@", ":", "x", "%", "'", "&"];
 
 proptest! {

@@ -1,4 +1,4 @@
-//! Issue 28, what runs without a GPU: `scripts/check_gpu_run.py` (the figures of BENCHMARKS
+//! What runs without a GPU: `scripts/check_gpu_run.py` (the figures of BENCHMARKS
 //! "Real GPU" from what `scripts/gpu-check.sh` brings back) against the SYNTHETIC run in
 //! `fixtures/gpu-check/synthetic-nvml-run` (hand-computed figures; not measured on any GPU)
 //! and against a fresh run of `scripts/gpu-check.toml` on the simulator; the self-tests of the

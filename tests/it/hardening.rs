@@ -33,7 +33,7 @@ fn sparse(p: &Path, len: u64) {
     std::fs::File::create(p).unwrap().set_len(len).unwrap();
 }
 
-/// The four hostile replacements of one file (issue 15 item 1).
+/// The four hostile replacements of one file.
 #[derive(Clone, Copy, Debug)]
 enum Hostile {
     Fifo,
@@ -530,7 +530,7 @@ print("done")
     assert!(steps[1]["start_before_anchor_ns"].is_null());
 }
 
-/// Issue 29 item 2: an SWE step marker wholly before the run's anchor keeps its real end
+/// An SWE step marker wholly before the run's anchor keeps its real end
 /// (its duration is its own 212 ns, never "start to anchor", which was 70,401 s in the
 /// field), in report.json and steps.jsonl; the harness's step ids (3, 4) are kept beside
 /// the run-unique ones.

@@ -218,7 +218,7 @@ fn cli_snapshot_matches_the_harness_snapshot_and_writes_insta_pending_files() {
     assert!(changed.join("agentic__repo_tour.snap.new").exists());
 }
 
-/// Issue 18: `snapshot RUN_DIR` after the Quickstart's two-job run finds every job
+/// `snapshot RUN_DIR` after the Quickstart's two-job run finds every job
 /// unchanged against the harness's snapshots: each job started with an empty prefix cache
 /// on the simulator, as it does alone (before, the second job's cached tokens differed).
 #[test]

@@ -35,7 +35,7 @@ fn suite(dir: &Path, url: &str, extra: &str, jobs: &str) -> String {
 const CONTEXT_JOB: &str =
     "[[jobs]]\nname = \"ctx\"\nkind = \"context\"\nsizes = [8, 9]\nmax_tokens = 16\n";
 
-/// Issue 13 item 2: with no usage, `completion_tokens` is null and the client's count is
+/// With no usage, `completion_tokens` is null and the client's count is
 /// `completion_tokens_estimate` with its method; every figure derived from it (TPOT,
 /// output tokens/s, tokens per joule) is labelled `client_estimate` — in report.json, in a
 /// gate's verdict, in the console table (`~`), in the JSON messages and in the dashboard's
@@ -227,7 +227,7 @@ fn assert_setup_error(code: Option<i32>, all: &str, r: &Value, out: &Path, cause
     j["setup_error"].clone()
 }
 
-/// Issue 13 item 4: nothing listening is a setup error naming the address.
+/// Nothing listening is a setup error naming the address.
 #[test]
 fn nothing_listening_is_a_setup_error() {
     let port = {
@@ -240,7 +240,7 @@ fn nothing_listening_is_a_setup_error() {
     assert!(e["message"].as_str().unwrap().contains(&url), "{e}");
 }
 
-/// Issue 13 item 4: `/models` answering 404 is a setup error that suggests the `/v1`
+/// `/models` answering 404 is a setup error that suggests the `/v1`
 /// suffix, with a bounded excerpt of the server's error body in report.json only.
 #[test]
 fn models_404_is_a_setup_error_suggesting_v1() {
@@ -277,7 +277,7 @@ fn models_404_is_a_setup_error_suggesting_v1() {
     );
 }
 
-/// Issue 13 item 4: a model the endpoint does not serve is a setup error listing the
+/// A model the endpoint does not serve is a setup error listing the
 /// names it does serve.
 #[test]
 fn a_model_not_listed_is_a_setup_error_with_the_listed_names() {
@@ -295,7 +295,7 @@ fn a_model_not_listed_is_a_setup_error_with_the_listed_names() {
     assert!(server.chat_requests().is_empty());
 }
 
-/// Issue 13 item 4: auth refused (401) is a setup error naming the API-key variable; the
+/// Auth refused (401) is a setup error naming the API-key variable; the
 /// key the server echoed is redacted from the body excerpt and from every artifact.
 #[test]
 fn auth_refused_is_a_setup_error_and_the_key_never_appears() {
@@ -330,7 +330,7 @@ fn auth_refused_is_a_setup_error_and_the_key_never_appears() {
     }
 }
 
-/// Issue 13 item 4: half the requests answered 429/503 used to pass every job with exit
+/// Half the requests answered 429/503 used to pass every job with exit
 /// 0; a failed request now fails its job unless the suite declares `max_error_rate`.
 #[test]
 fn rate_limited_and_unavailable_requests_fail_the_job_unless_tolerated() {
@@ -379,7 +379,7 @@ fn rate_limited_and_unavailable_requests_fail_the_job_unless_tolerated() {
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
 }
 
-/// Issue 13 item 4: an SWE harness that exits 0 without the runner seeing any request
+/// An SWE harness that exits 0 without the runner seeing any request
 /// passes on its own verdict (`harness_exit`, basis `harness`), not on a synthetic
 /// `successful_requests = 1`; one that exits 1 fails on it.
 #[test]
@@ -488,7 +488,7 @@ fn report_json_round_trips_byte_for_byte_and_v1_is_refused() {
     }
 }
 
-/// Issue 13 item 6: report.json holds the whole-run increase of each engine counter next
+/// Report.json holds the whole-run increase of each engine counter next
 /// to the per-step deltas, and each gauge per engine (on the simulator: one engine).
 #[test]
 fn counters_and_gauges_are_summarised_in_the_report() {
@@ -522,7 +522,7 @@ fn counters_and_gauges_are_summarised_in_the_report() {
         "the simulator counts every prompt token of the run: {m}"
     );
     // The simulator's series carry `engine="0"`, like vLLM's: kept under that engine, never
-    // under "" (issue 26 item 3).
+    // under "".
     let kv = &m["gauges"]["kv_cache_usage"];
     assert!(
         kv["engines"]["engine=\"0\""]["samples"].as_u64().unwrap() > 0,

@@ -1,4 +1,4 @@
-//! The run command against a scripted hostile server (issue 2 item 3 and "Done when"): a
+//! The run command against a scripted hostile server ("Done when"): a
 //! context job of four requests where one request misbehaves — an error object after HTTP
 //! 200, a disconnect inside the chunked body, an oversized event, a slow response head past
 //! `request_timeout_s`, a silent body past `idle_timeout_s`, an HTTP 500 — while the others

@@ -1,4 +1,4 @@
-//! `init ENDPOINT` and the help a newcomer meets (issue 32 item 4): the starter suite it
+//! `init ENDPOINT` and the help a newcomer meets: the starter suite it
 //! writes for the simulator passes `check` and `run`, the model is picked from `GET
 //! /models` (the only one, the first of several, or `--model`), an existing file is kept
 //! unless `--force` (and nothing is sent), the API key's variable is named and its value

@@ -1,4 +1,4 @@
-// Load (issue 8 item 1): a concurrency sweep against the built-in simulator, and Poisson
+// Load: a concurrency sweep against the built-in simulator, and Poisson
 // arrivals faster than the server serves (field case C24), each against an in-process
 // simulator (`sim::spawn`, started by the runner or by the test) on 127.0.0.1:0.
 
@@ -59,7 +59,7 @@ async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
         assert!((0.0..=1.0).contains(&g), "{p}");
         assert_eq!(p["energy"]["basis"], "simulated");
         assert!(p["energy"]["energy_per_output_token_j"].as_f64().unwrap() > 0.0);
-        // Issue 33 item 3: a pool at the point's concurrency was warmed before the
+        // A pool at the point's concurrency was warmed before the
         // window, so no request opened a connection inside it.
         let conns = &p["connections"];
         assert_eq!(conns["warm_wanted"], c, "{conns}");
@@ -288,7 +288,7 @@ async fn open_loop_schedule_is_seeded_from_the_suite_seed() {
     );
 }
 
-/// Issue 19: with no source the step join reads (an endpoint of its own, GPU sampling
+/// With no source the step join reads (an endpoint of its own, GPU sampling
 /// off, no `/metrics`), a load job keeps no unit's spans for the join: only each point's
 /// first trajectory is joined, and the point still states the overlap its executor counted
 /// (8 in flight), never the single kept trajectory's "1 observed". The built-in simulator

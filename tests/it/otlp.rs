@@ -1,4 +1,4 @@
-// OTLP export (issue 8 item 3, issue 18): the export of a run of the fixture suite
+// OTLP export : the export of a run of the fixture suite
 // (`suites/agentic.toml` on the in-process simulator) checked against the OTLP JSON shape
 // and the OpenTelemetry GenAI conventions; its protobuf form decoded in Rust (the
 // opentelemetry-proto messages) and, independently, by the official PyPI
@@ -556,7 +556,7 @@ async fn otlp_http_delivers_gzip_protobuf_or_json_to_a_collector() {
     task.abort();
 }
 
-/// Issue 18: a request the server refused (HTTP 503) is an ERROR `chat` span with
+/// A request the server refused (HTTP 503) is an ERROR `chat` span with
 /// `error.type = "503"`, and the trajectory it stopped is an ERROR `invoke_agent` span with
 /// its stop reason as `error.type`; the tool step before it is fine, with its call id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! Outcomes never lie, second pass (issue 29), on the built binary against the built-in
+//! Outcomes never lie, second pass, on the built binary against the built-in
 //! simulator: the five timeline phases of a real run (item 3), warm-up marked in
 //! `requests.jsonl` and the docs' Python snippet reproducing the report's TTFT p50 (item
 //! 4), `merge` refusing tampered shard directories (item 9), and a schedule that cannot

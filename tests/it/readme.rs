@@ -1,4 +1,4 @@
-//! The README as a newcomer meets it (issue 32 item 1): at most 200 lines, every page under
+//! The README as a newcomer meets it: at most 200 lines, every page under
 //! `docs/` one click away, a "Real engines" section, and every command it shows as an
 //! example runnable as written.
 //!

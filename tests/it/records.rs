@@ -1,4 +1,4 @@
-// Issue 19, compact records: a run's per-request records are `requests.jsonl` beside
+// Compact records: a run's per-request records are `requests.jsonl` beside
 // `report.json` (which states the file's length, record count and SHA-256 and is written
 // last); readers check the file before using it; a capture that dropped events says so on
 // the console and in JUnit. Against `inferscope-bench sim` with TTFT = ITL = 0 on loopback.

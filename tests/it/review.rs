@@ -213,7 +213,7 @@ fn holds_key_piece(s: &str) -> Option<&'static str> {
         .find(|p| s.contains(p))
 }
 
-/// Issue 30 item 3, pieces of the key: a server that echoes the API key only in part
+/// Pieces of the key: a server that echoes the API key only in part
 /// (the tool call's id streamed in two pieces, as deltas may carry it; a `model` and a
 /// `finish_reason` with a byte cut off) had the piece stored whole in `report.json` and
 /// every report rendering (`tool_call_id: "0123456789-KEYVALUE"`): exact-match redaction
@@ -374,7 +374,7 @@ fn collector() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     (port, n)
 }
 
-/// Issue 30 item 2, `--otlp-endpoint`: a password with a space (`u:SE CRET@`) was printed
+/// `--otlp-endpoint`: a password with a space (`u:SE CRET@`) was printed
 /// (`otlp: sent … to http://u:SE CRET@…`: the free-text redaction ends a URL at a space),
 /// and a query (`?key=K`) was echoed and posted to as `…?key=K/v1/traces`. The password
 /// is hidden wherever the URL is named, and a query or fragment is refused, unsent.
@@ -425,7 +425,7 @@ fn otlp_endpoint_messages_never_show_a_password_or_a_query() {
     assert_eq!(posts.load(Ordering::SeqCst), 1, "nothing more was posted");
 }
 
-/// Issue 34: `k8s` wrote `--memory lots`, `--cpu x`, `--api-key-secret "a b"`,
+/// `k8s` wrote `--memory lots`, `--cpu x`, `--api-key-secret "a b"`,
 /// `--runs-volume "a b"`, `--wait-timeout forever` and an empty `--kubectl-image` into
 /// the manifests verbatim (exit 0): every cluster refuses such a quantity or name, and
 /// `kubectl wait --timeout=forever` fails in the merge Job. Each is refused (exit 2,

@@ -396,7 +396,7 @@ fn lockout(limits: ServeLimits) -> Lockout {
     }
 }
 
-/// Issue 30 item 1: the two lock-out attacks, on loopback, while an authenticated client
+/// The two lock-out attacks, on loopback, while an authenticated client
 /// polls. (a) One peer opens idle sockets without end and reopens them as the server
 /// closes them; twenty more peers do the same together, filling every slot not kept for
 /// authenticated peers. (b) One peer pipelines `GET /app.js` on several connections and
@@ -506,7 +506,7 @@ fn run_detail_is_paged_within_1_mib() {
     assert!(v["jobs_summarised"][0]["steps_omitted"].as_u64().unwrap() > 0);
 }
 
-/// Issue 30 item 8: a job listing 200,000 failure-code entries and 5,000 long grading
+/// A job listing 200,000 failure-code entries and 5,000 long grading
 /// checks: the detail answers with one entry per code (counts summed) and the first 100
 /// checks, each description bounded, with the rest counted (the answer was 6.38 MiB and
 /// 1.09 MiB).

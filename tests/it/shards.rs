@@ -1,4 +1,4 @@
-//! Issue 17, beyond one machine, tested here without a cluster:
+//! Beyond one machine, tested here without a cluster:
 //! - `run --partition hash:K/3` (and `list`, and `count:`) over every ready suite runs
 //!   every job exactly once;
 //! - the k8s manifests for several suites, shard counts and options validate against every
@@ -195,7 +195,7 @@ fn validate(exe: &Path, files: &[&Path], minor: u32) -> Option<(Option<i32>, Str
     Some((o.status.code(), out))
 }
 
-/// Issue 34: the manifests validate, strictly (unknown fields rejected), against every
+/// The manifests validate, strictly (unknown fields rejected), against every
 /// Kubernetes release from their `--kubernetes-version` (default: the oldest supported,
 /// 1.29) through the newest the validator knows, for several suites, shard counts, partition
 /// modes and options; a target older than 1.29 is refused naming the release it needs.
@@ -363,7 +363,7 @@ fn k8s_manifests_validate_on_every_kubernetes_release_from_their_target() {
     );
 }
 
-/// Issue 30 item 6: a YAML 1.1 reader (PyYAML, as kubectl's parser reads YAML 1.1) reads the
+/// A YAML 1.1 reader (PyYAML, as kubectl's parser reads YAML 1.1) reads the
 /// manifests as the YAML 1.2 reader does, whatever the names and values: `--name yes`
 /// stays the string "yes", `--model 2001-01-01` a string, not a date.
 #[test]

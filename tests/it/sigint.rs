@@ -1,4 +1,4 @@
-//! Ctrl-C and kill during a run (issue 4 item 4 and "Done when"). The endpoint is a
+//! Ctrl-C and kill during a run ("Done when"). The endpoint is a
 //! scripted loopback server whose chat responses start only after a long delay, so the test
 //! knows, without any wall-clock guess, that a request is in flight: it signals once the
 //! server has READ the second request.
@@ -318,7 +318,7 @@ fn sigkill_mid_run_leaves_no_manifest_and_verify_says_unavailable() {
     assert!(support::text(&v).0.contains("unavailable"));
 }
 
-/// Issue 13 item 4: a load job stopped by Ctrl-C after 1 of its 3 sweep points is
+/// A load job stopped by Ctrl-C after 1 of its 3 sweep points is
 /// `cancelled` everywhere — the console line, report.json, the JSON messages, JUnit (an
 /// `<error type="cancelled">`, never a success) and the dashboard — never PASS (it used to
 /// pass everywhere, JUnit included); the cancelled run exits 100.
@@ -416,7 +416,7 @@ fn ctrl_c_during_a_sweep_cancels_the_load_job_everywhere() {
     }
 }
 
-/// Issue 29 item 1: Ctrl-C during a one-point closed loop (`count = 16`, one in flight)
+/// Ctrl-C during a one-point closed loop (`count = 16`, one in flight)
 /// at several instants — while request k (k = 1, 3, 4) is in flight, and shortly after
 /// request k of a fast server was read (the signal may then land between two units).
 /// The job is never PASS: `cancelled` in report.json and JUnit, "0 of 1 sweep points ran

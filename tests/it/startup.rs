@@ -1,4 +1,4 @@
-//! Issue 33 item 4: a one-request run does not wait on what it does not get. Against an
+//! A one-request run does not wait on what it does not get. Against an
 //! endpoint without `/metrics` (every scrape a 404), a job's figures used to wait the whole
 //! snapshot bound for a sample at or after its end (one scrape period + 250 ms); with a
 //! long period that is seconds per job. Now the samplers are asked for a sample at the

@@ -1,4 +1,4 @@
-//! Streamed reporting (issue 14 item 1): each job's status line is written when that job
+//! Streamed reporting: each job's status line is written when that job
 //! ends, before the next job sends its first request; and the job lines of
 //! `--message-format json` are exactly the jobs of `report.json`.
 

@@ -1,4 +1,4 @@
-//! Workloads in the engine's own tokens (issue 27) on the built-in simulator: fixed output
+//! Workloads in the engine's own tokens on the built-in simulator: fixed output
 //! lengths (`output_tokens`), the suite's `extra_body`, the `short_output` warning, count
 //! and gate.
 
@@ -763,7 +763,7 @@ fn steps_of<'a>(rep: &'a Value, job_id: &str) -> &'a Vec<Value> {
         .unwrap()
 }
 
-/// Issue 27 item 4: a recorded agentic run replays on the simulator with the same
+/// A recorded agentic run replays on the simulator with the same
 /// per-step prompt and output tokens (usage; `tokenizer = "endpoint"` counts exactly), its
 /// tools as steps of the same names, and the prefix growth as prefix-cache hits.
 #[test]
@@ -865,7 +865,7 @@ fn agentic_replay_of_a_bad_source_is_a_located_error() {
     );
 }
 
-/// Issue 27 item 3: a ShareGPT conversation with `turns = "all"` is a session on the
+/// A ShareGPT conversation with `turns = "all"` is a session on the
 /// simulator: one request per human turn, in order, each carrying the earlier turns (its
 /// prompt grows, the earlier ones a cached prefix), its output the recorded reply's length.
 #[test]
@@ -919,7 +919,7 @@ fn a_sharegpt_dataset_with_all_turns_replays_each_conversation_as_a_session() {
     assert!(stdout.contains("every human turn a request"), "{stdout}");
 }
 
-/// Issue 27 item 1: an agentic reply the server sent no usage for is counted by the suite's
+/// An agentic reply the server sent no usage for is counted by the suite's
 /// tokenizer (method `tokenizer`), never as usage; with the bytes/4 fallback the method
 /// says so. No template probe runs for a suite that sizes no prompt, so a server that
 /// never sends usage still runs it.

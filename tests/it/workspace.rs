@@ -1,4 +1,4 @@
-//! The workspace's crate graph is the architecture (issue 14, docs/architecture.md): read
+//! The workspace's crate graph is the architecture (docs/architecture.md): read
 //! from `cargo metadata` (offline), the members are the ones listed here, and no pure crate
 //! reaches — directly or through any chain of normal dependencies — an I/O or UI crate
 //! (tokio, reqwest, hyper, axum, clap, nvml-wrapper, insta, indicatif) or a member of this
@@ -316,7 +316,7 @@ fn the_dependency_check_follows_normal_chains_only() {
 }
 
 /// No member reaches a web framework: the simulator and the dashboard serve HTTP on hyper
-/// with routers of their own (issue 14), so axum is in no build of the product.
+/// with routers of their own, so axum is in no build of the product.
 #[test]
 fn no_member_reaches_axum() {
     let g = Graph::from_metadata(&metadata());

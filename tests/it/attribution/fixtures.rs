@@ -225,7 +225,7 @@ fn multi_device_reconciles_per_device_and_in_total() {
     assert_eq!(t.steps[1].coverage, Some(0.0));
     assert_eq!(t.steps[1].devices[1].energy_mj, None);
     // gpu0 alone has 55 J in the window: a sum over some devices is partial, so the step's
-    // own figure is withheld (issue 13 item 3), as its counter sum would be; each device's
+    // own figure is withheld, as its counter sum would be; each device's
     // figure stays in `devices`, and the totals still reconcile.
     assert_eq!(t.steps[1].devices[0].energy_mj, Some(55_000));
     assert_eq!(t.steps[1].energy_mj, None);

@@ -1,4 +1,4 @@
-//! The charts (issue 32 item 2) in headless Chromium, read back from the DOM after the page
+//! The charts in headless Chromium, read back from the DOM after the page
 //! ran: a load sweep's latency–throughput curves in `report --format html` of
 //! `suites/load.toml` on the built-in simulator, a trajectory's step bars and a baseline's
 //! paired bars, each mark's value, basis and position checked against `report.json` and

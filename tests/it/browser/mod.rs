@@ -646,7 +646,7 @@ fn not_run_jobs_are_shown_as_not_run_without_the_failure_mark() {
     for j in &jobs[1..] {
         assert_eq!(j, &serde_json::json!(["not_run", "○ not run"]));
     }
-    // Issue 18: a job that did not run has no duration ("—", never 0.000), and its glyphs
+    // A job that did not run has no duration ("—", never 0.000), and its glyphs
     // render with Debian's fonts.
     let d = b.eval(
         &s,
@@ -720,7 +720,7 @@ fn load_observe(b: &mut Browser, s: &str) -> Value {
     serde_json::from_str(b.eval(s, LOAD_OBSERVE).as_str().unwrap()).unwrap()
 }
 
-/// Issue 18: the dashboard on a load run (suites/load.toml: 88 trajectories) at 1400 and
+/// The dashboard on a load run (suites/load.toml: 88 trajectories) at 1400 and
 /// 420 px. Lanes are grouped by job and sweep point and start collapsed to one overview
 /// lane each, the resource lanes sit above them (on the first screen at 1400 px), gauges are
 /// drawn as steps (no ramp between samples), requests carry their TTFT mark, the time axis

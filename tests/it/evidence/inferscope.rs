@@ -181,7 +181,7 @@ fn inferscope_report_errors_name_the_file_and_field() {
     }
 }
 
-/// Issue 29 item 7: a report of a TP run on a 4-GPU host whose devices 2 and 3 idled at
+/// A report of a TP run on a 4-GPU host whose devices 2 and 3 idled at
 /// 50 W. Without a filter every device is summed and a note says so (step 1: 37.5 J +
 /// 2 × 15 J); `--gpu-devices 0` keeps the run's own device (37.5 J, whole run 150 J, as
 /// the one-device fixture), and a device the report lacks is bad input naming it.

@@ -1,4 +1,4 @@
-//! Evidence from other tools as input (issue 16): a real Prometheus server as a metrics
+//! Evidence from other tools as input: a real Prometheus server as a metrics
 //! source, the inferscope report as offline join input, GPU selection and MIG, and the
 //! documented samples format written by hand.
 mod gpu;

@@ -129,8 +129,8 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The C29 tree: `data/runs/r1` (a real verified run), `data/runs/r1/leak.jsonl →
-/// ../../outside/secret.txt`, `data/outside/secret.txt`, and a sibling `data/runs-old`.
+/// The C29 tree: `data/runs/r1` (a real verified run), `data/runs/r1/leak.jsonl →.
+/// ./../outside/secret.txt`, `data/outside/secret.txt`, and a sibling `data/runs-old`.
 fn c29_tree() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
@@ -909,7 +909,7 @@ fn report_html_is_one_self_contained_file() {
     assert!(!html[start..end].contains('<'));
 }
 
-/// Issue 32 item 2: `GET /v1/charts?run_id=` serves a run's charts as SVG element trees
+/// `GET /v1/charts?run_id=` serves a run's charts as SVG element trees
 /// (the page builds them), drawn from report.json; strict query, typed errors; a run
 /// without a report has a note, no chart.
 #[test]

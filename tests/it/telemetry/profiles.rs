@@ -96,7 +96,7 @@ fn sglang_declared_counter_without_series_is_null_not_zero() {
     let e = parse("sglang_no_hit_yet.prom");
     let s = map_exposition(&e, EngineProfile::Sglang, Some("qwen"));
     // `# TYPE sglang:cached_tokens_total counter` with no series: nothing was counted, so
-    // the counter is missing (issue 13 item 6), never 0.
+    // the counter is missing, never 0.
     assert_eq!(s.counter(CounterId::PrefixCacheHits), None);
     assert!(
         s.notes
@@ -221,7 +221,7 @@ fn created_change_alone_flags_a_reset() {
     assert!(inc.lower_bound);
 }
 
-// ---- Real vLLM 0.32 (issue 26 item 3): captures of its CPU build, unedited ----
+// ---- Real vLLM 0.32: captures of its CPU build, unedited ----
 
 /// vLLM 0.32 answers `text/plain; version=1.0.0` (also to an OpenMetrics Accept), and the body
 /// is the classic text format: read as such, every line parses.

@@ -346,7 +346,7 @@ fn metrics_openmetrics_content_type_auto_profile() {
     assert_eq!(s.counters.prompt_tokens, None);
 }
 
-/// Real vLLM 0.32 through the live path (issue 26 item 3): served as
+/// Real vLLM 0.32 through the live path: served as
 /// `text/plain; version=1.0.0`, read as the classic text format; the block size reaches the
 /// timeline and the report's summary; the one engine's gauges keep its `engine="0"` label.
 #[test]
