@@ -5,8 +5,8 @@
 //! (linear in the input).
 
 use super::input::{
-    AttributionInput, CounterName, CounterPoint, EnergyCounterSample, MAX_POWER_MW, PowerBasis,
-    PowerSample,
+    AttributionInput, CounterName, CounterPoint, EnergyCounterSample, MAX_PLAUSIBLE_POWER_MW,
+    MAX_POWER_MW, PowerBasis, PowerSample,
 };
 use super::metrics::{SeriesProblem, SourceKind, WithholdReason};
 
@@ -243,20 +243,39 @@ impl<'a> CounterIndex<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CounterEnergyWindow {
     pub samples_in_window: u64,
-    /// `None` when no interval is bracketed or a reset interval cannot be filled.
+    /// `None` when no interval is bracketed or a reset or jump interval cannot be filled.
     pub energy_mj: Option<u64>,
     /// Epoch resets inside the bracket (when `energy_mj` is `Some`).
     pub resets: u64,
+    /// Implausible jumps inside the bracket, counted whether or not they were filled.
+    pub jumps: u64,
+    /// Intervals inside the bracket whose energy is the counter's increment.
+    pub counted: u64,
+    /// Ns from the bracket's first counter sample to its last (0 without a bracket).
+    pub bracket_ns: u64,
 }
 
+/// Whether a counter increase of `delta_mj` over `dt_ns` is an implausible jump: more than
+/// [`MAX_PLAUSIBLE_POWER_MW`] sustained over the interval plus one second of slack for the
+/// counter's update granularity.
+pub fn implausible_counter_increase(delta_mj: u64, dt_ns: u64) -> bool {
+    let allowed = u128::from(MAX_PLAUSIBLE_POWER_MW) * (u128::from(dt_ns) + NS_PER_S) / NS_PER_S;
+    u128::from(delta_mj) > allowed
+}
+
+const NS_PER_S: u128 = 1_000_000_000;
+
 /// A validated energy counter with prefix sums: increments of ordinary intervals, and for
-/// epoch-reset intervals (a decrease) the power-trapezoid fill of that interval (C19).
+/// epoch-reset intervals (a decrease) and implausible jumps the power-trapezoid fill of that
+/// interval (C19).
 pub(crate) struct EnergyCounterIndex<'a> {
     pub device: &'a str,
     samples: &'a [EnergyCounterSample],
     inc_prefix: Vec<u128>,
     fill_prefix: Vec<u128>,
     reset_prefix: Vec<u64>,
+    jump_prefix: Vec<u64>,
+    counted_prefix: Vec<u64>,
     unfillable_prefix: Vec<u64>,
 }
 
@@ -267,23 +286,47 @@ impl<'a> EnergyCounterIndex<'a> {
         power: Option<&PowerIndex<'_>>,
     ) -> Self {
         let n = samples.len();
-        let mut inc_prefix = Vec::with_capacity(n);
-        let mut fill_prefix = Vec::with_capacity(n);
-        let mut reset_prefix = Vec::with_capacity(n);
-        let mut unfillable_prefix = Vec::with_capacity(n);
-        let (mut inc, mut fill, mut resets, mut unfillable) = (0u128, 0u128, 0u64, 0u64);
+        let mut index = EnergyCounterIndex {
+            device,
+            samples,
+            inc_prefix: Vec::with_capacity(n),
+            fill_prefix: Vec::with_capacity(n),
+            reset_prefix: Vec::with_capacity(n),
+            jump_prefix: Vec::with_capacity(n),
+            counted_prefix: Vec::with_capacity(n),
+            unfillable_prefix: Vec::with_capacity(n),
+        };
+        let (mut inc, mut fill) = (0u128, 0u128);
+        let (mut resets, mut jumps, mut counted, mut unfillable) = (0u64, 0u64, 0u64, 0u64);
+        let push = |ix: &mut Self, inc, fill, resets, jumps, counted, unfillable| {
+            ix.inc_prefix.push(inc);
+            ix.fill_prefix.push(fill);
+            ix.reset_prefix.push(resets);
+            ix.jump_prefix.push(jumps);
+            ix.counted_prefix.push(counted);
+            ix.unfillable_prefix.push(unfillable);
+        };
         if n > 0 {
-            inc_prefix.push(0);
-            fill_prefix.push(0);
-            reset_prefix.push(0);
-            unfillable_prefix.push(0);
+            push(&mut index, 0, 0, 0, 0, 0, 0);
         }
         for w in samples.windows(2) {
-            if w[1].energy_mj >= w[0].energy_mj {
-                inc += u128::from(w[1].energy_mj - w[0].energy_mj);
-            } else {
+            let (a, b) = (w[0], w[1]);
+            let dt = b.elapsed_ns - a.elapsed_ns;
+            // A decrease is a new epoch; an increase above the plausible power is a jump.
+            // Either interval is measured by the power trapezoid over it instead.
+            let bridged = if b.energy_mj < a.energy_mj {
                 resets += 1;
-                let filled = power.map(|p| p.window(w[0].elapsed_ns, w[1].elapsed_ns, &mut 0));
+                true
+            } else if implausible_counter_increase(b.energy_mj - a.energy_mj, dt) {
+                jumps += 1;
+                true
+            } else {
+                inc += u128::from(b.energy_mj - a.energy_mj);
+                counted += 1;
+                false
+            };
+            if bridged {
+                let filled = power.map(|p| p.window(a.elapsed_ns, b.elapsed_ns, &mut 0));
                 match filled {
                     Some(pw) if pw.covered_ns > 0 => {
                         fill += u128::from(doubled_to_mj(pw.doubled));
@@ -291,19 +334,9 @@ impl<'a> EnergyCounterIndex<'a> {
                     _ => unfillable += 1,
                 }
             }
-            inc_prefix.push(inc);
-            fill_prefix.push(fill);
-            reset_prefix.push(resets);
-            unfillable_prefix.push(unfillable);
+            push(&mut index, inc, fill, resets, jumps, counted, unfillable);
         }
-        EnergyCounterIndex {
-            device,
-            samples,
-            inc_prefix,
-            fill_prefix,
-            reset_prefix,
-            unfillable_prefix,
-        }
+        index
     }
 
     /// Counter-basis energy over `[start, end]` by the step-attribution bracket (docs/measurement.md); `hint` as for
@@ -315,6 +348,9 @@ impl<'a> EnergyCounterIndex<'a> {
                 samples_in_window: s.in_window(),
                 energy_mj: None,
                 resets: 0,
+                jumps: 0,
+                counted: 0,
+                bracket_ns: 0,
             };
         };
         let unfillable = self.unfillable_prefix[e] - self.unfillable_prefix[b];
@@ -324,6 +360,9 @@ impl<'a> EnergyCounterIndex<'a> {
             samples_in_window: s.in_window(),
             energy_mj: (unfillable == 0).then(|| u64::try_from(energy).unwrap_or(u64::MAX)),
             resets: self.reset_prefix[e] - self.reset_prefix[b],
+            jumps: self.jump_prefix[e] - self.jump_prefix[b],
+            counted: self.counted_prefix[e] - self.counted_prefix[b],
+            bracket_ns: self.samples[e].elapsed_ns - self.samples[b].elapsed_ns,
         }
     }
 }

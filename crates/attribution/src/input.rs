@@ -19,6 +19,11 @@ pub use inferscope_model::basis::PowerBasis;
 /// trajectory as [`super::SeriesProblem::PowerOutOfRange`].
 pub const MAX_POWER_MW: u64 = 1_000_000_000;
 
+/// Power above which an energy counter's increase is an implausible jump, mW (5 kW per
+/// device: above any single GPU board or superchip module; zeus #113). The interval is
+/// allowed one extra second at this power for the counter's ~100 ms update granularity.
+pub const MAX_PLAUSIBLE_POWER_MW: u64 = 5_000_000;
+
 /// Trailing window of an averaged power reading, ns (NVML `power_usage()` on Ampere
 /// except GA100 and newer averages over 1 s; docs/measurement.md, field case
 /// C20). A step shorter than this window on an `averaged_1s` series is `low_confidence`.

@@ -57,10 +57,11 @@ pub use attribute::{
     attribute_run, attribute_run_observed, concurrency_condition,
     observed_max_trajectories_in_flight,
 };
+pub use index::implausible_counter_increase;
 pub use input::{
     AVERAGED_POWER_WINDOW_NS, AttributionInput, Concurrency, CounterName, CounterPoint,
-    CounterSeries, EnergyCounterSample, EnergyCounterSeries, MAX_POWER_MW, PowerBasis, PowerSample,
-    PowerSeries, RunWindow, StepUsage,
+    CounterSeries, EnergyCounterSample, EnergyCounterSeries, MAX_PLAUSIBLE_POWER_MW, MAX_POWER_MW,
+    PowerBasis, PowerSample, PowerSeries, RunWindow, StepUsage,
 };
 pub use markers::{
     MAX_MARKER_ERRORS, MarkerFile, MarkerFileError, MarkerLineError, StepKind, StepMarker,
@@ -74,4 +75,4 @@ pub use metrics::{
     WithholdReason, in_flight_phrase,
 };
 pub use table::{ABSENT, align_rows, render_outcome, render_step_table, render_withheld};
-pub use window::device_window_energy;
+pub use window::{WindowEnergy, device_window_energy, window_energy};

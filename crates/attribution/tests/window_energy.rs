@@ -14,14 +14,19 @@ const ANCHOR_UNIX_NS: u64 = 1_700_000_000_000_000_000;
 const RUN_END_NS: u64 = 10_000;
 
 /// One sampler reading: time step since the previous one, power (maybe missing), counter
-/// step (maybe missing; a `reset` starts the counter again from the given value).
+/// step (maybe missing; a `reset` starts the counter again from the given value, a `jump`
+/// adds an implausible increase: far above 5 kW over any gap here).
 #[derive(Debug, Clone)]
 struct Reading {
     gap_ns: u64,
     power_mw: Option<u64>,
     counter_step_mj: Option<u64>,
     reset: bool,
+    jump: bool,
 }
+
+/// An increase no device can make in under a second: 5 kW for 2 s is 10⁷ mJ.
+const JUMP_MJ: u64 = 1_000_000_000_000;
 
 fn reading() -> impl Strategy<Value = Reading> {
     (
@@ -29,12 +34,14 @@ fn reading() -> impl Strategy<Value = Reading> {
         proptest::option::weighted(0.8, 0u64..1_000_000),
         proptest::option::weighted(0.7, 0u64..5_000),
         proptest::bool::weighted(0.1),
+        proptest::bool::weighted(0.1),
     )
-        .prop_map(|(gap_ns, power_mw, counter_step_mj, reset)| Reading {
+        .prop_map(|(gap_ns, power_mw, counter_step_mj, reset, jump)| Reading {
             gap_ns,
             power_mw,
             counter_step_mj,
             reset,
+            jump,
         })
 }
 
@@ -50,7 +57,11 @@ fn series(readings: &[Reading]) -> (Vec<PowerSample>, Vec<EnergyCounterSample>) 
             });
         }
         if let Some(step) = r.counter_step_mj {
-            counter = if r.reset { step } else { counter + step };
+            counter = match (r.reset, r.jump) {
+                (true, _) => step,
+                (false, true) => counter + JUMP_MJ + step,
+                (false, false) => counter + step,
+            };
             energy.push(EnergyCounterSample {
                 elapsed_ns: t,
                 energy_mj: counter,

@@ -71,7 +71,7 @@ pub enum EnergyMethod {
     /// Trapezoid integration of power only.
     PowerIntegration,
     /// Counter deltas, with power integration over the intervals where the counter was
-    /// missing, reset or implausible.
+    /// reset or jumped implausibly.
     Mixed,
 }
 

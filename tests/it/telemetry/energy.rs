@@ -97,13 +97,42 @@ fn counter_only_and_implausible_jump() {
 }
 
 #[test]
-fn reset_without_power_is_a_lower_bound() {
+fn reset_without_power_gives_no_figure() {
+    // The one window rule: a reset the power cannot fill leaves no counter figure.
     let s = whole_run_energy(&[pt(0, None, Some(5_000_000)), pt(100, None, Some(4_000))]);
-    assert_eq!(s.energy_mj, Some(4_000));
-    assert!(s.lower_bound);
+    assert_eq!(s.energy_mj, None);
+    assert_eq!(s.reason.as_deref(), Some("no_valid_intervals"));
+    assert_eq!(s.counter_resets, 1);
+    assert!(!s.lower_bound);
     let one = whole_run_energy(&[pt(0, Some(1), None)]);
     assert_eq!(one.energy_mj, None);
     assert_eq!(one.reason.as_deref(), Some("too_few_samples"));
+}
+
+/// A sample without the counter is spanned by the counter's increment across it, as in a
+/// step or load window; a counter that starts late leaves the figure a lower bound.
+#[test]
+fn missing_counter_is_spanned_and_a_late_counter_is_a_lower_bound() {
+    let s = whole_run_energy(&[
+        pt(0, Some(100_000), Some(1_000)),
+        pt(100, Some(900_000), None),
+        pt(200, Some(100_000), Some(31_000)),
+    ]);
+    assert_eq!(s.energy_mj, Some(30_000));
+    assert_eq!(s.energy_method, Some(EnergyMethod::Counter));
+    assert_eq!((s.intervals_counter, s.intervals_power), (1, 0));
+    assert!(!s.lower_bound);
+    // The power-only trapezoid over the span, for the quality ratio.
+    assert_eq!(s.power_integral_mj, Some(100_000));
+
+    let late = whole_run_energy(&[
+        pt(0, Some(100_000), None),
+        pt(100, Some(100_000), Some(1_000)),
+        pt(200, Some(100_000), Some(11_000)),
+    ]);
+    assert_eq!(late.energy_mj, Some(10_000));
+    assert_eq!(late.intervals_missing, 1);
+    assert!(late.lower_bound);
 }
 
 /// A simulated NVML device: scripted answers per field; counts calls.
