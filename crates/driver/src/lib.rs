@@ -202,6 +202,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     capture.end_phase(cancelled);
     let writes = report::write_artifacts(
         &run_dir,
+        &events,
         &session.records,
         &mut report,
         telemetry.as_ref(),

@@ -25,6 +25,7 @@ use crate::capture::Capture;
 use crate::client::RequestRecord;
 use crate::clock::{RunClock, unix_ns_to_rfc3339};
 use crate::energy::{self, RunEnergy};
+use crate::events::{EventSink, RunEvent};
 use crate::gate::{self, FigureSet, JobOutcome};
 use crate::grade::CheckResult;
 use crate::job::{ExecutedJob, GradedJob, SuiteRuntime};
@@ -1249,10 +1250,12 @@ pub fn step_markers(report: &RunReport) -> Vec<StepMarker> {
 
 /// Writes `report.json`, `steps.jsonl`, `samples/` and the timeline (when captured)
 /// into `run_dir`, after the measured window. A timeline persistence failure is recorded
-/// as a capture diagnostic and never changes results.
+/// as a capture diagnostic and never changes results; samples that cannot be written are
+/// said in an event ([`RunEvent::SamplesNotWritten`]) and fail nothing.
 #[allow(clippy::too_many_arguments)]
 pub fn write_artifacts(
     run_dir: &Path,
+    events: &EventSink,
     records: &crate::load::units::RecordsSink,
     report: &mut RunReport,
     telemetry: Option<&TelemetryRun>,
@@ -1293,7 +1296,9 @@ pub fn write_artifacts(
     if let Some(t) = telemetry
         && let Err(e) = t.write_samples(run_dir)
     {
-        eprintln!("warning: samples not written: {e}");
+        events.emit(RunEvent::SamplesNotWritten {
+            error: e.to_string(),
+        });
     }
     let markers = step_markers(report);
     write_atomic(
