@@ -43,7 +43,6 @@ use inferscope_attribution as attribution;
 use inferscope_client as client;
 use inferscope_clock as clock;
 use inferscope_fsio as fsio;
-use inferscope_gate as gate;
 use inferscope_model as model;
 use inferscope_model::stats;
 use inferscope_records as records;
