@@ -20,7 +20,7 @@ use crate::energy::RunEnergy;
 use crate::gate::{self, FigureSet, JobOutcome};
 use crate::model::compact::CompactFigureSet;
 use crate::model::{
-    Basis, FailureCount, Figure, GradingCheck, JobReport, JobStatus, RequestRecord, TokenSource,
+    Basis, FailureCount, Figure, GradingCheck, JobReport, JobStatus, RequestRecord, TokenCount,
     TrajectoryReport,
 };
 use crate::records::TrajectoryRecord;
@@ -388,14 +388,15 @@ fn job_energy(
     let (tokens, units) = match &e.units {
         Some(u) => (
             match &u.streamed {
-                Some(st) if st.all.succeeded() == 0 => Some((0, TokenSource::Server)),
-                Some(st) => st.all.output_tokens(),
-                None => u.figures.output_tokens(),
+                Some(st) if st.all.succeeded() == 0 => Some(TokenCount::server(0)),
+                Some(st) => st.all.output_token_count(),
+                None => u.figures.output_token_count(),
             },
             u.units,
         ),
         None => (output_tokens(requests.iter()), e.trajectories.len() as u64),
     };
+    let tokens = tokens.map(|c| (c.tokens, c.source));
     let mut job_energy = run.job_energy(&windows, tokens, units, in_flight);
     if is_swe {
         job_energy.tokens_per_joule = Figure::missing(

@@ -7,7 +7,7 @@ use crate::energy::RunEnergy;
 use crate::model::attribution::CountedStep;
 use crate::model::{
     AttributionOutcome, Basis, Figure, NO_STEP_ENERGY, RequestRecord, StepAttribution, StepKind,
-    StepReport, TokenSource, TrajectoryOutcome, TrajectoryReport, tokens_per_joule,
+    StepReport, TokenCount, TrajectoryOutcome, TrajectoryReport, tokens_per_joule,
 };
 use crate::records::{StepRecord, TrajectoryRecord};
 use crate::stats::RequestFigures;
@@ -15,15 +15,15 @@ use crate::stats::RequestFigures;
 /// A request's figures for the statistics (output tokens: the server's, else the estimate,
 /// flagged).
 pub fn figures(r: &RequestRecord) -> RequestFigures {
-    let tokens = r.output_tokens();
+    let tokens = r.output_token_count();
     RequestFigures {
         ok: r.is_success(),
         ttft_ms: r.ttft_ms(),
         itl_ms: r.itl_ms(),
         tpot_ms: r.tpot().map(|t| t.0),
         e2e_ms: r.e2e_ms(),
-        output_tokens: tokens.map(|t| t.0),
-        output_tokens_estimated: tokens.is_some_and(|t| t.1 == TokenSource::ClientEstimate),
+        output_tokens: tokens.map(|t| t.tokens),
+        output_tokens_estimated: tokens.is_some_and(|t| t.is_estimate()),
         prompt_tokens: r.prompt_tokens,
         cached_tokens: r.cached_tokens,
         schedule_lag_ms: Some(r.schedule_lag_ns() as f64 / 1e6),
@@ -36,15 +36,12 @@ pub fn figures(r: &RequestRecord) -> RequestFigures {
 /// no count (a partial sum is not a total); `Some((0, server))` without any.
 pub(super) fn output_tokens<'a>(
     requests: impl Iterator<Item = &'a RequestRecord>,
-) -> Option<(u64, TokenSource)> {
-    let mut total = 0u64;
-    let mut source = TokenSource::Server;
-    for r in requests.filter(|r| r.is_success()) {
-        let (n, s) = r.output_tokens()?;
-        total = total.saturating_add(n);
-        source = source.and(s);
-    }
-    Some((total, source))
+) -> Option<TokenCount> {
+    TokenCount::total(
+        requests
+            .filter(|r| r.is_success())
+            .map(RequestRecord::output_token_count),
+    )
 }
 
 /// Why a step has no energy figure, when its join has none (see [`step_energy`]).
@@ -130,7 +127,7 @@ fn step_energy(
 
 /// A tokens-per-joule figure from an output-token count and an energy figure (mJ).
 pub(super) fn per_joule_figure(
-    tokens: Option<(u64, TokenSource)>,
+    tokens: Option<TokenCount>,
     energy: &Figure<u64>,
     no_tokens: &str,
 ) -> Figure<f64> {
@@ -140,7 +137,7 @@ pub(super) fn per_joule_figure(
             energy.basis,
             energy.reason.clone().unwrap_or_else(|| "no energy".into()),
         ),
-        (Some((t, _)), Some(e)) => Figure::finite_or(
+        (Some(TokenCount { tokens: t, .. }), Some(e)) => Figure::finite_or(
             tokens_per_joule(Some(t), Some(e)),
             energy.basis,
             if t == 0 {
@@ -150,7 +147,7 @@ pub(super) fn per_joule_figure(
             },
         ),
     };
-    f.with_tokens(tokens.map(|t| t.1))
+    f.with_tokens(tokens.map(|t| t.source))
 }
 
 fn step_report(
@@ -168,7 +165,7 @@ fn step_report(
             end_ns: s.end_ns,
         });
     }
-    let tokens = r.and_then(|r| r.output_tokens());
+    let tokens = r.and_then(RequestRecord::output_token_count);
     let tokens_per_joule = if s.kind == StepKind::LlmCall {
         per_joule_figure(tokens, &energy, "no output-token count")
     } else {
@@ -230,15 +227,14 @@ pub(super) fn trajectory_report(
     let tokens = if llm.is_empty() {
         Err("no LLM step".to_string())
     } else {
-        llm.iter()
-            .try_fold((0u64, TokenSource::Server), |(n, src), s| {
-                s.output_tokens()
-                    .map(|(k, ks)| (n.saturating_add(k), src.and(ks)))
-                    .ok_or_else(|| format!("LLM step {} has no output-token count", s.step_id))
-            })
+        llm.iter().try_fold(TokenCount::server(0), |sum, s| {
+            s.output_token_count()
+                .map(|k| sum.plus(k))
+                .ok_or_else(|| format!("LLM step {} has no output-token count", s.step_id))
+        })
     };
     let completion_tokens = match &tokens {
-        Ok((n, src)) => Figure::of(*n, src.basis()).with_tokens(Some(*src)),
+        Ok(c) => Figure::of(c.tokens, c.basis()).with_tokens(Some(c.source)),
         Err(why) => Figure::missing(Basis::ServerReported, why.clone()),
     };
     let energy = match outcome {
@@ -275,7 +271,7 @@ pub(super) fn trajectory_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{PowerReport, StepStatus, StopReason};
+    use crate::model::{PowerReport, StepStatus, StopReason, TokenSource};
 
     fn llm(step_id: u64, completion: Option<u64>) -> StepRecord {
         let mut r = RequestRecord::new(&format!("r{step_id}"), 0, 0, true);
@@ -333,7 +329,7 @@ mod tests {
         let f = per_joule_figure(None, &e, "LLM step 2 has no output-token count");
         assert_eq!(f.value, None);
         assert_eq!(f.basis, Basis::Measured);
-        let f = per_joule_figure(Some((10, TokenSource::ClientEstimate)), &e, "");
+        let f = per_joule_figure(Some(TokenCount::of(10, true)), &e, "");
         assert_eq!(f.value, Some(2.0));
         assert_eq!(f.tokens, Some(TokenSource::ClientEstimate));
         // Every count present: the total, with the weaker source.
