@@ -599,3 +599,123 @@ pub fn job_verdicts(
     }
     verdicts
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::spec::GateSpec;
+    use crate::model::{PowerReport, RequestStatus, StepKind, StepStatus, StopReason};
+    use crate::records::StepRecord;
+
+    const SECRET: &str = "sk-test-0123456789abcdef";
+
+    fn no_power() -> RunEnergy {
+        RunEnergy::new(PowerReport {
+            source: None,
+            reason: Some("nothing was sampled (no telemetry ran)".into()),
+            devices: 0,
+            not_attributable: Vec::new(),
+        })
+    }
+
+    fn trajectory() -> TrajectoryRecord {
+        let mut r = RequestRecord::new("r1", 0, 0, true);
+        r.status = RequestStatus::Success;
+        r.completion_tokens = Some(7);
+        TrajectoryRecord {
+            id: "s::j#0".into(),
+            index: 0,
+            stop_reason: StopReason::FinalAnswer,
+            steps: vec![StepRecord {
+                step_id: 1,
+                kind: StepKind::LlmCall,
+                name: "chat".into(),
+                start_ns: 0,
+                end_ns: 10,
+                status: StepStatus::Completed,
+                failure_code: None,
+                tool_error: None,
+                request: Some(r),
+                max_tokens: None,
+                tool_call_id: None,
+                status_known: true,
+                start_before_anchor_ns: None,
+                end_before_anchor_ns: None,
+                harness_step_id: None,
+            }],
+            tools_called: vec![],
+            final_answer: None,
+            stdout: None,
+            start_ns: 0,
+            end_ns: 10,
+        }
+    }
+
+    fn input<'a>(gates: &'a GateSpec, trajectories: &'a [TrajectoryRecord]) -> JobInput<'a> {
+        JobInput {
+            id: "s::j",
+            kind: crate::model::JobKind::Agentic,
+            swe: false,
+            has_checks: true,
+            gates,
+            secrets: vec![SECRET],
+            trajectories,
+            checks: vec![vec![GradingCheck {
+                check: "answer".into(),
+                passed: false,
+                detail: Some(format!("the answer named {SECRET}")),
+            }]],
+            start_ns: 0,
+            end_ns: 1_000_000,
+            harness: None,
+            notes: &[],
+            setup_error: None,
+            cancelled_before_start: false,
+            interruption: None,
+            load: None,
+            units: None,
+        }
+    }
+
+    /// A job's report comes from plain inputs, without running a job: its requests,
+    /// trajectories, grading (secrets redacted) and status by the one rule.
+    #[test]
+    fn a_job_report_is_assembled_from_plain_inputs() {
+        let gates = GateSpec::default();
+        let t = [trajectory()];
+        let run = no_power();
+        let j = job_report(&input(&gates, &t), &run, None);
+        assert_eq!(j.requests.len(), 1);
+        assert_eq!(j.trajectories[0].completion_tokens.value, Some(7));
+        assert_eq!(j.status, JobStatus::Fail, "a failed check fails the job");
+        assert_eq!(j.grade_pass_rate, Some(0.0));
+        let detail = j.grading[0].detail.as_deref().unwrap();
+        assert!(!detail.contains(SECRET), "{detail}");
+
+        let mut passing = input(&gates, &t);
+        passing.checks[0][0].passed = true;
+        assert_eq!(job_report(&passing, &run, None).status, JobStatus::Pass);
+
+        let mut not_run = input(&gates, &t);
+        not_run.cancelled_before_start = true;
+        let j = job_report(&not_run, &run, None);
+        assert_eq!(j.status, JobStatus::NotRun);
+        assert!(
+            j.verdicts.is_empty(),
+            "a job that never started is not judged"
+        );
+        assert!(
+            j.notes
+                .iter()
+                .any(|n| n == "not run: cancelled before start")
+        );
+
+        let mut cut = input(&gates, &t);
+        cut.checks[0][0].passed = true;
+        let note = "cancelled (Ctrl-C / SIGTERM): 0 of 1 trajectories ran to their end";
+        cut.interruption = Some(note.into());
+        let j = job_report(&cut, &run, None);
+        assert_eq!(j.status, JobStatus::Cancelled);
+        assert!(j.notes.iter().any(|n| n == note), "{:?}", j.notes);
+    }
+}
