@@ -8,7 +8,7 @@ use crate::model::{FailureCode, StepKind, StepStatus, StopReason, ToolErrorCode}
 /// One executed step of a trajectory.
 #[derive(Debug, Clone)]
 pub struct StepRecord {
-    /// Run-unique step id (also the marker (docs/artifacts.md) `step_id`).
+    /// Run-unique step id (also the `step_id` of its step marker, docs/artifacts.md).
     pub step_id: u64,
     /// `llm_call` or `tool`.
     pub kind: StepKind,
@@ -30,16 +30,15 @@ pub struct StepRecord {
     pub max_tokens: Option<u32>,
     /// For a tool step: the id of the tool call it executed; `None` otherwise.
     pub tool_call_id: Option<String>,
-    /// `false` for a step known only from an marker (docs/artifacts.md) (an SWE harness's own file):
+    /// `false` for a step known only from a step marker in an SWE harness's own file:
     /// its status is then not known.
     pub status_known: bool,
     /// For an external marker that starts before the run's reference instant: how long
     /// before it, ns (`start_ns` is then 0). The real start is `anchor −` this; nothing is
-    /// rewritten (issue 15 item 8). `None` for every step that starts at or after it.
+    /// rewritten. `None` for every step that starts at or after it.
     pub start_before_anchor_ns: Option<u64>,
     /// For an external marker that also ends before the reference instant: how long
-    /// before it, ns (`end_ns` is then 0, the real end `anchor −` this); `None` otherwise
-    /// (issue 29 item 2).
+    /// before it, ns (`end_ns` is then 0, the real end `anchor −` this); `None` otherwise.
     pub end_before_anchor_ns: Option<u64>,
     /// For an SWE harness marker: the `step_id` the harness wrote (`step_id` is the
     /// run-unique id the runner gave the step); `None` for the runner's own steps.

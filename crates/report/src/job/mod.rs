@@ -255,7 +255,7 @@ fn job_requests(
     };
     let mut requests = Vec::new();
     if let Some(u) = &e.units {
-        // Streamed to requests.jsonl as each unit ended (issue 19).
+        // Streamed to requests.jsonl as each unit ended.
         return (requests, u.point_requests.to_vec());
     }
     let Some(l) = &e.load else {
