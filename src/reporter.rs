@@ -82,6 +82,7 @@ impl<W: Write + Send> Reporter for Human<W> {
             | RunEvent::Interrupted
             | RunEvent::JobsEnded
             | RunEvent::InterruptCutNothing
+            | RunEvent::SamplesNotWritten { .. }
             | RunEvent::ArtifactsNotWritten { .. } => Ok(()),
         };
         let _ = o.flush();
@@ -531,6 +532,9 @@ mod tests {
             },
             RunEvent::Interrupted,
             RunEvent::InterruptCutNothing,
+            RunEvent::SamplesNotWritten {
+                error: "disk full".into(),
+            },
             RunEvent::ArtifactsNotWritten {
                 run_dir: "runs/r1".into(),
                 error: "read-only file system".into(),
@@ -549,6 +553,7 @@ mod tests {
             "warning: timeline capture disabled: no space\n\
              \ninterrupt: finishing in-flight work and finalizing (again to abort)\n\
              interrupt: every job had already ended; the run's outcome stands\n\
+             warning: samples not written: disk full\n\
              error: writing artifacts to runs/r1: read-only file system\n"
         );
         assert!(h.into_inner().is_empty());

@@ -45,7 +45,7 @@ use crate::model::{
 };
 use crate::report::baseline::compare::regression_figure;
 use crate::report::curve::{PointFacts, PointRequest};
-use crate::runner::load::{LoadPoint, Stop, goodput_criteria, summarize_point};
+use crate::runner::load::{Arrival, LoadPoint, Stop, goodput_criteria, summarize_point};
 use crate::stats::{AggregateParams, JobStats, PERCENTILE_METHOD, RequestFigures};
 
 pub use crate::shard::DEFAULT_HOST_OFFSET_MS;
@@ -450,7 +450,7 @@ struct PointMerge<'a, 'p> {
     trajectories: &'a [TrajectoryReport],
     sample_point: &'a HashMap<String, usize>,
     values: &'a [f64],
-    arrival: crate::runner::load::Arrival,
+    arrival: Arrival,
     stop: Stop,
     warmup: u64,
     criteria: Option<&'a GoodputCriteria>,
@@ -774,10 +774,12 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     let gates = &parts[0].share.gates;
     let criteria: Option<GoodputCriteria> = goodput_criteria(gates);
     let base_load = base.load.clone();
-    let arrival = match base_load.as_ref().and_then(|l| l.arrival.as_deref()) {
-        Some("constant") => crate::runner::load::Arrival::Constant,
-        _ => crate::runner::load::Arrival::Poisson,
-    };
+    // The shards' arrival process: constant when they ran one, else Poisson.
+    let arrival = base_load
+        .as_ref()
+        .and_then(|l| l.arrival)
+        .filter(|a| *a == Arrival::Constant)
+        .unwrap_or(Arrival::Poisson);
     let stop = base_load.as_ref().map_or(Stop::Count(0), |l| l.stop);
     let warmup = base_load.as_ref().map_or(0, |l| l.warmup);
     let values = base

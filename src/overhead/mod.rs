@@ -38,7 +38,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::gate::spec::OverheadSpec;
-use crate::runner::{self, RunOptions, execute::SinkChoice};
+use crate::runner::{self, RunOptions, options::SinkChoice};
 use crate::suite::{EndpointSetting, ResolvedSuite, Setting, SettingSource};
 
 pub use analysis::{Evaluation, GateResult, GpuReading, OverheadOutcome, RunMeasure};

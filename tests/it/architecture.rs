@@ -556,28 +556,6 @@ fn reach(g: &Graph, from: &String, to: &String) -> Option<Vec<String>> {
     None
 }
 
-/// Edges that close a cycle and are tolerated for now, as `(source dir, from, to)`: each
-/// is still there and still on a cycle (a stale entry fails), and with them taken out no
-/// cycle is left.
-// These are the cycles of the report assembly in the driver and in the merge command
-// (execute ↔ report ↔ energy, load curve ↔ units, merge ↔ report): that code is moving
-// into a report crate of its own, which takes them away; the list goes with it.
-const TOLERATED: &[(&str, &str, &str)] = &[
-    ("crates/driver/src", "crate", "execute"),
-    ("crates/driver/src", "crate", "load::units"),
-    ("crates/driver/src", "crate", "report"),
-    ("crates/driver/src", "execute", "crate"),
-    ("crates/driver/src", "execute", "energy"),
-    ("crates/driver/src", "execute", "load::drive"),
-    ("crates/driver/src", "execute", "load::units"),
-    ("crates/driver/src", "execute", "report"),
-    ("crates/driver/src", "load::drive", "crate"),
-    ("crates/driver/src", "load::drive", "load::units"),
-    ("crates/driver/src", "load::units", "load::drive"),
-    ("crates/driver/src", "report", "energy"),
-    ("crates/driver/src", "report", "load::units"),
-];
-
 /// Every source dir checked: the root package's `src/` and each `crates/*/src`.
 fn source_dirs() -> Vec<(String, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -598,33 +576,10 @@ fn no_import_cycle_between_modules_of_any_crate() {
     let dirs = source_dirs();
     assert!(dirs.len() >= 7, "expected the workspace crates: {dirs:?}");
     let mut found = Vec::new();
-    let mut stale = Vec::new();
     for (name, src) in &dirs {
-        let mut g = graph(src);
-        let tolerated: Vec<(String, String)> = TOLERATED
-            .iter()
-            .filter(|(d, ..)| d == name)
-            .map(|(_, from, to)| (from.to_string(), to.to_string()))
-            .collect();
-        for (from, to) in &tolerated {
-            let on_cycle =
-                g.get(from).is_some_and(|t| t.contains(to)) && reach(&g, to, from).is_some();
-            if !on_cycle {
-                stale.push(format!("{name}: {from} → {to}"));
-            }
-        }
-        for (from, to) in &tolerated {
-            if let Some(t) = g.get_mut(from) {
-                t.remove(to);
-            }
-        }
+        let g = graph(src);
         found.extend(cycles(&g).into_iter().map(|c| format!("{name}: {c}")));
     }
-    assert!(
-        stale.is_empty(),
-        "tolerated edges no longer on a cycle (take them off the list):\n{}",
-        stale.join("\n")
-    );
     assert!(
         found.is_empty(),
         "import cycles between modules (the direction must be one-way):\n{}",

@@ -1,7 +1,6 @@
 //! The I/O edge of a run: the simulator, clients, tool registries and samplers of one
 //! session, and the execution of each job with its driver.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -11,10 +10,12 @@ use crate::baseline::Baseline;
 use crate::client::{ChatRequest, Client, ClientConfig, ClientError, RequestRecord};
 use crate::clock::RunClock;
 use crate::context::{ContextPlan, run_context};
+use crate::interrupt::wait_flag;
 use crate::load::drive::{LoadEnv, UnitTemplate, run_load};
 use crate::load::{LoadSpec, PointRecord};
 use crate::model::request::redact_secrets;
 use crate::model::{JobReport, SetupCause, SetupError};
+use crate::options::{RunOptions, SinkChoice};
 use crate::replay::run_replay;
 use crate::run_dir::read_step_markers;
 use crate::shape::RequestShape;
@@ -25,20 +26,8 @@ use crate::swe::{StepsFileReport, SweOutcome, SwePlan, resolve_arg, run_harness}
 use crate::telemetry::{TelemetryHandle, TelemetryRun};
 use crate::timeline::{BlockingSink, DiskWriteSink, Phase, Sink, SinkConfig, TimelineSink};
 use crate::tools::{ToolRegistry, ToolStatus};
-use crate::{RunOptions, wait_flag};
 
 pub use crate::job::{ExecutedJob, GradedJob, SuiteRuntime};
-
-/// Which capture sink a run uses: the real one, or a negative control (overhead command).
-#[derive(Debug, Clone)]
-pub enum SinkChoice {
-    /// The real bounded, non-blocking sink.
-    Timeline,
-    /// NEGATIVE CONTROL: blocks on every insert.
-    Blocking,
-    /// NEGATIVE CONTROL: writes and fsyncs every event to this file.
-    DiskWrite(PathBuf),
-}
 
 /// `INFERSCOPE_CAPTURE_MAX_EVENTS` (a diagnostic knob: a tighter event bound, 1 to the default
 /// 10,000 of docs/artifacts.md "Timeline capture rules"): `None` when unset; an error naming the

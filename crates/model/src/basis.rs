@@ -237,13 +237,6 @@ impl TokenCount {
     }
 }
 
-/// The pair form `(tokens, source)`, for callers that still destructure one.
-impl From<TokenCount> for (u64, TokenSource) {
-    fn from(c: TokenCount) -> (u64, TokenSource) {
-        (c.tokens, c.source)
-    }
-}
-
 /// What an energy figure is (docs/measurement.md "The wall: controlled concurrency only"; the
 /// simulator never stands in for a measurement: docs/figures.md "Bases"). One rule,
 /// [`EnergyBasis::of`].
@@ -470,10 +463,7 @@ mod tests {
         );
         assert_eq!(TokenCount::of_usage(None, None), None);
         assert!(est.is_estimate() && est.basis() == Basis::ClientEstimate);
-        assert_eq!(
-            <(u64, TokenSource)>::from(est),
-            (3, TokenSource::ClientEstimate)
-        );
+        assert_eq!(est.source, TokenSource::ClientEstimate);
     }
 
     #[test]

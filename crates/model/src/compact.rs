@@ -15,7 +15,7 @@
 //! Size: [`CompactFigures`] is 80 bytes, plus 4 bytes a gap; a request of 64 tokens
 //! (63 gaps) holds 332 bytes (`tests::a_request_holds_at_most_its_fixed_part_and_4_bytes_a_gap`).
 
-use super::basis::{TokenCount, TokenSource};
+use super::basis::TokenCount;
 use super::request::RequestRecord;
 use super::stats::{AggregateParams, FigureRow, JobStats, RequestFigures, Summary, ns_to_ms};
 
@@ -290,12 +290,6 @@ impl CompactFigureSet {
                 .filter(|r| r.ok())
                 .map(|r| r.output_token_count()),
         )
-    }
-
-    /// [`CompactFigureSet::output_token_count`] as a `(tokens, source)` pair, for the
-    /// callers that still destructure one.
-    pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
-        self.output_token_count().map(Into::into)
     }
 
     /// Every request with its ITL gaps (ns), in push order.

@@ -32,15 +32,6 @@ impl Arrival {
     }
 }
 
-/// Reads an arrival as its spelling (`poisson`, …), for code that still compares
-/// `jobs[].load.arrival` with strings (`arrival.as_deref() == Some("constant")`).
-impl std::ops::Deref for Arrival {
-    type Target = str;
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
 /// When a load point stops starting new units (units in flight always finish).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

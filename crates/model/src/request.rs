@@ -736,12 +736,6 @@ impl RequestRecord {
         TokenCount::of_usage(self.completion_tokens, self.completion_tokens_estimate)
     }
 
-    /// [`RequestRecord::output_token_count`] as a `(tokens, source)` pair, for the callers
-    /// that still destructure one.
-    pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
-        self.output_token_count().map(Into::into)
-    }
-
     /// Where the output-token count came from; `None` without one.
     pub fn token_source(&self) -> Option<TokenSource> {
         self.output_token_count().map(|c| c.source)

@@ -602,12 +602,6 @@ impl Tally {
         (self.ok > 0 && self.out_complete).then(|| self.out.unwrap_or(TokenCount::server(0)))
     }
 
-    /// [`Tally::output_token_count`] as a `(tokens, source)` pair, for the callers that
-    /// still destructure one.
-    pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
-        self.output_token_count().map(Into::into)
-    }
-
     /// The job's statistics from these counts and the populations' summaries.
     pub fn finish(&self, pops: Populations, params: AggregateParams) -> JobStats {
         let (n_req, n_ok) = (self.requests, self.ok);

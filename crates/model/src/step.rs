@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::attribution::{AttributionOutcome, StepAttribution, TrajectoryAttribution};
-use super::basis::{TokenCount, TokenEstimate, TokenSource};
+use super::basis::{TokenCount, TokenEstimate};
 use super::figure::Figure;
 use super::request::FailureCode;
 pub use super::step_kind::StepKind;
@@ -222,12 +222,6 @@ impl StepReport {
     /// The step's output-token count and its source: the server's, else the estimate.
     pub fn output_token_count(&self) -> Option<TokenCount> {
         TokenCount::of_usage(self.completion_tokens, self.completion_tokens_estimate)
-    }
-
-    /// [`StepReport::output_token_count`] as a `(tokens, source)` pair, for the callers
-    /// that still destructure one.
-    pub fn output_tokens(&self) -> Option<(u64, TokenSource)> {
-        self.output_token_count().map(Into::into)
     }
 }
 

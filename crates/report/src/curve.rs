@@ -25,14 +25,14 @@ use std::fmt::Write as _;
 
 use crate::attribution::{ABSENT, align_rows};
 use crate::gate::spec::{GateSpec, PercentileBounds};
-use crate::model::TokenSource;
 use crate::model::compact::{CompactFigureSet, CompactFigures};
 pub use crate::model::load::{
     Goodput, GoodputCriteria, PointEnergy, PointFacts, PointSummary, WindowEnergy, WindowMethod,
 };
 use crate::model::stats::Tally;
 use crate::model::streaming::StreamingStats;
-use crate::stats::{AggregateParams, FigureRow, RequestFigures, Summary, total_if_complete};
+use crate::model::{TokenCount, TokenSource};
+use crate::stats::{AggregateParams, FigureRow, RequestFigures, Summary};
 use std::ops::Range;
 
 /// One request of a point as the curve needs it: its figures (from send) plus identity.
@@ -149,19 +149,14 @@ pub fn summarize_point_compact(
     });
     let energy = energy.map(|w| {
         let ok: Vec<&CompactFigures> = rows().map(|(_, (r, _))| r).filter(|r| r.ok()).collect();
-        let output_tokens = (!ok.is_empty())
-            .then(|| total_if_complete(ok.iter().map(|r| r.output_tokens())))
+        let count = (!ok.is_empty())
+            .then(|| TokenCount::total(ok.iter().map(|r| r.output_token_count())))
             .flatten();
-        let tokens = output_tokens.and_then(|_| {
-            TokenSource::combine(
-                ok.iter()
-                    .map(|r| TokenSource::estimated(r.output_tokens_estimated())),
-            )
-        });
+        let output_tokens = count.map(|c| c.tokens);
         PointEnergy {
             energy_mj: w.energy_mj,
             output_tokens,
-            tokens,
+            tokens: count.map(|c| c.source),
             energy_per_output_token_j: output_tokens
                 .filter(|&t| t > 0)
                 .map(|t| w.energy_mj as f64 / 1000.0 / t as f64),
@@ -197,12 +192,12 @@ pub fn summarize_point_streamed(
         criteria: c.clone(),
     });
     let energy = energy.map(|w| {
-        let out = p.all.output_tokens();
-        let output_tokens = out.map(|t| t.0);
+        let out = p.all.output_token_count();
+        let output_tokens = out.map(|t| t.tokens);
         PointEnergy {
             energy_mj: w.energy_mj,
             output_tokens,
-            tokens: out.map(|t| t.1),
+            tokens: out.map(|t| t.source),
             energy_per_output_token_j: output_tokens
                 .filter(|&t| t > 0)
                 .map(|t| w.energy_mj as f64 / 1000.0 / t as f64),

@@ -8,12 +8,17 @@
 //!   attribution summary;
 //! - [`table`]: the per-step console tables of a run's trajectories;
 //! - [`baseline`]: a job's figures with their spread, and the comparison with a baseline's;
+//! - [`records`]: what a job's drivers recorded of its steps and trajectories;
+//! - [`job`]: a job's report from plain inputs ([`job::JobInput`]); [`run`]: the run's;
 //! - [`status`]: the one rule that gives a job its status, for a run's jobs and for the
 //!   jobs `merge` rebuilds from shards.
 
 pub mod baseline;
 pub mod curve;
 pub mod energy;
+pub mod job;
+pub mod records;
+pub mod run;
 pub mod status;
 pub mod table;
 

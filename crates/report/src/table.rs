@@ -36,11 +36,9 @@ fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| ABSENT.to_string(), |x| format!("{x:.1}"))
 }
 
+/// A step's cache hit rate, in percent.
 fn hit_rate(s: &StepReport) -> Option<f64> {
-    match (s.cached_tokens, s.prompt_tokens) {
-        (Some(c), Some(p)) if p > 0 => Some(c as f64 / p as f64 * 100.0),
-        _ => None,
-    }
+    crate::stats::cache_hit_rate(s.cached_tokens, s.prompt_tokens).map(|r| r * 100.0)
 }
 
 fn estimated(f: &Figure<f64>) -> String {
@@ -99,10 +97,10 @@ fn table(report: &RunReport, t: &TrajectoryReport, out: &mut String) {
         "tok/J"
     );
     for (number, s) in t.steps.iter().enumerate() {
-        let gen_tokens = match s.output_tokens() {
+        let gen_tokens = match s.output_token_count() {
             None => ABSENT.to_string(),
-            Some((g, TokenSource::ClientEstimate)) => format!("~{g}"),
-            Some((g, TokenSource::Server)) => g.to_string(),
+            Some(c) if c.is_estimate() => format!("~{}", c.tokens),
+            Some(c) => c.tokens.to_string(),
         };
         let mut name = s.name.clone();
         if name.chars().count() > 14 {

@@ -21,13 +21,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::RequestRecord;
 use crate::model::{JobReport, JobStatus, RunReport};
 pub use compare::{
     ChangeVerdict, DEFAULT_NOISE_PCT, FigureChange, JobComparison, compare_job, render_job,
 };
 pub use summary::{
     FigureSummary, JobSamples, JobSummary, SPREAD_METHOD, job_summary, quantile_ci_ranks,
+    samples_of, samples_of_compact,
 };
 
 /// Schema id of a baseline file.
@@ -97,48 +97,6 @@ pub fn path_for(root: &Path, name: &str) -> Result<PathBuf, BaselineError> {
         return Err(BaselineError::InvalidName(name.to_string()));
     }
     Ok(root.join(BASELINES_DIR).join(format!("{name}.json")))
-}
-
-/// Per-request samples of `requests` (successful, non-`warmup` ones): TTFT, E2E, ITL
-/// gaps, TPOT, and E2E from schedule when `load` (a load job). Returns the samples, the
-/// number of non-warm-up requests and of those that succeeded.
-pub fn samples_of<'a>(
-    requests: impl Iterator<Item = &'a RequestRecord>,
-    warmup: &HashSet<&str>,
-    load: bool,
-) -> (JobSamples, u64, u64) {
-    let mut s = JobSamples::default();
-    let (mut n, mut ok) = (0u64, 0u64);
-    // Warm-up: the record's own mark (`"wu":true` in requests.jsonl), or the report's list.
-    for r in requests.filter(|r| !r.warmup && !warmup.contains(r.request_id.as_str())) {
-        n += 1;
-        if r.is_success() {
-            ok += 1;
-            s.push(r, load);
-        }
-    }
-    (s, n, ok)
-}
-
-/// [`samples_of`] a load job's compact figures (`warm[i]`: request i is warm-up).
-pub fn samples_of_compact(
-    set: &crate::model::compact::CompactFigureSet,
-    warm: &[bool],
-) -> (JobSamples, u64, u64) {
-    use crate::stats::FigureRow;
-    let mut s = JobSamples::default();
-    let (mut n, mut ok) = (0u64, 0u64);
-    for (i, (c, gaps)) in set.iter().enumerate() {
-        if warm.get(i).copied().unwrap_or(false) {
-            continue;
-        }
-        n += 1;
-        if c.ok() {
-            ok += 1;
-            s.push_compact(c, gaps, true);
-        }
-    }
-    (s, n, ok)
 }
 
 /// Summaries of every job of `report` (read from `run_dir`), streaming its

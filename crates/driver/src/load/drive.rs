@@ -18,8 +18,8 @@ use crate::agentic::{AgenticPlan, DriverCtx, LlmExecutor, ToolExec, llm_step, ru
 use crate::client::{ChatRequest, Client, RequestRecord};
 use crate::clock::RunClock;
 use crate::context::ContextPlan;
+use crate::interrupt::wait_flag;
 use crate::steps::{StepStatus, StopReason, TrajectoryRecord};
-use crate::wait_flag;
 
 use super::units::{LoadUnits, RecordsSink, UnitMsg, UnitWriterEnv, spawn_unit_writer};
 
@@ -591,6 +591,18 @@ mod tests {
         let s = crate::context::POINT_REPEAT_STRIDE;
         let got: Vec<(usize, u64)> = (0..3).map(|k| p.unit_spec(2, k)).collect();
         assert_eq!(got, vec![(256, 2 * s), (256, 2 * s + 1), (1024, 2 * s)]);
+    }
+
+    /// What the executor keeps per unit of a load job is a fixed-size entry: the unit's
+    /// outcome, boxed, beside the executor's own figures (no record, no string).
+    #[test]
+    fn the_state_a_load_job_retains_per_unit_is_compact() {
+        type Done = super::super::exec::UnitDone<Option<Box<KeptUnit>>>;
+        assert!(
+            std::mem::size_of::<Done>() <= 40,
+            "{}",
+            std::mem::size_of::<Done>()
+        );
     }
 
     /// The prompt text of unit `k` of point `point`.

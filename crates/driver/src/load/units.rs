@@ -488,19 +488,14 @@ impl Writer {
 mod tests {
     use super::*;
 
-    /// Issue 19: what a load job retains per request is its compact figures and a flag
-    /// (no record, no string), and per unit nothing but the executor's fixed-size entry.
+    /// What a load job retains per request is its compact figures and a flag (no record,
+    /// no string); per unit it keeps nothing but the executor's fixed-size entry (see the
+    /// load driver's tests).
     #[test]
-    fn the_state_a_load_job_retains_per_request_and_unit_is_compact() {
+    fn the_state_a_load_job_retains_per_request_is_compact() {
         assert_eq!(
             RETAINED_BYTES_PER_REQUEST, 81,
             "80 B of compact figures and a warm-up flag"
-        );
-        type Done = super::super::exec::UnitDone<Option<Box<super::super::drive::KeptUnit>>>;
-        assert!(
-            std::mem::size_of::<Done>() <= 40,
-            "{}",
-            std::mem::size_of::<Done>()
         );
     }
 }

@@ -19,8 +19,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::RequestRecord;
 pub use crate::model::baseline::FigureSummary;
+use crate::stats::FigureRow;
 use crate::stats::{ns_to_ms, percentile_of, sorted_finite};
+use std::collections::HashSet;
 
 /// How every figure's spread is computed (recorded in each baseline).
 pub const SPREAD_METHOD: &str = "distribution-free 95% CI of each quantile from order \
@@ -276,6 +279,47 @@ pub fn job_summary(
         succeeded,
         figures,
     }
+}
+
+/// Per-request samples of `requests` (successful, non-`warmup` ones): TTFT, E2E, ITL
+/// gaps, TPOT, and E2E from schedule when `load` (a load job). Returns the samples, the
+/// number of non-warm-up requests and of those that succeeded.
+pub fn samples_of<'a>(
+    requests: impl Iterator<Item = &'a RequestRecord>,
+    warmup: &HashSet<&str>,
+    load: bool,
+) -> (JobSamples, u64, u64) {
+    let mut s = JobSamples::default();
+    let (mut n, mut ok) = (0u64, 0u64);
+    // Warm-up: the record's own mark (`"wu":true` in requests.jsonl), or the report's list.
+    for r in requests.filter(|r| !r.warmup && !warmup.contains(r.request_id.as_str())) {
+        n += 1;
+        if r.is_success() {
+            ok += 1;
+            s.push(r, load);
+        }
+    }
+    (s, n, ok)
+}
+
+/// [`samples_of`] a load job's compact figures (`warm[i]`: request i is warm-up).
+pub fn samples_of_compact(
+    set: &crate::model::compact::CompactFigureSet,
+    warm: &[bool],
+) -> (JobSamples, u64, u64) {
+    let mut s = JobSamples::default();
+    let (mut n, mut ok) = (0u64, 0u64);
+    for (i, (c, gaps)) in set.iter().enumerate() {
+        if warm.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        n += 1;
+        if c.ok() {
+            ok += 1;
+            s.push_compact(c, gaps, true);
+        }
+    }
+    (s, n, ok)
 }
 
 #[cfg(test)]
