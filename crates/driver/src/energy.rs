@@ -470,6 +470,7 @@ mod tests {
         AttributionInput, Concurrency, PowerBasis, PowerSample, PowerSeries, RunAttribution,
         RunWindow, StepKind, StepMarker, attribute_run,
     };
+    use crate::model::TokenCount;
     use crate::model::{Basis, TokenSource};
 
     const A: u64 = 1_700_000_000_000_000_000;
@@ -653,7 +654,7 @@ mod tests {
         );
         let run = attribute_run_energy(&[], Some(&t), p);
         assert_eq!(run.basis(1), Basis::Unavailable);
-        let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
+        let e = run.job_energy(&[(0, 500 * MS)], Some(TokenCount::server(10)), 1, 1);
         assert_eq!(e.tokens_per_joule.value, None);
         assert_eq!(e.tokens_per_joule.basis, Basis::Unavailable);
         assert!(
@@ -714,7 +715,7 @@ mod tests {
             )
         );
         let run = attribute_run_energy(&[], Some(&t), p);
-        let e = run.job_energy(&[(0, 500 * MS)], Some((10, TokenSource::Server)), 1, 1);
+        let e = run.job_energy(&[(0, 500 * MS)], Some(TokenCount::server(10)), 1, 1);
         assert_eq!(e.energy_per_trajectory_j.value, None);
         assert_eq!(e.energy_per_trajectory_j.basis, Basis::Unavailable);
         assert!(
@@ -744,7 +745,7 @@ mod tests {
             (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 1000)),
         ]);
         let run = attribute_run_energy(&[], Some(&two), power_report(Some(&two), false));
-        let e = run.job_energy(&[(0, 500 * MS)], Some((100, TokenSource::Server)), 2, 1);
+        let e = run.job_energy(&[(0, 500 * MS)], Some(TokenCount::server(100)), 2, 1);
         // 2 devices × 100 W × 0.5 s = 100 J.
         assert_eq!(e.energy_j.value, Some(100.0));
         assert_eq!(e.energy_j.basis, Basis::Measured);
@@ -757,7 +758,10 @@ mod tests {
         );
         let load = run.job_energy(
             &[(0, 500 * MS)],
-            Some((100, TokenSource::ClientEstimate)),
+            Some(TokenCount {
+                tokens: 100,
+                source: TokenSource::ClientEstimate,
+            }),
             2,
             4,
         );
@@ -778,12 +782,7 @@ mod tests {
             (device(1, "gpu1", PowerDeviceKind::Nvml), flat(1, 0, 300)),
         ]);
         let run = attribute_run_energy(&[], Some(&partial), power_report(Some(&partial), false));
-        let e = run.job_energy(
-            &[(400 * MS, 800 * MS)],
-            Some((10, TokenSource::Server)),
-            1,
-            1,
-        );
+        let e = run.job_energy(&[(400 * MS, 800 * MS)], Some(TokenCount::server(10)), 1, 1);
         assert_eq!(e.energy_j.value, None);
         assert!(
             e.energy_j.reason.as_deref().unwrap().contains("gpu1"),

@@ -10,7 +10,7 @@ use crate::model::attribution::{CountedStep, ScrapeSpan, counters_low_confidence
 use crate::model::load::{WindowEnergy, WindowMethod};
 use crate::model::{
     AttributionGroup, Basis, EnergyBasis, Figure, JobEnergy, PowerReport, RunAttributionSummary,
-    TokenSource, tokens_per_joule,
+    TokenCount, tokens_per_joule,
 };
 use crate::stats::saturating_total;
 
@@ -165,7 +165,7 @@ impl RunEnergy {
     pub fn job_energy(
         &self,
         windows: &[(u64, u64)],
-        tokens: Option<(u64, TokenSource)>,
+        tokens: Option<TokenCount>,
         trajectories: u64,
         in_flight: u32,
     ) -> JobEnergy {
@@ -186,7 +186,7 @@ impl RunEnergy {
                 return JobEnergy {
                     energy_j: Figure::missing(basis, why.clone()),
                     tokens_per_joule: Figure::missing(basis, why.clone())
-                        .with_tokens(tokens.map(|t| t.1)),
+                        .with_tokens(tokens.map(|t| t.source)),
                     energy_per_trajectory_j: Figure::missing(per_traj_basis, why),
                 };
             }
@@ -194,7 +194,10 @@ impl RunEnergy {
         let j = mj as f64 / 1000.0;
         let tokens_per_joule = match tokens {
             None => Figure::missing(basis, "a successful request has no output-token count"),
-            Some((t, src)) => Figure::finite_or(
+            Some(TokenCount {
+                tokens: t,
+                source: src,
+            }) => Figure::finite_or(
                 tokens_per_joule(Some(t), Some(mj)),
                 basis,
                 if t == 0 {

@@ -396,7 +396,6 @@ fn job_energy(
         ),
         None => (output_tokens(requests.iter()), e.trajectories.len() as u64),
     };
-    let tokens = tokens.map(|c| (c.tokens, c.source));
     let mut job_energy = run.job_energy(&windows, tokens, units, in_flight);
     if is_swe {
         job_energy.tokens_per_joule = Figure::missing(
