@@ -1,5 +1,5 @@
 //! `merge RUN_DIR... --out DIR`: one run directory from the run directories of every
-//! shard of one run (issue 17 item 2). See `docs/sharding.md`.
+//! shard of one run. See `docs/sharding.md`.
 //!
 //! What is exact and what is aligned:
 //!
@@ -167,7 +167,7 @@ fn shard_name(i: &ShardInput) -> String {
     format!("shard {k} ({})", i.dir.display())
 }
 
-/// Checks what makes each shard its own run (issue 29 item 9), on shards that passed
+/// Checks what makes each shard its own run, on shards that passed
 /// [`validate`]: a plausible reference instant that equals the one its clock-domain id
 /// (`mono:HOST:PID:ANCHOR`) states, a clock domain no other shard has, and request ids
 /// no other shard has (a shard directory copied as another, with only its index edited,

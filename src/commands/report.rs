@@ -52,7 +52,7 @@ fn report(rep: &RunReport, run_dir: &Path, format: ReportFormat, output: Option<
             &rep.summary,
             &crate::runner::report::endpoint_label(rep),
         ),
-        // JUnit counts each job's records as they are streamed (issue 19): a run of any
+        // JUnit counts each job's records as they are streamed: a run of any
         // size renders without holding them.
         ReportFormat::Junit => {
             let counts = match junit_counts(rep, run_dir) {

@@ -204,8 +204,8 @@ impl<'a> CounterIndex<'a> {
             acc += u128::from(inc);
             prefix.push(acc);
         }
-        // A counter that "resets" at most of its intervals is no counter (issue 30 item 9:
-        // one that decreases at every sample summed its values into plausible deltas):
+        // A counter that "resets" at most of its intervals is no counter (one
+        // that decreases at every sample summed its values into plausible deltas):
         // withheld as a regression at its first reset, never turned into figures.
         let intervals = samples.len().saturating_sub(1);
         if regression.is_none() && resets >= 2 && resets * 2 > intervals {
@@ -537,7 +537,7 @@ mod tests {
         assert_eq!(idx.window(210, 290, &mut 0), (0, None));
     }
 
-    /// Issue 30 item 9: a counter flagged as reset at every sample (it decreases every
+    /// A counter flagged as reset at every sample (it decreases every
     /// time) is a regression, not a sum of plausible deltas; one real restart is not.
     #[test]
     fn a_counter_that_resets_at_most_samples_is_withheld() {

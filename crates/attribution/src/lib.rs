@@ -1,5 +1,5 @@
-//! Trajectory-level energy and prefix-cache attribution (docs/measurement.md, with the corrections of
-//! issue 5 and docs/measurement.md). Pure logic, no I/O (a marker file is read from disk
+//! Trajectory-level energy and prefix-cache attribution (docs/measurement.md).
+//! Pure logic, no I/O (a marker file is read from disk
 //! by the main crate's `run_dir::read_step_markers`). Its output types are the report model's
 //! ([`inferscope_model::attribution`]).
 //!

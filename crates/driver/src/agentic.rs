@@ -83,7 +83,7 @@ pub struct AgenticPlan {
     pub tool_choice: Vec<String>,
     /// `Some(script)` for scripted mode: `(tool name, JSON arguments)` per entry.
     pub script: Option<Vec<(String, Value)>>,
-    /// Fixed output length and `extra_body` of every request (issue 27).
+    /// Fixed output length and `extra_body` of every request.
     pub shape: crate::shape::RequestShape,
     /// The suite's token counter (`None`: the bytes/4 estimate): an LLM step the server
     /// reported no output tokens for gets its estimate from it.

@@ -151,7 +151,7 @@ impl Capture {
 
     /// One job's `grading` phase span starts, nested in the current phase (request
     /// execution: each job is graded as it ends) and named by the job's id as its case;
-    /// [`Capture::grading_end`] closes it (issue 29 item 3). A job id that is not a valid
+    /// [`Capture::grading_end`] closes it. A job id that is not a valid
     /// case id gives a span without one.
     pub fn grading_start(&self, job_id: &str) -> Option<SpanId> {
         let case = crate::timeline::ids::is_valid_case_id(job_id).then_some(job_id);

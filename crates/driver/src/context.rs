@@ -37,12 +37,12 @@ pub struct ContextPlan {
     pub temperature: Option<f64>,
     /// Choices per request (`n`; `None`: not sent).
     pub n: Option<u32>,
-    /// Fixed output length and `extra_body` of every request (issue 27).
+    /// Fixed output length and `extra_body` of every request.
     pub shape: crate::shape::RequestShape,
-    /// The suite's token counter and template overhead (issue 27): `sizes` are then the
+    /// The suite's token counter and template overhead: `sizes` are then the
     /// prompt tokens the server reports; `None` = the bytes/4 estimate.
     pub tokens: Option<std::sync::Arc<crate::tokens::PromptTokens>>,
-    /// `dataset` (issue 27): the prompts of a file instead of `sizes`.
+    /// `dataset`: the prompts of a file instead of `sizes`.
     pub dataset: Option<crate::suite::Dataset>,
     /// Prompts whose counter failed: sent as bytes/4 filler, stated in the job's notes.
     pub count_failures: crate::tokens::CountFailures,
@@ -92,7 +92,7 @@ pub const PREBUILD_MAX_PROMPTS: u64 = 4096;
 /// ([`ContextPlan::unit_spec`]).
 pub const POINT_REPEAT_STRIDE: u64 = 1 << 20;
 
-/// A Mooncake request's prompt (issue 27): block `i` is seeded filler of `block` tokens
+/// A Mooncake request's prompt: block `i` is seeded filler of `block` tokens
 /// (4 bytes each) from `seed` and hash id `i` alone, so equal ids give byte-identical
 /// blocks and requests share exactly the prefixes the trace recorded. The chat template's
 /// `[head, tail]` bytes count in the blocks: block 0 gives up its first `head` bytes to the
@@ -191,7 +191,7 @@ impl ContextPlan {
     /// cache hits), else `seed ^ size ^ (r + 1) << 32` (a new prompt per repeat). Used by
     /// the sequential sweep and by load runs, so both send the same prompts.
     ///
-    /// The prompt (issue 27): with a token counter, exact filler of `size − overhead`
+    /// The prompt: with a token counter, exact filler of `size − overhead`
     /// tokens, asked to give `size` prompt tokens; without one (or when the counter fails
     /// after its retries: recorded in `count_failures`), `size × 4` bytes, asked to give
     /// `size` (the difference the server reports is the estimate's error).

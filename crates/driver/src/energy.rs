@@ -436,7 +436,7 @@ pub fn attribute_run_energy(
     }
     for (i, (label, r)) in joins.into_iter().enumerate() {
         // A load point's group names its first trajectory only (the one report.json
-        // keeps, issue 19); the sequential jobs' group names every one.
+        // keeps); the sequential jobs' group names every one.
         let keep_all = i == 0 && label == "sequential jobs";
         let mut ids = Vec::new();
         let mut joined = 0u64;
@@ -633,7 +633,7 @@ mod tests {
             .collect()
     }
 
-    /// Issue 13 item 3: the power source comes from what was sampled. NVML configured but
+    /// The power source comes from what was sampled. NVML configured but
     /// not loadable (`gpu = "auto"` on a machine without it) is no power source, with the
     /// reason — never `nvml`, never a `measured` basis.
     #[test]
@@ -736,7 +736,7 @@ mod tests {
         assert_eq!(w.energy_mj, 50_000);
     }
 
-    /// Issue 13 item 3: one definition of a job's energy figures (device energy over its
+    /// One definition of a job's energy figures (device energy over its
     /// windows); a device that cannot cover a window withholds the sum, never a partial one.
     #[test]
     fn job_energy_over_windows_and_partial_devices_withheld() {

@@ -93,10 +93,10 @@ pub struct Session {
     pub suites: Vec<SuiteRuntime>,
     sim: Option<SimHandle>,
     telemetry: Option<TelemetryHandle>,
-    /// `--shard K/N`: load jobs run this shard's share of their load (issue 17).
+    /// `--shard K/N`: load jobs run this shard's share of their load.
     pub shard: Option<crate::shard::ShardSpec>,
     /// The run's `requests.jsonl`, open from the start: load units stream their records
-    /// to it as they end (issue 19).
+    /// to it as they end.
     pub records: crate::load::units::RecordsSink,
 }
 
@@ -589,7 +589,7 @@ impl Session {
         }
     }
 
-    /// Runs a job under load (issue 8): every point of its sweep, its units concurrently
+    /// Runs a job under load: every point of its sweep, its units concurrently
     /// per the point's closed or open loop; records the points on `ex.load`.
     #[allow(clippy::too_many_arguments)]
     async fn run_load_job(
@@ -791,7 +791,7 @@ pub fn preflight_error(
     match answer {
         Ok(models) if models.iter().any(|m| m == model) => None,
         Ok(models) => {
-            // A listed id may echo the API key back (issue 30 item 3).
+            // A listed id may echo the API key back.
             let models: Vec<String> = models
                 .iter()
                 .map(|m| crate::model::request::redact_known(m, secrets))
@@ -928,7 +928,7 @@ fn agentic_plan(
     }
 }
 
-/// A replay job's plan for repeat `r` (issue 27 item 4).
+/// A replay job's plan for repeat `r`.
 fn replay_plan(
     j: &crate::suite::Job,
     src: &crate::suite::ReplaySource,
@@ -1014,7 +1014,7 @@ async fn prebuild_prompts(plan: &ContextPlan, spec: &crate::load::LoadSpec) -> O
     ))
 }
 
-/// The suite's token counter and its chat template's overhead (issue 27): `None` for the
+/// The suite's token counter and its chat template's overhead: `None` for the
 /// bytes/4 estimate or a suite without a context or agentic job; an overhead of 0, not
 /// measured, when no job sizes its prompts (agentic jobs only count replies). The overhead is measured with one
 /// chat request (`max_tokens = 1`, not recorded) whose user message is 32 counted tokens:
@@ -1086,7 +1086,7 @@ async fn prompt_tokens_of(
     }))
 }
 
-/// The console note of a dataset job (issue 27): the file, its format and size, and every
+/// The console note of a dataset job: the file, its format and size, and every
 /// scale in force.
 fn dataset_note(d: &crate::suite::Dataset) -> String {
     let mut s = format!(
@@ -1162,7 +1162,7 @@ fn prompt_sizes_note(s: &SuiteRuntime) -> String {
     }
 }
 
-/// A job's [`RequestShape`]: its `output_tokens` and the suite's `extra_body` (issue 27).
+/// A job's [`RequestShape`]: its `output_tokens` and the suite's `extra_body`.
 fn request_shape(j: &crate::suite::Job, suite: &crate::suite::Suite) -> RequestShape {
     RequestShape {
         output_tokens: j.output_tokens,
@@ -1173,7 +1173,7 @@ fn request_shape(j: &crate::suite::Job, suite: &crate::suite::Suite) -> RequestS
 /// Idle connections the suite's client keeps: 64, or the largest load concurrency of its
 /// jobs when larger (256 for an uncapped open loop). reqwest never caps concurrent
 /// connections; sizing the idle pool to the concurrency keeps every connection reusable,
-/// so no reconnect lands inside a TTFT (issue 8: the pool never silently caps load).
+/// so no reconnect lands inside a TTFT (the pool never silently caps load).
 fn pool_size(rs: &ResolvedSuite) -> usize {
     rs.jobs
         .iter()

@@ -30,7 +30,7 @@ pub struct SuiteRuntime {
     /// (nothing listening, `/models` not found, model not listed, auth refused). Its jobs
     /// are then `setup_error` and send nothing.
     pub setup_error: Option<SetupError>,
-    /// The suite's token counter and template overhead (issue 27), set in the preflight
+    /// The suite's token counter and template overhead, set in the preflight
     /// when its `tokenizer` is not the bytes/4 estimate and it has a context job.
     pub prompt_tokens: Option<Arc<crate::tokens::PromptTokens>>,
 }

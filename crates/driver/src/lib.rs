@@ -126,7 +126,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
     let mut session = execute::Session::prepare(&opts, &clock, &ctx).await;
     session.shard = extras.shard.as_ref().and_then(|s| s.spec);
     // `requests.jsonl` is open from the start: load units stream their records to it as
-    // they end (issue 19); its header lists the jobs in report order.
+    // they end; its header lists the jobs in report order.
     session.records = load::units::RecordsSink::create(
         &run_dir,
         &run_id,
@@ -196,7 +196,7 @@ async fn run_inner(opts: RunOptions, cancelled: Arc<AtomicBool>, extras: RunExtr
         }
     }
     // The executed trajectories (every request's full record, response text included)
-    // are in the report now: free them before the artifacts are written (issue 19).
+    // are in the report now: free them before the artifacts are written.
     drop(graded);
     capture.end_phase(cancelled);
     let writes = report::write_artifacts(

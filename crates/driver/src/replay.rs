@@ -1,4 +1,4 @@
-//! Issue 27 item 4: replays a recorded trajectory's shape ([`crate::suite::replay`]) on
+//! Replays a recorded trajectory's shape ([`crate::suite::replay`]) on
 //! this endpoint. Each recorded LLM step becomes one request of one user message sized to
 //! the recorded `usage.prompt_tokens` (with a token counter: exact filler of the size less
 //! the chat template's overhead; else 4 bytes a token), whose text starts with the previous

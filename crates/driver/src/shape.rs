@@ -1,4 +1,4 @@
-//! What every chat request of a job asks for beyond its messages (issue 27): a fixed output
+//! What every chat request of a job asks for beyond its messages: a fixed output
 //! length (`output_tokens`) and the suite's `extra_body` members. Pure: it edits a
 //! [`ChatRequest`] before it is sent.
 //!

@@ -30,7 +30,7 @@ pub fn grade_trajectory(
         .map(|s| s.name.clone())
         .collect();
     // The final answer is the last LLM step's (choice 0's) text; with several choices
-    // each choice's text can be checked (issue 29 item 5).
+    // each choice's text can be checked.
     let last = t.steps.iter().rev().find_map(|s| s.request.as_ref());
     let choices: Vec<(u64, &str)> = last.map_or_else(Vec::new, |r| {
         r.choices
@@ -49,7 +49,7 @@ pub fn grade_trajectory(
         },
     );
     // The answer is kept up to MAX_KEPT_TEXT_BYTES: a failed check on a longer answer
-    // says what it could not see (issue 29 item 8).
+    // says what it could not see.
     let omitted = last.map_or(0, |r| r.output.text_omitted_bytes);
     if omitted > 0 && t.final_answer.is_some() {
         for (r, c) in results.iter_mut().zip(checks) {
@@ -110,7 +110,7 @@ mod tests {
         }
     }
 
-    /// Issue 29 item 8: a check that fails on an answer longer than what was kept says
+    /// A check that fails on an answer longer than what was kept says
     /// that the rest was not graded; on a whole answer the reason is unchanged.
     #[test]
     fn a_failed_check_on_a_cut_answer_says_the_rest_was_not_graded() {

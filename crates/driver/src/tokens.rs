@@ -1,4 +1,4 @@
-//! Where a context job's prompt tokens are counted (issue 27), and prompts built to an exact
+//! Where a context job's prompt tokens are counted, and prompts built to an exact
 //! count of them.
 //!
 //! - [`Counter`]: a Hugging Face `tokenizer.json` (the `tokenizers` crate, pure Rust
@@ -209,7 +209,7 @@ pub async fn exact_filler<C: CountTokens>(
 
 /// `prefix` followed by seeded filler, the whole exactly `tokens` tokens by `c` where it
 /// can be built (counted as one text, so a boundary that merges tokens is counted): the
-/// text (starting with `prefix`) and its count. Issue 27's trajectory replay grows each
+/// text (starting with `prefix`) and its count. A trajectory replay grows each
 /// prompt from the previous one this way, so the prefix is byte-identical.
 pub async fn exact_filler_after<C: CountTokens>(
     c: &C,
@@ -338,7 +338,7 @@ impl PromptTokens {
     }
 }
 
-/// Issue 27: a request the server reported no output tokens for gets its estimate from
+/// A request the server reported no output tokens for gets its estimate from
 /// the suite's counter (method `tokenizer`) instead of bytes/4; never presented as usage
 /// (`completion_tokens` stays `null`). Requests with usage, without any estimate, with more
 /// than one choice (only choice 0's output is kept), or whose count fails keep theirs.

@@ -70,7 +70,7 @@ pub struct GateSpec {
     /// Maximum regression against a saved baseline, percent (issue: load and comparison).
     pub regression_pct: Option<f64>,
     /// Maximum fraction (0..=1) of the successful requests that asked for a fixed output
-    /// length (`output_tokens`) and came back shorter (issue 27).
+    /// length (`output_tokens`) and came back shorter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_short_output_rate: Option<f64>,
     /// Behaviour of every gate in this table when its figure is unavailable.

@@ -1,6 +1,6 @@
 //! The curve of a load run (pure): per-point statistics, goodput against the job's latency
 //! gates, energy per output token over the point's window, warm-up selection and the
-//! console table (issue 8 item 1).
+//! console table.
 //!
 //! Definitions:
 //! - latency is reported **from send** (the job statistics' own TTFT/E2E) and **from
@@ -116,8 +116,8 @@ pub fn summarize_point(
     summarize_point_compact(facts, (&set, 0..set.len()), &warm, criteria, energy)
 }
 
-/// [`summarize_point`] over the requests `range` of a job's compact figures (issue 19:
-/// no per-point copy); `warm[i]` flags request `i` of the set as warm-up.
+/// [`summarize_point`] over the requests `range` of a job's compact figures (no
+/// per-point copy); `warm[i]` flags request `i` of the set as warm-up.
 pub fn summarize_point_compact(
     facts: PointFacts,
     (set, range): (&CompactFigureSet, Range<usize>),
@@ -324,7 +324,7 @@ pub fn render_curve(job_id: &str, variable: Option<&str>, points: &[PointSummary
     for l in align_rows(&rows, |i| i == 0, "  ") {
         let _ = writeln!(out, "{l}");
     }
-    // Streamed percentiles (issue 19) say so under the table, with their bound.
+    // Streamed percentiles say so under the table, with their bound.
     if let Some(b) = points.iter().find_map(|p| {
         [&p.stats.ttft_ms, &p.stats.e2e_ms, &p.stats.schedule_lag_ms]
             .into_iter()
@@ -505,7 +505,7 @@ mod tests {
         assert!(t.contains("goodput: requests with e2e_ms <= 1000"));
     }
 
-    /// Issue 13 item 2: output tokens/s from estimated counts are marked `~` in the curve,
+    /// Output tokens/s from estimated counts are marked `~` in the curve,
     /// and a point's energy per output token says whose counts it divides by.
     #[test]
     fn estimated_tokens_are_marked_in_the_curve() {

@@ -1,7 +1,7 @@
 //! The per-step console table of each trajectory: latency (TTFT, duration), exact usage
 //! (prompt, cached, generated tokens from each response's own `usage`), the prefix-cache
-//! hit rate, and the step-attribution energy (docs/measurement.md) columns (samples in window — the fewest over devices —,
-//! energy mJ with its basis, tokens per joule). Pure: renders from the typed
+//! hit rate, and the step-attribution energy columns (docs/measurement.md): samples in
+//! window (the fewest over devices), energy mJ with its basis, tokens per joule. Pure: renders from the typed
 //! [`RunReport`].
 //!
 //! Steps are numbered 1..n within their trajectory (the run-unique step id is in

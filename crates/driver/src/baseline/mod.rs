@@ -1,4 +1,4 @@
-//! Saved baselines and comparisons against them (issue 8 item 2).
+//! Saved baselines and comparisons against them.
 //!
 //! - `inferscope-bench baseline save RUN_DIR --name NAME` keeps the run's summary — per job,
 //!   latency figures and their spread ([`summary`]) — in
@@ -101,7 +101,7 @@ pub fn path_for(root: &Path, name: &str) -> Result<PathBuf, BaselineError> {
 
 /// Summaries of every job of `report` (read from `run_dir`), streaming its
 /// `requests.jsonl` ([`crate::records::visit`], checked as every reader checks it): only
-/// each job's compact samples ([`JobSamples`]) are held, never its records (issue 19).
+/// each job's compact samples ([`JobSamples`]) are held, never its records.
 /// `want(job)` selects the jobs to summarise (`None` for the others).
 pub fn stream_summaries(
     run_dir: &Path,

@@ -60,7 +60,7 @@ pub fn arrival_offsets_ns(arrival: Arrival, rate_per_s: f64, seed: u64, stop: St
     out
 }
 
-/// The arrival offsets of a recorded trace (issue 27): unit `k` replays entry `k mod n` of
+/// The arrival offsets of a recorded trace: unit `k` replays entry `k mod n` of
 /// pass `k div n` at `(timestamp − first timestamp + pass × span) × time_scale` ms, `span`
 /// the trace's first-to-last gap (so a repeat starts where the last one ended), until
 /// `stop` as [`arrival_offsets_ns`]. `timestamps_ms` are non-decreasing (checked at load).

@@ -23,7 +23,7 @@ use crate::steps::{StepStatus, StopReason, TrajectoryRecord};
 
 use super::units::{LoadUnits, RecordsSink, UnitMsg, UnitWriterEnv, spawn_unit_writer};
 
-/// A context job replaying a trace's timestamps (`dataset.time_scale`, issue 27): its
+/// A context job replaying a trace's timestamps (`dataset.time_scale`): its
 /// arrivals, the open loop's schedule in place of a rate's.
 fn trace_arrivals(template: &UnitTemplate, stop: Stop) -> Option<Vec<u64>> {
     let UnitTemplate::Context(plan) = template else {
@@ -281,7 +281,7 @@ impl<T: ToolExec + Send + 'static> UnitRunner for Units<T> {
     }
 }
 
-/// What a finished unit keeps until the report is built (issue 19): no response text,
+/// What a finished unit keeps until the report is built: no response text,
 /// reasoning or tool-call arguments in its records (no artifact holds them), no final
 /// answer or stdout unless the job's checks read them, vectors at their length.
 fn compact_unit(rec: &mut TrajectoryRecord, keep_answers: bool) {
@@ -423,7 +423,7 @@ async fn run_point_connected<T: ToolExec + Send + 'static>(
     super::exec::PointRun<<Units<T> as UnitRunner>::Output>,
     crate::model::load::PointConnections,
 ) {
-    // Connections before the window (issue 33 item 3): a pool at the point's
+    // Connections before the window: a pool at the point's
     // concurrency cap, opened at a bounded rate; an uncapped open loop has no known
     // size and opens its connections as its arrivals need them.
     let warm = match plan.concurrency {

@@ -1,4 +1,4 @@
-//! The load executor: closed and open loops over units of work (issue 8 item 1).
+//! The load executor: closed and open loops over units of work.
 //!
 //! Scheduling logic only. What a unit does is a [`UnitRunner`] (in the product, one
 //! agentic trajectory or one context request; in tests, a mock); time is a [`Timer`] (the
@@ -56,7 +56,7 @@ pub trait UnitRunner: Sync {
     fn run(&self, ticket: UnitTicket) -> impl Future<Output = Self::Output> + Send;
     /// Whether the point keeps this finished unit's entry in [`PointRun::units`]; a runner
     /// whose units hand their results on as they end keeps only the ones it still needs, so
-    /// a point of a million units holds no entry per unit (issue 19). Default: every one.
+    /// a point of a million units holds no entry per unit. Default: every one.
     fn keeps(&self, _output: &Self::Output) -> bool {
         true
     }
@@ -103,7 +103,7 @@ pub struct PointRun<O> {
     pub max_in_flight: u32,
     /// Units of the point's plan never started because of cancellation: scheduled
     /// arrivals not yet started (open loop), and in a closed loop of `Count(n)` every unit
-    /// of the `n` not yet started, queued or not (issue 29 item 1).
+    /// of the `n` not yet started, queued or not.
     pub not_started: u64,
     /// Cancellation stopped the point before its stop rule did (also a closed loop of
     /// `Duration(d)`, whose units not started cannot be counted).
@@ -555,7 +555,7 @@ mod tests {
         }
     }
 
-    /// Issue 29 item 1: Ctrl-C during a one-point closed loop of `count = 16` after 4
+    /// Ctrl-C during a one-point closed loop of `count = 16` after 4
     /// units started: the 12 units of the count never queued are not started, and the
     /// point did not run to its end (on main: `not_started` 0, so the job passed).
     #[tokio::test(start_paused = true)]

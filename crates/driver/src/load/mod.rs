@@ -1,4 +1,4 @@
-//! Load: trajectories and requests in flight, arrival rates and sweeps (issue 8 item 1).
+//! Load: trajectories and requests in flight, arrival rates and sweeps.
 //!
 //! - [`spec`]: a job's validated load settings ([`LoadSpec`]) and its points;
 //! - [`arrival`]: seeded open-loop arrival schedules (Poisson, constant);

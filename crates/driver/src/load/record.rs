@@ -22,18 +22,18 @@ pub struct PointRecord {
     /// Units of the plan never started because of cancellation (closed loop: every unit
     /// of `count` not started; open loop: the arrivals not started).
     pub not_started: u64,
-    /// Cancellation stopped the point before its stop rule did (issue 29 item 1).
+    /// Cancellation stopped the point before its stop rule did.
     pub stopped_early: bool,
     /// Units of `count` the open-loop schedule could not place (a rate so low that the
     /// next arrival lies past the run clock's range, or past the arrival bound): the
-    /// point cannot run its count (issue 29 item 10).
+    /// point cannot run its count.
     pub unscheduled: u64,
     /// Most units in flight at once (achieved concurrency).
     pub max_units_in_flight: u32,
     /// Most requests in flight at once.
     pub max_requests_in_flight: u32,
-    /// The warm pool before the window and the connections opened inside it (issue 33
-    /// item 3); `None` for a point that ran nothing.
+    /// The warm pool before the window and the connections opened inside it;
+    /// `None` for a point that ran nothing.
     pub connections: Option<crate::model::load::PointConnections>,
 }
 
@@ -141,7 +141,7 @@ impl LoadRun {
     }
 
     /// One note per point whose requests opened connections inside the window with a
-    /// dropped SYN (issue 33 item 3): the retransmit second sits in those requests' TTFT,
+    /// dropped SYN: the retransmit second sits in those requests' TTFT,
     /// so the job says so.
     pub fn connect_notes(&self) -> Vec<String> {
         self.points
@@ -163,7 +163,7 @@ impl LoadRun {
             .collect()
     }
 
-    /// One note per point whose schedule could not place its count (issue 29 item 10);
+    /// One note per point whose schedule could not place its count;
     /// such a job fails.
     pub fn schedule_notes(&self) -> Vec<String> {
         self.points
@@ -217,7 +217,7 @@ mod tests {
     }
 
     /// At most min(concurrency, units started) can be in flight: `concurrency = 4` with
-    /// `count = 1` declares one, not four (step-attribution statement (docs/measurement.md) stays true).
+    /// `count = 1` declares one, not four (the concurrency statement of docs/measurement.md stays true).
     #[test]
     fn declared_concurrency_is_capped_by_units_started() {
         assert_eq!(point(Some(4), 1, 1).declared_concurrency(), 1);

@@ -1,4 +1,4 @@
-//! What a load job keeps of its units while it runs (issue 19): every finished unit's
+//! What a load job keeps of its units while it runs: every finished unit's
 //! records go to `requests.jsonl` as the unit ends, and only compact figures stay in
 //! memory.
 //!

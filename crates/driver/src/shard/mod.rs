@@ -1,4 +1,4 @@
-//! Beyond one machine (issue 17): dividing a run among shards, merging shard runs, and
+//! Beyond one machine: dividing a run among shards, merging shard runs, and
 //! the Kubernetes manifests that run them.
 //!
 //! - [`Partition`] (`--partition count:K/N | hash:K/N`, nextest's syntax and semantics):

@@ -1,5 +1,5 @@
 //! Deterministic fixture tools declared in a suite's `[[tools]]` (docs/suite.md;
-//! docs/architecture.md `tools`; issue 2 item 4).
+//! docs/architecture.md `tools`).
 //!
 //! A [`ToolRegistry`] is built once per run from a loaded [`Suite`]: fixed responses
 //! and response-table files are read into memory then, so [`ToolRegistry::execute`] does

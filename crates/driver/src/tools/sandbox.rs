@@ -1,5 +1,5 @@
 //! Confinement of file-reading tools to `fixtures/<read_root>` (docs/suite.md
-//! `read_root`; issue 2 item 4): `..` components, absolute paths and symlinks whose
+//! `read_root`): `..` components, absolute paths and symlinks whose
 //! target leaves the root are tool errors, never panics and never reads.
 
 use std::path::{Component, Path};

@@ -1,5 +1,5 @@
 //! Tests of fixture tools: OpenAI tool entries, response tables, fixed responses,
-//! argument validation and the read-root sandbox (issue 2 item 4).
+//! argument validation and the read-root sandbox.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Comparing a run's job summaries with a baseline's (pure; issue 8 item 2).
+//! Comparing a run's job summaries with a baseline's (pure).
 //!
 //! Per figure (every figure is a latency, lower is better):
 //! `change_pct = (current − baseline) / baseline × 100` (`null` when the baseline is ≤ 0).

@@ -1,4 +1,4 @@
-//! A job's figures and their spread, from its per-request samples (pure; issue 8 item 2).
+//! A job's figures and their spread, from its per-request samples (pure).
 //!
 //! Figures (latency, ms, lower is better), over successful non-warm-up requests:
 //! `ttft_ms.{p50,p90,p99}` and `e2e_ms.{p50,p90,p99}` (from send), `itl_ms.{p50,p99}`
@@ -38,7 +38,7 @@ pub fn quantile_ci_ranks(n: usize, q: f64) -> (Option<usize>, Option<usize>) {
         return (None, None);
     }
     // pmf(k) of Binomial(n, q) in log space (no underflow for large n), summed into
-    // cdf(k) = P(B ≤ k) one k at a time: nothing of size n is held (issue 19: a pooled
+    // cdf(k) = P(B ≤ k) one k at a time: nothing of size n is held (a pooled
     // ITL population of a million-request run has tens of millions of samples).
     let pmf = |k: usize, ln: f64| -> f64 {
         if q <= 0.0 || q >= 1.0 {
@@ -79,8 +79,8 @@ pub fn quantile_ci_ranks(n: usize, q: f64) -> (Option<usize>, Option<usize>) {
     (l, u)
 }
 
-/// Per-request samples of one job, successful non-warm-up requests only, kept compact
-/// (issue 19): latencies as the integer ns the client recorded (ITL gaps as `u32`, gaps
+/// Per-request samples of one job, successful non-warm-up requests only, kept compact:
+/// latencies as the integer ns the client recorded (ITL gaps as `u32`, gaps
 /// ≥ 2³² − 1 ns in a `u64` side list), converted to ms ([`ns_to_ms`]) when a figure is
 /// read — the same values the f64 samples gave. TPOT and E2E from schedule are the `f64`
 /// ms the records compute.

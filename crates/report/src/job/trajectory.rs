@@ -69,9 +69,10 @@ fn missing_energy_reason(a: &StepAttribution) -> String {
     }
 }
 
-/// A step's energy figure and its step-attribution figures (docs/measurement.md) from its trajectory's join outcome. The
-/// step-attribution figures (docs/measurement.md) (samples, counter deltas, usage) are kept whatever the power source;
-/// the energy is `null` with basis `unavailable` without one.
+/// A step's energy figure and its step-attribution figures (docs/measurement.md) from its
+/// trajectory's join outcome. The step-attribution figures (samples, counter deltas, usage)
+/// are kept whatever the power source; the energy is `null` with basis `unavailable`
+/// without one.
 fn step_energy(
     outcome: Option<&TrajectoryOutcome>,
     step_id: u64,
