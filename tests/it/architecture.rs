@@ -5,8 +5,10 @@
 //! sits in a `use` (groups included) or inline in an expression or a type. Comments and
 //! string literals are left out. `mod x;` and `pub use` re-exports are structure, not
 //! edges; a path that goes through a `use` or a `pub use` (a crate root re-exporting its
-//! modules' items) is followed to the module that defines the item. The graph is one-way:
-//! any cycle fails, printed as `a → b → a`.
+//! modules' items) is followed to the module that defines the item, and so is a name a
+//! glob (`use super::*;`) brings in; a `pub(…) use` whose name the same scope's code calls is
+//! a use too. `#[cfg(test)]` modules are left out: tests are not the architecture. The graph
+//! is one-way: any cycle fails, printed as `a → b → a`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -158,6 +160,9 @@ struct FileFacts {
     paths: Vec<(ModPath, ModPath)>,
     /// `(scope, name)` of each item the file defines (fn, struct, enum, …).
     items: Vec<(ModPath, String)>,
+    /// `(scope, identifier)` for each name the code names outside `use` items: a name a
+    /// `pub(…) use` binds is a dependency too when code of the same scope calls it.
+    names: Vec<(ModPath, String)>,
 }
 
 const ITEM_KEYWORDS: [&str; 8] = [
@@ -169,24 +174,30 @@ fn file_facts(text: &str) -> FileFacts {
     let at = |j: usize| t.get(j).map(String::as_str).unwrap_or("");
     let mut facts = FileFacts::default();
     let mut depth = 0usize;
-    let mut inline: Vec<(String, usize)> = Vec::new();
+    // Inline modules open here: name, brace depth, and whether it is `#[cfg(test)]`.
+    let mut inline: Vec<(String, usize, bool)> = Vec::new();
     let mut i = 0;
     while i < t.len() {
-        let scope: ModPath = inline.iter().map(|(n, _)| n.clone()).collect();
+        let scope: ModPath = inline.iter().map(|(n, _, _)| n.clone()).collect();
+        // Test modules are not the architecture: what they import is left out.
+        let in_test = inline.iter().any(|(_, _, test)| *test);
         match at(i) {
             "{" => depth += 1,
             "}" => {
                 depth = depth.saturating_sub(1);
-                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                if inline.last().is_some_and(|(_, d, _)| *d == depth) {
                     inline.pop();
                 }
             }
             "mod" if is_ident(at(i + 1)) && matches!(at(i + 2), "{" | ";") => {
                 let name = at(i + 1).to_string();
                 let is_inline = at(i + 2) == "{";
-                facts.mods.push((scope, name.clone(), is_inline));
+                let cfg_test = i >= 7 && t[i - 7..i].join("") == "#[cfg(test)]";
+                if !in_test {
+                    facts.mods.push((scope, name.clone(), is_inline));
+                }
                 if is_inline {
-                    inline.push((name, depth));
+                    inline.push((name, depth, in_test || cfg_test));
                     depth += 1;
                 }
                 i += 3;
@@ -196,6 +207,9 @@ fn file_facts(text: &str) -> FileFacts {
                 let public = is_public(&t, i);
                 let mut leaves = Vec::new();
                 i = use_tree(&t, i + 1, Vec::new(), &mut leaves);
+                if in_test {
+                    leaves.clear();
+                }
                 for (path, name) in leaves {
                     facts.uses.push(Use {
                         scope: scope.clone(),
@@ -206,6 +220,7 @@ fn file_facts(text: &str) -> FileFacts {
                 }
                 continue;
             }
+            _ if in_test => {}
             "macro_rules" if at(i + 1) == "!" && is_ident(at(i + 2)) => {
                 facts.items.push((scope, at(i + 2).to_string()));
             }
@@ -227,6 +242,9 @@ fn file_facts(text: &str) -> FileFacts {
                 facts.paths.push((scope, path));
                 i = j;
                 continue;
+            }
+            w if is_ident(w) => {
+                facts.names.push((scope, w.to_string()));
             }
             _ => {}
         }
@@ -352,6 +370,8 @@ struct Crate {
     uses: BTreeMap<ModPath, Vec<Use>>,
     /// Each file module → `(scope, path)` of its inline paths.
     paths: BTreeMap<ModPath, Vec<(ModPath, ModPath)>>,
+    /// Every scope → the identifiers its code names outside `use` items.
+    names: BTreeMap<ModPath, BTreeSet<String>>,
 }
 
 impl Crate {
@@ -364,6 +384,7 @@ impl Crate {
             items: BTreeMap::new(),
             uses: BTreeMap::new(),
             paths: BTreeMap::new(),
+            names: BTreeMap::new(),
         };
         for f in &files {
             let file = module_of(f.strip_prefix(src).unwrap());
@@ -390,6 +411,9 @@ impl Crate {
             }
             let paths = facts.paths.into_iter().map(|(s, p)| (full(&s), p));
             c.paths.entry(file.clone()).or_default().extend(paths);
+            for (scope, name) in facts.names {
+                c.names.entry(full(&scope)).or_default().insert(name);
+            }
         }
         c
     }
@@ -408,10 +432,13 @@ impl Crate {
             name if self.children.get(scope).is_some_and(|c| c.contains(name)) => {
                 (scope.to_vec(), path)
             }
-            // A name a `use` of this scope binds (`use x::Kind as K;` … `K::A`).
+            // A name a `use` of this scope binds (`use x::Kind as K;` … `K::A`), or one a
+            // glob brings in (`use super::*;` … `sibling::f()`).
             name => {
                 let uses = self.uses.get(scope).map(Vec::as_slice).unwrap_or(&[]);
-                let u = uses.iter().find(|u| u.name.as_deref() == Some(name))?;
+                let Some(u) = uses.iter().find(|u| u.name.as_deref() == Some(name)) else {
+                    return self.through_glob(uses, path, fuel);
+                };
                 if fuel == 0 || u.path.len() == 1 && u.path[0] == name {
                     return None;
                 }
@@ -420,6 +447,31 @@ impl Crate {
             }
         };
         self.walk(start, rest, fuel)
+    }
+
+    /// `path`, whose head no `use` of its scope binds by name, through the scope's glob
+    /// imports: the first glob whose module has the head as a child module, an item or a
+    /// name of its own `use`s.
+    fn through_glob(&self, uses: &[Use], path: &[String], fuel: usize) -> Option<ModPath> {
+        let head = path.first()?;
+        if fuel == 0 {
+            return None;
+        }
+        for u in uses.iter().filter(|u| u.name.is_none()) {
+            let Some(from) = self.resolve(&u.scope, &u.path, fuel - 1) else {
+                continue;
+            };
+            let child = self.children.get(&from).is_some_and(|c| c.contains(head));
+            let item = self.items.get(&from).is_some_and(|i| i.contains(head));
+            let named = self
+                .uses
+                .get(&from)
+                .is_some_and(|us| us.iter().any(|u| u.name.as_ref() == Some(head)));
+            if child || item || named {
+                return self.walk(from, path, fuel - 1);
+            }
+        }
+        None
     }
 
     /// Follows `rest` down from module `cur`; a name that is not a module is an item of
@@ -489,7 +541,14 @@ impl Crate {
         }
         for (scope, uses) in &self.uses {
             let file = &self.modules[scope];
-            for u in uses.iter().filter(|u| !u.public) {
+            // A re-export is structure; one that code of its scope also calls is a use.
+            let names = self.names.get(scope);
+            let called = |u: &Use| {
+                u.name
+                    .as_ref()
+                    .is_some_and(|n| names.is_some_and(|ns| ns.contains(n)))
+            };
+            for u in uses.iter().filter(|u| !u.public || called(u)) {
                 edge(file, scope, &u.path);
             }
         }
@@ -663,6 +722,87 @@ fn the_cycle_check_sees_a_child_sharing_its_parents_item() {
         ("v/child.rs", "pub fn run(_: &super::Ctx) {}\n"),
     ]);
     assert_eq!(found, ["v → v::child → v"], "a bare child path in a use");
+}
+
+/// A sibling named through a glob of the parent (`use super::*;` … `b::f()`), and a name a
+/// `pub(crate) use` binds that the file's own code calls, are uses: each closes its cycle.
+#[test]
+fn the_cycle_check_sees_names_through_globs_and_called_re_exports() {
+    let (_, found) = planted(&[
+        ("lib.rs", "pub mod m;"),
+        (
+            "m/mod.rs",
+            "mod a;
+mod b;
+",
+        ),
+        (
+            "m/a.rs",
+            "use super::*;
+pub fn g() { b::f() }
+",
+        ),
+        (
+            "m/b.rs",
+            "pub fn f() { super::a::g() }
+",
+        ),
+    ]);
+    assert_eq!(found, ["m::a → m::b → m::a"], "a sibling through a glob");
+    let (_, found) = planted(&[
+        ("lib.rs", "pub mod m;"),
+        (
+            "m/mod.rs",
+            "mod a;
+mod b;
+",
+        ),
+        (
+            "m/a.rs",
+            "pub(crate) use super::b::f;
+pub fn g() { f() }
+",
+        ),
+        (
+            "m/b.rs",
+            "pub fn f() { super::a::g() }
+",
+        ),
+    ]);
+    assert_eq!(found, ["m::a → m::b → m::a"], "a called pub(crate) use");
+    let (_, found) = planted(&[
+        ("lib.rs", "pub mod m;"),
+        (
+            "m/mod.rs",
+            "mod a;
+mod b;
+",
+        ),
+        (
+            "m/a.rs",
+            "pub(crate) use super::b::f;
+pub fn g() {}
+",
+        ),
+        (
+            "m/b.rs",
+            "pub fn f() { super::a::g() }
+",
+        ),
+    ]);
+    assert!(found.is_empty(), "a re-export only: {found:?}");
+    let (_, found) = planted(&[
+        ("lib.rs", "pub mod m;"),
+        (
+            "m/mod.rs",
+            "mod a;\npub struct X;\n#[cfg(test)]\nmod tests { use super::*; fn t() { a::g(); } }\n",
+        ),
+        ("m/a.rs", "pub fn g() -> super::X { super::X }\n"),
+    ]);
+    assert!(
+        found.is_empty(),
+        "a test module is not the architecture: {found:?}"
+    );
 }
 
 /// One-way pairs, paths in comments and strings, a test module using its parent, and a

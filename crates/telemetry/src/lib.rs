@@ -65,6 +65,7 @@ pub mod proc;
 pub mod profile;
 pub mod prom;
 pub mod prometheus;
+mod prometheus_config;
 mod sampler;
 mod store;
 pub mod summary;
@@ -83,7 +84,8 @@ pub use prom::{
     BucketQuantile, Exposition, ExpositionFormat, Histogram, format_from_content_type,
     parse_exposition,
 };
-pub use prometheus::{PrometheusConfig, PrometheusInfo};
+pub use prometheus::PrometheusInfo;
+pub use prometheus_config::PrometheusConfig;
 pub use sampler::{TelemetryHandle, TelemetrySnapshot, start};
 pub use store::{SCHEMA as SAMPLES_SCHEMA, SamplesError, SamplesSources};
 

@@ -16,13 +16,15 @@ use sha2::{Digest, Sha256};
 
 use crate::timeline::{DroppedCounts, Quality};
 
-use super::runs::{IntegrityItem, ReportState, SamplesState, TimelineState};
+use super::runs::IntegrityItem;
 
 mod build;
+mod detail;
 mod gaps;
 mod telemetry;
 
 pub use build::{report_head, report_view, shard_views, timeline_view};
+pub use detail::run_detail;
 pub use gaps::gap_markers;
 pub use telemetry::{
     LaneQuantity, LaneSamples, LaneTimes, METRICS_COUNTERS, METRICS_GAUGES, lane_label,
@@ -472,45 +474,9 @@ impl GapMarker {
         }
     }
 }
-/// Assembles the detail (pure).
-pub fn run_detail(
-    run_id: &str,
-    report: &ReportState,
-    timeline: &TimelineState,
-    samples: &SamplesState,
-    times: &LaneTimes,
-) -> RunDetail {
-    let report_view = report_view(report);
-    let timeline_v = timeline_view(timeline);
-    let run_domain: Option<String> = match (report, timeline) {
-        (ReportState::Ok(r), _) => Some(r.clock_domain_id.clone()),
-        (_, TimelineState::Ok(t)) => Some(t.manifest.clock_domain_id.clone()),
-        _ => None,
-    };
-    let telemetry = telemetry_view(samples, times, run_domain.as_deref());
-    let scrape_failures = match samples {
-        SamplesState::Ok(s) => s.metrics.as_ref().map_or(0, |m| m.scrapes_failed),
-        _ => 0,
-    };
-    let gaps = gap_markers(
-        &report_view,
-        timeline,
-        &timeline_v,
-        &telemetry,
-        scrape_failures,
-    );
-    RunDetail {
-        schema: DETAIL_SCHEMA,
-        run_id: run_id.to_string(),
-        report: report_view,
-        timeline: timeline_v,
-        telemetry,
-        gaps,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::runs::{SamplesState, TimelineState};
     use super::*;
 
     #[test]
