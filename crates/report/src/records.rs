@@ -46,6 +46,33 @@ pub struct StepRecord {
 }
 
 impl StepRecord {
+    /// A completed `chat` LLM step of the runner's own over `[start_ns, end_ns]`, with
+    /// its request record and nothing else set.
+    pub fn completed_llm_call(
+        step_id: u64,
+        start_ns: u64,
+        end_ns: u64,
+        request: RequestRecord,
+    ) -> StepRecord {
+        StepRecord {
+            step_id,
+            kind: StepKind::LlmCall,
+            name: "chat".into(),
+            start_ns,
+            end_ns,
+            status: StepStatus::Completed,
+            failure_code: None,
+            tool_error: None,
+            request: Some(request),
+            max_tokens: None,
+            tool_call_id: None,
+            status_known: true,
+            start_before_anchor_ns: None,
+            end_before_anchor_ns: None,
+            harness_step_id: None,
+        }
+    }
+
     /// Step duration in milliseconds, from the real start to the real end (also when
     /// either lies before the anchor).
     pub fn duration_ms(&self) -> f64 {

@@ -603,7 +603,7 @@ pub fn job_verdicts(
 mod tests {
     use super::*;
     use crate::gate::spec::GateSpec;
-    use crate::model::{PowerReport, RequestStatus, StepKind, StepStatus, StopReason};
+    use crate::model::{PowerReport, RequestStatus, StopReason};
     use crate::records::StepRecord;
 
     const SECRET: &str = "sk-test-0123456789abcdef";
@@ -625,23 +625,7 @@ mod tests {
             id: "s::j#0".into(),
             index: 0,
             stop_reason: StopReason::FinalAnswer,
-            steps: vec![StepRecord {
-                step_id: 1,
-                kind: StepKind::LlmCall,
-                name: "chat".into(),
-                start_ns: 0,
-                end_ns: 10,
-                status: StepStatus::Completed,
-                failure_code: None,
-                tool_error: None,
-                request: Some(r),
-                max_tokens: None,
-                tool_call_id: None,
-                status_known: true,
-                start_before_anchor_ns: None,
-                end_before_anchor_ns: None,
-                harness_step_id: None,
-            }],
+            steps: vec![StepRecord::completed_llm_call(1, 0, 10, r)],
             tools_called: vec![],
             final_answer: None,
             stdout: None,

@@ -272,29 +272,13 @@ pub(super) fn trajectory_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{PowerReport, StepStatus, StopReason, TokenSource};
+    use crate::model::{PowerReport, StopReason, TokenSource};
 
     fn llm(step_id: u64, completion: Option<u64>) -> StepRecord {
         let mut r = RequestRecord::new(&format!("r{step_id}"), 0, 0, true);
         r.status = crate::model::RequestStatus::Success;
         r.completion_tokens = completion;
-        StepRecord {
-            step_id,
-            kind: StepKind::LlmCall,
-            name: "chat".into(),
-            start_ns: 0,
-            end_ns: 1,
-            status: StepStatus::Completed,
-            failure_code: None,
-            tool_error: None,
-            request: Some(r),
-            max_tokens: None,
-            tool_call_id: None,
-            status_known: true,
-            start_before_anchor_ns: None,
-            end_before_anchor_ns: None,
-            harness_step_id: None,
-        }
+        StepRecord::completed_llm_call(step_id, 0, 1, r)
     }
 
     /// A trajectory with an LLM step that lacks a token count has no token total and no
