@@ -31,3 +31,45 @@ async fn a_one_request_run_does_not_wait_a_scrape_period_for_a_missing_metrics_e
         "a 5 s scrape period is not waited for: the run took {took:?}"
     );
 }
+
+/// An endpoint that answers every `/metrics` scrape with 404 is asked three times, not
+/// every period for the whole run: the source ends as unavailable with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_without_metrics_is_scraped_three_times_then_left_alone() {
+    let server = Hostile::start("m", |_r: &Received| Reply::Ok("one two three".into()));
+    let tmp = tempfile::tempdir().unwrap();
+    // 40 requests one at a time against a 10 ms scrape period: the old scraper asked
+    // /metrics on the order of a hundred times over the run.
+    let suite = support::write(
+        tmp.path(),
+        "many.toml",
+        &format!(
+            "name = \"many\"\nendpoint = \"{}\"\nmodel = \"m\"\n\n[telemetry]\nmetrics_period_ms = 10\n\n\
+             [[jobs]]\nname = \"requests\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = 8\nrepeat = 40\n",
+            server.base_url()
+        ),
+    );
+    let o = support::run_suite(&suite, None, &tmp.path().join("run")).await;
+    assert_eq!(o.exit_status, 0, "{}", support::console(&o.report));
+    let m = o
+        .report
+        .telemetry
+        .as_ref()
+        .and_then(|t| t.metrics.as_ref())
+        .expect("a metrics source");
+    assert_eq!((m.scrapes_ok, m.scrapes_failed), (0, 3), "{m:?}");
+    let reason = match &m.status {
+        inferscope_bench::model::telemetry::SourceStatus::Unavailable { reason } => reason,
+        other => panic!("status {other:?}"),
+    };
+    assert!(
+        reason.contains("serves no /metrics") && reason.contains("HTTP 404"),
+        "{reason}"
+    );
+    let scrapes = server
+        .received()
+        .iter()
+        .filter(|r| r.path.contains("metrics"))
+        .count();
+    assert_eq!(scrapes, 3, "scrapes the server saw");
+}

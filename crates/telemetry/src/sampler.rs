@@ -411,7 +411,8 @@ impl TelemetryHandle {
             // (a period + 250 ms) for it would only delay every job.
             let never_answers =
                 m.scrapes_ok == 0 && m.gaps.last().is_some_and(|g| g.elapsed_ns >= end_ns);
-            if !covers(newest, end_ns) && !never_answers {
+            let ended = m.status != SourceStatus::Ok;
+            if !covers(newest, end_ns) && !never_answers && !ended {
                 out.push(("metrics".to_string(), newest));
             }
         }
@@ -748,6 +749,39 @@ fn empty_metrics(mc: &MetricsConfig, period_ns: u64) -> MetricsTimeline {
     }
 }
 
+/// Answers that say the endpoint serves no `/metrics` at all: `404 Not Found` (an
+/// OpenAI-compatible server without the route) and `501 Not Implemented` (llama-server
+/// started without `--metrics`).
+const ABSENT_STATUSES: [&str; 2] = ["HTTP 404", "HTTP 501"];
+
+/// How many such answers in a row, with no scrape ever answered, end the source.
+const ABSENT_ANSWERS: u32 = 3;
+
+/// Counts the scrapes in a row that the endpoint answered with "no `/metrics` here" while
+/// no scrape has succeeded: after [`ABSENT_ANSWERS`] of them the source ends as
+/// unavailable instead of asking every period for the whole run (a wake-up, a request
+/// and a connection's work each time, for nothing). A refused connection or a timeout is
+/// not such an answer (the engine may still be starting), and neither is any failure
+/// once a scrape has succeeded (a gap, recorded as one).
+#[derive(Debug, Default)]
+struct Absent {
+    in_a_row: u32,
+}
+
+impl Absent {
+    /// Counts one failed scrape; the source's end reason when it is the last one.
+    fn answered(&mut self, scrapes_ok: u64, reason: &str) -> Option<String> {
+        let absent = scrapes_ok == 0 && ABSENT_STATUSES.iter().any(|s| reason.starts_with(s));
+        self.in_a_row = if absent { self.in_a_row + 1 } else { 0 };
+        (self.in_a_row >= ABSENT_ANSWERS).then(|| {
+            format!(
+                "the endpoint serves no /metrics: {reason} on {ABSENT_ANSWERS} scrapes in a row, \
+                 none answered; not scraped further"
+            )
+        })
+    }
+}
+
 fn metrics_thread(
     mc: MetricsConfig,
     cap: usize,
@@ -780,6 +814,7 @@ fn metrics_thread(
     };
     let mut tracker = MetricsTracker::new();
     let mut last_error: Option<String> = None;
+    let mut absent = Absent::default();
     lock_live(live).metrics = Some(t);
     run_loop(stop, mc.period, ready, || {
         let sent = clock.elapsed_ns();
@@ -829,16 +864,30 @@ fn metrics_thread(
                         reason: reason.clone(),
                     });
                 }
+                if let Some(end) = absent.answered(t.scrapes_ok, &reason) {
+                    // Published in place: the snapshots of jobs that end later see the
+                    // source as unavailable with its reason, and do not wait for it.
+                    t.status = SourceStatus::Unavailable { reason: end };
+                    return Tick::Finish;
+                }
                 last_error = Some(reason);
             }
         }
         Tick::Continue
     });
-    let mut t = lock_live(live)
-        .metrics
-        .take()
-        .expect("the metrics thread's timeline is published before its loop");
-    if t.scrapes_ok == 0 {
+    let mut t = {
+        let mut l = lock_live(live);
+        let m = l
+            .metrics
+            .as_mut()
+            .expect("the metrics thread's timeline is published before its loop");
+        let samples = std::mem::take(&mut m.samples);
+        MetricsTimeline {
+            samples,
+            ..m.clone()
+        }
+    };
+    if t.scrapes_ok == 0 && t.status == SourceStatus::Ok {
         t.status = SourceStatus::Unavailable {
             reason: last_error.unwrap_or_else(|| "no scrape succeeded".into()),
         };
@@ -852,6 +901,36 @@ fn metrics_thread(
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// Three 404 or 501 answers in a row, none answered, end the source; a refused
+    /// connection or a timeout in between starts the count again, and once a scrape has
+    /// succeeded no failure ends it.
+    #[test]
+    fn three_answers_of_no_metrics_in_a_row_end_the_source() {
+        let mut a = Absent::default();
+        assert_eq!(a.answered(0, "HTTP 404 Not Found"), None);
+        assert_eq!(a.answered(0, "HTTP 501 Not Implemented"), None);
+        let end = a.answered(0, "HTTP 404 Not Found").expect("ended");
+        assert!(
+            end.contains("serves no /metrics: HTTP 404 Not Found on 3 scrapes"),
+            "{end}"
+        );
+
+        let mut a = Absent::default();
+        assert_eq!(a.answered(0, "HTTP 404 Not Found"), None);
+        assert_eq!(a.answered(0, "HTTP 404 Not Found"), None);
+        assert_eq!(a.answered(0, "request failed: connection refused"), None);
+        assert_eq!(a.answered(0, "HTTP 404 Not Found"), None);
+        assert_eq!(a.answered(0, "HTTP 503 Service Unavailable"), None);
+        assert_eq!(a.answered(0, "HTTP 404 Not Found"), None);
+        assert_eq!(a.answered(0, "HTTP 404 Not Found"), None);
+        assert!(a.answered(0, "HTTP 404 Not Found").is_some());
+
+        let mut a = Absent::default();
+        for _ in 0..10 {
+            assert_eq!(a.answered(1, "HTTP 404 Not Found"), None);
+        }
+    }
 
     /// A poke gets a sample now instead of at the next period, and the
     /// schedule goes on; a stop ends the loop after one last sample.

@@ -344,6 +344,11 @@ impl Hostile {
         format!("http://{}/v1", self.addr)
     }
 
+    /// Every request read so far, in order.
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+
     /// Chat requests read so far.
     pub fn chat_requests(&self) -> Vec<Received> {
         self.received
