@@ -246,14 +246,19 @@ impl Command {
         }
     }
 
-    /// Async runtime workers the command runs on: two, or `TOKIO_WORKER_THREADS`. One
-    /// worker cuts a paced client's cross-thread wake-ups (160 streams paced at (50, 10)
-    /// ms: ~5,000 voluntary context switches with two workers, ~1,900 with one, ~1,100 for
-    /// a bare reqwest client on one thread; BENCHMARKS.md "Client cost at the edges"), but
-    /// it is not the default: the built-in simulator runs on the same runtime, and timing
-    /// fidelity and saturation throughput on one worker are not yet measured against two.
+    /// Async runtime workers the command runs on (`TOKIO_WORKER_THREADS` overrides): one
+    /// for `run` and `overhead`, two for the rest. One worker is how the client's timing
+    /// fidelity and cost are measured (BENCHMARKS.md, client timing fidelity and client
+    /// cost), and it spares a paced client the cross-thread wake-ups of two: 160 streams
+    /// paced at (50, 10) ms cost 0.54–0.57 s of CPU per 1000 requests on two workers and
+    /// 0.31 s on one, against 0.21–0.26 s for a bare reqwest client on one thread
+    /// (BENCHMARKS.md "Client cost at the edges"). The built-in simulator serves on a
+    /// thread of its own, so it never takes turns with the client.
     pub fn runtime_workers(&self) -> usize {
-        let default = 2;
+        let default = match self {
+            Command::Run { .. } | Command::Overhead(_) => 1,
+            _ => 2,
+        };
         std::env::var("TOKIO_WORKER_THREADS")
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())

@@ -41,7 +41,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 pub use config::{FaultConfig, SimConfig};
 pub use fault::{FAULT_HEADER, Faults};
@@ -52,14 +51,19 @@ pub use state::SimState;
 /// How long [`SimHandle::shutdown`] waits for open connections before aborting them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// A running simulator. Dropping it shuts the server down gracefully in the background;
-/// [`SimHandle::shutdown`] waits for that.
+/// A running simulator, served on a thread of its own (`inferscope-sim`, a current-thread
+/// runtime), so that its work never takes turns with the client it serves: a real engine
+/// is another process, and the client's runtime worker (one in a `run`) reads its streams
+/// as it would a real engine's. Dropping the handle shuts the server down gracefully in the
+/// background; [`SimHandle::shutdown`] waits for that.
 #[derive(Debug)]
 pub struct SimHandle {
     addr: SocketAddr,
     state: Arc<SimState>,
     shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<std::io::Result<()>>>,
+    /// Ends the server's thread at once (its runtime, and every connection, dropped).
+    abort: Option<oneshot::Sender<()>>,
+    done: Option<oneshot::Receiver<std::io::Result<()>>>,
 }
 
 impl SimHandle {
@@ -88,12 +92,15 @@ impl SimHandle {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
-        if let Some(mut task) = self.task.take()
-            && tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
+        if let Some(mut done) = self.done.take()
+            && tokio::time::timeout(SHUTDOWN_GRACE, &mut done)
                 .await
                 .is_err()
         {
-            task.abort();
+            if let Some(abort) = self.abort.take() {
+                let _ = abort.send(());
+            }
+            let _ = done.await;
         }
     }
 }
@@ -106,19 +113,47 @@ impl Drop for SimHandle {
     }
 }
 
-/// Binds `bind` (use `127.0.0.1:0` for a free port) and serves the simulator on the
-/// current tokio runtime. Errors: the bind error.
+/// Binds `bind` (use `127.0.0.1:0` for a free port) and serves the simulator on a thread
+/// of its own ([`SimHandle`]). Errors: the bind error, or the thread's.
 pub async fn spawn(cfg: SimConfig, bind: SocketAddr) -> std::io::Result<SimHandle> {
-    let listener = tokio::net::TcpListener::bind(bind).await?;
+    let listener = std::net::TcpListener::bind(bind)?;
+    listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let state = Arc::new(SimState::new(cfg));
     let (tx, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(accept_loop(listener, state.clone(), rx));
+    let (abort_tx, abort_rx) = oneshot::channel::<()>();
+    let (done_tx, done_rx) = oneshot::channel();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let st = state.clone();
+    std::thread::Builder::new()
+        .name("inferscope-sim".into())
+        .spawn(move || {
+            let result = runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                // A dropped abort sender (the handle dropped without `shutdown`) is no
+                // abort: the graceful stop goes on.
+                let aborted = async {
+                    if abort_rx.await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    r = accept_loop(listener, st, rx) => r,
+                    () = aborted => Ok(()),
+                }
+            });
+            // Dropping the runtime cancels every connection still open.
+            drop(runtime);
+            let _ = done_tx.send(result);
+        })?;
     Ok(SimHandle {
         addr,
         state,
         shutdown: Some(tx),
-        task: Some(task),
+        abort: Some(abort_tx),
+        done: Some(done_rx),
     })
 }
 
