@@ -9,19 +9,31 @@ use std::time::{Duration, Instant};
 
 use crate::support::{self, Hostile, Received, Reply};
 
+/// A suite of one context job of `repeat` requests against `server`, scraping its
+/// `/metrics` every `period_ms`.
+fn requests_suite(
+    dir: &std::path::Path,
+    server: &Hostile,
+    period_ms: u64,
+    repeat: u32,
+) -> std::path::PathBuf {
+    support::write(
+        dir,
+        "requests.toml",
+        &format!(
+            "name = \"requests\"\nendpoint = \"{}\"\nmodel = \"m\"\n\n[telemetry]\n\
+             metrics_period_ms = {period_ms}\n\n[[jobs]]\nname = \"requests\"\nkind = \"context\"\n\
+             sizes = [16]\nmax_tokens = 8\nrepeat = {repeat}\n",
+            server.base_url()
+        ),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_request_run_does_not_wait_a_scrape_period_for_a_missing_metrics_endpoint() {
     let server = Hostile::start("m", |_r: &Received| Reply::Ok("one two three".into()));
     let tmp = tempfile::tempdir().unwrap();
-    let suite = support::write(
-        tmp.path(),
-        "one.toml",
-        &format!(
-            "name = \"one\"\nendpoint = \"{}\"\nmodel = \"m\"\n\n[telemetry]\nmetrics_period_ms = 5000\n\n\
-             [[jobs]]\nname = \"request\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = 8\n",
-            server.base_url()
-        ),
-    );
+    let suite = requests_suite(tmp.path(), &server, 5000, 1);
     let started = Instant::now();
     let o = support::run_suite(&suite, None, &tmp.path().join("run")).await;
     let took = started.elapsed();
@@ -39,16 +51,8 @@ async fn an_endpoint_without_metrics_is_scraped_three_times_then_left_alone() {
     let server = Hostile::start("m", |_r: &Received| Reply::Ok("one two three".into()));
     let tmp = tempfile::tempdir().unwrap();
     // 40 requests one at a time against a 10 ms scrape period: the old scraper asked
-    // /metrics on the order of a hundred times over the run.
-    let suite = support::write(
-        tmp.path(),
-        "many.toml",
-        &format!(
-            "name = \"many\"\nendpoint = \"{}\"\nmodel = \"m\"\n\n[telemetry]\nmetrics_period_ms = 10\n\n\
-             [[jobs]]\nname = \"requests\"\nkind = \"context\"\nsizes = [16]\nmax_tokens = 8\nrepeat = 40\n",
-            server.base_url()
-        ),
-    );
+    // /metrics every 10 ms for the whole run, dozens of times.
+    let suite = requests_suite(tmp.path(), &server, 10, 40);
     let o = support::run_suite(&suite, None, &tmp.path().join("run")).await;
     assert_eq!(o.exit_status, 0, "{}", support::console(&o.report));
     let m = o
