@@ -763,7 +763,7 @@ fn merge_load_job(parts: &[Part<'_>], alignment_ns: u64) -> JobReport {
     let point_of: HashMap<String, usize> = units.iter().map(|u| (u.id.clone(), u.point)).collect();
     let figs: Vec<(&RequestRecord, RequestFigures, bool)> = requests
         .iter()
-        .map(|r| (r, crate::runner::report::figures(r), r.warmup))
+        .map(|r| (r, crate::model::stats::RequestFigures::of(r), r.warmup))
         .collect();
     let req_point: Vec<Option<usize>> = request_trajectories(&requests, &units)
         .into_iter()

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use inferscope_bench::model::stats::RequestFigures;
 use inferscope_bench::model::{RequestRecord, RunReport, Summary};
-use inferscope_bench::runner::report::figures;
 use serde_json::Value;
 
 use support::{describe, repo, run};
@@ -657,7 +657,7 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
         let measured: Vec<_> = union
             .iter()
             .filter(|(_, w)| !w)
-            .map(|(r, _)| figures(r))
+            .map(|(r, _)| RequestFigures::of(r))
             .collect();
         let ok: Vec<_> = measured.iter().filter(|f| f.ok).collect();
         let st = mj.stats.as_ref().unwrap();
@@ -732,7 +732,7 @@ fn four_shards_of_load_merge_into_the_union_of_their_records() {
             let preqs: Vec<_> = union
                 .iter()
                 .filter(|(r, w)| !w && in_point.iter().any(|t| r.request_id.starts_with(t)))
-                .map(|(r, _)| figures(r))
+                .map(|(r, _)| RequestFigures::of(r))
                 .collect();
             let pttft: Vec<f64> = preqs
                 .iter()

@@ -39,7 +39,7 @@ use crate::telemetry::{TelemetryRun, TelemetrySnapshot};
 use crate::timeline::{IoCounters, ManifestInfo};
 
 pub use crate::model::REPORT_SCHEMA as SCHEMA;
-pub use inferscope_report::job::{figures, job_verdicts};
+pub use inferscope_report::job::job_verdicts;
 
 /// What report assembly reads of job `g` ([`JobInput`]): its settings, its records, its
 /// grading, and its suite's secrets.

@@ -414,25 +414,6 @@ mod tests {
     use super::*;
     use crate::request::RequestStatus;
 
-    /// The f64 path of today: a record's figures as `RequestFigures` (ms).
-    fn figures(r: &RequestRecord) -> RequestFigures {
-        let tokens = r.output_token_count();
-        RequestFigures {
-            ok: r.is_success(),
-            ttft_ms: r.ttft_ms(),
-            itl_ms: r.itl_ms(),
-            tpot_ms: r.tpot().map(|t| t.0),
-            e2e_ms: r.e2e_ms(),
-            output_tokens: tokens.map(|t| t.tokens),
-            output_tokens_estimated: tokens.is_some_and(TokenCount::is_estimate),
-            prompt_tokens: r.prompt_tokens,
-            cached_tokens: r.cached_tokens,
-            schedule_lag_ms: Some(r.schedule_lag_ns() as f64 / 1e6),
-            short_output: r.short_output(),
-            prompt_tokens_diff: r.prompt_tokens_diff(),
-        }
-    }
-
     fn record(i: u64, gaps: Vec<u64>, ok: bool) -> RequestRecord {
         let send = 1_000_000_000 + i * 7_777_777;
         let mut r = RequestRecord::new(&format!("s::j#{i}"), send - i % 3 * 1_234_567, send, true);
@@ -483,7 +464,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| include(*i))
-                .map(|(_, r)| figures(r))
+                .map(|(_, r)| RequestFigures::of(r))
                 .collect();
             let params = AggregateParams::new(3_000_000_000);
             proptest::prop_assert_eq!(set.stats(include, params), JobStats::aggregate(&old, params));

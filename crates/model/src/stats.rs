@@ -236,6 +236,26 @@ pub struct RequestFigures {
 }
 
 impl RequestFigures {
+    /// A record's figures for the statistics (output tokens: the server's, else the
+    /// estimate, flagged).
+    pub fn of(r: &super::request::RequestRecord) -> Self {
+        let tokens = r.output_token_count();
+        RequestFigures {
+            ok: r.is_success(),
+            ttft_ms: r.ttft_ms(),
+            itl_ms: r.itl_ms(),
+            tpot_ms: r.tpot().map(|t| t.0),
+            e2e_ms: r.e2e_ms(),
+            output_tokens: tokens.map(|t| t.tokens),
+            output_tokens_estimated: tokens.is_some_and(TokenCount::is_estimate),
+            prompt_tokens: r.prompt_tokens,
+            cached_tokens: r.cached_tokens,
+            schedule_lag_ms: Some(r.schedule_lag_ns() as f64 / 1e6),
+            short_output: r.short_output(),
+            prompt_tokens_diff: r.prompt_tokens_diff(),
+        }
+    }
+
     /// Figures of a successful request from the arrival times (ms) of its token events, per
     /// docs/field-cases.md "Definitions": TTFT = first arrival, one ITL sample per gap, TPOT =
     /// `(last − first) / (output_tokens − 1)` when `output_tokens > 1`. Without a token

@@ -28,7 +28,6 @@ use crate::stats::AggregateParams;
 use crate::status::{StatusFacts, job_status};
 
 pub use input::{BaselineRef, JobInput, LoadFacts, LoadPointFacts, UnitsFacts};
-pub use trajectory::figures;
 use trajectory::{output_tokens, trajectory_report};
 
 /// A job's report from what it ran ([`JobInput`]): its requests and statistics, energy,

@@ -10,27 +10,6 @@ use crate::model::{
     StepReport, TokenCount, TrajectoryOutcome, TrajectoryReport, tokens_per_joule,
 };
 use crate::records::{StepRecord, TrajectoryRecord};
-use crate::stats::RequestFigures;
-
-/// A request's figures for the statistics (output tokens: the server's, else the estimate,
-/// flagged).
-pub fn figures(r: &RequestRecord) -> RequestFigures {
-    let tokens = r.output_token_count();
-    RequestFigures {
-        ok: r.is_success(),
-        ttft_ms: r.ttft_ms(),
-        itl_ms: r.itl_ms(),
-        tpot_ms: r.tpot().map(|t| t.0),
-        e2e_ms: r.e2e_ms(),
-        output_tokens: tokens.map(|t| t.tokens),
-        output_tokens_estimated: tokens.is_some_and(|t| t.is_estimate()),
-        prompt_tokens: r.prompt_tokens,
-        cached_tokens: r.cached_tokens,
-        schedule_lag_ms: Some(r.schedule_lag_ns() as f64 / 1e6),
-        short_output: r.short_output(),
-        prompt_tokens_diff: r.prompt_tokens_diff(),
-    }
-}
 
 /// The output tokens of `requests`' successful ones and their source: `None` when one has
 /// no count (a partial sum is not a total); `Some((0, server))` without any.
