@@ -159,31 +159,3 @@ pub struct GradedJob {
     /// Check results per trajectory (outer index = trajectory).
     pub checks: Vec<Vec<CheckResult>>,
 }
-
-impl GradedJob {
-    /// Fraction of trajectories whose checks all passed (`None` without checks).
-    pub fn grade_pass_rate(&self) -> Option<f64> {
-        if self.executed.job.job.checks.is_empty() {
-            return None;
-        }
-        if let Some(u) = &self.executed.load_units {
-            return u.grade_pass_rate();
-        }
-        if self.checks.is_empty() {
-            return None;
-        }
-        let passed = self
-            .checks
-            .iter()
-            .filter(|c| c.iter().all(|r| r.passed))
-            .count();
-        Some(passed as f64 / self.checks.len() as f64)
-    }
-    /// Whether grading passed (true without checks).
-    pub fn grading_passed(&self) -> bool {
-        if let Some(u) = &self.executed.load_units {
-            return u.graded.0 == u.graded.1;
-        }
-        self.checks.iter().all(|c| c.iter().all(|r| r.passed))
-    }
-}

@@ -146,12 +146,6 @@ pub struct LoadUnits {
 }
 
 impl LoadUnits {
-    /// Fraction of graded units whose checks all passed (`None` without checks).
-    pub fn grade_pass_rate(&self) -> Option<f64> {
-        let (n, ok) = self.graded;
-        (n > 0).then(|| ok as f64 / n as f64)
-    }
-
     /// The job's choice-count note ([`crate::client::choice_count_note`]) over every record.
     pub fn choice_count_note(&self, requested: Option<u32>) -> Option<String> {
         let plain = RequestRecord::new("", 0, 0, true);
