@@ -140,29 +140,14 @@ pub fn summarize_point_compact(
         let good = rows()
             .filter(|(i, (r, g))| measured(*i) && meets_row(c, *r, g.mean_ms()))
             .count() as u64;
-        Goodput {
-            good_requests: good,
-            fraction: (n_measured > 0).then(|| good as f64 / n_measured as f64),
-            rps: (window_ns > 0).then(|| good as f64 / (window_ns as f64 / 1e9)),
-            criteria: c.clone(),
-        }
+        goodput(c, good, n_measured as u64, window_ns)
     });
     let energy = energy.map(|w| {
         let ok: Vec<&CompactFigures> = rows().map(|(_, (r, _))| r).filter(|r| r.ok()).collect();
         let count = (!ok.is_empty())
             .then(|| TokenCount::total(ok.iter().map(|r| r.output_token_count())))
             .flatten();
-        let output_tokens = count.map(|c| c.tokens);
-        PointEnergy {
-            energy_mj: w.energy_mj,
-            output_tokens,
-            tokens: count.map(|c| c.source),
-            energy_per_output_token_j: output_tokens
-                .filter(|&t| t > 0)
-                .map(|t| w.energy_mj as f64 / 1000.0 / t as f64),
-            basis: w.basis,
-            method: w.method,
-        }
+        point_energy(w, count)
     });
     PointSummary {
         facts,
@@ -171,6 +156,32 @@ pub fn summarize_point_compact(
         ttft_from_schedule_ms: Summary::from_samples(&ttft_sched),
         goodput,
         energy,
+    }
+}
+
+/// A point's goodput: `good` of its `n_measured` requests met `c` over `window_ns`.
+fn goodput(c: &GoodputCriteria, good: u64, n_measured: u64, window_ns: u64) -> Goodput {
+    Goodput {
+        good_requests: good,
+        fraction: (n_measured > 0).then(|| good as f64 / n_measured as f64),
+        rps: (window_ns > 0).then(|| good as f64 / (window_ns as f64 / 1e9)),
+        criteria: c.clone(),
+    }
+}
+
+/// A point's energy over its window, with its successful requests' output tokens (`None`
+/// when one has no count) and the joules per output token they give.
+fn point_energy(w: WindowEnergy, count: Option<TokenCount>) -> PointEnergy {
+    let output_tokens = count.map(|c| c.tokens);
+    PointEnergy {
+        energy_mj: w.energy_mj,
+        output_tokens,
+        tokens: count.map(|c| c.source),
+        energy_per_output_token_j: output_tokens
+            .filter(|&t| t > 0)
+            .map(|t| w.energy_mj as f64 / 1000.0 / t as f64),
+        basis: w.basis,
+        method: w.method,
     }
 }
 
@@ -185,26 +196,8 @@ pub fn summarize_point_streamed(
     let window_ns = facts.window_ns;
     let stats = p.stats.stats(AggregateParams::new(window_ns));
     let n_measured = p.stats.requests();
-    let goodput = criteria.map(|c| Goodput {
-        good_requests: p.good,
-        fraction: (n_measured > 0).then(|| p.good as f64 / n_measured as f64),
-        rps: (window_ns > 0).then(|| p.good as f64 / (window_ns as f64 / 1e9)),
-        criteria: c.clone(),
-    });
-    let energy = energy.map(|w| {
-        let out = p.all.output_token_count();
-        let output_tokens = out.map(|t| t.tokens);
-        PointEnergy {
-            energy_mj: w.energy_mj,
-            output_tokens,
-            tokens: out.map(|t| t.source),
-            energy_per_output_token_j: output_tokens
-                .filter(|&t| t > 0)
-                .map(|t| w.energy_mj as f64 / 1000.0 / t as f64),
-            basis: w.basis,
-            method: w.method,
-        }
-    });
+    let goodput = criteria.map(|c| goodput(c, p.good, n_measured, window_ns));
+    let energy = energy.map(|w| point_energy(w, p.all.output_token_count()));
     PointSummary {
         facts,
         warmup_requests: p.warmup,
