@@ -1,16 +1,14 @@
 //! A step window and a load window over the same samples give the same energy: both are
 //! [`device_window_energy`]'s integral (docs/measurement.md "Energy over a window").
 
-use std::collections::BTreeMap;
-
-use inferscope_attribution::{
-    AttributionInput, Concurrency, EnergyCounterSample, EnergyCounterSeries, PowerBasis,
-    PowerSample, PowerSeries, RunWindow, StepKind, StepMarker, attribute_run, device_window_energy,
-};
+use inferscope_attribution::{EnergyCounterSample, PowerSample, device_window_energy};
 use inferscope_model::load::WindowMethod;
 use proptest::prelude::*;
 
-const ANCHOR_UNIX_NS: u64 = 1_700_000_000_000_000_000;
+#[path = "support/step_join.rs"]
+mod step_join;
+use step_join::step_device_energy;
+
 const RUN_END_NS: u64 = 10_000;
 
 /// One sampler reading: time step since the previous one, power (maybe missing), counter
@@ -79,42 +77,11 @@ fn step_window(
     start: u64,
     end: u64,
 ) -> Option<Option<(u64, WindowMethod)>> {
-    let input = AttributionInput {
-        reference_instant_unix_ns: Some(ANCHOR_UNIX_NS),
-        run_window: RunWindow {
-            start_elapsed_ns: 0,
-            end_elapsed_ns: RUN_END_NS,
-        },
-        power: vec![PowerSeries {
-            device: "gpu0".into(),
-            basis: PowerBasis::Instant,
-            samples: power.to_vec(),
-        }],
-        energy_counters: vec![EnergyCounterSeries {
-            device: "gpu0".into(),
-            samples: energy.to_vec(),
-        }],
-        counters: Vec::new(),
-        concurrency: Concurrency {
-            max_trajectories_in_flight: 1,
-        },
-    };
-    let marker = StepMarker::at(
-        "t",
-        0,
-        StepKind::Tool,
-        ANCHOR_UNIX_NS + start,
-        ANCHOR_UNIX_NS + end,
-        "tool",
-    );
-    let run = attribute_run(&input, Some(&[marker]), &BTreeMap::new());
-    let metrics = run.trajectories.first()?.metrics()?;
-    let device = metrics.steps.first()?.devices.first()?;
+    let (counter, trapezoid) = step_device_energy(power, energy, start, end, RUN_END_NS)?;
     Some(
-        device
-            .counter_energy_mj
+        counter
             .map(|mj| (mj, WindowMethod::Counter))
-            .or(device.energy_mj.map(|mj| (mj, WindowMethod::Trapezoid))),
+            .or(trapezoid.map(|mj| (mj, WindowMethod::Trapezoid))),
     )
 }
 

@@ -2,16 +2,14 @@
 //! last sample: the same figure a step window or a load window over that span gives
 //! (docs/measurement.md "Energy over a window").
 
-use std::collections::BTreeMap;
-
-use inferscope_attribution::{
-    AttributionInput, Concurrency, EnergyCounterSample, EnergyCounterSeries, PowerBasis,
-    PowerSample, PowerSeries, RunWindow, StepKind, StepMarker, attribute_run, device_window_energy,
-};
+use inferscope_attribution::{EnergyCounterSample, PowerSample, device_window_energy};
 use inferscope_telemetry::{EnergyPoint, whole_run_energy};
 use proptest::prelude::*;
 
-const ANCHOR_UNIX_NS: u64 = 1_700_000_000_000_000_000;
+#[path = "../../attribution/tests/support/step_join.rs"]
+mod step_join;
+use step_join::step_device_energy;
+
 const RUN_END_NS: u64 = 100_000_000_000;
 
 /// An increase no device can make in the gaps here (at most 2 s): 5 kW over 3 s is
@@ -84,38 +82,8 @@ fn step_figure(
     start: u64,
     end: u64,
 ) -> Option<Option<u64>> {
-    let input = AttributionInput {
-        reference_instant_unix_ns: Some(ANCHOR_UNIX_NS),
-        run_window: RunWindow {
-            start_elapsed_ns: 0,
-            end_elapsed_ns: RUN_END_NS,
-        },
-        power: vec![PowerSeries {
-            device: "gpu0".into(),
-            basis: PowerBasis::Instant,
-            samples: power.to_vec(),
-        }],
-        energy_counters: vec![EnergyCounterSeries {
-            device: "gpu0".into(),
-            samples: energy.to_vec(),
-        }],
-        counters: Vec::new(),
-        concurrency: Concurrency {
-            max_trajectories_in_flight: 1,
-        },
-    };
-    let marker = StepMarker::at(
-        "t",
-        0,
-        StepKind::Tool,
-        ANCHOR_UNIX_NS + start,
-        ANCHOR_UNIX_NS + end,
-        "tool",
-    );
-    let run = attribute_run(&input, Some(&[marker]), &BTreeMap::new());
-    let metrics = run.trajectories.first()?.metrics()?;
-    let device = metrics.steps.first()?.devices.first()?;
-    Some(device.counter_energy_mj.or(device.energy_mj))
+    let (counter, trapezoid) = step_device_energy(power, energy, start, end, RUN_END_NS)?;
+    Some(counter.or(trapezoid))
 }
 
 proptest! {
