@@ -14,7 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-5}
 out=${2:-$(mktemp -d)}
-cargo build --release --bin inferscope-bench >&2
+# The mock first: `cargo bench` rebuilds target/release/inferscope-bench in the bench profile,
+# whose symbol names the release link layout (link/hot-symbols.txt) does not order.
 tools=$(cargo bench --bench client_cost_tools --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p')
+cargo build --release --bin inferscope-bench >&2
 ulimit -n 65536 2>/dev/null || true
 exec python3 benchmarks/client_cost_edges.py target/release/inferscope-bench "$tools" "$runs" "$out"

@@ -23,6 +23,7 @@ mod harness;
 mod honesty;
 mod hostile;
 mod init;
+mod link_layout;
 mod load;
 mod offline;
 mod otlp;

@@ -521,9 +521,31 @@ pub mod nvml {
     /// `Nvml::init`). `Err` carries the reason, e.g. `NVML init failed: a libloading error
     /// occurred: … libnvidia-ml.so.1: cannot open shared object file …`.
     pub fn handle() -> Result<&'static Nvml, String> {
-        NVML.get_or_init(|| Nvml::init().map_err(|e| format!("NVML init failed: {e}")))
-            .as_ref()
-            .map_err(Clone::clone)
+        NVML.get_or_init(|| {
+            if let Some(reason) = no_driver(|p| std::path::Path::new(p).exists()) {
+                return Err(format!("NVML init failed: {reason}"));
+            }
+            Nvml::init().map_err(|e| format!("NVML init failed: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+    }
+
+    /// What a loaded NVIDIA driver shows: its control device, its `/proc` directory, or
+    /// WSL's GPU device (NVML there talks to `/dev/dxg`).
+    const DRIVER_PATHS: [&str; 3] = ["/dev/nvidiactl", "/proc/driver/nvidia", "/dev/dxg"];
+
+    /// Why NVML cannot start on this machine, when none of [`DRIVER_PATHS`] exists: NVML
+    /// needs the kernel driver, and looking for `libnvidia-ml.so.1` first would search
+    /// every library directory under the dynamic loader's lock (about a millisecond, which
+    /// every other thread that starts meanwhile waits for).
+    pub(crate) fn no_driver(exists: impl Fn(&str) -> bool) -> Option<String> {
+        (!DRIVER_PATHS.iter().any(|p| exists(p))).then(|| {
+            format!(
+                "no NVIDIA driver on this machine (none of {} exists); libnvidia-ml.so.1 not loaded",
+                DRIVER_PATHS.join(", ")
+            )
+        })
     }
 
     fn classify(e: NvmlError) -> QueryError {
@@ -637,6 +659,23 @@ pub mod nvml {
                 .filter_map(|i| self.dev.mig_device_by_index(i).ok())
                 .filter_map(|m| m.uuid().ok())
                 .collect())
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::{DRIVER_PATHS, no_driver};
+
+        #[test]
+        fn without_a_driver_nvml_is_not_looked_for_and_the_reason_names_the_paths() {
+            let reason = no_driver(|_| false).expect("no driver");
+            for p in DRIVER_PATHS {
+                assert!(reason.contains(p), "{reason}");
+            }
+            assert!(reason.contains("libnvidia-ml.so.1 not loaded"), "{reason}");
+            for present in DRIVER_PATHS {
+                assert_eq!(no_driver(|p| p == present), None, "{present}");
+            }
         }
     }
 }

@@ -120,11 +120,53 @@ struct Live {
     metrics: Option<MetricsTimeline>,
 }
 
-type SharedLive = Arc<Mutex<Live>>;
+/// [`Live`] and the notification its writers send when they have published (a tick's
+/// samples, a status), which a waiting [`TelemetryHandle::snapshot`] wakes on.
+#[derive(Default)]
+struct LiveCell {
+    state: Mutex<Live>,
+    published: tokio::sync::Notify,
+}
 
+type SharedLive = Arc<LiveCell>;
+
+/// Reads [`Live`] (a reader never wakes the waiting snapshots).
 fn lock_live(live: &SharedLive) -> std::sync::MutexGuard<'_, Live> {
-    live.lock()
+    live.state
+        .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Writes [`Live`]: when the guard is dropped, the waiting snapshots are woken to look.
+fn publish_live(live: &SharedLive) -> Publishing<'_> {
+    Publishing {
+        guard: lock_live(live),
+        published: &live.published,
+    }
+}
+
+struct Publishing<'a> {
+    guard: std::sync::MutexGuard<'a, Live>,
+    published: &'a tokio::sync::Notify,
+}
+
+impl std::ops::Deref for Publishing<'_> {
+    type Target = Live;
+    fn deref(&self) -> &Live {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Publishing<'_> {
+    fn deref_mut(&mut self) -> &mut Live {
+        &mut self.guard
+    }
+}
+
+impl Drop for Publishing<'_> {
+    fn drop(&mut self) {
+        self.published.notify_waiters();
+    }
 }
 
 /// Appends `v` to `items` unless `cap` are kept; a sample past the cap is counted in
@@ -318,8 +360,9 @@ pub fn start(config: TelemetryConfig, clock: &RunClock) -> TelemetryHandle {
     }
 }
 
-/// Polling step of [`TelemetryHandle::snapshot`]'s wait.
-const SNAPSHOT_POLL: Duration = Duration::from_millis(1);
+/// The longest [`TelemetryHandle::snapshot`] waits between looks when no sampler publishes
+/// (a thread that ended): a published sample wakes it at once.
+const SNAPSHOT_POLL: Duration = Duration::from_millis(5);
 
 impl TelemetryHandle {
     /// Whether a job's figures can be final before the run ends: `false` when a Prometheus
@@ -357,12 +400,16 @@ impl TelemetryHandle {
     /// at or after `at_least_ns` (run clock) or `max_wait` has passed; the sources still
     /// short of it are listed in [`TelemetrySnapshot::uncovered`] (their tail is never
     /// invented). Sampling goes on; each device's whole-run energy is over the samples so
-    /// far. A metrics source that never answered is asked for a try now (once), and the
-    /// wait polls every 1 ms on the async runtime's timer.
+    /// far. A metrics source that never answered is asked for a try now (once). The wait
+    /// wakes when a sampler publishes, and at least every 5 ms.
     pub async fn snapshot(&self, at_least_ns: u64, max_wait: Duration) -> TelemetrySnapshot {
         let deadline = Instant::now() + max_wait;
         let mut poked = false;
         loop {
+            // Registered before looking, so a sample published in between still wakes us.
+            let published = self.live.published.notified();
+            tokio::pin!(published);
+            published.as_mut().enable();
             let uncovered = self.uncovered(at_least_ns);
             if !uncovered.is_empty() && !poked && self.metrics_never_answered() {
                 // An endpoint without `/metrics`: one try now (its failure after the end
@@ -375,7 +422,10 @@ impl TelemetryHandle {
             if uncovered.is_empty() || Instant::now() >= deadline || self.threads_done() {
                 return self.snapshot_now(uncovered);
             }
-            tokio::time::sleep(SNAPSHOT_POLL.min(deadline - Instant::now())).await;
+            tokio::select! {
+                () = published => {}
+                () = tokio::time::sleep(SNAPSHOT_POLL.min(deadline - Instant::now())) => {}
+            }
         }
     }
 
@@ -648,7 +698,7 @@ fn power_thread(
         d.extend(probes.iter().map(|p| p.describe()));
         d
     };
-    lock_live(live).power = Some(PowerTimeline {
+    publish_live(live).power = Some(PowerTimeline {
         gpu_status,
         period_ns: period.as_nanos() as u64,
         devices: describe(&gpus, &probes),
@@ -666,7 +716,7 @@ fn power_thread(
             for p in probes.iter_mut() {
                 tick_samples.push(p.sample(clock.elapsed_ns()));
             }
-            let mut l = lock_live(live);
+            let mut l = publish_live(live);
             if let Some(t) = l.power.as_mut() {
                 for s in tick_samples.drain(..) {
                     push_capped(&mut t.samples, &mut t.dropped, cap, s);
@@ -815,12 +865,12 @@ fn metrics_thread(
     let mut tracker = MetricsTracker::new();
     let mut last_error: Option<String> = None;
     let mut absent = Absent::default();
-    lock_live(live).metrics = Some(t);
+    publish_live(live).metrics = Some(t);
     run_loop(stop, mc.period, ready, || {
         let sent = clock.elapsed_ns();
         let res = rt.block_on(scrape(&client, &mc.url));
         let done = clock.elapsed_ns();
-        let mut l = lock_live(live);
+        let mut l = publish_live(live);
         let Some(t) = l.metrics.as_mut() else {
             return Tick::Finish;
         };
