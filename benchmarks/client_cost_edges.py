@@ -40,7 +40,7 @@ PRODUCT, TOOLS = sys.argv[1], sys.argv[2]
 RUNS = int(sys.argv[3]) if len(sys.argv) > 3 else 5
 OUT = sys.argv[4] if len(sys.argv) > 4 else tempfile.mkdtemp(prefix="client-cost-edges-")
 os.makedirs(OUT, exist_ok=True)
-PACED = [(1, 20), (16, 160), (128, 1280)] if not os.environ.get("EDGES_QUICK") else [(1, 4), (16, 32), (128, 256)]
+PACED = [(1, 60), (16, 160), (128, 1280)] if not os.environ.get("EDGES_QUICK") else [(1, 4), (16, 32), (128, 256)]
 SLOW_C = 1024
 STORM_C = 1024
 
