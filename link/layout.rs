@@ -11,9 +11,9 @@
 //!   independent executable are packed into a few KB instead of a 900 KB table the loader
 //!   reads at every start.
 //!
-//! Both need LLD (rustc's default linker on x86_64-unknown-linux-gnu since Rust 1.90); RELR
-//! also needs glibc 2.36 at run time, so it is used only when the build machine runs the
-//! binary's target and has that glibc.
+//! Both need LLD (the default linker of rustup's rustc on x86_64-unknown-linux-gnu since
+//! Rust 1.90; build.rs checks by linking a probe); RELR also needs glibc 2.36 at run time,
+//! so it is used only when the build machine runs the binary's target and has that glibc.
 
 /// What the build knows about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +41,9 @@ pub struct Facts {
 const LLD_TARGET: &str = "x86_64-unknown-linux-gnu";
 
 /// The linker arguments for the binary (`cargo::rustc-link-arg-bins`), none when any fact
-/// rules the layout out.
+/// rules the layout out. build.rs then links a probe program with them and adds them only
+/// if that links: a rustc built without LLD as its default (some distributions' builds)
+/// would hand them to GNU ld, which rejects them.
 pub fn link_args(f: &Facts) -> Vec<String> {
     let lld = f.target == LLD_TARGET && f.rustc.is_some_and(|v| v >= (1, 90));
     if f.opted_out || f.profile != "release" || !lld || f.custom_linker {

@@ -185,8 +185,8 @@ fn the_symbol_ordering_file_names_each_function_once_in_mangled_form() {
         assert!(!n.contains(char::is_whitespace), "{n:?}");
         assert!(seen.insert(*n), "listed twice: {n}");
     }
-    // The stream's steady state comes first: the client's chat future is among the
-    // hottest functions of every profile.
+    // The one-request run's functions come first, hottest first: the client's chat
+    // future, which every stream polls at each chunk, is among the first.
     let chat = names
         .iter()
         .position(|n| n.contains("inferscope_client4http6Client4chat"))

@@ -140,31 +140,34 @@ fn lock_live(live: &SharedLive) -> std::sync::MutexGuard<'_, Live> {
 /// Writes [`Live`]: when the guard is dropped, the waiting snapshots are woken to look.
 fn publish_live(live: &SharedLive) -> Publishing<'_> {
     Publishing {
-        guard: lock_live(live),
+        guard: Some(lock_live(live)),
         published: &live.published,
     }
 }
 
+/// The write guard of [`publish_live`]; `guard` is `None` only inside `drop`.
 struct Publishing<'a> {
-    guard: std::sync::MutexGuard<'a, Live>,
+    guard: Option<std::sync::MutexGuard<'a, Live>>,
     published: &'a tokio::sync::Notify,
 }
 
 impl std::ops::Deref for Publishing<'_> {
     type Target = Live;
     fn deref(&self) -> &Live {
-        &self.guard
+        self.guard.as_ref().expect("held until drop")
     }
 }
 
 impl std::ops::DerefMut for Publishing<'_> {
     fn deref_mut(&mut self) -> &mut Live {
-        &mut self.guard
+        self.guard.as_mut().expect("held until drop")
     }
 }
 
 impl Drop for Publishing<'_> {
     fn drop(&mut self) {
+        // Unlocked first, so a woken snapshot does not wait for this thread's lock.
+        drop(self.guard.take());
         self.published.notify_waiters();
     }
 }
