@@ -8,6 +8,11 @@ use std::env;
 use std::path::Path;
 use std::process::Command;
 
+/// A Cargo-set environment variable ("" when unset).
+fn var(k: &str) -> String {
+    env::var(k).unwrap_or_default()
+}
+
 fn output(program: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(program).args(args).output().ok()?;
     out.status
@@ -18,7 +23,6 @@ fn output(program: &str, args: &[&str]) -> Option<String> {
 /// Whether rustc links an empty program for the target with `args` (the linker accepts
 /// them). The probe lives in `OUT_DIR`.
 fn links(args: &[String]) -> bool {
-    let var = |k: &str| env::var(k).unwrap_or_default();
     let out = Path::new(&var("OUT_DIR")).join("link-probe");
     let src = out.with_extension("rs");
     if std::fs::write(&src, "fn main() {}\n").is_err() {
@@ -54,7 +58,6 @@ fn main() {
     ] {
         println!("cargo::rerun-if-env-changed={k}");
     }
-    let var = |k: &str| env::var(k).unwrap_or_default();
     if var("PROFILE") == "release" {
         // Only a release build reads it: an edit of the file rebuilds no debug build.
         println!("cargo::rerun-if-changed=link/hot-symbols.txt");

@@ -21,10 +21,12 @@ Method:
   connect_retransmit, and the requests whose connect took >= 0.9 s.
 - Start-up: one streamed request against a mock answering at once (T = I = 0, 8 tokens):
   wall time from launch to exit (the launcher's own ~1 ms included for both) and peak RSS,
-  each the median of 5 launches in a row, after a 1 s pause (the previous client's connect
-  storm of 1024 connections is still being torn down when its run exits: a launch right
-  after it took 9-24 ms for the product and 4-9 ms for the bare client). That median CPU
-  is also the one-request CPU the paced figures subtract.
+  each the median of 5 launches in a row after a 1 s pause, as hyperfine takes repeated
+  runs; every launch's wall time is kept (`walls_ms`). The first launch after the machine
+  idled is slower (no storm involved: 13-20 ms for the product after a 1-3 s pause, 5-8 ms
+  for the bare client, against 7 and 3 ms back to back), so a single launch measures the
+  idle, not the client. That median CPU is also the one-request CPU the paced figures
+  subtract.
 - The load average is printed next to every run.
 The product runs `inferscope-bench run` with the suite's default telemetry (a /proc sampler,
 a /metrics scrape that the mock answers 404, NVML where present).
@@ -156,8 +158,7 @@ try:
         run = {"run": i, "order": order, "load_start": loadavg()}
         for who in order:
             r = run.setdefault(who, {})
-            # Start-up: the median of STARTS launches, after the previous client's storm
-            # has settled.
+            # Start-up: the median of STARTS launches after a pause.
             time.sleep(SETTLE_S)
             starts = []
             for _ in range(STARTS):
