@@ -235,3 +235,43 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::time::Duration;
+
+    /// A scrape the server never finishes fails with a reason that says it timed out,
+    /// whether the server is silent or stops after the response head: the vLLM check
+    /// (`scripts/check_vllm_report.py`) tells such a gap (a starved server) from a defect
+    /// by these words.
+    #[test]
+    fn a_scrape_past_its_timeout_says_it_timed_out() {
+        for head in [
+            &b""[..],
+            b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nvllm:x 1\n",
+        ] {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let url = format!("http://{}/metrics", l.local_addr().unwrap());
+            let server = std::thread::spawn(move || {
+                let (mut s, _) = l.accept().unwrap();
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf);
+                s.write_all(head).unwrap();
+                // Held open past the client's timeout, then dropped.
+                let _ = s.read(&mut buf);
+            });
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let client = build_client(Duration::from_millis(200), &url).unwrap();
+            let err = rt.block_on(scrape(&client, &url)).unwrap_err();
+            assert!(err.contains("timed out"), "{err}");
+            drop(client);
+            drop(rt);
+            server.join().unwrap();
+        }
+    }
+}
