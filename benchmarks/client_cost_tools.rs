@@ -17,6 +17,10 @@
 //!   stream ended with `[DONE]`.
 //! - `paced URL C N`: N streamed requests, C at a time (closed loop), on a current-thread
 //!   runtime; prints `ok=K failed=F ttft_p50_ms=… ttft_p99_ms=…`.
+//! - `hyper-paced URL C N [READ_BUF]`: the same client on hyper's HTTP/1.1 connection API
+//!   instead of reqwest (one connection per worker, plain http only), hyper's adaptive read
+//!   buffer or, with READ_BUF, an exact one (which also caps the response head at READ_BUF
+//!   bytes); prints `ok=K failed=F`. The floor of a stream's memory on hyper (issue 33).
 //!
 //! The bare client is `reference_chat` of `client_fidelity` (reqwest, the clock read per
 //! read before any parsing, content events found by a byte search; no SSE library, no
@@ -37,7 +41,7 @@ mod reference_scan;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: client_cost_tools serve PORT BACKLOG TTFT_MS ITL_MS TOKENS | once URL | paced URL C N"
+        "usage: client_cost_tools serve PORT BACKLOG TTFT_MS ITL_MS TOKENS | once URL | paced URL C N | hyper-paced URL C N [READ_BUF]"
     );
     std::process::exit(2)
 }
@@ -64,6 +68,12 @@ fn main() {
             &args.get(2).cloned().unwrap_or_else(|| usage()),
             arg(&args, 3),
             arg(&args, 4),
+        ),
+        Some("hyper-paced") => hyper_paced(
+            &args.get(2).cloned().unwrap_or_else(|| usage()),
+            arg(&args, 3),
+            arg(&args, 4),
+            args.get(5).map_or(0, |_| arg(&args, 5)),
         ),
         Some("--bench") | None => {}
         _ => usage(),
@@ -326,4 +336,81 @@ fn paced(base: &str, c: usize, n: usize) {
         p(0.99),
         p(1.0)
     );
+}
+
+/// One request of the hyper-API bare client: [`bare_chat`] on a connection of its own.
+async fn hyper_chat(
+    sender: &mut hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    host: &str,
+    path: &str,
+) -> Option<f64> {
+    use http_body_util::BodyExt;
+    let send = Instant::now();
+    let req = hyper::Request::post(path)
+        .header("host", host)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            BODY.as_bytes(),
+        )))
+        .ok()?;
+    sender.ready().await.ok()?;
+    let resp = sender.send_request(req).await.ok()?;
+    let mut body = resp.into_body();
+    let mut pending: Vec<u8> = Vec::with_capacity(1024);
+    let mut stamps: Vec<u64> = Vec::with_capacity(64);
+    let mut done = false;
+    while let Some(frame) = body.frame().await {
+        let t = u64::try_from(send.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let frame = frame.ok()?;
+        if let Some(d) = frame.data_ref() {
+            done |= reference_scan::scan_read(&mut pending, d, t, &mut stamps);
+        }
+    }
+    (done && !stamps.is_empty()).then(|| stamps[0] as f64 / 1e6)
+}
+
+/// `hyper-paced`: N requests, C at a time, each worker on one connection of its own.
+fn hyper_paced(base: &str, c: usize, n: usize, read_buf: usize) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let rest = base.trim_start_matches("http://");
+    let (host, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    let path = format!("/{}/chat/completions", prefix.trim_end_matches('/'));
+    let host = host.to_string();
+    let (ok, failed) = rt.block_on(async {
+        let queue = Arc::new(Mutex::new((0..n).collect::<VecDeque<_>>()));
+        let workers = (0..c.max(1)).map(|_| {
+            let (queue, host, path) = (Arc::clone(&queue), host.clone(), path.clone());
+            async move {
+                let stream = TcpStream::connect(&host).await.ok()?;
+                stream.set_nodelay(true).ok()?;
+                let mut b = hyper::client::conn::http1::Builder::new();
+                if read_buf > 0 {
+                    b.read_buf_exact_size(Some(read_buf));
+                }
+                let (mut sender, conn) = b
+                    .handshake(hyper_util::rt::TokioIo::new(stream))
+                    .await
+                    .ok()?;
+                tokio::spawn(conn);
+                let mut out = Vec::new();
+                while queue.lock().unwrap().pop_front().is_some() {
+                    out.push(hyper_chat(&mut sender, &host, &path).await);
+                }
+                Some(out)
+            }
+        });
+        let all: Vec<Option<f64>> = futures_util::future::join_all(workers)
+            .await
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
+        let ok = all.iter().flatten().count();
+        (ok, all.len() - ok)
+    });
+    println!("ok={ok} failed={failed}");
 }

@@ -149,6 +149,15 @@ fn config(base: &str) -> ClientConfig {
     c
 }
 
+/// [`config`], on reqwest's transport when `reqwest` (a plain-`http` endpoint otherwise
+/// goes over the client's own HTTP/1.1 pool): the scenarios that differ by transport run
+/// on both.
+fn config_on(reqwest: bool, base: &str) -> ClientConfig {
+    let mut c = config(base);
+    c.reqwest_for_http = reqwest;
+    c
+}
+
 fn request(id: &str, stream: bool) -> ChatRequest {
     ChatRequest {
         request_id: id.into(),
@@ -171,6 +180,16 @@ async fn chat_once(cfg: ClientConfig, stream: bool) -> RequestRecord {
 
 #[tokio::test]
 async fn split_reads_c04_over_the_network() {
+    split_reads_c04_over_the_network_on(false).await;
+}
+
+/// [`split_reads_c04_over_the_network`] over the reqwest transport (`https` endpoints use it).
+#[tokio::test]
+async fn split_reads_c04_over_the_network_over_reqwest() {
+    split_reads_c04_over_the_network_on(true).await;
+}
+
+async fn split_reads_c04_over_the_network_on(reqwest: bool) {
     let e1 = content("Hel");
     let e2 = content("lo");
     let r1 = "data: {\"choices\":[{\"ind";
@@ -185,7 +204,7 @@ async fn split_reads_c04_over_the_network() {
         last_chunk(),
     ]])
     .await;
-    let r = chat_once(config(&base), true).await;
+    let r = chat_once(config_on(reqwest, &base), true).await;
     assert_eq!(r.status, RequestStatus::Success, "{:?}", r.error);
     assert_eq!(r.output.text, "Hello");
     assert_eq!(r.token_event_count, 2);
@@ -480,13 +499,23 @@ async fn comments_keep_an_idle_stream_alive_c03() {
 
 #[tokio::test]
 async fn http_500_is_http_status_with_code_and_text() {
+    http_500_is_http_status_with_code_and_text_on(false).await;
+}
+
+/// [`http_500_is_http_status_with_code_and_text`] over the reqwest transport (`https` endpoints use it).
+#[tokio::test]
+async fn http_500_is_http_status_with_code_and_text_over_reqwest() {
+    http_500_is_http_status_with_code_and_text_on(true).await;
+}
+
+async fn http_500_is_http_status_with_code_and_text_on(reqwest: bool) {
     let body = r#"{"error":{"message":"boom","type":"InternalServerError","code":500}}"#;
     let resp = format!(
         "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     let (base, _rx) = serve(vec![vec![w(&resp)]]).await;
-    let r = chat_once(config(&base), true).await;
+    let r = chat_once(config_on(reqwest, &base), true).await;
     assert_eq!(r.status, RequestStatus::Failed);
     assert_eq!(r.failure_code, Some(FailureCode::HttpStatus));
     assert_eq!(r.http_status, Some(500));
@@ -532,6 +561,16 @@ async fn streaming_request_answered_with_json_is_parsed_as_non_streamed() {
 
 #[tokio::test]
 async fn list_models_for_preflight() {
+    list_models_for_preflight_on(false).await;
+}
+
+/// [`list_models_for_preflight`] over the reqwest transport (`https` endpoints use it).
+#[tokio::test]
+async fn list_models_for_preflight_over_reqwest() {
+    list_models_for_preflight_on(true).await;
+}
+
+async fn list_models_for_preflight_on(reqwest: bool) {
     let body =
         r#"{"object":"list","data":[{"id":"m1","object":"model"},{"id":"m2","object":"model"}]}"#;
     let ok = format!(
@@ -540,7 +579,7 @@ async fn list_models_for_preflight() {
     );
     let err = "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: 32\r\nconnection: close\r\n\r\n{\"error\":{\"message\":\"bad key!\"}}";
     let (base, mut rx) = serve(vec![vec![w(&ok)], vec![w(err)]]).await;
-    let client = Client::new(config(&base)).unwrap();
+    let client = Client::new(config_on(reqwest, &base)).unwrap();
     assert_eq!(client.list_models().await.unwrap(), vec!["m1", "m2"]);
     assert!(rx.recv().await.unwrap().head.starts_with("GET /v1/models "));
     match client.list_models().await {
@@ -556,10 +595,20 @@ async fn list_models_for_preflight() {
 
 #[tokio::test]
 async fn connection_refused_is_connect() {
+    connection_refused_is_connect_on(false).await;
+}
+
+/// [`connection_refused_is_connect`] over the reqwest transport (`https` endpoints use it).
+#[tokio::test]
+async fn connection_refused_is_connect_over_reqwest() {
+    connection_refused_is_connect_on(true).await;
+}
+
+async fn connection_refused_is_connect_on(reqwest: bool) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let r = chat_once(config(&format!("http://{addr}/v1")), true).await;
+    let r = chat_once(config_on(reqwest, &format!("http://{addr}/v1")), true).await;
     assert_eq!(r.failure_code, Some(FailureCode::Connect));
     assert_eq!(r.headers_ns, None);
     assert_eq!(r.http_status, None);
@@ -571,6 +620,16 @@ async fn connection_refused_is_connect() {
 /// ("endpoint unreachable" in JUnit). The same head within the limit is read.
 #[tokio::test]
 async fn oversized_response_head_is_head_too_large() {
+    oversized_response_head_is_head_too_large_on(false).await;
+}
+
+/// [`oversized_response_head_is_head_too_large`] over the reqwest transport (`https` endpoints use it).
+#[tokio::test]
+async fn oversized_response_head_is_head_too_large_over_reqwest() {
+    oversized_response_head_is_head_too_large_on(true).await;
+}
+
+async fn oversized_response_head_is_head_too_large_on(reqwest: bool) {
     for (pad, code) in [(600_000, Some(FailureCode::HeadTooLarge)), (1_000, None)] {
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-pad: {}\r\n\
@@ -586,7 +645,7 @@ async fn oversized_response_head_is_head_too_large() {
             last_chunk(),
         ]])
         .await;
-        let r = chat_once(config(&base), true).await;
+        let r = chat_once(config_on(reqwest, &base), true).await;
         assert_eq!(r.failure_code, code, "{pad}: {:?}", r.error);
         if code.is_some() {
             assert_eq!(r.headers_ns, None);
@@ -599,13 +658,23 @@ async fn oversized_response_head_is_head_too_large() {
 /// that is not a model list, not an endpoint that does not answer.
 #[tokio::test]
 async fn an_oversized_models_head_is_an_invalid_response_not_unreachable() {
+    an_oversized_models_head_is_an_invalid_response_not_unreachable_on(false).await;
+}
+
+/// [`an_oversized_models_head_is_an_invalid_response_not_unreachable`] over the reqwest transport (`https` endpoints use it).
+#[tokio::test]
+async fn an_oversized_models_head_is_an_invalid_response_not_unreachable_over_reqwest() {
+    an_oversized_models_head_is_an_invalid_response_not_unreachable_on(true).await;
+}
+
+async fn an_oversized_models_head_is_an_invalid_response_not_unreachable_on(reqwest: bool) {
     let head = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-pad: {}\r\n\
          content-length: 2\r\nconnection: close\r\n\r\n{{}}",
         "a".repeat(600_000)
     );
     let (base, _rx) = serve(vec![vec![w(&head)]]).await;
-    let client = inferscope_bench::client::Client::new(config(&base)).unwrap();
+    let client = inferscope_bench::client::Client::new(config_on(reqwest, &base)).unwrap();
     match client.list_models().await {
         Err(inferscope_bench::client::ClientError::InvalidResponse { reason, .. }) => {
             assert!(reason.contains("head_too_large"), "{reason}")
@@ -707,6 +776,16 @@ async fn chat_future_is_send_and_can_be_spawned() {
 /// warning; the server saw exactly one complete request on the fresh connection.
 #[tokio::test]
 async fn stale_pooled_connection_is_retried_once_on_a_fresh_connection() {
+    stale_pooled_connection_is_retried_once_on_a_fresh_connection_on(false).await;
+}
+
+/// [`stale_pooled_connection_is_retried_once_on_a_fresh_connection`] over the reqwest transport (`https` endpoints use it).
+#[tokio::test]
+async fn stale_pooled_connection_is_retried_once_on_a_fresh_connection_over_reqwest() {
+    stale_pooled_connection_is_retried_once_on_a_fresh_connection_on(true).await;
+}
+
+async fn stale_pooled_connection_is_retried_once_on_a_fresh_connection_on(reqwest: bool) {
     use inferscope_bench::client::RecordWarning;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -744,7 +823,7 @@ async fn stale_pooled_connection_is_retried_once_on_a_fresh_connection() {
             });
         }
     });
-    let client = Client::new(config(&format!("http://{addr}/v1"))).unwrap();
+    let client = Client::new(config_on(reqwest, &format!("http://{addr}/v1"))).unwrap();
     let clock = RunClock::start();
     let first = client
         .chat(&request("r1", true), &clock, clock.elapsed_ns())
@@ -804,6 +883,16 @@ const SSE_KEEP_ALIVE: &str =
 /// `[DONE]` (read without the drain timer) or 20 ms after it (read with it).
 #[tokio::test]
 async fn keep_alive_streams_return_their_connection_to_the_pool() {
+    keep_alive_streams_return_their_connection_to_the_pool_on(false).await;
+}
+
+/// [`keep_alive_streams_return_their_connection_to_the_pool`] over the reqwest transport (`https` endpoints use it).
+#[tokio::test]
+async fn keep_alive_streams_return_their_connection_to_the_pool_over_reqwest() {
+    keep_alive_streams_return_their_connection_to_the_pool_on(true).await;
+}
+
+async fn keep_alive_streams_return_their_connection_to_the_pool_on(reqwest: bool) {
     fn end_with_done() -> Vec<Step> {
         let mut tail = format!("{:x}\r\n{DONE}\r\n", DONE.len()).into_bytes();
         tail.extend_from_slice(b"0\r\n\r\n");
@@ -828,7 +917,7 @@ async fn keep_alive_streams_return_their_connection_to_the_pool() {
     }
     for script in [end_with_done as fn() -> Vec<Step>, end_later] {
         let (base, accepted) = serve_keep_alive(script).await;
-        let client = Client::new(config(&base)).unwrap();
+        let client = Client::new(config_on(reqwest, &base)).unwrap();
         let clock = RunClock::start();
         for id in ["r1", "r2", "r3"] {
             let rec = client

@@ -120,10 +120,7 @@ impl ConnectLog {
 
     /// [`ConnectLog::opened`] of a connect called at `queued` that got its slot at `start`.
     pub fn opened_after(&self, local: SocketAddr, queued: Instant, start: Instant, end: Instant) {
-        self.opened.fetch_add(1, Ordering::Relaxed);
-        if ns(end.saturating_duration_since(start)) >= CONNECT_RETRANSMIT_NS {
-            self.slow.fetch_add(1, Ordering::Relaxed);
-        }
+        self.count_opened(start, end);
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if open.insert(local, Opened { queued, start, end }).is_none() {
             self.unclaimed.fetch_add(1, Ordering::Release);
@@ -148,6 +145,20 @@ impl ConnectLog {
             waited: o.end.saturating_duration_since(o.queued.max(sent)),
             retransmit: ns(o.end.saturating_duration_since(o.start)) >= CONNECT_RETRANSMIT_NS,
         })
+    }
+
+    /// Counts a connection opened from `start` to `end` whose opening needs no claim (the
+    /// request that waited for it knows so itself: [`crate::h1`]).
+    pub(crate) fn count_opened(&self, start: Instant, end: Instant) {
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        if ns(end.saturating_duration_since(start)) >= CONNECT_RETRANSMIT_NS {
+            self.slow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Waits for one of the [`MAX_CONNECTS_IN_FLIGHT`] connect slots (held until dropped).
+    pub(crate) async fn slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        Arc::clone(&self.slots).acquire_owned().await.ok()
     }
 
     /// Connects called and not finished yet.

@@ -1,7 +1,10 @@
-//! The HTTP edge: an OpenAI-compatible chat-completions client over reqwest 0.13 (rustls).
+//! The HTTP edge: an OpenAI-compatible chat-completions client. Chat requests to a
+//! plain-`http` endpoint go over HTTP/1.1 connections of hyper's connection API pooled by
+//! this crate ([`super::h1`]); `https` endpoints, `/models` and `/tokenize` go through
+//! reqwest 0.13 (rustls).
 //!
 //! Timing (docs/measurement.md "Per request (client timing)"): `send_ns` is taken just before the
-//! request is handed to reqwest, `headers_ns` when the response head is in, and every SSE event
+//! request is handed to the transport (before a connection is checked out or opened), `headers_ns` when the response head is in, and every SSE event
 //! carries the arrival of the network read that completed it (see [`super::sse`]). All values are
 //! `elapsed_ns` on the run's [`RunClock`].
 //!
@@ -12,14 +15,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use futures_util::StreamExt;
+use http_body_util::BodyDataStream;
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderMap, HeaderValue, USER_AGENT,
+};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use tokio::time::Instant as TokioInstant;
 
 use super::accumulate::{Flow, RequestHead, StreamAccumulator};
+use super::connect::CONNECT_RETRANSMIT_NS;
 use super::connect::{ConnectCounts, ConnectLog, ConnectTimer};
+use super::h1::{Pool, SendError};
 use super::in_flight::InFlight;
 use super::record::{FailureCode, RecordWarning, RequestRecord, sanitize_error};
 use super::sse::{DEFAULT_MAX_EVENT_BYTES, ReadStamps, SseError, SseFramer, feed};
@@ -42,10 +51,14 @@ pub struct ClientConfig {
     /// Cap on one SSE event (bytes buffered since the last event boundary), and on a
     /// non-streamed body → `event_too_large` (C30). Default 16 MiB.
     pub max_event_bytes: usize,
-    /// Idle connections kept per host for reuse. reqwest/hyper never limit the number of
+    /// Idle connections kept per host for reuse. Neither pool limits the number of
     /// concurrent connections, so this never caps concurrency; size it to at least the
     /// concurrency so every connection can be reused (no reconnect inside TTFT).
     pub max_connections: usize,
+    /// Send a plain-`http` endpoint's requests through reqwest too, as `https` ones go,
+    /// instead of the client's own HTTP/1.1 pool ([`super::h1`]). Default `false`; the
+    /// tests run the reqwest transport over loopback with it.
+    pub reqwest_for_http: bool,
 }
 
 impl ClientConfig {
@@ -59,6 +72,7 @@ impl ClientConfig {
             idle_timeout: Duration::from_secs(60),
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             max_connections: 256,
+            reqwest_for_http: false,
         }
     }
 }
@@ -72,6 +86,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_event_bytes", &self.max_event_bytes)
             .field("max_connections", &self.max_connections)
+            .field("reqwest_for_http", &self.reqwest_for_http)
             .finish()
     }
 }
@@ -159,6 +174,9 @@ pub struct ChatRequest {
     /// Not sent: the prompt tokens the request was built to have.
     pub prompt_tokens_asked: Option<u64>,
 }
+
+/// How long an idle pooled connection is kept (either transport).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Largest body [`Client::post_root_json`] reads (64 MiB: a `/tokenize` answer lists every
 /// token id of a prompt).
@@ -278,7 +296,10 @@ impl PreparedRequest {
 /// The OpenAI-compatible client. Cheap to share by reference across tasks (`Send + Sync`).
 #[derive(Clone, Debug)]
 pub struct Client {
-    http: reqwest::Client,
+    transport: Transport,
+    /// The chat URL's path (and query), and its `Host` header, for [`Transport::H1`].
+    chat_path: http::Uri,
+    host: HeaderValue,
     chat_url: reqwest::Url,
     models_url: String,
     /// Headers of every streamed / non-streamed chat request (content type, accept,
@@ -292,6 +313,15 @@ pub struct Client {
     streams_in_flight: Arc<InFlight>,
     /// The connections the pool opened, timed.
     connects: Arc<ConnectLog>,
+}
+
+/// Where a client's requests go.
+#[derive(Clone, Debug)]
+enum Transport {
+    /// A plain-`http` endpoint: HTTP/1.1 connections pooled by this crate ([`super::h1`]).
+    H1(Arc<Pool>),
+    /// An `https` endpoint: reqwest (rustls), its pool filled only through requests.
+    Reqwest(reqwest::Client),
 }
 
 /// What [`Client::warm_pool`] did.
@@ -470,32 +500,61 @@ impl Client {
         }
         let _ = rustls::crypto::ring::default_provider().install_default();
         let connects = Arc::new(ConnectLog::default());
-        let mut builder = reqwest::Client::builder();
-        if url.scheme() == "http" {
-            // No certificate store for an endpoint that never does TLS (every URL this
-            // client requests is under `base_url`, redirects are off): the platform
-            // verifier reads every system CA certificate when the client is built, several
-            // ms and MiB of a one-request run.
-            builder = builder.tls_certs_only(std::iter::empty());
-        }
-        let http = builder
-            .connector_layer(ConnectTimer(Arc::clone(&connects)))
-            .no_proxy()
-            .tcp_nodelay(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .pool_max_idle_per_host(config.max_connections.max(1))
-            .pool_idle_timeout(Duration::from_secs(90))
-            .user_agent(concat!("inferscope-bench/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ClientError::Build(describe(&e)))?;
         let chat_url = reqwest::Url::parse(&format!("{base}/chat/completions")).map_err(|e| {
             ClientError::InvalidBaseUrl {
                 url: config.base_url.clone(),
                 reason: e.to_string(),
             }
         })?;
+        let invalid = |reason: String| ClientError::InvalidBaseUrl {
+            url: config.base_url.clone(),
+            reason,
+        };
+        let host_name = chat_url.host_str().unwrap_or_default();
+        let host = HeaderValue::from_str(&match chat_url.port() {
+            Some(port) => format!("{host_name}:{port}"),
+            None => host_name.to_string(),
+        })
+        .map_err(|e| invalid(e.to_string()))?;
+        let path = match chat_url.query() {
+            Some(q) => format!("{}?{q}", chat_url.path()),
+            None => chat_url.path().to_string(),
+        };
+        let chat_path = http::Uri::try_from(path).map_err(|e| invalid(e.to_string()))?;
+        let transport = if url.scheme() == "http" && !config.reqwest_for_http {
+            let port = chat_url.port_or_known_default().unwrap_or(80);
+            Transport::H1(Arc::new(Pool::new(
+                format!("{host_name}:{port}"),
+                config.max_connections,
+                IDLE_TIMEOUT,
+                Arc::clone(&connects),
+            )))
+        } else {
+            let mut builder = reqwest::Client::builder();
+            if url.scheme() == "http" {
+                // No certificate store for an endpoint that never does TLS (every URL this
+                // client requests is under `base_url`, redirects are off).
+                builder = builder.tls_certs_only(std::iter::empty());
+            }
+            Transport::Reqwest(
+                builder
+                    .connector_layer(ConnectTimer(Arc::clone(&connects)))
+                    .no_proxy()
+                    .tcp_nodelay(true)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .pool_max_idle_per_host(config.max_connections.max(1))
+                    .pool_idle_timeout(IDLE_TIMEOUT)
+                    .user_agent(concat!("inferscope-bench/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| ClientError::Build(describe(&e)))?,
+            )
+        };
         let mut body_headers = HeaderMap::new();
         body_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        body_headers.insert(
+            USER_AGENT,
+            HeaderValue::from_static(concat!("inferscope-bench/", env!("CARGO_PKG_VERSION"))),
+        );
         let mut auth_error = None;
         if let Some(key) = &config.api_key {
             match HeaderValue::try_from(format!("Bearer {key}")) {
@@ -510,7 +569,9 @@ impl Client {
         let mut stream_headers = body_headers.clone();
         stream_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         Ok(Self {
-            http,
+            transport,
+            chat_path,
+            host,
             chat_url,
             models_url: format!("{base}/models"),
             stream_headers,
@@ -527,7 +588,10 @@ impl Client {
         self.connects.counts()
     }
 
-    /// Opens `n` connections before a measured window: `n` concurrent
+    /// Opens `n` connections before a measured window. A plain-`http` endpoint: `n`
+    /// connections opened (those idle already count), at most
+    /// [`crate::connect::MAX_CONNECTS_IN_FLIGHT`] connecting at once, no request sent. An
+    /// `https` endpoint (reqwest's pool, filled only by requests): `n` concurrent
     /// `GET {base_url}/models`, started together so that each checks out a connection of
     /// its own, at most [`crate::connect::MAX_CONNECTS_IN_FLIGHT`] connecting at once (the
     /// connector's own bound), each response held until all have their heads, then every
@@ -540,8 +604,21 @@ impl Client {
     pub async fn warm_pool(&self, n: usize) -> WarmPool {
         let started = std::time::Instant::now();
         let before = self.connects.counts();
+        let http = match &self.transport {
+            Transport::Reqwest(http) => http,
+            Transport::H1(pool) => {
+                // Plain http: connections opened, no request sent.
+                let (_, failed) = pool.warm(n).await;
+                return WarmPool {
+                    wanted: n as u64,
+                    opened: self.connects.counts().since(before).opened,
+                    failed,
+                    elapsed_ns: ns(started.elapsed()),
+                };
+            }
+        };
         let one = || async {
-            let mut rb = self.http.get(&self.models_url);
+            let mut rb = http.get(&self.models_url);
             if let Some(key) = &self.config.api_key {
                 rb = rb.bearer_auth(key);
             }
@@ -600,60 +677,21 @@ impl Client {
     /// [`ClientError::HttpStatus`], [`ClientError::InvalidResponse`].
     pub async fn list_models(&self) -> Result<Vec<String>, ClientError> {
         let url = self.models_url.clone();
-        let mut rb = self.http.get(&url);
-        if let Some(key) = &self.config.api_key {
-            rb = rb.bearer_auth(key);
-        }
-        let timeout = self.config.request_timeout;
-        let fut = async {
-            let resp = rb.send().await.map_err(|e| {
-                // The server answered, with a head too large to read: not unreachable.
-                if is_head_too_large(&e) {
-                    ClientError::InvalidResponse {
-                        url: url.clone(),
-                        reason: "the response head is too large to read (head_too_large)".into(),
-                    }
-                } else {
-                    ClientError::Request {
-                        url: url.clone(),
-                        reason: describe(&e),
-                    }
-                }
-            })?;
-            let status = resp.status();
-            let body = resp.bytes().await.map_err(|e| ClientError::Request {
-                url: url.clone(),
-                reason: describe(&e),
-            })?;
-            if !status.is_success() {
-                return Err(ClientError::HttpStatus {
-                    url: url.clone(),
-                    status: status.as_u16(),
-                    message: error_body_text(&body[..body.len().min(8192)]),
-                });
-            }
-            let invalid = |reason: &str| ClientError::InvalidResponse {
-                url: url.clone(),
-                reason: reason.to_string(),
-            };
-            let v: Value = serde_json::from_slice(&body)
-                .map_err(|e| invalid(&format!("body is not JSON: {e}")))?;
-            let data = v
-                .get("data")
-                .and_then(Value::as_array)
-                .ok_or_else(|| invalid("no data array"))?;
-            Ok(data
-                .iter()
-                .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
-                .collect())
+        let body = self.aux(&url, None).await?;
+        let invalid = |reason: &str| ClientError::InvalidResponse {
+            url: url.clone(),
+            reason: reason.to_string(),
         };
-        match tokio::time::timeout(timeout, fut).await {
-            Ok(r) => r,
-            Err(_) => Err(ClientError::Timeout {
-                url,
-                timeout_ms: timeout.as_millis(),
-            }),
-        }
+        let v: Value = serde_json::from_slice(&body)
+            .map_err(|e| invalid(&format!("body is not JSON: {e}")))?;
+        let data = v
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| invalid("no data array"))?;
+        Ok(data
+            .iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
+            .collect())
     }
 
     /// `POST {root}{path}` with the JSON `body`, where `root` is the base URL without its
@@ -663,48 +701,113 @@ impl Client {
     pub async fn post_root_json(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
         let base = self.config.base_url.trim_end_matches('/');
         let url = format!("{}{path}", base.strip_suffix("/v1").unwrap_or(base));
-        let rb = self
-            .http
-            .post(&url)
-            .headers(self.body_headers.clone())
-            .json(body);
+        let bytes = self.aux(&url, Some(body)).await?;
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::InvalidResponse {
+            url: url.clone(),
+            reason: format!("body is not JSON: {e}"),
+        })
+    }
+
+    /// One auxiliary exchange (`GET` without `post`, else `POST` of its JSON) over the
+    /// chat requests' transport: the body of a 2xx answer, read up to
+    /// [`MAX_AUX_BODY_BYTES`]; the whole exchange bounded by `request_timeout`. A head too
+    /// large to read is an invalid response (the server answered), not unreachable.
+    async fn aux(&self, url: &str, post: Option<&Value>) -> Result<Vec<u8>, ClientError> {
         let timeout = self.config.request_timeout;
+        let request_err = |reason: String| ClientError::Request {
+            url: url.to_string(),
+            reason,
+        };
+        let too_large = || ClientError::InvalidResponse {
+            url: url.to_string(),
+            reason: "the response head is too large to read (head_too_large)".into(),
+        };
         let fut = async {
-            let request_err = |e: reqwest::Error| ClientError::Request {
-                url: url.clone(),
-                reason: describe(&e),
-            };
-            let mut resp = rb.send().await.map_err(request_err)?;
-            let status = resp.status();
-            let mut bytes = Vec::new();
-            while let Some(chunk) = resp.chunk().await.map_err(request_err)? {
-                if bytes.len() + chunk.len() > MAX_AUX_BODY_BYTES {
-                    return Err(ClientError::InvalidResponse {
-                        url: url.clone(),
-                        reason: format!("body over {MAX_AUX_BODY_BYTES} bytes"),
-                    });
+            let (status, bytes) = match &self.transport {
+                Transport::H1(pool) => {
+                    let request = self.aux_request(url, post).map_err(request_err)?;
+                    let again = || self.aux_request(url, post).ok();
+                    let ex = pool.send(request, again).await.map_err(|e| match e {
+                        SendError::Http(e) if e.is_parse_too_large() => too_large(),
+                        SendError::Http(e) => request_err(describe(&e)),
+                        SendError::Connect(e) => {
+                            request_err(format!("error sending request for url ({url}): {e}"))
+                        }
+                    })?;
+                    let (parts, body) = ex.response.into_parts();
+                    (parts.status, read_aux_body(body, url).await?)
                 }
-                bytes.extend_from_slice(&chunk);
-            }
+                Transport::Reqwest(http) => {
+                    let rb = match post {
+                        Some(v) => http.post(url).headers(self.body_headers.clone()).json(v),
+                        None => {
+                            let rb = http.get(url);
+                            match &self.config.api_key {
+                                Some(key) => rb.bearer_auth(key),
+                                None => rb,
+                            }
+                        }
+                    };
+                    let resp = rb.send().await.map_err(|e| {
+                        if is_head_too_large(&e) {
+                            too_large()
+                        } else {
+                            request_err(describe(&e))
+                        }
+                    })?;
+                    let resp = http::Response::<reqwest::Body>::from(resp);
+                    let status = resp.status();
+                    (status, read_aux_body(resp.into_body(), url).await?)
+                }
+            };
             if !status.is_success() {
                 return Err(ClientError::HttpStatus {
-                    url: url.clone(),
+                    url: url.to_string(),
                     status: status.as_u16(),
                     message: error_body_text(&bytes[..bytes.len().min(8192)]),
                 });
             }
-            serde_json::from_slice(&bytes).map_err(|e| ClientError::InvalidResponse {
-                url: url.clone(),
-                reason: format!("body is not JSON: {e}"),
-            })
+            Ok(bytes)
         };
         match tokio::time::timeout(timeout, fut).await {
             Ok(r) => r,
             Err(_) => Err(ClientError::Timeout {
-                url,
+                url: url.to_string(),
                 timeout_ms: timeout.as_millis(),
             }),
         }
+    }
+
+    /// The plain-`http` request of [`Client::aux`]: origin-form path, `Host`, the user
+    /// agent and authorization, and for a `POST` its JSON body and content type.
+    fn aux_request(
+        &self,
+        url: &str,
+        post: Option<&Value>,
+    ) -> Result<http::Request<http_body_util::Full<Bytes>>, String> {
+        if let Some(e) = &self.auth_error {
+            return Err(e.clone());
+        }
+        let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+        let path = match parsed.query() {
+            Some(q) => format!("{}?{q}", parsed.path()),
+            None => parsed.path().to_string(),
+        };
+        let body = match post {
+            Some(v) => Bytes::from(serde_json::to_vec(v).map_err(|e| e.to_string())?),
+            None => Bytes::new(),
+        };
+        let mut request = http::Request::new(http_body_util::Full::new(body));
+        *request.uri_mut() = http::Uri::try_from(path).map_err(|e| e.to_string())?;
+        let headers = request.headers_mut();
+        *headers = self.body_headers.clone();
+        if post.is_some() {
+            *request.method_mut() = http::Method::POST;
+        } else {
+            headers.remove(CONTENT_TYPE);
+        }
+        request.headers_mut().insert(HOST, self.host.clone());
+        Ok(request)
     }
 
     /// Sends one chat-completions request and measures it: [`Client::prepare`] then
@@ -760,14 +863,42 @@ impl Client {
         Ok(request)
     }
 
+    /// [`Client::build`] for the plain-`http` transport: origin-form path, `Host` header.
+    fn build_h1(
+        &self,
+        p: &PreparedRequest,
+    ) -> Result<http::Request<http_body_util::Full<Bytes>>, String> {
+        if let Some(e) = &self.auth_error {
+            return Err(e.clone());
+        }
+        let body = p.body.as_ref().map_err(Clone::clone)?;
+        let id = p.id_header.as_ref().map_err(Clone::clone)?;
+        let mut request = http::Request::new(http_body_util::Full::new(body.clone()));
+        *request.method_mut() = http::Method::POST;
+        *request.uri_mut() = self.chat_path.clone();
+        let headers = request.headers_mut();
+        *headers = if p.stream {
+            self.stream_headers.clone()
+        } else {
+            self.body_headers.clone()
+        };
+        headers.insert(HOST, self.host.clone());
+        headers.insert("x-request-id", id.clone());
+        Ok(request)
+    }
+
     /// Sends a prepared request and measures it (see [`Client::chat`]). `send_ns` is taken
-    /// just before the request is handed to reqwest.
+    /// just before the request is handed to the transport.
     pub async fn send(
         &self,
         prepared: &PreparedRequest,
         clock: &RunClock,
         scheduled_ns: u64,
     ) -> RequestRecord {
+        let http = match &self.transport {
+            Transport::H1(pool) => return self.send_h1(pool, prepared, clock, scheduled_ns).await,
+            Transport::Reqwest(http) => http,
+        };
         let mut retried = false;
         let (resp, head, deadline) = loop {
             let request = match self.build(prepared) {
@@ -783,7 +914,7 @@ impl Client {
             let deadline = tokio::time::Instant::from_std(
                 clock.instant_at(send_ns.saturating_add(ns(self.config.request_timeout))),
             );
-            match tokio::time::timeout_at(deadline, self.http.execute(request)).await {
+            match tokio::time::timeout_at(deadline, http.execute(request)).await {
                 Err(_) => {
                     let now = clock.elapsed_ns();
                     return failed(
@@ -820,7 +951,7 @@ impl Client {
                         head.connect_ns = Some(ns(w.waited));
                         head.connect_retransmit = w.retransmit;
                     }
-                    break (r, head, deadline);
+                    break (http::Response::<reqwest::Body>::from(r), head, deadline);
                 }
             }
         };
@@ -833,14 +964,82 @@ impl Client {
         rec
     }
 
-    async fn read_response(
+    /// [`Client::send`] over the plain-`http` transport ([`super::h1`]): the connection
+    /// checked out of (or opened for) this request, its connect time recorded when the
+    /// request waited on it, and a reused connection that the peer had closed retried once
+    /// on a fresh one.
+    async fn send_h1(
+        &self,
+        pool: &Arc<Pool>,
+        prepared: &PreparedRequest,
+        clock: &RunClock,
+        scheduled_ns: u64,
+    ) -> RequestRecord {
+        let request = match self.build_h1(prepared) {
+            Ok(r) => r,
+            Err(e) => {
+                let now = clock.elapsed_ns();
+                let head = head_for(prepared, scheduled_ns, now);
+                return failed(head, FailureCode::Connect, &e, now);
+            }
+        };
+        let send_ns = clock.elapsed_ns();
+        let mut head = head_for(prepared, scheduled_ns, send_ns);
+        let deadline = tokio::time::Instant::from_std(
+            clock.instant_at(send_ns.saturating_add(ns(self.config.request_timeout))),
+        );
+        let again = || self.build_h1(prepared).ok();
+        let url = &self.chat_url;
+        let ex = match tokio::time::timeout_at(deadline, pool.send(request, again)).await {
+            Ok(Ok(ex)) => ex,
+            Err(_) => {
+                let msg = "no response head within request_timeout";
+                return failed(head, FailureCode::Timeout, msg, clock.elapsed_ns());
+            }
+            Ok(Err(SendError::Connect(e))) => {
+                let msg = format!("error sending request for url ({url}): {e}");
+                return failed(head, FailureCode::Connect, &msg, clock.elapsed_ns());
+            }
+            Ok(Err(SendError::Http(e))) => {
+                let code = if e.is_parse_too_large() {
+                    FailureCode::HeadTooLarge
+                } else {
+                    FailureCode::Connect
+                };
+                let msg = format!("error sending request for url ({url}): {}", describe(&e));
+                return failed(head, code, &msg, clock.elapsed_ns());
+            }
+        };
+        if let Some(o) = ex.opened {
+            let sent = clock.instant_at(send_ns);
+            if o.end > sent {
+                let waited = o.end.saturating_duration_since(o.queued.max(sent));
+                head.connect_ns = Some(ns(waited));
+                head.connect_retransmit =
+                    ns(o.end.saturating_duration_since(o.start)) >= CONNECT_RETRANSMIT_NS;
+            }
+        }
+        let mut rec = self
+            .read_response(prepared.stream, ex.response, head, clock, deadline)
+            .await;
+        if ex.retried {
+            rec.warnings.push(RecordWarning::RetriedStaleConnection);
+        }
+        rec
+    }
+
+    async fn read_response<B>(
         &self,
         stream: bool,
-        resp: reqwest::Response,
+        resp: http::Response<B>,
         mut head: RequestHead,
         clock: &RunClock,
         deadline: TokioInstant,
-    ) -> RequestRecord {
+    ) -> RequestRecord
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
         let headers_ns = clock.elapsed_ns();
         head.headers_ns = Some(headers_ns);
         let status = resp.status();
@@ -877,13 +1076,17 @@ impl Client {
         }
     }
 
-    async fn read_stream(
+    async fn read_stream<B>(
         &self,
-        resp: reqwest::Response,
+        resp: http::Response<B>,
         mut head: RequestHead,
         clock: &RunClock,
         deadline: TokioInstant,
-    ) -> RequestRecord {
+    ) -> RequestRecord
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
         let headers_ns = head.headers_ns.unwrap_or(head.send_ns);
         // The clock is read as soon as each read completes, before any framing or parsing
         // (docs/measurement.md "Per request (client timing)"). When other streams are being read
@@ -895,7 +1098,7 @@ impl Client {
         // does not yield (with two runtime workers the yield hands the task to the other worker and
         // costs ~0.1 ms per read). Figures: BENCHMARKS.md, client timing fidelity.
         let in_flight = self.streams_in_flight.enter();
-        let mut body = std::pin::pin!(resp.bytes_stream());
+        let mut body = std::pin::pin!(BodyDataStream::new(resp.into_body()));
         let mut framer = SseFramer::new(self.config.max_event_bytes);
         let mut stamps = ReadStamps::default();
         let mut acc = StreamAccumulator::new();
@@ -947,7 +1150,7 @@ impl Client {
                                 Ok(Flow::Failed) => break (clock.elapsed_ns(), true, false),
                                 Err(e) => {
                                     let now = clock.elapsed_ns();
-                                    let e = SseError::<reqwest::Error>::from(e);
+                                    let e = SseError::<B::Error>::from(e);
                                     acc.fail(e.failure_code(), &e.to_string());
                                     break (now, false, false);
                                 }
@@ -1010,18 +1213,23 @@ impl Client {
         acc.finish(head, end_ns, clean)
     }
 
-    async fn read_body(
+    async fn read_body<B>(
         &self,
-        mut resp: reqwest::Response,
+        resp: http::Response<B>,
         mut head: RequestHead,
         mut acc: StreamAccumulator,
         clock: &RunClock,
         deadline: TokioInstant,
-    ) -> RequestRecord {
+    ) -> RequestRecord
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
         let cap = self.config.max_event_bytes;
         let mut body: Vec<u8> = Vec::new();
+        let mut reads = std::pin::pin!(BodyDataStream::new(resp.into_body()));
         loop {
-            match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            match tokio::time::timeout_at(deadline, reads.next()).await {
                 Err(_) => {
                     acc.fail(
                         FailureCode::Timeout,
@@ -1029,14 +1237,14 @@ impl Client {
                     );
                     return acc.finish(head, clock.elapsed_ns(), false);
                 }
-                Ok(Err(e)) => {
+                Ok(Some(Err(e))) => {
                     acc.fail(
                         FailureCode::Disconnect,
                         &format!("response body error: {}", describe(&e)),
                     );
                     return acc.finish(head, clock.elapsed_ns(), false);
                 }
-                Ok(Ok(Some(chunk))) => {
+                Ok(Some(Ok(chunk))) => {
                     if head.first_byte_ns.is_none() && !chunk.is_empty() {
                         head.first_byte_ns = Some(clock.elapsed_ns());
                     }
@@ -1047,7 +1255,7 @@ impl Client {
                     }
                     body.extend_from_slice(&chunk);
                 }
-                Ok(Ok(None)) => break,
+                Ok(None) => break,
             }
         }
         let end_ns = clock.elapsed_ns();
@@ -1081,13 +1289,41 @@ fn failed(head: RequestHead, code: FailureCode, message: &str, end_ns: u64) -> R
     rec
 }
 
+/// An auxiliary answer's body, at most [`MAX_AUX_BODY_BYTES`].
+async fn read_aux_body<B>(body: B, url: &str) -> Result<Vec<u8>, ClientError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: std::error::Error + 'static,
+{
+    let mut reads = std::pin::pin!(BodyDataStream::new(body));
+    let mut bytes = Vec::new();
+    while let Some(chunk) = reads.next().await {
+        let chunk = chunk.map_err(|e| ClientError::Request {
+            url: url.to_string(),
+            reason: describe(&e),
+        })?;
+        if bytes.len() + chunk.len() > MAX_AUX_BODY_BYTES {
+            return Err(ClientError::InvalidResponse {
+                url: url.to_string(),
+                reason: format!("body over {MAX_AUX_BODY_BYTES} bytes"),
+            });
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
 /// Reads at most 8 KiB of an error body, for at most 2 s (and never past the deadline).
-async fn read_error_body(mut resp: reqwest::Response, deadline: TokioInstant) -> String {
+async fn read_error_body<B: hyper::body::Body<Data = Bytes>>(
+    resp: http::Response<B>,
+    deadline: TokioInstant,
+) -> String {
     let limit = deadline.min(TokioInstant::now() + Duration::from_secs(2));
     let mut body = Vec::new();
+    let mut reads = std::pin::pin!(BodyDataStream::new(resp.into_body()));
     while body.len() < 8192 {
-        match tokio::time::timeout_at(limit, resp.chunk()).await {
-            Ok(Ok(Some(c))) => body.extend_from_slice(&c),
+        match tokio::time::timeout_at(limit, reads.next()).await {
+            Ok(Some(Ok(c))) => body.extend_from_slice(&c),
             _ => break,
         }
     }

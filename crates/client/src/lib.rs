@@ -17,6 +17,7 @@
 
 pub mod accumulate;
 pub mod connect;
+mod h1;
 pub mod http;
 pub mod in_flight;
 pub mod record;

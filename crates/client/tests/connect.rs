@@ -24,8 +24,8 @@ const SSE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\
                    data: [DONE]\n\n";
 
 /// Serves one keep-alive connection: `GET …/models` gets a small JSON list, anything else
-/// a short SSE stream (one token), each with a content length.
-async fn serve_conn(mut sock: TcpStream) {
+/// a short SSE stream (one token), each with a content length; `requests` counts them.
+async fn serve_conn(mut sock: TcpStream, requests: Arc<AtomicUsize>) {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     loop {
@@ -34,6 +34,7 @@ async fn serve_conn(mut sock: TcpStream) {
         };
         let head = head.to_ascii_lowercase();
         buf.drain(..len);
+        requests.fetch_add(1, Ordering::SeqCst);
         let (ct, body) = if head.starts_with("get ") {
             (
                 "application/json",
@@ -62,9 +63,12 @@ fn request(id: &str) -> ChatRequest {
     }
 }
 
-fn client(addr: std::net::SocketAddr) -> Client {
+/// A client of `addr`, on reqwest's transport when `reqwest` (`https` endpoints use it),
+/// else on the client's own HTTP/1.1 pool (plain `http`).
+fn client(addr: std::net::SocketAddr, reqwest: bool) -> Client {
     let mut cfg = ClientConfig::new(format!("http://{addr}/v1"));
     cfg.request_timeout = Duration::from_secs(20);
+    cfg.reqwest_for_http = reqwest;
     Client::new(cfg).expect("client")
 }
 
@@ -79,6 +83,15 @@ async fn connects_quickly(addr: std::net::SocketAddr) -> Option<TcpStream> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft() {
+    a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_on(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_over_reqwest() {
+    a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_on(true).await;
+}
+
+async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_on(reqwest: bool) {
     let socket = TcpSocket::new_v4().unwrap();
     socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
     // A backlog of 1: the accept queue is full after a connection or two.
@@ -105,7 +118,7 @@ async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft() {
     );
 
     let clock = RunClock::start();
-    let c = client(addr);
+    let c = client(addr, reqwest);
     let req = request("r1");
     let sent = tokio::spawn({
         let c = c.clone();
@@ -118,7 +131,7 @@ async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft() {
     drop(fillers);
     tokio::spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
-            tokio::spawn(serve_conn(sock));
+            tokio::spawn(serve_conn(sock, Arc::default()));
         }
     });
     let rec = sent.await.unwrap();
@@ -154,20 +167,30 @@ async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_pool_opens_every_connection_before_the_window() {
+    a_warm_pool_opens_every_connection_before_the_window_on(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_pool_opens_every_connection_before_the_window_over_reqwest() {
+    a_warm_pool_opens_every_connection_before_the_window_on(true).await;
+}
+
+async fn a_warm_pool_opens_every_connection_before_the_window_on(reqwest: bool) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let accepted = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(AtomicUsize::new(0));
     tokio::spawn({
-        let accepted = Arc::clone(&accepted);
+        let (accepted, requests) = (Arc::clone(&accepted), Arc::clone(&requests));
         async move {
             while let Ok((sock, _)) = listener.accept().await {
                 accepted.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(serve_conn(sock));
+                tokio::spawn(serve_conn(sock, Arc::clone(&requests)));
             }
         }
     });
     let clock = RunClock::start();
-    let c = client(addr);
+    let c = client(addr, reqwest);
     let warm = c.warm_pool(6).await;
     assert_eq!(
         (warm.wanted, warm.opened, warm.failed),
@@ -175,6 +198,10 @@ async fn a_warm_pool_opens_every_connection_before_the_window() {
         "{warm:?}"
     );
     assert_eq!(accepted.load(Ordering::SeqCst), 6);
+    // A plain-http pool is connections, not requests: the server saw none; reqwest's
+    // pool fills only through requests (one `GET /models` each).
+    let warm_requests = if reqwest { 6 } else { 0 };
+    assert_eq!(requests.load(Ordering::SeqCst), warm_requests);
     let recs = futures_util::future::join_all((0..6).map(|i| {
         let c = &c;
         let clock = &clock;
@@ -193,10 +220,14 @@ async fn a_warm_pool_opens_every_connection_before_the_window() {
         6,
         "no connect in the window"
     );
+    assert_eq!(requests.load(Ordering::SeqCst), warm_requests + 6);
+    // A second warm pool of the same size finds them idle and opens none.
+    let again = c.warm_pool(6).await;
+    assert_eq!((again.opened, again.failed), (0, 0), "{again:?}");
 
     // Without a warm pool the first requests open their connections in the window, and
     // say so.
-    let cold = client(addr);
+    let cold = client(addr, reqwest);
     let r = cold
         .chat(&request("cold"), &clock, clock.elapsed_ns())
         .await;

@@ -226,6 +226,7 @@ impl Session {
                 idle_timeout: rs.suite.idle_timeout,
                 max_event_bytes: rs.suite.max_event_bytes as usize,
                 max_connections: pool_size(rs),
+                reqwest_for_http: false,
             };
             let client = match Client::new(client) {
                 Ok(c) => Some(c),

@@ -150,7 +150,10 @@ impl LlmExecutor for UnitExec<'_> {
             .take()
             .unwrap_or_else(|| self.clock.elapsed_ns());
         let _guard = self.in_flight.enter();
+        // Biased: the request first, so a poll draws no random branch order (every read
+        // of a stream polls this), and a request that completed is never called cancelled.
         tokio::select! {
+            biased;
             r = self.client.chat(req, self.clock, scheduled) => r,
             _ = wait_flag(self.cancelled) => {
                 let now = self.clock.elapsed_ns();

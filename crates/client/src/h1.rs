@@ -1,0 +1,292 @@
+//! Chat requests to a plain-`http` endpoint: HTTP/1.1 connections on hyper's connection
+//! API, pooled here instead of in reqwest's client.
+//!
+//! Why (issue 33, BENCHMARKS.md "Client cost at the edges"): reqwest's pool can only be
+//! filled by sending requests (a warm pool of c = 1024 was 1,024 boxed request futures of
+//! several KiB, alive together until their connections were up: the run's peak memory),
+//! and each request passes its layers (tower services, boxed futures, the pool's
+//! checkout). A bare client on this API took 17.5 KiB a stream at c = 1024 where the same
+//! client on reqwest took 26.7, and 15–25 % less CPU per paced request. A warm pool here
+//! is connections opened, not requests sent.
+//!
+//! hyper's read buffer keeps its adaptive sizing (8 KiB, growing): an exact size would
+//! also cap the response head at that size (hyper's `read_buf_exact_size`), and 1 KiB
+//! (14.2 KiB a stream) would fail heads that gateways make longer than that.
+//!
+//! What it keeps of reqwest's behaviour: connections are reused most recently used first,
+//! at most `max_idle` are kept idle, and one idle longer than `idle_timeout` or closed by
+//! the peer is dropped at checkout; connects go through the [`ConnectLog`]'s slots
+//! ([`crate::connect::MAX_CONNECTS_IN_FLIGHT`]) and counters. `https` endpoints stay on
+//! reqwest (rustls).
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::body::{Body, Frame, SizeHint};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use super::connect::ConnectLog;
+
+/// The sending half of one pooled connection.
+pub(crate) type Sender = SendRequest<Full<Bytes>>;
+
+/// Why a connection could not be opened.
+#[derive(Debug)]
+pub(crate) enum ConnectError {
+    /// Name resolution or the TCP connect failed.
+    Tcp(std::io::Error),
+    /// hyper's handshake failed (it does no I/O for HTTP/1: practically never).
+    Handshake(hyper::Error),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::Tcp(e) => write!(f, "tcp connect error: {e}"),
+            ConnectError::Handshake(e) => write!(f, "http/1.1 handshake: {e}"),
+        }
+    }
+}
+
+/// A connection opened for a request: when its connect began and ended.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Opened {
+    /// When the request asked for it (before any wait for a connect slot).
+    pub queued: Instant,
+    pub start: Instant,
+    pub end: Instant,
+}
+
+struct Idle {
+    sender: Sender,
+    since: Instant,
+}
+
+/// The idle connections to one endpoint.
+pub(crate) struct Pool {
+    /// `host:port` to connect to.
+    authority: String,
+    idle: Mutex<Vec<Idle>>,
+    max_idle: usize,
+    idle_timeout: Duration,
+    log: Arc<ConnectLog>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("authority", &self.authority)
+            .field("idle", &self.idle_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pool {
+    pub(crate) fn new(
+        authority: String,
+        max_idle: usize,
+        idle_timeout: Duration,
+        log: Arc<ConnectLog>,
+    ) -> Self {
+        Self {
+            authority,
+            idle: Mutex::new(Vec::new()),
+            max_idle: max_idle.max(1),
+            idle_timeout,
+            log,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Idle connections held now.
+    pub(crate) fn idle_count(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// The most recently used idle connection the peer has not closed and that has not
+    /// idled past `idle_timeout`; the others met on the way are dropped.
+    fn take_idle(&self) -> Option<Sender> {
+        let mut idle = self.lock();
+        while let Some(i) = idle.pop() {
+            if !i.sender.is_closed() && i.since.elapsed() < self.idle_timeout {
+                return Some(i.sender);
+            }
+        }
+        None
+    }
+
+    /// Hands a connection back after its exchange (the response body read to its end).
+    pub(crate) fn put(&self, sender: Sender) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut idle = self.lock();
+        if idle.len() < self.max_idle {
+            idle.push(Idle {
+                sender,
+                since: Instant::now(),
+            });
+        }
+    }
+
+    /// Opens a connection: waits for a connect slot, connects, and runs the connection
+    /// on a task of its own (it ends when the peer closes it or its sender is dropped).
+    pub(crate) async fn open(&self) -> Result<(Sender, Opened), ConnectError> {
+        let queued = Instant::now();
+        let slot = self.log.slot().await;
+        let start = Instant::now();
+        let tcp = TcpStream::connect(self.authority.as_str())
+            .await
+            .map_err(ConnectError::Tcp)?;
+        let end = Instant::now();
+        drop(slot);
+        let _ = tcp.set_nodelay(true);
+        let (sender, conn) = http1::Builder::new()
+            .handshake(TokioIo::new(tcp))
+            .await
+            .map_err(ConnectError::Handshake)?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        self.log.count_opened(start, end);
+        Ok((sender, Opened { queued, start, end }))
+    }
+
+    /// A connection ready to send on: an idle one (`None`), else a new one (its opening).
+    pub(crate) async fn checkout(&self) -> Result<(Sender, Option<Opened>), ConnectError> {
+        while let Some(mut sender) = self.take_idle() {
+            // Ready at once unless its last exchange is still winding down; an error means
+            // the connection closed meanwhile.
+            if sender.ready().await.is_ok() {
+                return Ok((sender, None));
+            }
+        }
+        let (sender, opened) = self.open().await?;
+        Ok((sender, Some(opened)))
+    }
+
+    /// Opens connections until `n` are idle (at most `n` opened), the connects bounded by
+    /// the log's slots: a warm pool is connections, not requests. Returns (opened, failed).
+    pub(crate) async fn warm(&self, n: usize) -> (u64, u64) {
+        let want = n.min(self.max_idle).saturating_sub(self.idle_count());
+        let opened =
+            futures_util::future::join_all((0..want).map(|_| async { self.open().await.ok() }))
+                .await;
+        let mut ok = 0;
+        for (sender, _) in opened.into_iter().flatten() {
+            self.put(sender);
+            ok += 1;
+        }
+        (ok, want as u64 - ok)
+    }
+}
+
+/// Why [`Pool::send`] got no response head.
+#[derive(Debug)]
+pub(crate) enum SendError {
+    /// No connection could be opened.
+    Connect(ConnectError),
+    /// The exchange failed on its connection.
+    Http(hyper::Error),
+}
+
+/// A response head, its body tied to the connection it came over.
+pub(crate) struct Exchange {
+    pub response: http::Response<PooledBody>,
+    /// The connection's opening when it was opened for this request.
+    pub opened: Option<Opened>,
+    /// A reused connection the peer had closed failed the first try.
+    pub retried: bool,
+}
+
+impl Pool {
+    /// Sends `request` on an idle connection (or a new one) and waits for the response
+    /// head. A reused connection that fails before a head (the peer had closed it: the
+    /// request never reached the server) is retried once on a new connection, with
+    /// `again()`'s request; a head too large to read is never retried.
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        request: http::Request<Full<Bytes>>,
+        again: impl FnOnce() -> Option<http::Request<Full<Bytes>>>,
+    ) -> Result<Exchange, SendError> {
+        let (mut sender, opened) = self.checkout().await.map_err(SendError::Connect)?;
+        let (sender, resp, opened, retried) = match sender.send_request(request).await {
+            Ok(resp) => (sender, resp, opened, false),
+            Err(e) if opened.is_some() || e.is_parse_too_large() => {
+                return Err(SendError::Http(e));
+            }
+            Err(e) => {
+                let Some(request) = again() else {
+                    return Err(SendError::Http(e));
+                };
+                let (mut sender, opened) = self.open().await.map_err(SendError::Connect)?;
+                let resp = sender
+                    .send_request(request)
+                    .await
+                    .map_err(SendError::Http)?;
+                (sender, resp, Some(opened), true)
+            }
+        };
+        let (parts, body) = resp.into_parts();
+        Ok(Exchange {
+            response: http::Response::from_parts(
+                parts,
+                PooledBody::new(body, sender, Arc::clone(self)),
+            ),
+            opened,
+            retried,
+        })
+    }
+}
+
+/// A response body that hands its connection back to the pool once read to its end; a
+/// body dropped before its end closes the connection instead (hyper cannot reuse it).
+pub(crate) struct PooledBody {
+    body: Incoming,
+    back: Option<(Sender, Arc<Pool>)>,
+}
+
+impl PooledBody {
+    fn new(body: Incoming, sender: Sender, pool: Arc<Pool>) -> Self {
+        Self {
+            body,
+            back: Some((sender, pool)),
+        }
+    }
+}
+
+impl Body for PooledBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(None) = polled
+            && let Some((sender, pool)) = self.back.take()
+        {
+            pool.put(sender);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
