@@ -252,6 +252,16 @@ async fn c12a_outgoing_body_headers_and_missing_usage() {
     assert!(head.contains("x-request-id: req-1"));
     assert!(head.contains("authorization: bearer sk-test-key"));
     assert!(head.contains("accept: text/event-stream"));
+    // What an HTTP/1.1 origin server needs, as reqwest sent it: the host with its port,
+    // the body's length, who is asking.
+    let authority = base.trim_start_matches("http://").trim_end_matches("/v1");
+    assert!(head.contains(&format!("host: {authority}\r\n")), "{head}");
+    assert!(
+        head.contains(&format!("content-length: {}\r\n", body.len())),
+        "{head}"
+    );
+    assert!(head.contains("user-agent: inferscope-bench/"), "{head}");
+    assert_eq!(head.matches("accept:").count(), 1, "{head}");
     assert!(r.is_success());
     assert_eq!(r.token_source(), Some(TokenSource::ClientEstimate));
     assert_eq!(r.completion_tokens, None, "an estimate is not usage");
@@ -811,8 +821,10 @@ async fn stale_pooled_connection_is_retried_once_on_a_fresh_connection_on(reqwes
                         Ok(_) => {}
                     }
                     requests_on_conn += 1;
-                    // Connection 1 answers its first request, then drops the next one.
+                    // Connection 1 answers its first request, then drops the next one
+                    // 300 ms after reading it.
                     if conn == 1 && requests_on_conn == 2 {
+                        tokio::time::sleep(Duration::from_millis(300)).await;
                         return;
                     }
                     served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -846,6 +858,12 @@ async fn stale_pooled_connection_is_retried_once_on_a_fresh_connection_on(reqwes
         second.warnings
     );
     assert!(second.send_ns >= second.scheduled_ns);
+    // The retry is a send of its own: its `send_ns` comes after the failed try (the 300 ms
+    // the server held it are in the schedule lag, not in the E2E), and the connection it
+    // opened is its connect time.
+    assert!(second.schedule_lag_ns() >= 300_000_000, "{second:?}");
+    assert!(second.e2e_ms().unwrap() < 250.0, "{second:?}");
+    assert!(second.connect_ns.is_some(), "{second:?}");
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
 

@@ -163,11 +163,12 @@ impl Pool {
     }
 
     /// A connection ready to send on: an idle one (`None`), else a new one (its opening).
+    /// An idle connection is ready at once unless its last exchange is still winding down
+    /// (its task has not yet seen the end); one that closes meanwhile, or is not ready
+    /// within [`READY_WAIT`] (a request body a peer stopped reading), is dropped.
     pub(crate) async fn checkout(&self) -> Result<(Sender, Option<Opened>), ConnectError> {
         while let Some(mut sender) = self.take_idle() {
-            // Ready at once unless its last exchange is still winding down; an error means
-            // the connection closed meanwhile.
-            if sender.ready().await.is_ok() {
+            if let Ok(Ok(())) = tokio::time::timeout(READY_WAIT, sender.ready()).await {
                 return Ok((sender, None));
             }
         }
@@ -175,28 +176,60 @@ impl Pool {
         Ok((sender, Some(opened)))
     }
 
-    /// Opens connections until `n` are idle (at most `n` opened), the connects bounded by
-    /// the log's slots: a warm pool is connections, not requests. Returns (opened, failed).
-    pub(crate) async fn warm(&self, n: usize) -> (u64, u64) {
-        let want = n.min(self.max_idle).saturating_sub(self.idle_count());
-        let opened =
-            futures_util::future::join_all((0..want).map(|_| async { self.open().await.ok() }))
-                .await;
+    /// Opens connections until `n` are idle (at most `n` opened; the idle ones the peer
+    /// closed or that idled too long are dropped first), the connects bounded by the log's
+    /// slots and all of them by `limit`: a warm pool is connections, not requests.
+    /// Returns (opened, failed); a connect still going at `limit` failed.
+    pub(crate) async fn warm(&self, n: usize, limit: Duration) -> (u64, u64) {
+        let idle = {
+            let mut idle = self.lock();
+            idle.retain(|i| !i.sender.is_closed() && i.since.elapsed() < self.idle_timeout);
+            idle.len()
+        };
+        let want = n.min(self.max_idle).saturating_sub(idle);
+        let deadline = tokio::time::Instant::now() + limit;
+        let opened = futures_util::future::join_all(
+            (0..want).map(|_| async { tokio::time::timeout_at(deadline, self.open()).await }),
+        )
+        .await;
         let mut ok = 0;
-        for (sender, _) in opened.into_iter().flatten() {
+        for (sender, _) in opened.into_iter().flatten().flatten() {
             self.put(sender);
             ok += 1;
         }
         (ok, want as u64 - ok)
     }
+
+    /// Hands a connection back once it is ready for the next request, from a task of its
+    /// own (at most [`READY_WAIT`]): for a response body dropped before its end (hyper
+    /// drains what has already arrived and closes the connection otherwise).
+    fn put_when_ready(self: Arc<Self>, mut sender: Sender) {
+        if sender.is_ready() {
+            self.put(sender);
+        } else if !sender.is_closed()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(async move {
+                if let Ok(Ok(())) = tokio::time::timeout(READY_WAIT, sender.ready()).await {
+                    self.put(sender);
+                }
+            });
+        }
+    }
 }
+
+/// How long a pooled connection may take to become ready for its next request.
+const READY_WAIT: Duration = Duration::from_millis(100);
 
 /// Why [`Pool::send`] got no response head.
 #[derive(Debug)]
 pub(crate) enum SendError {
     /// No connection could be opened.
     Connect(ConnectError),
-    /// The exchange failed on its connection.
+    /// A reused connection failed before a response head (most often the peer had closed
+    /// it while it was idle): the caller may send once more on a new connection.
+    Stale(hyper::Error),
+    /// The exchange failed on a new connection, or with a head too large to read.
     Http(hyper::Error),
 }
 
@@ -205,62 +238,52 @@ pub(crate) struct Exchange {
     pub response: http::Response<PooledBody>,
     /// The connection's opening when it was opened for this request.
     pub opened: Option<Opened>,
-    /// A reused connection the peer had closed failed the first try.
-    pub retried: bool,
 }
 
 impl Pool {
-    /// Sends `request` on an idle connection (or a new one) and waits for the response
-    /// head. A reused connection that fails before a head (the peer had closed it: the
-    /// request never reached the server) is retried once on a new connection, with
-    /// `again()`'s request; a head too large to read is never retried.
+    /// Sends `request` on an idle connection (or a new one; always a new one when
+    /// `fresh`) and waits for the response head.
     pub(crate) async fn send(
         self: &Arc<Self>,
         request: http::Request<Full<Bytes>>,
-        again: impl FnOnce() -> Option<http::Request<Full<Bytes>>>,
+        fresh: bool,
     ) -> Result<Exchange, SendError> {
-        let (mut sender, opened) = self.checkout().await.map_err(SendError::Connect)?;
-        let (sender, resp, opened, retried) = match sender.send_request(request).await {
-            Ok(resp) => (sender, resp, opened, false),
-            Err(e) if opened.is_some() || e.is_parse_too_large() => {
-                return Err(SendError::Http(e));
-            }
-            Err(e) => {
-                let Some(request) = again() else {
-                    return Err(SendError::Http(e));
-                };
-                let (mut sender, opened) = self.open().await.map_err(SendError::Connect)?;
-                let resp = sender
-                    .send_request(request)
-                    .await
-                    .map_err(SendError::Http)?;
-                (sender, resp, Some(opened), true)
-            }
+        let (mut sender, opened) = if fresh {
+            let (sender, opened) = self.open().await.map_err(SendError::Connect)?;
+            (sender, Some(opened))
+        } else {
+            self.checkout().await.map_err(SendError::Connect)?
         };
-        let (parts, body) = resp.into_parts();
-        Ok(Exchange {
-            response: http::Response::from_parts(
-                parts,
-                PooledBody::new(body, sender, Arc::clone(self)),
-            ),
-            opened,
-            retried,
-        })
+        match sender.send_request(request).await {
+            Ok(resp) => {
+                let (parts, body) = resp.into_parts();
+                let body = PooledBody {
+                    body,
+                    back: Some((sender, Arc::clone(self))),
+                };
+                Ok(Exchange {
+                    response: http::Response::from_parts(parts, body),
+                    opened,
+                })
+            }
+            Err(e) if opened.is_none() && !e.is_parse_too_large() => Err(SendError::Stale(e)),
+            Err(e) => Err(SendError::Http(e)),
+        }
     }
 }
 
-/// A response body that hands its connection back to the pool once read to its end; a
-/// body dropped before its end closes the connection instead (hyper cannot reuse it).
+/// A response body that hands its connection back to the pool once read to its end, or,
+/// dropped before, once hyper has drained what already arrived ([`Pool::put_when_ready`];
+/// a body still streaming closes its connection).
 pub(crate) struct PooledBody {
     body: Incoming,
     back: Option<(Sender, Arc<Pool>)>,
 }
 
-impl PooledBody {
-    fn new(body: Incoming, sender: Sender, pool: Arc<Pool>) -> Self {
-        Self {
-            body,
-            back: Some((sender, pool)),
+impl Drop for PooledBody {
+    fn drop(&mut self) {
+        if let Some((sender, pool)) = self.back.take() {
+            pool.put_when_ready(sender);
         }
     }
 }

@@ -1,6 +1,6 @@
-//! The HTTP edge: an OpenAI-compatible chat-completions client. Chat requests to a
-//! plain-`http` endpoint go over HTTP/1.1 connections of hyper's connection API pooled by
-//! this crate ([`super::h1`]); `https` endpoints, `/models` and `/tokenize` go through
+//! The HTTP edge: an OpenAI-compatible chat-completions client. A plain-`http` endpoint's
+//! requests (chat, `/models`, `/tokenize`) go over HTTP/1.1 connections of hyper's
+//! connection API pooled by this crate ([`super::h1`]); an `https` endpoint's go through
 //! reqwest 0.13 (rustls).
 //!
 //! Timing (docs/measurement.md "Per request (client timing)"): `send_ns` is taken just before the
@@ -551,6 +551,7 @@ impl Client {
         };
         let mut body_headers = HeaderMap::new();
         body_headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        body_headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
         body_headers.insert(
             USER_AGENT,
             HeaderValue::from_static(concat!("inferscope-bench/", env!("CARGO_PKG_VERSION"))),
@@ -608,7 +609,7 @@ impl Client {
             Transport::Reqwest(http) => http,
             Transport::H1(pool) => {
                 // Plain http: connections opened, no request sent.
-                let (_, failed) = pool.warm(n).await;
+                let (_, failed) = pool.warm(n, self.config.request_timeout).await;
                 return WarmPool {
                     wanted: n as u64,
                     opened: self.connects.counts().since(before).opened,
@@ -726,10 +727,19 @@ impl Client {
             let (status, bytes) = match &self.transport {
                 Transport::H1(pool) => {
                     let request = self.aux_request(url, post).map_err(request_err)?;
-                    let again = || self.aux_request(url, post).ok();
-                    let ex = pool.send(request, again).await.map_err(|e| match e {
-                        SendError::Http(e) if e.is_parse_too_large() => too_large(),
-                        SendError::Http(e) => request_err(describe(&e)),
+                    let ex = match pool.send(request, false).await {
+                        // A reused connection the peer had closed: once more on a new one.
+                        Err(SendError::Stale(_)) => {
+                            let request = self.aux_request(url, post).map_err(request_err)?;
+                            pool.send(request, true).await
+                        }
+                        r => r,
+                    };
+                    let ex = ex.map_err(|e| match e {
+                        SendError::Http(e) | SendError::Stale(e) if e.is_parse_too_large() => {
+                            too_large()
+                        }
+                        SendError::Http(e) | SendError::Stale(e) => request_err(describe(&e)),
                         SendError::Connect(e) => {
                             request_err(format!("error sending request for url ({url}): {e}"))
                         }
@@ -966,8 +976,9 @@ impl Client {
 
     /// [`Client::send`] over the plain-`http` transport ([`super::h1`]): the connection
     /// checked out of (or opened for) this request, its connect time recorded when the
-    /// request waited on it, and a reused connection that the peer had closed retried once
-    /// on a fresh one.
+    /// request waited on it. A reused connection that fails before a head (the peer had
+    /// closed it) is retried once on a new connection, as a new send: its own `send_ns`
+    /// and deadline, and the warning `retried_stale_connection`.
     async fn send_h1(
         &self,
         pool: &Arc<Pool>,
@@ -975,57 +986,64 @@ impl Client {
         clock: &RunClock,
         scheduled_ns: u64,
     ) -> RequestRecord {
-        let request = match self.build_h1(prepared) {
-            Ok(r) => r,
-            Err(e) => {
-                let now = clock.elapsed_ns();
-                let head = head_for(prepared, scheduled_ns, now);
-                return failed(head, FailureCode::Connect, &e, now);
-            }
-        };
-        let send_ns = clock.elapsed_ns();
-        let mut head = head_for(prepared, scheduled_ns, send_ns);
-        let deadline = tokio::time::Instant::from_std(
-            clock.instant_at(send_ns.saturating_add(ns(self.config.request_timeout))),
-        );
-        let again = || self.build_h1(prepared).ok();
+        let mut retried = false;
         let url = &self.chat_url;
-        let ex = match tokio::time::timeout_at(deadline, pool.send(request, again)).await {
-            Ok(Ok(ex)) => ex,
-            Err(_) => {
-                let msg = "no response head within request_timeout";
-                return failed(head, FailureCode::Timeout, msg, clock.elapsed_ns());
+        loop {
+            let request = match self.build_h1(prepared) {
+                Ok(r) => r,
+                Err(e) => {
+                    let now = clock.elapsed_ns();
+                    let head = head_for(prepared, scheduled_ns, now);
+                    return failed(head, FailureCode::Connect, &e, now);
+                }
+            };
+            let send_ns = clock.elapsed_ns();
+            let mut head = head_for(prepared, scheduled_ns, send_ns);
+            let deadline = tokio::time::Instant::from_std(
+                clock.instant_at(send_ns.saturating_add(ns(self.config.request_timeout))),
+            );
+            let sent = tokio::time::timeout_at(deadline, pool.send(request, retried)).await;
+            let ex = match sent {
+                Ok(Ok(ex)) => ex,
+                Ok(Err(SendError::Stale(_))) if !retried => {
+                    retried = true;
+                    continue;
+                }
+                Err(_) => {
+                    let msg = "no response head within request_timeout";
+                    return failed(head, FailureCode::Timeout, msg, clock.elapsed_ns());
+                }
+                Ok(Err(SendError::Connect(e))) => {
+                    let msg = format!("error sending request for url ({url}): {e}");
+                    return failed(head, FailureCode::Connect, &msg, clock.elapsed_ns());
+                }
+                Ok(Err(SendError::Http(e) | SendError::Stale(e))) => {
+                    let code = if e.is_parse_too_large() {
+                        FailureCode::HeadTooLarge
+                    } else {
+                        FailureCode::Connect
+                    };
+                    let msg = format!("error sending request for url ({url}): {}", describe(&e));
+                    return failed(head, code, &msg, clock.elapsed_ns());
+                }
+            };
+            if let Some(o) = ex.opened {
+                let sent = clock.instant_at(send_ns);
+                if o.end > sent {
+                    let waited = o.end.saturating_duration_since(o.queued.max(sent));
+                    head.connect_ns = Some(ns(waited));
+                    head.connect_retransmit =
+                        ns(o.end.saturating_duration_since(o.start)) >= CONNECT_RETRANSMIT_NS;
+                }
             }
-            Ok(Err(SendError::Connect(e))) => {
-                let msg = format!("error sending request for url ({url}): {e}");
-                return failed(head, FailureCode::Connect, &msg, clock.elapsed_ns());
+            let mut rec = self
+                .read_response(prepared.stream, ex.response, head, clock, deadline)
+                .await;
+            if retried {
+                rec.warnings.push(RecordWarning::RetriedStaleConnection);
             }
-            Ok(Err(SendError::Http(e))) => {
-                let code = if e.is_parse_too_large() {
-                    FailureCode::HeadTooLarge
-                } else {
-                    FailureCode::Connect
-                };
-                let msg = format!("error sending request for url ({url}): {}", describe(&e));
-                return failed(head, code, &msg, clock.elapsed_ns());
-            }
-        };
-        if let Some(o) = ex.opened {
-            let sent = clock.instant_at(send_ns);
-            if o.end > sent {
-                let waited = o.end.saturating_duration_since(o.queued.max(sent));
-                head.connect_ns = Some(ns(waited));
-                head.connect_retransmit =
-                    ns(o.end.saturating_duration_since(o.start)) >= CONNECT_RETRANSMIT_NS;
-            }
+            return rec;
         }
-        let mut rec = self
-            .read_response(prepared.stream, ex.response, head, clock, deadline)
-            .await;
-        if ex.retried {
-            rec.warnings.push(RecordWarning::RetriedStaleConnection);
-        }
-        rec
     }
 
     async fn read_response<B>(

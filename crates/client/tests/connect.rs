@@ -72,6 +72,16 @@ fn client(addr: std::net::SocketAddr, reqwest: bool) -> Client {
     Client::new(cfg).expect("client")
 }
 
+/// `count` once it has reached `n` (or after 5 s): a connect completes before the
+/// server's accept loop has taken it, so an accept count lags the connections opened.
+async fn reached(count: &AtomicUsize, n: usize) -> usize {
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while count.load(Ordering::SeqCst) < n && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    count.load(Ordering::SeqCst)
+}
+
 /// Whether a plain connect to `addr` completes within 150 ms (a full accept queue drops
 /// its SYN, and the next try comes only after 1 s).
 async fn connects_quickly(addr: std::net::SocketAddr) -> Option<TcpStream> {
@@ -197,7 +207,7 @@ async fn a_warm_pool_opens_every_connection_before_the_window_on(reqwest: bool) 
         (6, 6, 0),
         "{warm:?}"
     );
-    assert_eq!(accepted.load(Ordering::SeqCst), 6);
+    assert_eq!(reached(&accepted, 6).await, 6);
     // A plain-http pool is connections, not requests: the server saw none; reqwest's
     // pool fills only through requests (one `GET /models` each).
     let warm_requests = if reqwest { 6 } else { 0 };
@@ -213,17 +223,26 @@ async fn a_warm_pool_opens_every_connection_before_the_window_on(reqwest: bool) 
     .await;
     for r in &recs {
         assert!(r.is_success(), "{r:?}");
-        assert_eq!(r.connect_ns, None, "{}", r.request_id);
     }
-    assert_eq!(
-        accepted.load(Ordering::SeqCst),
-        6,
-        "no connect in the window"
-    );
+    let in_window = accepted.load(Ordering::SeqCst) - 6;
+    if reqwest {
+        // reqwest's checkout races a connect against a connection coming back to its pool
+        // (5 ms after the warm-up's bodies were read, it may still be on its way): now and
+        // then a connect finishes in the background, for no request (1 run in about 7).
+        assert!(in_window <= 1, "{in_window} connects in the window");
+        assert!(recs.iter().filter(|r| r.connect_ns.is_some()).count() <= in_window);
+    } else {
+        assert_eq!(in_window, 0, "no connect in the window");
+        for r in &recs {
+            assert_eq!(r.connect_ns, None, "{}", r.request_id);
+        }
+    }
     assert_eq!(requests.load(Ordering::SeqCst), warm_requests + 6);
-    // A second warm pool of the same size finds them idle and opens none.
+    // A second warm pool of the same size finds them idle and opens none (reqwest's: at
+    // most the one a request's connection may still be on its way back to its pool).
     let again = c.warm_pool(6).await;
-    assert_eq!((again.opened, again.failed), (0, 0), "{again:?}");
+    assert_eq!(again.failed, 0, "{again:?}");
+    assert!(again.opened <= u64::from(reqwest), "{again:?}");
 
     // Without a warm pool the first requests open their connections in the window, and
     // say so.
@@ -233,4 +252,33 @@ async fn a_warm_pool_opens_every_connection_before_the_window_on(reqwest: bool) 
         .await;
     assert!(r.is_success(), "{r:?}");
     assert!(r.connect_ns.is_some_and(|n| n > 0), "{:?}", r.connect_ns);
+}
+
+/// A warm pool counts only live connections: after the server closed the idle ones, a
+/// second warm pool opens them again (plain http: the client's own pool).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_pool_replaces_the_idle_connections_the_server_closed() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    tokio::spawn({
+        let accepted = Arc::clone(&accepted);
+        async move {
+            // Every connection is closed 50 ms after it was accepted.
+            while let Ok((sock, _)) = listener.accept().await {
+                accepted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    drop(sock);
+                });
+            }
+        }
+    });
+    let c = client(addr, false);
+    let first = c.warm_pool(4).await;
+    assert_eq!((first.opened, first.failed), (4, 0), "{first:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let again = c.warm_pool(4).await;
+    assert_eq!((again.opened, again.failed), (4, 0), "{again:?}");
+    assert_eq!(reached(&accepted, 8).await, 8);
 }
