@@ -911,19 +911,11 @@ impl Client {
         };
         let mut retried = false;
         let (resp, head, deadline) = loop {
-            let request = match self.build(prepared) {
-                Ok(r) => r,
-                Err(e) => {
-                    let now = clock.elapsed_ns();
-                    let head = head_for(prepared, scheduled_ns, now);
-                    return failed(head, FailureCode::Connect, &e, now);
-                }
-            };
-            let send_ns = clock.elapsed_ns();
-            let head = head_for(prepared, scheduled_ns, send_ns);
-            let deadline = tokio::time::Instant::from_std(
-                clock.instant_at(send_ns.saturating_add(ns(self.config.request_timeout))),
-            );
+            let (request, head, deadline) =
+                match self.begin(self.build(prepared), prepared, clock, scheduled_ns) {
+                    Ok(begun) => begun,
+                    Err(rec) => return *rec,
+                };
             match tokio::time::timeout_at(deadline, http.execute(request)).await {
                 Err(_) => {
                     let now = clock.elapsed_ns();
@@ -956,7 +948,7 @@ impl Client {
                     let mut head = head;
                     if let Some(w) = self
                         .connects
-                        .claim(r.extensions(), clock.instant_at(send_ns))
+                        .claim(r.extensions(), clock.instant_at(head.send_ns))
                     {
                         head.connect_ns = Some(ns(w.waited));
                         head.connect_retransmit = w.retransmit;
@@ -974,6 +966,27 @@ impl Client {
         rec
     }
 
+    /// The start of one send: the request built (a build failure is a failed record), its
+    /// `send_ns` taken now (in the head), and its deadline.
+    fn begin<R>(
+        &self,
+        built: Result<R, String>,
+        prepared: &PreparedRequest,
+        clock: &RunClock,
+        scheduled_ns: u64,
+    ) -> Result<(R, RequestHead, TokioInstant), Box<RequestRecord>> {
+        let request = built.map_err(|e| {
+            let now = clock.elapsed_ns();
+            let head = head_for(prepared, scheduled_ns, now);
+            Box::new(failed(head, FailureCode::Connect, &e, now))
+        })?;
+        let send_ns = clock.elapsed_ns();
+        let deadline = TokioInstant::from_std(
+            clock.instant_at(send_ns.saturating_add(ns(self.config.request_timeout))),
+        );
+        Ok((request, head_for(prepared, scheduled_ns, send_ns), deadline))
+    }
+
     /// [`Client::send`] over the plain-`http` transport ([`super::h1`]): the connection
     /// checked out of (or opened for) this request, its connect time recorded when the
     /// request waited on it. A reused connection that fails before a head (the peer had
@@ -989,19 +1002,11 @@ impl Client {
         let mut retried = false;
         let url = &self.chat_url;
         loop {
-            let request = match self.build_h1(prepared) {
-                Ok(r) => r,
-                Err(e) => {
-                    let now = clock.elapsed_ns();
-                    let head = head_for(prepared, scheduled_ns, now);
-                    return failed(head, FailureCode::Connect, &e, now);
-                }
-            };
-            let send_ns = clock.elapsed_ns();
-            let mut head = head_for(prepared, scheduled_ns, send_ns);
-            let deadline = tokio::time::Instant::from_std(
-                clock.instant_at(send_ns.saturating_add(ns(self.config.request_timeout))),
-            );
+            let (request, mut head, deadline) =
+                match self.begin(self.build_h1(prepared), prepared, clock, scheduled_ns) {
+                    Ok(begun) => begun,
+                    Err(rec) => return *rec,
+                };
             let sent = tokio::time::timeout_at(deadline, pool.send(request, retried)).await;
             let ex = match sent {
                 Ok(Ok(ex)) => ex,
@@ -1028,7 +1033,7 @@ impl Client {
                 }
             };
             if let Some(o) = ex.opened {
-                let sent = clock.instant_at(send_ns);
+                let sent = clock.instant_at(head.send_ns);
                 if o.end > sent {
                     let waited = o.end.saturating_duration_since(o.queued.max(sent));
                     head.connect_ns = Some(ns(waited));

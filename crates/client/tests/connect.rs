@@ -209,9 +209,17 @@ async fn a_warm_pool_opens_every_connection_before_the_window_on(reqwest: bool) 
     );
     assert_eq!(reached(&accepted, 6).await, 6);
     // A plain-http pool is connections, not requests: the server saw none; reqwest's
-    // pool fills only through requests (one `GET /models` each).
-    let warm_requests = if reqwest { 6 } else { 0 };
-    assert_eq!(requests.load(Ordering::SeqCst), warm_requests);
+    // pool fills only through requests (a wave of 6 `GET /models`, and another when a
+    // connection came back to its pool while the wave was still checking out).
+    let warm_requests = requests.load(Ordering::SeqCst);
+    if reqwest {
+        assert!(
+            warm_requests >= 6 && warm_requests % 6 == 0,
+            "{warm_requests}"
+        );
+    } else {
+        assert_eq!(warm_requests, 0);
+    }
     let recs = futures_util::future::join_all((0..6).map(|i| {
         let c = &c;
         let clock = &clock;
