@@ -214,7 +214,7 @@ async fn a_warm_pool_opens_every_connection_before_the_window_on(reqwest: bool) 
     let warm_requests = requests.load(Ordering::SeqCst);
     if reqwest {
         assert!(
-            warm_requests >= 6 && warm_requests % 6 == 0,
+            warm_requests >= 6 && warm_requests.is_multiple_of(6),
             "{warm_requests}"
         );
     } else {
