@@ -256,7 +256,17 @@ async fn bare_chat(http: &reqwest::Client, url: &str) -> Option<f64> {
         .send()
         .await
         .ok()?;
-    let mut reads = std::pin::pin!(resp.bytes_stream());
+    first_token_ms(resp.bytes_stream(), send).await
+}
+
+/// Reads a streamed body to its end, each read stamped against `send` before the anchor's
+/// byte search: the first content token's time in ms, or `None` on a failed read or a
+/// stream without `[DONE]`.
+async fn first_token_ms<E>(
+    reads: impl futures_util::Stream<Item = Result<bytes::Bytes, E>>,
+    send: Instant,
+) -> Option<f64> {
+    let mut reads = std::pin::pin!(reads);
     let mut pending: Vec<u8> = Vec::with_capacity(1024);
     let mut stamps: Vec<u64> = Vec::with_capacity(64);
     let mut done = false;
@@ -344,7 +354,6 @@ async fn hyper_chat(
     host: &str,
     path: &str,
 ) -> Option<f64> {
-    use http_body_util::BodyExt;
     let send = Instant::now();
     let req = hyper::Request::post(path)
         .header("host", host)
@@ -356,18 +365,7 @@ async fn hyper_chat(
         .ok()?;
     sender.ready().await.ok()?;
     let resp = sender.send_request(req).await.ok()?;
-    let mut body = resp.into_body();
-    let mut pending: Vec<u8> = Vec::with_capacity(1024);
-    let mut stamps: Vec<u64> = Vec::with_capacity(64);
-    let mut done = false;
-    while let Some(frame) = body.frame().await {
-        let t = u64::try_from(send.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let frame = frame.ok()?;
-        if let Some(d) = frame.data_ref() {
-            done |= reference_scan::scan_read(&mut pending, d, t, &mut stamps);
-        }
-    }
-    (done && !stamps.is_empty()).then(|| stamps[0] as f64 / 1e6)
+    first_token_ms(http_body_util::BodyDataStream::new(resp.into_body()), send).await
 }
 
 /// `hyper-paced`: N requests, C at a time, each worker on one connection of its own.

@@ -113,12 +113,18 @@ impl Pool {
         self.lock().len()
     }
 
-    /// The most recently used idle connection the peer has not closed and that has not
-    /// idled past `idle_timeout`; the others met on the way are dropped.
+    /// Whether an idle connection may still be used: the peer has not closed it and it has
+    /// not idled past `idle_timeout`.
+    fn usable(&self, i: &Idle) -> bool {
+        !i.sender.is_closed() && i.since.elapsed() < self.idle_timeout
+    }
+
+    /// The most recently used [usable](Pool::usable) idle connection; the others met on
+    /// the way are dropped.
     fn take_idle(&self) -> Option<Sender> {
         let mut idle = self.lock();
         while let Some(i) = idle.pop() {
-            if !i.sender.is_closed() && i.since.elapsed() < self.idle_timeout {
+            if self.usable(&i) {
                 return Some(i.sender);
             }
         }
@@ -183,7 +189,7 @@ impl Pool {
     pub(crate) async fn warm(&self, n: usize, limit: Duration) -> (u64, u64) {
         let idle = {
             let mut idle = self.lock();
-            idle.retain(|i| !i.sender.is_closed() && i.since.elapsed() < self.idle_timeout);
+            idle.retain(|i| self.usable(i));
             idle.len()
         };
         let want = n.min(self.max_idle).saturating_sub(idle);

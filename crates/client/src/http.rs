@@ -297,13 +297,12 @@ impl PreparedRequest {
 #[derive(Clone, Debug)]
 pub struct Client {
     transport: Transport,
-    /// The chat URL's path (and query), and its `Host` header, for [`Transport::H1`].
+    /// The chat URL in origin form (path and query), for [`Transport::H1`].
     chat_path: http::Uri,
-    host: HeaderValue,
     chat_url: reqwest::Url,
     models_url: String,
     /// Headers of every streamed / non-streamed chat request (content type, accept,
-    /// authorization), built once.
+    /// authorization, and `Host` for [`Transport::H1`]), built once.
     stream_headers: HeaderMap,
     body_headers: HeaderMap,
     /// Why the API key cannot be sent (every chat request then fails to build).
@@ -516,11 +515,7 @@ impl Client {
             None => host_name.to_string(),
         })
         .map_err(|e| invalid(e.to_string()))?;
-        let path = match chat_url.query() {
-            Some(q) => format!("{}?{q}", chat_url.path()),
-            None => chat_url.path().to_string(),
-        };
-        let chat_path = http::Uri::try_from(path).map_err(|e| invalid(e.to_string()))?;
+        let chat_path = origin_form(&chat_url).map_err(invalid)?;
         let transport = if url.scheme() == "http" && !config.reqwest_for_http {
             let port = chat_url.port_or_known_default().unwrap_or(80);
             Transport::H1(Arc::new(Pool::new(
@@ -567,12 +562,16 @@ impl Client {
                 Err(_) => auth_error = Some("the API key is not a valid header value".into()),
             }
         }
+        if matches!(transport, Transport::H1(_)) {
+            // hyper's connection API sends what it is given: the origin server's `Host`,
+            // the same for every request (reqwest adds it itself).
+            body_headers.insert(HOST, host);
+        }
         let mut stream_headers = body_headers.clone();
         stream_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         Ok(Self {
             transport,
             chat_path,
-            host,
             chat_url,
             models_url: format!("{base}/models"),
             stream_headers,
@@ -788,8 +787,9 @@ impl Client {
         }
     }
 
-    /// The plain-`http` request of [`Client::aux`]: origin-form path, `Host`, the user
-    /// agent and authorization, and for a `POST` its JSON body and content type.
+    /// The plain-`http` request of [`Client::aux`]: origin-form path, the headers of a
+    /// request with a body (`Host`, user agent, authorization), and for a `POST` its JSON
+    /// body, else no content type.
     fn aux_request(
         &self,
         url: &str,
@@ -798,17 +798,13 @@ impl Client {
         if let Some(e) = &self.auth_error {
             return Err(e.clone());
         }
-        let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
-        let path = match parsed.query() {
-            Some(q) => format!("{}?{q}", parsed.path()),
-            None => parsed.path().to_string(),
-        };
+        let uri = origin_form(&reqwest::Url::parse(url).map_err(|e| e.to_string())?)?;
         let body = match post {
             Some(v) => Bytes::from(serde_json::to_vec(v).map_err(|e| e.to_string())?),
             None => Bytes::new(),
         };
         let mut request = http::Request::new(http_body_util::Full::new(body));
-        *request.uri_mut() = http::Uri::try_from(path).map_err(|e| e.to_string())?;
+        *request.uri_mut() = uri;
         let headers = request.headers_mut();
         *headers = self.body_headers.clone();
         if post.is_some() {
@@ -816,7 +812,6 @@ impl Client {
         } else {
             headers.remove(CONTENT_TYPE);
         }
-        request.headers_mut().insert(HOST, self.host.clone());
         Ok(request)
     }
 
@@ -855,45 +850,42 @@ impl Client {
         }
     }
 
-    fn build(&self, p: &PreparedRequest) -> Result<reqwest::Request, String> {
+    /// A prepared request's body and headers (its kind's, and its id), or why it cannot
+    /// be sent; both transports' requests are built from them.
+    fn body_and_headers(&self, p: &PreparedRequest) -> Result<(Bytes, HeaderMap), String> {
         if let Some(e) = &self.auth_error {
             return Err(e.clone());
         }
         let body = p.body.as_ref().map_err(Clone::clone)?;
         let id = p.id_header.as_ref().map_err(Clone::clone)?;
-        let mut request = reqwest::Request::new(reqwest::Method::POST, self.chat_url.clone());
-        let headers = request.headers_mut();
-        *headers = if p.stream {
+        let mut headers = if p.stream {
             self.stream_headers.clone()
         } else {
             self.body_headers.clone()
         };
         headers.insert("x-request-id", id.clone());
-        *request.body_mut() = Some(reqwest::Body::from(body.clone()));
+        Ok((body.clone(), headers))
+    }
+
+    fn build(&self, p: &PreparedRequest) -> Result<reqwest::Request, String> {
+        let (body, headers) = self.body_and_headers(p)?;
+        let mut request = reqwest::Request::new(reqwest::Method::POST, self.chat_url.clone());
+        *request.headers_mut() = headers;
+        *request.body_mut() = Some(reqwest::Body::from(body));
         Ok(request)
     }
 
-    /// [`Client::build`] for the plain-`http` transport: origin-form path, `Host` header.
+    /// [`Client::build`] for the plain-`http` transport: origin-form path (the headers
+    /// carry `Host`).
     fn build_h1(
         &self,
         p: &PreparedRequest,
     ) -> Result<http::Request<http_body_util::Full<Bytes>>, String> {
-        if let Some(e) = &self.auth_error {
-            return Err(e.clone());
-        }
-        let body = p.body.as_ref().map_err(Clone::clone)?;
-        let id = p.id_header.as_ref().map_err(Clone::clone)?;
-        let mut request = http::Request::new(http_body_util::Full::new(body.clone()));
+        let (body, headers) = self.body_and_headers(p)?;
+        let mut request = http::Request::new(http_body_util::Full::new(body));
         *request.method_mut() = http::Method::POST;
         *request.uri_mut() = self.chat_path.clone();
-        let headers = request.headers_mut();
-        *headers = if p.stream {
-            self.stream_headers.clone()
-        } else {
-            self.body_headers.clone()
-        };
-        headers.insert(HOST, self.host.clone());
-        headers.insert("x-request-id", id.clone());
+        *request.headers_mut() = headers;
         Ok(request)
     }
 
@@ -1310,6 +1302,16 @@ fn failed(head: RequestHead, code: FailureCode, message: &str, end_ns: u64) -> R
     rec.failure_code = Some(code);
     rec.error = Some(sanitize_error(message));
     rec
+}
+
+/// `url`'s origin form, the request target of a request to an origin server: its path,
+/// and its query if it has one.
+fn origin_form(url: &reqwest::Url) -> Result<http::Uri, String> {
+    let target = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_string(),
+    };
+    http::Uri::try_from(target).map_err(|e| e.to_string())
 }
 
 /// An auxiliary answer's body, at most [`MAX_AUX_BODY_BYTES`].
