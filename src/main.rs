@@ -12,10 +12,15 @@ fn main() {
         // SAFETY: called before any thread is spawned; SIG_DFL is a valid disposition.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cli.command.runtime_workers())
-        .enable_all()
-        .build();
+    let runtime = match cli.command.runtime_workers() {
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+    };
     let runtime = match runtime {
         Ok(r) => r,
         Err(e) => {

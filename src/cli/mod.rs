@@ -246,25 +246,37 @@ impl Command {
         }
     }
 
-    /// Async runtime workers the command runs on (`TOKIO_WORKER_THREADS` overrides): one
-    /// for `run` and `overhead`, two for the rest. One worker is how the client's timing
-    /// fidelity and cost are measured (BENCHMARKS.md, client timing fidelity and client
-    /// cost), and it spares a paced client the cross-thread wake-ups of two: 160 streams
-    /// paced at (50, 10) ms cost 0.54–0.57 s of CPU per 1000 requests on two workers and
-    /// 0.31 s on one, against 0.21–0.26 s for a bare reqwest client on one thread
-    /// (BENCHMARKS.md "Client cost at the edges"). The built-in simulator serves on a
-    /// thread of its own, so it never takes turns with the client.
-    pub fn runtime_workers(&self) -> usize {
+    /// The async runtime a command runs on: `None` for one thread (a current-thread
+    /// runtime), `Some(n)` for `n` workers. `run` and `overhead` run on one thread, the
+    /// rest on two workers; `TOKIO_WORKER_THREADS=n` puts any command on `n` workers.
+    ///
+    /// One thread is how the client is measured (BENCHMARKS.md, client timing fidelity
+    /// and client cost): every stream is read on the thread that runs its connection, so
+    /// a read is stamped without a wake-up across threads. On a runtime with workers, a
+    /// job that is not under load (a trajectory, a sweep, a replay) reads its streams in
+    /// the command's own future on the main thread while hyper's connection tasks run on
+    /// a worker: each streamed chunk then woke the main thread, and its stamp waited for
+    /// that wake-up. A one-request run paced at (50, 10) ms took 15–18 ms of CPU on one
+    /// worker and 9–10 ms on one thread. The built-in simulator serves on a thread of
+    /// its own, so it never takes turns with the client.
+    pub fn runtime_workers(&self) -> Option<usize> {
         let default = match self {
-            Command::Run { .. } | Command::Overhead(_) => 1,
-            _ => 2,
+            Command::Run { .. } | Command::Overhead(_) => None,
+            _ => Some(2),
         };
-        std::env::var("TOKIO_WORKER_THREADS")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or(default)
+        runtime_workers_from(
+            default,
+            std::env::var("TOKIO_WORKER_THREADS").ok().as_deref(),
+        )
     }
+}
+
+/// [`Command::runtime_workers`] given the command's default and `TOKIO_WORKER_THREADS`: a
+/// positive count there wins, anything else leaves the default.
+fn runtime_workers_from(default: Option<usize>, env: Option<&str>) -> Option<usize> {
+    env.and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .map_or(default, Some)
 }
 
 /// `timeline` subcommands.

@@ -3,7 +3,7 @@
 
 use clap::{CommandFactory, Parser};
 
-use super::Cli;
+use super::{Cli, runtime_workers_from};
 
 /// `(path, after_help)` of every command under `cmd`, `cmd` included.
 fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<(String, String)>) {
@@ -76,4 +76,30 @@ fn a_mistyped_subcommand_or_flag_names_the_right_one() {
             .contains("a similar argument exists: '--capture-timeline'"),
         "{err}"
     );
+}
+
+#[test]
+fn run_and_overhead_default_to_one_thread_and_the_environment_can_name_workers() {
+    let workers = |argv: &[&str]| {
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let default = match std::env::var("TOKIO_WORKER_THREADS") {
+            Ok(_) => return None,
+            Err(_) => cli.command.runtime_workers(),
+        };
+        Some(default)
+    };
+    if let Some(w) = workers(&["inferscope-bench", "run", "suites/agentic.toml"]) {
+        assert_eq!(w, None, "run: a current-thread runtime");
+    }
+    if let Some(w) = workers(&["inferscope-bench", "overhead", "suites/agentic.toml"]) {
+        assert_eq!(w, None, "overhead: a current-thread runtime");
+    }
+    if let Some(w) = workers(&["inferscope-bench", "report", "runs/x"]) {
+        assert_eq!(w, Some(2));
+    }
+    assert_eq!(runtime_workers_from(None, Some("3")), Some(3));
+    assert_eq!(runtime_workers_from(None, Some(" 1 ")), Some(1));
+    assert_eq!(runtime_workers_from(None, Some("0")), None);
+    assert_eq!(runtime_workers_from(Some(2), Some("many")), Some(2));
+    assert_eq!(runtime_workers_from(Some(2), None), Some(2));
 }
