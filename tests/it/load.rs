@@ -66,6 +66,7 @@ async fn concurrency_sweep_prints_the_curve_writes_it_and_says_apportioned() {
         assert!(conns["warm_opened"].as_u64().unwrap() <= c, "{conns}");
         assert_eq!(conns["warm_failed"], 0, "{conns}");
         assert_eq!(conns["connect_retransmits"], 0, "{conns}");
+        assert_eq!(conns["warm_retransmits"], 0, "{conns}");
     }
     // A connection opened inside a window (a pooled one closed, or a request that came
     // before hyper handed its predecessor's connection back) is counted, and a request

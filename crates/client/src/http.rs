@@ -333,6 +333,10 @@ pub struct WarmPool {
     /// Warm-up requests that failed (connect refused, timeout): the window opens those
     /// connections itself, and their requests say so (`connect_ns`).
     pub failed: u64,
+    /// Of the connections opened, those whose connect took
+    /// [`crate::connect::CONNECT_RETRANSMIT_NS`] or more: a SYN the server's full listen
+    /// backlog dropped, retransmitted after 1 s (the warm-up's time, in no figure).
+    pub retransmits: u64,
     /// Wall time of the warm-up, ns.
     pub elapsed_ns: u64,
 }
@@ -609,10 +613,12 @@ impl Client {
             Transport::H1(pool) => {
                 // Plain http: connections opened, no request sent.
                 let (_, failed) = pool.warm(n, self.config.request_timeout).await;
+                let counts = self.connects.counts().since(before);
                 return WarmPool {
                     wanted: n as u64,
-                    opened: self.connects.counts().since(before).opened,
+                    opened: counts.opened,
                     failed,
+                    retransmits: counts.retransmits,
                     elapsed_ns: ns(started.elapsed()),
                 };
             }
@@ -658,10 +664,12 @@ impl Client {
             }
         }
         self.connects.forget();
+        let counts = self.connects.counts().since(before);
         WarmPool {
             wanted: n as u64,
-            opened: self.connects.counts().since(before).opened,
+            opened: counts.opened,
             failed,
+            retransmits: counts.retransmits,
             elapsed_ns: ns(started.elapsed()),
         }
     }

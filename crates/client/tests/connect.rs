@@ -262,6 +262,50 @@ async fn a_warm_pool_opens_every_connection_before_the_window_on(reqwest: bool) 
     assert!(r.connect_ns.is_some_and(|n| n > 0), "{:?}", r.connect_ns);
 }
 
+/// A warm-up whose SYNs the server's full listen backlog dropped says so: those connects
+/// took the 1 s retransmit, counted apart from the window's (plain http: the client's own
+/// pool opens the connections).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_pool_counts_its_own_dropped_syns() {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener: TcpListener = socket.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut fillers = Vec::new();
+    for _ in 0..16 {
+        match connects_quickly(addr).await {
+            Some(s) => fillers.push(s),
+            None => break,
+        }
+    }
+    let c = client(addr, false);
+    let warm = tokio::spawn({
+        let c = c.clone();
+        async move { c.warm_pool(2).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(fillers);
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            tokio::spawn(serve_conn(sock, Arc::default()));
+        }
+    });
+    let warm = warm.await.unwrap();
+    assert_eq!((warm.opened, warm.failed), (2, 0), "{warm:?}");
+    assert!(
+        (1..=2).contains(&warm.retransmits),
+        "the warm-up's connects waited out the retransmit: {warm:?}"
+    );
+    assert!(warm.elapsed_ns >= 900_000_000, "{warm:?}");
+    // The window starts clean: its counts do not carry the warm-up's.
+    let before = c.connect_counts();
+    let clock = RunClock::start();
+    let r = c.chat(&request("after"), &clock, clock.elapsed_ns()).await;
+    assert!(r.is_success(), "{r:?}");
+    assert_eq!(r.connect_ns, None, "{r:?}");
+    assert_eq!(c.connect_counts().since(before).retransmits, 0);
+}
+
 /// A warm pool counts only live connections: after the server closed the idle ones, a
 /// second warm pool opens them again (plain http: the client's own pool).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

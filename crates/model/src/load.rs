@@ -208,6 +208,11 @@ pub struct PointConnections {
     pub warm_failed: u64,
     /// How long the warm pool took, ns (before the window; not part of any figure).
     pub warm_ns: u64,
+    /// Warm-up connects that took 0.9 s or more: the server's listen backlog overflowed
+    /// during the warm-up (before the window; not part of any figure). Absent in reports
+    /// written before it was recorded: read as 0.
+    #[serde(default)]
+    pub warm_retransmits: u64,
     /// Connections opened inside the window (a request's wait on one is its
     /// `connect_ns` in `requests.jsonl`, part of its TTFT).
     pub opened_in_window: u64,

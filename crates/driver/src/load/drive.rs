@@ -445,6 +445,7 @@ async fn run_point_connected<T: ToolExec + Send + 'static>(
         warm_opened: warm.map_or(0, |w| w.opened),
         warm_failed: warm.map_or(0, |w| w.failed),
         warm_ns: warm.map_or(0, |w| w.elapsed_ns),
+        warm_retransmits: warm.map_or(0, |w| w.retransmits),
         opened_in_window: in_window.opened,
         connect_retransmits: in_window.retransmits,
     };

@@ -38,6 +38,37 @@ pub struct PointRecord {
 }
 
 impl PointRecord {
+    /// [`LoadRun::connect_notes`] of this point.
+    fn connect_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let Some(c) = self.connections else {
+            return notes;
+        };
+        if c.warm_retransmits > 0 {
+            notes.push(format!(
+                "connections: {}: {} of the {} connections the warm pool opened before \
+                 the window took 0.9 s or more (a dropped SYN retransmitted after 1 s: \
+                 the server's listen backlog overflowed while the pool opened); no \
+                 request waited on them",
+                self.point.label(),
+                c.warm_retransmits,
+                c.warm_opened,
+            ));
+        }
+        if c.connect_retransmits > 0 {
+            notes.push(format!(
+                "connections: {}: {} of the {} connections opened inside the window \
+                 took 0.9 s or more (a dropped SYN retransmitted after 1 s: the \
+                 server's listen backlog overflowed); their requests carry \
+                 connect_retransmit and the connect in connect_ns, inside their TTFT",
+                self.point.label(),
+                c.connect_retransmits,
+                c.opened_in_window,
+            ));
+        }
+        notes
+    }
+
     /// Whether cancellation left the point's plan whole (every unit of it started).
     pub fn ran_to_end(&self) -> bool {
         self.not_started == 0 && !self.stopped_early
@@ -140,26 +171,13 @@ impl LoadRun {
         self.points.len() == planned && self.points.iter().all(PointRecord::ran_to_end)
     }
 
-    /// One note per point whose requests opened connections inside the window with a
-    /// dropped SYN: the retransmit second sits in those requests' TTFT,
-    /// so the job says so.
+    /// The notes of the points whose connects met a dropped SYN: inside the window (the
+    /// retransmit second sits in those requests' TTFT) or in the warm-up before it (in
+    /// no figure, but the server's listen backlog overflowed), so the job says so.
     pub fn connect_notes(&self) -> Vec<String> {
         self.points
             .iter()
-            .filter_map(|p| {
-                let c = p.connections?;
-                (c.connect_retransmits > 0).then(|| {
-                    format!(
-                        "connections: {}: {} of the {} connections opened inside the window \
-                         took 0.9 s or more (a dropped SYN retransmitted after 1 s: the \
-                         server's listen backlog overflowed); their requests carry \
-                         connect_retransmit and the connect in connect_ns, inside their TTFT",
-                        p.point.label(),
-                        c.connect_retransmits,
-                        c.opened_in_window,
-                    )
-                })
-            })
+            .flat_map(PointRecord::connect_notes)
             .collect()
     }
 
@@ -214,6 +232,45 @@ mod tests {
             max_requests_in_flight: achieved,
             connections: None,
         }
+    }
+
+    /// A dropped SYN in the warm-up and one inside the window each get their note; a
+    /// point without either gets none.
+    #[test]
+    fn a_retransmitted_connect_is_noted_where_it_happened() {
+        let conns = crate::model::load::PointConnections {
+            warm_wanted: Some(8),
+            warm_opened: 8,
+            warm_failed: 0,
+            warm_ns: 1_050_000_000,
+            warm_retransmits: 3,
+            opened_in_window: 2,
+            connect_retransmits: 0,
+        };
+        let mut p = point(Some(8), 8, 8);
+        assert!(p.connect_notes().is_empty(), "no connections recorded");
+        p.connections = Some(conns);
+        let notes = p.connect_notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("3 of the 8 connections the warm pool opened before the window"),
+            "{notes:?}"
+        );
+        p.connections = Some(crate::model::load::PointConnections {
+            connect_retransmits: 1,
+            ..conns
+        });
+        let notes = p.connect_notes();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[1].contains("1 of the 2 connections opened inside the window"),
+            "{notes:?}"
+        );
+        p.connections = Some(crate::model::load::PointConnections {
+            warm_retransmits: 0,
+            ..conns
+        });
+        assert!(p.connect_notes().is_empty());
     }
 
     /// At most min(concurrency, units started) can be in flight: `concurrency = 4` with
