@@ -4,7 +4,7 @@
 # storm (c = 1024 against a listen backlog of 128) and start-up (a one-request run) — in
 # alternation, each client its own process against one scripted mock
 # (benchmarks/client_cost_tools.rs). Method: benchmarks/client_cost_edges.py's docstring;
-# figures: BENCHMARKS.md "Client cost at the edges" (`run` on its default single thread). Timing fidelity (TTFT and per-gap ITL error p99)
+# figures: BENCHMARKS.md "Client cost at the edges" (`run` on its default one runtime worker). Timing fidelity (TTFT and per-gap ITL error p99)
 # needs the server's per-token truth and stays with the in-process bench:
 # `FIDELITY_CONCURRENCY=1,16,128 benchmarks/client_cost.sh BIN RUNS` with
 # FIDELITY_TTFT_MS=50 FIDELITY_ITL_MS=10.

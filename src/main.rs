@@ -12,15 +12,10 @@ fn main() {
         // SAFETY: called before any thread is spawned; SIG_DFL is a valid disposition.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
-    let runtime = match cli.command.runtime_workers() {
-        None => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        Some(n) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(n)
-            .enable_all()
-            .build(),
-    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.command.runtime_workers())
+        .enable_all()
+        .build();
     let runtime = match runtime {
         Ok(r) => r,
         Err(e) => {
@@ -28,7 +23,18 @@ fn main() {
             std::process::exit(ExitCode::ERROR);
         }
     };
-    let code = runtime.block_on(inferscope_bench::commands::dispatch(cli.command));
+    // The command runs as a task on the runtime's workers, with the tasks it spawns (its
+    // streams' connections among them), not on this thread (`Command::runtime_workers`).
+    let code = runtime.block_on(async {
+        match tokio::spawn(inferscope_bench::commands::dispatch(cli.command)).await {
+            Ok(code) => code,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => {
+                eprintln!("error: the command's task ended without a result: {e}");
+                ExitCode::ERROR
+            }
+        }
+    });
     // A second Ctrl-C / SIGTERM aborted the command: exit at once, leaving whatever the
     // runtime still runs where it stands; otherwise give it two seconds to wind down.
     if code != ExitCode::INTERRUPTED {

@@ -246,23 +246,27 @@ impl Command {
         }
     }
 
-    /// The async runtime a command runs on: `None` for one thread (a current-thread
-    /// runtime), `Some(n)` for `n` workers. `run` and `overhead` run on one thread, the
-    /// rest on two workers; `TOKIO_WORKER_THREADS=n` puts any command on `n` workers.
+    /// Async runtime workers the command runs on (`TOKIO_WORKER_THREADS=n` overrides):
+    /// one for `run` and `overhead`, two for the rest. The command itself runs as a task
+    /// on the workers (`main.rs`), never on the main thread.
     ///
-    /// One thread is how the client is measured (BENCHMARKS.md, client timing fidelity
-    /// and client cost): every stream is read on the thread that runs its connection, so
-    /// a read is stamped without a wake-up across threads. On a runtime with workers, a
-    /// job that is not under load (a trajectory, a sweep, a replay) reads its streams in
-    /// the command's own future on the main thread while hyper's connection tasks run on
-    /// a worker: each streamed chunk then woke the main thread, and its stamp waited for
-    /// that wake-up. A one-request run paced at (50, 10) ms took 15–18 ms of CPU on one
-    /// worker and 9–10 ms on one thread. The built-in simulator serves on a thread of
-    /// its own, so it never takes turns with the client.
-    pub fn runtime_workers(&self) -> Option<usize> {
+    /// One worker is how the client is measured (BENCHMARKS.md, client timing fidelity and
+    /// client cost): the load executor, the units, their streams and hyper's connection
+    /// tasks all run on it, so a read is stamped without a wake-up across threads, and a
+    /// connection task a request wakes runs next (the worker's LIFO slot) instead of
+    /// behind every other runnable task. When the command ran on the main thread, a job not
+    /// under load (a trajectory, a sweep, a replay) read its streams there while the
+    /// connections ran on the worker: each streamed chunk woke the main thread and its
+    /// stamp waited for that wake-up (median ITL gap error 0.20–0.21 ms against 0.11–0.13
+    /// against a mock pacing tokens at 10 ms; a one-request paced run 15–18 ms of CPU
+    /// against 9–10). A current-thread runtime, which also keeps everything on one thread,
+    /// has no LIFO slot: at c = 10,000 the connection tasks queued behind the units, and
+    /// TTFT p50 read 1,076 ms against 1,002 for a mock answering at 1,000 ms. The
+    /// built-in simulator serves on a thread of its own.
+    pub fn runtime_workers(&self) -> usize {
         let default = match self {
-            Command::Run { .. } | Command::Overhead(_) => None,
-            _ => Some(2),
+            Command::Run { .. } | Command::Overhead(_) => 1,
+            _ => 2,
         };
         runtime_workers_from(
             default,
@@ -273,10 +277,10 @@ impl Command {
 
 /// [`Command::runtime_workers`] given the command's default and `TOKIO_WORKER_THREADS`: a
 /// positive count there wins, anything else leaves the default.
-fn runtime_workers_from(default: Option<usize>, env: Option<&str>) -> Option<usize> {
+fn runtime_workers_from(default: usize, env: Option<&str>) -> usize {
     env.and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&n| n > 0)
-        .map_or(default, Some)
+        .unwrap_or(default)
 }
 
 /// `timeline` subcommands.

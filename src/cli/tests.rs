@@ -79,27 +79,22 @@ fn a_mistyped_subcommand_or_flag_names_the_right_one() {
 }
 
 #[test]
-fn run_and_overhead_default_to_one_thread_and_the_environment_can_name_workers() {
-    let workers = |argv: &[&str]| {
-        let cli = Cli::try_parse_from(argv).unwrap();
-        let default = match std::env::var("TOKIO_WORKER_THREADS") {
-            Ok(_) => return None,
-            Err(_) => cli.command.runtime_workers(),
-        };
-        Some(default)
-    };
-    if let Some(w) = workers(&["inferscope-bench", "run", "suites/agentic.toml"]) {
-        assert_eq!(w, None, "run: a current-thread runtime");
+fn run_and_overhead_default_to_one_worker_and_the_environment_can_name_more() {
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        let workers = |argv: &[&str]| Cli::try_parse_from(argv).unwrap().command.runtime_workers();
+        assert_eq!(
+            workers(&["inferscope-bench", "run", "suites/agentic.toml"]),
+            1
+        );
+        assert_eq!(
+            workers(&["inferscope-bench", "overhead", "suites/agentic.toml"]),
+            1
+        );
+        assert_eq!(workers(&["inferscope-bench", "report", "runs/x"]), 2);
     }
-    if let Some(w) = workers(&["inferscope-bench", "overhead", "suites/agentic.toml"]) {
-        assert_eq!(w, None, "overhead: a current-thread runtime");
-    }
-    if let Some(w) = workers(&["inferscope-bench", "report", "runs/x"]) {
-        assert_eq!(w, Some(2));
-    }
-    assert_eq!(runtime_workers_from(None, Some("3")), Some(3));
-    assert_eq!(runtime_workers_from(None, Some(" 1 ")), Some(1));
-    assert_eq!(runtime_workers_from(None, Some("0")), None);
-    assert_eq!(runtime_workers_from(Some(2), Some("many")), Some(2));
-    assert_eq!(runtime_workers_from(Some(2), None), Some(2));
+    assert_eq!(runtime_workers_from(1, Some("3")), 3);
+    assert_eq!(runtime_workers_from(1, Some(" 2 ")), 2);
+    assert_eq!(runtime_workers_from(1, Some("0")), 1);
+    assert_eq!(runtime_workers_from(2, Some("many")), 2);
+    assert_eq!(runtime_workers_from(2, None), 2);
 }

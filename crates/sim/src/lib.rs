@@ -53,7 +53,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// A running simulator, served on a thread of its own (`inferscope-sim`, a current-thread
 /// runtime), so that its work never takes turns with the client it serves: a real engine
-/// is another process, and the client's runtime (one thread in a `run`) reads its streams
+/// is another process, and the client's runtime worker (one in a `run`) reads its streams
 /// as it would a real engine's. Dropping the handle shuts the server down gracefully in the
 /// background; [`SimHandle::shutdown`] waits for that.
 #[derive(Debug)]
