@@ -101,15 +101,14 @@ async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_over_reqwest(
     a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_on(true).await;
 }
 
-async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_on(reqwest: bool) {
+/// A listener with a backlog of 1 whose accept queue is full (nothing accepts yet): from
+/// then on every SYN is dropped until the queue has room. Returns the listener and the
+/// connections that filled it.
+async fn full_accept_queue() -> (TcpListener, Vec<TcpStream>) {
     let socket = TcpSocket::new_v4().unwrap();
     socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    // A backlog of 1: the accept queue is full after a connection or two.
     let listener: TcpListener = socket.listen(1).unwrap();
     let addr = listener.local_addr().unwrap();
-
-    // Fill the accept queue (nothing accepts yet) until a connect stalls: from then on
-    // every SYN is dropped until the queue has room.
     let mut fillers = Vec::new();
     let mut stalled = false;
     for _ in 0..16 {
@@ -126,7 +125,24 @@ async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_on(reqwest: b
         "the accept queue never filled (backlog 1, {} connects)",
         fillers.len()
     );
+    (listener, fillers)
+}
 
+/// The server wakes up 300 ms from now: it drains the queue (the fillers, a stalled
+/// probe's retransmit if it comes first) and serves whatever connects.
+async fn wake_up_later(listener: TcpListener, fillers: Vec<TcpStream>) {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(fillers);
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            tokio::spawn(serve_conn(sock, Arc::default()));
+        }
+    });
+}
+
+async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_on(reqwest: bool) {
+    let (listener, fillers) = full_accept_queue().await;
+    let addr = listener.local_addr().unwrap();
     let clock = RunClock::start();
     let c = client(addr, reqwest);
     let req = request("r1");
@@ -135,15 +151,7 @@ async fn a_dropped_syn_is_recorded_as_connect_time_inside_the_ttft_on(reqwest: b
         let clock = clock.clone();
         async move { c.chat(&req, &clock, clock.elapsed_ns()).await }
     });
-    // The server wakes up 300 ms later: it drains the queue (the fillers, the stalled
-    // probe's retransmit if it comes first) and serves whatever connects.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    drop(fillers);
-    tokio::spawn(async move {
-        while let Ok((sock, _)) = listener.accept().await {
-            tokio::spawn(serve_conn(sock, Arc::default()));
-        }
-    });
+    wake_up_later(listener, fillers).await;
     let rec = sent.await.unwrap();
     assert!(rec.is_success(), "{rec:?}");
     let connect = rec.connect_ns.expect("the request opened its connection");
@@ -267,29 +275,13 @@ async fn a_warm_pool_opens_every_connection_before_the_window_on(reqwest: bool) 
 /// pool opens the connections).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_pool_counts_its_own_dropped_syns() {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let listener: TcpListener = socket.listen(1).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let mut fillers = Vec::new();
-    for _ in 0..16 {
-        match connects_quickly(addr).await {
-            Some(s) => fillers.push(s),
-            None => break,
-        }
-    }
-    let c = client(addr, false);
+    let (listener, fillers) = full_accept_queue().await;
+    let c = client(listener.local_addr().unwrap(), false);
     let warm = tokio::spawn({
         let c = c.clone();
         async move { c.warm_pool(2).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    drop(fillers);
-    tokio::spawn(async move {
-        while let Ok((sock, _)) = listener.accept().await {
-            tokio::spawn(serve_conn(sock, Arc::default()));
-        }
-    });
+    wake_up_later(listener, fillers).await;
     let warm = warm.await.unwrap();
     assert_eq!((warm.opened, warm.failed), (2, 0), "{warm:?}");
     assert!(
