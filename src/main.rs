@@ -12,8 +12,10 @@ fn main() {
         // SAFETY: called before any thread is spawned; SIG_DFL is a valid disposition.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
+    // The command runs on a worker (below): give the workers the main thread's 8 MiB stack.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cli.command.runtime_workers())
+        .thread_stack_size(8 << 20)
         .enable_all()
         .build();
     let runtime = match runtime {

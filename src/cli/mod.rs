@@ -257,9 +257,9 @@ impl Command {
     /// behind every other runnable task. When the command ran on the main thread, a job not
     /// under load (a trajectory, a sweep, a replay) read its streams there while the
     /// connections ran on the worker: each streamed chunk woke the main thread and its
-    /// stamp waited for that wake-up (median ITL gap error 0.20–0.21 ms against 0.11–0.13
+    /// stamp waited for that wake-up (median ITL gap error 0.20–0.21 ms against 0.12–0.13
     /// against a mock pacing tokens at 10 ms; a one-request paced run 15–18 ms of CPU
-    /// against 9–10). A current-thread runtime, which also keeps everything on one thread,
+    /// against 9–10 with everything on one thread). A current-thread runtime, which also keeps everything on one thread,
     /// has no LIFO slot: at c = 10,000 the connection tasks queued behind the units, and
     /// TTFT p50 read 1,076 ms against 1,002 for a mock answering at 1,000 ms. The
     /// built-in simulator serves on a thread of its own.

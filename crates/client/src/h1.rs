@@ -183,10 +183,12 @@ impl Pool {
     }
 
     /// Opens connections until `n` are idle (at most `n` opened; the idle ones the peer
-    /// closed or that idled too long are dropped first), in waves of the log's slots
-    /// ([`crate::connect::MAX_CONNECTS_IN_FLIGHT`]) at most one wave per [`WARM_WAVE_GAP`],
-    /// all of them bounded by `limit`: a warm pool is connections, not requests. Returns
-    /// (opened, failed); a connect still going at `limit` failed.
+    /// closed or that idled too long are dropped first), all of them bounded by `limit`: a
+    /// warm pool is connections, not requests. The `i`-th connect starts no earlier than
+    /// `i / 32` [`WARM_START_GAP`]s in (32 = [`crate::connect::MAX_CONNECTS_IN_FLIGHT`],
+    /// whose slots still bound the connects in progress), so one that waits out a dropped
+    /// SYN holds its slot alone and the others go on. Returns (opened, failed); a connect
+    /// still going at `limit`, or not started by then, failed.
     pub(crate) async fn warm(&self, n: usize, limit: Duration) -> (u64, u64) {
         let idle = {
             let mut idle = self.lock();
@@ -194,24 +196,22 @@ impl Pool {
             idle.len()
         };
         let want = n.min(self.max_idle).saturating_sub(idle);
-        let deadline = tokio::time::Instant::now() + limit;
+        let t0 = tokio::time::Instant::now();
+        let deadline = t0 + limit;
+        let per_gap = crate::connect::MAX_CONNECTS_IN_FLIGHT;
+        let opened = futures_util::future::join_all((0..want).map(|i| async move {
+            let start = t0 + WARM_START_GAP * u32::try_from(i / per_gap).unwrap_or(u32::MAX);
+            tokio::time::timeout_at(deadline, async {
+                tokio::time::sleep_until(start).await;
+                self.open().await
+            })
+            .await
+        }))
+        .await;
         let mut ok = 0;
-        let mut left = want;
-        while left > 0 && tokio::time::Instant::now() < deadline {
-            let wave = left.min(crate::connect::MAX_CONNECTS_IN_FLIGHT);
-            left -= wave;
-            let next = tokio::time::Instant::now() + WARM_WAVE_GAP;
-            let opened = futures_util::future::join_all(
-                (0..wave).map(|_| tokio::time::timeout_at(deadline, self.open())),
-            )
-            .await;
-            for (sender, _) in opened.into_iter().flatten().flatten() {
-                self.put(sender);
-                ok += 1;
-            }
-            if left > 0 {
-                tokio::time::sleep_until(next.min(deadline)).await;
-            }
+        for (sender, _) in opened.into_iter().flatten().flatten() {
+            self.put(sender);
+            ok += 1;
         }
         (ok, want as u64 - ok)
     }
@@ -237,13 +237,15 @@ impl Pool {
 /// How long a pooled connection may take to become ready for its next request.
 const READY_WAIT: Duration = Duration::from_millis(100);
 
-/// The least time between the starts of two waves of a warm pool's connects. A connect
-/// completes when the server's kernel queues the connection, before its accept loop takes
-/// it: without a pause, a client on one thread opened 1,024 connections faster than a mock
-/// accepting on a core of its own drained a listen backlog of 128, and the SYNs past it
-/// waited out a 1 s retransmit in the warm-up (`warm_ns` 1.07 s, 9–96 drops in 5 of 5
-/// runs). At 32 connects a millisecond at most, 1,024 connections take ~32 ms.
-const WARM_WAVE_GAP: Duration = Duration::from_millis(1);
+/// How much later each further 32 of a warm pool's connects start: at most 32 new
+/// connects a millisecond (a floor of ~32 ms for 1,024; tokio's timer rounds up, so 1,024
+/// took 101–116 ms on the edge bench's mock). A connect completes when the server's kernel
+/// queues the connection, before its accept loop takes it: unpaced, a client on one thread
+/// opened 1,024 connections faster than a mock accepting on a core of its own drained a
+/// listen backlog of 128 (34–128 SYNs dropped, a 2.1–4.1 s warm-up, in 3 of 3 runs; paced:
+/// 0 drops). A slower accept loop can still overflow a small backlog: the warm-up's
+/// retransmits are counted (`WarmPool::retransmits`).
+const WARM_START_GAP: Duration = Duration::from_millis(1);
 
 /// Why [`Pool::send`] got no response head.
 #[derive(Debug)]
