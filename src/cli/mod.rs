@@ -259,10 +259,10 @@ impl Command {
     /// connections ran on the worker: each streamed chunk woke the main thread and its
     /// stamp waited for that wake-up (median ITL gap error 0.20–0.21 ms against 0.12–0.13
     /// against a mock pacing tokens at 10 ms; a one-request paced run 15–18 ms of CPU
-    /// against 9–10 with everything on one thread). A current-thread runtime, which also keeps everything on one thread,
-    /// has no LIFO slot: at c = 10,000 the connection tasks queued behind the units, and
-    /// TTFT p50 read 1,076 ms against 1,002 for a mock answering at 1,000 ms. The
-    /// built-in simulator serves on a thread of its own.
+    /// against 9–10 with everything on one thread). A current-thread runtime also keeps
+    /// everything on one thread but has no LIFO slot: at c = 10,000 the connection tasks
+    /// queued behind the units, and TTFT p50 read 1,076 ms against 1,002 for a mock
+    /// answering at 1,000 ms. The built-in simulator serves on a thread of its own.
     pub fn runtime_workers(&self) -> usize {
         let default = match self {
             Command::Run { .. } | Command::Overhead(_) => 1,

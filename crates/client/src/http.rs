@@ -613,14 +613,7 @@ impl Client {
             Transport::H1(pool) => {
                 // Plain http: connections opened, no request sent.
                 let (_, failed) = pool.warm(n, self.config.request_timeout).await;
-                let counts = self.connects.counts().since(before);
-                return WarmPool {
-                    wanted: n as u64,
-                    opened: counts.opened,
-                    failed,
-                    retransmits: counts.retransmits,
-                    elapsed_ns: ns(started.elapsed()),
-                };
+                return self.warm_pool_done(n, before, failed, started);
             }
         };
         let one = || async {
@@ -664,6 +657,18 @@ impl Client {
             }
         }
         self.connects.forget();
+        self.warm_pool_done(n, before, failed, started)
+    }
+
+    /// What a warm pool of `n` that started at `started` with the connect counts `before`
+    /// did, `failed` of its connections or requests having failed.
+    fn warm_pool_done(
+        &self,
+        n: usize,
+        before: crate::connect::ConnectCounts,
+        failed: u64,
+        started: std::time::Instant,
+    ) -> WarmPool {
         let counts = self.connects.counts().since(before);
         WarmPool {
             wanted: n as u64,
