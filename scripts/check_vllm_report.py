@@ -101,7 +101,8 @@ def check(report: dict[str, Any], proc_counts: list[int], block: int,
         fails.append(f"requests_running kept under {list(engines)}, expected engine=\"0\"")
     out.append(f"metrics: {m.get('scrapes_ok')} scrapes every {(m.get('period_ns') or 0) / 1e6:.0f} ms, "
                f"block size {m.get('block_size')}, mapping {len(mapping)} figures, "
-               f"{m.get('scrapes_failed')} failed")
+               f"{m.get('scrapes_failed')} failed, {m.get('scrapes_resent') or 0} resent "
+               "on a new connection")
     out += gap_lines
     # 2. /proc of the process tree
     p = (report.get("telemetry") or {}).get("proc") or {}

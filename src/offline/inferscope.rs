@@ -384,6 +384,7 @@ fn metrics_timeline(
             timeout_ns: 0,
             scrapes_ok: samples.len() as u64,
             scrapes_failed: 0,
+            scrapes_resent: 0,
             gaps: Vec::new(),
             parse_errors: 0,
             parse_error_lines: Vec::new(),

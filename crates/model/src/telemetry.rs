@@ -185,6 +185,11 @@ pub struct MetricsSummary {
     pub scrapes_ok: u64,
     /// Failed scrapes (gaps).
     pub scrapes_failed: u64,
+    /// Successful scrapes sent a second time on a new connection: the pooled connection
+    /// the first try went out on had been closed by the engine, with no answer. Each is
+    /// one sample; its `sent_ns`..`done_ns` window spans both tries.
+    #[serde(default)]
+    pub scrapes_resent: u64,
     /// Exposition lines that did not parse, summed over scrapes.
     pub parse_errors: u64,
     /// Canonical name → exposed families used.

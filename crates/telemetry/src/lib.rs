@@ -368,6 +368,11 @@ pub struct MetricsTimeline {
     pub scrapes_ok: u64,
     /// Failed scrapes (gaps).
     pub scrapes_failed: u64,
+    /// Successful scrapes sent a second time on a new connection: the pooled connection
+    /// the first try went out on had been closed by the engine, with no answer. Each is
+    /// one sample; its `sent_ns`..`done_ns` window spans both tries.
+    #[serde(default)]
+    pub scrapes_resent: u64,
     /// The first failed scrapes (at most 1,000 kept).
     pub gaps: Vec<ScrapeGap>,
     /// Exposition lines that did not parse, summed over scrapes.
@@ -456,6 +461,7 @@ mod parse_error_tests {
             timeout_ns: 1,
             scrapes_ok: 0,
             scrapes_failed: 0,
+            scrapes_resent: 0,
             gaps: Vec::new(),
             parse_errors: 0,
             parse_error_lines: Vec::new(),

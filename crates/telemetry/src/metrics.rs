@@ -185,17 +185,40 @@ pub(crate) fn is_plain_http(url: &str) -> bool {
         .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
 }
 
-/// One scrape: `(body, content type)` or the reason it failed.
-pub(crate) async fn scrape(
-    client: &reqwest::Client,
-    url: &str,
-) -> Result<(String, Option<String>), String> {
-    let mut resp = client
-        .get(url)
-        .header(reqwest::header::ACCEPT, ACCEPT)
-        .send()
-        .await
-        .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
+/// One scrape's answer.
+#[derive(Debug)]
+pub(crate) struct Scraped {
+    /// The body, UTF-8.
+    pub body: String,
+    /// The `Content-Type` header, when sent.
+    pub content_type: Option<String>,
+    /// Whether the GET was sent a second time on a new connection: the pooled connection
+    /// it first went out on had been closed by the engine (an idle keep-alive timeout met
+    /// the next scrape) and no answer came back on it.
+    pub resent: bool,
+}
+
+/// One scrape, or the reason it failed.
+///
+/// A scrape is an idempotent GET. When it goes out on a pooled connection the engine has
+/// just closed (uvicorn closes a connection idle for 5 s; the sampler's runtime is not
+/// driven between scrapes, so the close is seen only when the next scrape uses it), it
+/// fails with no response head and no connect error. It is then sent once more, on a new
+/// connection, as Go's HTTP client (Prometheus's own scraper) does for idempotent requests.
+pub(crate) async fn scrape(client: &reqwest::Client, url: &str) -> Result<Scraped, String> {
+    let mut resent = false;
+    let mut resp = loop {
+        match client
+            .get(url)
+            .header(reqwest::header::ACCEPT, ACCEPT)
+            .send()
+            .await
+        {
+            Ok(r) => break r,
+            Err(e) if !resent && is_closed_before_answer(&e) => resent = true,
+            Err(e) => return Err(format!("request failed: {}", error_chain(&e))),
+        }
+    };
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("HTTP {status}"));
@@ -216,8 +239,18 @@ pub(crate) async fn scrape(
         }
         body.extend_from_slice(&chunk);
     }
-    let text = String::from_utf8(body).map_err(|_| "body is not UTF-8".to_string())?;
-    Ok((text, ct))
+    let body = String::from_utf8(body).map_err(|_| "body is not UTF-8".to_string())?;
+    Ok(Scraped {
+        body,
+        content_type: ct,
+        resent,
+    })
+}
+
+/// Whether `e` is a request that got no response head on a connection that was open: not
+/// a connect failure, not a timeout, no status.
+fn is_closed_before_answer(e: &reqwest::Error) -> bool {
+    e.is_request() && !e.is_connect() && !e.is_timeout() && e.status().is_none()
 }
 
 /// `e: source: source…` on one line (reqwest's own text omits the cause, e.g. "connection
@@ -269,6 +302,77 @@ mod tests {
             let client = build_client(Duration::from_millis(200), &url).unwrap();
             let err = rt.block_on(scrape(&client, &url)).unwrap_err();
             assert!(err.contains("timed out"), "{err}");
+            drop(client);
+            drop(rt);
+            server.join().unwrap();
+        }
+    }
+
+    /// Reads one request head from `s` (up to its blank line).
+    fn read_head(s: &mut std::net::TcpStream) -> bool {
+        let mut head = Vec::new();
+        let mut b = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match s.read(&mut b) {
+                Ok(1) => head.push(b[0]),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// A server that answers the first scrape on a keep-alive connection, then closes that
+    /// connection after reading the next request without answering it (an idle timeout
+    /// meeting the request). The request's next connection is answered, or, with
+    /// `close_twice`, closed the same way.
+    fn closing_server(close_twice: bool) -> (String, std::thread::JoinHandle<()>) {
+        const OK: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\
+                           content-length: 10\r\n\r\nvllm:x 1\n\n";
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/metrics", l.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            assert!(read_head(&mut s));
+            s.write_all(OK).unwrap();
+            assert!(read_head(&mut s));
+            drop(s);
+            let (mut s, _) = l.accept().unwrap();
+            assert!(read_head(&mut s));
+            if !close_twice {
+                s.write_all(OK).unwrap();
+                // Held until the client goes.
+                let _ = read_head(&mut s);
+            }
+        });
+        (url, server)
+    }
+
+    /// A scrape whose pooled connection the engine closed goes out once more on a new
+    /// connection and is counted as resent; a second close is a failed scrape.
+    #[test]
+    fn a_scrape_on_a_connection_the_engine_closed_is_sent_once_more() {
+        for close_twice in [false, true] {
+            let (url, server) = closing_server(close_twice);
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let client = build_client(Duration::from_secs(5), &url).unwrap();
+            let first = rt.block_on(scrape(&client, &url)).unwrap();
+            assert_eq!((first.body.as_str(), first.resent), ("vllm:x 1\n\n", false));
+            let second = rt.block_on(scrape(&client, &url));
+            match second {
+                Ok(s) => {
+                    assert!(!close_twice, "{s:?}");
+                    assert!(s.resent);
+                    assert_eq!(s.content_type.as_deref(), Some("text/plain"));
+                }
+                Err(e) => {
+                    assert!(close_twice, "{e}");
+                    assert!(e.starts_with("request failed"), "{e}");
+                    assert!(!e.contains("timed out"), "{e}");
+                }
+            }
             drop(client);
             drop(rt);
             server.join().unwrap();

@@ -595,6 +595,7 @@ fn empty_timeline(
         timeout_ns: 0,
         scrapes_ok: 0,
         scrapes_failed: 0,
+        scrapes_resent: 0,
         gaps: Vec::new(),
         parse_errors: 0,
         parse_error_lines: Vec::new(),

@@ -1,6 +1,6 @@
 //! Sampler threads: one per source, a deadline-based loop, a shared stop signal.
 
-use super::metrics::{MetricsTracker, build_client, scrape};
+use super::metrics::{MetricsTracker, Scraped, build_client, scrape};
 use super::power::{GpuDevice, GpuSampler, ProbeSampler, nvml};
 use super::proc::{ProcOutcome, ProcReader, ProcSample, clk_tck};
 use super::profile::map_exposition;
@@ -788,6 +788,7 @@ fn empty_metrics(mc: &MetricsConfig, period_ns: u64) -> MetricsTimeline {
         timeout_ns: mc.timeout.as_nanos() as u64,
         scrapes_ok: 0,
         scrapes_failed: 0,
+        scrapes_resent: 0,
         gaps: Vec::new(),
         parse_errors: 0,
         parse_error_lines: Vec::new(),
@@ -878,9 +879,17 @@ fn metrics_thread(
             return Tick::Finish;
         };
         match res {
-            Ok((body, ct)) => {
+            Ok(Scraped {
+                body,
+                content_type,
+                resent,
+            }) => {
                 t.scrapes_ok += 1;
-                let expo = parse_exposition(&body, format_from_content_type(ct.as_deref()));
+                if resent {
+                    t.scrapes_resent += 1;
+                }
+                let format = format_from_content_type(content_type.as_deref());
+                let expo = parse_exposition(&body, format);
                 let scrape = t.scrapes_ok;
                 super::record_parse_errors(t, scrape, done, &expo.errors, MAX_NOTES);
                 if expo.format == ExpositionFormat::OpenMetrics && !expo.eof {

@@ -66,6 +66,7 @@ pub fn metrics_summary(m: &MetricsTimeline) -> MetricsSummary {
         period_ns: m.period_ns,
         scrapes_ok: m.scrapes_ok,
         scrapes_failed: m.scrapes_failed,
+        scrapes_resent: m.scrapes_resent,
         parse_errors: m.parse_errors,
         mapping: m.mapping.clone(),
         notes: m.notes.clone(),
