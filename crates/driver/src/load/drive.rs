@@ -310,8 +310,9 @@ fn compact_unit(rec: &mut TrajectoryRecord, keep_answers: bool) {
 /// One context unit: its request, the stream, the estimate refined. Every unit is a
 /// spawned task whose cell is as large as the unit future's largest state, for the whole
 /// unit, and a cell's pages are all touched before the unit ends: the request's build and
-/// the estimate's refinement (tokenizer work, 2.4 and 1.8 KB of state) are boxed, so the
-/// cell holds the stream's state and not theirs (BENCHMARKS.md, memory per stream).
+/// the estimate's refinement (tokenizer work, 2.4 and 1.8 KB of state) and the finished
+/// step are boxed, so the cell holds the stream's state and not theirs (BENCHMARKS.md,
+/// memory per stream).
 async fn context_unit<E: LlmExecutor>(
     exec: &E,
     ctx: &DriverCtx,
@@ -344,7 +345,9 @@ async fn context_unit<E: LlmExecutor>(
             format!("{id}/s{size}r{r}"),
         ),
     };
-    let mut step = llm_step(exec, ctx, &case, &req).await;
+    // The step is boxed too: a value held across a later await gets its own slot, which
+    // the stream's state (the `llm_step` future) would otherwise sit beside.
+    let mut step = Box::new(llm_step(exec, ctx, &case, &req).await);
     Box::pin(plan.refine_estimate(&mut step)).await;
     if step.status == StepStatus::Completed {
         rec.final_answer = step
@@ -354,7 +357,7 @@ async fn context_unit<E: LlmExecutor>(
     } else if step.status == StepStatus::Cancelled {
         rec.stop_reason = StopReason::Cancelled;
     }
-    rec.steps.push(step);
+    rec.steps.push(*step);
     rec.end_ns = exec.now_ns();
     rec
 }
