@@ -275,6 +275,15 @@ mod tests {
     use std::io::{Read, Write};
     use std::time::Duration;
 
+    /// The runtime a metrics sampler thread scrapes on: one thread, driven only while a
+    /// scrape runs.
+    fn sampler_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
     /// A scrape the server never finishes fails with a reason that says it timed out,
     /// whether the server is silent or stops after the response head: the vLLM check
     /// (`scripts/check_vllm_report.py`) tells such a gap (a starved server) from a defect
@@ -295,10 +304,7 @@ mod tests {
                 // Held open past the client's timeout, then dropped.
                 let _ = s.read(&mut buf);
             });
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let rt = sampler_runtime();
             let client = build_client(Duration::from_millis(200), &url).unwrap();
             let err = rt.block_on(scrape(&client, &url)).unwrap_err();
             assert!(err.contains("timed out"), "{err}");
@@ -353,10 +359,7 @@ mod tests {
     fn a_scrape_on_a_connection_the_engine_closed_is_sent_once_more() {
         for close_twice in [false, true] {
             let (url, server) = closing_server(close_twice);
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let rt = sampler_runtime();
             let client = build_client(Duration::from_secs(5), &url).unwrap();
             let first = rt.block_on(scrape(&client, &url)).unwrap();
             assert_eq!((first.body.as_str(), first.resent), ("vllm:x 1\n\n", false));
